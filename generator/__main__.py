@@ -1,0 +1,5 @@
+"""``python -m generator`` = ``gen``."""
+
+from .cli import console
+
+console()

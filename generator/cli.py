@@ -1,0 +1,157 @@
+"""The ``gen`` command: parses arguments, runs the pipeline, maps results to exit codes.
+
+Exit codes (SPEC.md §3): 0 ok; 1 spec rejected; 2 usage error; 3 ``render --check`` drift;
+4 internal error (a bug: set MOEGEN_DEBUG=1 for the traceback).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import traceback
+from pathlib import Path
+
+import click
+
+from . import pipeline, report
+from .errors import DriftDetected, GenError, Severity, SpecRejected, UsageError
+from .render.emit import diff_tree, write_tree
+from .spec.models import json_schema
+from .spec.rules import RULES
+
+_SPEC = click.argument("spec", type=click.Path(dir_okay=False, path_type=Path))
+_OVERLAYS = click.option("-f", "--overlay", "overlays", multiple=True,
+                         type=click.Path(dir_okay=False, path_type=Path),
+                         help="Overlay merged over SPEC (repeatable; last wins).")
+
+
+def _checked(spec: Path, overlays: tuple[Path, ...]) -> pipeline.Checked:
+    for path in (spec, *overlays):
+        if not path.exists():
+            raise UsageError(f"{path}: no such file")
+    return pipeline.check(spec, list(overlays))
+
+
+def _emit_findings(checked: pipeline.Checked, fmt: str) -> None:
+    findings = checked.findings
+    if fmt == "json":
+        click.echo(report.as_json(findings, checked.ok))
+    elif fmt == "github":
+        if findings:
+            click.echo(report.github(findings))
+    elif findings:
+        click.echo(report.text(findings, colour=sys.stderr.isatty()), err=True)
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(package_name="moegen", prog_name="gen")
+def main() -> None:
+    """moegen: Kubernetes manifests for DeepSeek-class MoE serving, checked before they exist."""
+
+
+@main.command()
+@_SPEC
+@_OVERLAYS
+@click.option("-o", "--output", "outdir", type=click.Path(file_okay=False, path_type=Path),
+              help="Output directory (default: out/<metadata.name>).")
+@click.option("--check", is_flag=True, help="Compare OUTDIR with a fresh render; exit 3 on drift.")
+@click.option("--format", "fmt", type=click.Choice(["text", "json", "github"]), default="text",
+              help="How findings are printed.")
+def render(spec: Path, overlays: tuple[Path, ...], outdir: Path | None, check: bool,
+           fmt: str) -> None:
+    """Validate SPEC, then write its manifests and env files as a kustomize base."""
+    checked = _checked(spec, overlays)
+    _emit_findings(checked, fmt)
+    if not checked.ok:
+        raise SpecRejected(checked.findings)
+    plan, files = pipeline.render(checked)
+    outdir = outdir or Path("out") / plan.name
+    if check:
+        changes = diff_tree(outdir, files)
+        if changes:
+            click.echo("\n".join(changes), err=True)
+            raise DriftDetected(changes)
+        click.echo(f"{outdir}: up to date ({len(files)} files)", err=True)
+        return
+    result = write_tree(outdir, files)
+    click.echo(f"{outdir}: {result.written} files ({len(result.added)} added, "
+               f"{len(result.changed)} changed, {len(result.removed)} removed)", err=True)
+
+
+@main.command()
+@_SPEC
+@_OVERLAYS
+@click.option("--format", "fmt", type=click.Choice(["text", "json", "github"]), default="text",
+              help="text for people (stderr), json for machines (stdout), github for annotations.")
+@click.option("--strict", is_flag=True, help="Warnings also reject the spec (exit 1).")
+def validate(spec: Path, overlays: tuple[Path, ...], fmt: str, strict: bool) -> None:
+    """Run every check on SPEC and write nothing (the CI policy check)."""
+    checked = _checked(spec, overlays)
+    _emit_findings(checked, fmt)
+    if not checked.ok or (strict and checked.findings):
+        raise SpecRejected(checked.findings)
+    if fmt == "text":
+        click.echo(f"{spec}: ok ({report.summary(checked.findings)})", err=True)
+
+
+@main.command()
+def schema() -> None:
+    """Print the JSON Schema of the InferenceDeployment spec."""
+    click.echo(schema_text(), nl=False)
+
+
+def schema_text() -> str:
+    """The exact text of ``schemas/inferencedeployment.schema.json``."""
+    return json.dumps(json_schema(), indent=2, sort_keys=True) + "\n"
+
+
+@main.command()
+@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text")
+def rules(fmt: str) -> None:
+    """Print the rule catalogue (code, severity, summary, source)."""
+    if fmt == "json":
+        click.echo(json.dumps([{"code": r.code, "severity": r.severity.value,
+                                "summary": r.summary, "source": r.source} for r in RULES],
+                              indent=2))
+        return
+    for r in sorted(RULES, key=lambda r: r.code):
+        click.echo(f"{r.code:8} {r.severity.value:7} {r.summary}\n{'':16} source: {r.source}")
+
+
+def run(argv: list[str] | None = None) -> int:
+    """Entry point of the console script: returns the exit code, never a traceback for input."""
+    try:
+        main.main(args=argv, prog_name="gen", standalone_mode=False)
+        return 0
+    except click.exceptions.Exit as exc:
+        return exc.exit_code
+    except click.ClickException as exc:  # usage errors
+        exc.show()
+        return 2
+    except click.exceptions.Abort:
+        click.echo("aborted", err=True)
+        return 2
+    except SpecRejected as exc:
+        errors = sum(f.severity is Severity.ERROR for f in exc.findings)
+        if errors == 0:
+            click.echo("rejected: warnings are errors with --strict", err=True)
+        return exc.exit_code
+    except (UsageError, DriftDetected) as exc:
+        if isinstance(exc, UsageError):
+            click.echo(f"gen: error: {exc}", err=True)
+        return exc.exit_code
+    except GenError as exc:  # pragma: no cover - every GenError subclass is handled above
+        click.echo(f"gen: {exc}", err=True)
+        return exc.exit_code
+    except Exception as exc:  # noqa: BLE001 - the last line of defence: a bug, exit 4
+        click.echo(f"gen: internal error (a bug in moegen, please report it): "
+                   f"{type(exc).__name__}: {exc}", err=True)
+        if os.environ.get("MOEGEN_DEBUG"):
+            traceback.print_exc()
+        return 4
+
+
+def console() -> None:
+    """``gen`` console script."""
+    sys.exit(run())

@@ -1,0 +1,99 @@
+"""What an engine dialect receives and returns (engine-neutral types).
+
+A dialect turns one role (:class:`RoleInput`: the validated spec pieces plus the computed
+:class:`~generator.layout.RoleLayout`) into an :class:`EngineLaunch`: the program, the arguments
+every pod of an instance shares, the arguments that differ per pod (ranks, addresses, headless),
+the static environment (rendered into the role's env file) and the ports. Leader and worker
+arguments therefore come from one source.
+
+Runtime values that only the pod knows are written as shell references to variables the pod
+template defines from the downward API (:data:`POD_IP`, :data:`LEADER_IP`); the launcher script
+expands them. Everything else is a literal computed here.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..catalog import ModelArch
+from ..layout import RoleLayout
+
+#: The pod's own IP (downward API ``status.podIP``), for addresses a process binds on.
+POD_IP = "${MOEGEN_POD_IP}"
+#: The leader pod's IP, resolved by the launcher from the leader's DNS name with a bounded retry
+#: (a DNS name given to a ZMQ bind crashes vLLM: shared/research/field-failures.md #4).
+LEADER_IP = "${MOEGEN_LEADER_IP}"
+#: Placeholders and the example values conformance tests substitute for them.
+PLACEHOLDER_EXAMPLES = {POD_IP: "10.0.0.11", LEADER_IP: "10.0.0.10"}
+
+
+@dataclass(frozen=True)
+class RoleInput:
+    """One role as the dialects see it (all fields validated already).
+
+    Attributes:
+        name, mode: role name and ``prefill`` | ``decode`` | ``unified``.
+        model: the spec's ``model`` (pydantic ``Model``).
+        arch: the model's shape.
+        serving: effective serving settings (``models.effective_serving``).
+        parallel, moe, speculative, kv_transfer: the role's spec blocks (``None`` when unset).
+        network: the spec's ``network``.
+        layout: the computed layout.
+        pd: True when the deployment has both prefill and decode roles.
+    """
+
+    name: str
+    mode: str
+    model: Any
+    arch: ModelArch
+    serving: dict[str, Any]
+    parallel: Any
+    moe: Any
+    speculative: Any
+    kv_transfer: Any
+    network: Any
+    layout: RoleLayout
+    pd: bool
+
+
+@dataclass(frozen=True)
+class Port:
+    """A container port (name <= 15 chars, IANA_SVC_NAME)."""
+
+    name: str
+    port: int
+
+
+@dataclass(frozen=True)
+class EngineLaunch:
+    """How to start one instance of a role.
+
+    Attributes:
+        program: argv prefix, e.g. ``("vllm", "serve", "/models/DeepSeek-V3")``.
+        common: arguments of every pod.
+        per_pod: extra arguments of pod ``i`` (index = pod index; leader first).
+        serves_api: whether pod ``i`` runs the HTTP API (probes, client Service).
+        env: static environment of the engine (engine variables; network ones are added by
+            the plan), rendered into the role's env file.
+        ports: container ports of every pod.
+        leader_ports: extra ports of the leader pod only.
+        notes: one-line explanations rendered as comments in the launcher.
+    """
+
+    program: tuple[str, ...]
+    common: tuple[str, ...]
+    per_pod: tuple[tuple[str, ...], ...]
+    serves_api: tuple[bool, ...]
+    env: dict[str, str] = field(default_factory=dict)
+    ports: tuple[Port, ...] = ()
+    leader_ports: tuple[Port, ...] = ()
+    notes: tuple[str, ...] = ()
+
+    def argv(self, pod: int, substitute: bool = False) -> list[str]:
+        """Full argv of pod ``pod``; with ``substitute`` the placeholders get example IPs."""
+        args = [*self.program, *self.common, *self.per_pod[pod]]
+        if substitute:
+            for key, value in PLACEHOLDER_EXAMPLES.items():
+                args = [a.replace(key, value) for a in args]
+        return args

@@ -1,0 +1,289 @@
+"""The vLLM dialect: ``vllm serve`` flags and ``VLLM_*`` variables for every release 0.11.0..0.33.x.
+
+Per-release facts (option names, ``--all2all-backend`` choices, EPLB keys, connectors, env
+defaults) come from ``data/vllm-releases.json``, extracted by ``tools/extract_vllm_dialects.py``
+from each release's own parser and sources (shared/reference/engines/vllm-dialects.yaml). The
+switches that change how a flag is written:
+
+=========================  ===========  ===============================================
+concern                    releases     form (source file in the vLLM release)
+=========================  ===========  ===============================================
+all-to-all backend         0.11.0       env ``VLLM_ALL2ALL_BACKEND`` (vllm/envs.py)
+                           >= 0.11.1    ``--all2all-backend`` (vllm/config/parallel.py)
+EPLB                       all          ``--enable-eplb --eplb-config '{json}'``
+                                        (vllm/config/parallel.py EPLBConfig); the legacy
+                                        ``--num-redundant-experts``/``--eplb-*`` flags were
+                                        removed in 0.12.0 and are never rendered
+multi-node TP/PP (no Ray)  >= 0.11.1    ``--nnodes --node-rank --master-addr --master-port``
+NIXL side-channel port     0.11.0       base 5557 + DP rank x TP (vllm/envs.py, nixl connector)
+                           >= 0.11.1    base 5600 + DP rank
+MooncakeConnector          >= 0.13.0    ``VLLM_MOONCAKE_BOOTSTRAP_PORT`` (8998)
+engine ready timeout       >= 0.14.0    ``VLLM_ENGINE_READY_TIMEOUT_S`` (default 600 s)
+=========================  ===========  ===============================================
+
+Where each flag is defined (vLLM 0.33.0; ``EngineArgs.add_cli_args`` in
+vllm/engine/arg_utils.py builds the parser from the config dataclasses):
+
+* ``--tensor-parallel-size``, ``--pipeline-parallel-size``, ``--data-parallel-size``,
+  ``--data-parallel-size-local``, ``--data-parallel-start-rank``, ``--data-parallel-rank``,
+  ``--data-parallel-address``, ``--data-parallel-rpc-port``, ``--enable-expert-parallel``,
+  ``--all2all-backend``, ``--enable-eplb``, ``--eplb-config``, ``--expert-placement-strategy``,
+  ``--nnodes``, ``--node-rank``, ``--master-addr``, ``--master-port``: ParallelConfig,
+  vllm/config/parallel.py.
+* ``--max-model-len``, ``--served-model-name``, ``--enforce-eager``: ModelConfig,
+  vllm/config/model.py.
+* ``--gpu-memory-utilization``, ``--kv-cache-dtype``: CacheConfig, vllm/config/cache.py.
+* ``--max-num-seqs``, ``--max-num-batched-tokens``: SchedulerConfig, vllm/config/scheduler.py.
+* ``--kv-transfer-config``: KVTransferConfig, vllm/config/kv_transfer.py.
+* ``--speculative-config``: SpeculativeConfig, vllm/config/speculative.py.
+* ``--headless``: vllm/entrypoints/cli/serve.py; ``--port``: vllm/entrypoints/openai/cli_args.py.
+* ``VLLM_*`` variables: vllm/envs.py.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from functools import cache
+from importlib import resources
+
+from ..layout import Spread
+from .common import LEADER_IP, POD_IP, EngineLaunch, Port, RoleInput
+from .versions import SupportedRange, parse_version, select_known
+
+#: vLLM releases moegen supports: 0.11.0 up to the 0.33.x series (SPEC.md §2).
+SUPPORTED = [SupportedRange((0, 11, 0), (0, 34, 0))]
+
+#: ``--data-parallel-rpc-port``: vLLM's default, rendered explicitly so every pod agrees
+#: (ParallelConfig.data_parallel_rpc_port = 29550, vllm/config/parallel.py).
+DP_RPC_PORT = 29550
+#: ``--master-port`` for multi-node TP/PP: vLLM's default 29501 (vllm/config/parallel.py).
+MASTER_PORT = 29501
+#: ``VLLM_NIXL_SIDE_CHANNEL_PORT``: the >= 0.11.1 default, pinned so the 0.11.0 default (5557)
+#: and docs that still say 5557 never disagree with what the pods open (vllm/envs.py).
+NIXL_SIDE_CHANNEL_PORT = 5600
+#: ``VLLM_MOONCAKE_BOOTSTRAP_PORT``: vLLM's default (vllm/envs.py, >= 0.13.0).
+MOONCAKE_BOOTSTRAP_PORT = 8998
+#: ``VLLM_ENGINE_READY_TIMEOUT_S``: how long the API server waits for the engine cores. The
+#: default 600 s is shorter than a DeepSeek-V3 load over DP16 across nodes (7-10 min seen,
+#: shared/research/anchors-k8s.md §7.7); 1800 s matches the startup probe budget.
+ENGINE_READY_TIMEOUT_S = 1800
+
+#: moegen's kvTransfer.connector -> vLLM connector class (registered names, vLLM
+#: vllm/distributed/kv_transfer/kv_connector/factory.py).
+CONNECTORS = {"nixl": "NixlConnector", "mooncake": "MooncakeConnector",
+              "lmcache": "LMCacheConnectorV1"}
+#: Role mode -> kv_role. Producer/consumer, not kv_both: shared/research/field-failures.md #24.
+KV_ROLES = {"prefill": "kv_producer", "decode": "kv_consumer", "unified": "kv_both"}
+
+
+@cache
+def _releases() -> dict:
+    text = resources.files(__package__).joinpath("data", "vllm-releases.json").read_text("utf-8")
+    return json.loads(text)["releases"]
+
+
+def known_versions() -> list[str]:
+    """Every vLLM release moegen has read (0.11.0 .. 0.33.0)."""
+    return list(_releases())
+
+
+@dataclass(frozen=True)
+class VllmDialect:
+    """The flag/env dialect of one known vLLM release (``version``), selected for ``requested``."""
+
+    requested: str
+    version: str
+
+    @property
+    def facts(self) -> dict:
+        """The release's facts from ``data/vllm-releases.json``."""
+        return _releases()[self.version]
+
+    def _v(self) -> tuple[int, int, int]:
+        return parse_version(self.version)
+
+    # -- what the release supports (used by the rules) --------------------------------------
+    @property
+    def all2all_choices(self) -> list[str]:
+        """Accepted all-to-all backends (flag choices, or the env choices in 0.11.0)."""
+        a2a = self.facts["all2all"]
+        return a2a["flagChoices"] or a2a["envChoices"]
+
+    @property
+    def all2all_by_env(self) -> bool:
+        """True when the backend is set by ``VLLM_ALL2ALL_BACKEND`` (0.11.0 has no flag)."""
+        return not self.facts["all2all"]["flagChoices"]
+
+    @property
+    def multinode(self) -> bool:
+        """``--nnodes/--node-rank/--master-addr`` exist (>= 0.11.1)."""
+        return self.facts["multinodeFlags"]
+
+    @property
+    def connectors(self) -> list[str]:
+        """Registered KV connectors of the release."""
+        return self.facts["kvTransfer"]["connectors"]
+
+    @property
+    def kv_cache_dtypes(self) -> list[str]:
+        """Accepted ``--kv-cache-dtype`` values."""
+        return self.facts["kvCacheDtypes"]
+
+    @property
+    def speculative_methods(self) -> list[str]:
+        """Accepted ``method`` values of ``--speculative-config``."""
+        return self.facts["speculativeMethods"]
+
+    @property
+    def gpu_memory_utilization_default(self) -> float:
+        """``--gpu-memory-utilization`` default: 0.9, 0.92 from 0.20.0."""
+        return float(self.facts["gpuMemoryUtilizationDefault"])
+
+    @property
+    def options(self) -> frozenset[str]:
+        """Engine options of the release moegen tracks (plus the serve-level ``--port``)."""
+        return frozenset(self.facts["options"]) | {"--port"}
+
+    def nixl_port_range(self, layout) -> tuple[int, int]:
+        """NIXL side-channel ports one pod opens, ``[first, last]`` (inclusive).
+
+        >= 0.11.1: base + DP rank (vllm/distributed/kv_transfer/kv_connector/v1/nixl_connector.py);
+        0.11.0: base + DP rank x TP.
+        """
+        ranks = [r for pod in layout.pods for r in pod.dp_ranks] or [0]
+        scale = layout.tensor if self._v() < (0, 11, 1) else 1
+        return NIXL_SIDE_CHANNEL_PORT + min(ranks) * scale, NIXL_SIDE_CHANNEL_PORT + max(ranks) * scale
+
+    # -- rendering --------------------------------------------------------------------------
+    def launch(self, role: RoleInput) -> EngineLaunch:
+        """Build the launch of one instance of ``role`` (the role must have passed the rules)."""
+        lay = role.layout
+        s = role.serving
+        common: list[str] = [
+            "--served-model-name", role.model.name,
+            "--port", str(s["port"]),
+            "--tensor-parallel-size", str(lay.tensor),
+            "--pipeline-parallel-size", str(lay.pipeline),
+        ]
+        env: dict[str, str] = {}
+        notes: list[str] = []
+        if lay.data > 1:
+            common += ["--data-parallel-size", str(lay.data)]
+        if lay.expert_parallel:
+            common += ["--enable-expert-parallel"]
+        moe = role.moe
+        if moe is not None and moe.all2all is not None:
+            if self.all2all_by_env:
+                env["VLLM_ALL2ALL_BACKEND"] = moe.all2all
+            else:
+                common += ["--all2all-backend", moe.all2all]
+        if moe is not None and moe.eplb is not None and moe.eplb.enabled:
+            eplb = {"window_size": moe.eplb.windowSize, "step_interval": moe.eplb.stepInterval,
+                    "num_redundant_experts": moe.eplb.redundantExperts,
+                    "log_balancedness": moe.eplb.logBalancedness}
+            common += ["--enable-eplb", "--eplb-config", _json(eplb)]
+        if moe is not None and moe.placement is not None:
+            common += ["--expert-placement-strategy", moe.placement]
+        if role.kv_transfer is not None:
+            kvt = {"kv_connector": CONNECTORS[role.kv_transfer.connector],
+                   "kv_role": KV_ROLES[role.mode]}
+            common += ["--kv-transfer-config", _json(kvt)]
+            if role.kv_transfer.connector == "nixl":
+                env["VLLM_NIXL_SIDE_CHANNEL_PORT"] = str(NIXL_SIDE_CHANNEL_PORT)
+            if role.kv_transfer.connector == "mooncake":
+                env["VLLM_MOONCAKE_BOOTSTRAP_PORT"] = str(MOONCAKE_BOOTSTRAP_PORT)
+        if role.speculative is not None:
+            spec = {"method": "mtp", "num_speculative_tokens": role.speculative.numSpeculativeTokens}
+            common += ["--speculative-config", _json(spec)]
+        max_len = s["maxModelLen"] or role.arch.max_position_embeddings
+        gmu = s["gpuMemoryUtilization"] or self.gpu_memory_utilization_default
+        common += ["--max-model-len", str(max_len),
+                   "--gpu-memory-utilization", _num(gmu),
+                   "--kv-cache-dtype", s["kvCacheDtype"]]
+        if s["maxNumSeqs"] is not None:
+            common += ["--max-num-seqs", str(s["maxNumSeqs"])]
+        if s["maxNumBatchedTokens"] is not None:
+            common += ["--max-num-batched-tokens", str(s["maxNumBatchedTokens"])]
+        if s["enforceEager"]:
+            common += ["--enforce-eager"]
+        if self._v() >= (0, 14, 0):
+            env["VLLM_ENGINE_READY_TIMEOUT_S"] = str(ENGINE_READY_TIMEOUT_S)
+
+        per_pod, serves, leader_ports = self._rank_args(role, notes)
+        ports = [Port("http", s["port"])]
+        if role.kv_transfer is not None and role.kv_transfer.connector == "nixl":
+            ports.append(Port("nixl", NIXL_SIDE_CHANNEL_PORT))
+        if role.kv_transfer is not None and role.kv_transfer.connector == "mooncake":
+            ports.append(Port("kv-bootstrap", MOONCAKE_BOOTSTRAP_PORT))
+        return EngineLaunch(
+            program=("vllm", "serve", role.model.path),
+            common=tuple(common),
+            per_pod=tuple(tuple(a) for a in per_pod),
+            serves_api=tuple(serves),
+            env=env,
+            ports=tuple(ports),
+            leader_ports=tuple(leader_ports),
+            notes=tuple(notes),
+        )
+
+    def _rank_args(self, role: RoleInput, notes: list[str]):
+        """Per-pod rank/address arguments from the layout (one load-balancing mode per role).
+
+        * DATA spread, internal load balancing: the leader gets ``--data-parallel-size-local``
+          and binds ``--data-parallel-address`` on its own IP; workers add ``--headless`` and
+          ``--data-parallel-start-rank``. No start rank on the leader: a start rank on a
+          non-headless node switches vLLM to hybrid LB, which rejects headless workers
+          (vllm/engine/arg_utils.py; shared/research/field-failures.md #6).
+        * MODEL spread (data == 1): ``--nnodes/--node-rank/--master-addr/--master-port``;
+          workers are ``--headless``.
+        * PER_RANK: external load balancing; every pod is one DP rank with its own API server,
+          ``--data-parallel-rank`` = pod index, rank 0's IP as ``--data-parallel-address``.
+        """
+        lay = role.layout
+        pods = lay.pods
+        if lay.spread is Spread.SINGLE:
+            return [[]], [True], []
+        if lay.spread is Spread.DATA:
+            shared = ["--data-parallel-size-local", str(lay.dp_local),
+                      "--data-parallel-rpc-port", str(DP_RPC_PORT)]
+            per_pod = [shared + ["--data-parallel-address", POD_IP]]
+            for pod in pods[1:]:
+                per_pod.append(["--headless", "--data-parallel-start-rank", str(pod.dp_start)]
+                               + shared + ["--data-parallel-address", LEADER_IP])
+            notes.append(f"internal load balancing: {lay.data} DP ranks, {lay.dp_local} per pod; "
+                         "the leader serves the API, workers are headless")
+            return per_pod, [True] + [False] * (len(pods) - 1), [Port("dp-rpc", DP_RPC_PORT)]
+        if lay.spread is Spread.MODEL:
+            shared = ["--nnodes", str(len(pods)), "--master-port", str(MASTER_PORT)]
+            per_pod = [shared + ["--node-rank", "0", "--master-addr", POD_IP]]
+            for pod in pods[1:]:
+                per_pod.append(["--headless"] + shared
+                               + ["--node-rank", str(pod.index), "--master-addr", LEADER_IP])
+            notes.append(f"one TP x PP = {lay.tensor} x {lay.pipeline} group over {len(pods)} pods; "
+                         "the leader serves the API, workers are headless")
+            return per_pod, [True] + [False] * (len(pods) - 1), [Port("master", MASTER_PORT)]
+        # PER_RANK
+        per_pod = []
+        for pod in pods:
+            addr = POD_IP if pod.index == 0 else LEADER_IP
+            per_pod.append(["--data-parallel-rank", str(pod.dp_start),
+                            "--data-parallel-rpc-port", str(DP_RPC_PORT),
+                            "--data-parallel-address", addr])
+        notes.append(f"external load balancing: {lay.data} DP ranks, one pod and API server each")
+        return per_pod, [True] * len(pods), [Port("dp-rpc", DP_RPC_PORT)]
+
+
+def _json(obj: dict) -> str:
+    """Compact JSON for a flag value (stable key order as given)."""
+    return json.dumps(obj, separators=(",", ":"))
+
+
+def _num(x: float) -> str:
+    """Shortest decimal form of a float (0.92, not 0.9200000000000002)."""
+    return repr(round(float(x), 6))
+
+
+def dialect(requested: str) -> VllmDialect:
+    """The dialect for ``requested`` (raises versions.UnsupportedVersion outside 0.11.0..0.33.x)."""
+    return VllmDialect(requested, select_known(requested, known_versions(), SUPPORTED))

@@ -1,0 +1,159 @@
+"""The layout model: where every rank of every instance runs (SPEC.md §2, "parallel" and "Pods").
+
+Computed in Python before any template runs. For one role:
+
+* ``parallel`` describes one engine instance: GPUs = tensor x data x pipeline; with
+  ``expert: true`` the expert-parallel size is tensor x data (vLLM's rule, vllm/config/parallel.py:
+  EP size = TP x DP [x PCP from 0.26.0]).
+* ``lws`` / ``statefulset``: an instance spans ceil(GPUs / gpusPerNode) pods, one per node, each
+  with GPUs / pods GPUs. How the ranks map onto the pods is one of the :class:`Spread` kinds.
+* ``pod-per-rank``: every data-parallel rank is its own pod with tensor x pipeline GPUs (vLLM's
+  external load-balancing DP mode); pods pack onto nodes by GPU count.
+
+The layout does not decide flags; the engine dialects read it. It raises nothing: impossible
+layouts are reported by the rules (``LAY*`` codes) from the fields ``problem`` carries.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+
+
+class Spread(str, enum.Enum):
+    """How one instance's ranks are spread over its pods."""
+
+    #: One pod holds the whole instance.
+    SINGLE = "single"
+    #: Data-parallel ranks are spread over pods; each pod holds ``dp_local`` whole DP ranks
+    #: (vLLM internal load balancing: leader serves the API, workers are ``--headless``).
+    DATA = "data"
+    #: One tensor/pipeline-parallel group spans the pods (data == 1): vLLM
+    #: ``--nnodes/--node-rank/--master-addr``, SGLang ``--nnodes/--node-rank/--dist-init-addr``.
+    MODEL = "model"
+    #: Each data-parallel rank is its own pod (external load balancing).
+    PER_RANK = "per-rank"
+
+
+@dataclass(frozen=True)
+class PodSlot:
+    """One pod of an instance.
+
+    Attributes:
+        index: pod index in the instance (0 = leader).
+        gpus: GPUs of the pod.
+        dp_ranks: global data-parallel ranks it hosts (``(r,)`` for per-rank pods).
+    """
+
+    index: int
+    gpus: int
+    dp_ranks: tuple[int, ...]
+
+    @property
+    def dp_start(self) -> int:
+        """First DP rank of the pod (``--data-parallel-start-rank`` / ``--data-parallel-rank``)."""
+        return self.dp_ranks[0]
+
+
+@dataclass(frozen=True)
+class RoleLayout:
+    """Layout of one role (all its instances are identical).
+
+    Attributes:
+        spread: how ranks are spread over pods.
+        tensor, data, pipeline: parallel sizes of one instance.
+        expert_parallel: EP enabled; ``ep_size`` = tensor x data then (1 otherwise).
+        gpus_per_instance: tensor x data x pipeline.
+        pods: the pods of one instance, leader first.
+        gpus_per_pod: GPUs of each pod (all pods of a role are alike).
+        dp_local: DP ranks per pod.
+        replicas: instances of the role.
+        nodes_needed: nodes of the pool the role occupies (one pod per node, or GPU packing
+            for per-rank pods).
+        problem: why the layout is impossible (``None`` when it is fine); rules report it.
+    """
+
+    spread: Spread
+    tensor: int
+    data: int
+    pipeline: int
+    expert_parallel: bool
+    gpus_per_instance: int
+    pods: tuple[PodSlot, ...]
+    gpus_per_pod: int
+    dp_local: int
+    replicas: int
+    nodes_needed: int
+    problem: str | None = None
+
+    @property
+    def ep_size(self) -> int:
+        """Expert-parallel size (tensor x data with EP on, else 1)."""
+        return self.tensor * self.data if self.expert_parallel else 1
+
+    @property
+    def multi_pod(self) -> bool:
+        """True when one instance spans more than one pod."""
+        return len(self.pods) > 1
+
+
+def _ceil_div(a: int, b: int) -> int:
+    return -(-a // b)
+
+
+def compute_layout(tensor: int, data: int, pipeline: int, expert: bool, workload: str,
+                   gpus_per_node: int, replicas: int) -> RoleLayout:
+    """Compute the layout of a role.
+
+    Args:
+        tensor, data, pipeline: parallel sizes of one instance (>= 1).
+        expert: expert parallelism on.
+        workload: ``lws`` | ``statefulset`` | ``pod-per-rank``.
+        gpus_per_node: GPUs of one node of the role's pool.
+        replicas: instances.
+
+    Returns:
+        The :class:`RoleLayout`; ``problem`` says why it cannot be deployed, if so.
+    """
+    model_gpus = tensor * pipeline
+    gpus = model_gpus * data
+    common = dict(tensor=tensor, data=data, pipeline=pipeline, expert_parallel=expert,
+                  gpus_per_instance=gpus, replicas=replicas)
+    if workload == "pod-per-rank":
+        pods = tuple(PodSlot(r, model_gpus, (r,)) for r in range(data))
+        per_node = gpus_per_node // model_gpus
+        problem = None
+        if per_node == 0:
+            problem = (f"a data-parallel rank needs tensor x pipeline = {model_gpus} GPUs, "
+                       f"more than the {gpus_per_node} GPUs of a node")
+            per_node = 1
+        return RoleLayout(Spread.PER_RANK, pods=pods, gpus_per_pod=model_gpus, dp_local=1,
+                          nodes_needed=_ceil_div(replicas * data, per_node), problem=problem,
+                          **common)
+    n_pods = _ceil_div(gpus, gpus_per_node)
+    if n_pods == 1:
+        return RoleLayout(Spread.SINGLE, pods=(PodSlot(0, gpus, tuple(range(data))),),
+                          gpus_per_pod=gpus, dp_local=data, nodes_needed=replicas, **common)
+    per_pod = gpus // n_pods
+    if gpus % n_pods:
+        pods = tuple(PodSlot(i, per_pod, ()) for i in range(n_pods))
+        return RoleLayout(Spread.DATA, pods=pods, gpus_per_pod=per_pod, dp_local=0,
+                          nodes_needed=replicas * n_pods, **common,
+                          problem=(f"{gpus} GPUs do not split evenly over {n_pods} pods of at "
+                                   f"most {gpus_per_node} GPUs"))
+    if data % n_pods == 0 and (data // n_pods) * model_gpus == per_pod:
+        dp_local = data // n_pods
+        pods = tuple(PodSlot(i, per_pod, tuple(range(i * dp_local, (i + 1) * dp_local)))
+                     for i in range(n_pods))
+        return RoleLayout(Spread.DATA, pods=pods, gpus_per_pod=per_pod, dp_local=dp_local,
+                          nodes_needed=replicas * n_pods, **common)
+    if data == 1:
+        pods = tuple(PodSlot(i, per_pod, (0,) if i == 0 else ()) for i in range(n_pods))
+        return RoleLayout(Spread.MODEL, pods=pods, gpus_per_pod=per_pod, dp_local=1,
+                          nodes_needed=replicas * n_pods, **common)
+    pods = tuple(PodSlot(i, per_pod, ()) for i in range(n_pods))
+    return RoleLayout(Spread.DATA, pods=pods, gpus_per_pod=per_pod, dp_local=0,
+                      nodes_needed=replicas * n_pods, **common,
+                      problem=(f"data = {data} ranks of tensor x pipeline = {model_gpus} GPUs "
+                               f"cannot be placed as whole ranks on {n_pods} pods of "
+                               f"{per_pod} GPUs"))

@@ -1,0 +1,32 @@
+"""Plan -> output files (``{relative path: text}``). No I/O, no computation: templates only.
+
+Files of an output directory (one object per file, named ``<role>-<kind>.yaml``):
+
+* ``<role>-lws.yaml`` or ``<role>-<replica>-statefulset.yaml`` (+ ``-headless-service.yaml``),
+* ``<role>-service.yaml`` (client Service), ``router-deployment.yaml``, ``router-service.yaml``,
+* ``env/<role>.env`` (engine environment), ``kustomization.yaml``, ``kustomizeconfig.yaml``.
+"""
+
+from __future__ import annotations
+
+from ..plan import DeploymentPlan
+from .templates import render
+
+
+def render_files(plan: DeploymentPlan) -> dict[str, str]:
+    """Render every file of the output directory for ``plan``; keys are POSIX relative paths."""
+    files: dict[str, str] = {}
+    for w in plan.workloads:
+        template = "lws.yaml.j2" if w.kind == "LeaderWorkerSet" else "statefulset.yaml.j2"
+        files[w.file] = render(template, plan=plan, w=w)
+    for s in plan.services:
+        files[s.file] = render("service.yaml.j2", plan=plan, s=s)
+    if plan.router is not None:
+        files["router-deployment.yaml"] = render("router-deployment.yaml.j2", plan=plan, r=plan.router)
+        files["router-service.yaml"] = render("router-service.yaml.j2", plan=plan, r=plan.router)
+    for e in plan.env_files:
+        files[e.path] = render("env.j2", plan=plan, e=e)
+    resources = sorted(f for f in files if f.endswith(".yaml"))
+    files["kustomizeconfig.yaml"] = render("kustomizeconfig.yaml.j2", plan=plan)
+    files["kustomization.yaml"] = render("kustomization.yaml.j2", plan=plan, resources=resources)
+    return dict(sorted(files.items()))

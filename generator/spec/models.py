@@ -1,0 +1,262 @@
+"""The InferenceDeployment spec as pydantic v2 models (SPEC.md section 2).
+
+Every model forbids unknown fields (``extra="forbid"``): a typo is an error, never silently
+ignored. Field names are camelCase as in Kubernetes. ``schemas/inferencedeployment.schema.json`` is
+generated from :class:`InferenceDeployment` (``gen schema``) and a test fails when it drifts.
+
+Only per-field constraints live here (types, enums, ranges, name patterns). Rules that relate
+several fields (divisibility, capacity, feature combinations) live in ``spec/rules.py`` so that
+all of them are reported at once with their rule codes.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from ..catalog import ARCHITECTURES, GPUS
+
+API_VERSION = "moegen.dev/v1alpha1"
+
+#: RFC 1123 label (Kubernetes object and label-value names).
+DNS_LABEL = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"
+#: Environment variable names accepted in ``network.env`` (POSIX portable names).
+ENV_NAME = r"^[A-Za-z_][A-Za-z0-9_]*$"
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid", populate_by_name=False, frozen=True)
+
+
+class Metadata(_Model):
+    """Object metadata. ``name`` prefixes every generated object (kept short: <= 40 chars so
+    that derived names such as ``<name>-<role>-<replica>-headless`` stay within 63)."""
+
+    name: str = Field(pattern=DNS_LABEL, max_length=40)
+    namespace: str = Field("default", pattern=DNS_LABEL, max_length=63)
+    labels: dict[str, str] = Field(default_factory=dict)
+
+
+class SecretKeyRef(_Model):
+    """A key of a Kubernetes Secret (secrets are passed by reference, never inline)."""
+
+    name: str = Field(pattern=DNS_LABEL, max_length=253)
+    key: str = Field(min_length=1, max_length=253)
+
+
+class Model(_Model):
+    """The served model: identity, architecture, checkpoint format and where the weights live."""
+
+    name: str = Field(min_length=1, description="Served model id (--served-model-name / HF id).")
+    architecture: Literal[tuple(ARCHITECTURES)] | None = Field(  # type: ignore[valid-type]
+        None, description="Built-in catalog id; or give `config`.")
+    config: str | None = Field(
+        None, description="Local HF config.json, relative to the file that sets it.")
+    weights: Literal["bf16", "fp8", "w4a8", "mxfp4"] = Field(
+        description="Checkpoint format of the weights.")
+    path: str = Field(pattern=r"^/", description="Weights directory inside the container.")
+    volume: dict[str, Any] | None = Field(
+        None, description="Kubernetes volume source holding the weights, e.g. "
+        "{persistentVolumeClaim: {claimName: x}}; mounted read-only at `path`.")
+    tokenSecret: SecretKeyRef | None = Field(
+        None, description="Secret key holding a Hugging Face token (HF_TOKEN).")
+
+
+class Engine(_Model):
+    """Inference engine and the version whose flag/env dialect is rendered."""
+
+    name: Literal["vllm", "sglang"]
+    version: str = Field(pattern=r"^\d+\.\d+\.\d+([.+-]?[0-9A-Za-z.+-]*)?$")
+    image: str = Field(min_length=1)
+
+
+class Toleration(_Model):
+    """A Kubernetes toleration (core/v1 Toleration)."""
+
+    key: str | None = None
+    operator: Literal["Exists", "Equal"] | None = None
+    value: str | None = None
+    effect: Literal["NoSchedule", "PreferNoSchedule", "NoExecute"] | None = None
+    tolerationSeconds: int | None = None
+
+
+class NodePool(_Model):
+    """A pool of identical GPU nodes."""
+
+    gpu: Literal[tuple(GPUS)]  # type: ignore[valid-type]
+    gpusPerNode: int = Field(ge=1, le=16)
+    nodes: int = Field(ge=1, le=4096, description="Nodes available (capacity check).")
+    nodeSelector: dict[str, str] = Field(default_factory=dict)
+    tolerations: list[Toleration] = Field(default_factory=list)
+
+
+class Rdma(_Model):
+    """RDMA NICs exposed to the pods."""
+
+    resourceName: str = Field(pattern=r"^[a-z0-9.-]+/[a-zA-Z0-9_.-]+$",
+                              description="Extended resource requested per pod, e.g. rdma/ib.")
+    resourceCount: int = Field(1, ge=1, le=64, description="Units of resourceName per pod.")
+    devices: list[str] = Field(min_length=1, description="HCA names, e.g. [mlx5_0, mlx5_1].")
+    gidIndex: int | None = Field(None, ge=0, le=255, description="RoCE GID index.")
+
+
+class Network(_Model):
+    """Pod networking and the communication libraries' environment."""
+
+    socketInterface: str | None = Field(
+        None, min_length=1, description="NIC for Gloo/NCCL/NVSHMEM bootstrap, e.g. eth0.")
+    hostNetwork: bool = False
+    rdma: Rdma | None = None
+    env: dict[str, str] = Field(default_factory=dict,
+                                description="Extra environment variables, applied last.")
+
+
+class Serving(_Model):
+    """Serving settings. At spec level they are defaults; a role's ``serving`` overrides each."""
+
+    maxModelLen: int | None = Field(None, ge=16, le=16_777_216)
+    kvCacheDtype: Literal["auto", "fp8"] | None = None
+    gpuMemoryUtilization: float | None = Field(None, gt=0.0, le=1.0)
+    port: int | None = Field(None, ge=1024, le=65535)
+    maxNumSeqs: int | None = Field(None, ge=1, le=65536)
+    maxNumBatchedTokens: int | None = Field(None, ge=1, le=1_048_576)
+    enforceEager: bool | None = None
+
+
+class Parallel(_Model):
+    """Parallel layout of one engine instance: GPUs = tensor x data x pipeline."""
+
+    tensor: int = Field(1, ge=1, le=64)
+    data: int = Field(1, ge=1, le=1024)
+    pipeline: int = Field(1, ge=1, le=64)
+    expert: bool = False
+    context: int | None = Field(None, ge=1, le=64,
+                                description="Context parallel size; reuses the tensor ranks.")
+
+
+class Eplb(_Model):
+    """Expert-parallel load balancing (vLLM EPLBConfig / SGLang --enable-eplb)."""
+
+    enabled: bool = True
+    windowSize: int = Field(1000, ge=1)
+    stepInterval: int = Field(3000, ge=1)
+    redundantExperts: int = Field(0, ge=0, le=1024)
+    logBalancedness: bool = False
+
+
+class Moe(_Model):
+    """MoE execution: all-to-all backend, EPLB and expert placement (engine-neutral names)."""
+
+    all2all: Literal[
+        "naive", "allgather_reducescatter", "deepep_high_throughput", "deepep_low_latency",
+        "deepep_v2", "pplx", "flashinfer_all2allv", "nixl_ep",
+    ] | None = None
+    eplb: Eplb | None = None
+    placement: Literal["linear", "round_robin"] | None = None
+
+
+class Speculative(_Model):
+    """Speculative decoding. ``mtp`` uses the checkpoint's own next-token-prediction module."""
+
+    method: Literal["mtp"]
+    numSpeculativeTokens: int = Field(1, ge=1, le=16)
+
+
+class KvTransfer(_Model):
+    """KV-cache transfer between prefill and decode."""
+
+    connector: Literal["nixl", "mooncake", "lmcache"]
+
+
+class Sizing(_Model):
+    """What the HBM check must guarantee for this role."""
+
+    concurrency: int = Field(1, ge=1, le=1_000_000,
+                             description="Sequences of maxModelLen one instance must hold.")
+
+
+class Pod(_Model):
+    """Per-pod resources and privileges beyond what the layout derives."""
+
+    cpu: str | None = Field(None, pattern=r"^[0-9]+(\.[0-9]+)?m?$")
+    memory: str | None = Field(None, pattern=r"^[0-9]+(Ki|Mi|Gi|Ti)?$")
+    shmSizeGiB: int | None = Field(None, ge=1, le=1024,
+                                   description="/dev/shm size (memory emptyDir), GiB.")
+    privileged: bool = False
+    annotations: dict[str, str] = Field(default_factory=dict)
+
+
+class Role(_Model):
+    """One role of the deployment: engine instances of one mode on one node pool."""
+
+    name: str = Field(pattern=DNS_LABEL, max_length=15)
+    mode: Literal["prefill", "decode", "unified"]
+    nodePool: str
+    replicas: int = Field(1, ge=1, le=1024)
+    workload: Literal["lws", "statefulset", "pod-per-rank"] = "lws"
+    parallel: Parallel = Field(default_factory=Parallel)
+    moe: Moe | None = None
+    speculative: Speculative | None = None
+    kvTransfer: KvTransfer | None = None
+    sizing: Sizing = Field(default_factory=Sizing)
+    serving: Serving | None = None
+    pod: Pod | None = None
+
+
+class Router(_Model):
+    """The PD router in front of prefill and decode."""
+
+    enabled: bool = True
+    image: str | None = Field(None, min_length=1, description="Default per engine dialect.")
+    port: int = Field(8080, ge=1024, le=65535)
+    replicas: int = Field(1, ge=1, le=64)
+    policy: Literal["random", "round_robin", "cache_aware", "power_of_two"] = "round_robin"
+
+
+class DeploymentSpec(_Model):
+    """``spec`` of an InferenceDeployment."""
+
+    model: Model
+    engine: Engine
+    nodePools: dict[str, NodePool] = Field(min_length=1)
+    network: Network = Field(default_factory=Network)
+    serving: Serving = Field(default_factory=Serving)
+    roles: list[Role] = Field(min_length=1, max_length=16)
+    router: Router = Field(default_factory=Router)
+
+
+class InferenceDeployment(_Model):
+    """The root document (apiVersion ``moegen.dev/v1alpha1``, kind ``InferenceDeployment``)."""
+
+    apiVersion: Literal["moegen.dev/v1alpha1"]
+    kind: Literal["InferenceDeployment"]
+    metadata: Metadata
+    spec: DeploymentSpec
+
+
+#: Serving defaults applied when neither the spec nor the role sets a field. ``port`` 8000 is
+#: vLLM's ``--port`` default (vllm/entrypoints/openai/cli_args.py); ``kvCacheDtype`` auto is both
+#: engines' default. ``maxModelLen`` and ``gpuMemoryUtilization`` have no default: maxModelLen
+#: falls back to the model's max_position_embeddings and utilization to the engine version's
+#: default, and both are always rendered explicitly.
+SERVING_DEFAULTS = {"kvCacheDtype": "auto", "port": 8000, "enforceEager": False}
+
+
+def effective_serving(spec: DeploymentSpec, role: Role) -> dict[str, Any]:
+    """Merge serving settings: built-in defaults < ``spec.serving`` < ``role.serving``."""
+    out: dict[str, Any] = dict(SERVING_DEFAULTS)
+    for layer in (spec.serving, role.serving):
+        if layer is not None:
+            out.update({k: v for k, v in layer.model_dump().items() if v is not None})
+    for key in Serving.model_fields:
+        out.setdefault(key, None)
+    return out
+
+
+def json_schema() -> dict:
+    """The JSON Schema (draft 2020-12) of :class:`InferenceDeployment`."""
+    schema = InferenceDeployment.model_json_schema(mode="validation")
+    schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
+    schema["$id"] = "https://moegen.dev/schemas/v1alpha1/inferencedeployment.schema.json"
+    return schema

@@ -1,0 +1,593 @@
+"""Cross-field rules: the rule catalogue.
+
+Each rule is a function registered with :func:`rule`, carrying a stable code, a severity, the
+source it comes from (engine file and version, issue, or documentation) and a one-line summary.
+``gen rules`` prints the catalogue. A rule yields :class:`Hit` objects (path, message with the
+numbers, hint); :func:`run_rules` turns them into located findings and never stops at the first.
+
+Rules see a :class:`Context`: the validated spec, the provenance of every field, the engine
+dialect and, per role, the resolved model shape and computed layout.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass
+from typing import Callable, Iterator
+
+from ..catalog import GPUS, ModelArch
+from ..engines.common import RoleInput
+from ..errors import Finding, Severity
+from ..layout import Spread
+from .load import Provenance, json_path
+from .models import InferenceDeployment
+
+
+@dataclass(frozen=True)
+class Hit:
+    """One violation found by a rule (path as a tuple; located by :func:`run_rules`)."""
+
+    path: tuple
+    message: str
+    hint: str = ""
+
+
+@dataclass(frozen=True)
+class Rule:
+    """A catalogue entry."""
+
+    code: str
+    severity: Severity
+    summary: str
+    source: str
+    check: Callable[["Context"], Iterator[Hit]]
+
+
+@dataclass
+class Context:
+    """What rules look at.
+
+    Attributes:
+        spec: the validated document.
+        provenance: where each field was set.
+        dialect: the engine dialect (``None`` when the engine version is unsupported; rules
+            that need it are then skipped, VER001 reports the cause).
+        arch: the model shape (``None`` if it could not be resolved; MOD* report why).
+        roles: per role, the dialect's view (``None`` for roles whose pool is unknown).
+    """
+
+    spec: InferenceDeployment
+    provenance: Provenance
+    dialect: object | None
+    arch: ModelArch | None
+    roles: list[RoleInput | None]
+
+    def role_items(self) -> Iterator[tuple[int, RoleInput]]:
+        """(index, role) for roles with a resolved pool and model."""
+        for i, r in enumerate(self.roles):
+            if r is not None:
+                yield i, r
+
+
+RULES: list[Rule] = []
+
+
+def rule(code: str, severity: Severity, summary: str, source: str):
+    """Register a rule function in :data:`RULES`."""
+    def deco(fn: Callable[[Context], Iterator[Hit]]):
+        RULES.append(Rule(code, severity, summary, source, fn))
+        return fn
+    return deco
+
+
+E, W = Severity.ERROR, Severity.WARNING
+
+
+def _role_path(i: int, *rest) -> tuple:
+    return ("spec", "roles", i, *rest)
+
+
+# --- model ------------------------------------------------------------------------------------
+
+@rule("MOD001", E, "model: exactly one of architecture and config", "SPEC.md §2 (catalog ids)")
+def _model_source(ctx: Context):
+    m = ctx.spec.spec.model
+    if (m.architecture is None) == (m.config is None):
+        yield Hit(("spec", "model"),
+                  "give exactly one of model.architecture and model.config "
+                  f"(architecture={m.architecture!r}, config={m.config!r})",
+                  "use a catalog id such as deepseek-v3, or config: path/to/config.json")
+
+
+@rule("LEN001", E, "maxModelLen must not exceed the model's max_position_embeddings",
+      "vLLM vllm/config/model.py (max_model_len check); SGLang server_args context_length")
+def _max_len(ctx: Context):
+    for i, r in ctx.role_items():
+        want = r.serving["maxModelLen"]
+        limit = r.arch.max_position_embeddings
+        if want is not None and want > limit:
+            yield Hit(_role_path(i, "serving", "maxModelLen") if _role_sets(ctx, i, "maxModelLen")
+                      else ("spec", "serving", "maxModelLen"),
+                      f"maxModelLen {want} exceeds the model's max_position_embeddings {limit}",
+                      f"use maxModelLen <= {limit}")
+
+
+def _role_sets(ctx: Context, i: int, field: str) -> bool:
+    role = ctx.spec.spec.roles[i]
+    return role.serving is not None and getattr(role.serving, field) is not None
+
+
+# --- engine -----------------------------------------------------------------------------------
+
+@rule("ENG001", E, "the engine must be one this build renders",
+      "SPEC.md §2 (engines); SGLang rendering is tracked in issue 4")
+def _engine(ctx: Context):
+    if ctx.spec.spec.engine.name != "vllm":
+        yield Hit(("spec", "engine", "name"),
+                  f"engine {ctx.spec.spec.engine.name!r} is not rendered by this build yet "
+                  "(vLLM only)", "use engine.name: vllm")
+
+
+# --- names ------------------------------------------------------------------------------------
+
+@rule("NAME001", E, "role names are unique", "Kubernetes object names must be unique")
+def _unique_roles(ctx: Context):
+    seen: dict[str, int] = {}
+    for i, role in enumerate(ctx.spec.spec.roles):
+        if role.name in seen:
+            yield Hit(_role_path(i, "name"),
+                      f"role name {role.name!r} is already used by roles[{seen[role.name]}]",
+                      "give each role its own name")
+        seen.setdefault(role.name, i)
+
+
+#: Longest hostname a pod may have (RFC 1123 label; pod hostnames come from pod names).
+MAX_LABEL = 63
+
+
+#: Longest controller (StatefulSet) name: pods get the label
+#: ``controller-revision-hash: <name>-<10-char hash>``, a label value of at most 63 characters.
+MAX_CONTROLLER = MAX_LABEL - 11
+
+
+@rule("NAME002", E, "generated pod and controller names fit Kubernetes limits",
+      "Kubernetes: pod hostname is an RFC 1123 label (<= 63); StatefulSet names + 11 <= 63 "
+      "(controller-revision-hash label); LWS pods are <lws>-<group>-<worker>")
+def _name_length(ctx: Context):
+    base = ctx.spec.metadata.name
+    for i, r in ctx.role_items():
+        role = ctx.spec.spec.roles[i]
+        controller = f"{base}-{role.name}-{role.replicas - 1}"
+        pod = f"{controller}-{len(r.layout.pods) - 1}"
+        for what, name, limit in (("pod", pod, MAX_LABEL), ("controller", controller, MAX_CONTROLLER)):
+            if len(name) > limit:
+                yield Hit(("metadata", "name"),
+                          f"{what} name {name!r} of role {role.name!r} is {len(name)} characters; "
+                          f"the limit is {limit}",
+                          f"shorten metadata.name or the role name by {len(name) - limit}")
+                break
+
+
+# --- pools and layout -------------------------------------------------------------------------
+
+@rule("POOL001", E, "role.nodePool names a pool of spec.nodePools", "SPEC.md §2")
+def _pool_exists(ctx: Context):
+    pools = ctx.spec.spec.nodePools
+    for i, role in enumerate(ctx.spec.spec.roles):
+        if role.nodePool not in pools:
+            yield Hit(_role_path(i, "nodePool"), f"node pool {role.nodePool!r} is not defined",
+                      f"defined pools: {', '.join(sorted(pools))}")
+
+
+@rule("POOL002", E, "the roles on a pool fit in its nodes",
+      "SPEC.md §2 (replicas x pods must fit in the pool's nodes)")
+def _pool_capacity(ctx: Context):
+    need: dict[str, list[tuple[int, int]]] = defaultdict(list)
+    for i, r in ctx.role_items():
+        need[ctx.spec.spec.roles[i].nodePool].append((i, r.layout.nodes_needed))
+    for pool_name, uses in need.items():
+        pool = ctx.spec.spec.nodePools[pool_name]
+        total = sum(n for _, n in uses)
+        if total > pool.nodes:
+            parts = ", ".join(f"{ctx.spec.spec.roles[i].name} {n}" for i, n in uses)
+            yield Hit(("spec", "nodePools", pool_name, "nodes"),
+                      f"pool {pool_name!r} has {pool.nodes} nodes but its roles need {total} "
+                      f"({parts})", f"set nodes: {total} or shrink the roles")
+
+
+@rule("LAY001", E, "an instance's ranks can be placed on its pods",
+      "SPEC.md §2 (Pods); vLLM DP places whole DP ranks per node (--data-parallel-size-local)")
+def _layout_possible(ctx: Context):
+    for i, r in ctx.role_items():
+        if r.layout.problem:
+            pool = ctx.spec.spec.nodePools[ctx.spec.spec.roles[i].nodePool]
+            yield Hit(_role_path(i, "parallel"), r.layout.problem,
+                      f"make tensor x pipeline divide gpusPerNode ({pool.gpusPerNode}) and data a "
+                      "multiple of the pods, or use workload: pod-per-rank")
+
+
+@rule("LAY002", E, "tensor parallel size divides the attention heads",
+      "vLLM vllm/config/model.py verify_with_parallel_config; shared/research/field-failures.md #21")
+def _tp_heads(ctx: Context):
+    for i, r in ctx.role_items():
+        heads = r.arch.num_attention_heads
+        tp = r.layout.tensor
+        if heads % tp:
+            ok = [t for t in (1, 2, 4, 8, 16, 32, 64) if heads % t == 0]
+            yield Hit(_role_path(i, "parallel", "tensor"),
+                      f"tensor {tp} does not divide the model's {heads} attention heads",
+                      f"valid tensor sizes: {', '.join(map(str, ok))}")
+
+
+@rule("LAY003", E, "pipeline parallel size is at most the number of layers",
+      "vLLM vllm/distributed/utils.py get_pp_indices (each stage needs >= 1 layer)")
+def _pp_layers(ctx: Context):
+    for i, r in ctx.role_items():
+        if r.layout.pipeline > r.arch.num_layers:
+            yield Hit(_role_path(i, "parallel", "pipeline"),
+                      f"pipeline {r.layout.pipeline} exceeds the model's {r.arch.num_layers} layers",
+                      f"use pipeline <= {r.arch.num_layers}")
+
+
+@rule("LAY004", E, "context parallelism is not rendered for vLLM yet",
+      "moegen: vLLM -dcp/-pcp mapping is not implemented; SGLang (issue 4)")
+def _context(ctx: Context):
+    for i, role in enumerate(ctx.spec.spec.roles):
+        if role.parallel.context not in (None, 1):
+            yield Hit(_role_path(i, "parallel", "context"),
+                      f"context {role.parallel.context} is not supported with engine vllm in this "
+                      "build", "remove parallel.context")
+
+
+@rule("LAY005", E, "multi-node tensor/pipeline parallel needs vLLM >= 0.11.1",
+      "vLLM 0.11.1 added --nnodes/--node-rank/--master-addr (vllm/config/parallel.py)")
+def _multinode(ctx: Context):
+    if ctx.dialect is None:
+        return
+    for i, r in ctx.role_items():
+        if r.layout.spread is Spread.MODEL and not ctx.dialect.multinode:
+            yield Hit(_role_path(i, "parallel"),
+                      f"tensor x pipeline = {r.layout.tensor * r.layout.pipeline} GPUs spans "
+                      f"{len(r.layout.pods)} pods, which needs --nnodes (vLLM >= 0.11.1); "
+                      f"engine.version is {ctx.spec.spec.engine.version}",
+                      "use vLLM >= 0.11.1, or fit tensor x pipeline in one node")
+
+
+# --- MoE, EP, EPLB ----------------------------------------------------------------------------
+
+@rule("EP001", E, "EPLB needs expert parallelism",
+      "vLLM vllm/config/parallel.py: enable_eplb requires --enable-expert-parallel")
+def _eplb_needs_ep(ctx: Context):
+    for i, role in enumerate(ctx.spec.spec.roles):
+        eplb = role.moe.eplb if role.moe else None
+        if eplb is not None and eplb.enabled and not role.parallel.expert:
+            yield Hit(_role_path(i, "moe", "eplb", "enabled"),
+                      "EPLB is enabled but parallel.expert is false",
+                      "set parallel.expert: true, or disable EPLB")
+
+
+@rule("EP002", E, "EPLB needs more than one expert-parallel rank",
+      "vLLM vllm/config/parallel.py: EPLB requires TP x DP > 1")
+def _eplb_size(ctx: Context):
+    for i, r in ctx.role_items():
+        eplb = r.moe.eplb if r.moe else None
+        if eplb is not None and eplb.enabled and r.layout.expert_parallel and r.layout.ep_size == 1:
+            yield Hit(_role_path(i, "moe", "eplb", "enabled"),
+                      "EPLB is enabled but tensor x data = 1 (one expert-parallel rank)",
+                      "disable EPLB or use more ranks")
+
+
+@rule("EP003", E, "routed + redundant experts divide evenly over the EP ranks",
+      "vLLM vllm/distributed/eplb/policy/default.py asserts num_physical_experts % num_gpus == 0; "
+      "shared/research/field-failures.md #10")
+def _eplb_divisible(ctx: Context):
+    for i, r in ctx.role_items():
+        eplb = r.moe.eplb if r.moe else None
+        if eplb is None or not eplb.enabled or not r.layout.expert_parallel:
+            continue
+        experts = r.arch.routed_experts
+        ep = r.layout.ep_size
+        total = experts + eplb.redundantExperts
+        if ep > 1 and total % ep:
+            first = (ep - experts % ep) % ep
+            valid = [first + k * ep for k in range(4)]
+            yield Hit(_role_path(i, "moe", "eplb", "redundantExperts"),
+                      f"{experts} routed + {eplb.redundantExperts} redundant = {total} experts are "
+                      f"not divisible by the expert-parallel size {ep} (tensor {r.layout.tensor} x "
+                      f"data {r.layout.data})",
+                      f"valid redundantExperts: {', '.join(map(str, valid))}, ...")
+
+
+@rule("EP004", E, "redundant experts need EPLB",
+      "vLLM vllm/config/parallel.py: num_redundant_experts != 0 requires --enable-eplb")
+def _redundant_needs_eplb(ctx: Context):
+    for i, role in enumerate(ctx.spec.spec.roles):
+        eplb = role.moe.eplb if role.moe else None
+        if eplb is not None and not eplb.enabled and eplb.redundantExperts:
+            yield Hit(_role_path(i, "moe", "eplb", "redundantExperts"),
+                      f"redundantExperts is {eplb.redundantExperts} but EPLB is disabled",
+                      "enable EPLB or set redundantExperts: 0")
+
+
+@rule("EP005", E, "round_robin expert placement needs zero redundant experts",
+      "vLLM vllm/model_executor/layers/fused_moe/layer.py (round_robin falls back/raises with "
+      "redundant experts); shared/BRIEF.md §2 S1")
+def _placement(ctx: Context):
+    for i, role in enumerate(ctx.spec.spec.roles):
+        moe = role.moe
+        if moe and moe.placement == "round_robin" and moe.eplb and moe.eplb.redundantExperts:
+            yield Hit(_role_path(i, "moe", "placement"),
+                      f"placement round_robin with {moe.eplb.redundantExperts} redundant experts",
+                      "use placement: linear, or redundantExperts: 0")
+
+
+@rule("EP006", W, "expert parallelism on one rank has no effect",
+      "vLLM vllm/config/parallel.py: EP size = TP x DP")
+def _ep_one(ctx: Context):
+    for i, r in ctx.role_items():
+        if r.layout.expert_parallel and r.layout.ep_size == 1:
+            yield Hit(_role_path(i, "parallel", "expert"),
+                      "expert: true with tensor x data = 1 gives one expert-parallel rank",
+                      "set expert: false or raise data/tensor")
+
+
+@rule("A2A001", E, "the all-to-all backend exists in the engine version",
+      "vLLM --all2all-backend choices per release (vllm/config/parallel.py; "
+      "shared/reference/engines/vllm-dialects.yaml)")
+def _a2a_choice(ctx: Context):
+    if ctx.dialect is None:
+        return
+    choices = ctx.dialect.all2all_choices
+    for i, role in enumerate(ctx.spec.spec.roles):
+        if role.moe and role.moe.all2all and role.moe.all2all not in choices:
+            yield Hit(_role_path(i, "moe", "all2all"),
+                      f"all2all {role.moe.all2all!r} is not available in vLLM "
+                      f"{ctx.spec.spec.engine.version} (dialect {ctx.dialect.version})",
+                      f"choose one of: {', '.join(choices)}")
+
+
+@rule("A2A002", W, "an all-to-all backend without expert parallelism is unused",
+      "vLLM vllm/distributed/device_communicators/all2all.py (used by EP MoE layers only)")
+def _a2a_needs_ep(ctx: Context):
+    for i, role in enumerate(ctx.spec.spec.roles):
+        if role.moe and role.moe.all2all and not role.parallel.expert:
+            yield Hit(_role_path(i, "moe", "all2all"),
+                      f"all2all {role.moe.all2all!r} has no effect with parallel.expert: false",
+                      "set parallel.expert: true or drop moe.all2all")
+
+
+#: Hidden sizes compiled into DeepEP's low-latency kernels (DeepEP csrc/kernels/launch.cuh
+#: SWITCH_HIDDEN after PR#329; shared/research/field-failures.md #14).
+DEEPEP_HIDDEN = (2048, 2560, 3072, 4096, 5120, 6144, 7168, 8192)
+
+
+@rule("A2A003", E, "DeepEP supports the model's hidden size",
+      "DeepEP csrc/kernels/launch.cuh SWITCH_HIDDEN; vllm#21603")
+def _deepep_hidden(ctx: Context):
+    for i, r in ctx.role_items():
+        if r.moe and r.moe.all2all and r.moe.all2all.startswith("deepep") \
+                and r.arch.hidden_size not in DEEPEP_HIDDEN:
+            yield Hit(_role_path(i, "moe", "all2all"),
+                      f"DeepEP kernels are not compiled for hidden size {r.arch.hidden_size}",
+                      f"supported: {', '.join(map(str, DEEPEP_HIDDEN))}; use allgather_reducescatter")
+
+
+@rule("A2A004", W, "DeepEP across pods needs RDMA",
+      "llm-d wide-EP guide: DeepEP needs all-to-all RDMA; shared/research/anchors-k8s.md §7.5")
+def _deepep_rdma(ctx: Context):
+    for i, r in ctx.role_items():
+        if r.moe and r.moe.all2all and r.moe.all2all.startswith("deepep") \
+                and r.layout.multi_pod and ctx.spec.spec.network.rdma is None:
+            yield Hit(_role_path(i, "moe", "all2all"),
+                      f"{r.moe.all2all} spans {len(r.layout.pods)} pods but network.rdma is unset",
+                      "declare network.rdma (resourceName, devices) so pods get the NICs")
+
+
+# --- prefill/decode, KV transfer, speculative -------------------------------------------------
+
+@rule("PD001", E, "a PD deployment has both prefill and decode roles",
+      "vLLM disaggregated prefill: a producer and a consumer (vllm/config/kv_transfer.py)")
+def _pd_pairs(ctx: Context):
+    modes = [r.mode for r in ctx.spec.spec.roles]
+    for want, have in (("decode", "prefill"), ("prefill", "decode")):
+        if have in modes and want not in modes:
+            i = modes.index(have)
+            yield Hit(_role_path(i, "mode"), f"a {have} role needs a {want} role",
+                      f"add a role with mode: {want}, or use mode: unified")
+
+
+@rule("PD002", E, "prefill and decode roles have a KV connector",
+      "vLLM vllm/config/kv_transfer.py; shared/research/field-failures.md #24")
+def _pd_connector(ctx: Context):
+    for i, role in enumerate(ctx.spec.spec.roles):
+        if role.mode in ("prefill", "decode") and role.kvTransfer is None:
+            yield Hit(_role_path(i, "kvTransfer"),
+                      f"{role.mode} role {role.name!r} has no kvTransfer: decode would recompute "
+                      "every prompt", "set kvTransfer: {connector: nixl} on prefill and decode")
+
+
+@rule("PD003", E, "prefill and decode use the same KV connector",
+      "vLLM connectors pair by type (vllm/distributed/kv_transfer/kv_connector/factory.py)")
+def _pd_same(ctx: Context):
+    seen: dict[str, tuple[int, str]] = {}
+    for i, role in enumerate(ctx.spec.spec.roles):
+        if role.mode in ("prefill", "decode") and role.kvTransfer is not None:
+            conn = role.kvTransfer.connector
+            first = next(iter(seen.values()), None)
+            if first is not None and first[1] != conn:
+                yield Hit(_role_path(i, "kvTransfer", "connector"),
+                          f"connector {conn!r} differs from {first[1]!r} of roles[{first[0]}]",
+                          "use one connector on every prefill and decode role")
+            seen.setdefault(role.name, (i, conn))
+
+
+@rule("PD004", E, "the KV connector exists in the engine version",
+      "vLLM registered connectors per release (factory.py); MooncakeConnector from 0.13.0")
+def _connector_version(ctx: Context):
+    if ctx.dialect is None:
+        return
+    from ..engines.vllm import CONNECTORS
+    for i, role in enumerate(ctx.spec.spec.roles):
+        if role.kvTransfer is not None:
+            cls = CONNECTORS[role.kvTransfer.connector]
+            if cls not in ctx.dialect.connectors:
+                yield Hit(_role_path(i, "kvTransfer", "connector"),
+                          f"{cls} is not registered in vLLM {ctx.spec.spec.engine.version} "
+                          f"(dialect {ctx.dialect.version})",
+                          "MooncakeConnector needs vLLM >= 0.13.0; or use nixl")
+
+
+@rule("PD005", E, "a unified role takes only a KV-offloading connector",
+      "vLLM: NIXL/Mooncake transfer KV between a producer and a consumer (kv_connector docs)")
+def _unified_connector(ctx: Context):
+    for i, role in enumerate(ctx.spec.spec.roles):
+        if role.mode == "unified" and role.kvTransfer and role.kvTransfer.connector != "lmcache":
+            yield Hit(_role_path(i, "kvTransfer", "connector"),
+                      f"connector {role.kvTransfer.connector!r} on a unified role has no peer",
+                      "remove kvTransfer, use lmcache, or split into prefill and decode roles")
+
+
+@rule("SPD001", E, "MTP needs a checkpoint with an MTP module",
+      "HF config num_nextn_predict_layers; vLLM vllm/config/speculative.py (mtp draft = target)")
+def _mtp_layers(ctx: Context):
+    for i, r in ctx.role_items():
+        if r.speculative is not None and r.arch.mtp_layers == 0:
+            yield Hit(_role_path(i, "speculative", "method"),
+                      f"the model has num_nextn_predict_layers = 0: no MTP module to draft with",
+                      "remove speculative, or use a checkpoint with MTP layers")
+
+
+@rule("SPD002", E, "speculative tokens beyond the MTP depth must be a multiple of it",
+      "vLLM 0.33 vllm/config/speculative.py: num_speculative_tokens > n_predict must be divisible")
+def _mtp_tokens(ctx: Context):
+    for i, r in ctx.role_items():
+        sp = r.speculative
+        n = r.arch.mtp_layers
+        if sp is not None and n and sp.numSpeculativeTokens > n and sp.numSpeculativeTokens % n:
+            yield Hit(_role_path(i, "speculative", "numSpeculativeTokens"),
+                      f"numSpeculativeTokens {sp.numSpeculativeTokens} is not a multiple of the "
+                      f"model's {n} MTP layers", f"use a multiple of {n}")
+
+
+# --- network and ports ------------------------------------------------------------------------
+
+@rule("NET001", E, "roles spanning pods need network.socketInterface",
+      "sglang#3226 (Gloo connectFullMesh); shared/research/field-failures.md #1, #2")
+def _iface(ctx: Context):
+    net = ctx.spec.spec.network
+    if net.socketInterface:
+        return
+    for i, r in ctx.role_items():
+        if r.layout.multi_pod or net.hostNetwork:
+            why = f"spans {len(r.layout.pods)} pods" if r.layout.multi_pod else "uses hostNetwork"
+            yield Hit(("spec", "network", "socketInterface"),
+                      f"role {r.name!r} {why} but network.socketInterface is unset: Gloo and NCCL "
+                      "would guess the NIC", "set network.socketInterface (e.g. eth0)")
+            return
+
+
+@rule("NET002", E, "socketInterface is a concrete interface name",
+      "PyTorch Gloo reads GLOO_SOCKET_IFNAME literally (pytorch PR#22978); aws-do-eks #51")
+def _iface_syntax(ctx: Context):
+    iface = ctx.spec.spec.network.socketInterface
+    if iface and (iface[0] in "^=" or any(c in iface for c in "*, ")):
+        yield Hit(("spec", "network", "socketInterface"),
+                  f"socketInterface {iface!r} is not a concrete interface name",
+                  "give one interface such as eth0; NCCL-style ^/= prefixes break Gloo")
+
+
+#: Variables moegen derives; setting them in network.env overrides a derived value.
+DERIVED_ENV = ("GLOO_SOCKET_IFNAME", "NCCL_SOCKET_IFNAME", "NCCL_IB_HCA", "NCCL_IB_GID_INDEX",
+               "UCX_NET_DEVICES", "VLLM_NIXL_SIDE_CHANNEL_HOST", "VLLM_NIXL_SIDE_CHANNEL_PORT",
+               "VLLM_MOONCAKE_BOOTSTRAP_PORT", "VLLM_ALL2ALL_BACKEND")
+
+
+@rule("NET003", W, "network.env does not override derived variables",
+      "moegen derives these from the spec; an override can desynchronise pods")
+def _env_override(ctx: Context):
+    for key in ctx.spec.spec.network.env:
+        if key in DERIVED_ENV:
+            yield Hit(("spec", "network", "env", key),
+                      f"{key} is derived by moegen; network.env overrides it",
+                      "set the spec field it is derived from instead")
+
+
+@rule("NET004", E, "network.env does not use names LeaderWorkerSet owns",
+      "LWS pkg/utils/pod/pod_utils.go addEnvVarsIfNotExists drops user vars named LWS_*")
+def _env_lws(ctx: Context):
+    for key in ctx.spec.spec.network.env:
+        if key.startswith("LWS_") or key.startswith("MOEGEN_"):
+            yield Hit(("spec", "network", "env", key),
+                      f"{key} is reserved (LWS_* are injected by LeaderWorkerSet, MOEGEN_* by moegen)",
+                      "rename the variable")
+
+
+@rule("PORT001", E, "ports a pod opens do not collide",
+      "vLLM defaults: --port 8000, --data-parallel-rpc-port 29550, --master-port 29501, "
+      "NIXL 5600 + DP rank, Mooncake bootstrap 8998 (vllm/config/parallel.py, vllm/envs.py)")
+def _ports(ctx: Context):
+    if ctx.dialect is None:
+        return
+    from ..engines import vllm as v
+    for i, r in ctx.role_items():
+        http = r.serving["port"]
+        used: dict[int, str] = {}
+        if r.layout.spread in (Spread.DATA, Spread.PER_RANK):
+            used[v.DP_RPC_PORT] = "data-parallel RPC"
+        if r.layout.spread is Spread.MODEL:
+            used[v.MASTER_PORT] = "torch.distributed master"
+        if r.kv_transfer is not None and r.kv_transfer.connector == "nixl":
+            lo, hi = ctx.dialect.nixl_port_range(r.layout)
+            for p in range(lo, hi + 1):
+                used.setdefault(p, "NIXL side channel")
+        if r.kv_transfer is not None and r.kv_transfer.connector == "mooncake":
+            used.setdefault(v.MOONCAKE_BOOTSTRAP_PORT, "Mooncake bootstrap")
+        if http in used:
+            yield Hit(_role_path(i, "serving", "port") if _role_sets(ctx, i, "port")
+                      else ("spec", "serving", "port"),
+                      f"HTTP port {http} of role {r.name!r} collides with the {used[http]} port",
+                      "choose another serving.port (8000 is the default)")
+
+
+# --- pods -------------------------------------------------------------------------------------
+
+@rule("POD001", E, "the pod memory limit holds /dev/shm",
+      "Kubernetes charges memory-backed emptyDir to the container limit; production-stack#276")
+def _shm_limit(ctx: Context):
+    from ..plan import shm_gib
+    for i, r in ctx.role_items():
+        role = ctx.spec.spec.roles[i]
+        if role.pod is None or role.pod.memory is None:
+            continue
+        limit_gib = _quantity_gib(role.pod.memory)
+        shm = shm_gib(role, r.layout)
+        if limit_gib <= shm:
+            yield Hit(_role_path(i, "pod", "memory"),
+                      f"memory limit {role.pod.memory} ({limit_gib:.1f} GiB) does not exceed "
+                      f"/dev/shm {shm} GiB, which is charged to it",
+                      f"raise pod.memory well above {shm}Gi, or lower pod.shmSizeGiB")
+
+
+def _quantity_gib(q: str) -> float:
+    units = {"Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40}
+    for suffix, mult in units.items():
+        if q.endswith(suffix):
+            return float(q[: -len(suffix)]) * mult / 2**30
+    return float(q) / 2**30
+
+
+@rule("GPU001", E, "the pool's GPU model is in the catalog", "SPEC.md §2 catalog ids")
+def _gpu_known(ctx: Context):
+    for name, pool in ctx.spec.spec.nodePools.items():
+        if pool.gpu not in GPUS:  # pragma: no cover - the schema enum already enforces it
+            yield Hit(("spec", "nodePools", name, "gpu"), f"unknown GPU {pool.gpu!r}")
+
+
+def run_rules(ctx: Context) -> list[Finding]:
+    """Run every rule of :data:`RULES`; return all findings, located via provenance."""
+    out: list[Finding] = []
+    for r in RULES:
+        for hit in r.check(ctx):
+            out.append(Finding(r.code, r.severity, json_path(hit.path), hit.message, hit.hint,
+                               ctx.provenance.locate(hit.path)))
+    return out

@@ -1,0 +1,1 @@
+"""Checks of rendered engine command lines against the engines' real argument parsers."""
