@@ -46,6 +46,10 @@ MAX_CONFIG_BYTES = 1 << 20
 
 PathKey = tuple  # a JSON path as a tuple of str keys and int indices
 
+#: Explicit tags a spec may carry (the YAML 1.2 core schema); anything else is refused.
+_PLAIN_TAGS = {f"tag:yaml.org,2002:{t}" for t in ("str", "int", "float", "bool", "null", "map", "seq")}
+_PLAIN_TAGS |= {f"!!{t}" for t in ("str", "int", "float", "bool", "null", "map", "seq")}
+
 
 def json_path(path: PathKey) -> str:
     """Format ``("spec", "roles", 1, "parallel")`` as ``$.spec.roles[1].parallel``."""
@@ -153,7 +157,7 @@ def _scan_events(yaml: YAML, text: str, display: str) -> Finding | None:
                                 "write the values out, or use an overlay (-f) to share them",
                                 line, col)
             tag = getattr(ev, "tag", None)
-            if tag is not None and not str(tag).startswith("tag:yaml.org,2002:"):
+            if tag is not None and str(tag) not in _PLAIN_TAGS:
                 return _finding("LOAD006", display, f"custom YAML tag {tag} is not accepted",
                                 "remove the tag; specs hold plain maps, lists and scalars",
                                 line, col)

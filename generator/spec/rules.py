@@ -586,8 +586,13 @@ def _gpu_known(ctx: Context):
 def run_rules(ctx: Context) -> list[Finding]:
     """Run every rule of :data:`RULES`; return all findings, located via provenance."""
     out: list[Finding] = []
+    seen: set[tuple[str, tuple, str]] = set()
     for r in RULES:
         for hit in r.check(ctx):
+            key = (r.code, tuple(hit.path), hit.message)
+            if key in seen:  # a spec-level field shared by several roles is reported once
+                continue
+            seen.add(key)
             out.append(Finding(r.code, r.severity, json_path(hit.path), hit.message, hit.hint,
                                ctx.provenance.locate(hit.path)))
     return out

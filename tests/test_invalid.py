@@ -1,0 +1,64 @@
+"""The corpus of invalid specs: each case names the exact findings it must produce.
+
+``tests/invalid/<case>/case.yaml``:
+
+* ``spec:`` an example (path from the repository root) with ``overlay:`` text merged over it,
+  or ``inline`` with the whole document in ``inline:``;
+* ``expect:`` the error findings, each with ``code`` and optionally ``file`` (basename), ``line``
+  and ``contains`` (strings that must appear in the message or hint). The set of error codes must
+  match exactly, so a case also proves that nothing else fires.
+
+Every case also runs through the CLI: exit 1 and no traceback.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from pathlib import Path
+
+import pytest
+import yaml
+
+from generator import pipeline
+from generator.cli import run
+from tests.helpers import ROOT
+
+INVALID = ROOT / "tests" / "invalid"
+CASES = sorted(p.parent for p in INVALID.glob("*/case.yaml"))
+
+
+def _materialise(case: Path, tmp: Path) -> tuple[Path, list[Path], dict]:
+    meta = yaml.safe_load((case / "case.yaml").read_text())
+    if meta["spec"] == "inline":
+        spec = tmp / "spec.yaml"
+        spec.write_text(meta["inline"])
+        return spec, [], meta
+    overlay = tmp / "overlay.yaml"
+    overlay.write_text(meta["overlay"])
+    return ROOT / meta["spec"], [overlay], meta
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
+def test_invalid_case(case: Path, tmp_path: Path, capsys) -> None:
+    spec, overlays, meta = _materialise(case, tmp_path)
+    checked = pipeline.check(spec, overlays)
+    errors = [f for f in checked.findings if f.severity.value == "error"]
+    want = Counter(e["code"] for e in meta["expect"])
+    got = Counter(f.code for f in errors)
+    assert got == want, "\n".join(map(str, checked.findings))
+    for exp in meta["expect"]:
+        match = [f for f in errors if f.code == exp["code"]]
+        f = match[0]
+        if "file" in exp:
+            assert Path(f.location.file).name == exp["file"], f
+        if "line" in exp:
+            assert f.location.line == exp["line"], f
+        for text in exp.get("contains", []):
+            assert any(text in (g.message + " " + g.hint) for g in match), (text, match)
+        assert f.path.startswith("$"), f
+    args = ["validate", str(spec)] + [a for o in overlays for a in ("-f", str(o))]
+    assert run(args) == 1
+    err = capsys.readouterr().err
+    assert "Traceback" not in err
+    for code in want:
+        assert code in err
