@@ -65,9 +65,25 @@ for path in sys.argv[1:]:
 PY
 }
 
-if [[ -f "$MARKER" && -x "$VENV/bin/python" ]] && [[ "$(head -n1 "$MARKER")" == "$SPEC" ]] \
-   && "$VENV/bin/python" -c '' 2>/dev/null; then
+venv_ok() {
+  [[ -f "$MARKER" && -x "$VENV/bin/python" ]] && [[ "$(head -n1 "$MARKER")" == "$SPEC" ]] \
+    && "$VENV/bin/python" -c '' 2>/dev/null
+}
+
+if venv_ok; then
   log "reusing $VENV"
+  echo "$VENV/bin/python"
+  exit 0
+fi
+
+# One builder at a time (e.g. two test runs starting together); re-check after the wait.
+mkdir -p "$(dirname "$VENV")"
+if command -v flock >/dev/null 2>&1; then
+  exec 9>"$VENV.lock"
+  flock 9
+fi
+if venv_ok; then
+  log "reusing $VENV (built by another run)"
   echo "$VENV/bin/python"
   exit 0
 fi
@@ -81,7 +97,6 @@ fi
 start=$(date +%s)
 log "building $VENV (fresh)"
 rm -rf "$VENV"
-mkdir -p "$(dirname "$VENV")"
 "$PY_BOOT" -m venv "$VENV"
 PIP=("$VENV/bin/python" -m pip install --disable-pip-version-check --no-input --progress-bar off)
 

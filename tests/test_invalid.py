@@ -5,8 +5,8 @@
 * ``spec:`` an example (path from the repository root) with ``overlay:`` text merged over it,
   or ``inline`` with the whole document in ``inline:``;
 * ``expect:`` the error findings, each with ``code`` and optionally ``file`` (basename), ``line``
-  and ``contains`` (strings that must appear in the message or hint). The set of error codes must
-  match exactly, so a case also proves that nothing else fires.
+  and ``contains`` (strings that must appear in the message or hint); ``warnings:`` the warning
+  codes. Both sets must match exactly, so a case also proves that nothing else fires.
 
 Every case also runs through the CLI: exit 1 and no traceback.
 """
@@ -46,6 +46,8 @@ def test_invalid_case(case: Path, tmp_path: Path, capsys) -> None:
     want = Counter(e["code"] for e in meta["expect"])
     got = Counter(f.code for f in errors)
     assert got == want, "\n".join(map(str, checked.findings))
+    warnings = Counter(f.code for f in checked.findings if f.severity.value == "warning")
+    assert warnings == Counter(meta.get("warnings", [])), "\n".join(map(str, checked.findings))
     for exp in meta["expect"]:
         match = [f for f in errors if f.code == exp["code"]]
         f = match[0]
@@ -57,7 +59,7 @@ def test_invalid_case(case: Path, tmp_path: Path, capsys) -> None:
             assert any(text in (g.message + " " + g.hint) for g in match), (text, match)
         assert f.path.startswith("$"), f
     args = ["validate", str(spec)] + [a for o in overlays for a in ("-f", str(o))]
-    assert run(args) == 1
+    assert run(args) == (1 if want else 0)
     err = capsys.readouterr().err
     assert "Traceback" not in err
     for code in want:

@@ -15,7 +15,7 @@ from collections import defaultdict
 from dataclasses import dataclass
 from typing import Callable, Iterator
 
-from ..catalog import GPUS, ModelArch
+from ..catalog import ModelArch
 from ..engines.common import RoleInput
 from ..errors import Finding, Severity
 from ..layout import Spread
@@ -574,13 +574,6 @@ def _quantity_gib(q: str) -> float:
         if q.endswith(suffix):
             return float(q[: -len(suffix)]) * mult / 2**30
     return float(q) / 2**30
-
-
-@rule("GPU001", E, "the pool's GPU model is in the catalog", "SPEC.md §2 catalog ids")
-def _gpu_known(ctx: Context):
-    for name, pool in ctx.spec.spec.nodePools.items():
-        if pool.gpu not in GPUS:  # pragma: no cover - the schema enum already enforces it
-            yield Hit(("spec", "nodePools", name, "gpu"), f"unknown GPU {pool.gpu!r}")
 
 
 def run_rules(ctx: Context) -> list[Finding]:

@@ -1,0 +1,123 @@
+"""The CLI: one test per exit code, output formats, and the installed console script."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+
+import pytest
+
+import generator
+from generator import pipeline
+from generator.cli import run, schema_text
+from tests.helpers import EXAMPLES, ROOT
+
+S1 = str(EXAMPLES / "s1-16xh20-pd.yaml")
+
+
+def test_exit_0_render_and_check(tmp_path, capsys):
+    out = tmp_path / "o"
+    assert run(["render", S1, "-o", str(out)]) == 0
+    assert (out / "kustomization.yaml").is_file()
+    assert run(["render", S1, "-o", str(out), "--check"]) == 0
+    assert "up to date" in capsys.readouterr().err
+
+
+def test_exit_1_rejected_json(tmp_path, capsys):
+    bad = tmp_path / "o.yaml"
+    bad.write_text("spec:\n  engine: {version: '0.9.0'}\n")
+    assert run(["validate", S1, "-f", str(bad), "--format", "json"]) == 1
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["ok"] is False
+    assert doc["findings"][0]["code"] == "VER001"
+    assert doc["findings"][0]["file"] == str(bad) and doc["findings"][0]["line"] == 2
+
+
+def test_exit_1_render_writes_nothing(tmp_path):
+    bad = tmp_path / "o.yaml"
+    bad.write_text("spec:\n  engine: {version: '0.9.0'}\n")
+    out = tmp_path / "o"
+    assert run(["render", S1, "-f", str(bad), "-o", str(out)]) == 1
+    assert not out.exists()
+
+
+def test_exit_2_usage(tmp_path, capsys):
+    assert run(["render"]) == 2
+    assert run(["validate", str(tmp_path / "missing.yaml")]) == 2
+    assert "no such file" in capsys.readouterr().err
+    foreign = tmp_path / "foreign"
+    foreign.mkdir()
+    (foreign / "x.txt").write_text("x")
+    assert run(["render", S1, "-o", str(foreign)]) == 2
+
+
+def test_exit_3_drift(tmp_path, capsys):
+    out = tmp_path / "o"
+    assert run(["render", S1, "-o", str(out)]) == 0
+    (out / "decode-service.yaml").write_text("edited\n")
+    assert run(["render", S1, "-o", str(out), "--check"]) == 3
+    assert "M decode-service.yaml" in capsys.readouterr().err
+
+
+def test_exit_4_internal_error(monkeypatch, capsys):
+    def boom(*a, **k):
+        raise RuntimeError("simulated bug")
+    monkeypatch.setattr(pipeline, "render", boom)
+    assert run(["render", S1, "-o", "/nonexistent/x"]) == 4
+    err = capsys.readouterr().err
+    assert "internal error" in err and "Traceback" not in err
+
+
+def test_strict_turns_warnings_into_rejection(tmp_path):
+    warn = tmp_path / "w.yaml"
+    warn.write_text("spec:\n  network:\n    env: {NCCL_IB_HCA: mlx5_0}\n")  # NET003 warning
+    assert run(["validate", S1, "-f", str(warn)]) == 0
+    assert run(["validate", S1, "-f", str(warn), "--strict"]) == 1
+
+
+def test_github_format(tmp_path, capsys):
+    bad = tmp_path / "o.yaml"
+    bad.write_text("spec:\n  engine: {version: '0.9.0'}\n")
+    assert run(["validate", S1, "-f", str(bad), "--format", "github"]) == 1
+    line = capsys.readouterr().out.strip()
+    assert line.startswith(f"::error file={bad},line=2,col=")
+    assert "title=VER001 $.spec.engine.version::" in line
+
+
+def test_schema_command_matches_committed_schema(capsys):
+    assert run(["schema"]) == 0
+    committed = (ROOT / "schemas" / "inferencedeployment.schema.json").read_text()
+    assert capsys.readouterr().out == committed == schema_text(), \
+        "schemas/ drifted from the models: python -m generator schema > schemas/inferencedeployment.schema.json"
+
+
+def test_every_rule_has_a_failing_example(capsys):
+    assert run(["rules", "--format", "json"]) == 0
+    codes = {r["code"] for r in json.loads(capsys.readouterr().out)}
+    corpus = " ".join(p.read_text() for p in (ROOT / "tests" / "invalid").glob("*/case.yaml"))
+    corpus += (ROOT / "tests" / "test_rules.py").read_text()
+    assert sorted(c for c in codes if c not in corpus) == [], "rules without a failing example"
+
+
+def test_public_api_is_pinned():
+    assert generator.__all__ == ["Checked", "check", "render"]
+
+
+def test_readme_commands_are_real():
+    readme = (ROOT / "README.md").read_text()
+    first = readme.split("```sh")[1].split("```")[0]
+    assert "pip install" in first and "gen render examples/s1-16xh20-pd.yaml" in first
+    assert (EXAMPLES / "s1-16xh20-pd.yaml").is_file()
+    assert readme.split("```sh")[2].split("```")[0].strip() == "pytest"
+
+
+@pytest.mark.skipif(shutil.which("gen") is None, reason="moegen is not installed (no gen on PATH)")
+def test_installed_console_script(tmp_path):
+    """The wheel ships templates and catalogs: render from outside the repository."""
+    out = tmp_path / "o"
+    res = subprocess.run(["gen", "render", S1, "-o", str(out)], capture_output=True, text=True,
+                         cwd=tmp_path, check=False)
+    assert res.returncode == 0, res.stderr
+    assert (out / "decode-lws.yaml").read_text() == \
+        (ROOT / "tests/golden/s1-16xh20-pd/expected/decode-lws.yaml").read_text()

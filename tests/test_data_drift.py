@@ -1,0 +1,24 @@
+"""Package data that is copied from shared/reference stays in step with it."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+
+from generator.catalog import ARCHITECTURES, builtin_config
+from tests.helpers import ROOT, shared
+
+
+def test_vllm_dialect_data_matches_reference():
+    ref = shared("reference", "engines", "vllm-dialects.yaml")
+    spec = importlib.util.spec_from_file_location("extract", ROOT / "tools" / "extract_vllm_dialects.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    committed = (ROOT / "generator" / "engines" / "data" / "vllm-releases.json").read_text()
+    assert committed == mod.render(ref), "run: python tools/extract_vllm_dialects.py"
+
+
+def test_model_configs_match_reference():
+    for arch, name in ARCHITECTURES.items():
+        ref = json.loads(shared("reference", "models", name).read_text())
+        assert builtin_config(arch) == ref, arch

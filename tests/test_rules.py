@@ -1,0 +1,62 @@
+"""Rules that need a model outside the catalog (``model.config``): the config is written here."""
+
+from __future__ import annotations
+
+import json
+
+from generator import pipeline
+from generator.catalog import builtin_config
+
+SPEC = """\
+apiVersion: moegen.dev/v1alpha1
+kind: InferenceDeployment
+metadata: {{name: x}}
+spec:
+  model: {{name: m, config: config.json, weights: bf16, path: /m}}
+  engine: {{name: vllm, version: "0.33.0", image: vllm/vllm-openai:v0.33.0}}
+  network: {{socketInterface: eth0}}
+  nodePools:
+    p: {{gpu: H20-141GB, gpusPerNode: 8, nodes: 2}}
+  roles:
+    - name: serve
+      mode: unified
+      nodePool: p
+      parallel: {{data: 8, expert: true}}
+{extra}
+"""
+
+
+def _check(tmp_path, config: dict, extra: str = ""):
+    (tmp_path / "config.json").write_text(json.dumps(config))
+    spec = tmp_path / "spec.yaml"
+    spec.write_text(SPEC.format(extra=extra))
+    checked = pipeline.check(spec)
+    return sorted(f.code for f in checked.findings)
+
+
+def test_user_config_of_catalog_shape_passes(tmp_path):
+    assert _check(tmp_path, builtin_config("deepseek-v3")) == []
+
+
+def test_a2a003_deepep_hidden_size(tmp_path):
+    cfg = dict(builtin_config("deepseek-v3"), hidden_size=6400)
+    assert _check(tmp_path, cfg, "      moe: {all2all: deepep_low_latency}") == ["A2A003"]
+
+
+def test_spd002_tokens_not_multiple_of_mtp_depth(tmp_path):
+    cfg = dict(builtin_config("deepseek-v3"), num_nextn_predict_layers=2)
+    extra = "      speculative: {method: mtp, numSpeculativeTokens: 3}"
+    assert _check(tmp_path, cfg, extra) == ["SPD002"]
+    extra = "      speculative: {method: mtp, numSpeculativeTokens: 4}"
+    assert _check(tmp_path, cfg, extra) == []
+
+
+def test_mod002_unknown_model_type(tmp_path):
+    cfg = dict(builtin_config("deepseek-v3"), model_type="llama")
+    assert _check(tmp_path, cfg) == ["MOD002"]
+
+
+def test_mod003_incomplete_config(tmp_path):
+    cfg = dict(builtin_config("deepseek-v3"))
+    del cfg["num_attention_heads"]
+    assert _check(tmp_path, cfg) == ["MOD003"]
