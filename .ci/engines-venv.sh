@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Build (once) a CPU-only venv holding the REAL argument parsers of the engines moegen targets:
-#   torch 2.13.0 (CPU wheel from local disk), vllm 0.33.0, sglang 0.5.23, smg 1.13.0, sglang-router 0.3.2.
+#   torch 2.13.0 (CPU wheel from local disk), vllm 0.33.0, sglang 0.5.23, smg 1.13.0, sglang-router 0.3.2,
+#   vllm-router 0.1.17 (the vLLM PD router; its RouterArgs parser is pure Python).
 # Engine/router packages are installed with --no-deps, followed by just the modules their CLI code
 # imports (recipe: shared/research/engines.md, "Checking rendered commands against the real parsers").
 #
@@ -17,7 +18,7 @@ MARKER="$VENV/.moegen-engines-ok"
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 
 TORCH_PIN="torch==2.13.0"
-ENGINE_PINS=(vllm==0.33.0 sglang==0.5.23 sglang-router==0.3.2 smg==1.13.0)
+ENGINE_PINS=(vllm==0.33.0 sglang==0.5.23 sglang-router==0.3.2 smg==1.13.0 vllm-router==0.1.17)
 # Import-time deps of the engines' CLI modules, installed --no-deps (pins as in engines.md).
 DEPS=(
   packaging huggingface_hub regex pydantic pydantic_core typing-inspection annotated-types numpy
@@ -37,7 +38,7 @@ smoke() {
   # Versions, then one known-good command through each real checker (all four parsers).
   "$VENV/bin/python" - >&2 <<'PY'
 import importlib.metadata as md
-want = {"torch": "2.13.0", "vllm": "0.33.0", "sglang": "0.5.23", "smg": "1.13.0", "sglang-router": "0.3.2"}
+want = {"torch": "2.13.0", "vllm": "0.33.0", "sglang": "0.5.23", "smg": "1.13.0", "sglang-router": "0.3.2", "vllm-router": "0.1.17"}
 for dist, v in want.items():
     got = md.version(dist)
     assert got.split("+")[0] == v, f"{dist}: want {v}, got {got}"
@@ -55,7 +56,10 @@ JSON
   {"id": "smg", "argv": ["python3", "-m", "smg.launch_router", "--pd-disaggregation", "--prefill", "http://p:30000", "8998", "--decode", "http://d:30000"]},
   {"id": "sglang_router", "argv": ["python3", "-m", "sglang_router.launch_router", "--pd-disaggregation", "--prefill", "http://p:30000", "--decode", "http://d:30000"]}]}
 JSON
-  "$VENV/bin/python" - "$VENV/.smoke-vllm.json" "$VENV/.smoke-sglang.json" >&2 <<'PY'
+  "$VENV/bin/python" "$conf/vllm_router_parse.py" >"$VENV/.smoke-vllm-router.json" <<'JSON'
+{"commands": [{"id": "pd", "argv": ["vllm-router", "--vllm-pd-disaggregation", "--prefill", "http://p:8000", "--decode", "http://d:8000"]}]}
+JSON
+  "$VENV/bin/python" - "$VENV/.smoke-vllm.json" "$VENV/.smoke-sglang.json" "$VENV/.smoke-vllm-router.json" >&2 <<'PY'
 import json, sys
 for path in sys.argv[1:]:
     doc = json.load(open(path))

@@ -1,5 +1,7 @@
 """Real-parser conformance: every vLLM command the golden cases render parses with the real
-``vllm serve`` parser (make_arg_parser + EngineArgs.from_cli_args) of the release the case pins.
+``vllm serve`` parser (make_arg_parser + EngineArgs.from_cli_args) of the release the case pins,
+its env file holds only VLLM_* variables that release reads, and every PD router command parses
+with vllm-router's own RouterArgs.
 
 The engines venv (``.ci/engines-venv.sh``) holds vLLM 0.33.0; cases pinned to other releases are
 checked against their per-release option lists instead (test_flags.py), and listed here as not
@@ -23,10 +25,21 @@ def _commands():
         checked, plan, _ = render_spec(spec, overlays)
         if checked.dialect.version != PARSER_VERSION:
             continue
+        envs = {e.role: dict(e.items) for e in plan.env_files}
         for role in plan.roles:
             for pod in range(len(role.launch.per_pod)):
                 out.append({"id": f"{name}/{role.name}/pod{pod}",
-                            "argv": role.launch.argv(pod, substitute=True)})
+                            "argv": role.launch.argv(pod, substitute=True),
+                            "env": envs[role.name]})
+    return out
+
+
+def _router_commands():
+    out = []
+    for name, spec, overlays in cases():
+        _, plan, _ = render_spec(spec, overlays)
+        if plan.router is not None:
+            out.append({"id": name, "argv": ["vllm-router", *plan.router.args]})
     return out
 
 
@@ -37,6 +50,22 @@ def test_every_rendered_vllm_command_parses():
     results = check_commands("vllm", commands)
     failed = [f"{r['id']}: {r['error']}" for r in results if not r["ok"]]
     assert not failed, "\n".join(failed)
+    # Every VLLM_* variable of the env files is one vLLM 0.33 reads (vllm/envs.py).
+    unknown = [f"{r['id']}: {r['unknown_env']}" for r in results if r["unknown_env"]]
+    assert not unknown, "\n".join(unknown)
+
+
+def test_every_rendered_router_command_parses():
+    """vllm-router 0.1.17's RouterArgs accepts every PD router command the cases render."""
+    require_engines()
+    commands = _router_commands()
+    assert len(commands) >= 5
+    results = check_commands("vllm-router", commands)
+    failed = [f"{r['id']}: {r['error']}" for r in results if not r["ok"]]
+    assert not failed, "\n".join(failed)
+    bad = [{"id": "sglang-flag", "argv": ["vllm-router", "--pd-disaggregation",
+                                          *commands[0]["argv"][2:]]}]
+    assert not check_commands("vllm-router", bad)[0]["ok"]
 
 
 def test_checker_rejects_the_seed_flags():

@@ -32,6 +32,7 @@ MARKER_NAME = ".moegen-engines-ok"  # written by .ci/engines-venv.sh after its s
 SCRIPTS = {
     "vllm": HERE / "vllm_parse.py",
     "sglang": HERE / "sglang_parse.py",
+    "vllm-router": HERE / "vllm_router_parse.py",
 }
 # Router commands are handled by the SGLang checker (it dispatches on argv).
 KIND_ALIASES = {"smg": "sglang", "sglang_router": "sglang", "sglang-router": "sglang",
