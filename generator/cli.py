@@ -96,6 +96,25 @@ def validate(spec: Path, overlays: tuple[Path, ...], fmt: str, strict: bool) -> 
 
 
 @main.command()
+@_SPEC
+@_OVERLAYS
+@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text",
+              help="text: a table per role; json: the sizing report of SPEC.md section 4.")
+def size(spec: Path, overlays: tuple[Path, ...], fmt: str) -> None:
+    """Per-role, per-GPU HBM breakdown (GiB) and KV capacity; exit 1 if a role does not fit."""
+    checked = _checked(spec, overlays)
+    doc = report.sizing_json(checked)
+    if fmt == "json":
+        click.echo(json.dumps(doc, indent=2))
+    else:
+        click.echo(report.sizing_text(checked), nl=False)
+        if checked.findings:
+            click.echo(report.text(checked.findings, colour=sys.stderr.isatty()), err=True)
+    if not checked.ok:
+        raise SpecRejected(checked.findings)
+
+
+@main.command()
 def schema() -> None:
     """Print the JSON Schema of the InferenceDeployment spec."""
     click.echo(schema_text(), nl=False)

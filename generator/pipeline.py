@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .catalog import UnknownArchitecture, arch_from_config, builtin_config
+from .catalog import GPUS, UnknownArchitecture, arch_from_config, builtin_config
 from .engines import vllm
 from .engines.common import RoleInput
 from .engines.versions import UnsupportedVersion
@@ -16,6 +16,7 @@ from .errors import Finding, Severity
 from .layout import compute_layout
 from .plan import DeploymentPlan, build_plan
 from .render.manifests import render_files
+from .sizing import NotSized, size_role
 from .spec.load import LoadedSpec, json_path, load_spec
 from .spec.models import InferenceDeployment, effective_serving
 from .spec.rules import Context, run_rules
@@ -32,6 +33,7 @@ class Checked:
         findings: every finding, sorted (errors and warnings).
         roles: per role, the dialect's view (only when there are no errors).
         dialect: the engine dialect (None when unsupported).
+        sizing: per role, its RoleSizing (or why it was not sized, or None).
     """
 
     loaded: LoadedSpec
@@ -39,6 +41,7 @@ class Checked:
     findings: list[Finding] = field(default_factory=list)
     roles: list[RoleInput] = field(default_factory=list)
     dialect: object | None = None
+    sizing: list = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
@@ -103,12 +106,30 @@ def check(spec_path: Path, overlays: list[Path] = ()) -> Checked:
             name=role.name, mode=role.mode, model=m, arch=arch,
             serving=effective_serving(spec.spec, role), parallel=p, moe=role.moe,
             speculative=role.speculative, kv_transfer=role.kvTransfer,
-            network=spec.spec.network, layout=layout, pd=pd))
-    ctx = Context(spec, loaded.provenance, dialect, arch, roles)
+            network=spec.spec.network, layout=layout, pd=pd,
+            concurrency=role.sizing.concurrency))
+    ctx = Context(spec, loaded.provenance, dialect, arch, roles,
+                  _size_roles(spec, roles, dialect))
+    result.sizing = ctx.sizing
     result.findings += run_rules(ctx)
     if result.ok and dialect is not None and arch is not None:
         result.roles = [r for r in roles if r is not None]
     return _sorted(result)
+
+
+def _size_roles(spec: InferenceDeployment, roles: list[RoleInput | None], dialect) -> list:
+    """Size every role whose layout is possible (RoleSizing, or a reason string, or None)."""
+    out: list = []
+    for role_spec, role in zip(spec.spec.roles, roles):
+        if role is None or dialect is None or role.layout.problem:
+            out.append(None)
+            continue
+        gpu = GPUS[spec.spec.nodePools[role_spec.nodePool].gpu]
+        try:
+            out.append(size_role(role, gpu, spec.spec.engine.name, dialect.version))
+        except NotSized as exc:
+            out.append(str(exc))
+    return out
 
 
 def _sorted(result: Checked) -> Checked:

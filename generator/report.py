@@ -65,3 +65,45 @@ def github(findings: list[Finding]) -> str:
         msg = f.message + (f" (hint: {f.hint})" if f.hint else "")
         out.append(f"::{level} {','.join(props)}::{_escape(msg)}")
     return "\n".join(out)
+
+
+def sizing_json(checked) -> dict:
+    """SPEC.md §4: ``{"roles": [...]}`` with each role's findings attached."""
+    from .sizing import RoleSizing
+    roles = []
+    spec = checked.spec
+    for i, z in enumerate(checked.sizing or []):
+        if not isinstance(z, RoleSizing):
+            continue
+        prefix = f"$.spec.roles[{i}]"
+        own = [f for f in checked.findings if f.path.startswith(prefix)
+               or (f.code.startswith("SIZ") and f.message.startswith(f"role {z.name!r}"))]
+        z.findings = own
+        roles.append(z.to_json())
+    return {"roles": roles, "ok": checked.ok, "spec": spec.metadata.name if spec else None}
+
+
+def sizing_text(checked) -> str:
+    """A table per role: memory of the most loaded GPU and KV capacity."""
+    from .sizing import RoleSizing
+    out = []
+    for z in checked.sizing or []:
+        if not isinstance(z, RoleSizing):
+            continue
+        comps = ", ".join(f"{k} {v:.2f}" for k, v in
+                          sorted(z.weights_by_component.items(), key=lambda kv: -kv[1]) if v >= 0.005)
+        rows = [
+            ("GPU", f"{z.gpu}: {z.gpu_memory:.2f} GiB, budget {z.utilization:g} x = {z.budget:.2f} GiB"),
+            ("weights", f"{z.weights:.2f} GiB  ({comps})"),
+            ("activation", f"{z.activation:.2f} GiB  (profile batch {z.batched_tokens} tokens)"),
+            ("overhead", f"{z.overhead:.2f} GiB  (non-torch, CUDA graphs, all-to-all {z.comm:.2f})"),
+            ("KV cache", f"{z.kv_cache:.2f} GiB = {z.kv_tokens_per_rank:,} tokens per DP rank "
+                         f"({z.kv_bytes_per_token:,} B/token)"),
+            ("concurrency", f"{z.max_concurrency:.1f} x {z.max_model_len} tokens per rank; needs "
+                            f"{z.per_rank_required} ({z.required_concurrency} over {z.data} ranks)"),
+            ("fits", "yes" if z.fits else "NO"),
+        ]
+        out.append(f"role {z.name} ({z.engine})")
+        out += [f"  {k:<12} {v}" for k, v in rows]
+        out.append("")
+    return "\n".join(out) + ("\n" if out else "")

@@ -41,6 +41,7 @@ class RoleInput:
         network: the spec's ``network``.
         layout: the computed layout.
         pd: True when the deployment has both prefill and decode roles.
+        concurrency: ``sizing.concurrency`` (sequences of maxModelLen one instance must hold).
     """
 
     name: str
@@ -55,6 +56,7 @@ class RoleInput:
     network: Any
     layout: RoleLayout
     pd: bool
+    concurrency: int = 1
 
 
 @dataclass(frozen=True)

@@ -115,18 +115,19 @@ def _finding(code: str, file: str, message: str, hint: str = "", line: int = 0,
 
 
 def _read_text(path: Path, display: str, limit: int) -> tuple[str | None, Finding | None]:
+    """Read at most ``limit`` bytes of UTF-8 text (pipes such as ``<(...)`` are fine)."""
+    if path.is_dir():
+        return None, _finding("LOAD001", display, f"{display} is a directory, not a file")
     try:
-        size = path.stat().st_size
+        with open(path, "rb") as fh:
+            raw = fh.read(limit + 1)
     except OSError as exc:
         return None, _finding("LOAD001", display, f"cannot read {display}: {exc.strerror}",
                               "check the path (it is relative to the current directory)")
-    if not path.is_file():
-        return None, _finding("LOAD001", display, f"{display} is not a regular file")
-    if size > limit:
+    if len(raw) > limit:
         return None, _finding("LOAD002", display,
-                              f"{display} is {size} bytes; the limit is {limit} bytes",
+                              f"{display} is larger than the limit of {limit} bytes",
                               "a spec is a few KiB: is this the right file?")
-    raw = path.read_bytes()
     if b"\x00" in raw:
         return None, _finding("LOAD003", display, f"{display} is binary (contains NUL bytes)",
                               "give a YAML text file")

@@ -11,6 +11,7 @@ dialect and, per role, the resolved model shape and computed layout.
 
 from __future__ import annotations
 
+import math
 from collections import defaultdict
 from dataclasses import dataclass
 from typing import Callable, Iterator
@@ -54,6 +55,8 @@ class Context:
             that need it are then skipped, VER001 reports the cause).
         arch: the model shape (``None`` if it could not be resolved; MOD* report why).
         roles: per role, the dialect's view (``None`` for roles whose pool is unknown).
+        sizing: per role, its :class:`~generator.sizing.RoleSizing`, or a string saying why the
+            role was not sized, or ``None`` (layout or pool problems are reported elsewhere).
     """
 
     spec: InferenceDeployment
@@ -61,6 +64,11 @@ class Context:
     dialect: object | None
     arch: ModelArch | None
     roles: list[RoleInput | None]
+    sizing: list = None  # per role: RoleSizing | str (why not sized) | None
+
+    def __post_init__(self):
+        if self.sizing is None:
+            self.sizing = [None] * len(self.roles)
 
     def role_items(self) -> Iterator[tuple[int, RoleInput]]:
         """(index, role) for roles with a resolved pool and model."""
@@ -576,16 +584,171 @@ def _quantity_gib(q: str) -> float:
     return float(q) / 2**30
 
 
+# --- HBM sizing ---------------------------------------------------------------------------
+
+def _sized(ctx: Context):
+    from ..sizing import RoleSizing
+    for i, r in ctx.role_items():
+        z = ctx.sizing[i]
+        if isinstance(z, RoleSizing):
+            yield i, r, z
+
+
+def _breakdown(z) -> str:
+    return (f"weights {z.weights:.1f} + activation {z.activation:.1f} + overhead {z.overhead:.1f} "
+            f"GiB against a budget of {z.utilization:g} x {z.gpu_memory:.2f} = {z.budget:.1f} GiB "
+            f"per {z.gpu}")
+
+
+def _len_path(ctx: Context, i: int) -> tuple:
+    return (_role_path(i, "serving", "maxModelLen") if _role_sets(ctx, i, "maxModelLen")
+            else ("spec", "serving", "maxModelLen"))
+
+
+def _what_if(ctx: Context, i: int, r: RoleInput, z) -> list[str]:
+    """Changes that raise the KV capacity of role i, each with the concurrency per rank it gives."""
+    import dataclasses
+
+    from ..sizing import size_role
+    from ..catalog import GPUS
+    gpu = GPUS[ctx.spec.spec.nodePools[ctx.spec.spec.roles[i].nodePool].gpu]
+    out = []
+
+    def conc(role):
+        try:
+            alt = size_role(role, gpu, ctx.spec.spec.engine.name, ctx.dialect.version)
+        except Exception:  # noqa: BLE001 - a what-if that cannot be sized is simply not offered
+            return None
+        return alt.max_concurrency
+    if r.serving["kvCacheDtype"] == "auto":
+        c = conc(dataclasses.replace(r, serving={**r.serving, "kvCacheDtype": "fp8"}))
+        if c is not None and c > z.max_concurrency:
+            out.append(f"kvCacheDtype: fp8 gives {c:.1f} per rank")
+    moe = r.moe
+    if moe and moe.eplb and moe.eplb.enabled and moe.eplb.redundantExperts:
+        eplb0 = moe.eplb.model_copy(update={"redundantExperts": 0})
+        c = conc(dataclasses.replace(r, moe=moe.model_copy(update={"eplb": eplb0})))
+        if c is not None and c > z.max_concurrency:
+            out.append(f"redundantExperts: 0 gives {c:.1f}")
+    return out
+
+
+def _freers(r: RoleInput, z) -> list[str]:
+    """Settings that free memory for the KV cache, as hint fragments."""
+    out = []
+    if r.serving["kvCacheDtype"] == "auto":
+        out.append("kvCacheDtype: fp8 halves the KV per token")
+    if not r.serving["enforceEager"] and z.overhead > z.comm + 1.0:
+        out.append("enforceEager: true drops the CUDA-graph reserve")
+    if z.utilization < 0.95:
+        out.append(f"gpuMemoryUtilization up to 0.95 adds {(0.95 - z.utilization) * z.gpu_memory:.1f} GiB")
+    out.append("more tensor/expert parallelism spreads the weights")
+    return out
+
+
+@rule("SIZ001", E, "weights and fixed overheads fit in the engine's memory budget",
+      "vLLM vllm/v1/worker/gpu_worker.py determine_available_memory (KV = budget - non-KV)")
+def _siz_fit(ctx: Context):
+    for i, r, z in _sized(ctx):
+        if z.kv_cache <= 0:
+            top = sorted(z.weights_by_component.items(), key=lambda kv: -kv[1])[:3]
+            parts = ", ".join(f"{k} {v:.1f}" for k, v in top)
+            yield Hit(_role_path(i, "parallel"),
+                      f"role {r.name!r} does not fit: {_breakdown(z)} leaves {z.kv_cache:.1f} GiB "
+                      f"for the KV cache (largest weights per GPU: {parts} GiB)",
+                      "quantize the weights (fp8), raise expert/tensor parallelism, or use a "
+                      "GPU with more memory")
+
+
+@rule("SIZ002", E, "one maxModelLen request fits in the KV cache",
+      "vLLM vllm/v1/core/kv_cache_utils.py check_enough_kv_cache_memory (refuses to start); "
+      "shared/research/field-failures.md #18")
+def _siz_one(ctx: Context):
+    for i, r, z in _sized(ctx):
+        if z.kv_cache > 0 and z.kv_tokens_per_rank < z.max_model_len:
+            yield Hit(_len_path(ctx, i),
+                      f"role {r.name!r}: one request of maxModelLen {z.max_model_len} needs "
+                      f"{z.max_model_len * z.kv_bytes_per_token / 2**30:.2f} GiB of KV but "
+                      f"{z.kv_cache:.2f} GiB remain ({_breakdown(z)}); the KV cache holds "
+                      f"{z.kv_tokens_per_rank} tokens",
+                      "; ".join([f"set maxModelLen <= {z.kv_tokens_per_rank}"] + _freers(r, z)))
+
+
+@rule("SIZ003", E, "sizing.concurrency sequences of maxModelLen fit (ceil per DP rank)",
+      "SPEC.md §2 sizing.concurrency; vLLM 'Maximum concurrency for N tokens per request'")
+def _siz_conc(ctx: Context):
+    for i, r, z in _sized(ctx):
+        if z.kv_cache <= 0 or z.kv_tokens_per_rank < z.max_model_len:
+            continue
+        if z.max_concurrency < z.per_rank_required:
+            fits = int(z.max_concurrency) * z.data
+            longest = z.kv_tokens_per_rank // z.per_rank_required
+            options = _what_if(ctx, i, r, z) + [f"maxModelLen <= {longest}"]
+            yield Hit(_role_path(i, "sizing", "concurrency"),
+                      f"role {r.name!r} must hold {z.required_concurrency} sequences of "
+                      f"{z.max_model_len} tokens, {z.per_rank_required} per DP rank, but one rank's "
+                      f"KV cache holds {z.kv_tokens_per_rank} tokens = {z.max_concurrency:.1f} "
+                      f"sequences; the instance holds {fits} ({_breakdown(z)})",
+                      "; ".join(options) + "; or more expert/data parallelism")
+
+
+@rule("SIZ004", W, "the memory outside the budget holds what the engine does not count",
+      "vLLM: CUDA context and pre-snapshot NCCL memory sit outside gpu_memory_utilization; "
+      "releases < 0.20 capture CUDA graphs after KV sizing (VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS)")
+def _siz_headroom(ctx: Context):
+    from ..sizing.budget import CUDA_CONTEXT_GIB
+    for i, r, z in _sized(ctx):
+        headroom = z.gpu_memory - z.budget
+        need = CUDA_CONTEXT_GIB + z.cuda_graph_outside
+        if headroom < need:
+            yield Hit(_role_path(i, "serving", "gpuMemoryUtilization")
+                      if _role_sets(ctx, i, "gpuMemoryUtilization")
+                      else ("spec", "serving", "gpuMemoryUtilization"),
+                      f"role {r.name!r}: {headroom:.2f} GiB outside the budget, but the CUDA "
+                      f"context{' and CUDA graphs' if z.cuda_graph_outside else ''} take ~{need:.1f} GiB",
+                      "use gpuMemoryUtilization <= "
+                      f"{math.floor((z.gpu_memory - need) / z.gpu_memory * 1000) / 1000:g}")
+
+
+@rule("SIZ005", W, "every role is sized", "moegen sizing covers the DeepSeek-V2/V3/V3.2 and Kimi-K2 "
+      "families; DeepSeek-V4 is not inventoried yet")
+def _siz_skipped(ctx: Context):
+    for i, r in ctx.role_items():
+        why = ctx.sizing[i]
+        if isinstance(why, str):
+            yield Hit(_role_path(i), f"role {r.name!r} was not sized: {why}",
+                      "check memory by hand before deploying")
+
+
 def run_rules(ctx: Context) -> list[Finding]:
-    """Run every rule of :data:`RULES`; return all findings, located via provenance."""
+    """Run every rule of :data:`RULES`; return all findings, located via provenance.
+
+    The sizing rules (SIZ*) run last and skip roles that already have an error (and every role
+    when a spec-level error exists): sizing an impossible layout only adds noise.
+    """
     out: list[Finding] = []
     seen: set[tuple[str, tuple, str]] = set()
-    for r in RULES:
-        for hit in r.check(ctx):
+
+    def emit(r: Rule, hits) -> None:
+        for hit in hits:
             key = (r.code, tuple(hit.path), hit.message)
             if key in seen:  # a spec-level field shared by several roles is reported once
                 continue
             seen.add(key)
             out.append(Finding(r.code, r.severity, json_path(hit.path), hit.message, hit.hint,
                                ctx.provenance.locate(hit.path)))
+
+    for r in RULES:
+        if not r.code.startswith("SIZ"):
+            emit(r, r.check(ctx))
+    errors = [f for f in out if f.severity is Severity.ERROR]
+    for f in errors:
+        if not f.path.startswith("$.spec.roles["):
+            ctx.sizing = [None] * len(ctx.sizing)
+            break
+        index = int(f.path[len("$.spec.roles["):].split("]")[0])
+        ctx.sizing[index] = None
+    for r in RULES:
+        if r.code.startswith("SIZ"):
+            emit(r, r.check(ctx))
     return out

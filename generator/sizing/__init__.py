@@ -1,0 +1,144 @@
+"""The HBM sizing validator: per-GPU memory of the most loaded GPU of every role.
+
+:func:`size_role` combines the weight placement (``weights.py``), the KV bytes per token
+(``kv.py``) and the engine budget (``budget.py``) into a :class:`RoleSizing`, whose JSON form is
+SPEC.md §4's sizing report. The checks on it (SIZ* rules) live in ``spec/rules.py``.
+All memory figures are GiB (2^30 bytes).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from ..catalog import Gpu
+from ..engines.common import RoleInput
+from ..engines.versions import parse_version
+from .budget import GIB, VllmBudget, default_max_num_batched_tokens, vllm_budget
+from .kv import kv_bytes_per_token
+from .params import NotSized, inventory
+from .weights import Placement, stage_weights
+
+__all__ = ["NotSized", "RoleSizing", "size_role"]
+
+
+@dataclass
+class RoleSizing:
+    """Memory of the most loaded GPU of a role, and what it means for capacity.
+
+    Attributes:
+        name, gpu, engine: role name, GPU catalog id, engine name.
+        gpu_memory: torch-visible memory, GiB; budget: what the engine may use, GiB.
+        weights, activation, overhead, kv_cache: per-GPU GiB (kv_cache may be negative: the
+            weights and fixed terms do not fit).
+        weights_by_component: GiB per component on the most loaded GPU.
+        kv_bytes_per_token: bytes per token on that GPU (latent replicated per TP rank).
+        kv_tokens_per_rank: KV tokens one data-parallel rank holds (what the engine prints).
+        max_model_len: the role's maxModelLen.
+        max_concurrency: sequences of max_model_len per DP rank (engine's "maximum concurrency").
+        required_concurrency: ``sizing.concurrency`` of one instance; per_rank_required:
+            ceil(required / data).
+        data: DP ranks per instance; batched_tokens: profile batch; comm: all-to-all buffers GiB;
+        cuda_graph_outside: graphs taken from the headroom, GiB; utilization: the fraction used.
+    """
+
+    name: str
+    gpu: str
+    engine: str
+    gpu_memory: float
+    budget: float
+    weights: float
+    activation: float
+    overhead: float
+    kv_cache: float
+    weights_by_component: dict[str, float]
+    kv_bytes_per_token: int
+    kv_tokens_per_rank: int
+    max_model_len: int
+    max_concurrency: float
+    required_concurrency: int
+    per_rank_required: int
+    data: int
+    batched_tokens: int
+    comm: float
+    cuda_graph_outside: float
+    utilization: float
+    findings: list = field(default_factory=list)
+
+    @property
+    def fits(self) -> bool:
+        """The role starts and holds its required concurrency at max_model_len."""
+        return self.kv_cache > 0 and self.max_concurrency >= self.per_rank_required \
+            and self.max_concurrency >= 1
+
+    def to_json(self) -> dict:
+        """SPEC.md §4 form (GiB rounded to 0.01, concurrency to 0.1)."""
+        return {
+            "name": self.name, "gpu": self.gpu, "engine": self.engine,
+            "gpuMemoryGiB": round(self.gpu_memory, 2), "budgetGiB": round(self.budget, 2),
+            "perGpu": {"weightsGiB": round(self.weights, 2),
+                       "activationGiB": round(self.activation, 2),
+                       "overheadGiB": round(self.overhead, 2),
+                       "kvCacheGiB": round(self.kv_cache, 2)},
+            "weightsByComponentGiB": {k: round(v, 3) for k, v in
+                                      sorted(self.weights_by_component.items())},
+            "kvBytesPerToken": self.kv_bytes_per_token,
+            "kvTokensPerRank": self.kv_tokens_per_rank,
+            "maxModelLen": self.max_model_len,
+            "maxConcurrencyAtMaxModelLen": round(self.max_concurrency, 1),
+            "requiredConcurrency": self.required_concurrency,
+            "requiredConcurrencyPerRank": self.per_rank_required,
+            "fits": self.fits,
+            "findings": [f.to_json() for f in self.findings],
+        }
+
+
+def size_role(role: RoleInput, gpu: Gpu, engine: str, version: str) -> RoleSizing:
+    """Size one role on its pool's GPU (vLLM budget).
+
+    Raises:
+        NotSized: the model family has no inventory (DeepSeek-V4).
+    """
+    cfg = role.arch.config
+    inv = inventory(cfg)
+    lay = role.layout
+    moe = role.moe
+    redundant = moe.eplb.redundantExperts if (moe and moe.eplb and moe.eplb.enabled) else 0
+    place = Placement(tp=lay.tensor, ep=lay.ep_size, pp=lay.pipeline, redundant=redundant,
+                      mtp=role.speculative is not None, mla_bf16_copies=engine == "vllm")
+    stages = stage_weights(inv, cfg, role.model.weights, place)
+    s = role.serving
+    kv_dtype = s["kvCacheDtype"]
+    max_len = s["maxModelLen"] or role.arch.max_position_embeddings
+    v = parse_version(version)
+    util = s["gpuMemoryUtilization"] or (0.92 if v >= (0, 20, 0) else 0.9)
+    all2all = moe.all2all if moe else None
+    batched = s["maxNumBatchedTokens"] or default_max_num_batched_tokens(
+        v, gpu.torch_total_gib, all2all, lay.expert_parallel, lay.data)
+    physical_experts = (cfg.get("n_routed_experts") or 0) + redundant
+    budget: VllmBudget = vllm_budget(v, gpu.torch_total_gib, util, lay.tensor, cfg["hidden_size"],
+                                     physical_experts, batched, all2all, lay.expert_parallel,
+                                     bool(s["enforceEager"]))
+    # The most constrained stage decides capacity (vLLM: min over PP ranks).
+    worst = None
+    for st in stages:
+        mtp = inv.mtp_layers if (place.mtp and st.stage == len(stages) - 1) else 0
+        per_token = kv_bytes_per_token(cfg, kv_dtype, len(st.layers), mtp)
+        if per_token == 0:  # a stage without attention layers holds no KV
+            continue
+        weights = st.total / GIB
+        kv = budget.budget - weights - budget.activation - budget.overhead
+        tokens = max(0, int(kv * GIB // per_token))
+        if worst is None or tokens < worst[3]:
+            worst = (st, weights, kv, tokens, per_token)
+    st, weights, kv, tokens, per_token = worst
+    required = role.concurrency
+    per_rank = -(-required // lay.data)
+    return RoleSizing(
+        name=role.name, gpu=gpu.id, engine=engine, gpu_memory=gpu.torch_total_gib,
+        budget=budget.budget, weights=weights, activation=budget.activation,
+        overhead=budget.overhead, kv_cache=kv,
+        weights_by_component={k: b / GIB for k, b in st.by_component.items()},
+        kv_bytes_per_token=per_token, kv_tokens_per_rank=tokens, max_model_len=max_len,
+        max_concurrency=tokens / max_len, required_concurrency=required,
+        per_rank_required=per_rank, data=lay.data, batched_tokens=batched, comm=budget.comm,
+        cuda_graph_outside=budget.cuda_graph_outside, utilization=util)

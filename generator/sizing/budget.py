@@ -1,0 +1,118 @@
+"""vLLM's memory budget for one GPU, and what it leaves for the KV cache.
+
+vLLM V1 (vllm/v1/worker/gpu_worker.py ``determine_available_memory``, vllm/utils/mem_utils.py;
+shared/research/anchors-planner.md §4.1)::
+
+    requested     = total x gpu_memory_utilization
+    available_kv  = requested - (weights + torch activation peak + non-torch increase
+                                 [+ CUDA-graph estimate when VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS])
+    kv_tokens     = available_kv // kv_bytes_per_token        ("GPU KV cache size: N tokens")
+
+and start-up fails when one ``max_model_len`` request does not fit
+(vllm/v1/core/kv_cache_utils.py ``check_enough_kv_cache_memory``).
+
+The terms moegen estimates (each a named constant with its source; residuals against the
+engine-printed numbers are printed by ``bench/sizing_residuals.py``):
+
+* activation peak: the profile run pushes ``max_num_batched_tokens`` tokens through the model;
+  its peak grows with the token count and the hidden size.
+  :data:`ACT_BYTES_PER_TOKEN_HIDDEN` bytes per token per hidden unit, fitted to the TP8
+  DeepSeek-R1/V3.2/Kimi runs of groundtruth-dev.yaml (H200/B200, 8192 tokens: 4.4-7.3 GiB of
+  activation + non-torch memory).
+* non-torch memory created after vLLM's start snapshot (NCCL communicators and their buffers,
+  custom all-reduce IPC buffers, cuBLAS workspaces): :data:`NON_TORCH_GIB`.
+* CUDA graphs: subtracted before KV sizing only when the release estimates them
+  (VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS defaults to 1 from 0.20.0, vllm/envs.py);
+  :data:`CUDA_GRAPH_GIB` is the mean of the estimates vLLM printed (0.51-2.52 GiB).
+  Earlier releases capture graphs after sizing, out of the (1 - utilization) headroom.
+* all-to-all buffers, which vLLM allocates outside the torch allocator: DeepEP low-latency
+  ~ 4 x experts x tokens x 2 x hidden bytes (DeepEP ``get_low_latency_rdma_size_hint``;
+  shared/BRIEF.md §3: 1.8 GiB at 128 tokens for 256 experts and hidden 7168) with the tokens per
+  dispatch = max_num_batched_tokens (0.20+) or VLLM_MOE_DP_CHUNK_SIZE 256 (earlier);
+  DeepEP high-throughput: 2 x VLLM_DEEPEP_BUFFER_SIZE_MB (NVLink + RDMA buffers, 1024 MB each).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+GIB = 2**30
+
+#: Activation peak per token of the profile batch per hidden unit, bytes (about 44 BF16
+#: hidden-sized tensors live at the peak: residual, norms, MLA up-projections, MoE dispatch and
+#: combine buffers, the sampler's share). Fitted to the TP8 runs of groundtruth-dev.yaml at 8192
+#: tokens (R1 H200 0.11.2 / 0.18.0, R1 B200 0.18.0, V3.2 H200 0.16.0): residuals -1.7 % to +3.3 %
+#: in KV tokens (bench/sizing_residuals.py).
+ACT_BYTES_PER_TOKEN_HIDDEN = 88
+#: Non-torch memory that appears after vLLM's start snapshot, GiB: NCCL communicator buffers and
+#: custom all-reduce (TP > 1; ~0.55 GiB at TP2 and growing with TP, llm-d empirical results in
+#: anchors-planner.md §4.1) and cuBLAS/attention workspaces (0.13 GiB at TP1).
+NON_TORCH_GIB = {1: 0.3, 2: 0.6, 4: 0.9, 8: 1.3}
+#: CUDA-graph memory, GiB, when the release subtracts its estimate before KV sizing.
+CUDA_GRAPH_GIB = 1.7
+#: VLLM_DEEPEP_BUFFER_SIZE_MB default (vllm/envs.py, every release 0.11-0.33).
+DEEPEP_HT_BUFFER_MB = 1024
+#: VLLM_MOE_DP_CHUNK_SIZE before 0.20.0 (tokens per DeepEP low-latency dispatch).
+MOE_DP_CHUNK = 256
+#: CUDA context + memory held before vLLM's start snapshot, GiB: outside the budget, it must fit in
+#: the (1 - utilization) headroom (PyTorch CUDA context ~0.5 GiB, shared/BRIEF.md §3).
+CUDA_CONTEXT_GIB = 0.5
+
+
+def default_max_num_batched_tokens(version: tuple[int, int, int], gpu_total_gib: float,
+                                   all2all: str | None, expert: bool, data: int) -> int:
+    """vLLM's ``max_num_batched_tokens`` when the flag is not given (``vllm serve``).
+
+    Source: vllm/engine/arg_utils.py (default tiers; shared/reference/engines/vllm-dialects.yaml):
+    256 with deepep_low_latency/nixl_ep + EP + DP > 1 (>= 0.20.0); 16384 on GPUs >= 160 GiB
+    (>= 0.28.0); 8192 on GPUs >= 70 GiB; otherwise 2048.
+    """
+    if version >= (0, 20, 0) and all2all in ("deepep_low_latency", "nixl_ep") and expert and data > 1:
+        return 256
+    if version >= (0, 28, 0) and gpu_total_gib >= 160:
+        return 16384
+    if gpu_total_gib >= 70:
+        return 8192
+    return 2048
+
+
+@dataclass(frozen=True)
+class VllmBudget:
+    """The vLLM budget of one GPU, GiB.
+
+    Attributes:
+        total: torch-visible device memory; budget: total x utilization.
+        activation: activation peak of the profile run; overhead: non-torch + CUDA graphs
+            (when estimated) + all-to-all buffers; comm: the all-to-all part of ``overhead``.
+        cuda_graph_outside: CUDA-graph memory taken from the headroom (releases < 0.20).
+        batched_tokens: the profile batch used for the activation estimate.
+    """
+
+    total: float
+    budget: float
+    activation: float
+    overhead: float
+    comm: float
+    cuda_graph_outside: float
+    batched_tokens: int
+
+
+def vllm_budget(version: tuple[int, int, int], total_gib: float, utilization: float, tp: int,
+                hidden: int, experts: int, batched_tokens: int, all2all: str | None,
+                expert: bool, enforce_eager: bool) -> VllmBudget:
+    """Estimate the non-KV terms of vLLM's budget for one GPU (see the module docstring)."""
+    activation = batched_tokens * hidden * ACT_BYTES_PER_TOKEN_HIDDEN / GIB
+    non_torch = NON_TORCH_GIB.get(tp, NON_TORCH_GIB[8])
+    estimates_graphs = version >= (0, 20, 0)
+    graphs = 0.0 if enforce_eager else CUDA_GRAPH_GIB
+    comm = 0.0
+    if expert and all2all in ("deepep_low_latency",):
+        tokens = batched_tokens if version >= (0, 20, 0) else MOE_DP_CHUNK
+        comm = 4 * experts * tokens * 2 * hidden / GIB
+    elif expert and all2all in ("deepep_high_throughput", "deepep_v2"):
+        comm = 2 * DEEPEP_HT_BUFFER_MB / 1024
+    overhead = non_torch + comm + (graphs if estimates_graphs else 0.0)
+    return VllmBudget(total=total_gib, budget=total_gib * utilization, activation=activation,
+                      overhead=overhead, comm=comm,
+                      cuda_graph_outside=0.0 if estimates_graphs else graphs,
+                      batched_tokens=batched_tokens)

@@ -1,0 +1,208 @@
+"""Parameter inventory of a model, tensor by tensor, from its HF ``config.json``.
+
+Every weight tensor of the checkpoint is listed once per layer kind with its shape (out, in),
+the component it belongs to, whether the checkpoint stores it in the quantized format, and how
+tensor parallelism treats it in vLLM. Bytes are computed from this inventory by
+``sizing/weights.py``; nothing here knows about GPUs.
+
+Shapes for the MLA + MoE families (DeepSeek-V2/V3/R1/V3.1, Kimi-K2 and V3.2) follow the model
+code of vLLM 0.33 ``vllm/model_executor/models/deepseek_v2.py`` and the HF checkpoints:
+
+* attention (per layer): ``q_a_proj`` hidden->q_lora_rank (or ``q_proj`` hidden->heads x qk_head
+  when q_lora_rank is null, DeepSeek-V2-Lite), ``q_b_proj`` q_lora->heads x (nope + rope),
+  ``kv_a_proj_with_mqa`` hidden->kv_lora + rope, ``kv_b_proj`` kv_lora->heads x (nope + v),
+  ``o_proj`` heads x v->hidden, and the q_a/kv_a layernorms. vLLM replicates q_a/kv_a
+  (``ReplicatedLinear``/fused qkv_a) and shards q_b/kv_b/o.
+* V3.2 adds the sparse-attention indexer per layer: ``wq_b`` q_lora->index_heads x index_dim,
+  ``wk`` hidden->index_dim, ``k_norm`` (weight + bias), ``weights_proj`` hidden->index_heads
+  (BF16); vLLM replicates the indexer.
+* dense MLP (first ``first_k_dense_replace`` layers): gate/up hidden->intermediate, down back.
+* MoE layers: ``n_routed_experts`` experts of gate/up/down at ``moe_intermediate_size``, shared
+  experts at ``n_shared_experts x moe_intermediate_size``, router ``gate`` (BF16) and its fp32
+  ``e_score_correction_bias`` (noaux_tc models).
+* embedding and ``lm_head`` (vocab x hidden, BF16, vocab-parallel), final norm.
+* MTP (``num_nextn_predict_layers``): a full MoE decoder layer plus ``eh_proj`` 2 x hidden->hidden
+  and the enorm/hnorm/shared-head norms; it shares the target's embedding and head in vLLM
+  (vllm/model_executor/models/deepseek_mtp.py).
+
+DeepSeek-V4 is not inventoried yet: :func:`inventory` raises :class:`NotSized` for it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+class NotSized(ValueError):
+    """The architecture family has no parameter inventory (the sizing check is skipped)."""
+
+
+@dataclass(frozen=True)
+class Tensor:
+    """One weight tensor (per layer that has it).
+
+    Attributes:
+        name: e.g. ``attn.q_b_proj``.
+        component: ``attention`` | ``indexer`` | ``dense_mlp`` | ``shared_experts`` |
+            ``routed_experts`` | ``router`` | ``embedding`` | ``lm_head`` | ``norms`` | ``mtp``.
+        out_dim, in_dim: matrix shape (a vector has in_dim 1).
+        quantized: stored in the checkpoint's low-precision format (FP8 / 4-bit); False keeps
+            BF16 (or FP32 for ``fp32``).
+        tp: ``shard`` (divided by the tensor-parallel size) or ``replicate``.
+        experts: how many experts the tensor is repeated for (routed experts only, else 1).
+        fp32: stored in FP32 (e.g. ``e_score_correction_bias``).
+    """
+
+    name: str
+    component: str
+    out_dim: int
+    in_dim: int
+    quantized: bool
+    tp: str
+    experts: int = 1
+    fp32: bool = False
+
+    @property
+    def params(self) -> int:
+        """Parameters of the tensor for all its experts."""
+        return self.out_dim * self.in_dim * self.experts
+
+
+@dataclass(frozen=True)
+class Inventory:
+    """The tensors of a model by layer kind.
+
+    Attributes:
+        dense_layer: tensors of one dense decoder layer.
+        moe_layer: tensors of one MoE decoder layer.
+        layer_kinds: ``"dense"`` / ``"moe"`` for every main layer, in order.
+        outer: embedding, final norm and lm_head (placed on the first/last pipeline stage).
+        mtp_layer: tensors of one MTP module (empty when the model has none).
+        mtp_layers: number of MTP modules.
+    """
+
+    dense_layer: tuple[Tensor, ...]
+    moe_layer: tuple[Tensor, ...]
+    layer_kinds: tuple[str, ...]
+    outer: tuple[Tensor, ...]
+    mtp_layer: tuple[Tensor, ...]
+    mtp_layers: int
+
+    def total_params(self, with_mtp: bool = False) -> int:
+        """All parameters of the main model (plus the MTP modules with ``with_mtp``)."""
+        per = {"dense": sum(t.params for t in self.dense_layer),
+               "moe": sum(t.params for t in self.moe_layer)}
+        total = sum(per[k] for k in self.layer_kinds) + sum(t.params for t in self.outer)
+        if with_mtp:
+            total += self.mtp_layers * sum(t.params for t in self.mtp_layer)
+        return total
+
+    def component_params(self) -> dict[str, int]:
+        """Main-model parameters by component (MTP excluded)."""
+        out: dict[str, int] = {}
+        for kind in self.layer_kinds:
+            for t in self.dense_layer if kind == "dense" else self.moe_layer:
+                out[t.component] = out.get(t.component, 0) + t.params
+        for t in self.outer:
+            out[t.component] = out.get(t.component, 0) + t.params
+        return out
+
+
+def _attention(c: dict) -> list[Tensor]:
+    h = c["hidden_size"]
+    heads = c["num_attention_heads"]
+    nope, rope, v = c["qk_nope_head_dim"], c["qk_rope_head_dim"], c["v_head_dim"]
+    kv_lora = c["kv_lora_rank"]
+    q_lora = c.get("q_lora_rank")
+    out = []
+    if q_lora:
+        out += [Tensor("attn.q_a_proj", "attention", q_lora, h, True, "replicate"),
+                Tensor("attn.q_a_layernorm", "attention", q_lora, 1, False, "replicate"),
+                Tensor("attn.q_b_proj", "attention", heads * (nope + rope), q_lora, True, "shard")]
+    else:
+        out.append(Tensor("attn.q_proj", "attention", heads * (nope + rope), h, True, "shard"))
+    out += [
+        Tensor("attn.kv_a_proj_with_mqa", "attention", kv_lora + rope, h, True, "replicate"),
+        Tensor("attn.kv_a_layernorm", "attention", kv_lora, 1, False, "replicate"),
+        Tensor("attn.kv_b_proj", "attention", heads * (nope + v), kv_lora, True, "shard"),
+        Tensor("attn.o_proj", "attention", h, heads * v, True, "shard"),
+    ]
+    if c.get("index_n_heads"):  # DeepSeek-V3.2 sparse-attention indexer
+        ih, idim = c["index_n_heads"], c["index_head_dim"]
+        out += [
+            Tensor("indexer.wq_b", "indexer", ih * idim, q_lora, True, "replicate"),
+            Tensor("indexer.wk", "indexer", idim, h, True, "replicate"),
+            Tensor("indexer.k_norm", "indexer", 2 * idim, 1, False, "replicate"),
+            Tensor("indexer.weights_proj", "indexer", ih, h, False, "replicate"),
+        ]
+    return out
+
+
+def _layer_norms(h: int) -> list[Tensor]:
+    return [Tensor("input_layernorm", "norms", h, 1, False, "replicate"),
+            Tensor("post_attention_layernorm", "norms", h, 1, False, "replicate")]
+
+
+def _moe(c: dict) -> list[Tensor]:
+    h, inter = c["hidden_size"], c["moe_intermediate_size"]
+    experts = c["n_routed_experts"]
+    shared = (c.get("n_shared_experts") or 0) * inter
+    out = [
+        Tensor("mlp.experts.gate_up", "routed_experts", 2 * inter, h, True, "shard", experts),
+        Tensor("mlp.experts.down", "routed_experts", h, inter, True, "shard", experts),
+        Tensor("mlp.gate", "router", experts, h, False, "replicate"),
+    ]
+    if c.get("topk_method") == "noaux_tc":
+        out.append(Tensor("mlp.gate.e_score_correction_bias", "router", experts, 1, False,
+                          "replicate", fp32=True))
+    if shared:
+        out += [Tensor("mlp.shared_experts.gate_up", "shared_experts", 2 * shared, h, True, "shard"),
+                Tensor("mlp.shared_experts.down", "shared_experts", h, shared, True, "shard")]
+    return out
+
+
+def _dense(c: dict) -> list[Tensor]:
+    h, inter = c["hidden_size"], c["intermediate_size"]
+    return [Tensor("mlp.gate_up", "dense_mlp", 2 * inter, h, True, "shard"),
+            Tensor("mlp.down", "dense_mlp", h, inter, True, "shard")]
+
+
+def inventory(config: dict) -> Inventory:
+    """Tensor inventory of an MLA + MoE model (DeepSeek-V2/V3/V3.2 families, Kimi-K2).
+
+    Raises:
+        NotSized: the family (DeepSeek-V4) has no inventory.
+        KeyError: a config field the inventory needs is missing.
+    """
+    mt = config.get("model_type")
+    if mt == "deepseek_v4":
+        raise NotSized("DeepSeek-V4 weights are not inventoried yet (compressed attention, "
+                       "hyper-connections)")
+    h = config["hidden_size"]
+    attn = _attention(config) + _layer_norms(h)
+    layers = config["num_hidden_layers"]
+    first_dense = config.get("first_k_dense_replace", 0)
+    freq = config.get("moe_layer_freq", 1) or 1
+    kinds = tuple("moe" if (i >= first_dense and i % freq == 0) else "dense" for i in range(layers))
+    vocab = config["vocab_size"]
+    outer = (
+        Tensor("embed_tokens", "embedding", vocab, h, False, "shard"),
+        Tensor("norm", "norms", h, 1, False, "replicate"),
+        Tensor("lm_head", "lm_head", vocab, h, False, "shard"),
+    )
+    moe_layer = tuple(attn + _moe(config))
+    mtp_extra = [
+        Tensor("mtp.eh_proj", "mtp", h, 2 * h, True, "replicate"),
+        Tensor("mtp.enorm", "mtp", h, 1, False, "replicate"),
+        Tensor("mtp.hnorm", "mtp", h, 1, False, "replicate"),
+        Tensor("mtp.shared_head.norm", "mtp", h, 1, False, "replicate"),
+    ]
+    mtp = tuple(moe_layer) + tuple(mtp_extra)
+    return Inventory(
+        dense_layer=tuple(attn + _dense(config)),
+        moe_layer=moe_layer,
+        layer_kinds=kinds,
+        outer=outer,
+        mtp_layer=mtp,
+        mtp_layers=int(config.get("num_nextn_predict_layers") or 0),
+    )

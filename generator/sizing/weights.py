@@ -1,0 +1,161 @@
+"""Weight bytes resident on the most loaded GPU of a role.
+
+Bytes, not parameters: each tensor of the inventory (``sizing/params.py``) is priced in the
+checkpoint format, then placed as the engine places it.
+
+Formats (``spec.model.weights``), bytes per parameter of a *quantized* tensor:
+
+* ``bf16``: 2.
+* ``fp8``: DeepSeek's block FP8 (config ``quantization_config.weight_block_size`` [128, 128]):
+  1 byte + one FP32 scale per 128 x 128 block (vLLM ``Fp8LinearMethod`` block scales
+  ``weight_scale_inv``).
+* ``w4a8``: routed experts in 4-bit integers with one BF16 scale per group of 128 (0.5 + 2/128 B;
+  the w4a8 layout of TensorRT-LLM/ModelOpt for DeepSeek), every other quantized tensor block FP8.
+* ``mxfp4``: routed experts in MXFP4 (OCP MX: 4-bit E2M1 + one E8M0 scale per 32 values,
+  0.5 + 1/32 B), every other quantized tensor block FP8 (DeepSeek-V4 checkpoints' ``expert_dtype:
+  fp4``).
+
+Tensors the checkpoint keeps unquantized (embedding, lm_head, router, norms, V3.2's indexer
+``weights_proj``) cost 2 bytes (FP32 ones 4).
+
+Placement (vLLM 0.33 ``deepseek_v2.py`` / ``fused_moe``; SGLang places the same way):
+
+* ``shard`` tensors are divided by the tensor-parallel size; ``replicate`` ones are whole on every
+  GPU; data parallelism (attention DP) replicates everything but the routed experts.
+* Routed experts: with expert parallelism each GPU holds ceil((experts + redundant) / EP) expert
+  slots (vLLM ``FusedMoE`` local experts; EPLB's redundant experts are extra slots,
+  vllm/distributed/eplb); without it every expert is sharded by TP (MoE tensor parallelism).
+* vLLM's MLA keeps BF16 copies of the absorbed ``kv_b_proj`` halves (``W_UK_T``, ``W_UV``:
+  vllm/model_executor/layers/attention/mla_attention.py ``process_weights_after_loading``),
+  heads/TP x kv_lora x (nope + v) x 2 bytes per layer, when ``kv_b_proj`` is quantized (it is
+  dequantized into new tensors; a BF16 ``kv_b_proj`` is only split into views). This and the
+  replicated q_a/kv_a are why vLLM prints 79.74 GiB for R1 FP8 at TP8 where division gives 78.4
+  (groundtruth-dev.yaml).
+* Pipeline stages split the layers as vLLM's ``get_pp_indices`` (vllm/distributed/utils.py):
+  L // PP layers per stage, the remainder given one each to the stages before the last; the
+  embedding sits on the first stage, final norm + lm_head (and the MTP module) on the last.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from .params import Inventory, Tensor
+
+GIB = 2**30
+#: FP8 block size (DeepSeek quantization_config.weight_block_size).
+FP8_BLOCK = 128
+#: 4-bit group sizes: w4a8 (per-group BF16 scales, group 128) and MXFP4 (E8M0 scale per 32).
+W4A8_GROUP, MXFP4_GROUP = 128, 32
+
+
+def tensor_bytes(t: Tensor, fmt: str) -> float:
+    """Bytes of tensor ``t`` (all its experts) in checkpoint format ``fmt``."""
+    n = t.out_dim * t.in_dim
+    if not t.quantized or fmt == "bf16":
+        per = (4 if t.fp32 else 2) * n
+    elif t.component == "routed_experts" and fmt == "w4a8":
+        per = n * 0.5 + (n / W4A8_GROUP) * 2
+    elif t.component == "routed_experts" and fmt == "mxfp4":
+        per = n * 0.5 + n / MXFP4_GROUP
+    else:  # block FP8 (fp8 checkpoints, and the non-expert tensors of w4a8/mxfp4 ones)
+        blocks = -(-t.out_dim // FP8_BLOCK) * -(-t.in_dim // FP8_BLOCK)
+        per = n + 4 * blocks
+    return per * t.experts
+
+
+@dataclass(frozen=True)
+class Placement:
+    """How one GPU of a role holds the model.
+
+    Attributes:
+        tp: tensor-parallel size; ep: expert-parallel size (1 = no EP).
+        pp: pipeline stages; redundant: EPLB redundant experts.
+        mtp: the MTP module is loaded (speculative decoding on).
+        mla_bf16_copies: the engine keeps BF16 W_UK/W_UV (vLLM).
+    """
+
+    tp: int
+    ep: int
+    pp: int
+    redundant: int = 0
+    mtp: bool = False
+    mla_bf16_copies: bool = True
+
+
+@dataclass
+class StageWeights:
+    """Weight bytes of one GPU of a pipeline stage, by component (bytes, not GiB)."""
+
+    stage: int
+    layers: tuple[int, ...]
+    by_component: dict[str, float] = field(default_factory=dict)
+
+    @property
+    def total(self) -> float:
+        """All weight bytes of the GPU."""
+        return sum(self.by_component.values())
+
+
+def pp_partition(layers: int, pp: int) -> list[range]:
+    """Layer ranges per stage as vLLM's get_pp_indices (remainder to the stages before the last)."""
+    per = [layers // pp] * pp
+    for i in range(2, layers % pp + 2):
+        per[-i] += 1
+    out, start = [], 0
+    for n in per:
+        out.append(range(start, start + n))
+        start += n
+    return out
+
+
+def _add(acc: dict[str, float], key: str, value: float) -> None:
+    acc[key] = acc.get(key, 0.0) + value
+
+
+def _layer_bytes(tensors: tuple[Tensor, ...], fmt: str, place: Placement, experts: int,
+                 acc: dict[str, float], component_override: str | None = None) -> None:
+    for t in tensors:
+        comp = component_override or t.component
+        if t.component == "routed_experts":
+            one = tensor_bytes(t, fmt) / t.experts
+            if place.ep > 1:
+                slots = -(-(experts + place.redundant) // place.ep)
+                _add(acc, comp, one * slots)
+            else:
+                _add(acc, comp, one * t.experts / place.tp)
+        elif t.tp == "shard":
+            _add(acc, comp, tensor_bytes(t, fmt) / place.tp)
+        else:
+            _add(acc, comp, tensor_bytes(t, fmt))
+
+
+def _mla_copies(config: dict, place: Placement) -> float:
+    heads = config["num_attention_heads"]
+    return (heads / place.tp) * config["kv_lora_rank"] * \
+        (config["qk_nope_head_dim"] + config["v_head_dim"]) * 2
+
+
+def stage_weights(inv: Inventory, config: dict, fmt: str, place: Placement) -> list[StageWeights]:
+    """Weight bytes per GPU for every pipeline stage of a role."""
+    experts = config.get("n_routed_experts") or 0
+    stages = []
+    ranges = pp_partition(len(inv.layer_kinds), place.pp)
+    for s, rng in enumerate(ranges):
+        acc: dict[str, float] = {}
+        for i in rng:
+            layer = inv.dense_layer if inv.layer_kinds[i] == "dense" else inv.moe_layer
+            _layer_bytes(layer, fmt, place, experts, acc)
+            if place.mla_bf16_copies and fmt != "bf16":
+                _add(acc, "attention", _mla_copies(config, place))
+        for t in inv.outer:
+            first, last = s == 0, s == len(ranges) - 1
+            if (t.name == "embed_tokens" and first) or (t.name != "embed_tokens" and last):
+                _layer_bytes((t,), fmt, place, experts, acc)
+        if place.mtp and s == len(ranges) - 1:
+            for _ in range(inv.mtp_layers):
+                _layer_bytes(inv.mtp_layer, fmt, place, experts, acc, component_override="mtp")
+                if place.mla_bf16_copies and fmt != "bf16":
+                    _add(acc, "mtp", _mla_copies(config, place))
+        stages.append(StageWeights(s, tuple(rng), acc))
+    return stages
