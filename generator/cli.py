@@ -33,8 +33,10 @@ def _checked(spec: Path, overlays: tuple[Path, ...]) -> pipeline.Checked:
     return pipeline.check(spec, list(overlays))
 
 
-def _emit_findings(checked: pipeline.Checked, fmt: str) -> None:
+def _emit_findings(checked: pipeline.Checked, fmt: str, quiet_ok_json: bool = False) -> None:
     findings = checked.findings
+    if fmt == "json" and quiet_ok_json and checked.ok:
+        return
     if fmt == "json":
         click.echo(report.as_json(findings, checked.ok))
     elif fmt == "github":
@@ -62,7 +64,7 @@ def render(spec: Path, overlays: tuple[Path, ...], outdir: Path | None, check: b
            fmt: str) -> None:
     """Validate SPEC, then write its manifests and env files as a kustomize base."""
     checked = _checked(spec, overlays)
-    _emit_findings(checked, fmt)
+    _emit_findings(checked, fmt, quiet_ok_json=check)
     if not checked.ok:
         raise SpecRejected(checked.findings)
     plan, files = pipeline.render(checked)
@@ -70,6 +72,13 @@ def render(spec: Path, overlays: tuple[Path, ...], outdir: Path | None, check: b
     if check:
         changes = diff_tree(outdir, files)
         if changes:
+            heads = [c for c in changes if not c.startswith("    ")]
+            if fmt == "json":
+                click.echo(json.dumps({"ok": False, "outdir": str(outdir), "drift": heads},
+                                      indent=2))
+            elif fmt == "github":
+                click.echo("\n".join(
+                    f"::error file={outdir / c[2:].split(' ')[0]},title=drift::{c}" for c in heads))
             click.echo("\n".join(changes), err=True)
             raise DriftDetected(changes)
         click.echo(f"{outdir}: up to date ({len(files)} files)", err=True)

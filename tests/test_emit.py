@@ -55,4 +55,8 @@ def test_diff_tree(tmp_path):
     changes = diff_tree(out, files)
     heads = [c for c in changes if not c.startswith("    ")]
     assert heads == ["M a.yaml", "A b.yaml (missing; a render would write it)",
-                     "D c.yaml (a render would remove it)"]
+                     "? c.yaml (not written by moegen; a render would refuse the directory)"]
+    # A file of an earlier render that the new one drops is reported as a removal.
+    (out / "c.yaml").unlink()
+    write_tree(out, {**files, "old.yaml": "o\n"})
+    assert "D old.yaml (a render would remove it)" in diff_tree(out, files)

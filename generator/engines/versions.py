@@ -11,12 +11,15 @@ import re
 from dataclasses import dataclass
 
 _VERSION = re.compile(r"^(\d+)\.(\d+)\.(\d+)")
+#: PEP 440 pre-release and development suffixes: 0.11.1rc1 comes before 0.11.1.
+_PRE = re.compile(r"^[.-]?(a|b|c|rc|alpha|beta|pre|preview|dev)\d*", re.IGNORECASE)
 
 Version = tuple[int, int, int]
 
 
 def parse_version(text: str) -> Version:
-    """``"0.33.0"`` -> ``(0, 33, 0)``; a suffix (``rc1``, ``.post1``, ``+cu129``) is ignored.
+    """``"0.33.0"`` -> ``(0, 33, 0)``; a suffix (``rc1``, ``.post1``, ``+cu129``) is dropped
+    (:func:`select_known` treats pre-releases as coming before the release).
 
     Raises:
         ValueError: ``text`` does not start with MAJOR.MINOR.PATCH.
@@ -25,6 +28,12 @@ def parse_version(text: str) -> Version:
     if not m:
         raise ValueError(f"not a version: {text!r}")
     return int(m.group(1)), int(m.group(2)), int(m.group(3))
+
+
+def is_prerelease(text: str) -> bool:
+    """True for ``0.11.1rc1``, ``0.12.0.dev3``, ``0.13.0b2`` (before their final release)."""
+    m = _VERSION.match(text)
+    return bool(m and _PRE.match(text[m.end():]))
 
 
 def fmt(v: Version) -> str:
@@ -65,7 +74,12 @@ def select_known(requested: str, known: list[str], ranges: list[SupportedRange])
     if not any(v in r for r in ranges):
         raise UnsupportedVersion(
             f"version {requested} is not supported (supported: {', '.join(map(str, ranges))})")
-    below = [k for k in known if parse_version(k) <= v]
+    # A pre-release of X.Y.Z precedes X.Y.Z: it gets the dialect of the release before it.
+    if is_prerelease(requested):
+        below = [k for k in known if parse_version(k) < v]
+    else:
+        below = [k for k in known if parse_version(k) <= v]
     if not below:
-        raise UnsupportedVersion(f"no known release at or below {requested}")
+        first = min(known, key=parse_version)
+        raise UnsupportedVersion(f"version {requested} precedes the first supported release {first}")
     return max(below, key=parse_version)

@@ -36,6 +36,11 @@ def _existing(outdir: Path) -> set[str]:
             if p.is_file() or p.is_symlink()}
 
 
+def _nonempty(path: Path) -> bool:
+    with os.scandir(path) as entries:
+        return any(True for _ in entries)
+
+
 def _owned(outdir: Path) -> set[str]:
     """Files the marker lists (empty set if no marker)."""
     marker = outdir / MARKER
@@ -46,18 +51,32 @@ def _owned(outdir: Path) -> set[str]:
 
 
 def _check_ownership(outdir: Path) -> set[str]:
-    """Return the files of the previous render; raise UsageError if outdir is not ours."""
+    """Return the files of the previous render; raise UsageError if outdir is not ours.
+
+    The marker is looked up before anything is walked, so a foreign tree (``-o /usr``) is
+    refused at once.
+    """
+    if outdir.is_symlink():
+        raise UsageError(f"{outdir} is a symbolic link; give the directory it points to")
     if not outdir.exists():
         return set()
-    if not outdir.is_dir() or outdir.is_symlink():
+    if not outdir.is_dir():
         raise UsageError(f"{outdir} exists and is not a directory")
-    existing = _existing(outdir)
-    if not existing:
+    try:
+        has_entries = _nonempty(outdir)
+        has_marker = (outdir / MARKER).is_file()
+    except OSError as exc:
+        raise UsageError(f"cannot read {outdir}: {exc.strerror}") from None
+    if not has_entries:
         return set()
-    if MARKER not in existing:
+    if not has_marker:
         raise UsageError(
             f"{outdir} is not empty and was not written by moegen (no {MARKER}); "
             "choose an empty or new directory with -o")
+    try:
+        existing = _existing(outdir)
+    except OSError as exc:
+        raise UsageError(f"cannot read {outdir}: {exc.strerror}") from None
     foreign = sorted(existing - _owned(outdir) - {MARKER})
     if foreign:
         shown = ", ".join(foreign[:5]) + (" ..." if len(foreign) > 5 else "")
@@ -117,19 +136,34 @@ def write_tree(outdir: Path, files: dict[str, str]) -> WriteResult:
 
 
 def diff_tree(outdir: Path, files: dict[str, str]) -> list[str]:
-    """Differences between ``outdir`` and ``files`` as lines (``A``/``M``/``D`` + path, diffs).
+    """Differences between ``outdir`` and ``files`` as lines (``A``/``M``/``D``/``?`` + path, diffs).
 
-    An empty list means the directory is exactly what a render would write.
+    ``?`` marks a file moegen did not write (a render would refuse the directory). An empty list
+    means the directory is exactly what a render would write.
+
+    Raises:
+        UsageError: ``outdir`` exists but is not a readable directory.
     """
     outdir = Path(outdir)
     expected = {**files, MARKER: marker_text(files)}
-    existing = _existing(outdir) if outdir.is_dir() else set()
+    if outdir.exists() and (not outdir.is_dir() or outdir.is_symlink()):
+        raise UsageError(f"{outdir} is not a directory")
+    if outdir.is_dir() and not (outdir / MARKER).is_file() and _nonempty(outdir):
+        raise UsageError(f"{outdir} was not written by moegen (no {MARKER})")
+    try:
+        existing = _existing(outdir) if outdir.is_dir() else set()
+        owned = _owned(outdir) | {MARKER}
+    except OSError as exc:
+        raise UsageError(f"cannot read {outdir}: {exc.strerror}") from None
     out: list[str] = []
     for rel in sorted(set(expected) | existing):
         if rel not in existing:
             out.append(f"A {rel} (missing; a render would write it)")
         elif rel not in expected:
-            out.append(f"D {rel} (a render would remove it)")
+            if rel in owned:
+                out.append(f"D {rel} (a render would remove it)")
+            else:
+                out.append(f"? {rel} (not written by moegen; a render would refuse the directory)")
         else:
             have = (outdir / rel).read_bytes()
             want = expected[rel].encode("utf-8")

@@ -17,6 +17,7 @@ are appended); every other list is replaced whole.
 
 from __future__ import annotations
 
+import difflib
 import io
 import json
 from dataclasses import dataclass, field
@@ -284,6 +285,34 @@ def _shift(prov: Provenance, old: PathKey, new: PathKey) -> Provenance:
     return Provenance({(*new, *k[n:]): loc for k, loc in prov.locations.items() if k[:n] == old})
 
 
+def _new_names(base: Any, over: Any, over_prov: Provenance, path: PathKey = ()) -> list[Finding]:
+    """Warn when an overlay adds a named item whose name is close to an existing one (a typo
+    such as ``decdoe`` would otherwise add a new, incomplete role)."""
+    out: list[Finding] = []
+    if isinstance(base, dict) and isinstance(over, dict):
+        for key, value in over.items():
+            if key in base:
+                out += _new_names(base[key], value, over_prov, (*path, key))
+    elif _is_named_list(base) and _is_named_list(over):
+        names = [item["name"] for item in base]
+        added = 0
+        for j, item in enumerate(over):
+            if item["name"] in names:
+                i = names.index(item["name"])
+                out += _new_names(base[i], item, over_prov, (*path, j))
+                continue
+            close = difflib.get_close_matches(item["name"], names, n=1, cutoff=0.75)
+            merged_index = len(names) + added
+            added += 1
+            if close:
+                loc = over_prov.locate((*path, j, "name"))
+                out.append(Finding(
+                    "LOAD012", Severity.WARNING, json_path((*path, merged_index, "name")),
+                    f"the overlay adds a new item {item['name']!r}; the base has {close[0]!r}",
+                    f"to change {close[0]!r}, use name: {close[0]}", loc))
+    return out
+
+
 def load_spec(spec_path: Path, overlays: list[Path] = ()) -> LoadedSpec:
     """Read ``spec_path`` and merge ``overlays`` in order; load ``spec.model.config`` if set.
 
@@ -297,6 +326,7 @@ def load_spec(spec_path: Path, overlays: list[Path] = ()) -> LoadedSpec:
         odata, oprov, ofindings = parse_yaml_file(overlay)
         findings += ofindings
         if odata is not None:
+            findings += _new_names(data, odata, oprov)
             data = merge(data, prov, odata, oprov)
     loaded = LoadedSpec(data, prov, files, None, findings)
     if not findings:

@@ -11,9 +11,9 @@ all of them are reported at once with their rule codes.
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints, field_validator
 
 from ..catalog import ARCHITECTURES, GPUS
 
@@ -23,6 +23,24 @@ API_VERSION = "moegen.dev/v1alpha1"
 DNS_LABEL = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"
 #: Environment variable names accepted in ``network.env`` (POSIX portable names).
 ENV_NAME = r"^[A-Za-z_][A-Za-z0-9_]*$"
+#: Kubernetes label key (optional DNS-subdomain prefix + name <= 63) and value (<= 63 chars),
+#: apimachinery pkg/util/validation (IsQualifiedName, IsValidLabelValue).
+LABEL_KEY = r"^([a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$"
+LABEL_VALUE = r"^(([A-Za-z0-9][-A-Za-z0-9_.]{0,61})?[A-Za-z0-9])?$"
+#: One line of printable text: values that end up in env files and shell scripts may not carry
+#: newlines or control characters (an env-file line per variable; no injection).
+ONE_LINE = r"^[^\x00-\x1f\x7f]*$"
+#: Container image reference (no whitespace or control characters).
+IMAGE = r"^[^\s\x00-\x1f\x7f]+$"
+
+LabelKey = Annotated[str, StringConstraints(pattern=LABEL_KEY, max_length=317)]
+LabelValue = Annotated[str, StringConstraints(pattern=LABEL_VALUE, max_length=63)]
+Labels = Annotated[dict[LabelKey, LabelValue], Field(max_length=64)]
+EnvName = Annotated[str, StringConstraints(pattern=ENV_NAME, max_length=256)]
+OneLine = Annotated[str, StringConstraints(pattern=ONE_LINE, max_length=4096)]
+#: Volume sources accepted for the model weights (core/v1 VolumeSource members that hold data).
+VOLUME_SOURCES = ("persistentVolumeClaim", "hostPath", "nfs", "csi", "ephemeral", "image",
+                  "emptyDir", "cephfs", "rbd", "iscsi", "fc", "azureFile", "glusterfs")
 
 
 class _Model(BaseModel):
@@ -35,7 +53,7 @@ class Metadata(_Model):
 
     name: str = Field(pattern=DNS_LABEL, max_length=40)
     namespace: str = Field("default", pattern=DNS_LABEL, max_length=63)
-    labels: dict[str, str] = Field(default_factory=dict)
+    labels: Labels = Field(default_factory=dict)
 
 
 class SecretKeyRef(_Model):
@@ -48,16 +66,19 @@ class SecretKeyRef(_Model):
 class Model(_Model):
     """The served model: identity, architecture, checkpoint format and where the weights live."""
 
-    name: str = Field(min_length=1, description="Served model id (--served-model-name / HF id).")
+    name: str = Field(min_length=1, max_length=256, pattern=ONE_LINE,
+                      description="Served model id (--served-model-name / HF id).")
     architecture: Literal[tuple(ARCHITECTURES)] | None = Field(  # type: ignore[valid-type]
         None, description="Built-in catalog id; or give `config`.")
     config: str | None = Field(
         None, description="Local HF config.json, relative to the file that sets it.")
     weights: Literal["bf16", "fp8", "w4a8", "mxfp4"] = Field(
         description="Checkpoint format of the weights.")
-    path: str = Field(pattern=r"^/", description="Weights directory inside the container.")
-    volume: dict[str, Any] | None = Field(
-        None, description="Kubernetes volume source holding the weights, e.g. "
+    path: str = Field(pattern=r"^/[^\x00-\x1f\x7f]*$", max_length=1024,
+                      description="Weights directory inside the container.")
+    volume: dict[Literal[VOLUME_SOURCES], dict[str, Any]] | None = Field(  # type: ignore[valid-type]
+        None, min_length=1, max_length=1,
+        description="Kubernetes volume source holding the weights (one key), e.g. "
         "{persistentVolumeClaim: {claimName: x}}; mounted read-only at `path`.")
     tokenSecret: SecretKeyRef | None = Field(
         None, description="Secret key holding a Hugging Face token (HF_TOKEN).")
@@ -67,16 +88,16 @@ class Engine(_Model):
     """Inference engine and the version whose flag/env dialect is rendered."""
 
     name: Literal["vllm", "sglang"]
-    version: str = Field(pattern=r"^\d+\.\d+\.\d+([.+-]?[0-9A-Za-z.+-]*)?$")
-    image: str = Field(min_length=1)
+    version: str = Field(pattern=r"^\d+\.\d+\.\d+([.+-]?[0-9A-Za-z.+-]*)?$", max_length=64)
+    image: str = Field(min_length=1, max_length=512, pattern=IMAGE)
 
 
 class Toleration(_Model):
     """A Kubernetes toleration (core/v1 Toleration)."""
 
-    key: str | None = None
+    key: LabelKey | None = None
     operator: Literal["Exists", "Equal"] | None = None
-    value: str | None = None
+    value: LabelValue | None = None
     effect: Literal["NoSchedule", "PreferNoSchedule", "NoExecute"] | None = None
     tolerationSeconds: int | None = None
 
@@ -87,7 +108,7 @@ class NodePool(_Model):
     gpu: Literal[tuple(GPUS)]  # type: ignore[valid-type]
     gpusPerNode: int = Field(ge=1, le=16)
     nodes: int = Field(ge=1, le=4096, description="Nodes available (capacity check).")
-    nodeSelector: dict[str, str] = Field(default_factory=dict)
+    nodeSelector: Labels = Field(default_factory=dict)
     tolerations: list[Toleration] = Field(default_factory=list)
 
 
@@ -97,7 +118,8 @@ class Rdma(_Model):
     resourceName: str = Field(pattern=r"^[a-z0-9.-]+/[a-zA-Z0-9_.-]+$",
                               description="Extended resource requested per pod, e.g. rdma/ib.")
     resourceCount: int = Field(1, ge=1, le=64, description="Units of resourceName per pod.")
-    devices: list[str] = Field(min_length=1, description="HCA names, e.g. [mlx5_0, mlx5_1].")
+    devices: list[Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9_.-]+$", max_length=64)]] = \
+        Field(min_length=1, max_length=64, description="HCA names, e.g. [mlx5_0, mlx5_1].")
     gidIndex: int | None = Field(None, ge=0, le=255, description="RoCE GID index.")
 
 
@@ -105,11 +127,12 @@ class Network(_Model):
     """Pod networking and the communication libraries' environment."""
 
     socketInterface: str | None = Field(
-        None, min_length=1, description="NIC for Gloo/NCCL/NVSHMEM bootstrap, e.g. eth0.")
+        None, min_length=1, max_length=64, pattern=ONE_LINE,
+        description="NIC for Gloo/NCCL/NVSHMEM bootstrap, e.g. eth0.")
     hostNetwork: bool = False
     rdma: Rdma | None = None
-    env: dict[str, str] = Field(default_factory=dict,
-                                description="Extra environment variables, applied last.")
+    env: dict[EnvName, OneLine] = Field(default_factory=dict, max_length=256,
+                                        description="Extra environment variables, applied last.")
 
 
 class Serving(_Model):
@@ -184,7 +207,7 @@ class Pod(_Model):
     shmSizeGiB: int | None = Field(None, ge=1, le=1024,
                                    description="/dev/shm size (memory emptyDir), GiB.")
     privileged: bool = False
-    annotations: dict[str, str] = Field(default_factory=dict)
+    annotations: dict[LabelKey, OneLine] = Field(default_factory=dict, max_length=64)
 
 
 class Role(_Model):
@@ -208,7 +231,8 @@ class Router(_Model):
     """The PD router in front of prefill and decode."""
 
     enabled: bool = True
-    image: str | None = Field(None, min_length=1, description="Default per engine dialect.")
+    image: str | None = Field(None, min_length=1, max_length=512, pattern=IMAGE,
+                              description="Default per engine dialect.")
     port: int = Field(8080, ge=1024, le=65535)
     replicas: int = Field(1, ge=1, le=64)
     policy: Literal["random", "round_robin", "cache_aware", "power_of_two"] = "round_robin"
@@ -254,9 +278,23 @@ def effective_serving(spec: DeploymentSpec, role: Role) -> dict[str, Any]:
     return out
 
 
+def _close_pattern_maps(node: Any) -> None:
+    """pydantic renders constrained dict keys as ``patternProperties`` only; add
+    ``additionalProperties: false`` so the schema rejects the keys the model rejects."""
+    if isinstance(node, dict):
+        if "patternProperties" in node and "properties" not in node:
+            node.setdefault("additionalProperties", False)
+        for value in node.values():
+            _close_pattern_maps(value)
+    elif isinstance(node, list):
+        for value in node:
+            _close_pattern_maps(value)
+
+
 def json_schema() -> dict:
     """The JSON Schema (draft 2020-12) of :class:`InferenceDeployment`."""
     schema = InferenceDeployment.model_json_schema(mode="validation")
+    _close_pattern_maps(schema)
     schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
     schema["$id"] = "https://moegen.dev/schemas/v1alpha1/inferencedeployment.schema.json"
     return schema

@@ -557,6 +557,23 @@ def _ports(ctx: Context):
                       "choose another serving.port (8000 is the default)")
 
 
+@rule("PORT002", E, "with hostNetwork, no two engine pods can share a node",
+      "Kubernetes hostNetwork pods bind the node's ports: a second pod with the same ports on a "
+      "node fails to bind (vLLM --port, DP RPC, NIXL side channel)")
+def _host_ports(ctx: Context):
+    if not ctx.spec.spec.network.hostNetwork:
+        return
+    for i, r in ctx.role_items():
+        pool = ctx.spec.spec.nodePools[ctx.spec.spec.roles[i].nodePool]
+        if r.layout.gpus_per_pod < pool.gpusPerNode:
+            yield Hit(_role_path(i, "workload"),
+                      f"role {r.name!r} runs pods of {r.layout.gpus_per_pod} GPUs on "
+                      f"{pool.gpusPerNode}-GPU nodes with hostNetwork: pods sharing a node would "
+                      "bind the same host ports",
+                      "use pods that take whole nodes (workload: lws or statefulset with "
+                      "tensor x data x pipeline a multiple of gpusPerNode), or hostNetwork: false")
+
+
 # --- pods -------------------------------------------------------------------------------------
 
 @rule("POD001", E, "the pod memory limit holds /dev/shm",
@@ -582,6 +599,46 @@ def _quantity_gib(q: str) -> float:
         if q.endswith(suffix):
             return float(q[: -len(suffix)]) * mult / 2**30
     return float(q) / 2**30
+
+
+@rule("POOL003", E, "a toleration with operator Exists has no value",
+      "Kubernetes core/v1 validation: value must be empty when operator is Exists")
+def _tolerations(ctx: Context):
+    for name, pool in ctx.spec.spec.nodePools.items():
+        for j, t in enumerate(pool.tolerations):
+            if t.operator == "Exists" and t.value:
+                yield Hit(("spec", "nodePools", name, "tolerations", j, "value"),
+                          f"toleration {t.key!r} has operator Exists and value {t.value!r}",
+                          "drop value, or use operator: Equal")
+
+
+_TAG_VERSION = __import__("re").compile(r"v?(\d+\.\d+\.\d+)")
+
+
+@rule("ENG002", W, "the image tag names the engine version the flags are rendered for",
+      "shared/research/field-failures.md #23 (flags rendered for one version, image of another)")
+def _image_version(ctx: Context):
+    eng = ctx.spec.spec.engine
+    tag = eng.image.rsplit("/", 1)[-1].partition(":")[2].split("@")[0]
+    m = _TAG_VERSION.match(tag)
+    if m and m.group(1) != eng.version.split("+")[0][: len(m.group(1))]:
+        yield Hit(("spec", "engine", "image"),
+                  f"image tag {tag!r} suggests {eng.name} {m.group(1)}, but the flags are rendered "
+                  f"for engine.version {eng.version}",
+                  "make engine.version match the image")
+
+
+#: Label keys moegen sets on every object (a user value would be overwritten).
+OWN_LABELS = ("app.kubernetes.io/name", "app.kubernetes.io/instance",
+              "app.kubernetes.io/component", "app.kubernetes.io/managed-by")
+
+
+@rule("NAME003", W, "metadata.labels do not use keys moegen sets", "moegen plan.py label scheme")
+def _own_labels(ctx: Context):
+    for key in ctx.spec.metadata.labels:
+        if key in OWN_LABELS or key.startswith("moegen.dev/"):
+            yield Hit(("metadata", "labels", key), f"label {key!r} is set by moegen; "
+                      "your value would be replaced", "use another label key")
 
 
 # --- HBM sizing ---------------------------------------------------------------------------

@@ -7,6 +7,7 @@ document ``gen schema`` prints and ``schemas/`` ships, so the schema users see i
 from __future__ import annotations
 
 import difflib
+import json
 from functools import cache
 
 import jsonschema
@@ -22,11 +23,28 @@ def _validator() -> jsonschema.Draft202012Validator:
     return jsonschema.Draft202012Validator(json_schema())
 
 
+def _show(value) -> str:
+    """A value as the user wrote it (JSON spelling), shortened."""
+    text = json.dumps(value, default=str)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+_LIMITS = {"minimum": ">=", "maximum": "<=", "exclusiveMinimum": ">", "exclusiveMaximum": "<"}
+
+
 def _schema_finding(err: jsonschema.ValidationError, loaded: LoadedSpec) -> Finding:
     path = tuple(err.absolute_path)
     code, hint = "SCH001", ""
-    message = err.message
-    if err.validator == "additionalProperties":
+    message = f"{_show(err.instance)}: {err.message}" if len(err.message) > 120 else err.message
+    if err.validator == "additionalProperties" and "patternProperties" in err.schema:
+        import re
+        patterns = list(err.schema["patternProperties"])
+        bad = sorted(k for k in err.instance if not any(re.search(p, k) for p in patterns))
+        code = "SCH008"
+        path = (*path, bad[0]) if bad else path
+        message = f"invalid key {_show(bad[0] if bad else '')}: keys must match {patterns[0]}"
+        hint = "environment variable names are letters, digits and _; label keys follow Kubernetes"
+    elif err.validator == "additionalProperties":
         allowed = sorted((err.schema.get("properties") or {}).keys())
         extra = sorted(set(err.instance) - set(allowed)) if isinstance(err.instance, dict) else []
         code = "SCH002"
@@ -48,26 +66,55 @@ def _schema_finding(err: jsonschema.ValidationError, loaded: LoadedSpec) -> Find
         hint = f"did you mean {close[0]!r}?" if close else ""
     elif err.validator in ("type",):
         code = "SCH005"
-        message = f"{err.instance!r} is not of type {err.validator_value}"
-    elif err.validator in ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum",
-                           "minLength", "maxLength", "minItems", "maxItems", "minProperties"):
+        want = err.validator_value
+        want = "null" if want == "null" else want
+        message = f"{_show(err.instance)} is not of type {want}"
+    elif err.validator in _LIMITS:
         code = "SCH006"
+        message = f"{_show(err.instance)} is out of range: must be {_LIMITS[err.validator]} " \
+                  f"{err.validator_value}"
+    elif err.validator in ("minLength", "maxLength", "minItems", "maxItems", "minProperties",
+                           "maxProperties"):
+        code = "SCH006"
+        what = {"minLength": "at least {} characters", "maxLength": "at most {} characters",
+                "minItems": "at least {} items", "maxItems": "at most {} items",
+                "minProperties": "at least {} entries", "maxProperties": "at most {} entries"}
+        size = len(err.instance) if hasattr(err.instance, "__len__") else "?"
+        message = f"has {size}; must have {what[err.validator].format(err.validator_value)}"
     elif err.validator == "pattern":
         code = "SCH007"
-        message = f"{err.instance!r} does not match {err.validator_value}"
+        message = f"{_show(err.instance)} does not match {err.validator_value}"
+        if "\\x00-\\x1f" in err.validator_value:
+            hint = "newlines and control characters are not allowed here"
+    elif err.validator == "propertyNames":
+        code = "SCH008"
     loc = loaded.provenance.locate(path)
     return Finding(code, Severity.ERROR, json_path(path), message, hint, loc)
 
 
 def _best(errors: list[jsonschema.ValidationError]) -> list[jsonschema.ValidationError]:
-    """Flatten anyOf/oneOf errors to their most relevant leaf (e.g. ``x | None`` fields)."""
+    """Flatten anyOf/oneOf errors to their most relevant leaf.
+
+    For ``x | None`` fields the ``None`` branch's "is not of type null" is never the point: keep
+    the other branches' leaf errors (``moe.eplb.redundantExperts``, not ``moe``).
+    """
     out = []
     for err in errors:
-        if err.context:
-            out.append(jsonschema.exceptions.best_match(err.context))
-        else:
+        if not err.context:
             out.append(err)
+            continue
+        leaves = [e for e in _leaves(err) if not (e.validator == "type" and e.validator_value == "null")]
+        if not leaves:
+            out.append(err)
+            continue
+        out.extend(leaves)
     return out
+
+
+def _leaves(err: jsonschema.ValidationError) -> list[jsonschema.ValidationError]:
+    if not err.context:
+        return [err]
+    return [leaf for sub in err.context for leaf in _leaves(sub)]
 
 
 def validate_structure(loaded: LoadedSpec) -> tuple[InferenceDeployment | None, list[Finding]]:
