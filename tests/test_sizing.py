@@ -1,0 +1,135 @@
+"""HBM sizing: hand-derived numbers (each test says how), and engine-printed figures.
+
+Expected values are written out as arithmetic on the config fields of DeepSeek-V3
+(hidden 7168, 61 layers of which 3 dense, 128 heads, q_lora 1536, kv_lora 512, qk nope/rope
+128/64, v 128, dense intermediate 18432, 256 experts x 2048 + 1 shared, vocab 129280), never by
+calling the code under test.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+
+import pytest
+
+from generator.catalog import builtin_config
+from generator.sizing.kv import kv_bytes_per_token
+from generator.sizing.params import NotSized, inventory
+from tests.helpers import EXAMPLES, ROOT, shared
+
+GIB = 2**30
+H, L, DENSE, MOE = 7168, 61, 3, 58
+ATTN = (7168 * 1536 + 1536 + 1536 * 128 * (128 + 64) + 7168 * (512 + 64) + 512
+        + 512 * 128 * (128 + 128) + 128 * 128 * 7168)       # q_a, norm, q_b, kv_a, norm, kv_b, o
+EXPERT = 3 * 7168 * 2048                                    # gate, up, down of one expert
+DENSE_MLP = 3 * 7168 * 18432
+VOCAB = 129280
+
+
+def test_deepseek_v3_parameter_counts():
+    inv = inventory(builtin_config("deepseek-v3"))
+    comp = inv.component_params()
+    assert ATTN == 187_107_328
+    assert comp["attention"] == L * ATTN
+    assert comp["routed_experts"] == MOE * 256 * EXPERT == 653_908_770_816
+    assert comp["shared_experts"] == MOE * EXPERT
+    assert comp["dense_mlp"] == DENSE * DENSE_MLP
+    assert comp["embedding"] == comp["lm_head"] == VOCAB * H
+    # 671.03 B in the main model (BRIEF §3), ~11.6 B more for the MTP module.
+    assert round(inv.total_params() / 1e9, 2) == 671.03
+    assert round((inv.total_params(True) - inv.total_params()) / 1e9, 1) == 11.6
+
+
+def test_kv_bytes_per_token():
+    v3, v32 = builtin_config("deepseek-v3"), builtin_config("deepseek-v3.2")
+    assert kv_bytes_per_token(v3, "auto", 61) == 61 * (512 + 64) * 2 == 70_272
+    assert kv_bytes_per_token(v3, "fp8", 61) == 61 * (512 + 64) == 35_136
+    # V3.2 FP8: fp8_ds_mla 512 + 4 x 4 scales + 64 x 2 rope = 656, indexer 128 + 4 = 132.
+    assert kv_bytes_per_token(v32, "fp8", 61) == 61 * (656 + 132) == 48_068
+    assert kv_bytes_per_token(v32, "auto", 61) == 61 * (1152 + 132) == 78_324
+    # The MTP draft layer's KV comes on top.
+    assert kv_bytes_per_token(v3, "fp8", 61, 1) == 62 * 576
+
+
+def _size(tmp_path, overlay: str, spec=EXAMPLES / "s2-32xh20-ep32-fp8.yaml"):
+    from generator import pipeline
+    o = tmp_path / "o.yaml"
+    o.write_text(overlay)
+    checked = pipeline.check(spec, [o])
+    return checked, checked.sizing[0]
+
+
+def test_s2_bf16_dp32_weights_per_gpu(tmp_path):
+    """BF16 at DP32/EP32 (TP1): everything but the routed experts is replicated; 8 of 256
+    experts per GPU; no extra MLA copies for a BF16 kv_b_proj. BRIEF §3: ~69.9 GiB."""
+    checked, z = _size(tmp_path, "spec:\n  model: {weights: bf16}\n")
+    by_hand = 2 * (L * ATTN + L * 2 * H + H                      # attention, layer norms, final norm
+                   + DENSE * DENSE_MLP + MOE * EXPERT             # dense MLP, shared experts
+                   + MOE * 256 * H + 2 * VOCAB * H                # router, embedding + lm_head
+                   + MOE * (256 // 32) * EXPERT) + MOE * 256 * 4  # routed experts; fp32 bias
+    assert z.weights == pytest.approx(by_hand / GIB, abs=0.005)
+    assert round(z.weights, 1) == 69.9
+    assert [f.code for f in checked.findings if f.severity.value == "error"] == ["SIZ003"]
+
+
+def test_s2_fp8_kv_capacity_by_hand(tmp_path):
+    """FP8 weights, BF16 KV, DP32 on H20-96GB at 0.90, vLLM 0.33 with DeepEP low-latency:
+    KV tokens per rank = (0.90 x 95.58 - weights - activation - overhead) / 70,272 B, where
+    activation = 256 tokens x 7168 x 88 B, overhead = 0.3 (non-torch at TP1) + 1.7 (CUDA graphs)
+    + DeepEP 4 x 256 experts x 256 tokens x 2 x 7168 B."""
+    _, z = _size(tmp_path, "metadata: {name: s2}\n")
+    activation = 256 * 7168 * 88 / GIB
+    deepep = 4 * 256 * 256 * 2 * 7168 / GIB
+    overhead = 0.3 + 1.7 + deepep
+    assert z.activation == pytest.approx(activation)
+    assert z.overhead == pytest.approx(overhead)
+    kv = 0.90 * 95.58 - z.weights - activation - overhead
+    assert z.kv_tokens_per_rank == int(kv * GIB // 70_272)
+    assert z.per_rank_required == 7 and z.fits       # ceil(200 / 32)
+
+
+def test_redundant_experts_cost_whole_expert_slots(tmp_path):
+    """EP32 with 32 redundant experts: 288 / 32 = 9 slots instead of 8 per GPU: one more expert
+    per MoE layer in FP8 (1 byte + an FP32 scale per 128 x 128 block)."""
+    _, z0 = _size(tmp_path, "metadata: {name: s2}\n")
+    _, z1 = _size(tmp_path, "spec:\n  roles:\n    - name: serve\n      moe: {eplb: {enabled: true, "
+                            "redundantExperts: 32}}\n      parallel: {expert: true}\n")
+    scales = (2 * 2048 // 128) * (7168 // 128) * 4 + (7168 // 128) * (2048 // 128) * 4
+    one_slot = MOE * (EXPERT + scales)
+    assert (z1.weights - z0.weights) * GIB == pytest.approx(one_slot, rel=1e-9)
+
+
+def test_tp_sharding_never_raises_weights(tmp_path):
+    """Property: more tensor parallelism never raises per-GPU weight bytes."""
+    from generator.sizing.weights import Placement, stage_weights
+    cfg = builtin_config("deepseek-v3")
+    inv = inventory(cfg)
+    prev = None
+    for tp in (1, 2, 4, 8, 16):
+        total = stage_weights(inv, cfg, "fp8", Placement(tp, 1, 1))[0].total
+        assert prev is None or total < prev
+        prev = total
+
+
+def test_v4_not_inventoried():
+    with pytest.raises(NotSized):
+        inventory(builtin_config("deepseek-v4-pro"))
+
+
+def _bench():
+    spec = importlib.util.spec_from_file_location("sizing_residuals",
+                                                  ROOT / "bench" / "sizing_residuals.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_engine_printed_figures_within_tolerance():
+    """Weights within 3 % and KV tokens within 8 % of what vLLM printed (groundtruth-dev.yaml)."""
+    rows = _bench().residuals(shared("reference", "groundtruth-dev.yaml"))
+    checked = [r for r in rows if "skipped" not in r]
+    assert len(checked) >= 4
+    for r in checked:
+        assert abs(r["weights_err"]) <= 0.03, r
+        if "tokens_err" in r:
+            assert abs(r["tokens_err"]) <= 0.08, r
