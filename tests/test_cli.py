@@ -121,3 +121,22 @@ def test_installed_console_script(tmp_path):
     assert res.returncode == 0, res.stderr
     assert (out / "decode-lws.yaml").read_text() == \
         (ROOT / "tests/golden/s1-16xh20-pd/expected/decode-lws.yaml").read_text()
+
+
+def test_readme_examples_match_the_tool(tmp_path, capsys):
+    """The finding and the sizing excerpt shown in the README are what gen prints today."""
+    readme = (ROOT / "README.md").read_text()
+    overlay = tmp_path / "overlay.yaml"
+    overlay.write_text("spec:\n  roles:\n    - name: decode\n      moe:\n"
+                       "        eplb: {redundantExperts: 24}\n")
+    assert run(["validate", str(EXAMPLES / "s1-32xh20-pd.yaml"), "-f", str(overlay)]) == 1
+    err = capsys.readouterr().err
+    line = next(x for x in err.splitlines() if "EP003" in x)
+    assert line.replace(str(overlay), "overlay.yaml") in readme
+    bf16 = tmp_path / "bf16.yaml"
+    bf16.write_text("spec:\n  model: {weights: bf16}\n")
+    assert run(["size", str(EXAMPLES / "s2-32xh20-ep32-fp8.yaml"), "-f", str(bf16)]) == 1
+    out = capsys.readouterr().out
+    for shown in ("weights      69.95 GiB", "concurrency  4.9 x 32768 tokens per rank; needs 7",
+                  "GPU          H20-96GB: 95.58 GiB, budget 0.9 x = 86.02 GiB"):
+        assert shown in out and shown in readme
