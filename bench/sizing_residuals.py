@@ -24,7 +24,10 @@ from generator.sizing import RoleSizing  # noqa: E402
 
 DEFAULT = ROOT.parent / "shared" / "reference" / "groundtruth-dev.yaml"
 MODELS = {"deepseek-ai/DeepSeek-R1": "deepseek-r1", "deepseek-ai/DeepSeek-R1-0528": "deepseek-r1",
-          "deepseek-ai/DeepSeek-V3": "deepseek-v3", "deepseek-ai/DeepSeek-V3.2": "deepseek-v3.2"}
+          "deepseek-ai/DeepSeek-V3": "deepseek-v3", "deepseek-ai/DeepSeek-V3.2": "deepseek-v3.2",
+          "deepseek-ai/DeepSeek-V4-Pro": "deepseek-v4-pro"}
+#: Checkpoint formats as the cases describe them -> spec.model.weights.
+FORMATS = {"deepseek_v4_fp8 (fp8 attn/dense, fp4 experts)": "mxfp4"}
 GPUS = {"H200 141GB": "H200-141GB", "B200 180GB": "B200-180GB", "H20-3e 141GB": "H20-141GB",
         "H20 96GB": "H20-96GB"}
 
@@ -60,18 +63,24 @@ def spec_for(case: dict) -> str:
     nodes = case.get("nodes") or 1
     kv = "fp8" if str(case.get("kv_cache_dtype")).startswith("fp8") else "auto"
     max_len = case.get("max_model_len") or 8192
+    notes = str(case.get("notes", ""))
+    if "max-num-batched-tokens" in notes:
+        case = {**case, "max_num_batched_tokens":
+                int(notes.split("max-num-batched-tokens")[1].split(",")[0].strip())}
     return yaml.safe_dump({
         "apiVersion": "moegen.dev/v1alpha1", "kind": "InferenceDeployment",
         "metadata": {"name": "gt"},
         "spec": {
             "model": {"name": case["model"], "architecture": MODELS[case["model"]],
-                      "weights": "fp8", "path": "/m"},
+                      "weights": FORMATS.get(case.get("weight_dtype"), "fp8"), "path": "/m"},
             "engine": {"name": "vllm", "version": version, "image": f"vllm/vllm-openai:v{version}"},
             "network": {"socketInterface": "eth0"},
             "nodePools": {"p": {"gpu": GPUS[case["gpu"]], "gpusPerNode": gpus // nodes,
                                 "nodes": nodes}},
             "serving": {"maxModelLen": max_len, "kvCacheDtype": kv,
-                        "gpuMemoryUtilization": case["mem_fraction"]},
+                        "gpuMemoryUtilization": case["mem_fraction"],
+                        **({"maxNumBatchedTokens": case["max_num_batched_tokens"]}
+                           if case.get("max_num_batched_tokens") else {})},
             "roles": [{"name": "r", "mode": "unified", "nodePool": "p",
                        "parallel": {"tensor": tp, "data": dp, "pipeline": pp,
                                     "expert": bool(case.get("enable_ep"))}}],

@@ -129,6 +129,8 @@ def _size_roles(spec: InferenceDeployment, roles: list[RoleInput | None], dialec
             out.append(size_role(role, gpu, spec.spec.engine.name, dialect.version))
         except NotSized as exc:
             out.append(str(exc))
+        except KeyError as exc:
+            out.append(f"config.json has no {exc.args[0]!r}, which the weight inventory needs")
     return out
 
 

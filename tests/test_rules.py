@@ -60,3 +60,9 @@ def test_mod003_incomplete_config(tmp_path):
     cfg = dict(builtin_config("deepseek-v3"))
     del cfg["num_attention_heads"]
     assert _check(tmp_path, cfg) == ["MOD003"]
+
+
+def test_siz005_config_without_inventory_fields(tmp_path):
+    cfg = dict(builtin_config("deepseek-v3"))
+    del cfg["kv_lora_rank"]
+    assert _check(tmp_path, cfg) == ["SIZ005"]

@@ -14,7 +14,7 @@ import pytest
 
 from generator.catalog import builtin_config
 from generator.sizing.kv import kv_bytes_per_token
-from generator.sizing.params import NotSized, inventory
+from generator.sizing.params import inventory
 from tests.helpers import EXAMPLES, ROOT, shared
 
 GIB = 2**30
@@ -111,9 +111,25 @@ def test_tp_sharding_never_raises_weights(tmp_path):
         prev = total
 
 
-def test_v4_not_inventoried():
-    with pytest.raises(NotSized):
-        inventory(builtin_config("deepseek-v4-pro"))
+def test_v4_parameter_counts():
+    """DeepSeek-V4-Pro: 61 layers, 384 experts of 3 x 7168 x 3072 (gate, up, down) on every
+    layer; published ~1.6 T total with the MTP layer. V4-Flash: 43 layers, 256 experts of
+    3 x 4096 x 2048; published 284 B."""
+    pro = inventory(builtin_config("deepseek-v4-pro"))
+    assert pro.component_params()["routed_experts"] == 61 * 384 * 3 * 7168 * 3072
+    assert round(pro.total_params(True) / 1e12, 1) == 1.6
+    flash = inventory(builtin_config("deepseek-v4-flash"))
+    assert flash.component_params()["routed_experts"] == 43 * 256 * 3 * 4096 * 2048
+    assert round(flash.total_params() / 1e9) == 284
+
+
+def test_v4_mxfp4_experts_per_gpu():
+    """MXFP4: 4 bits + one E8M0 byte per 32 values = 0.53125 B per parameter; EP8 holds
+    384 / 8 = 48 experts per layer."""
+    from generator.sizing.weights import Placement, stage_weights
+    cfg = builtin_config("deepseek-v4-pro")
+    st = stage_weights(inventory(cfg), cfg, "mxfp4", Placement(8, 8, 1))[0]
+    assert st.by_component["routed_experts"] == pytest.approx(61 * 48 * 3 * 7168 * 3072 * 0.53125)
 
 
 def _bench():

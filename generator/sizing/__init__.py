@@ -13,9 +13,10 @@ from dataclasses import dataclass, field
 from ..catalog import Gpu
 from ..engines.common import RoleInput
 from ..engines.versions import parse_version
-from .budget import GIB, VllmBudget, default_max_num_batched_tokens, vllm_budget
-from .kv import kv_bytes_per_token
-from .params import NotSized, inventory
+from .budget import (GIB, V4_WORKSPACE_GIB, VllmBudget, default_max_num_batched_tokens,
+                     v4_gather_gib, vllm_budget)
+from .kv import kv_bytes_per_token, v4_sequence_bytes
+from .params import NotSized, inventory, v4_ratios
 from .weights import Placement, stage_weights
 
 __all__ = ["NotSized", "RoleSizing", "size_role"]
@@ -115,19 +116,27 @@ def size_role(role: RoleInput, gpu: Gpu, engine: str, version: str) -> RoleSizin
     batched = s["maxNumBatchedTokens"] or default_max_num_batched_tokens(
         v, gpu.torch_total_gib, all2all, lay.expert_parallel, lay.data)
     physical_experts = (cfg.get("n_routed_experts") or 0) + redundant
+    v4 = cfg.get("model_type") == "deepseek_v4"
+    extra = v4_gather_gib(max_len, batched) + V4_WORKSPACE_GIB if v4 else 0.0
     budget: VllmBudget = vllm_budget(v, gpu.torch_total_gib, util, lay.tensor, cfg["hidden_size"],
                                      physical_experts, batched, all2all, lay.expert_parallel,
-                                     bool(s["enforceEager"]))
+                                     bool(s["enforceEager"]), extra)
     # The most constrained stage decides capacity (vLLM: min over PP ranks).
     worst = None
     for st in stages:
         mtp = inv.mtp_layers if (place.mtp and st.stage == len(stages) - 1) else 0
-        per_token = kv_bytes_per_token(cfg, kv_dtype, len(st.layers), mtp)
-        if per_token == 0:  # a stage without attention layers holds no KV
-            continue
         weights = st.total / GIB
         kv = budget.budget - weights - budget.activation - budget.overhead
-        tokens = max(0, int(kv * GIB // per_token))
+        if v4:  # hybrid compressed/windowed cache: sized per sequence of max_model_len
+            ratios = [v4_ratios(cfg)[i] for i in st.layers]
+            seq = v4_sequence_bytes(ratios, max_len, mtp)
+            per_token = -(-seq // max_len)
+            tokens = max(0, int(kv * GIB / seq * max_len))
+        else:
+            per_token = kv_bytes_per_token(cfg, kv_dtype, len(st.layers), mtp)
+            if per_token == 0:  # a stage without attention layers holds no KV
+                continue
+            tokens = max(0, int(kv * GIB // per_token))
         if worst is None or tokens < worst[3]:
             worst = (st, weights, kv, tokens, per_token)
     st, weights, kv, tokens, per_token = worst

@@ -54,6 +54,19 @@ CUDA_GRAPH_GIB = 1.7
 DEEPEP_HT_BUFFER_MB = 1024
 #: VLLM_MOE_DP_CHUNK_SIZE before 0.20.0 (tokens per DeepEP low-latency dispatch).
 MOE_DP_CHUNK = 256
+#: DeepSeek-V4 prefill gather buffer, bytes: 4 x (ceil(max_model_len / 4) + 128 +
+#: max_num_batched_tokens) x 512 x 2 (BF16), vLLM deepseek_v4_attention.py.
+#: DeepSeek-V4 kernel workspaces beyond that (sparse FlashMLA, DeepGEMM/MoE), GiB: fitted to the
+#: one V4 run in groundtruth-dev.yaml (V4-Pro TP8/EP8 on H200, vLLM 0.20.2: 7.4 GiB of
+#: activation + non-torch memory at 512 batched tokens); a single-case calibration.
+V4_WORKSPACE_GIB = 5.0
+
+
+def v4_gather_gib(max_model_len: int, batched_tokens: int) -> float:
+    """The V4 prefill gather buffer, GiB (see :data:`V4_WORKSPACE_GIB`)."""
+    return 4 * (-(-max_model_len // 4) + 128 + batched_tokens) * 512 * 2 / GIB
+
+
 #: CUDA context + memory held before vLLM's start snapshot, GiB: outside the budget, it must fit in
 #: the (1 - utilization) headroom (PyTorch CUDA context ~0.5 GiB, shared/BRIEF.md §3).
 CUDA_CONTEXT_GIB = 0.5
@@ -99,9 +112,13 @@ class VllmBudget:
 
 def vllm_budget(version: tuple[int, int, int], total_gib: float, utilization: float, tp: int,
                 hidden: int, experts: int, batched_tokens: int, all2all: str | None,
-                expert: bool, enforce_eager: bool) -> VllmBudget:
-    """Estimate the non-KV terms of vLLM's budget for one GPU (see the module docstring)."""
-    activation = batched_tokens * hidden * ACT_BYTES_PER_TOKEN_HIDDEN / GIB
+                expert: bool, enforce_eager: bool, extra_activation: float = 0.0) -> VllmBudget:
+    """Estimate the non-KV terms of vLLM's budget for one GPU (see the module docstring).
+
+    ``extra_activation``: model-specific workspaces, GiB (DeepSeek-V4's gather buffer and
+    kernel workspaces).
+    """
+    activation = batched_tokens * hidden * ACT_BYTES_PER_TOKEN_HIDDEN / GIB + extra_activation
     non_torch = NON_TORCH_GIB.get(tp, NON_TORCH_GIB[8])
     estimates_graphs = version >= (0, 20, 0)
     graphs = 0.0 if enforce_eager else CUDA_GRAPH_GIB

@@ -25,7 +25,17 @@ code of vLLM 0.33 ``vllm/model_executor/models/deepseek_v2.py`` and the HF check
   and the enorm/hnorm/shared-head norms; it shares the target's embedding and head in vLLM
   (vllm/model_executor/models/deepseek_mtp.py).
 
-DeepSeek-V4 is not inventoried yet: :func:`inventory` raises :class:`NotSized` for it.
+DeepSeek-V4 (Pro/Flash; shapes from DeepSeek's reference ``inference/model.py`` and vLLM
+``vllm/model_executor/models/deepseek_v4.py``, ``layers/deepseek_v4_attention.py``,
+``layers/deepseek_compressor.py``): per layer ``wq_a`` d->q_lora and ``wkv`` d->head_dim (one
+KV head, replicated), ``wq_b`` q_lora->heads x head_dim and the grouped output projection
+``wo_a`` (o_groups x o_lora) / ``wo_b`` (sharded), FP32 ``attn_sink``; a compressor (``ape``
+FP32, ``wkv``/``wgate`` BF16 at 2 x head_dim for ratio 4, 1 x for ratio 128) on compressed
+layers and, on ratio-4 layers, the indexer (``wq_b`` FP8, ``weights_proj`` BF16 and its own
+compressor), all replicated; hyper-connection weights (hc_mult, (2 + hc) x hc mixes, FP32);
+the router with an FP32 bias, or the ``tid2eid`` int32 table on the first ``num_hash_layers``
+hash-routed layers; experts and a shared expert at ``moe_intermediate_size``. The MTP layer is a
+window-only block plus ``e_proj``/``h_proj`` and its own hc head; embedding and head are shared.
 """
 
 from __future__ import annotations
@@ -50,7 +60,8 @@ class Tensor:
             BF16 (or FP32 for ``fp32``).
         tp: ``shard`` (divided by the tensor-parallel size) or ``replicate``.
         experts: how many experts the tensor is repeated for (routed experts only, else 1).
-        fp32: stored in FP32 (e.g. ``e_score_correction_bias``).
+        elem_bytes: bytes per element when not quantized (2 = BF16; 4 = FP32/int32, e.g.
+            ``e_score_correction_bias``, V4's hyper-connection weights and ``tid2eid``).
     """
 
     name: str
@@ -60,7 +71,7 @@ class Tensor:
     quantized: bool
     tp: str
     experts: int = 1
-    fp32: bool = False
+    elem_bytes: int = 2
 
     @property
     def params(self) -> int:
@@ -73,25 +84,27 @@ class Inventory:
     """The tensors of a model by layer kind.
 
     Attributes:
-        dense_layer: tensors of one dense decoder layer.
-        moe_layer: tensors of one MoE decoder layer.
-        layer_kinds: ``"dense"`` / ``"moe"`` for every main layer, in order.
-        outer: embedding, final norm and lm_head (placed on the first/last pipeline stage).
+        kinds: tensors of one decoder layer of each kind (``dense``, ``moe``; DeepSeek-V4:
+            ``r4``/``r128``/``r0`` by compress ratio, ``+hash`` for hash-routed layers).
+        layer_kinds: the kind of every main layer, in order.
+        outer: embedding, final norm(s) and lm_head (placed on the first/last pipeline stage).
         mtp_layer: tensors of one MTP module (empty when the model has none).
         mtp_layers: number of MTP modules.
     """
 
-    dense_layer: tuple[Tensor, ...]
-    moe_layer: tuple[Tensor, ...]
+    kinds: dict[str, tuple[Tensor, ...]]
     layer_kinds: tuple[str, ...]
     outer: tuple[Tensor, ...]
     mtp_layer: tuple[Tensor, ...]
     mtp_layers: int
 
+    def layer(self, i: int) -> tuple[Tensor, ...]:
+        """Tensors of main layer ``i``."""
+        return self.kinds[self.layer_kinds[i]]
+
     def total_params(self, with_mtp: bool = False) -> int:
         """All parameters of the main model (plus the MTP modules with ``with_mtp``)."""
-        per = {"dense": sum(t.params for t in self.dense_layer),
-               "moe": sum(t.params for t in self.moe_layer)}
+        per = {k: sum(t.params for t in ts) for k, ts in self.kinds.items()}
         total = sum(per[k] for k in self.layer_kinds) + sum(t.params for t in self.outer)
         if with_mtp:
             total += self.mtp_layers * sum(t.params for t in self.mtp_layer)
@@ -101,7 +114,7 @@ class Inventory:
         """Main-model parameters by component (MTP excluded)."""
         out: dict[str, int] = {}
         for kind in self.layer_kinds:
-            for t in self.dense_layer if kind == "dense" else self.moe_layer:
+            for t in self.kinds[kind]:
                 out[t.component] = out.get(t.component, 0) + t.params
         for t in self.outer:
             out[t.component] = out.get(t.component, 0) + t.params
@@ -154,7 +167,7 @@ def _moe(c: dict) -> list[Tensor]:
     ]
     if c.get("topk_method") == "noaux_tc":
         out.append(Tensor("mlp.gate.e_score_correction_bias", "router", experts, 1, False,
-                          "replicate", fp32=True))
+                          "replicate", elem_bytes=4))
     if shared:
         out += [Tensor("mlp.shared_experts.gate_up", "shared_experts", 2 * shared, h, True, "shard"),
                 Tensor("mlp.shared_experts.down", "shared_experts", h, shared, True, "shard")]
@@ -176,8 +189,7 @@ def inventory(config: dict) -> Inventory:
     """
     mt = config.get("model_type")
     if mt == "deepseek_v4":
-        raise NotSized("DeepSeek-V4 weights are not inventoried yet (compressed attention, "
-                       "hyper-connections)")
+        return _v4_inventory(config)
     h = config["hidden_size"]
     attn = _attention(config) + _layer_norms(h)
     layers = config["num_hidden_layers"]
@@ -199,10 +211,88 @@ def inventory(config: dict) -> Inventory:
     ]
     mtp = tuple(moe_layer) + tuple(mtp_extra)
     return Inventory(
-        dense_layer=tuple(attn + _dense(config)),
-        moe_layer=moe_layer,
+        kinds={"dense": tuple(attn + _dense(config)), "moe": moe_layer},
         layer_kinds=kinds,
         outer=outer,
         mtp_layer=mtp,
         mtp_layers=int(config.get("num_nextn_predict_layers") or 0),
     )
+
+
+def _v4_layer(c: dict, ratio: int, hashed: bool, mtp: bool = False) -> list[Tensor]:
+    """One DeepSeek-V4 decoder layer (see the module docstring for sources)."""
+    d, heads, dim = c["hidden_size"], c["num_attention_heads"], c["head_dim"]
+    q, o, groups = c["q_lora_rank"], c["o_lora_rank"], c["o_groups"]
+    experts, inter = c["n_routed_experts"], c["moe_intermediate_size"]
+    hc = c.get("hc_mult", 1)
+    m = (2 + hc) * hc
+    shared = (c.get("n_shared_experts") or 0) * inter
+    out = [
+        Tensor("attn.wq_a", "attention", q, d, True, "replicate"),
+        Tensor("attn.q_norm", "attention", q, 1, False, "replicate"),
+        Tensor("attn.wq_b", "attention", heads * dim, q, True, "shard"),
+        Tensor("attn.wkv", "attention", dim, d, True, "replicate"),
+        Tensor("attn.kv_norm", "attention", dim, 1, False, "replicate"),
+        Tensor("attn.wo_a", "attention", groups * o, heads * dim // groups, True, "shard"),
+        Tensor("attn.wo_b", "attention", d, groups * o, True, "shard"),
+        Tensor("attn.attn_sink", "attention", heads, 1, False, "shard", elem_bytes=4),
+        Tensor("hc.fn", "attention", 2 * m, hc * d, False, "replicate", elem_bytes=4),
+        Tensor("hc.base_scale", "attention", 2 * (m + 3), 1, False, "replicate", elem_bytes=4),
+        Tensor("attn_norm+ffn_norm", "norms", 2 * d, 1, False, "replicate"),
+        Tensor("mlp.experts.gate_up", "routed_experts", 2 * inter, d, True, "shard", experts),
+        Tensor("mlp.experts.down", "routed_experts", d, inter, True, "shard", experts),
+        Tensor("mlp.gate", "router", experts, d, False, "replicate"),
+    ]
+    if ratio > 0:
+        coff = 2 if ratio == 4 else 1
+        out += [Tensor("compressor.ape", "attention", ratio, coff * dim, False, "replicate",
+                       elem_bytes=4),
+                Tensor("compressor.wkv+wgate", "attention", 2 * coff * dim, d, False, "replicate"),
+                Tensor("compressor.norm", "attention", dim, 1, False, "replicate")]
+    if ratio == 4:
+        ih, idim = c["index_n_heads"], c["index_head_dim"]
+        out += [Tensor("indexer.wq_b", "indexer", ih * idim, q, True, "replicate"),
+                Tensor("indexer.weights_proj", "indexer", ih, d, False, "replicate"),
+                Tensor("indexer.compressor.ape", "indexer", 4, 2 * idim, False, "replicate",
+                       elem_bytes=4),
+                Tensor("indexer.compressor.wkv+wgate", "indexer", 4 * idim, d, False, "replicate"),
+                Tensor("indexer.compressor.norm", "indexer", idim, 1, False, "replicate")]
+    if hashed:
+        out.append(Tensor("mlp.gate.tid2eid", "router", c["vocab_size"],
+                          c["num_experts_per_tok"], False, "replicate", elem_bytes=4))
+    else:
+        out.append(Tensor("mlp.gate.bias", "router", experts, 1, False, "replicate", elem_bytes=4))
+    if shared:
+        out += [Tensor("mlp.shared_experts.gate_up", "shared_experts", 2 * shared, d, True, "shard"),
+                Tensor("mlp.shared_experts.down", "shared_experts", d, shared, True, "shard")]
+    if mtp:
+        out += [Tensor("mtp.e_proj+h_proj", "mtp", 2 * d, d, True, "replicate"),
+                Tensor("mtp.norms", "mtp", 3 * d, 1, False, "replicate"),
+                Tensor("mtp.hc_head", "mtp", hc, hc * d + 2, False, "replicate", elem_bytes=4)]
+    return out
+
+
+def v4_ratios(config: dict) -> list[int]:
+    """Compress ratio of every main layer (``compress_ratios`` lists the MTP layer last)."""
+    return list(config["compress_ratios"][: config["num_hidden_layers"]])
+
+
+def _v4_inventory(c: dict) -> Inventory:
+    d, vocab, hc = c["hidden_size"], c["vocab_size"], c.get("hc_mult", 1)
+    hash_layers = c.get("num_hash_layers") or 0
+    kinds: dict[str, tuple[Tensor, ...]] = {}
+    layer_kinds = []
+    for i, ratio in enumerate(v4_ratios(c)):
+        hashed = i < hash_layers
+        kind = f"r{ratio}" + ("+hash" if hashed else "")
+        kinds.setdefault(kind, tuple(_v4_layer(c, ratio, hashed)))
+        layer_kinds.append(kind)
+    outer = (
+        Tensor("embed", "embedding", vocab, d, False, "shard"),
+        Tensor("norm", "norms", d, 1, False, "replicate"),
+        Tensor("hc_head", "norms", hc, hc * d + 2, False, "replicate", elem_bytes=4),
+        Tensor("head", "lm_head", vocab, d, False, "shard"),
+    )
+    return Inventory(kinds=kinds, layer_kinds=tuple(layer_kinds), outer=outer,
+                     mtp_layer=tuple(_v4_layer(c, 0, False, mtp=True)),
+                     mtp_layers=int(c.get("num_nextn_predict_layers") or 0))

@@ -49,18 +49,22 @@ FP8_BLOCK = 128
 W4A8_GROUP, MXFP4_GROUP = 128, 32
 
 
-def tensor_bytes(t: Tensor, fmt: str) -> float:
-    """Bytes of tensor ``t`` (all its experts) in checkpoint format ``fmt``."""
+def tensor_bytes(t: Tensor, fmt: str, scale_bytes: int = 4) -> float:
+    """Bytes of tensor ``t`` (all its experts) in checkpoint format ``fmt``.
+
+    ``scale_bytes``: bytes of one FP8 block scale: 4 (FP32, DeepSeek-V3) or 1 (UE8M0,
+    ``quantization_config.scale_fmt: ue8m0`` of V3.2/V4 checkpoints).
+    """
     n = t.out_dim * t.in_dim
     if not t.quantized or fmt == "bf16":
-        per = (4 if t.fp32 else 2) * n
+        per = t.elem_bytes * n
     elif t.component == "routed_experts" and fmt == "w4a8":
         per = n * 0.5 + (n / W4A8_GROUP) * 2
     elif t.component == "routed_experts" and fmt == "mxfp4":
         per = n * 0.5 + n / MXFP4_GROUP
     else:  # block FP8 (fp8 checkpoints, and the non-expert tensors of w4a8/mxfp4 ones)
         blocks = -(-t.out_dim // FP8_BLOCK) * -(-t.in_dim // FP8_BLOCK)
-        per = n + 4 * blocks
+        per = n + scale_bytes * blocks
     return per * t.experts
 
 
@@ -114,20 +118,21 @@ def _add(acc: dict[str, float], key: str, value: float) -> None:
 
 
 def _layer_bytes(tensors: tuple[Tensor, ...], fmt: str, place: Placement, experts: int,
-                 acc: dict[str, float], component_override: str | None = None) -> None:
+                 acc: dict[str, float], component_override: str | None = None,
+                 scale: int = 4) -> None:
     for t in tensors:
         comp = component_override or t.component
         if t.component == "routed_experts":
-            one = tensor_bytes(t, fmt) / t.experts
+            one = tensor_bytes(t, fmt, scale) / t.experts
             if place.ep > 1:
                 slots = -(-(experts + place.redundant) // place.ep)
                 _add(acc, comp, one * slots)
             else:
                 _add(acc, comp, one * t.experts / place.tp)
         elif t.tp == "shard":
-            _add(acc, comp, tensor_bytes(t, fmt) / place.tp)
+            _add(acc, comp, tensor_bytes(t, fmt, scale) / place.tp)
         else:
-            _add(acc, comp, tensor_bytes(t, fmt))
+            _add(acc, comp, tensor_bytes(t, fmt, scale))
 
 
 def _mla_copies(config: dict, place: Placement) -> float:
@@ -139,23 +144,24 @@ def _mla_copies(config: dict, place: Placement) -> float:
 def stage_weights(inv: Inventory, config: dict, fmt: str, place: Placement) -> list[StageWeights]:
     """Weight bytes per GPU for every pipeline stage of a role."""
     experts = config.get("n_routed_experts") or 0
+    scale = 1 if (config.get("quantization_config") or {}).get("scale_fmt") == "ue8m0" else 4
     stages = []
     ranges = pp_partition(len(inv.layer_kinds), place.pp)
     for s, rng in enumerate(ranges):
         acc: dict[str, float] = {}
         for i in rng:
-            layer = inv.dense_layer if inv.layer_kinds[i] == "dense" else inv.moe_layer
-            _layer_bytes(layer, fmt, place, experts, acc)
-            if place.mla_bf16_copies and fmt != "bf16":
+            _layer_bytes(inv.layer(i), fmt, place, experts, acc, scale=scale)
+            if place.mla_bf16_copies and fmt != "bf16" and "kv_lora_rank" in config:
                 _add(acc, "attention", _mla_copies(config, place))
         for t in inv.outer:
             first, last = s == 0, s == len(ranges) - 1
             if (t.name == "embed_tokens" and first) or (t.name != "embed_tokens" and last):
-                _layer_bytes((t,), fmt, place, experts, acc)
+                _layer_bytes((t,), fmt, place, experts, acc, scale=scale)
         if place.mtp and s == len(ranges) - 1:
             for _ in range(inv.mtp_layers):
-                _layer_bytes(inv.mtp_layer, fmt, place, experts, acc, component_override="mtp")
-                if place.mla_bf16_copies and fmt != "bf16":
+                _layer_bytes(inv.mtp_layer, fmt, place, experts, acc, component_override="mtp",
+                             scale=scale)
+                if place.mla_bf16_copies and fmt != "bf16" and "kv_lora_rank" in config:
                     _add(acc, "mtp", _mla_copies(config, place))
         stages.append(StageWeights(s, tuple(rng), acc))
     return stages

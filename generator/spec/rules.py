@@ -713,8 +713,8 @@ def _siz_fit(ctx: Context):
             yield Hit(_role_path(i, "parallel"),
                       f"role {r.name!r} does not fit: {_breakdown(z)} leaves {z.kv_cache:.1f} GiB "
                       f"for the KV cache (largest weights per GPU: {parts} GiB)",
-                      "quantize the weights (fp8), raise expert/tensor parallelism, or use a "
-                      "GPU with more memory")
+                      ("quantize the weights (fp8); " if r.model.weights == "bf16" else "")
+                      + "raise expert/tensor parallelism, or use a GPU with more memory")
 
 
 @rule("SIZ002", E, "one maxModelLen request fits in the KV cache",
@@ -767,8 +767,8 @@ def _siz_headroom(ctx: Context):
                       f"{math.floor((z.gpu_memory - need) / z.gpu_memory * 1000) / 1000:g}")
 
 
-@rule("SIZ005", W, "every role is sized", "moegen sizing covers the DeepSeek-V2/V3/V3.2 and Kimi-K2 "
-      "families; DeepSeek-V4 is not inventoried yet")
+@rule("SIZ005", W, "every role is sized", "moegen sizing needs the MLA/MoE (or V4) fields of the "
+      "model's config.json")
 def _siz_skipped(ctx: Context):
     for i, r in ctx.role_items():
         why = ctx.sizing[i]
