@@ -34,7 +34,7 @@ _Dumper.add_representer(str, _str_presenter)
 def toyaml(value, indent: int = 0) -> str:
     """``value`` as block YAML (sorted keys), every line after the first indented by ``indent``."""
     text = yaml.dump(value, Dumper=_Dumper, sort_keys=True, default_flow_style=False,
-                     width=10_000, allow_unicode=True).rstrip("\n")
+                     width=10_000, allow_unicode=False).rstrip("\n")
     if text.endswith("\n..."):
         text = text[: -len("\n...")]
     pad = " " * indent
@@ -44,7 +44,7 @@ def toyaml(value, indent: int = 0) -> str:
 def yq(value) -> str:
     """One scalar as a YAML flow scalar ("8000" stays a string, 8000 an int)."""
     text = yaml.dump(value, Dumper=_Dumper, default_flow_style=True, width=10_000,
-                     allow_unicode=True).rstrip("\n")
+                     allow_unicode=False).rstrip("\n")
     if text.endswith("\n..."):
         text = text[: -len("\n...")]
     return text

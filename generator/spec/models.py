@@ -27,11 +27,12 @@ ENV_NAME = r"^[A-Za-z_][A-Za-z0-9_]*$"
 #: apimachinery pkg/util/validation (IsQualifiedName, IsValidLabelValue).
 LABEL_KEY = r"^([a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$"
 LABEL_VALUE = r"^(([A-Za-z0-9][-A-Za-z0-9_.]{0,61})?[A-Za-z0-9])?$"
-#: One line of printable text: values that end up in env files and shell scripts may not carry
-#: newlines or control characters (an env-file line per variable; no injection).
-ONE_LINE = r"^[^\x00-\x1f\x7f]*$"
-#: Container image reference (no whitespace or control characters).
-IMAGE = r"^[^\s\x00-\x1f\x7f]+$"
+#: One line of printable text: values that end up in env files, shell scripts and YAML may not
+#: carry newlines, C0/C1 control characters, Unicode line/paragraph separators or non-characters
+#: (an env-file line per variable, no injection; YAML forbids or breaks lines on them).
+ONE_LINE = r"^[^\x00-\x1f\x7f-\x9f\u2028\u2029\ufeff\ufffe\uffff]*$"
+#: Container image reference (printable ASCII, no whitespace).
+IMAGE = r"^[!-~]+$"
 
 LabelKey = Annotated[str, StringConstraints(pattern=LABEL_KEY, max_length=317)]
 LabelValue = Annotated[str, StringConstraints(pattern=LABEL_VALUE, max_length=63)]
@@ -74,7 +75,8 @@ class Model(_Model):
         None, description="Local HF config.json, relative to the file that sets it.")
     weights: Literal["bf16", "fp8", "w4a8", "mxfp4"] = Field(
         description="Checkpoint format of the weights.")
-    path: str = Field(pattern=r"^/[^\x00-\x1f\x7f]*$", max_length=1024,
+    path: str = Field(pattern=r"^/[^\x00-\x1f\x7f-\x9f\u2028\u2029\ufeff\ufffe\uffff]*$",
+                      max_length=1024,
                       description="Weights directory inside the container.")
     volume: dict[Literal[VOLUME_SOURCES], dict[str, Any]] | None = Field(  # type: ignore[valid-type]
         None, min_length=1, max_length=1,

@@ -455,6 +455,19 @@ def _unified_connector(ctx: Context):
                       "remove kvTransfer, use lmcache, or split into prefill and decode roles")
 
 
+@rule("PD006", E, "the PD router supports the KV connector",
+      "vllm-router 0.1.17 --kv-connector choices nixl, mooncake, moriio "
+      "(py_src/vllm_router/router_args.py)")
+def _router_connector(ctx: Context):
+    if not ctx.spec.spec.router.enabled:
+        return
+    for i, role in enumerate(ctx.spec.spec.roles):
+        if role.mode == "prefill" and role.kvTransfer and role.kvTransfer.connector == "lmcache":
+            yield Hit(_role_path(i, "kvTransfer", "connector"),
+                      "the vLLM PD router (vllm-router) cannot route LMCache prefill/decode pairs",
+                      "use nixl or mooncake, or set router.enabled: false and bring your own proxy")
+
+
 @rule("SPD001", E, "MTP needs a checkpoint with an MTP module",
       "HF config num_nextn_predict_layers; vLLM vllm/config/speculative.py (mtp draft = target)")
 def _mtp_layers(ctx: Context):
@@ -475,6 +488,40 @@ def _mtp_tokens(ctx: Context):
             yield Hit(_role_path(i, "speculative", "numSpeculativeTokens"),
                       f"numSpeculativeTokens {sp.numSpeculativeTokens} is not a multiple of the "
                       f"model's {n} MTP layers", f"use a multiple of {n}")
+
+
+@rule("SRV001", E, "maxNumBatchedTokens is at least maxNumSeqs",
+      "vLLM vllm/config/scheduler.py SchedulerConfig.verify_max_model_len: max_num_batched_tokens "
+      "must be >= max_num_seqs")
+def _batched_vs_seqs(ctx: Context):
+    for i, r in ctx.role_items():
+        seqs, batched = r.serving["maxNumSeqs"], r.serving["maxNumBatchedTokens"]
+        if seqs is not None and batched is not None and batched < seqs:
+            path = (_role_path(i, "serving", "maxNumBatchedTokens")
+                    if _role_sets(ctx, i, "maxNumBatchedTokens")
+                    else ("spec", "serving", "maxNumBatchedTokens"))
+            yield Hit(path, f"role {r.name!r}: maxNumBatchedTokens {batched} is below maxNumSeqs "
+                      f"{seqs}: vLLM refuses to start", f"use maxNumBatchedTokens >= {seqs}")
+
+
+#: DeepEP low-latency kernels take at most this many dispatch tokens per rank
+#: (shared/research/field-failures.md #11: token_dispatcher/deepep.py asserts <= 1024).
+DEEPEP_LL_MAX_TOKENS = 1024
+
+
+@rule("A2A005", W, "DeepEP low-latency dispatch stays within its token capacity",
+      "DeepEP low-latency buffers hold <= 1024 tokens per rank (sglang token_dispatcher/deepep.py); "
+      "vLLM >= 0.20 sizes the dispatch by max_num_batched_tokens")
+def _deepep_tokens(ctx: Context):
+    for i, r in ctx.role_items():
+        batched = r.serving["maxNumBatchedTokens"]
+        if r.moe and r.moe.all2all == "deepep_low_latency" and batched and \
+                batched > DEEPEP_LL_MAX_TOKENS:
+            yield Hit(_role_path(i, "moe", "all2all"),
+                      f"role {r.name!r}: deepep_low_latency with maxNumBatchedTokens {batched} "
+                      f"exceeds DeepEP's {DEEPEP_LL_MAX_TOKENS} dispatch tokens per rank",
+                      "use deepep_high_throughput for large batches (prefill), or lower "
+                      "maxNumBatchedTokens")
 
 
 # --- network and ports ------------------------------------------------------------------------

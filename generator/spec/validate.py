@@ -84,7 +84,7 @@ def _schema_finding(err: jsonschema.ValidationError, loaded: LoadedSpec) -> Find
     elif err.validator == "pattern":
         code = "SCH007"
         message = f"{_show(err.instance)} does not match {err.validator_value}"
-        if "\\x00-\\x1f" in err.validator_value:
+        if "x00-" in err.validator_value:
             hint = "newlines and control characters are not allowed here"
     elif err.validator == "propertyNames":
         code = "SCH008"
