@@ -42,6 +42,8 @@ def _emit_findings(checked: pipeline.Checked, fmt: str, quiet_ok_json: bool = Fa
     elif fmt == "github":
         if findings:
             click.echo(report.github(findings))
+    elif fmt == "sarif":
+        click.echo(report.sarif(findings, RULES))
     elif findings:
         click.echo(report.text(findings, colour=sys.stderr.isatty()), err=True)
 
@@ -91,8 +93,9 @@ def render(spec: Path, overlays: tuple[Path, ...], outdir: Path | None, check: b
 @main.command()
 @_SPEC
 @_OVERLAYS
-@click.option("--format", "fmt", type=click.Choice(["text", "json", "github"]), default="text",
-              help="text for people (stderr), json for machines (stdout), github for annotations.")
+@click.option("--format", "fmt", type=click.Choice(["text", "json", "github", "sarif"]),
+              default="text", help="text for people (stderr); json for machines, github "
+              "(workflow annotations) and sarif (code scanning) on stdout.")
 @click.option("--strict", is_flag=True, help="Warnings also reject the spec (exit 1).")
 def validate(spec: Path, overlays: tuple[Path, ...], fmt: str, strict: bool) -> None:
     """Run every check on SPEC and write nothing (the CI policy check)."""
@@ -121,6 +124,25 @@ def size(spec: Path, overlays: tuple[Path, ...], fmt: str) -> None:
             click.echo(report.text(checked.findings, colour=sys.stderr.isatty()), err=True)
     if not checked.ok:
         raise SpecRejected(checked.findings)
+
+
+@main.command()
+@_SPEC
+@_OVERLAYS
+@click.option("--path", "prefix", default="$", show_default=True,
+              help="Only fields under this JSON path, e.g. $.spec.roles[1].")
+def explain(spec: Path, overlays: tuple[Path, ...], prefix: str) -> None:
+    """Show every value of the merged spec and the file:line that set it (overlay provenance)."""
+    from .spec.load import load_spec
+    for path in (spec, *overlays):
+        if not path.exists():
+            raise UsageError(f"{path}: no such file")
+    loaded = load_spec(spec, list(overlays))
+    if loaded.findings:
+        click.echo(report.text(loaded.findings, colour=sys.stderr.isatty()), err=True)
+        if any(f.severity is Severity.ERROR for f in loaded.findings):
+            raise SpecRejected(loaded.findings)
+    click.echo(report.explain(loaded, prefix), nl=False)
 
 
 @main.command()

@@ -107,3 +107,54 @@ def sizing_text(checked) -> str:
         out += [f"  {k:<12} {v}" for k, v in rows]
         out.append("")
     return "\n".join(out) + ("\n" if out else "")
+
+
+def explain(loaded, prefix: str = "$") -> str:
+    """``$.path = value    file:line`` for every leaf of the merged spec under ``prefix``."""
+    from .spec.load import json_path
+    lines = []
+
+    def walk(node, path):
+        if isinstance(node, dict) and node:
+            for key, value in node.items():
+                walk(value, (*path, key))
+        elif isinstance(node, list) and node and all(isinstance(v, (dict, list)) for v in node):
+            for i, value in enumerate(node):
+                walk(value, (*path, i))
+        else:
+            jp = json_path(path)
+            if jp.startswith(prefix):
+                loc = loaded.provenance.locate(path)
+                lines.append((jp, json.dumps(node), f"{loc.file}:{loc.line}"))
+
+    walk(loaded.data, ())
+    width = max((len(a) + len(b) for a, b, _ in lines), default=0) + 3
+    return "".join(f"{a} = {b}".ljust(width) + f"  {c}\n" for a, b, c in lines)
+
+
+def sarif(findings: list[Finding], rules) -> str:
+    """SARIF 2.1.0 (for code-scanning UIs such as GitHub's ``upload-sarif``)."""
+    used = sorted({f.code for f in findings})
+    by_code = {r.code: r for r in rules}
+    driver_rules = []
+    for code in used:
+        r = by_code.get(code)
+        driver_rules.append({"id": code, "shortDescription": {"text": r.summary if r else code},
+                             "helpUri": "https://moegen.dev/rules#" + code,
+                             **({"properties": {"source": r.source}} if r else {})})
+    results = []
+    for f in findings:
+        loc = f.location
+        region = {"startLine": loc.line, "startColumn": max(loc.column, 1)} if loc.line else {}
+        results.append({
+            "ruleId": f.code,
+            "level": "error" if f.severity is Severity.ERROR else "warning",
+            "message": {"text": f"{f.path}: {f.message}" + (f" (hint: {f.hint})" if f.hint else "")},
+            "locations": [{"physicalLocation": {"artifactLocation": {"uri": loc.file},
+                                                **({"region": region} if region else {})}}],
+        })
+    doc = {"$schema": "https://json.schemastore.org/sarif-2.1.0.json", "version": "2.1.0",
+           "runs": [{"tool": {"driver": {"name": "moegen", "informationUri": "https://moegen.dev",
+                                         "rules": driver_rules}},
+                     "results": results}]}
+    return json.dumps(doc, indent=2)

@@ -72,6 +72,7 @@ def test_refuses_large_binary_and_non_utf8(tmp_path):
     big.write_bytes(b"a: " + b"x" * (MAX_BYTES + 1))
     _, _, f = parse_yaml_file(big)
     assert f[0].code == "LOAD002"
+    assert parse_yaml_file(tmp_path / "missing.yaml")[2][0].code == "LOAD001"
     binf = tmp_path / "bin.yaml"
     binf.write_bytes(b"a: \x00\x01")
     assert parse_yaml_file(binf)[2][0].code == "LOAD003"

@@ -824,6 +824,42 @@ def _siz_skipped(ctx: Context):
                       "check memory by hand before deploying")
 
 
+def _no_check(ctx: Context) -> Iterator[Hit]:
+    return iter(())
+
+
+#: Codes raised outside the rule functions (loader, schema, pipeline), listed for ``gen rules``.
+for _code, _sev, _summary, _source in (
+    ("LOAD001", E, "the file exists and is readable", "moegen loader"),
+    ("LOAD002", E, "the file is at most 1 MiB", "moegen loader (hostile input)"),
+    ("LOAD003", E, "the file is UTF-8 text", "moegen loader (hostile input)"),
+    ("LOAD004", E, "one YAML document per file", "moegen loader"),
+    ("LOAD005", E, "no YAML anchors or aliases", "moegen loader (alias bombs)"),
+    ("LOAD006", E, "no custom YAML tags", "moegen loader (unsafe tags)"),
+    ("LOAD007", E, "nesting depth at most 64", "moegen loader (hostile input)"),
+    ("LOAD008", E, "the file is valid YAML", "YAML 1.2"),
+    ("LOAD009", E, "no duplicate keys", "YAML 1.2 (keys are unique)"),
+    ("LOAD010", E, "the document is a mapping", "SPEC.md §2"),
+    ("LOAD011", E, "model.config is a readable JSON object", "SPEC.md §2 (config:)"),
+    ("LOAD012", W, "an overlay's new named item is not a typo of an existing one",
+     "SPEC.md §2 overlay merge (lists of named objects merge by name)"),
+    ("SCH001", E, "the spec matches the schema", "schemas/inferencedeployment.schema.json"),
+    ("SCH002", E, "no unknown fields", "schema additionalProperties: false"),
+    ("SCH003", E, "required fields are present", "schema required"),
+    ("SCH004", E, "enumerated fields take a listed value", "schema enum/const"),
+    ("SCH005", E, "fields have the right type", "schema type"),
+    ("SCH006", E, "numbers and sizes are in range", "schema minimum/maximum/length"),
+    ("SCH007", E, "strings match their format", "schema pattern"),
+    ("SCH008", E, "map keys are valid names", "schema patternProperties/propertyNames"),
+    ("VER001", E, "the engine version is in a supported range",
+     "SPEC.md §2 (vLLM 0.11.0-0.33.x, SGLang 0.5.x)"),
+    ("MOD002", E, "model.config is a supported architecture family",
+     "catalog FAMILIES (model_type)"),
+    ("MOD003", E, "model.config has the fields moegen needs", "HF config.json fields"),
+):
+    RULES.append(Rule(_code, _sev, _summary, _source, _no_check))
+
+
 def run_rules(ctx: Context) -> list[Finding]:
     """Run every rule of :data:`RULES`; return all findings, located via provenance.
 

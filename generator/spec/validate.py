@@ -61,7 +61,7 @@ def _schema_finding(err: jsonschema.ValidationError, loaded: LoadedSpec) -> Find
     elif err.validator in ("enum", "const"):
         code = "SCH004"
         options = err.validator_value if err.validator == "enum" else [err.validator_value]
-        message = f"{err.instance!r} is not one of {', '.join(map(repr, options))}"
+        message = f"{_show(err.instance)} is not one of {', '.join(map(_show, options))}"
         close = difflib.get_close_matches(str(err.instance), [str(o) for o in options], n=1)
         hint = f"did you mean {close[0]!r}?" if close else ""
     elif err.validator in ("type",):
