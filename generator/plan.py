@@ -404,7 +404,7 @@ def _pod_plan(spec, role_spec, role: RoleInput, launch: EngineLaunch, pool, labe
                                       "emptyDir": {"medium": "Memory", "sizeLimit": f"{shm}Gi"}}]
     mounts: list[dict[str, Any]] = [{"name": "dshm", "mountPath": "/dev/shm"}]
     if spec.spec.model.volume is not None:
-        volumes.append({"name": "model", **spec.spec.model.volume})
+        volumes.append({"name": "model", **spec.spec.model.volume.sources()})
         mounts.append({"name": "model", "mountPath": spec.spec.model.path, "readOnly": True})
     caps = ["IPC_LOCK"] if net.rdma is not None else []
     privileged = bool(pod_cfg and pod_cfg.privileged)

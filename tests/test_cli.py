@@ -144,3 +144,24 @@ def test_readme_examples_match_the_tool(tmp_path, capsys):
     for shown in ("weights      69.95 GiB", "concurrency  4.9 x 32768 tokens per rank; needs 7",
                   "GPU          H20-96GB: 95.58 GiB, budget 0.9 x = 86.02 GiB"):
         assert shown in out and shown in readme
+
+
+def test_explain_shows_the_overlay_that_set_a_value(capsys):
+    overlay = ROOT / "overlays" / "roce-hostnetwork.yaml"
+    assert run(["explain", S1, "-f", str(overlay), "--path", "$.spec.network"]) == 0
+    out = capsys.readouterr().out
+    line = next(x for x in out.splitlines() if x.startswith("$.spec.network.hostNetwork"))
+    assert line.split()[-1] == f"{overlay}:6"
+    assert all(x.startswith("$.spec.network") for x in out.splitlines())
+
+
+def test_sarif_format(tmp_path, capsys):
+    bad = tmp_path / "o.yaml"
+    bad.write_text("spec:\n  engine: {version: '0.9.0'}\n")
+    assert run(["validate", S1, "-f", str(bad), "--format", "sarif"]) == 1
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["version"] == "2.1.0"
+    res = doc["runs"][0]["results"][0]
+    assert res["ruleId"] == "VER001" and res["level"] == "error"
+    assert res["locations"][0]["physicalLocation"]["region"]["startLine"] == 2
+    assert doc["runs"][0]["tool"]["driver"]["rules"][0]["id"] == "VER001"

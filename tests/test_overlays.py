@@ -29,3 +29,25 @@ def test_infiniband_overlay_has_no_gid_index():
     _, _, files = render_spec(S1, [ROOT / "overlays" / "infiniband.yaml"])
     assert "NCCL_IB_GID_INDEX" not in files["env/decode.env"]
     assert "rdma/ib: 1" in files["decode-lws.yaml"]
+
+
+def test_dev_overlay_is_small_and_plain():
+    _, plan, files = render_spec(S1, [ROOT / "overlays" / "dev-small.yaml"])
+    assert all(w.leader.resources["limits"]["nvidia.com/gpu"] == 1 for w in plan.workloads)
+    decode = files["decode-lws.yaml"]
+    assert "--speculative-config" not in decode and "--all2all-backend" not in decode
+    assert "IPC_LOCK" not in decode and "rdma/" not in decode
+
+
+def test_multi_nic_overlay_requests_eight_rdma_devices():
+    _, _, files = render_spec(S1, [ROOT / "overlays" / "multi-nic-cloud.yaml"])
+    assert "rdma/roce_gdr: 8" in files["decode-lws.yaml"]
+    assert "UCX_NET_DEVICES=mlx5_0:1,mlx5_1:1,mlx5_2:1,mlx5_3:1,mlx5_4:1,mlx5_5:1,mlx5_6:1,mlx5_7:1,lo\n" \
+        in files["env/decode.env"]
+
+
+def test_fp8_kv_and_mtp_overlays():
+    _, _, files = render_spec(S1, [ROOT / "overlays" / "fp8-kv-cache.yaml",
+                                   ROOT / "overlays" / "mtp-decode.yaml"])
+    assert "--kv-cache-dtype fp8" in files["prefill-lws.yaml"]
+    assert "'{\"method\":\"mtp\",\"num_speculative_tokens\":1}'" in files["decode-lws.yaml"]

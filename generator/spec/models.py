@@ -39,9 +39,6 @@ LabelValue = Annotated[str, StringConstraints(pattern=LABEL_VALUE, max_length=63
 Labels = Annotated[dict[LabelKey, LabelValue], Field(max_length=64)]
 EnvName = Annotated[str, StringConstraints(pattern=ENV_NAME, max_length=256)]
 OneLine = Annotated[str, StringConstraints(pattern=ONE_LINE, max_length=4096)]
-#: Volume sources accepted for the model weights (core/v1 VolumeSource members that hold data).
-VOLUME_SOURCES = ("persistentVolumeClaim", "hostPath", "nfs", "csi", "ephemeral", "image",
-                  "emptyDir", "cephfs", "rbd", "iscsi", "fc", "azureFile", "glusterfs")
 
 
 class _Model(BaseModel):
@@ -78,12 +75,35 @@ class Model(_Model):
     path: str = Field(pattern=r"^/[^\x00-\x1f\x7f-\x9f\u2028\u2029\ufeff\ufffe\uffff]*$",
                       max_length=1024,
                       description="Weights directory inside the container.")
-    volume: dict[Literal[VOLUME_SOURCES], dict[str, Any]] | None = Field(  # type: ignore[valid-type]
-        None, min_length=1, max_length=1,
-        description="Kubernetes volume source holding the weights (one key), e.g. "
+    volume: "VolumeSource | None" = Field(
+        None, description="Kubernetes volume source holding the weights (one source), e.g. "
         "{persistentVolumeClaim: {claimName: x}}; mounted read-only at `path`.")
     tokenSecret: SecretKeyRef | None = Field(
         None, description="Secret key holding a Hugging Face token (HF_TOKEN).")
+
+
+class VolumeSource(_Model):
+    """Where the weights come from: exactly one core/v1 VolumeSource member (rule MOD004).
+    Each member is passed to Kubernetes as written; an overlay switches sources by setting the
+    base's member to null."""
+
+    persistentVolumeClaim: dict[str, Any] | None = None
+    hostPath: dict[str, Any] | None = None
+    nfs: dict[str, Any] | None = None
+    csi: dict[str, Any] | None = None
+    ephemeral: dict[str, Any] | None = None
+    image: dict[str, Any] | None = None
+    emptyDir: dict[str, Any] | None = None
+    cephfs: dict[str, Any] | None = None
+    rbd: dict[str, Any] | None = None
+    iscsi: dict[str, Any] | None = None
+    fc: dict[str, Any] | None = None
+    azureFile: dict[str, Any] | None = None
+    glusterfs: dict[str, Any] | None = None
+
+    def sources(self) -> dict[str, dict[str, Any]]:
+        """The members that are set."""
+        return {k: v for k, v in self.model_dump().items() if v is not None}
 
 
 class Engine(_Model):
@@ -250,6 +270,9 @@ class DeploymentSpec(_Model):
     serving: Serving = Field(default_factory=Serving)
     roles: list[Role] = Field(min_length=1, max_length=16)
     router: Router = Field(default_factory=Router)
+
+
+Model.model_rebuild()
 
 
 class InferenceDeployment(_Model):

@@ -107,6 +107,18 @@ def _model_source(ctx: Context):
                   "use a catalog id such as deepseek-v3, or config: path/to/config.json")
 
 
+@rule("MOD004", E, "model.volume names exactly one volume source",
+      "Kubernetes core/v1 Volume: one VolumeSource member per volume")
+def _volume_one(ctx: Context):
+    vol = ctx.spec.spec.model.volume
+    if vol is not None and len(vol.sources()) != 1:
+        names = ", ".join(vol.sources()) or "none"
+        yield Hit(("spec", "model", "volume"),
+                  f"model.volume sets {len(vol.sources())} sources ({names})",
+                  "keep one; in an overlay set the base's source to null, e.g. "
+                  "persistentVolumeClaim: null")
+
+
 @rule("LEN001", E, "maxModelLen must not exceed the model's max_position_embeddings",
       "vLLM vllm/config/model.py (max_model_len check); SGLang server_args context_length")
 def _max_len(ctx: Context):
