@@ -26,7 +26,7 @@ def test_exit_0_render_and_check(tmp_path, capsys):
 
 def test_exit_1_rejected_json(tmp_path, capsys):
     bad = tmp_path / "o.yaml"
-    bad.write_text("spec:\n  engine: {version: '0.9.0'}\n")
+    bad.write_text("spec:\n  engine: {version: '0.9.0', image: 'vllm/vllm-openai:v0.9.0'}\n")
     assert run(["validate", S1, "-f", str(bad), "--format", "json"]) == 1
     doc = json.loads(capsys.readouterr().out)
     assert doc["ok"] is False
@@ -36,7 +36,7 @@ def test_exit_1_rejected_json(tmp_path, capsys):
 
 def test_exit_1_render_writes_nothing(tmp_path):
     bad = tmp_path / "o.yaml"
-    bad.write_text("spec:\n  engine: {version: '0.9.0'}\n")
+    bad.write_text("spec:\n  engine: {version: '0.9.0', image: 'vllm/vllm-openai:v0.9.0'}\n")
     out = tmp_path / "o"
     assert run(["render", S1, "-f", str(bad), "-o", str(out)]) == 1
     assert not out.exists()
@@ -78,7 +78,7 @@ def test_strict_turns_warnings_into_rejection(tmp_path):
 
 def test_github_format(tmp_path, capsys):
     bad = tmp_path / "o.yaml"
-    bad.write_text("spec:\n  engine: {version: '0.9.0'}\n")
+    bad.write_text("spec:\n  engine: {version: '0.9.0', image: 'vllm/vllm-openai:v0.9.0'}\n")
     assert run(["validate", S1, "-f", str(bad), "--format", "github"]) == 1
     line = capsys.readouterr().out.strip()
     assert line.startswith(f"::error file={bad},line=2,col=")
@@ -157,11 +157,11 @@ def test_explain_shows_the_overlay_that_set_a_value(capsys):
 
 def test_sarif_format(tmp_path, capsys):
     bad = tmp_path / "o.yaml"
-    bad.write_text("spec:\n  engine: {version: '0.9.0'}\n")
+    bad.write_text("spec:\n  engine: {version: '0.9.0', image: 'vllm/vllm-openai:v0.9.0'}\n")
     assert run(["validate", S1, "-f", str(bad), "--format", "sarif"]) == 1
     doc = json.loads(capsys.readouterr().out)
     assert doc["version"] == "2.1.0"
     res = next(r for r in doc["runs"][0]["results"] if r["ruleId"] == "VER001")
     assert res["level"] == "error"
     assert res["locations"][0]["physicalLocation"]["region"]["startLine"] == 2
-    assert {r["id"] for r in doc["runs"][0]["tool"]["driver"]["rules"]} == {"ENG002", "VER001"}
+    assert {r["id"] for r in doc["runs"][0]["tool"]["driver"]["rules"]} == {"VER001"}
