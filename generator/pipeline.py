@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .catalog import GPUS, UnknownArchitecture, arch_from_config, builtin_config
-from .engines import vllm
+from .engines import sglang, vllm
 from .engines.common import RoleInput
 from .engines.versions import UnsupportedVersion
 from .errors import Finding, Severity
@@ -67,13 +67,15 @@ def check(spec_path: Path, overlays: list[Path] = ()) -> Checked:
     result.spec = spec
 
     dialect = None
+    engine = spec.spec.engine.name
     try:
-        if spec.spec.engine.name == "vllm":
-            dialect = vllm.dialect(spec.spec.engine.version)
+        dialect = (vllm if engine == "vllm" else sglang).dialect(spec.spec.engine.version)
     except UnsupportedVersion as exc:
+        example = "0.33.0" if engine == "vllm" else "0.5.23"
         result.findings.append(_finding(
-            loaded, "VER001", ("spec", "engine", "version"), f"vLLM {exc}",
-            "pin a supported release, e.g. 0.33.0"))
+            loaded, "VER001", ("spec", "engine", "version"),
+            f"{'vLLM' if engine == 'vllm' else 'SGLang'} {exc}",
+            f"pin a supported release, e.g. {example}"))
     result.dialect = dialect
 
     arch = None
@@ -142,7 +144,8 @@ def _sorted(result: Checked) -> Checked:
 def plan(checked: Checked) -> DeploymentPlan:
     """The deployment plan of a spec that passed (``checked.ok`` must be true)."""
     assert checked.ok and checked.spec is not None, "plan() needs a spec without errors"
-    return build_plan(checked.spec, checked.roles, checked.dialect)
+    return build_plan(checked.spec, checked.roles, checked.dialect,
+                      [z for z in checked.sizing if z is not None])
 
 
 def render(checked: Checked) -> tuple[DeploymentPlan, dict[str, str]]:

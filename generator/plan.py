@@ -42,6 +42,10 @@ STARTUP_PERIOD_S, STARTUP_FAILURES = 10, 180
 #: Leader DNS resolution retries in the launcher: 120 x 5 s = 10 min, then exit non-zero
 #: (never pass an empty address: shared/research/field-failures.md #4).
 RESOLVE_TRIES, RESOLVE_SLEEP_S = 120, 5
+#: SGLang's PD router: smg (Shepherd Model Gateway, successor of sglang-router), image
+#: lightseekorg/smg (its entrypoint is the router; args as smg's RouterArgs, smg 1.13.0
+#: py_src/smg/router_args.py): --pd-disaggregation, --prefill URL BOOTSTRAP_PORT, --decode URL.
+SGLANG_ROUTER_IMAGE = "lightseekorg/smg:v1.13.0"
 #: The PD router: vllm-router (vllm-project/router), the vLLM team's PD router, pinned.
 #: Flags from its RouterArgs (py_src/vllm_router/router_args.py, 0.1.17): --vllm-pd-disaggregation,
 #: --prefill URL [BOOTSTRAP_PORT], --decode URL, --kv-connector {nixl,mooncake,moriio},
@@ -123,6 +127,7 @@ class RouterPlan:
     port: int
     metrics_port: int
     replicas: int
+    command: list[str] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -162,25 +167,27 @@ class DeploymentPlan:
 
 
 def _q(arg: str) -> str:
-    """Shell-quote one argument; placeholders become double-quoted expansions."""
-    if arg in (POD_IP, LEADER_IP):
+    """Shell-quote one argument; arguments holding a placeholder become double-quoted
+    expansions (placeholders only ever sit next to digits and a colon, e.g. "${X}:20000")."""
+    if POD_IP in arg or LEADER_IP in arg:
         return f'"{arg}"'
     return shlex.quote(arg)
 
 
-def _launcher(launch: EngineLaunch, role: RoleInput, dialect_version: str) -> dict[str, Any]:
+def _launcher(launch: EngineLaunch, role: RoleInput, dialect_version: str,
+              engine_label: str) -> dict[str, Any]:
     """Context for templates/launch.sh.j2 (all arguments already shell-quoted)."""
     multi = len(launch.per_pod) > 1
     cases = []
     for i, extra in enumerate(launch.per_pod):
         cases.append({
             "index": str(i),
-            "resolve": any(a == LEADER_IP for a in extra),
+            "resolve": any(LEADER_IP in a for a in extra),
             "args": " ".join(_q(a) for a in extra),
         })
     return {
         "role": role.name,
-        "engine": f"vLLM {role_version(dialect_version)}",
+        "engine": f"{engine_label} {role_version(dialect_version)}",
         "notes": list(launch.notes),
         "multi": multi,
         "cases": cases,
@@ -248,8 +255,13 @@ def network_env(spec: InferenceDeployment, role: RoleInput) -> list[tuple[str, s
     return out
 
 
-def build_plan(spec: InferenceDeployment, roles: list[RoleInput], dialect) -> DeploymentPlan:
-    """Build the plan of a spec that passed every check (raises nothing for valid input)."""
+def build_plan(spec: InferenceDeployment, roles: list[RoleInput], dialect,
+               sizing: list | None = None) -> DeploymentPlan:
+    """Build the plan of a spec that passed every check (raises nothing for valid input).
+
+    ``sizing``: per role its RoleSizing (SGLang renders the planned ``--mem-fraction-static``).
+    """
+    sizing_by_role = {z.name: z for z in (sizing or []) if hasattr(z, "name")}
     meta = spec.metadata
     base = meta.name
     ns = meta.namespace
@@ -262,7 +274,10 @@ def build_plan(spec: InferenceDeployment, roles: list[RoleInput], dialect) -> De
 
     for role_spec, role in zip(spec.spec.roles, roles):
         pool = spec.spec.nodePools[role_spec.nodePool]
-        launch = dialect.launch(role)
+        if spec.spec.engine.name == "sglang":
+            launch = dialect.launch(role, sizing_by_role[role.name].utilization)
+        else:
+            launch = dialect.launch(role)
         role_plans.append(RolePlan(role.name, role.mode, role.layout, launch))
         lay = role.layout
         rlabels = {**common_labels, L_COMPONENT: role.name, L_ROLE: role.name, L_MODE: role.mode}
@@ -271,7 +286,8 @@ def build_plan(spec: InferenceDeployment, roles: list[RoleInput], dialect) -> De
             list(spec.spec.network.env.items())
         env_files.append(EnvFilePlan(role.name, f"env/{role.name}.env", configmap, env_items))
 
-        launcher = _launcher(launch, role, dialect.version)
+        launcher = _launcher(launch, role, dialect.version,
+                             "vLLM" if spec.spec.engine.name == "vllm" else "SGLang")
         port = role.serving["port"]
         client_selector = {L_INSTANCE: base, L_ROLE: role.name}
 
@@ -337,6 +353,20 @@ def _router_plan(spec: InferenceDeployment, roles: list[RoleInput],
                  endpoints: dict[str, list[str]], common_labels: dict[str, str]) -> RouterPlan:
     cfg = spec.spec.router
     connector = next(r.kv_transfer.connector for r in roles if r.mode == "prefill")
+    name = f"{spec.metadata.name}-router"
+    labels = {**common_labels, L_COMPONENT: "router", L_ROLE: "router"}
+    selector = {L_INSTANCE: spec.metadata.name, L_ROLE: "router"}
+    if spec.spec.engine.name == "sglang":
+        from .engines.sglang import BOOTSTRAP_PORT
+        args = ["--pd-disaggregation", "--host", "0.0.0.0", "--port", str(cfg.port),
+                "--policy", cfg.policy]
+        for url in endpoints["prefill"]:
+            args += ["--prefill", url, str(BOOTSTRAP_PORT)]
+        for url in endpoints["decode"]:
+            args += ["--decode", url]
+        args += ["--prometheus-host", "0.0.0.0", "--prometheus-port", str(ROUTER_METRICS_PORT)]
+        return RouterPlan(name, labels, selector, cfg.image or SGLANG_ROUTER_IMAGE, args,
+                          cfg.port, ROUTER_METRICS_PORT, cfg.replicas, command=[])
     args = ["--vllm-pd-disaggregation", "--host", "0.0.0.0", "--port", str(cfg.port),
             "--policy", cfg.policy, "--kv-connector", ROUTER_CONNECTORS[connector]]
     for url in endpoints["prefill"]:
@@ -347,10 +377,8 @@ def _router_plan(spec: InferenceDeployment, roles: list[RoleInput],
     for url in endpoints["decode"]:
         args += ["--decode", url]
     args += ["--prometheus-host", "0.0.0.0", "--prometheus-port", str(ROUTER_METRICS_PORT)]
-    name = f"{spec.metadata.name}-router"
-    labels = {**common_labels, L_COMPONENT: "router", L_ROLE: "router"}
-    return RouterPlan(name, labels, {L_INSTANCE: spec.metadata.name, L_ROLE: "router"},
-                      cfg.image or ROUTER_IMAGE, args, cfg.port, ROUTER_METRICS_PORT, cfg.replicas)
+    return RouterPlan(name, labels, selector, cfg.image or ROUTER_IMAGE, args, cfg.port,
+                      ROUTER_METRICS_PORT, cfg.replicas, command=["vllm-router"])
 
 
 def _probe_script(port: int) -> str:

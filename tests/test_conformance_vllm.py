@@ -1,4 +1,4 @@
-"""Real-parser conformance: every vLLM command the golden cases render parses with the real
+"""Real-parser conformance (vLLM and SGLang): every vLLM command the golden cases render parses with the real
 ``vllm serve`` parser (make_arg_parser + EngineArgs.from_cli_args) of the release the case pins,
 its env file holds only VLLM_* variables that release reads, and every PD router command parses
 with vllm-router's own RouterArgs.
@@ -19,11 +19,11 @@ from tests.test_golden import cases
 PARSER_VERSION = "0.33.0"
 
 
-def _commands():
+def _commands(engine: str = "vllm", version: str = PARSER_VERSION):
     out = []
     for name, spec, overlays in cases():
         checked, plan, _ = render_spec(spec, overlays)
-        if checked.dialect.version != PARSER_VERSION:
+        if plan.engine != engine or checked.dialect.version != version:
             continue
         envs = {e.role: dict(e.items) for e in plan.env_files}
         for role in plan.roles:
@@ -34,12 +34,13 @@ def _commands():
     return out
 
 
-def _router_commands():
+def _router_commands(engine: str = "vllm"):
     out = []
     for name, spec, overlays in cases():
         _, plan, _ = render_spec(spec, overlays)
-        if plan.router is not None:
-            out.append({"id": name, "argv": ["vllm-router", *plan.router.args]})
+        if plan.router is not None and plan.engine == engine:
+            prefix = ["vllm-router"] if engine == "vllm" else ["python3", "-m", "smg.launch_router"]
+            out.append({"id": name, "argv": [*prefix, *plan.router.args]})
     return out
 
 
@@ -74,3 +75,22 @@ def test_checker_rejects_the_seed_flags():
     argv = _commands()[0]["argv"] + ["--num-redundant-experts", "32"]
     [res] = check_commands("vllm", [{"id": "seed-flags", "argv": argv}])
     assert not res["ok"] and "unrecognized arguments" in res["error"]
+
+
+def test_every_rendered_sglang_command_parses():
+    """SGLang 0.5.23's ServerArgs (add_cli_args + from_cli_args) accepts every rendered server
+    command of the SGLang cases, and smg 1.13.0's RouterArgs every router command."""
+    require_engines()
+    commands = _commands("sglang", "0.5.23")
+    assert len(commands) >= 8
+    results = check_commands("sglang", commands)
+    failed = [f"{r['id']}: {r['error']}" for r in results if not r["ok"]]
+    assert not failed, "\n".join(failed)
+    routers = _router_commands("sglang")
+    assert len(routers) >= 3
+    results = check_commands("sglang", routers)
+    failed = [f"{r['id']}: {r['error']}" for r in results if not r["ok"]]
+    assert not failed, "\n".join(failed)
+    # The removed DeepEP switch is rejected: the check can fail.
+    bad = [{"id": "removed-flag", "argv": commands[0]["argv"] + ["--enable-deepep-moe"]}]
+    assert not check_commands("sglang", bad)[0]["ok"]

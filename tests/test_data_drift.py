@@ -18,6 +18,15 @@ def test_vllm_dialect_data_matches_reference():
     assert committed == mod.render(ref), "run: python tools/extract_vllm_dialects.py"
 
 
+def test_sglang_dialect_data_matches_reference():
+    src = shared("reference", "engines")
+    spec = importlib.util.spec_from_file_location("extract_sg", ROOT / "tools" / "extract_sglang_dialects.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    committed = (ROOT / "generator" / "engines" / "data" / "sglang-releases.json").read_text()
+    assert committed == mod.render(src), "run: python tools/extract_sglang_dialects.py"
+
+
 def test_model_configs_match_reference():
     for arch, name in ARCHITECTURES.items():
         ref = json.loads(shared("reference", "models", name).read_text())

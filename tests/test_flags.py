@@ -126,3 +126,53 @@ def test_rendered_flags_exist_in_the_pinned_release():
                 for arg in role.launch.argv(pod)[3:]:
                     if arg.startswith("--"):
                         assert arg in options, (spec.name, role.name, arg)
+
+
+def test_s3_sglang_decode_dp16_ep16():
+    """SGLang: --tp-size is the instance's GPU count per stage (tensor x data = 16), attention
+    is data-parallel, DeepEP low-latency for decode, MTP as EAGLE with topk 1 and steps + 1
+    draft tokens, the planned mem_fraction_static rendered explicitly."""
+    checked, plan, _ = render_spec(EXAMPLES / "s3-v4pro-pd-dp16.yaml")
+    launch = _launch(plan, "decode")
+    leader = _opts(launch.argv(0)[3:])
+    worker = _opts(launch.argv(1)[3:])
+    assert launch.argv(0)[:3] == ["python3", "-m", "sglang.launch_server"]
+    assert leader["--tp-size"] == "16" and leader["--dp-size"] == "16" and leader["--ep-size"] == "16"
+    assert "--enable-dp-attention" in leader
+    assert leader["--moe-a2a-backend"] == "deepep" and leader["--deepep-mode"] == "low_latency"
+    assert leader["--speculative-algorithm"] == "EAGLE"
+    assert leader["--speculative-num-steps"] == "3" and leader["--speculative-num-draft-tokens"] == "4"
+    assert leader["--speculative-eagle-topk"] == "1"
+    assert leader["--kv-cache-dtype"] == "fp8_e4m3"
+    assert leader["--disaggregation-mode"] == "decode"
+    assert leader["--disaggregation-transfer-backend"] == "mooncake"
+    assert leader["--disaggregation-ib-device"] == "mlx5_0,mlx5_1,mlx5_2,mlx5_3"
+    # 256 sequences / 16 ranks = 16 per rank -> graph batch 16.
+    assert leader["--cuda-graph-max-bs-decode"] == "16"
+    z = next(z for z in checked.sizing if z.name == "decode")
+    assert leader["--mem-fraction-static"] == repr(round(z.utilization, 3))
+    assert leader["--nnodes"] == worker["--nnodes"] == "2"
+    assert leader["--node-rank"] == "0" and worker["--node-rank"] == "1"
+    assert leader["--dist-init-addr"] == "${MOEGEN_POD_IP}:20000"
+    assert worker["--dist-init-addr"] == "${MOEGEN_LEADER_IP}:20000"
+    assert "--headless" not in worker
+
+
+def test_s3_sglang_prefill_pp2_cp8():
+    _, plan, _ = render_spec(EXAMPLES / "s3-v4pro-pd-dp16.yaml")
+    opts = _opts(_launch(plan, "prefill").argv(0)[3:])
+    assert opts["--tp-size"] == "8" and opts["--pp-size"] == "2" and opts["--attn-cp-size"] == "8"
+    assert opts["--disaggregation-bootstrap-port"] == "8998"
+    assert "--cuda-graph-max-bs-decode" not in opts   # SGLang runs disaggregated prefill eager
+
+
+def test_sglang_default_mem_fraction_matches_the_reserve_formula():
+    """SGLang's reserve (MB) for TP8 on H20-96GB: 512 + 1.5 x 8192 + 2 x 512 + 1024 x 8 / 8 =
+    14,848 -> mfs = (97,871 - 14,848) / 97,871 = 0.848 (anchors-planner.md §6 table)."""
+    from generator.sizing.sglang_budget import default_mem_fraction_static
+    assert default_mem_fraction_static(97_871, 8, 1, 1, False, 8192, 512, False) == \
+        round((97_871 - 14_848) / 97_871, 3) == 0.848
+    # tp16 dp16 DP attention, cgmbs 512 on H20-141GB: + 3 x 512 x 16 + 1.5 x 512 x 16.
+    reserve = 512 + 1.5 * 8192 + 2 * 512 + 1024 * 16 / 8 + 3 * 512 * 16 + 1.5 * 512 * 16
+    assert default_mem_fraction_static(143_771, 16, 1, 16, True, 8192, 512, False) == \
+        round((143_771 - reserve) / 143_771, 3) == 0.633

@@ -17,6 +17,7 @@ from .budget import (GIB, V4_WORKSPACE_GIB, VllmBudget, default_max_num_batched_
                      v4_gather_gib, vllm_budget)
 from .kv import kv_bytes_per_token, v4_sequence_bytes
 from .params import NotSized, inventory, v4_ratios
+from .sglang_budget import default_mem_fraction_static, tier_defaults
 from .weights import Placement, stage_weights
 
 __all__ = ["NotSized", "RoleSizing", "size_role"]
@@ -39,7 +40,10 @@ class RoleSizing:
         required_concurrency: ``sizing.concurrency`` of one instance; per_rank_required:
             ceil(required / data).
         data: DP ranks per instance; batched_tokens: profile batch; comm: all-to-all buffers GiB;
-        cuda_graph_outside: graphs taken from the headroom, GiB; utilization: the fraction used.
+        cuda_graph_outside: graphs taken from the headroom, GiB; utilization: the fraction used
+            (vLLM gpu_memory_utilization; SGLang mem_fraction_static).
+        outside_pool: SGLang: memory left outside the static pool for activations, graphs and
+            buffers, GiB (0 for vLLM).
     """
 
     name: str
@@ -63,6 +67,7 @@ class RoleSizing:
     comm: float
     cuda_graph_outside: float
     utilization: float
+    outside_pool: float = 0.0
     findings: list = field(default_factory=list)
 
     @property
@@ -105,11 +110,14 @@ def size_role(role: RoleInput, gpu: Gpu, engine: str, version: str) -> RoleSizin
     moe = role.moe
     redundant = moe.eplb.redundantExperts if (moe and moe.eplb and moe.eplb.enabled) else 0
     place = Placement(tp=lay.tensor, ep=lay.ep_size, pp=lay.pipeline, redundant=redundant,
-                      mtp=role.speculative is not None, mla_bf16_copies=engine == "vllm")
+                      mtp=role.speculative is not None, mla_bf16_copies=True,
+                      dense_tp=lay.tensor * lay.data if engine == "sglang" else 0)
     stages = stage_weights(inv, cfg, role.model.weights, place)
     s = role.serving
     kv_dtype = s["kvCacheDtype"]
     max_len = s["maxModelLen"] or role.arch.max_position_embeddings
+    if engine == "sglang":
+        return _size_sglang(role, gpu, inv, cfg, stages, place)
     v = parse_version(version)
     util = s["gpuMemoryUtilization"] or (0.92 if v >= (0, 20, 0) else 0.9)
     all2all = moe.all2all if moe else None
@@ -151,3 +159,74 @@ def size_role(role: RoleInput, gpu: Gpu, engine: str, version: str) -> RoleSizin
         max_concurrency=tokens / max_len, required_concurrency=required,
         per_rank_required=per_rank, data=lay.data, batched_tokens=batched, comm=budget.comm,
         cuda_graph_outside=budget.cuda_graph_outside, utilization=util)
+
+
+#: Memory taken before SGLang measures free memory (CUDA context + NCCL/custom all-reduce at init),
+#: GiB; 1.8 reproduces the 2 x 8 H20 TP16 run of groundtruth-dev.yaml (712,400 tokens) to 0.6 %.
+SGLANG_INIT_GIB = 1.8
+#: CUDA graphs of a decode role, GiB (outside the static pool); SGLang disables them for
+#: disaggregated prefill (server_args.py).
+SGLANG_CUDA_GRAPH_GIB = 1.7
+
+
+def _size_sglang(role: RoleInput, gpu: Gpu, inv, cfg: dict, stages, place) -> RoleSizing:
+    """SGLang budget (sizing/sglang_budget.py): pool = pre x mfs - weights."""
+    from ..engines.sglang import cuda_graph_batch, deepep_dispatch_tokens
+    from .budget import ACT_BYTES_PER_TOKEN_HIDDEN, DEEPEP_HT_BUFFER_MB
+    lay = role.layout
+    s = role.serving
+    group = lay.tensor * lay.data
+    chunked_default, cgmbs_default = tier_defaults(gpu.hbm_mib, group)
+    chunked = s["maxNumBatchedTokens"] or chunked_default
+    graphs_on = not s["enforceEager"] and role.mode != "prefill"
+    cgmbs = cuda_graph_batch(role) if graphs_on else 0
+    pre = gpu.torch_total_gib - SGLANG_INIT_GIB
+    hidden = cfg["hidden_size"]
+    activation = chunked * hidden * ACT_BYTES_PER_TOKEN_HIDDEN / GIB
+    comm = 0.0
+    moe = role.moe
+    experts = (cfg.get("n_routed_experts") or 0) + place.redundant
+    if moe and moe.all2all == "deepep_low_latency" and lay.expert_parallel:
+        tokens = deepep_dispatch_tokens(role)
+        comm = 4 * experts * tokens * 2 * hidden / GIB
+    elif moe and moe.all2all in ("deepep_high_throughput", "deepep_v2") and lay.expert_parallel:
+        comm = 2 * DEEPEP_HT_BUFFER_MB / 1024
+    overhead = comm + (SGLANG_CUDA_GRAPH_GIB if graphs_on else 0.0)
+    if s["gpuMemoryUtilization"]:
+        mfs = (s["gpuMemoryUtilization"] * gpu.torch_total_gib - SGLANG_INIT_GIB
+               - activation - overhead) / pre
+        mfs = round(mfs, 3)
+    else:
+        mfs = default_mem_fraction_static(gpu.hbm_mib, group, lay.pipeline, lay.data,
+                                          lay.data > 1, chunked,
+                                          cgmbs if graphs_on else cgmbs_default,
+                                          role.speculative is not None)
+    v4 = cfg.get("model_type") == "deepseek_v4"
+    max_len = s["maxModelLen"] or role.arch.max_position_embeddings
+    worst = None
+    for st in stages:
+        mtp = inv.mtp_layers if (place.mtp and st.stage == len(stages) - 1) else 0
+        weights = st.total / GIB
+        pool = pre * mfs - weights
+        if v4:
+            ratios = [v4_ratios(cfg)[i] for i in st.layers]
+            seq = v4_sequence_bytes(ratios, max_len, mtp)
+            per_token = -(-seq // max_len)
+            tokens = max(0, int(pool * GIB / seq * max_len))
+        else:
+            per_token = kv_bytes_per_token(cfg, s["kvCacheDtype"], len(st.layers), mtp)
+            if per_token == 0:
+                continue
+            tokens = max(0, int(pool * GIB // per_token))
+        if worst is None or tokens < worst[3]:
+            worst = (st, weights, pool, tokens, per_token)
+    st, weights, pool, tokens, per_token = worst
+    per_rank = -(-role.concurrency // lay.data)
+    return RoleSizing(
+        name=role.name, gpu=gpu.id, engine="sglang", gpu_memory=gpu.torch_total_gib,
+        budget=pre * mfs, weights=weights, activation=activation, overhead=overhead,
+        kv_cache=pool, weights_by_component={k: b / GIB for k, b in st.by_component.items()},
+        kv_bytes_per_token=per_token, kv_tokens_per_rank=tokens, max_model_len=max_len,
+        max_concurrency=tokens / max_len, required_concurrency=role.concurrency,
+        per_rank_required=per_rank, data=lay.data, batched_tokens=chunked, comm=comm,
+        cuda_graph_outside=0.0, utilization=mfs, outside_pool=pre * (1 - mfs))

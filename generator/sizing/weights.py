@@ -73,10 +73,12 @@ class Placement:
     """How one GPU of a role holds the model.
 
     Attributes:
-        tp: tensor-parallel size; ep: expert-parallel size (1 = no EP).
+        tp: attention tensor-parallel size; ep: expert-parallel size (1 = no EP).
         pp: pipeline stages; redundant: EPLB redundant experts.
         mtp: the MTP module is loaded (speculative decoding on).
-        mla_bf16_copies: the engine keeps BF16 W_UK/W_UV (vLLM).
+        mla_bf16_copies: the engine keeps BF16 W_UK/W_UV (vLLM; SGLang's w_kc/w_vc).
+        dense_tp: TP size of MoE/dense/embedding tensors when it differs from ``tp`` (SGLang
+            with DP attention: tensor x data); 0 = same as ``tp``.
     """
 
     tp: int
@@ -85,6 +87,13 @@ class Placement:
     redundant: int = 0
     mtp: bool = False
     mla_bf16_copies: bool = True
+    dense_tp: int = 0
+
+    @property
+    def group_tp(self) -> int:
+        """TP size of the non-attention sharded tensors (MoE, dense MLP, embedding, head): the
+        attention TP in vLLM; the whole tensor x data group in SGLang with DP attention."""
+        return self.dense_tp or self.tp
 
 
 @dataclass
@@ -128,9 +137,10 @@ def _layer_bytes(tensors: tuple[Tensor, ...], fmt: str, place: Placement, expert
                 slots = -(-(experts + place.redundant) // place.ep)
                 _add(acc, comp, one * slots)
             else:
-                _add(acc, comp, one * t.experts / place.tp)
+                _add(acc, comp, one * t.experts / place.group_tp)
         elif t.tp == "shard":
-            _add(acc, comp, tensor_bytes(t, fmt, scale) / place.tp)
+            attn = t.component in ("attention", "indexer", "norms")
+            _add(acc, comp, tensor_bytes(t, fmt, scale) / (place.tp if attn else place.group_tp))
         else:
             _add(acc, comp, tensor_bytes(t, fmt, scale))
 

@@ -139,13 +139,21 @@ def _role_sets(ctx: Context, i: int, field: str) -> bool:
 
 # --- engine -----------------------------------------------------------------------------------
 
-@rule("ENG001", E, "the engine must be one this build renders",
-      "SPEC.md §2 (engines); SGLang rendering is tracked in issue 4")
+@rule("ENG001", E, "the workload shape is one the engine supports",
+      "SGLang has no per-rank external load-balancing mode (one launch_server per instance, "
+      "python/sglang/srt/server_args.py); vLLM --data-parallel-rank")
 def _engine(ctx: Context):
-    if ctx.spec.spec.engine.name != "vllm":
-        yield Hit(("spec", "engine", "name"),
-                  f"engine {ctx.spec.spec.engine.name!r} is not rendered by this build yet "
-                  "(vLLM only)", "use engine.name: vllm")
+    if ctx.spec.spec.engine.name != "sglang":
+        return
+    for i, role in enumerate(ctx.spec.spec.roles):
+        if role.workload == "pod-per-rank":
+            yield Hit(_role_path(i, "workload"),
+                      f"role {role.name!r}: SGLang cannot run one pod per data-parallel rank",
+                      "use workload: lws or statefulset")
+
+
+def _is_vllm(ctx: Context) -> bool:
+    return ctx.spec.spec.engine.name == "vllm"
 
 
 # --- names ------------------------------------------------------------------------------------
@@ -249,20 +257,46 @@ def _pp_layers(ctx: Context):
                       f"use pipeline <= {r.arch.num_layers}")
 
 
-@rule("LAY004", E, "context parallelism is not rendered for vLLM yet",
-      "moegen: vLLM -dcp/-pcp mapping is not implemented; SGLang (issue 4)")
+@rule("LAY004", E, "context parallelism is rendered for SGLang only",
+      "moegen renders SGLang --attn-cp-size; the vLLM -dcp/-pcp mapping is not implemented")
 def _context(ctx: Context):
+    if not _is_vllm(ctx):
+        return
     for i, role in enumerate(ctx.spec.spec.roles):
         if role.parallel.context not in (None, 1):
             yield Hit(_role_path(i, "parallel", "context"),
                       f"context {role.parallel.context} is not supported with engine vllm in this "
-                      "build", "remove parallel.context")
+                      "build", "remove parallel.context, or use engine sglang")
+
+
+@rule("LAY006", E, "context parallelism divides the tensor ranks",
+      "SPEC.md §2 (context reuses the tensor ranks); SGLang server_args.py attn_cp_size checks")
+def _context_divides(ctx: Context):
+    for i, role in enumerate(ctx.spec.spec.roles):
+        c = role.parallel.context
+        if c and c > 1 and role.parallel.tensor % c:
+            yield Hit(_role_path(i, "parallel", "context"),
+                      f"context {c} does not divide tensor {role.parallel.tensor}",
+                      f"use a context size that divides {role.parallel.tensor}")
+
+
+@rule("LAY007", E, "the SGLang release has attention context parallelism",
+      "SGLang --attn-cp-size first appears in 0.5.9 (sglang-flags-by-version.json)")
+def _context_version(ctx: Context):
+    if _is_vllm(ctx) or ctx.dialect is None:
+        return
+    for i, role in enumerate(ctx.spec.spec.roles):
+        c = role.parallel.context
+        if c and c > 1 and not ctx.dialect.has("--attn-cp-size"):
+            yield Hit(_role_path(i, "parallel", "context"),
+                      f"SGLang {ctx.spec.spec.engine.version} has no --attn-cp-size",
+                      "use SGLang >= 0.5.9")
 
 
 @rule("LAY005", E, "multi-node tensor/pipeline parallel needs vLLM >= 0.11.1",
       "vLLM 0.11.1 added --nnodes/--node-rank/--master-addr (vllm/config/parallel.py)")
 def _multinode(ctx: Context):
-    if ctx.dialect is None:
+    if ctx.dialect is None or not _is_vllm(ctx):
         return
     for i, r in ctx.role_items():
         if r.layout.spread is Spread.MODEL and not ctx.dialect.multinode:
@@ -357,12 +391,22 @@ def _ep_one(ctx: Context):
 def _a2a_choice(ctx: Context):
     if ctx.dialect is None:
         return
-    choices = ctx.dialect.all2all_choices
+    from ..engines import sglang as sg
     for i, role in enumerate(ctx.spec.spec.roles):
-        if role.moe and role.moe.all2all and role.moe.all2all not in choices:
+        if not (role.moe and role.moe.all2all):
+            continue
+        if _is_vllm(ctx):
+            choices = ctx.dialect.all2all_choices
+            ok = role.moe.all2all in choices
+        else:
+            backend = sg.A2A[role.moe.all2all][0]
+            choices = [k for k, (b, _) in sg.A2A.items() if b in ctx.dialect.a2a_choices]
+            ok = backend in ctx.dialect.a2a_choices
+        if not ok:
             yield Hit(_role_path(i, "moe", "all2all"),
-                      f"all2all {role.moe.all2all!r} is not available in vLLM "
-                      f"{ctx.spec.spec.engine.version} (dialect {ctx.dialect.version})",
+                      f"all2all {role.moe.all2all!r} is not available in "
+                      f"{ctx.spec.spec.engine.name} {ctx.spec.spec.engine.version} "
+                      f"(dialect {ctx.dialect.version})",
                       f"choose one of: {', '.join(choices)}")
 
 
@@ -448,13 +492,22 @@ def _connector_version(ctx: Context):
         return
     from ..engines.vllm import CONNECTORS
     for i, role in enumerate(ctx.spec.spec.roles):
-        if role.kvTransfer is not None:
-            cls = CONNECTORS[role.kvTransfer.connector]
-            if cls not in ctx.dialect.connectors:
+        if role.kvTransfer is None:
+            continue
+        conn = role.kvTransfer.connector
+        if not _is_vllm(ctx):
+            if conn == "lmcache":
                 yield Hit(_role_path(i, "kvTransfer", "connector"),
-                          f"{cls} is not registered in vLLM {ctx.spec.spec.engine.version} "
-                          f"(dialect {ctx.dialect.version})",
-                          "MooncakeConnector needs vLLM >= 0.13.0; or use nixl")
+                          "SGLang transfers KV with mooncake or nixl "
+                          "(--disaggregation-transfer-backend), not lmcache",
+                          "use connector: mooncake or nixl")
+            continue
+        cls = CONNECTORS[conn]
+        if cls not in ctx.dialect.connectors:
+            yield Hit(_role_path(i, "kvTransfer", "connector"),
+                      f"{cls} is not registered in vLLM {ctx.spec.spec.engine.version} "
+                      f"(dialect {ctx.dialect.version})",
+                      "MooncakeConnector needs vLLM >= 0.13.0; or use nixl")
 
 
 @rule("PD005", E, "a unified role takes only a KV-offloading connector",
@@ -506,6 +559,8 @@ def _mtp_tokens(ctx: Context):
       "vLLM vllm/config/scheduler.py SchedulerConfig.verify_max_model_len: max_num_batched_tokens "
       "must be >= max_num_seqs")
 def _batched_vs_seqs(ctx: Context):
+    if not _is_vllm(ctx):
+        return
     for i, r in ctx.role_items():
         seqs, batched = r.serving["maxNumSeqs"], r.serving["maxNumBatchedTokens"]
         if seqs is not None and batched is not None and batched < seqs:
@@ -525,6 +580,8 @@ DEEPEP_LL_MAX_TOKENS = 1024
       "DeepEP low-latency buffers hold <= 1024 tokens per rank (sglang token_dispatcher/deepep.py); "
       "vLLM >= 0.20 sizes the dispatch by max_num_batched_tokens")
 def _deepep_tokens(ctx: Context):
+    if not _is_vllm(ctx):
+        return
     for i, r in ctx.role_items():
         batched = r.serving["maxNumBatchedTokens"]
         if r.moe and r.moe.all2all == "deepep_low_latency" and batched and \
@@ -595,20 +652,27 @@ def _env_lws(ctx: Context):
 def _ports(ctx: Context):
     if ctx.dialect is None:
         return
+    from ..engines import sglang as sg
     from ..engines import vllm as v
     for i, r in ctx.role_items():
         http = r.serving["port"]
         used: dict[int, str] = {}
-        if r.layout.spread in (Spread.DATA, Spread.PER_RANK):
-            used[v.DP_RPC_PORT] = "data-parallel RPC"
-        if r.layout.spread is Spread.MODEL:
-            used[v.MASTER_PORT] = "torch.distributed master"
-        if r.kv_transfer is not None and r.kv_transfer.connector == "nixl":
-            lo, hi = ctx.dialect.nixl_port_range(r.layout)
-            for p in range(lo, hi + 1):
-                used.setdefault(p, "NIXL side channel")
-        if r.kv_transfer is not None and r.kv_transfer.connector == "mooncake":
-            used.setdefault(v.MOONCAKE_BOOTSTRAP_PORT, "Mooncake bootstrap")
+        if not _is_vllm(ctx):
+            if r.layout.multi_pod:
+                used[sg.DIST_INIT_PORT] = "dist-init rendezvous"
+            if r.kv_transfer is not None and r.mode == "prefill":
+                used[sg.BOOTSTRAP_PORT] = "disaggregation bootstrap"
+        else:
+            if r.layout.spread in (Spread.DATA, Spread.PER_RANK):
+                used[v.DP_RPC_PORT] = "data-parallel RPC"
+            if r.layout.spread is Spread.MODEL:
+                used[v.MASTER_PORT] = "torch.distributed master"
+            if r.kv_transfer is not None and r.kv_transfer.connector == "nixl":
+                lo, hi = ctx.dialect.nixl_port_range(r.layout)
+                for p in range(lo, hi + 1):
+                    used.setdefault(p, "NIXL side channel")
+            if r.kv_transfer is not None and r.kv_transfer.connector == "mooncake":
+                used.setdefault(v.MOONCAKE_BOOTSTRAP_PORT, "Mooncake bootstrap")
         if http in used:
             yield Hit(_role_path(i, "serving", "port") if _role_sets(ctx, i, "port")
                       else ("spec", "serving", "port"),
@@ -711,6 +775,10 @@ def _sized(ctx: Context):
 
 
 def _breakdown(z) -> str:
+    if z.engine == "sglang":
+        return (f"weights {z.weights:.1f} GiB in a static pool of mem_fraction_static "
+                f"{z.utilization:g} x {z.budget / z.utilization:.1f} = {z.budget:.1f} GiB per "
+                f"{z.gpu}")
     return (f"weights {z.weights:.1f} + activation {z.activation:.1f} + overhead {z.overhead:.1f} "
             f"GiB against a budget of {z.utilization:g} x {z.gpu_memory:.2f} = {z.budget:.1f} GiB "
             f"per {z.gpu}")
@@ -808,12 +876,52 @@ def _siz_conc(ctx: Context):
                       "; ".join(options) + "; or more expert/data parallelism")
 
 
+@rule("A2A006", E, "SGLang's DeepEP low-latency dispatch fits DeepEP's token capacity",
+      "sglang token_dispatcher/deepep.py asserts num_max_dispatch_tokens_per_rank <= 1024; "
+      "needed = cuda-graph batch per rank x draft tokens (field-failures.md #11)")
+def _sglang_deepep_tokens(ctx: Context):
+    if _is_vllm(ctx):
+        return
+    from ..engines import sglang as sg
+    for i, r in ctx.role_items():
+        if r.moe and r.moe.all2all == "deepep_low_latency" and r.mode != "prefill":
+            need = sg.deepep_dispatch_tokens(r)
+            if need > sg.DEEPEP_LL_MAX_TOKENS:
+                yield Hit(_role_path(i, "sizing", "concurrency"),
+                          f"role {r.name!r}: a decode batch of {sg.cuda_graph_batch(r)} per rank x "
+                          f"{sg.draft_tokens(r)} tokens per request = {need} DeepEP dispatch tokens "
+                          f"per rank, above DeepEP's {sg.DEEPEP_LL_MAX_TOKENS}",
+                          "spread the concurrency over more data-parallel ranks, or use fewer "
+                          "speculative tokens")
+
+
+@rule("SIZ006", E, "SGLang leaves room outside mem_fraction_static for graphs and buffers",
+      "sglang#5285, #23769 (CUDA graph capture OOM); model_runner remedy text: lower "
+      "--mem-fraction-static or --cuda-graph-max-bs")
+def _siz_outside(ctx: Context):
+    for i, r, z in _sized(ctx):
+        if z.engine != "sglang":
+            continue
+        need = z.activation + z.overhead
+        if z.outside_pool < need:
+            yield Hit(_role_path(i, "serving", "gpuMemoryUtilization")
+                      if _role_sets(ctx, i, "gpuMemoryUtilization")
+                      else ("spec", "serving", "gpuMemoryUtilization"),
+                      f"role {r.name!r}: mem_fraction_static {z.utilization:g} leaves "
+                      f"{z.outside_pool:.1f} GiB outside the static pool, but activations "
+                      f"({z.activation:.1f}), CUDA graphs and DeepEP buffers ({z.overhead:.1f}) "
+                      f"need {need:.1f} GiB",
+                      "lower gpuMemoryUtilization, or lower maxNumBatchedTokens / the decode batch")
+
+
 @rule("SIZ004", W, "the memory outside the budget holds what the engine does not count",
       "vLLM: CUDA context and pre-snapshot NCCL memory sit outside gpu_memory_utilization; "
       "releases < 0.20 capture CUDA graphs after KV sizing (VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS)")
 def _siz_headroom(ctx: Context):
     from ..sizing.budget import CUDA_CONTEXT_GIB
     for i, r, z in _sized(ctx):
+        if z.engine != "vllm":
+            continue
         headroom = z.gpu_memory - z.budget
         need = CUDA_CONTEXT_GIB + z.cuda_graph_outside
         if headroom < need:

@@ -1,0 +1,206 @@
+"""The SGLang dialect: ``python3 -m sglang.launch_server`` flags for every release 0.5.1..0.5.x.
+
+Per-release option names come from ``data/sglang-releases.json`` (extracted by
+``tools/extract_sglang_dialects.py`` from every release's own parser dump,
+shared/reference/engines/sglang-flags-by-version.json); value choices from the 0.5.23 dump. All
+options are defined in ``ServerArgs.add_cli_args``, python/sglang/srt/server_args.py (0.5.23);
+environment variables in python/sglang/srt/environ.py.
+
+Mapping of the spec's ``parallel`` (one instance: GPUs = tensor x data x pipeline):
+
+* ``--tp-size`` = tensor x data: SGLang's TP group is every GPU of a pipeline stage; with
+  data > 1 attention runs data-parallel (``--dp-size data --enable-dp-attention``, attention TP
+  = tensor) while MoE and dense layers use the whole group.
+* ``--ep-size`` = tensor x data with ``expert: true``; ``--pp-size`` = pipeline;
+  ``--attn-cp-size`` = context (attention context parallelism over the tensor ranks, >= 0.5.9).
+* Multi-node instances: ``--nnodes/--node-rank/--dist-init-addr`` (node 0 serves HTTP).
+
+Version switches (first release that has them): ``--attn-cp-size`` 0.5.9;
+``--cuda-graph-max-bs-decode`` 0.5.14 (``--cuda-graph-max-bs`` until 0.5.19);
+``--enable-deepep-moe``/``--enable-ep-moe`` removed after 0.5.4 (never rendered: DeepEP is
+``--moe-a2a-backend deepep --deepep-mode``); ``--kv-cache-dtype fp8`` is not a choice (fp8_e4m3).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from functools import cache
+from importlib import resources
+
+from ..layout import Spread
+from .common import LEADER_IP, POD_IP, EngineLaunch, Port, RoleInput
+from .versions import SupportedRange, parse_version, select_known
+
+#: SGLang releases moegen supports: the 0.5 series (SPEC.md §2), 0.5.1 being the first known.
+SUPPORTED = [SupportedRange((0, 5, 0), (0, 6, 0))]
+#: ``--dist-init-addr`` port (torch.distributed rendezvous of a multi-node instance); the LWS
+#: and SGLang multi-node examples use 20000.
+DIST_INIT_PORT = 20000
+#: ``--disaggregation-bootstrap-port``: SGLang's default (server_args.py), rendered explicitly.
+BOOTSTRAP_PORT = 8998
+#: SGLANG_DEEPEP_NUM_MAX_DISPATCH_TOKENS_PER_RANK default and DeepEP's ceiling
+#: (python/sglang/srt/environ.py; token_dispatcher/deepep.py asserts <= 1024).
+DEEPEP_LL_DEFAULT_TOKENS, DEEPEP_LL_MAX_TOKENS = 128, 1024
+#: engine-neutral all2all -> (--moe-a2a-backend, --deepep-mode or None).
+A2A = {"deepep_low_latency": ("deepep", "low_latency"),
+       "deepep_high_throughput": ("deepep", "normal"),
+       "deepep_v2": ("deepep_v2", None), "nixl_ep": ("nixl", None), "pplx": ("pplx", None),
+       "flashinfer_all2allv": ("flashinfer", None),
+       "naive": ("none", None), "allgather_reducescatter": ("none", None)}
+#: kvTransfer.connector -> --disaggregation-transfer-backend.
+TRANSFER = {"nixl": "nixl", "mooncake": "mooncake"}
+#: serving.kvCacheDtype -> --kv-cache-dtype (0.5.23 choices have no plain "fp8").
+KV_DTYPE = {"auto": "auto", "fp8": "fp8_e4m3"}
+
+
+@cache
+def _data() -> dict:
+    text = resources.files(__package__).joinpath("data", "sglang-releases.json").read_text("utf-8")
+    return json.loads(text)
+
+
+def known_versions() -> list[str]:
+    """Every SGLang release moegen has read (0.5.1 .. 0.5.23)."""
+    return sorted(_data()["releases"], key=parse_version)
+
+
+def cuda_graph_batch(role: RoleInput) -> int:
+    """Decode CUDA-graph batch per DP rank: the role's per-rank concurrency, rounded up to a
+    multiple of 8 (SGLang captures batch sizes in steps of 8), at least 8."""
+    per_rank = -(-role.concurrency // role.layout.data)
+    return max(8, -(-per_rank // 8) * 8)
+
+
+def draft_tokens(role: RoleInput) -> int:
+    """Tokens per request per decode step: 1, or num_steps + 1 with MTP/EAGLE and topk 1
+    (sglang arg_groups/speculative_hook.py)."""
+    return role.speculative.numSpeculativeTokens + 1 if role.speculative else 1
+
+
+def deepep_dispatch_tokens(role: RoleInput) -> int:
+    """DeepEP low-latency dispatch tokens per rank a decode role needs: graph batch x draft tokens
+    (shared/research/field-failures.md #11), at least SGLang's default."""
+    return max(DEEPEP_LL_DEFAULT_TOKENS, cuda_graph_batch(role) * draft_tokens(role))
+
+
+@dataclass(frozen=True)
+class SglangDialect:
+    """The flag dialect of one known SGLang release (``version``), selected for ``requested``."""
+
+    requested: str
+    version: str
+
+    @property
+    def options(self) -> frozenset[str]:
+        """Tracked options of the release."""
+        return frozenset(_data()["releases"][self.version])
+
+    def has(self, option: str) -> bool:
+        """The release has ``option``."""
+        return option in self.options
+
+    @property
+    def a2a_choices(self) -> list[str]:
+        """``--moe-a2a-backend`` choices (0.5.23's; earlier releases are checked by name)."""
+        return _data()["choices_0.5.23"]["--moe-a2a-backend"]
+
+    def launch(self, role: RoleInput, mem_fraction_static: float) -> EngineLaunch:
+        """Build the launch of one instance of ``role`` (the role must have passed the rules)."""
+        lay = role.layout
+        s = role.serving
+        group = lay.tensor * lay.data
+        common: list[str] = [
+            "--model-path", role.model.path,
+            "--served-model-name", role.model.name,
+            "--host", "0.0.0.0",
+            "--port", str(s["port"]),
+            "--tp-size", str(group),
+        ]
+        if lay.pipeline > 1:
+            common += ["--pp-size", str(lay.pipeline)]
+        if lay.data > 1:
+            common += ["--dp-size", str(lay.data), "--enable-dp-attention"]
+        if role.parallel.context and role.parallel.context > 1:
+            common += ["--attn-cp-size", str(role.parallel.context)]
+        if lay.expert_parallel:
+            common += ["--ep-size", str(group)]
+        env: dict[str, str] = {}
+        moe = role.moe
+        if moe is not None and moe.all2all is not None:
+            backend, mode = A2A[moe.all2all]
+            if backend != "none":
+                common += ["--moe-a2a-backend", backend]
+            if mode:
+                common += ["--deepep-mode", mode]
+            if moe.all2all == "deepep_low_latency" and role.mode != "prefill":
+                tokens = deepep_dispatch_tokens(role)
+                if tokens != DEEPEP_LL_DEFAULT_TOKENS:
+                    env["SGLANG_DEEPEP_NUM_MAX_DISPATCH_TOKENS_PER_RANK"] = str(tokens)
+        if moe is not None and moe.eplb is not None and moe.eplb.enabled:
+            common += ["--enable-eplb",
+                       "--ep-num-redundant-experts", str(moe.eplb.redundantExperts),
+                       "--eplb-rebalance-num-iterations", str(moe.eplb.stepInterval),
+                       "--expert-distribution-recorder-buffer-size", str(moe.eplb.windowSize)]
+        if role.kv_transfer is not None:
+            common += ["--disaggregation-mode", role.mode,
+                       "--disaggregation-transfer-backend", TRANSFER[role.kv_transfer.connector]]
+            if role.network.rdma is not None:
+                common += ["--disaggregation-ib-device", ",".join(role.network.rdma.devices)]
+            if role.mode == "prefill":
+                common += ["--disaggregation-bootstrap-port", str(BOOTSTRAP_PORT)]
+        if role.speculative is not None:
+            steps = role.speculative.numSpeculativeTokens
+            common += ["--speculative-algorithm", "EAGLE", "--speculative-num-steps", str(steps),
+                       "--speculative-eagle-topk", "1",
+                       "--speculative-num-draft-tokens", str(steps + 1)]
+        max_len = s["maxModelLen"] or role.arch.max_position_embeddings
+        common += ["--context-length", str(max_len),
+                   "--kv-cache-dtype", KV_DTYPE[s["kvCacheDtype"]],
+                   "--mem-fraction-static", repr(round(mem_fraction_static, 3))]
+        if s["maxNumSeqs"] is not None:
+            common += ["--max-running-requests", str(s["maxNumSeqs"])]
+        if s["maxNumBatchedTokens"] is not None:
+            common += ["--chunked-prefill-size", str(s["maxNumBatchedTokens"])]
+        if s["enforceEager"]:
+            common += ["--disable-cuda-graph"]
+        elif role.mode != "prefill":
+            flag = ("--cuda-graph-max-bs-decode" if self.has("--cuda-graph-max-bs-decode")
+                    else "--cuda-graph-max-bs")
+            common += [flag, str(cuda_graph_batch(role))]
+        if role.kv_transfer is not None and role.kv_transfer.connector == "mooncake" \
+                and role.network.rdma is not None and role.network.rdma.gidIndex is not None:
+            env["MC_GID_INDEX"] = str(role.network.rdma.gidIndex)
+
+        notes: list[str] = []
+        ports = [Port("http", s["port"])]
+        if role.kv_transfer is not None and role.mode == "prefill":
+            ports.append(Port("kv-bootstrap", BOOTSTRAP_PORT))
+        if lay.spread is Spread.SINGLE:
+            per_pod, serves, leader_ports = [[]], [True], []
+        else:
+            n = len(lay.pods)
+            shared = ["--nnodes", str(n)]
+            per_pod = [shared + ["--node-rank", "0", "--dist-init-addr", f"{POD_IP}:{DIST_INIT_PORT}"]]
+            for pod in lay.pods[1:]:
+                per_pod.append(shared + ["--node-rank", str(pod.index),
+                                         "--dist-init-addr", f"{LEADER_IP}:{DIST_INIT_PORT}"])
+            serves = [True] + [False] * (n - 1)
+            leader_ports = [Port("dist-init", DIST_INIT_PORT)]
+            notes.append(f"{n} nodes of one SGLang instance (tp {group}, pp {lay.pipeline}); "
+                         "node 0 serves the API")
+        return EngineLaunch(
+            program=("python3", "-m", "sglang.launch_server"),
+            common=tuple(common),
+            per_pod=tuple(tuple(a) for a in per_pod),
+            serves_api=tuple(serves),
+            env=env,
+            ports=tuple(ports),
+            leader_ports=tuple(leader_ports),
+            notes=tuple(notes),
+        )
+
+
+def dialect(requested: str) -> SglangDialect:
+    """The dialect for ``requested`` (raises versions.UnsupportedVersion outside 0.5.x)."""
+    return SglangDialect(requested, select_known(requested, known_versions(), SUPPORTED))
