@@ -176,3 +176,29 @@ def test_sglang_default_mem_fraction_matches_the_reserve_formula():
     reserve = 512 + 1.5 * 8192 + 2 * 512 + 1024 * 16 / 8 + 3 * 512 * 16 + 1.5 * 512 * 16
     assert default_mem_fraction_static(143_771, 16, 1, 16, True, 8192, 512, False) == \
         round((143_771 - reserve) / 143_771, 3) == 0.633
+
+
+def test_rendered_sglang_options_exist_in_the_pinned_release():
+    """Every option of every SGLang case exists in its pinned release's parser (per-release
+    data from shared/reference/engines/sglang-flags-by-version.json)."""
+    from tests.test_golden import cases
+    seen = 0
+    for name, spec, overlays in cases():
+        checked, plan, _ = render_spec(spec, overlays)
+        if plan.engine != "sglang":
+            continue
+        options = checked.dialect.options
+        for role in plan.roles:
+            for pod in range(len(role.launch.per_pod)):
+                for arg in role.launch.argv(pod)[3:]:
+                    if arg.startswith("--"):
+                        assert arg in options, (name, role.name, arg)
+                        seen += 1
+    assert seen > 50
+
+
+def test_sglang_0_5_10_uses_the_old_graph_flag():
+    _, plan, _ = render_spec(EXAMPLES / "s3-v4pro-pd-dp16.yaml",
+                             [ROOT / "tests/golden/s3-statefulset-sglang-0.5.10/overlay.yaml"])
+    opts = _opts(_launch(plan, "decode").argv(0)[3:])
+    assert opts["--cuda-graph-max-bs"] == "16" and "--cuda-graph-max-bs-decode" not in opts

@@ -143,9 +143,27 @@ def _bench():
 def test_engine_printed_figures_within_tolerance():
     """Weights within 3 % and KV tokens within 8 % of what vLLM printed (groundtruth-dev.yaml)."""
     rows = _bench().residuals(shared("reference", "groundtruth-dev.yaml"))
-    checked = [r for r in rows if "skipped" not in r]
-    assert len(checked) >= 4
+    checked = [r for r in rows if "skipped" not in r and "known_miss" not in r]
+    assert len(checked) >= 7
+    assert sum("tokens_err" in r for r in checked) >= 6
     for r in checked:
-        assert abs(r["weights_err"]) <= 0.03, r
+        if "weights_err" in r:
+            assert abs(r["weights_err"]) <= 0.03, r
         if "tokens_err" in r:
             assert abs(r["tokens_err"]) <= 0.08, r
+        if "outcome" in r:        # the H20 TP8 boundary case: 0.90 + 65536 tokens works
+            assert r["fits_at_max_len"], r
+
+
+def test_sglang_default_fraction_fails_tp8_fp8_on_h20_96():
+    """SGLang's default mem_fraction_static leaves no room for 65,536 tokens next to ~80 GiB of
+    FP8 R1 weights at TP8 on H20-96GB: 'Not enough memory' (groundtruth sglang-r1-h20-8-tp8-blog).
+    moegen renders --cuda-graph-max-bs-decode 8 for one sequence, so SGLang's reserve is
+    512 + 1.5 x 8192 + 2 x 8 + 1024 x 8 / 8 = 13,840 MB -> (97,871 - 13,840) / 97,871 = 0.859."""
+    import yaml
+    bench = _bench()
+    case = next(c for c in yaml.safe_load(shared("reference", "groundtruth-dev.yaml").read_text())
+                if c["id"] == "sglang-r1-h20-8-tp8-blog")
+    z = bench.size_case(case, {"memFractionStatic": None})
+    assert z.utilization == round((97_871 - 13_840) / 97_871, 3) == 0.859
+    assert z.kv_tokens_per_rank < 65536

@@ -192,7 +192,9 @@ def _size_sglang(role: RoleInput, gpu: Gpu, inv, cfg: dict, stages, place) -> Ro
     elif moe and moe.all2all in ("deepep_high_throughput", "deepep_v2") and lay.expert_parallel:
         comm = 2 * DEEPEP_HT_BUFFER_MB / 1024
     overhead = comm + (SGLANG_CUDA_GRAPH_GIB if graphs_on else 0.0)
-    if s["gpuMemoryUtilization"]:
+    if s.get("memFractionStatic"):
+        mfs = s["memFractionStatic"]
+    elif s["gpuMemoryUtilization"]:
         mfs = (s["gpuMemoryUtilization"] * gpu.torch_total_gib - SGLANG_INIT_GIB
                - activation - overhead) / pre
         mfs = round(mfs, 3)

@@ -163,6 +163,9 @@ class Serving(_Model):
     maxModelLen: int | None = Field(None, ge=16, le=16_777_216)
     kvCacheDtype: Literal["auto", "fp8"] | None = None
     gpuMemoryUtilization: float | None = Field(None, gt=0.0, le=1.0)
+    memFractionStatic: float | None = Field(
+        None, gt=0.0, lt=1.0,
+        description="SGLang only: pin --mem-fraction-static (else derived by the sizing plan).")
     port: int | None = Field(None, ge=1024, le=65535)
     maxNumSeqs: int | None = Field(None, ge=1, le=65536)
     maxNumBatchedTokens: int | None = Field(None, ge=1, le=1_048_576)

@@ -571,6 +571,20 @@ def _batched_vs_seqs(ctx: Context):
                       f"{seqs}: vLLM refuses to start", f"use maxNumBatchedTokens >= {seqs}")
 
 
+@rule("SRV002", E, "memFractionStatic is an SGLang setting",
+      "SGLang --mem-fraction-static (server_args.py); vLLM sizes with --gpu-memory-utilization")
+def _mfs_engine(ctx: Context):
+    if not _is_vllm(ctx):
+        return
+    for i, r in ctx.role_items():
+        if r.serving.get("memFractionStatic") is not None:
+            path = (_role_path(i, "serving", "memFractionStatic")
+                    if _role_sets(ctx, i, "memFractionStatic")
+                    else ("spec", "serving", "memFractionStatic"))
+            yield Hit(path, "memFractionStatic has no meaning for vLLM",
+                      "use gpuMemoryUtilization")
+
+
 #: DeepEP low-latency kernels take at most this many dispatch tokens per rank
 #: (shared/research/field-failures.md #11: token_dispatcher/deepep.py asserts <= 1024).
 DEEPEP_LL_MAX_TOKENS = 1024
