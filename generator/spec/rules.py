@@ -533,6 +533,56 @@ def _router_connector(ctx: Context):
                       "use nixl or mooncake, or set router.enabled: false and bring your own proxy")
 
 
+def _pd_pairs_of(ctx: Context):
+    pre = [(i, r) for i, r in ctx.role_items() if r.mode == "prefill"]
+    dec = [(i, r) for i, r in ctx.role_items() if r.mode == "decode"]
+    for i, p in pre:
+        for j, d in dec:
+            yield i, p, j, d
+
+
+@rule("PD007", E, "decode accepts every context prefill accepts",
+      "PD: a request prefilled at maxModelLen L must fit the decode engine's max_model_len "
+      "(vLLM/SGLang reject longer requests at decode)")
+def _pd_len(ctx: Context):
+    for i, p, j, d in _pd_pairs_of(ctx):
+        lp = p.serving["maxModelLen"] or p.arch.max_position_embeddings
+        ld = d.serving["maxModelLen"] or d.arch.max_position_embeddings
+        if ld < lp:
+            yield Hit(_len_path(ctx, j), f"decode role {d.name!r} has maxModelLen {ld} but prefill "
+                      f"role {p.name!r} accepts {lp}", f"set maxModelLen {lp} on both")
+
+
+@rule("PD008", E, "prefill and decode use the same KV-cache dtype",
+      "KV blocks move as bytes between engines: NIXL/Mooncake need the same cache layout on both "
+      "sides (vLLM nixl connector handshake compares kv_cache dtype/layout)")
+def _pd_dtype(ctx: Context):
+    for i, p, j, d in _pd_pairs_of(ctx):
+        if p.serving["kvCacheDtype"] != d.serving["kvCacheDtype"]:
+            yield Hit(_role_path(j, "serving", "kvCacheDtype") if _role_sets(ctx, j, "kvCacheDtype")
+                      else _role_path(i, "serving", "kvCacheDtype"),
+                      f"prefill {p.name!r} caches KV as {p.serving['kvCacheDtype']} but decode "
+                      f"{d.name!r} as {d.serving['kvCacheDtype']}",
+                      "use one kvCacheDtype on prefill and decode")
+
+
+@rule("SRV003", E, "maxNumSeqs admits the sequences the role must hold",
+      "vLLM --max-num-seqs is per engine (DP rank), vllm/config/scheduler.py; SGLang "
+      "--max-running-requests per instance, server_args.py")
+def _admission(ctx: Context):
+    for i, r in ctx.role_items():
+        cap = r.serving["maxNumSeqs"]
+        if cap is None:
+            continue
+        need = -(-r.concurrency // r.layout.data) if _is_vllm(ctx) else r.concurrency
+        if cap < need:
+            unit = "per DP rank" if _is_vllm(ctx) else "per instance"
+            yield Hit(_role_path(i, "sizing", "concurrency"),
+                      f"role {r.name!r} must hold {r.concurrency} sequences ({need} {unit}) but "
+                      f"maxNumSeqs admits {cap} {unit}",
+                      f"raise maxNumSeqs to {need}, or lower sizing.concurrency")
+
+
 @rule("SPD001", E, "MTP needs a checkpoint with an MTP module",
       "HF config num_nextn_predict_layers; vLLM vllm/config/speculative.py (mtp draft = target)")
 def _mtp_layers(ctx: Context):
@@ -736,6 +786,28 @@ def _quantity_gib(q: str) -> float:
         if q.endswith(suffix):
             return float(q[: -len(suffix)]) * mult / 2**30
     return float(q) / 2**30
+
+
+@rule("POOL004", W, "node pools select distinct nodes",
+      "Kubernetes nodeSelector: pools with the same (or no) selector share nodes, so one pool's "
+      "pods can land on the other's GPU type")
+def _pool_overlap(ctx: Context):
+    pools = ctx.spec.spec.nodePools
+    if len(pools) < 2:
+        return
+    used = {r.nodePool for r in ctx.spec.spec.roles}
+    seen: dict[tuple, str] = {}
+    for name, pool in pools.items():
+        if name not in used:
+            continue
+        key = tuple(sorted(pool.nodeSelector.items()))
+        if key in seen:
+            yield Hit(("spec", "nodePools", name, "nodeSelector"),
+                      f"pools {seen[key]!r} and {name!r} select the same nodes "
+                      f"({dict(key) or 'no nodeSelector'})",
+                      "give each pool a nodeSelector that matches only its nodes (e.g. the "
+                      "instance type or GPU product label)")
+        seen.setdefault(key, name)
 
 
 @rule("POOL003", E, "a toleration with operator Exists has no value",
