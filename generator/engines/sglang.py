@@ -162,7 +162,10 @@ class SglangDialect:
             common += ["--max-running-requests", str(s["maxNumSeqs"])]
         if s["maxNumBatchedTokens"] is not None:
             common += ["--chunked-prefill-size", str(s["maxNumBatchedTokens"])]
-        if s["enforceEager"]:
+        normal_deepep = moe is not None and moe.all2all == "deepep_high_throughput"
+        if s["enforceEager"] or (normal_deepep and role.mode != "prefill"):
+            # DeepEP normal mode cannot be graph-captured: SGLang would switch graphs off
+            # silently (arg_groups/moe_hook.py); say it on the command line instead.
             common += ["--disable-cuda-graph"]
         elif role.mode != "prefill":
             flag = ("--cuda-graph-max-bs-decode" if self.has("--cuda-graph-max-bs-decode")

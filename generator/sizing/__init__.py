@@ -178,7 +178,8 @@ def _size_sglang(role: RoleInput, gpu: Gpu, inv, cfg: dict, stages, place) -> Ro
     group = lay.tensor * lay.data
     chunked_default, cgmbs_default = tier_defaults(gpu.hbm_mib, group)
     chunked = s["maxNumBatchedTokens"] or chunked_default
-    graphs_on = not s["enforceEager"] and role.mode != "prefill"
+    normal_deepep = role.moe is not None and role.moe.all2all == "deepep_high_throughput"
+    graphs_on = not s["enforceEager"] and role.mode != "prefill" and not normal_deepep
     cgmbs = cuda_graph_batch(role) if graphs_on else 0
     pre = gpu.torch_total_gib - SGLANG_INIT_GIB
     hidden = cfg["hidden_size"]

@@ -981,6 +981,20 @@ def _sglang_deepep_tokens(ctx: Context):
                           "speculative tokens")
 
 
+@rule("A2A007", W, "SGLang decode with DeepEP normal mode runs without CUDA graphs",
+      "SGLang arg_groups/moe_hook.py disables CUDA graphs when deepep_mode is normal "
+      "(sglang PR#5014; field-failures.md #12); moegen renders --disable-cuda-graph explicitly")
+def _sglang_deepep_normal_decode(ctx: Context):
+    if _is_vllm(ctx):
+        return
+    for i, r in ctx.role_items():
+        if r.mode != "prefill" and r.moe and r.moe.all2all == "deepep_high_throughput":
+            yield Hit(_role_path(i, "moe", "all2all"),
+                      f"role {r.name!r}: DeepEP normal (high-throughput) kernels cannot be "
+                      "captured in CUDA graphs: decode runs eager",
+                      "use deepep_low_latency for decode roles")
+
+
 @rule("SIZ006", E, "SGLang leaves room outside mem_fraction_static for graphs and buffers",
       "sglang#5285, #23769 (CUDA graph capture OOM); model_runner remedy text: lower "
       "--mem-fraction-static or --cuda-graph-max-bs")
