@@ -9,22 +9,25 @@ from generator.catalog import ARCHITECTURES, builtin_config
 from tests.helpers import ROOT, shared
 
 
-def test_vllm_dialect_data_matches_reference():
-    ref = shared("reference", "engines", "vllm-dialects.yaml")
-    spec = importlib.util.spec_from_file_location("extract", ROOT / "tools" / "extract_vllm_dialects.py")
+def _tool(name: str):
+    spec = importlib.util.spec_from_file_location(name, ROOT / "tools" / f"{name}.py")
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
+    return mod
+
+
+def test_vllm_dialect_data_matches_reference():
+    ref = shared("reference", "engines", "vllm-dialects.yaml")
     committed = (ROOT / "generator" / "engines" / "data" / "vllm-releases.json").read_text()
-    assert committed == mod.render(ref), "run: python tools/extract_vllm_dialects.py"
+    assert committed == _tool("extract_vllm_dialects").render(ref), \
+        "run: python tools/extract_vllm_dialects.py"
 
 
 def test_sglang_dialect_data_matches_reference():
     src = shared("reference", "engines")
-    spec = importlib.util.spec_from_file_location("extract_sg", ROOT / "tools" / "extract_sglang_dialects.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
     committed = (ROOT / "generator" / "engines" / "data" / "sglang-releases.json").read_text()
-    assert committed == mod.render(src), "run: python tools/extract_sglang_dialects.py"
+    assert committed == _tool("extract_sglang_dialects").render(src), \
+        "run: python tools/extract_sglang_dialects.py"
 
 
 def test_model_configs_match_reference():
