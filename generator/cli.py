@@ -146,6 +146,39 @@ def explain(spec: Path, overlays: tuple[Path, ...], prefix: str) -> None:
 
 
 @main.command()
+@click.argument("request", type=click.Path(dir_okay=False, path_type=Path))
+@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text")
+@click.option("--emit", "emit_path", type=click.Path(dir_okay=False, path_type=Path),
+              help="Write the best candidate as an InferenceDeployment spec.")
+def plan(request: Path, fmt: str, emit_path: Path | None) -> None:
+    """Propose deployments for a PlanRequest (workload + SLO), ranked by throughput."""
+    from .planner import plan as run_plan
+    from .planner.emit_spec import spec_yaml
+    from .planner.request import PlanRequest
+    from .render.emit import write_file
+    from .spec.load import parse_yaml_file
+    from .spec.validate import pydantic_findings
+    if not request.exists():
+        raise UsageError(f"{request}: no such file")
+    data, prov, findings = parse_yaml_file(request)
+    if not findings:
+        req, findings = pydantic_findings(PlanRequest, data, prov)
+    if findings:
+        click.echo(report.text(findings, colour=sys.stderr.isatty()), err=True)
+        raise SpecRejected(findings)
+    result = run_plan(req)
+    if fmt == "json":
+        click.echo(json.dumps(result.to_json(), indent=2))
+    else:
+        click.echo(report.plan_text(result), nl=False)
+    if emit_path is not None:
+        if not result.candidates:
+            raise UsageError("no candidate to emit")
+        write_file(emit_path, spec_yaml(req, result.candidates[0]))
+        click.echo(f"{emit_path}: InferenceDeployment of candidate 1 written", err=True)
+
+
+@main.command()
 def schema() -> None:
     """Print the JSON Schema of the InferenceDeployment spec."""
     click.echo(schema_text(), nl=False)

@@ -165,3 +165,13 @@ def test_sarif_format(tmp_path, capsys):
     assert res["level"] == "error"
     assert res["locations"][0]["physicalLocation"]["region"]["startLine"] == 2
     assert {r["id"] for r in doc["runs"][0]["tool"]["driver"]["rules"]} == {"VER001"}
+
+
+def test_readme_plan_excerpt_matches(capsys):
+    readme = (ROOT / "README.md").read_text()
+    assert run(["plan", str(EXAMPLES / "plan" / "h20-32-seed001-bf16.yaml")]) == 0
+    out = capsys.readouterr().out
+    line = next(x for x in out.splitlines() if x.startswith("reachable:"))
+    assert line in readme
+    alt = next(x for x in out.splitlines() if "with weights: fp8" in x)
+    assert alt.split("(")[0].strip() in readme

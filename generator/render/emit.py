@@ -174,3 +174,22 @@ def diff_tree(outdir: Path, files: dict[str, str]) -> list[str]:
                     f"{rel} (on disk)", f"{rel} (rendered)", lineterm="", n=1)
                 out.extend("    " + line for line in list(diff)[:40])
     return out
+
+
+def write_file(path: Path, text: str) -> None:
+    """Write one file atomically (temp file + rename), e.g. ``gen plan --emit spec.yaml``.
+
+    Raises:
+        UsageError: the path is a directory or cannot be written.
+    """
+    path = Path(path)
+    if path.is_dir():
+        raise UsageError(f"{path} is a directory")
+    tmp = path.with_name(f".{path.name}.moegen-{os.getpid()}")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp.write_text(text, encoding="utf-8")
+        os.replace(tmp, path)
+    except OSError as exc:
+        tmp.unlink(missing_ok=True)
+        raise UsageError(f"cannot write {path}: {exc.strerror}") from None

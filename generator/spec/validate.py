@@ -134,3 +134,18 @@ def validate_structure(loaded: LoadedSpec) -> tuple[InferenceDeployment | None, 
             out.append(Finding("SCH001", Severity.ERROR, json_path(path), e["msg"], "",
                                loaded.provenance.locate(path)))
         return None, out
+
+
+def pydantic_findings(model_cls, data, provenance) -> tuple[object | None, list[Finding]]:
+    """Validate ``data`` against any pydantic model (e.g. the PlanRequest): (object, findings)."""
+    try:
+        return model_cls.model_validate(data), []
+    except ValidationError as exc:
+        out = []
+        for e in exc.errors():
+            path = tuple(p for p in e["loc"] if not (isinstance(p, str) and "[" in p))
+            code = {"extra_forbidden": "SCH002", "missing": "SCH003", "literal_error": "SCH004"}.get(
+                e["type"], "SCH001")
+            out.append(Finding(code, Severity.ERROR, json_path(path), e["msg"], "",
+                               provenance.locate(path)))
+        return None, out

@@ -1,0 +1,127 @@
+"""gen plan: calibration against the public record (stated tolerances), honest answers, emit.
+
+Published figures (shared/BRIEF.md §2, seeds 000 and 002):
+* seed 000: 16 x H20, DeepSeek-V3 w4a8 + 8-bit KV, PD, MTP ~0.7, 3.5K in / 1.2K out, QPM 212
+  = 15,800+ tokens/s (input + output) with TPOT < 50 ms. ETA_PREFILL is fitted to it, so the
+  tolerance is tight (5 %).
+* seed 002 (DeepSeek-V4-Pro, SGLang, H20-141GB, DSpark speculative decoding whose acceptance
+  the post does not give: assumed 3 draft tokens at 0.7): DP16-EP16 decode 4.67k output
+  tokens/s per node at 27.4 ms mean TPOT; 271 tokens/s at batch 1 on one TP8 node; prefill
+  8.45k input tokens/s per node (PP2-CP8-TP8 on H20-96GB). Not fitted except the two collective
+  latencies: 15 % tolerance (20 % for prefill, whose context length the post does not give).
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from generator.catalog import GPUS, arch_from_config, builtin_config
+from generator.cli import run
+from generator.planner import _role_input, _shape, decode_estimate, perf, plan
+from generator.planner.request import PlanRequest
+from generator.sizing import size_role
+from generator.spec import models as sm
+from tests.helpers import EXAMPLES, ROOT
+
+import yaml
+
+PLANS = EXAMPLES / "plan"
+
+
+def _req(path):
+    return PlanRequest.model_validate(yaml.safe_load(path.read_text()))
+
+
+def test_seed000_production_figure():
+    res = plan(_req(PLANS / "h20-16-seed000.yaml"))
+    best = res.candidates[0]
+    assert res.reachable and best.meets_slo
+    assert best.total_tps == pytest.approx(15_800, rel=0.05)
+    assert best.tpot_ms < 50 and best.gpus == 16
+    assert [r["mode"] for r in best.roles] == ["prefill", "decode"]
+
+
+def _v4_decode(layout, batch, pool_gpu="H20-141GB"):
+    req = PlanRequest.model_validate({
+        "apiVersion": "moegen.dev/v1alpha1", "kind": "PlanRequest", "metadata": {"name": "v4"},
+        "spec": {"model": {"architecture": "deepseek-v4-pro", "weights": "mxfp4"},
+                 "engine": {"name": "sglang", "version": "0.5.23"},
+                 "nodePools": {"p": {"gpu": pool_gpu, "gpusPerNode": 8, "nodes": 4}},
+                 "workload": {"inputTokens": 3500, "outputTokens": 1500,
+                              "concurrency": batch * layout[1]},
+                 "speculative": {"numSpeculativeTokens": 3, "acceptance": 0.7}}})
+    cfg = builtin_config("deepseek-v4-pro")
+    arch = arch_from_config(cfg)
+    model = sm.Model(name="m", architecture="deepseek-v4-pro", weights="mxfp4", path="/m")
+    serving = dict(sm.SERVING_DEFAULTS, maxModelLen=8192, kvCacheDtype="fp8",
+                   gpuMemoryUtilization=None, maxNumSeqs=None, maxNumBatchedTokens=None,
+                   memFractionStatic=None)
+    pool = req.spec.nodePools["p"]
+    role = _role_input("decode", "decode", model, arch, serving, layout, pool, 1, 3, None,
+                       batch * layout[1], 0)
+    z = size_role(role, GPUS[pool_gpu], "sglang", "0.5.23")
+    return decode_estimate(req, role, z, pool, batch)
+
+
+def test_seed002_dp16_ep16_decode():
+    est = _v4_decode((1, 16, 1, True), 16)
+    per_node = est.tokens_per_s_per_rank * 8
+    assert per_node == pytest.approx(4_670, rel=0.15)
+    assert est.tpot_s * 1000 == pytest.approx(27.4, rel=0.15)
+
+
+def test_seed002_batch1_tp8():
+    est = _v4_decode((8, 1, 1, False), 1)
+    assert est.tokens_per_s_per_rank == pytest.approx(271, rel=0.15)
+    assert est.bound == "decode HBM bandwidth"
+
+
+def test_seed002_prefill_per_node():
+    shape = _shape(builtin_config("deepseek-v4-pro"), "mxfp4", 0)
+    t = perf.prefill_time(shape, GPUS["H20-96GB"], isl=32768, gpus=16, tensor=8, bf16=False)
+    assert 32768 / t / 2 == pytest.approx(8_450, rel=0.20)
+
+
+def test_seed001_goal_is_not_reachable_and_says_why():
+    res = plan(_req(PLANS / "h20-32-seed001-bf16.yaml"))
+    assert not res.reachable
+    assert "network" in res.bound and "50,000 goal" in res.bound
+    best = res.candidates[0]
+    assert best.total_tps < 0.25 * 50_000
+    changes = {a["change"]: a for a in res.alternatives}
+    # FP8 weights are the biggest single lever, and still not enough.
+    assert changes["weights: fp8"]["totalTokensPerSec"] > best.total_tps
+    assert not any(a["reachable"] for a in res.alternatives)
+
+
+def test_decode_is_memory_bound_at_small_batch_and_grows_with_batch():
+    low = _v4_decode((1, 16, 1, True), 1)
+    high = _v4_decode((1, 16, 1, True), 32)
+    assert high.tokens_per_s_per_rank > 5 * low.tokens_per_s_per_rank
+    assert high.tpot_s > low.tpot_s
+
+
+def test_plan_json_and_emit(tmp_path, capsys):
+    out = tmp_path / "spec.yaml"
+    assert run(["plan", str(PLANS / "h20-16-seed000.yaml"), "--format", "json",
+                "--emit", str(out)]) == 0
+    import json
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["reachable"] is True and doc["candidates"][0]["rank"] == 1
+    for key in ("roles", "gpus", "kvTokensPerRank", "ttftMs", "tpotMs", "outputTokensPerSec",
+                "totalTokensPerSec", "fits"):
+        assert key in doc["candidates"][0]
+    # The emitted InferenceDeployment passes every check.
+    assert run(["validate", str(out)]) == 0
+
+
+def test_plan_rejects_bad_request(tmp_path, capsys):
+    bad = tmp_path / "r.yaml"
+    bad.write_text("apiVersion: moegen.dev/v1alpha1\nkind: PlanRequest\nmetadata: {name: x}\n"
+                   "spec:\n  model: {architecture: deepseek-v3, weights: fp8}\n"
+                   "  engine: {name: vllm, version: '0.33.0'}\n"
+                   "  nodePools: {p: {gpu: H20-96GB, gpusPerNode: 8, nodes: 1}}\n"
+                   "  workload: {inputTokens: 100, outputTokens: 10}\n  bogus: 1\n")
+    assert run(["plan", str(bad)]) == 1
+    err = capsys.readouterr().err
+    assert "SCH002" in err and ":9:" in err and "Traceback" not in err
