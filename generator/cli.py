@@ -166,7 +166,14 @@ def plan(request: Path, fmt: str, emit_path: Path | None) -> None:
     if findings:
         click.echo(report.text(findings, colour=sys.stderr.isatty()), err=True)
         raise SpecRejected(findings)
-    result = run_plan(req)
+    if sys.stderr.isatty():   # progress on a terminal only; CI logs stay quiet
+        with click.progressbar(length=1, label="searching layouts", file=sys.stderr) as bar:
+            def tick(done: int, total: int) -> None:
+                bar.length = total
+                bar.update(done - bar.pos)
+            result = run_plan(req, tick)
+    else:
+        result = run_plan(req)
     if fmt == "json":
         click.echo(json.dumps(result.to_json(), indent=2))
     else:
@@ -176,6 +183,50 @@ def plan(request: Path, fmt: str, emit_path: Path | None) -> None:
             raise UsageError("no candidate to emit")
         write_file(emit_path, spec_yaml(req, result.candidates[0]))
         click.echo(f"{emit_path}: InferenceDeployment of candidate 1 written", err=True)
+
+
+@main.command("report")
+@_SPEC
+@_OVERLAYS
+@click.option("-o", "--output", "out", type=click.Path(dir_okay=False, path_type=Path),
+              help="Output file (default: report.html; with --format json, stdout).")
+@click.option("--format", "fmt", type=click.Choice(["html", "json"]), default="html")
+def report_cmd(spec: Path, overlays: tuple[Path, ...], out: Path | None, fmt: str) -> None:
+    """One-file HTML review page (topology, per-GPU memory, findings), or its data as JSON.
+
+    SPEC may be an InferenceDeployment or a PlanRequest (then the page shows the plan).
+    """
+    from . import review
+    from .render.emit import write_file
+    from .render.templates import render as render_template
+    from .spec.load import parse_yaml_file
+    for path in (spec, *overlays):
+        if not path.exists():
+            raise UsageError(f"{path}: no such file")
+    data, prov, findings = parse_yaml_file(spec)
+    if data is not None and data.get("kind") == "PlanRequest":
+        from .planner import plan as run_plan
+        from .planner.request import PlanRequest
+        from .spec.validate import pydantic_findings
+        req, findings = pydantic_findings(PlanRequest, data, prov)
+        if findings:
+            click.echo(report.text(findings, colour=sys.stderr.isatty()), err=True)
+            raise SpecRejected(findings)
+        model = review.build_plan(req, run_plan(req))
+    else:
+        checked = _checked(spec, overlays)
+        plan_obj = pipeline.plan(checked) if checked.ok else None
+        model = review.build(checked, plan_obj)
+    if fmt == "json":
+        text = json.dumps(model, indent=2)
+        if out is None:
+            click.echo(text)
+            return
+    else:
+        text = render_template("report.html.j2", r=model, colours=review.COLOURS)
+    target = out or Path("report.html")
+    write_file(target, text)
+    click.echo(f"{target}: written", err=True)
 
 
 @main.command()

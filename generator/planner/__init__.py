@@ -155,11 +155,14 @@ def _min_redundant(experts: int, ep: int) -> int:
     return (ep - experts % ep) % ep if ep > 1 else 0
 
 
-def plan(req: PlanRequest) -> PlanResult:
+def plan(req: PlanRequest, progress=None) -> PlanResult:
     """Search, evaluate and rank deployments for ``req``; when the throughput goal or the SLO is
     out of reach, also evaluate single changes that could help (FP8 weights, FP8 KV cache, a
-    400 Gbit/s RDMA network) and report them as alternatives."""
-    result = _plan(req)
+    400 Gbit/s RDMA network) and report them as alternatives.
+
+    ``progress(done, total)``, if given, is called as the prefill/decode splits are searched.
+    """
+    result = _plan(req, progress)
     if result.reachable:
         return result
     s = req.spec
@@ -182,7 +185,7 @@ def plan(req: PlanRequest) -> PlanResult:
     return result
 
 
-def _plan(req: PlanRequest) -> PlanResult:
+def _plan(req: PlanRequest, progress=None) -> PlanResult:
     """One search over the request as given."""
     s = req.spec
     cfg = builtin_config(s.model.architecture)
@@ -229,7 +232,9 @@ def _plan(req: PlanRequest) -> PlanResult:
                 splits.append(((name, pool.model_copy(update={"nodes": pn})),
                                (name, pool.model_copy(update={"nodes": pool.nodes - pn}))))
         conn = sm.KvTransfer(connector="nixl" if engine == "vllm" else "mooncake")
-        for (pname, ppool), (dname, dpool) in splits:
+        for n_split, ((pname, ppool), (dname, dpool)) in enumerate(splits, 1):
+            if progress is not None:
+                progress(n_split, len(splits))
             for pl in _layouts(ppool.gpusPerNode, ppool.gpusPerNode * ppool.nodes,
                                arch.num_attention_heads, "prefill"):
                 nodes_p = max(1, pl[0] * pl[1] * pl[2] // ppool.gpusPerNode)

@@ -68,7 +68,8 @@ def environment() -> jinja2.Environment:
         keep_trailing_newline=True,
         trim_blocks=True,
         lstrip_blocks=True,
-        autoescape=False,
+        # HTML pages escape every substituted value; YAML/env/shell templates do their own quoting.
+        autoescape=jinja2.select_autoescape(enabled_extensions=("html.j2",), default=False),
     )
     env.filters = {"toyaml": toyaml, "yq": yq, "indent": env.filters["indent"]}
     return env

@@ -1,0 +1,234 @@
+"""The review model behind ``gen report``: one dict that the HTML page draws and ``--format json``
+prints, so the page never computes anything (every coordinate and number is made here).
+
+Sections: ``summary`` (model, engine, pools, roles, GPUs used of available), ``topology`` (pools ->
+nodes -> pods -> GPUs with their DP/TP/PP/EP ranks, leader/worker, and the prefill -> KV transfer
+-> decode flow through the router, as SVG boxes; roles with more than :data:`MAX_NODES_DRAWN`
+nodes draw the first ones and aggregate the rest), ``memory`` (per role the most loaded GPU as
+stacked segments against HBM with the engine's budget line), ``findings``, and ``plan`` (the
+planner's table when the input is a PlanRequest).
+"""
+
+from __future__ import annotations
+
+from .layout import Spread
+from .sizing import RoleSizing
+
+#: Nodes drawn per role before aggregating the rest into a "+N more" box; nodes per row.
+MAX_NODES_DRAWN = 8
+NODES_PER_ROW = 3
+#: SVG geometry, px.
+GPU_W, GPU_H, GPU_GAP = 46, 34, 4
+POD_PAD, NODE_PAD, ROLE_GAP, LABEL_H = 6, 8, 26, 18
+BAR_W, BAR_H = 640, 26
+#: Segment colours (memory) and role colours (topology).
+COLOURS = {"weights": "#4e79a7", "kv": "#59a14f", "activation": "#f28e2b", "overhead": "#e15759",
+           "reserve": "#bab0ac", "overflow": "#d62728"}
+ROLE_COLOURS = {"prefill": "#dbe9f6", "decode": "#e3f2df", "unified": "#ece2f5", "router": "#fdf0d5"}
+
+
+def _gpu_label(lay, pod, g: int) -> tuple[str, str]:
+    """(short label, tooltip) of GPU ``g`` of ``pod``."""
+    t, p = lay.tensor, lay.pipeline
+    if lay.spread is Spread.MODEL:
+        idx = pod.index * lay.gpus_per_pod + g
+        tp, pp, dp = idx % t, idx // t, 0
+    else:
+        per_rank = t * p
+        dp = pod.dp_ranks[g // per_rank] if pod.dp_ranks else 0
+        j = g % per_rank
+        tp, pp = j % t, j // t
+    ep = dp * t + tp if lay.expert_parallel else None
+    short = f"DP{dp}" if lay.data > 1 else f"TP{tp}"
+    if lay.data > 1 and t > 1:
+        short = f"D{dp}T{tp}"
+    if p > 1:
+        short += f"P{pp}"
+    tip = f"DP rank {dp}, TP rank {tp}, PP stage {pp}" + (f", EP shard {ep}" if ep is not None else "")
+    return short, tip
+
+
+def _topology(checked, plan) -> dict:
+    spec = checked.spec.spec
+    roles_out = []
+    y = 10
+    width = 0
+    flows = []
+    anchors: dict[str, tuple[int, int, int]] = {}
+    for role_spec, role in zip(spec.roles, checked.roles):
+        lay = role.layout
+        pool = spec.nodePools[role_spec.nodePool]
+        pods_per_node = 1 if lay.spread is not Spread.PER_RANK else max(
+            1, pool.gpusPerNode // lay.gpus_per_pod)
+        # Every node of the role: (replica, [pods on the node]).
+        nodes = []
+        for r in range(role_spec.replicas):
+            pods = list(lay.pods)
+            for i in range(0, len(pods), pods_per_node):
+                nodes.append((r, pods[i:i + pods_per_node]))
+        drawn = nodes[:MAX_NODES_DRAWN]
+        gpu_cols = lay.gpus_per_pod
+        pod_w = POD_PAD * 2 + gpu_cols * (GPU_W + GPU_GAP) - GPU_GAP
+        node_w = NODE_PAD * 2 + pods_per_node * (pod_w + POD_PAD) - POD_PAD
+        pod_h = LABEL_H + POD_PAD * 2 + GPU_H
+        node_h = LABEL_H + NODE_PAD * 2 + pod_h
+        x = 10
+        role_y = y + LABEL_H
+        node_boxes = []
+        for n, (replica, pods) in enumerate(drawn):
+            nx = x + (n % NODES_PER_ROW) * (node_w + 10)
+            ny = role_y + (n // NODES_PER_ROW) * (node_h + 10)
+            pod_boxes = []
+            for k, pod in enumerate(pods):
+                px = nx + NODE_PAD + k * (pod_w + POD_PAD)
+                py = ny + LABEL_H + NODE_PAD
+                gpus = []
+                for g in range(lay.gpus_per_pod):
+                    label, tip = _gpu_label(lay, pod, g)
+                    gx, gy = px + POD_PAD + g * (GPU_W + GPU_GAP), py + LABEL_H + POD_PAD
+                    gpus.append({"x": gx, "y": gy, "w": GPU_W, "h": GPU_H, "tx": gx + 4,
+                                 "ty": gy + 21, "label": label, "title": tip})
+                leader = pod.index == 0
+                pod_boxes.append({"x": px, "y": py, "w": pod_w, "h": pod_h, "leader": leader,
+                                  "tx": px + 6, "ty": py + 13,
+                                  "label": f"{'leader' if leader else 'worker'} pod {pod.index}"
+                                           f" (instance {replica})", "gpus": gpus})
+            node_boxes.append({"x": nx, "y": ny, "w": node_w, "h": node_h,
+                               "tx": nx + 8, "ty": ny + 13,
+                               "label": f"{role_spec.nodePool} node {n}", "pods": pod_boxes})
+        more = len(nodes) - len(drawn)
+        more_box = None
+        slots = len(drawn) + (1 if more else 0)
+        rows = -(-slots // NODES_PER_ROW)
+        if more:
+            mx = x + (len(drawn) % NODES_PER_ROW) * (node_w + 10)
+            my = role_y + (len(drawn) // NODES_PER_ROW) * (node_h + 10)
+            more_box = {"x": mx, "y": my, "w": 150, "h": node_h, "tx": mx + 12, "ty": my + 30,
+                        "label": f"+{more} more node{'s' * (more != 1)}"}
+        right = x + min(slots, NODES_PER_ROW) * (node_w + 10)
+        width = max(width, right + 10)
+        block_h = rows * (node_h + 10) - 10
+        desc = (f"{role.name} ({role.mode}): {role_spec.replicas} x "
+                f"TP{lay.tensor} DP{lay.data} PP{lay.pipeline}{' EP' + str(lay.ep_size) if lay.expert_parallel else ''}"
+                f" on {pool.gpu}, {lay.gpus_per_instance} GPUs per instance, {role_spec.workload}")
+        roles_out.append({"name": role.name, "mode": role.mode, "y": y, "ty": y + 13, "label": desc,
+                          "fill": ROLE_COLOURS.get(role.mode, "#eeeeee"), "nodes": node_boxes,
+                          "more": more_box, "height": block_h + LABEL_H})
+        anchors[role.mode] = (x + 40, role_y, role_y + block_h)
+        y = role_y + block_h + ROLE_GAP
+    if plan.router is not None and "prefill" in anchors and "decode" in anchors:
+        rx = width + 30
+        py = (anchors["prefill"][1] + anchors["prefill"][2]) // 2
+        dy = (anchors["decode"][1] + anchors["decode"][2]) // 2
+        ry = (py + dy) // 2 - 25
+        router = {"x": rx, "y": ry, "w": 170, "h": 50, "tx": rx + 8, "ty": ry + 29,
+                  "label": f"router ({plan.router.image.split('/')[-1]})"}
+        connector = next(r.kv_transfer.connector for r in checked.roles if r.kv_transfer)
+        flows = [
+            {"x1": rx, "y1": ry + 15, "x2": width - 10, "y2": py, "tx": width - 4, "ty": py + 4,
+             "label": "1. prefill"},
+            {"x1": width - 10, "y1": py + 10, "x2": width - 10, "y2": dy - 10, "tx": width - 4,
+             "ty": (py + dy) // 2, "label": f"2. KV transfer ({connector})"},
+            {"x1": rx, "y1": ry + 35, "x2": width - 10, "y2": dy, "tx": width - 4, "ty": dy + 4,
+             "label": "3. decode"},
+        ]
+        width = rx + 190
+    else:
+        router = None
+    return {"width": width, "height": y, "roles": roles_out, "router": router, "flows": flows}
+
+
+def _memory(sizing: list) -> list[dict]:
+    out = []
+    for z in sizing:
+        if not isinstance(z, RoleSizing):
+            continue
+        scale = BAR_W / z.gpu_memory
+        kv = max(z.kv_cache, 0.0)
+        if z.engine == "sglang":
+            reserve = z.gpu_memory - z.budget - z.activation - z.overhead
+        else:
+            reserve = z.gpu_memory - z.budget
+        parts = [("weights", z.weights), ("kv", kv), ("activation", z.activation),
+                 ("overhead", z.overhead), ("reserve", max(reserve, 0.0))]
+        segs, x = [], 0.0
+        for name, gib in parts:
+            w = gib * scale
+            segs.append({"name": name, "gib": round(gib, 2), "x": round(x, 1), "w": round(w, 1),
+                         "colour": COLOURS[name]})
+            x += w
+        overflow = None
+        if z.kv_cache < 0:
+            over = -z.kv_cache * scale
+            overflow = {"x": round(z.budget * scale, 1), "w": round(over, 1),
+                        "gib": round(-z.kv_cache, 2), "colour": COLOURS["overflow"]}
+        out.append({
+            "role": z.name, "gpu": z.gpu, "engine": z.engine, "hbmGiB": round(z.gpu_memory, 2),
+            "budgetGiB": round(z.budget, 2), "budgetX": round(z.budget * scale, 1),
+            "budgetTextX": round(z.budget * scale + 3, 1), "hbmTextX": BAR_W + 6,
+            "svgWidth": BAR_W + 120, "svgHeight": BAR_H + 22, "textY": BAR_H + 17,
+            "hbmTextY": BAR_H - 8, "lineY2": BAR_H + 6,
+            "kvTokensText": f"{z.kv_tokens_per_rank:,}",
+            "budgetLabel": ("mem_fraction_static" if z.engine == "sglang"
+                            else "gpu_memory_utilization") + f" {z.utilization:g}",
+            "width": BAR_W, "height": BAR_H, "segments": segs, "overflow": overflow,
+            "kvTokensPerRank": z.kv_tokens_per_rank,
+            "sequencesAtMaxModelLen": round(z.max_concurrency, 1),
+            "maxModelLen": z.max_model_len, "fits": z.fits,
+            "weightsByComponent": {k: round(v, 2) for k, v in
+                                   sorted(z.weights_by_component.items(), key=lambda kv: -kv[1])},
+        })
+    return out
+
+
+def _layout_text(p) -> str:
+    text = f"TP{p.tensor} DP{p.data} PP{p.pipeline}"
+    if p.context and p.context > 1:
+        text += f" CP{p.context}"
+    return text + (f" EP{p.tensor * p.data}" if p.expert else "")
+
+
+def build(checked, plan) -> dict:
+    """The review model of a checked spec (``plan`` None when the spec was rejected)."""
+    spec = checked.spec
+    findings = [f.to_json() for f in checked.findings]
+    if spec is None:
+        return {"kind": "InferenceDeployment", "summary": None, "topology": None, "memory": [],
+                "findings": findings, "plan": None, "ok": False}
+    s = spec.spec
+    used = sum(r.layout.gpus_per_instance * rs.replicas for rs, r in zip(s.roles, checked.roles))
+    available = sum(p.gpusPerNode * p.nodes for p in s.nodePools.values())
+    summary = {
+        "name": spec.metadata.name, "namespace": spec.metadata.namespace,
+        "model": s.model.name, "architecture": s.model.architecture or "config.json",
+        "weights": s.model.weights, "engine": s.engine.name, "version": s.engine.version,
+        "dialect": getattr(checked.dialect, "version", None),
+        "pools": [{"name": n, "gpu": p.gpu, "nodes": p.nodes, "gpusPerNode": p.gpusPerNode}
+                  for n, p in s.nodePools.items()],
+        "roles": [{"name": r.name, "mode": r.mode, "workload": r.workload, "replicas": r.replicas,
+                   "parallel": r.parallel.model_dump(exclude_none=True),
+                   "layout": _layout_text(r.parallel)} for r in s.roles],
+        "gpusUsed": used if checked.roles else None, "gpusAvailable": available,
+        "gpusText": (f"{used} used of {available} available" if checked.roles
+                     else f"{available} available"),
+    }
+    return {"kind": "InferenceDeployment", "summary": summary,
+            "topology": _topology(checked, plan) if plan is not None else None,
+            "memory": _memory(checked.sizing or []), "findings": findings, "plan": None,
+            "ok": checked.ok}
+
+
+def build_plan(req, result) -> dict:
+    """The review model of a PlanRequest: its summary and the planner's table."""
+    s = req.spec
+    return {"kind": "PlanRequest",
+            "summary": {"name": req.metadata.name, "model": s.model.architecture,
+                        "architecture": s.model.architecture, "weights": s.model.weights,
+                        "engine": s.engine.name, "version": s.engine.version, "dialect": None,
+                        "pools": [{"name": n, "gpu": p.gpu, "nodes": p.nodes,
+                                   "gpusPerNode": p.gpusPerNode} for n, p in s.nodePools.items()],
+                        "roles": [], "gpusUsed": None,
+                        "gpusAvailable": sum(p.gpusPerNode * p.nodes for p in s.nodePools.values()),
+                        "gpusText": f"{sum(p.gpusPerNode * p.nodes for p in s.nodePools.values())}"
+                                    " available"},
+            "topology": None, "memory": [], "findings": [], "plan": result.to_json(), "ok": True}
