@@ -142,7 +142,10 @@ def explain(spec: Path, overlays: tuple[Path, ...], prefix: str) -> None:
         click.echo(report.text(loaded.findings, colour=sys.stderr.isatty()), err=True)
         if any(f.severity is Severity.ERROR for f in loaded.findings):
             raise SpecRejected(loaded.findings)
-    click.echo(report.explain(loaded, prefix), nl=False)
+    text = report.explain(loaded, prefix)
+    if not text:
+        raise UsageError(f"no field of the merged spec under {prefix}")
+    click.echo(text, nl=False)
 
 
 @main.command()

@@ -68,19 +68,29 @@ def github(findings: list[Finding]) -> str:
 
 
 def sizing_json(checked) -> dict:
-    """SPEC.md §4: ``{"roles": [...]}`` with each role's findings attached."""
+    """SPEC.md §4: ``{"roles": [...]}`` with each role's findings attached. Every role of the spec
+    is listed; a role that could not be sized has ``"sized": false`` and the reason."""
     from .sizing import RoleSizing
     roles = []
     spec = checked.spec
-    for i, z in enumerate(checked.sizing or []):
-        if not isinstance(z, RoleSizing):
-            continue
+    names = [r.name for r in spec.spec.roles] if spec else []
+    sizing = checked.sizing or [None] * len(names)
+    for i, name in enumerate(names):
+        z = sizing[i] if i < len(sizing) else None
         prefix = f"$.spec.roles[{i}]"
-        own = [f for f in checked.findings if f.path.startswith(prefix)
-               or (f.code.startswith("SIZ") and f.message.startswith(f"role {z.name!r}"))]
-        z.findings = own
-        roles.append(z.to_json())
-    return {"roles": roles, "ok": checked.ok, "spec": spec.metadata.name if spec else None}
+        own = [f for f in checked.findings if f.path == prefix or f.path.startswith(prefix + ".")
+               or f.path.startswith(prefix + "[")
+               or (f.code.startswith("SIZ") and f.message.startswith(f"role {name!r}"))]
+        if isinstance(z, RoleSizing):
+            z.findings = own
+            roles.append(z.to_json())
+        else:
+            reason = z if isinstance(z, str) else \
+                "not sized: the spec has errors that make sizing meaningless (see findings)"
+            roles.append({"name": name, "sized": False, "reason": reason, "fits": False,
+                          "findings": [f.to_json() for f in own]})
+    return {"roles": roles, "ok": checked.ok, "spec": spec.metadata.name if spec else None,
+            "findings": [f.to_json() for f in checked.findings]}
 
 
 def sizing_text(checked) -> str:
@@ -97,8 +107,9 @@ def sizing_text(checked) -> str:
             ("weights", f"{z.weights:.2f} GiB  ({comps})"),
             ("activation", f"{z.activation:.2f} GiB  (profile batch {z.batched_tokens} tokens)"),
             ("overhead", f"{z.overhead:.2f} GiB  (non-torch, CUDA graphs, all-to-all {z.comm:.2f})"),
-            ("KV cache", f"{z.kv_cache:.2f} GiB = {z.kv_tokens_per_rank:,} tokens per DP rank "
-                         f"({z.kv_bytes_per_token:,} B/token)"),
+            ("KV cache", (f"{z.kv_cache:.2f} GiB = {z.kv_tokens_per_rank:,} tokens per DP rank "
+                          f"({z.kv_bytes_per_token:,} B/token)") if z.kv_cache > 0 else
+             f"none: the rest exceeds the budget by {-z.kv_cache:.2f} GiB"),
             ("concurrency", f"{z.max_concurrency:.1f} x {z.max_model_len} tokens per rank; needs "
                             f"{z.per_rank_required} ({z.required_concurrency} over {z.data} ranks)"),
             ("fits", "yes" if z.fits else "NO"),

@@ -33,7 +33,7 @@ from .common import LEADER_IP, POD_IP, EngineLaunch, Port, RoleInput
 from .versions import SupportedRange, parse_version, select_known
 
 #: SGLang releases moegen supports: the 0.5 series (SPEC.md §2), 0.5.1 being the first known.
-SUPPORTED = [SupportedRange((0, 5, 0), (0, 6, 0))]
+SUPPORTED = [SupportedRange((0, 5, 1), (0, 6, 0))]
 #: ``--dist-init-addr`` port (torch.distributed rendezvous of a multi-node instance); the LWS
 #: and SGLang multi-node examples use 20000.
 DIST_INIT_PORT = 20000
@@ -72,6 +72,14 @@ def cuda_graph_batch(role: RoleInput) -> int:
     return max(8, -(-per_rank // 8) * 8)
 
 
+def admitted_per_rank(role: RoleInput) -> int:
+    """Decode batch one DP rank can be given: max-running-requests over the DP ranks (SGLang
+    divides it among DP-attention ranks), which moegen renders as the role's concurrency unless
+    maxNumSeqs pins it."""
+    cap = role.serving["maxNumSeqs"] or role.concurrency
+    return -(-cap // role.layout.data)
+
+
 def draft_tokens(role: RoleInput) -> int:
     """Tokens per request per decode step: 1, or num_steps + 1 with MTP/EAGLE and topk 1
     (sglang arg_groups/speculative_hook.py)."""
@@ -79,9 +87,11 @@ def draft_tokens(role: RoleInput) -> int:
 
 
 def deepep_dispatch_tokens(role: RoleInput) -> int:
-    """DeepEP low-latency dispatch tokens per rank a decode role needs: graph batch x draft tokens
+    """DeepEP low-latency dispatch tokens per rank a decode role needs: the largest batch a rank
+    can run (graph batch, or what max-running-requests admits) x draft tokens
     (shared/research/field-failures.md #11), at least SGLang's default."""
-    return max(DEEPEP_LL_DEFAULT_TOKENS, cuda_graph_batch(role) * draft_tokens(role))
+    batch = max(cuda_graph_batch(role), admitted_per_rank(role))
+    return max(DEEPEP_LL_DEFAULT_TOKENS, batch * draft_tokens(role))
 
 
 @dataclass(frozen=True)
@@ -102,8 +112,12 @@ class SglangDialect:
 
     @property
     def a2a_choices(self) -> list[str]:
-        """``--moe-a2a-backend`` choices (0.5.23's; earlier releases are checked by name)."""
-        return _data()["choices_0.5.23"]["--moe-a2a-backend"]
+        """``--moe-a2a-backend`` choices moegen can vouch for: 0.5.23's full list (dumped from its
+        parser); for earlier releases only ``none`` and ``deepep``, present since 0.5.1 (the
+        other backends arrived in releases whose choices were not dumped)."""
+        if self.version == "0.5.23":
+            return _data()["choices_0.5.23"]["--moe-a2a-backend"]
+        return ["none", "deepep"]
 
     def launch(self, role: RoleInput, mem_fraction_static: float) -> EngineLaunch:
         """Build the launch of one instance of ``role`` (the role must have passed the rules)."""
@@ -160,6 +174,9 @@ class SglangDialect:
                    "--mem-fraction-static", repr(round(mem_fraction_static, 3))]
         if s["maxNumSeqs"] is not None:
             common += ["--max-running-requests", str(s["maxNumSeqs"])]
+        elif role.mode != "prefill":
+            # Admit what the plan sized (KV, graphs, DeepEP buffers), not SGLang's default.
+            common += ["--max-running-requests", str(role.concurrency)]
         if s["maxNumBatchedTokens"] is not None:
             common += ["--chunked-prefill-size", str(s["maxNumBatchedTokens"])]
         normal_deepep = moe is not None and moe.all2all == "deepep_high_throughput"

@@ -72,9 +72,11 @@ class RoleSizing:
 
     @property
     def fits(self) -> bool:
-        """The role starts and holds its required concurrency at max_model_len."""
+        """The role starts, holds its required concurrency at max_model_len, and (SGLang) has
+        room outside the static pool for activations, CUDA graphs and buffers."""
+        outside_ok = self.engine != "sglang" or self.outside_pool >= self.activation + self.overhead
         return self.kv_cache > 0 and self.max_concurrency >= self.per_rank_required \
-            and self.max_concurrency >= 1
+            and self.max_concurrency >= 1 and outside_ok
 
     def to_json(self) -> dict:
         """SPEC.md §4 form (GiB rounded to 0.01, concurrency to 0.1)."""
@@ -109,8 +111,12 @@ def size_role(role: RoleInput, gpu: Gpu, engine: str, version: str) -> RoleSizin
     lay = role.layout
     moe = role.moe
     redundant = moe.eplb.redundantExperts if (moe and moe.eplb and moe.eplb.enabled) else 0
-    place = Placement(tp=lay.tensor, ep=lay.ep_size, pp=lay.pipeline, redundant=redundant,
-                      mtp=role.speculative is not None, mla_bf16_copies=True,
+    # SGLang: attention TP = tp / (dp x attn_cp): context parallelism replicates attention
+    # weights over the CP ranks (python/sglang/srt/layers/dp_attention.py attn_tp_size).
+    cp = (role.parallel.context or 1) if engine == "sglang" else 1
+    place = Placement(tp=max(1, lay.tensor // cp), ep=lay.ep_size, pp=lay.pipeline,
+                      redundant=redundant, mtp=role.speculative is not None,
+                      mla_bf16_copies=True,
                       dense_tp=lay.tensor * lay.data if engine == "sglang" else 0)
     stages = stage_weights(inv, cfg, role.model.weights, place)
     s = role.serving
@@ -136,6 +142,8 @@ def size_role(role: RoleInput, gpu: Gpu, engine: str, version: str) -> RoleSizin
         weights = st.total / GIB
         kv = budget.budget - weights - budget.activation - budget.overhead
         if v4:  # hybrid compressed/windowed cache: sized per sequence of max_model_len
+            if not st.layers:
+                continue
             ratios = [v4_ratios(cfg)[i] for i in st.layers]
             seq = v4_sequence_bytes(ratios, max_len, mtp)
             per_token = -(-seq // max_len)
@@ -212,6 +220,8 @@ def _size_sglang(role: RoleInput, gpu: Gpu, inv, cfg: dict, stages, place) -> Ro
         weights = st.total / GIB
         pool = pre * mfs - weights
         if v4:
+            if not st.layers:  # a stage without attention layers holds no KV
+                continue
             ratios = [v4_ratios(cfg)[i] for i in st.layers]
             seq = v4_sequence_bytes(ratios, max_len, mtp)
             per_token = -(-seq // max_len)

@@ -165,7 +165,7 @@ def stage_weights(inv: Inventory, config: dict, fmt: str, place: Placement) -> l
                 _add(acc, "attention", _mla_copies(config, place))
         for t in inv.outer:
             first, last = s == 0, s == len(ranges) - 1
-            if (t.name == "embed_tokens" and first) or (t.name != "embed_tokens" and last):
+            if (t.component == "embedding" and first) or (t.component != "embedding" and last):
                 _layer_bytes((t,), fmt, place, experts, acc, scale=scale)
         if place.mtp and s == len(ranges) - 1:
             for _ in range(inv.mtp_layers):

@@ -231,7 +231,8 @@ def _layout_possible(ctx: Context):
             pool = ctx.spec.spec.nodePools[ctx.spec.spec.roles[i].nodePool]
             yield Hit(_role_path(i, "parallel"), r.layout.problem,
                       f"make tensor x pipeline divide gpusPerNode ({pool.gpusPerNode}) and data a "
-                      "multiple of the pods, or use workload: pod-per-rank")
+                      "multiple of the pods" + (", or use workload: pod-per-rank"
+                                                if _is_vllm(ctx) else ""))
 
 
 @rule("LAY002", E, "tensor parallel size divides the attention heads",
@@ -529,7 +530,8 @@ def _router_connector(ctx: Context):
     for i, role in enumerate(ctx.spec.spec.roles):
         if role.mode == "prefill" and role.kvTransfer and role.kvTransfer.connector == "lmcache":
             yield Hit(_role_path(i, "kvTransfer", "connector"),
-                      "the vLLM PD router (vllm-router) cannot route LMCache prefill/decode pairs",
+                      ("the vLLM PD router (vllm-router)" if _is_vllm(ctx) else "SGLang's PD router (smg)")
+                      + " cannot route LMCache prefill/decode pairs",
                       "use nixl or mooncake, or set router.enabled: false and bring your own proxy")
 
 
@@ -581,6 +583,55 @@ def _admission(ctx: Context):
                       f"role {r.name!r} must hold {r.concurrency} sequences ({need} {unit}) but "
                       f"maxNumSeqs admits {cap} {unit}",
                       f"raise maxNumSeqs to {need}, or lower sizing.concurrency")
+
+
+@rule("PD009", E, "the router's port differs from its metrics port",
+      "moegen router Deployment: --port and --prometheus-port 29000 on one container")
+def _router_ports(ctx: Context):
+    from ..plan import ROUTER_METRICS_PORT
+    r = ctx.spec.spec.router
+    pd = {x.mode for x in ctx.spec.spec.roles} >= {"prefill", "decode"}
+    if r.enabled and pd and r.port == ROUTER_METRICS_PORT:
+        yield Hit(("spec", "router", "port"),
+                  f"router.port {r.port} is the router's metrics port", "choose another port")
+
+
+@rule("A2A008", W, "prefill roles use DeepEP's high-throughput kernels",
+      "DeepEP low-latency buffers hold at most 1,024 tokens per rank; prefill chunks are "
+      "thousands (SGLang docs: normal for prefill, low_latency for decode)")
+def _prefill_ll(ctx: Context):
+    for i, role in enumerate(ctx.spec.spec.roles):
+        if role.mode == "prefill" and role.moe and role.moe.all2all == "deepep_low_latency":
+            yield Hit(_role_path(i, "moe", "all2all"),
+                      f"prefill role {role.name!r} uses deepep_low_latency",
+                      "use deepep_high_throughput for prefill")
+
+
+@rule("SPD003", W, "speculative decoding is configured on the decode role",
+      "speculative decoding drafts decode tokens: on a prefill role alone it has no effect")
+def _spec_on_prefill(ctx: Context):
+    roles = ctx.spec.spec.roles
+    if any(r.mode == "decode" and r.speculative for r in roles):
+        return
+    for i, role in enumerate(roles):
+        if role.mode == "prefill" and role.speculative is not None:
+            yield Hit(_role_path(i, "speculative"),
+                      f"speculative decoding on prefill role {role.name!r} but not on decode",
+                      "move speculative to the decode role")
+
+
+@rule("LAY008", W, "instances use whole nodes", "an instance smaller than its node leaves GPUs "
+      "idle: LWS/StatefulSet pods here take one node each")
+def _idle_gpus(ctx: Context):
+    for i, r in ctx.role_items():
+        pool = ctx.spec.spec.nodePools[ctx.spec.spec.roles[i].nodePool]
+        role = ctx.spec.spec.roles[i]
+        if role.workload != "pod-per-rank" and not r.layout.problem and \
+                r.layout.gpus_per_pod < pool.gpusPerNode:
+            yield Hit(_role_path(i, "parallel"),
+                      f"role {r.name!r} pods use {r.layout.gpus_per_pod} of each node's "
+                      f"{pool.gpusPerNode} GPUs; {pool.gpusPerNode - r.layout.gpus_per_pod} stay idle",
+                      "size tensor x data x pipeline to a multiple of gpusPerNode")
 
 
 @rule("SPD001", E, "MTP needs a checkpoint with an MTP module",
@@ -810,8 +861,9 @@ def _pool_overlap(ctx: Context):
         seen.setdefault(key, name)
 
 
-@rule("POOL003", E, "a toleration with operator Exists has no value",
-      "Kubernetes core/v1 validation: value must be empty when operator is Exists")
+@rule("POOL003", E, "tolerations are valid Kubernetes tolerations",
+      "Kubernetes core/v1 validation: value must be empty when operator is Exists; "
+      "tolerationSeconds only with effect NoExecute")
 def _tolerations(ctx: Context):
     for name, pool in ctx.spec.spec.nodePools.items():
         for j, t in enumerate(pool.tolerations):
@@ -819,6 +871,10 @@ def _tolerations(ctx: Context):
                 yield Hit(("spec", "nodePools", name, "tolerations", j, "value"),
                           f"toleration {t.key!r} has operator Exists and value {t.value!r}",
                           "drop value, or use operator: Equal")
+            if t.tolerationSeconds is not None and t.effect != "NoExecute":
+                yield Hit(("spec", "nodePools", name, "tolerations", j, "tolerationSeconds"),
+                          f"toleration {t.key!r} sets tolerationSeconds with effect {t.effect!r}",
+                          "tolerationSeconds applies to effect NoExecute only")
 
 
 _TAG_VERSION = __import__("re").compile(r"v?(\d+\.\d+\.\d+)")
@@ -974,7 +1030,8 @@ def _sglang_deepep_tokens(ctx: Context):
             need = sg.deepep_dispatch_tokens(r)
             if need > sg.DEEPEP_LL_MAX_TOKENS:
                 yield Hit(_role_path(i, "sizing", "concurrency"),
-                          f"role {r.name!r}: a decode batch of {sg.cuda_graph_batch(r)} per rank x "
+                          f"role {r.name!r}: a decode batch of "
+                          f"{max(sg.cuda_graph_batch(r), sg.admitted_per_rank(r))} per rank x "
                           f"{sg.draft_tokens(r)} tokens per request = {need} DeepEP dispatch tokens "
                           f"per rank, above DeepEP's {sg.DEEPEP_LL_MAX_TOKENS}",
                           "spread the concurrency over more data-parallel ranks, or use fewer "
@@ -1004,14 +1061,21 @@ def _siz_outside(ctx: Context):
             continue
         need = z.activation + z.overhead
         if z.outside_pool < need:
-            yield Hit(_role_path(i, "serving", "gpuMemoryUtilization")
-                      if _role_sets(ctx, i, "gpuMemoryUtilization")
-                      else ("spec", "serving", "gpuMemoryUtilization"),
+            path = _role_path(i, "sizing", "concurrency")
+            for field in ("memFractionStatic", "gpuMemoryUtilization"):
+                if _role_sets(ctx, i, field):
+                    path = _role_path(i, "serving", field)
+                    break
+                if getattr(ctx.spec.spec.serving, field) is not None:
+                    path = ("spec", "serving", field)
+                    break
+            yield Hit(path,
                       f"role {r.name!r}: mem_fraction_static {z.utilization:g} leaves "
                       f"{z.outside_pool:.1f} GiB outside the static pool, but activations "
                       f"({z.activation:.1f}), CUDA graphs and DeepEP buffers ({z.overhead:.1f}) "
                       f"need {need:.1f} GiB",
-                      "lower gpuMemoryUtilization, or lower maxNumBatchedTokens / the decode batch")
+                      f"use memFractionStatic <= {math.floor((1 - need / (z.budget / z.utilization)) * 1000) / 1000:g} "
+                      "(or a lower gpuMemoryUtilization), or lower maxNumBatchedTokens / the decode batch")
 
 
 @rule("SIZ004", W, "the memory outside the budget holds what the engine does not count",
