@@ -68,7 +68,27 @@ class RoleSizing:
     cuda_graph_outside: float
     utilization: float
     outside_pool: float = 0.0
+    seq_layout: tuple = ()
     findings: list = field(default_factory=list)
+
+    def longest_len_for(self, sequences: int) -> int:
+        """Longest maxModelLen at which ``sequences`` fit one DP rank's KV cache. Linear for
+        MLA; DeepSeek-V4's windowed/compressed cache is solved by bisection (``seq_layout`` =
+        the most loaded stage's compress ratios and MTP layers)."""
+        if self.kv_cache <= 0 or sequences <= 0:
+            return 0
+        if not self.seq_layout:
+            return self.kv_tokens_per_rank // sequences
+        ratios, mtp = self.seq_layout
+        budget = self.kv_cache * GIB / sequences
+        lo, hi = 0, 1 << 24
+        while lo < hi:
+            mid = (lo + hi + 1) // 2
+            if v4_sequence_bytes(list(ratios), mid, mtp) <= budget:
+                lo = mid
+            else:
+                hi = mid - 1
+        return lo
 
     @property
     def fits(self) -> bool:
@@ -148,14 +168,15 @@ def size_role(role: RoleInput, gpu: Gpu, engine: str, version: str) -> RoleSizin
             seq = v4_sequence_bytes(ratios, max_len, mtp)
             per_token = -(-seq // max_len)
             tokens = max(0, int(kv * GIB / seq * max_len))
+            layout_key = (tuple(ratios), mtp)
         else:
             per_token = kv_bytes_per_token(cfg, kv_dtype, len(st.layers), mtp)
             if per_token == 0:  # a stage without attention layers holds no KV
                 continue
             tokens = max(0, int(kv * GIB // per_token))
         if worst is None or tokens < worst[3]:
-            worst = (st, weights, kv, tokens, per_token)
-    st, weights, kv, tokens, per_token = worst
+            worst = (st, weights, kv, tokens, per_token, layout_key if v4 else ())
+    st, weights, kv, tokens, per_token, seq_layout = worst
     required = role.concurrency
     per_rank = -(-required // lay.data)
     return RoleSizing(
@@ -166,7 +187,7 @@ def size_role(role: RoleInput, gpu: Gpu, engine: str, version: str) -> RoleSizin
         kv_bytes_per_token=per_token, kv_tokens_per_rank=tokens, max_model_len=max_len,
         max_concurrency=tokens / max_len, required_concurrency=required,
         per_rank_required=per_rank, data=lay.data, batched_tokens=batched, comm=budget.comm,
-        cuda_graph_outside=budget.cuda_graph_outside, utilization=util)
+        cuda_graph_outside=budget.cuda_graph_outside, utilization=util, seq_layout=seq_layout)
 
 
 #: Memory taken before SGLang measures free memory (CUDA context + NCCL/custom all-reduce at init),
@@ -226,14 +247,15 @@ def _size_sglang(role: RoleInput, gpu: Gpu, inv, cfg: dict, stages, place) -> Ro
             seq = v4_sequence_bytes(ratios, max_len, mtp)
             per_token = -(-seq // max_len)
             tokens = max(0, int(pool * GIB / seq * max_len))
+            layout_key = (tuple(ratios), mtp)
         else:
             per_token = kv_bytes_per_token(cfg, s["kvCacheDtype"], len(st.layers), mtp)
             if per_token == 0:
                 continue
             tokens = max(0, int(pool * GIB // per_token))
         if worst is None or tokens < worst[3]:
-            worst = (st, weights, pool, tokens, per_token)
-    st, weights, pool, tokens, per_token = worst
+            worst = (st, weights, pool, tokens, per_token, layout_key if v4 else ())
+    st, weights, pool, tokens, per_token, seq_layout = worst
     per_rank = -(-role.concurrency // lay.data)
     return RoleSizing(
         name=role.name, gpu=gpu.id, engine="sglang", gpu_memory=gpu.torch_total_gib,
@@ -242,4 +264,5 @@ def _size_sglang(role: RoleInput, gpu: Gpu, inv, cfg: dict, stages, place) -> Ro
         kv_bytes_per_token=per_token, kv_tokens_per_rank=tokens, max_model_len=max_len,
         max_concurrency=tokens / max_len, required_concurrency=role.concurrency,
         per_rank_required=per_rank, data=lay.data, batched_tokens=chunked, comm=comm,
-        cuda_graph_outside=0.0, utilization=mfs, outside_pool=pre * (1 - mfs))
+        cuda_graph_outside=0.0, utilization=mfs, outside_pool=pre * (1 - mfs),
+        seq_layout=seq_layout)

@@ -959,14 +959,27 @@ def _what_if(ctx: Context, i: int, r: RoleInput, z) -> list[str]:
     return out
 
 
+def _sglang_mfs_room(z) -> float | None:
+    """The largest mem_fraction_static that still leaves activations, CUDA graphs and buffers
+    (+ 1 GiB) outside SGLang's static pool, if it is above the one planned."""
+    pre = z.budget / z.utilization
+    best = math.floor((1 - (z.activation + z.overhead + 1.0) / pre) * 1000) / 1000
+    return best if best > z.utilization + 0.005 else None
+
+
 def _freers(r: RoleInput, z) -> list[str]:
     """Settings that free memory for the KV cache, as hint fragments."""
     out = []
+    if z.engine == "sglang":
+        room = _sglang_mfs_room(z)
+        if room:
+            out.append(f"memFractionStatic: {room:g} (SGLang's default reserve is conservative "
+                       f"here; {z.activation + z.overhead:.1f} GiB must stay outside the pool)")
     if r.serving["kvCacheDtype"] == "auto":
         out.append("kvCacheDtype: fp8 halves the KV per token")
     if not r.serving["enforceEager"] and z.overhead > z.comm + 1.0:
         out.append("enforceEager: true drops the CUDA-graph reserve")
-    if z.utilization < 0.95:
+    if z.engine == "vllm" and z.utilization < 0.95:
         out.append(f"gpuMemoryUtilization up to 0.95 adds {(0.95 - z.utilization) * z.gpu_memory:.1f} GiB")
     out.append("more tensor/expert parallelism spreads the weights")
     return out
@@ -997,7 +1010,7 @@ def _siz_one(ctx: Context):
                       f"{z.max_model_len * z.kv_bytes_per_token / 2**30:.2f} GiB of KV but "
                       f"{z.kv_cache:.2f} GiB remain ({_breakdown(z)}); the KV cache holds "
                       f"{z.kv_tokens_per_rank} tokens",
-                      "; ".join([f"set maxModelLen <= {z.kv_tokens_per_rank}"] + _freers(r, z)))
+                      "; ".join([f"set maxModelLen <= {z.longest_len_for(1)}"] + _freers(r, z)))
 
 
 @rule("SIZ003", E, "sizing.concurrency sequences of maxModelLen fit (ceil per DP rank)",
@@ -1008,8 +1021,10 @@ def _siz_conc(ctx: Context):
             continue
         if z.max_concurrency < z.per_rank_required:
             fits = int(z.max_concurrency) * z.data
-            longest = z.kv_tokens_per_rank // z.per_rank_required
+            longest = z.longest_len_for(z.per_rank_required)
             options = _what_if(ctx, i, r, z) + [f"maxModelLen <= {longest}"]
+            if z.engine == "sglang" and _sglang_mfs_room(z):
+                options.insert(0, f"memFractionStatic: {_sglang_mfs_room(z):g}")
             yield Hit(_role_path(i, "sizing", "concurrency"),
                       f"role {r.name!r} must hold {z.required_concurrency} sequences of "
                       f"{z.max_model_len} tokens, {z.per_rank_required} per DP rank, but one rank's "
