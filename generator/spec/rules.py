@@ -884,7 +884,20 @@ _TAG_VERSION = __import__("re").compile(r"v?(\d+\.\d+\.\d+)")
       "shared/research/field-failures.md #23 (flags rendered for one version, image of another)")
 def _image_version(ctx: Context):
     eng = ctx.spec.spec.engine
+    repo = eng.image.rsplit(":", 1)[0].lower() if ":" in eng.image.rsplit("/", 1)[-1] else eng.image.lower()
+    other = {"vllm": "sglang", "sglang": "vllm"}[eng.name]
+    if other in repo and eng.name not in repo:
+        yield Hit(("spec", "engine", "image"),
+                  f"image {eng.image!r} looks like a {other} image but engine.name is {eng.name}",
+                  f"use a {eng.name} image, or set engine.name: {other}")
+        return
     tag = eng.image.rsplit("/", 1)[-1].partition(":")[2].split("@")[0]
+    if tag in ("", "latest", "nightly", "main") and "@" not in eng.image:
+        yield Hit(("spec", "engine", "image"),
+                  f"image {eng.image!r} has no pinned tag: the flags are rendered for "
+                  f"{eng.name} {eng.version}, the image may be another release",
+                  f"pin the tag of {eng.version} (or a digest)")
+        return
     m = _TAG_VERSION.match(tag)
     if m and m.group(1) != eng.version.split("+")[0][: len(m.group(1))]:
         yield Hit(("spec", "engine", "image"),
