@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .engines.common import LEADER_IP, POD_IP, EngineLaunch, Port, RoleInput
-from .layout import RoleLayout, Spread
+from .layout import RoleLayout
 from .spec.models import InferenceDeployment
 
 #: Label keys (Kubernetes recommended labels + moegen's own).

@@ -21,7 +21,7 @@ from generator.planner import _role_input, _shape, decode_estimate, perf, plan
 from generator.planner.request import PlanRequest
 from generator.sizing import size_role
 from generator.spec import models as sm
-from tests.helpers import EXAMPLES, ROOT
+from tests.helpers import EXAMPLES
 
 import yaml
 

@@ -201,7 +201,6 @@ def _plan(req: PlanRequest, progress=None) -> PlanResult:
                    gpuMemoryUtilization=None, maxNumSeqs=None, maxNumBatchedTokens=None,
                    memFractionStatic=None)
     k = s.speculative.numSpeculativeTokens if s.speculative and arch.mtp_layers else 0
-    accepted = perf.accepted_per_step(k, s.speculative.acceptance) if k else 1.0
     bf16 = s.model.weights == "bf16"
     pools = list(s.nodePools.items())
     cands: list[Candidate] = []

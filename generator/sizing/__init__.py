@@ -156,27 +156,9 @@ def size_role(role: RoleInput, gpu: Gpu, engine: str, version: str) -> RoleSizin
                                      physical_experts, batched, all2all, lay.expert_parallel,
                                      bool(s["enforceEager"]), extra)
     # The most constrained stage decides capacity (vLLM: min over PP ranks).
-    worst = None
-    for st in stages:
-        mtp = inv.mtp_layers if (place.mtp and st.stage == len(stages) - 1) else 0
-        weights = st.total / GIB
-        kv = budget.budget - weights - budget.activation - budget.overhead
-        if v4:  # hybrid compressed/windowed cache: sized per sequence of max_model_len
-            if not st.layers:
-                continue
-            ratios = [v4_ratios(cfg)[i] for i in st.layers]
-            seq = v4_sequence_bytes(ratios, max_len, mtp)
-            per_token = -(-seq // max_len)
-            tokens = max(0, int(kv * GIB / seq * max_len))
-            layout_key = (tuple(ratios), mtp)
-        else:
-            per_token = kv_bytes_per_token(cfg, kv_dtype, len(st.layers), mtp)
-            if per_token == 0:  # a stage without attention layers holds no KV
-                continue
-            tokens = max(0, int(kv * GIB // per_token))
-        if worst is None or tokens < worst[3]:
-            worst = (st, weights, kv, tokens, per_token, layout_key if v4 else ())
-    st, weights, kv, tokens, per_token, seq_layout = worst
+    st, weights, kv, tokens, per_token, seq_layout = _worst_stage(
+        stages, inv, cfg, place, kv_dtype, max_len,
+        lambda w: budget.budget - w - budget.activation - budget.overhead)
     required = role.concurrency
     per_rank = -(-required // lay.data)
     return RoleSizing(
@@ -188,6 +170,37 @@ def size_role(role: RoleInput, gpu: Gpu, engine: str, version: str) -> RoleSizin
         max_concurrency=tokens / max_len, required_concurrency=required,
         per_rank_required=per_rank, data=lay.data, batched_tokens=batched, comm=budget.comm,
         cuda_graph_outside=budget.cuda_graph_outside, utilization=util, seq_layout=seq_layout)
+
+
+def _worst_stage(stages, inv, cfg: dict, place, kv_dtype: str, max_len: int, kv_gib_for):
+    """The pipeline stage with the fewest KV tokens (capacity is the minimum over PP ranks).
+
+    ``kv_gib_for(weights_gib)`` is the engine's KV budget left next to a stage's weights.
+    Returns (stage, weights GiB, KV GiB, KV tokens per rank, KV bytes per token, V4 layout key).
+    DeepSeek-V4's windowed/compressed cache is sized per sequence of ``max_len`` (tokens = whole
+    sequences x max_len, as vLLM prints them); MLA per token.
+    """
+    v4 = cfg.get("model_type") == "deepseek_v4"
+    worst = None
+    for st in stages:
+        if not st.layers:  # a stage without attention layers holds no KV
+            continue
+        mtp = inv.mtp_layers if (place.mtp and st.stage == len(stages) - 1) else 0
+        weights = st.total / GIB
+        kv = kv_gib_for(weights)
+        key = ()
+        if v4:
+            ratios = [v4_ratios(cfg)[i] for i in st.layers]
+            seq = v4_sequence_bytes(ratios, max_len, mtp)
+            per_token = -(-seq // max_len)
+            tokens = max(0, int(kv * GIB / seq * max_len))
+            key = (tuple(ratios), mtp)
+        else:
+            per_token = kv_bytes_per_token(cfg, kv_dtype, len(st.layers), mtp)
+            tokens = max(0, int(kv * GIB // per_token))
+        if worst is None or tokens < worst[3]:
+            worst = (st, weights, kv, tokens, per_token, key)
+    return worst
 
 
 #: Memory taken before SGLang measures free memory (CUDA context + NCCL/custom all-reduce at init),
@@ -233,29 +246,9 @@ def _size_sglang(role: RoleInput, gpu: Gpu, inv, cfg: dict, stages, place) -> Ro
                                           lay.data > 1, chunked,
                                           cgmbs if graphs_on else cgmbs_default,
                                           role.speculative is not None)
-    v4 = cfg.get("model_type") == "deepseek_v4"
     max_len = s["maxModelLen"] or role.arch.max_position_embeddings
-    worst = None
-    for st in stages:
-        mtp = inv.mtp_layers if (place.mtp and st.stage == len(stages) - 1) else 0
-        weights = st.total / GIB
-        pool = pre * mfs - weights
-        if v4:
-            if not st.layers:  # a stage without attention layers holds no KV
-                continue
-            ratios = [v4_ratios(cfg)[i] for i in st.layers]
-            seq = v4_sequence_bytes(ratios, max_len, mtp)
-            per_token = -(-seq // max_len)
-            tokens = max(0, int(pool * GIB / seq * max_len))
-            layout_key = (tuple(ratios), mtp)
-        else:
-            per_token = kv_bytes_per_token(cfg, s["kvCacheDtype"], len(st.layers), mtp)
-            if per_token == 0:
-                continue
-            tokens = max(0, int(pool * GIB // per_token))
-        if worst is None or tokens < worst[3]:
-            worst = (st, weights, pool, tokens, per_token, layout_key if v4 else ())
-    st, weights, pool, tokens, per_token, seq_layout = worst
+    st, weights, pool, tokens, per_token, seq_layout = _worst_stage(
+        stages, inv, cfg, place, s["kvCacheDtype"], max_len, lambda w: pre * mfs - w)
     per_rank = -(-role.concurrency // lay.data)
     return RoleSizing(
         name=role.name, gpu=gpu.id, engine="sglang", gpu_memory=gpu.torch_total_gib,

@@ -640,7 +640,7 @@ def _mtp_layers(ctx: Context):
     for i, r in ctx.role_items():
         if r.speculative is not None and r.arch.mtp_layers == 0:
             yield Hit(_role_path(i, "speculative", "method"),
-                      f"the model has num_nextn_predict_layers = 0: no MTP module to draft with",
+                      "the model has num_nextn_predict_layers = 0: no MTP module to draft with",
                       "remove speculative, or use a checkpoint with MTP layers")
 
 
