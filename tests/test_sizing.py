@@ -167,3 +167,21 @@ def test_sglang_default_fraction_fails_tp8_fp8_on_h20_96():
     z = bench.size_case(case, {"memFractionStatic": None})
     assert z.utilization == round((97_871 - 13_840) / 97_871, 3) == 0.859
     assert z.kv_tokens_per_rank < 65536
+
+
+def test_size_json_has_the_spec_shape(capsys):
+    """SPEC.md §4: the keys of every sized role, and every role listed even when one fails."""
+    import json
+
+    from generator.cli import run
+    assert run(["size", str(EXAMPLES / "s1-16xh20-pd.yaml"), "--format", "json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert [r["name"] for r in doc["roles"]] == ["prefill", "decode"]
+    for role in doc["roles"]:
+        for key in ("name", "gpu", "engine", "gpuMemoryGiB", "budgetGiB", "perGpu",
+                    "kvBytesPerToken", "kvTokensPerRank", "maxConcurrencyAtMaxModelLen",
+                    "requiredConcurrency", "fits", "findings"):
+            assert key in role, key
+        assert set(role["perGpu"]) == {"weightsGiB", "activationGiB", "overheadGiB", "kvCacheGiB"}
+    decode = doc["roles"][1]
+    assert decode["requiredConcurrency"] == 200 and decode["kvBytesPerToken"] == 62 * 576
