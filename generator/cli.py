@@ -164,8 +164,13 @@ def plan(request: Path, fmt: str, emit_path: Path | None) -> None:
     if not request.exists():
         raise UsageError(f"{request}: no such file")
     data, prov, findings = parse_yaml_file(request)
+    if not findings and data.get("kind") != "PlanRequest":
+        raise UsageError(f"{request} is a {data.get('kind', 'document without kind')}, not a "
+                         "PlanRequest (gen validate/render/size take InferenceDeployments)")
     if not findings:
         req, findings = pydantic_findings(PlanRequest, data, prov)
+    if not findings:
+        findings = plan_request_findings(req, prov)
     if findings:
         click.echo(report.text(findings, colour=sys.stderr.isatty()), err=True)
         raise SpecRejected(findings)
@@ -236,6 +241,30 @@ def report_cmd(spec: Path, overlays: tuple[Path, ...], out: Path | None, fmt: st
 def schema() -> None:
     """Print the JSON Schema of the InferenceDeployment spec."""
     click.echo(schema_text(), nl=False)
+
+
+def plan_request_findings(req, prov) -> list:
+    """Cross-field checks of a PlanRequest: a supported engine version; one load measure."""
+    from .engines import sglang, vllm
+    from .engines.versions import UnsupportedVersion
+    from .errors import Finding
+    from .spec.load import json_path
+    out = []
+    eng = req.spec.engine
+    try:
+        (vllm if eng.name == "vllm" else sglang).dialect(eng.version)
+    except UnsupportedVersion as exc:
+        path = ("spec", "engine", "version")
+        out.append(Finding("VER001", Severity.ERROR, json_path(path), f"{eng.name} {exc}",
+                           "pin a supported release", prov.locate(path)))
+    wl = req.spec.workload
+    if wl.concurrency is not None and wl.requestsPerSecond is not None:
+        path = ("spec", "workload")
+        out.append(Finding("PLN001", Severity.ERROR, json_path(path),
+                           "give concurrency or requestsPerSecond, not both",
+                           "concurrency: sequences in flight; requestsPerSecond: offered load",
+                           prov.locate(path)))
+    return out
 
 
 def schema_text() -> str:

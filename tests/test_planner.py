@@ -77,9 +77,12 @@ def test_seed002_batch1_tp8():
 
 
 def test_seed002_prefill_per_node():
+    """PP2-CP8-TP8 on two H20-96GB nodes: input tokens/s per node at full utilisation."""
     shape = _shape(builtin_config("deepseek-v4-pro"), "mxfp4", 0)
-    t = perf.prefill_time(shape, GPUS["H20-96GB"], isl=32768, gpus=16, tensor=8, bf16=False)
-    assert 32768 / t / 2 == pytest.approx(8_450, rel=0.20)
+    est = perf.prefill(shape, GPUS["H20-96GB"], isl=32768, tensor=8, data=1, pipeline=2,
+                       expert=False, gpus_per_node=8, inter_gbps=400, weights_bytes=52 * 2**30,
+                       bf16=False)
+    assert est.requests_per_s * 32768 / 2 == pytest.approx(8_450, rel=0.20)
 
 
 def test_seed001_goal_is_not_reachable_and_says_why():
@@ -125,3 +128,48 @@ def test_plan_rejects_bad_request(tmp_path, capsys):
     assert run(["plan", str(bad)]) == 1
     err = capsys.readouterr().err
     assert "SCH002" in err and ":9:" in err and "Traceback" not in err
+
+
+def _write(tmp_path, text):
+    p = tmp_path / "r.yaml"
+    p.write_text(text)
+    return str(p)
+
+
+REQ = ("apiVersion: moegen.dev/v1alpha1\nkind: PlanRequest\nmetadata: {name: x}\nspec:\n"
+       "  model: {architecture: deepseek-r1, weights: fp8}\n"
+       "  engine: {name: vllm, version: '%s'}\n"
+       "  nodePools: {p: {gpu: H200-141GB, gpusPerNode: 8, nodes: %d}}\n"
+       "  workload: {inputTokens: 2000, outputTokens: 500, %s}\n")
+
+
+def test_plan_request_cross_checks(tmp_path, capsys):
+    assert run(["plan", _write(tmp_path, REQ % ("0.34.0", 1, "concurrency: 8"))]) == 1
+    assert run(["plan", _write(tmp_path, REQ % ("0.33.0", 1,
+                                                "concurrency: 8, requestsPerSecond: 1"))]) == 1
+    err = capsys.readouterr().err
+    assert "VER001" in err and "PLN001" in err and "Traceback" not in err
+    assert run(["plan", str(EXAMPLES / "s1-16xh20-pd.yaml")]) == 2
+
+
+def test_concurrency_bounds_throughput(tmp_path, capsys):
+    """8 sequences in flight on 8 nodes: output tokens/s <= 8 / TPOT."""
+    assert run(["plan", _write(tmp_path, REQ % ("0.33.0", 8, "concurrency: 8")),
+                "--format", "json"]) == 0
+    import json
+    for c in json.loads(capsys.readouterr().out)["candidates"]:
+        assert c["outputTokensPerSec"] <= 8 / (c["tpotMs"] / 1000) * 1.02, c  # tpotMs is rounded
+
+
+def test_offered_load_beyond_capacity_is_not_met(tmp_path, capsys):
+    assert run(["plan", _write(tmp_path, REQ % ("0.33.0", 1, "requestsPerSecond: 100000")),
+                "--format", "json"]) == 0
+    import json
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["reachable"] is False
+    assert all(not c["meetsSlo"] and "offered load" in c["bound"] for c in doc["candidates"])
+
+
+def test_many_nodes_do_not_crash(tmp_path, capsys):
+    assert run(["plan", _write(tmp_path, REQ % ("0.33.0", 300, "concurrency: 100000")),
+                "--format", "json"]) == 0

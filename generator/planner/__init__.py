@@ -9,6 +9,8 @@ sizing validator (``generator.sizing.size_role``: the same code ``gen validate``
 
 from __future__ import annotations
 
+import math
+from collections import Counter
 from dataclasses import dataclass, field
 
 from ..catalog import GPUS, arch_from_config, builtin_config
@@ -42,6 +44,7 @@ class Candidate:
     bound: str
     notes: list[str] = field(default_factory=list)
     rank: int = 0
+    sustains: bool = True
 
     def to_json(self) -> dict:
         """The candidate as SPEC.md §5 shows it."""
@@ -117,8 +120,10 @@ def _shape(cfg: dict, fmt: str, kv_bytes_per_token: float) -> perf.ModelShape:
                            qk_head=qk, v_head=v, latent=latent, attn_window=window)
 
 
-def _layouts(gpn: int, gpus: int, heads: int, mode: str) -> list[tuple[int, int, int, bool]]:
-    """(tensor, data, pipeline, expert) options that use whole nodes."""
+def _layouts(gpn: int, gpus: int, heads: int, mode: str,
+             experts: int = 1 << 30) -> list[tuple[int, int, int, bool]]:
+    """(tensor, data, pipeline, expert) options that use whole nodes (an expert-parallel group
+    never has more GPUs than routed experts)."""
     out = []
     for tp in (gpn, 2 * gpn):
         if heads % tp == 0 and tp <= gpus:
@@ -126,7 +131,7 @@ def _layouts(gpn: int, gpus: int, heads: int, mode: str) -> list[tuple[int, int,
     if 2 * gpn <= gpus and heads % gpn == 0:
         out.append((gpn, 1, 2, False))
     d = gpn
-    while d <= gpus:
+    while d <= gpus and d <= experts:
         out.append((1, d, 1, True))
         d *= 2
     if mode == "prefill":
@@ -204,21 +209,23 @@ def _plan(req: PlanRequest, progress=None) -> PlanResult:
     bf16 = s.model.weights == "bf16"
     pools = list(s.nodePools.items())
     cands: list[Candidate] = []
+    rejected: Counter = Counter()
 
     def sized(role: RoleInput, pool) -> RoleSizing | None:
         z = size_role(role, GPUS[pool.gpu], engine, version)
         return z if z.kv_cache > 0 and z.kv_tokens_per_rank >= max_len else None
 
     def decode_point(role, z, pool, per_rank_needed):
-        return decode_estimate(req, role, z, pool, per_rank_needed)
+        return decode_estimate(req, role, z, pool, per_rank_needed,
+                               ranks=role.layout.replicas * role.layout.data)
 
-    def prefill_rate(role, pool):
-        gpu = GPUS[pool.gpu]
-        shape = _shape(cfg, s.model.weights, 0)
+    def prefill_rate(role, pool, z):
         lay = role.layout
-        t = perf.prefill_time(shape, gpu, isl=wl.inputTokens, gpus=lay.gpus_per_instance,
-                              tensor=lay.tensor, bf16=bf16)
-        return t
+        return perf.prefill(_shape(cfg, s.model.weights, 0), GPUS[pool.gpu], isl=wl.inputTokens,
+                            tensor=lay.tensor, data=lay.data, pipeline=lay.pipeline,
+                            expert=lay.expert_parallel, gpus_per_node=pool.gpusPerNode,
+                            inter_gbps=s.network.interNodeGbps, weights_bytes=z.weights * 2**30,
+                            bf16=bf16)
 
     # --- prefill/decode disaggregated ---
     if s.constraints.disaggregation != "forbidden":
@@ -227,6 +234,8 @@ def _plan(req: PlanRequest, progress=None) -> PlanResult:
             splits = [(pools[0], pools[1]), (pools[1], pools[0])]
         else:
             name, pool = pools[0]
+            if pool.nodes < 2:
+                rejected["prefill/decode needs at least two nodes"] += 1
             for pn in range(1, pool.nodes):
                 splits.append(((name, pool.model_copy(update={"nodes": pn})),
                                (name, pool.model_copy(update={"nodes": pool.nodes - pn}))))
@@ -235,7 +244,7 @@ def _plan(req: PlanRequest, progress=None) -> PlanResult:
             if progress is not None:
                 progress(n_split, len(splits))
             for pl in _layouts(ppool.gpusPerNode, ppool.gpusPerNode * ppool.nodes,
-                               arch.num_attention_heads, "prefill"):
+                               arch.num_attention_heads, "prefill", arch.routed_experts):
                 nodes_p = max(1, pl[0] * pl[1] * pl[2] // ppool.gpusPerNode)
                 np_ = ppool.nodes // nodes_p
                 if np_ < 1:
@@ -243,11 +252,15 @@ def _plan(req: PlanRequest, progress=None) -> PlanResult:
                 red_p = _min_redundant(arch.routed_experts, pl[0] * pl[1]) if pl[3] else 0
                 prole = _role_input("prefill", "prefill", model, arch, serving, pl, ppool, np_, 0,
                                     conn, 1, red_p)
-                if prole.layout.problem or sized(prole, ppool) is None:
+                if prole.layout.problem:
                     continue
-                t_p = prefill_rate(prole, ppool)
+                zp = sized(prole, ppool)
+                if zp is None:
+                    rejected["prefill layouts do not fit in memory"] += 1
+                    continue
+                t_p = prefill_rate(prole, ppool, zp)
                 for dl in _layouts(dpool.gpusPerNode, dpool.gpusPerNode * dpool.nodes,
-                                   arch.num_attention_heads, "decode"):
+                                   arch.num_attention_heads, "decode", arch.routed_experts):
                     nodes_d = max(1, dl[0] * dl[1] * dl[2] // dpool.gpusPerNode)
                     nd = dpool.nodes // nodes_d
                     if nd < 1:
@@ -262,9 +275,12 @@ def _plan(req: PlanRequest, progress=None) -> PlanResult:
                         continue
                     z = sized(drole, dpool)
                     if z is None:
+                        rejected["decode layouts do not fit in memory"] += 1
                         continue
                     est = decode_point(drole, z, dpool, per_rank)
                     if est is None:
+                        rejected[f"the KV cache cannot hold {wl.concurrency} sequences of "
+                                 f"{max_len} tokens"] += 1
                         continue
                     cands.append(_pd_candidate(req, pname, dname, pl, dl, np_, nd, t_p, est, z,
                                                ctx_avg, k))
@@ -272,7 +288,7 @@ def _plan(req: PlanRequest, progress=None) -> PlanResult:
     if s.constraints.disaggregation != "required":
         for name, pool in pools:
             for ul in _layouts(pool.gpusPerNode, pool.gpusPerNode * pool.nodes,
-                               arch.num_attention_heads, "unified"):
+                               arch.num_attention_heads, "unified", arch.routed_experts):
                 nodes_u = max(1, ul[0] * ul[1] * ul[2] // pool.gpusPerNode)
                 nu = pool.nodes // nodes_u
                 if nu < 1:
@@ -285,24 +301,36 @@ def _plan(req: PlanRequest, progress=None) -> PlanResult:
                     continue
                 z = sized(role, pool)
                 if z is None:
+                    rejected["layouts do not fit in memory"] += 1
                     continue
                 est = decode_point(role, z, pool, per_rank)
                 if est is None:
+                    rejected[f"the KV cache cannot hold {wl.concurrency} sequences of "
+                             f"{max_len} tokens"] += 1
                     continue
-                t_p = prefill_rate(role, pool)
+                t_p = prefill_rate(role, pool, z)
                 cands.append(_unified_candidate(req, name, ul, nu, t_p, est, z, ctx_avg, k))
 
+    unique: dict[str, Candidate] = {}
+    for c in cands:   # the same roles reached twice (e.g. two splits of one pool): keep the best
+        key = repr(c.roles)
+        if c.total_tps > 0 and (key not in unique or c.total_tps > unique[key].total_tps):
+            unique[key] = c
+    cands = list(unique.values())
     for c in cands:   # 0.01 % slack: TTFT is solved to sit exactly on its SLO
-        c.meets_slo = c.fits and (not s.slo.tpotMs or c.tpot_ms <= s.slo.tpotMs * 1.0001) and \
+        c.meets_slo = c.fits and c.sustains and \
+            (not s.slo.tpotMs or c.tpot_ms <= s.slo.tpotMs * 1.0001) and \
             (not s.slo.ttftMs or c.ttft_ms <= s.slo.ttftMs * 1.0001)
-    cands.sort(key=lambda c: (not c.meets_slo, -c.total_tps, c.gpus))
+    cands.sort(key=lambda c: (not c.meets_slo, -round(c.total_tps), c.tpot_ms + c.ttft_ms / 10,
+                              c.gpus))
     for i, c in enumerate(cands, 1):
         c.rank = i
     goal = s.slo.throughputTokensPerSec
     best = cands[0] if cands else None
     if best is None:
-        return PlanResult([], False, "no layout fits in memory: the weights and one request of "
-                          f"{max_len} tokens exceed every GPU's budget", _assumptions(req))
+        why = "; ".join(f"{reason} ({n})" for reason, n in rejected.most_common(3)) or \
+            "no layout of whole nodes exists for these pools"
+        return PlanResult([], False, f"no feasible layout: {why}", _assumptions(req))
     reachable = best.meets_slo and (goal is None or best.total_tps >= goal)
     bound = best.bound
     if goal is not None and best.total_tps < goal:
@@ -314,9 +342,15 @@ def _plan(req: PlanRequest, progress=None) -> PlanResult:
 
 
 def decode_estimate(req: PlanRequest, role: RoleInput, z: RoleSizing, pool,
-                    per_rank_needed: int | None) -> perf.DecodeEstimate | None:
-    """Decode operating point of a sized role: the given batch per DP rank (None if it does not
-    fit the KV cache), or the largest batch within the TPOT SLO and the KV capacity."""
+                    per_rank_needed: int | None, ranks: int = 1) -> perf.DecodeEstimate | None:
+    """Decode operating point of a sized role over ``ranks`` DP ranks in total.
+
+    * concurrency given: ``per_rank_needed`` sequences per rank (None if they do not fit the KV
+      cache at maxModelLen, the validator's rule);
+    * requestsPerSecond given: the batch Little's law implies (rate x output tokens x TPOT over
+      the ranks), solved by fixed-point iteration, capped by the KV cache;
+    * neither: the largest batch within the TPOT SLO and the KV cache (saturation).
+    """
     s = req.spec
     cfg = role.arch.config
     wl = s.workload
@@ -328,8 +362,9 @@ def decode_estimate(req: PlanRequest, role: RoleInput, z: RoleSizing, pool,
     nonexpert = (z.weights - z.weights_by_component.get("routed_experts", 0)) * 2**30
     local = (z.weights_by_component.get("routed_experts", 0) * 2**30) / \
         max(shape.expert_bytes * shape.moe_layers, 1)
-    cap_b = int(z.kv_tokens_per_rank // ctx_avg)
+    cap_b = max(0, min(int(z.kv_tokens_per_rank // ctx_avg), MAX_BATCH_PER_RANK))
     lay = role.layout
+    pp = lay.pipeline
 
     def step(b):
         return perf.decode_step(shape, gpu, batch=b, tensor=lay.tensor, data=lay.data,
@@ -338,20 +373,35 @@ def decode_estimate(req: PlanRequest, role: RoleInput, z: RoleSizing, pool,
                                 ctx=ctx_avg, gpus_per_node=pool.gpusPerNode,
                                 inter_gbps=s.network.interNodeGbps, draft=k,
                                 bf16=s.model.weights == "bf16")
+    if cap_b < 1:
+        return None
     if per_rank_needed is not None:
         b = per_rank_needed
         # The validator's rule (SIZ003): the required sequences fit at maxModelLen.
         if b * z.max_model_len > z.kv_tokens_per_rank:
             return None
+    elif wl.requestsPerSecond:
+        b = 1
+        for _ in range(40):
+            tpot = step(b)[0] * pp / accepted
+            need = max(1, math.ceil(wl.requestsPerSecond * wl.outputTokens * tpot / (ranks * pp)))
+            nb = min(need, cap_b)
+            if nb == b:
+                break
+            b = nb
     else:
-        b = min(cap_b, MAX_BATCH_PER_RANK)
+        b = cap_b
         if s.slo.tpotMs:
-            while b > 1 and step(b)[0] * lay.pipeline / accepted * 1000 > s.slo.tpotMs:
+            while b > 1 and step(b)[0] * pp / accepted * 1000 > s.slo.tpotMs:
                 b = int(b * 0.8)
     t, bound = step(b)
-    pp = lay.pipeline
     tpot = t * pp / accepted
     return perf.DecodeEstimate(b, t, tpot, b * pp * accepted / (t * pp), bound)
+
+
+def _in_flight(wl, capacity: int) -> int:
+    """Sequences decoding at once: the workload's concurrency if given, at most the capacity."""
+    return min(wl.concurrency, capacity) if wl.concurrency else capacity
 
 
 def _role_json(mode, pool, replicas, layout) -> dict:
@@ -371,45 +421,65 @@ def _max_utilisation(t_service: float, extra: float, ttft_slo_ms: float | None) 
     return min(0.95, 2 * x / (1 + 2 * x))
 
 
-def _pd_candidate(req, pname, dname, pl, dl, np_, nd, t_p, est, z, ctx_avg, k) -> Candidate:
+def _pd_candidate(req, pname, dname, pl, dl, np_, nd, pre, est, z, ctx_avg, k) -> Candidate:
+    """Disaggregated: prefill instances feed decode instances; the request rate is the least of
+    the prefill rate that keeps TTFT within its SLO, the decode rate (Little's law over the
+    sequences in flight) and, with a fixed concurrency, concurrency / (TTFT + OSL x TPOT)."""
     wl = req.spec.workload
     kv_t = perf.kv_transfer_time(wl.inputTokens, z.kv_bytes_per_token,
                                  req.spec.network.interNodeGbps)
-    prefill_cap = np_ / t_p                                      # requests/s at 100 % busy
-    rho_max = _max_utilisation(t_p, kv_t, req.spec.slo.ttftMs)
-    decode_seqs = nd * dl[1] * est.batch_per_rank * dl[2]
-    decode_cap = decode_seqs / (wl.outputTokens * est.tpot_s)    # requests/s (Little)
-    rate = min(prefill_cap * max(rho_max, 1e-9), decode_cap)
+    prefill_cap = np_ * pre.requests_per_s
+    rho_max = _max_utilisation(pre.latency_s, kv_t, req.spec.slo.ttftMs)
+    seqs = _in_flight(wl, nd * dl[1] * est.batch_per_rank * dl[2])
+    decode_cap = seqs / (wl.outputTokens * est.tpot_s)
+    rate = min(prefill_cap * rho_max, decode_cap)
+    ttft = pre.latency_s + kv_t
+    for _ in range(3):   # closed loop: a fixed concurrency bounds the rate through TTFT
+        if wl.concurrency:
+            rate = min(rate, wl.concurrency / (ttft + wl.outputTokens * est.tpot_s))
+        rho = min(rate / prefill_cap, 0.95) if prefill_cap else 0.95
+        ttft = pre.latency_s * (1 + rho / (2 * (1 - rho))) + kv_t   # M/D/1 at prefill
+    sustains = True
     if wl.requestsPerSecond:
+        sustains = rate >= wl.requestsPerSecond * 0.999
         rate = min(rate, wl.requestsPerSecond)
-    rho = min(rate / prefill_cap, 0.95)
-    ttft = t_p * (1 + rho / (2 * (1 - rho))) + kv_t              # M/D/1 queueing at prefill
-    bound = "prefill compute" if prefill_cap * rho_max < decode_cap else est.bound
+    binding = {"prefill compute": prefill_cap * rho_max, est.bound: decode_cap}
+    if wl.concurrency:
+        binding["the workload's concurrency"] = wl.concurrency / (ttft + wl.outputTokens * est.tpot_s)
+    bound = min(binding, key=binding.get)
+    if not sustains:
+        bound = f"offered load {wl.requestsPerSecond:g} req/s exceeds capacity ({bound})"
     gpus = np_ * pl[0] * pl[1] * pl[2] + nd * dl[0] * dl[1] * dl[2]
     roles = [_role_json("prefill", pname, np_, pl), _role_json("decode", dname, nd, dl)]
     notes = [f"P:D = {np_}:{nd}", f"decode batch {est.batch_per_rank} per rank",
-             f"prefill {rho:.0%} busy"]
+             f"prefill {min(rate / prefill_cap, 1):.0%} busy" if prefill_cap else "prefill idle"]
     return Candidate(roles, gpus, z.kv_tokens_per_rank, ttft * 1000, est.tpot_s * 1000,
                      rate * wl.outputTokens, rate * (wl.inputTokens + wl.outputTokens), True,
-                     False, bound, notes)
+                     False, bound, notes, sustains=sustains)
 
 
-def _unified_candidate(req, name, ul, nu, t_p, est, z, ctx_avg, k) -> Candidate:
-    """Prefill and decode share the GPUs: every request costs its prefill time on one instance,
-    during which that instance's decode stalls. With S sequences decoding at TPOT t and a
-    request rate R, the busy fraction is R x t_p / n and R = S (1 - busy) / (OSL x t), hence
-    R = S / (OSL x t + S x t_p / n); TPOT stretches to t / (1 - busy)."""
+def _unified_candidate(req, name, ul, nu, pre, est, z, ctx_avg, k) -> Candidate:
+    """Prefill and decode share the GPUs: prefill work takes a fraction busy = R / (n x prefill
+    requests/s) of the instances, during which decode stalls. With S sequences decoding at TPOT
+    t: R = S (1 - busy) / (OSL x t), hence R = S / (OSL x t + S / (n x prefill req/s)); TPOT
+    stretches to t / (1 - busy)."""
     wl = req.spec.workload
-    seqs = nu * ul[1] * est.batch_per_rank * ul[2]
-    rate = seqs / (wl.outputTokens * est.tpot_s + seqs * t_p / nu)
+    seqs = _in_flight(wl, nu * ul[1] * est.batch_per_rank * ul[2])
+    cap = nu * pre.requests_per_s
+    rate = seqs / (wl.outputTokens * est.tpot_s + seqs / cap)
+    sustains = True
     if wl.requestsPerSecond:
+        sustains = rate >= wl.requestsPerSecond * 0.999
         rate = min(rate, wl.requestsPerSecond)
-    busy = min(rate * t_p / nu, 0.95)
+    busy = min(rate / cap, 0.95)
     tpot = est.tpot_s / (1 - busy)
-    ttft = t_p * (1 + busy / (2 * (1 - busy)))
+    ttft = pre.latency_s * (1 + busy / (2 * (1 - busy)))
     gpus = nu * ul[0] * ul[1] * ul[2]
     bound = "prefill interrupting decode (shared GPUs)" if busy > 0.3 else est.bound
+    if not sustains:
+        bound = f"offered load {wl.requestsPerSecond:g} req/s exceeds capacity ({bound})"
     return Candidate([_role_json("unified", name, nu, ul)], gpus, z.kv_tokens_per_rank,
                      ttft * 1000, tpot * 1000, rate * wl.outputTokens,
                      rate * (wl.inputTokens + wl.outputTokens), True, False, bound,
-                     [f"{busy:.0%} of the time in prefill", f"batch {est.batch_per_rank} per rank"])
+                     [f"{busy:.0%} of the time in prefill", f"batch {est.batch_per_rank} per rank"],
+                     sustains=sustains)

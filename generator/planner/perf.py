@@ -152,7 +152,7 @@ def decode_step(m: ModelShape, gpu: Gpu, *, batch: int, tensor: int, data: int, 
         t_comm += 2 * m.moe_layers * A2A_LATENCY_S
     if tensor > 1:
         allreduce = 2 * m.layers * 2 * tokens_rank * m.hidden * 2 * (tensor - 1) / tensor
-        t_comm += allreduce / (gpu.nvlink_gbps * 1e9 * ETA_NVLINK)
+        t_comm += allreduce / _tp_link(gpu, tensor, gpus_per_node, inter_gbps)
         t_comm += 2 * m.layers * ALLREDUCE_LATENCY_S
     bound = "decode HBM bandwidth" if t_mem >= t_compute else "decode compute"
     if t_comm > max(t_mem, t_compute):
@@ -160,17 +160,50 @@ def decode_step(m: ModelShape, gpu: Gpu, *, batch: int, tensor: int, data: int, 
     return max(t_mem, t_compute) + t_comm + STEP_OVERHEAD_S, bound
 
 
-def prefill_time(m: ModelShape, gpu: Gpu, *, isl: int, gpus: int, tensor: int,
-                 bf16: bool) -> float:
-    """Seconds to prefill one request of ``isl`` tokens on an instance of ``gpus`` GPUs."""
-    flops = 2 * m.active_params * isl + 2 * m.layers * m.heads * m.causal_pairs(isl) * \
-        (m.qk_head + m.v_head)
-    peak = (gpu.bf16_tflops if bf16 else gpu.fp8_tflops) * 1e12 * ETA_PREFILL * gpus
-    t = flops / peak
+def _tp_link(gpu: Gpu, tensor: int, gpus_per_node: int, inter_gbps: float) -> float:
+    """Bytes/s of a TP all-reduce ring: NVLink within a node, the RDMA network across nodes."""
+    if tensor > gpus_per_node:
+        return inter_gbps / 8 * 1e9 * ETA_NET
+    return gpu.nvlink_gbps * 1e9 * ETA_NVLINK
+
+
+@dataclass(frozen=True)
+class PrefillEstimate:
+    """Prefill of one request on one instance: latency (s) and throughput (requests/s)."""
+
+    latency_s: float
+    requests_per_s: float
+
+
+def prefill(m: ModelShape, gpu: Gpu, *, isl: int, tensor: int, data: int, pipeline: int,
+            expert: bool, gpus_per_node: int, inter_gbps: float, weights_bytes: float,
+            bf16: bool) -> PrefillEstimate:
+    """Prefill of ``isl`` tokens on an instance of tensor x data x pipeline GPUs.
+
+    One request runs on one data-parallel rank (attention, dense layers) while its MoE layers
+    spread over the expert-parallel group; pipeline stages overlap the chunks of a long prompt.
+    Latency = (dense + attention FLOPs) / (TP x PP GPUs) + MoE FLOPs / (MoE GPUs), at least one
+    read of the GPU's weights, plus TP all-reduce and EP all-to-all traffic. Throughput keeps
+    every GPU busy: instance GPUs x peak / FLOPs per request.
+    """
+    peak = (gpu.bf16_tflops if bf16 else gpu.fp8_tflops) * 1e12 * ETA_PREFILL
+    moe = 2 * m.topk * m.moe_layers * m.expert_params * isl
+    dense = 2 * m.active_params * isl - moe
+    attn = 2 * m.layers * m.heads * m.causal_pairs(isl) * (m.qk_head + m.v_head)
+    rank_gpus = tensor * pipeline
+    moe_gpus = rank_gpus * (data if expert else 1)
+    t = (dense + attn) / (rank_gpus * peak) + moe / (moe_gpus * peak)
+    t = max(t, weights_bytes / (gpu.hbm_gbps * 1e9 * ETA_HBM))
     if tensor > 1:
         t += 2 * m.layers * isl * m.hidden * 2 * 2 * (tensor - 1) / tensor / \
-            (gpu.nvlink_gbps * 1e9 * ETA_NVLINK)
-    return t
+            _tp_link(gpu, tensor, gpus_per_node, inter_gbps) / pipeline
+    if expert and tensor * data > gpus_per_node:
+        remote = (tensor * data - gpus_per_node) / (tensor * data)
+        per_gpu = isl * m.topk * m.hidden * 3 * m.moe_layers / moe_gpus
+        t += per_gpu * remote / (inter_gbps / 8 * 1e9 * ETA_NET)
+    gpus = tensor * data * pipeline
+    total = dense + attn + moe
+    return PrefillEstimate(t, gpus * peak / total)
 
 
 def kv_transfer_time(isl: int, kv_bytes_per_token: float, inter_gbps: float) -> float:

@@ -7,7 +7,13 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from ..catalog import ARCHITECTURES, GPUS
+from typing import Annotated
+
+from pydantic import StringConstraints
+
 from ..spec.models import DNS_LABEL
+
+PoolName = Annotated[str, StringConstraints(pattern=DNS_LABEL, max_length=40)]
 
 
 class _M(BaseModel):
@@ -40,7 +46,7 @@ class PlanPool(_M):
 class PlanNetwork(_M):
     """Inter-node network: RDMA bandwidth per GPU, Gbit/s (NVLink comes from the GPU catalog)."""
 
-    interNodeGbps: float = Field(400, gt=0, le=3200)
+    interNodeGbps: float = Field(400, gt=0, le=3200, allow_inf_nan=False)
 
 
 class Workload(_M):
@@ -49,7 +55,7 @@ class Workload(_M):
     inputTokens: int = Field(ge=1, le=2_000_000)
     outputTokens: int = Field(ge=1, le=1_000_000)
     concurrency: int | None = Field(None, ge=1, le=10_000_000)
-    requestsPerSecond: float | None = Field(None, gt=0)
+    requestsPerSecond: float | None = Field(None, gt=0, allow_inf_nan=False)
 
 
 class Slo(_M):
@@ -79,7 +85,7 @@ class PlanSpec(_M):
 
     model: PlanModel
     engine: PlanEngine
-    nodePools: dict[str, PlanPool] = Field(min_length=1, max_length=2)
+    nodePools: dict[PoolName, PlanPool] = Field(min_length=1, max_length=2)
     network: PlanNetwork = Field(default_factory=PlanNetwork)
     workload: Workload
     slo: Slo = Field(default_factory=Slo)

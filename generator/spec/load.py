@@ -204,8 +204,16 @@ def _plain(node: Any, path: PathKey, display: str, prov: Provenance) -> Any:
             prov.locations[sub] = Location(display, iline + 1, icol + 1)
             out_list.append(_plain(item, sub, display, prov))
         return out_list
-    if isinstance(node, bool) or node is None or isinstance(node, (int, float)):
-        return node if not isinstance(node, float) else float(node)
+    # ruamel returns int/float/bool subclasses (ScalarInt, ScalarFloat, ScalarBoolean): plain
+    # Python values from here on, so no later consumer sees a ruamel type.
+    if node is None:
+        return None
+    if isinstance(node, bool) or type(node).__name__ == "ScalarBoolean":
+        return bool(node)
+    if isinstance(node, int):
+        return int(node)
+    if isinstance(node, float):
+        return float(node)
     if isinstance(node, str):
         return str(node)
     # Timestamps and other implicit scalar types: keep the text, the schema decides.

@@ -82,14 +82,37 @@ class Model(_Model):
         None, description="Secret key holding a Hugging Face token (HF_TOKEN).")
 
 
+class PvcSource(_Model):
+    """core/v1 PersistentVolumeClaimVolumeSource."""
+
+    claimName: str = Field(pattern=DNS_LABEL, max_length=253)
+    readOnly: bool | None = None
+
+
+class HostPathSource(_Model):
+    """core/v1 HostPathVolumeSource (only when the spec asks for a host path)."""
+
+    path: str = Field(pattern=r"^/[^\x00-\x1f\x7f]*$", max_length=4096)
+    type: Literal["", "DirectoryOrCreate", "Directory", "FileOrCreate", "File", "Socket",
+                  "CharDevice", "BlockDevice"] | None = None
+
+
+class NfsSource(_Model):
+    """core/v1 NFSVolumeSource."""
+
+    server: str = Field(min_length=1, max_length=253, pattern=r"^[A-Za-z0-9.:\[\]-]+$")
+    path: str = Field(pattern=r"^/[^\x00-\x1f\x7f]*$", max_length=4096)
+    readOnly: bool | None = None
+
+
 class VolumeSource(_Model):
     """Where the weights come from: exactly one core/v1 VolumeSource member (rule MOD004).
     Each member is passed to Kubernetes as written; an overlay switches sources by setting the
     base's member to null."""
 
-    persistentVolumeClaim: dict[str, Any] | None = None
-    hostPath: dict[str, Any] | None = None
-    nfs: dict[str, Any] | None = None
+    persistentVolumeClaim: PvcSource | None = None
+    hostPath: HostPathSource | None = None
+    nfs: NfsSource | None = None
     csi: dict[str, Any] | None = None
     ephemeral: dict[str, Any] | None = None
     image: dict[str, Any] | None = None
@@ -102,8 +125,8 @@ class VolumeSource(_Model):
     glusterfs: dict[str, Any] | None = None
 
     def sources(self) -> dict[str, dict[str, Any]]:
-        """The members that are set."""
-        return {k: v for k, v in self.model_dump().items() if v is not None}
+        """The members that are set (as Kubernetes expects them, unset keys dropped)."""
+        return self.model_dump(exclude_none=True)
 
 
 class Engine(_Model):

@@ -1168,6 +1168,8 @@ for _code, _sev, _summary, _source in (
     ("MOD002", E, "model.config is a supported architecture family",
      "catalog FAMILIES (model_type)"),
     ("MOD003", E, "model.config has the fields moegen needs", "HF config.json fields"),
+    ("PLN001", E, "a PlanRequest gives concurrency or requestsPerSecond, not both",
+     "SPEC.md §5 workload"),
 ):
     RULES.append(Rule(_code, _sev, _summary, _source, _no_check))
 
