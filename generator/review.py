@@ -16,7 +16,7 @@ from .sizing import RoleSizing
 
 #: Nodes drawn per role before aggregating the rest into a "+N more" box; nodes per row.
 MAX_NODES_DRAWN = 8
-NODES_PER_ROW = 3
+NODES_PER_ROW = 2
 #: SVG geometry, px.
 GPU_W, GPU_H, GPU_GAP = 46, 34, 4
 POD_PAD, NODE_PAD, ROLE_GAP, LABEL_H = 6, 8, 26, 18
@@ -55,6 +55,7 @@ def _topology(checked, plan) -> dict:
     width = 0
     flows = []
     anchors: dict[str, tuple[int, int, int]] = {}
+    pool_next: dict[str, int] = {}   # node numbers continue across the roles of a pool
     for role_spec, role in zip(spec.roles, checked.roles):
         lay = role.layout
         pool = spec.nodePools[role_spec.nodePool]
@@ -93,9 +94,11 @@ def _topology(checked, plan) -> dict:
                                   "tx": px + 6, "ty": py + 13,
                                   "label": f"{'leader' if leader else 'worker'} pod {pod.index}"
                                            f" (instance {replica})", "gpus": gpus})
+            number = pool_next.get(role_spec.nodePool, 0) + n
             node_boxes.append({"x": nx, "y": ny, "w": node_w, "h": node_h,
                                "tx": nx + 8, "ty": ny + 13,
-                               "label": f"{role_spec.nodePool} node {n}", "pods": pod_boxes})
+                               "label": f"{role_spec.nodePool} node {number}", "pods": pod_boxes})
+        pool_next[role_spec.nodePool] = pool_next.get(role_spec.nodePool, 0) + len(nodes)
         more = len(nodes) - len(drawn)
         more_box = None
         slots = len(drawn) + (1 if more else 0)
@@ -114,36 +117,39 @@ def _topology(checked, plan) -> dict:
         roles_out.append({"name": role.name, "mode": role.mode, "y": y, "ty": y + 13, "label": desc,
                           "fill": ROLE_COLOURS.get(role.mode, "#eeeeee"), "nodes": node_boxes,
                           "more": more_box, "height": block_h + LABEL_H})
-        anchors[role.mode] = (x + 40, role_y, role_y + block_h)
+        anchors[role.mode] = (right - 10, role_y, role_y + block_h)
         y = role_y + block_h + ROLE_GAP
     if plan.router is not None and "prefill" in anchors and "decode" in anchors:
-        rx = width + 30
-        py = (anchors["prefill"][1] + anchors["prefill"][2]) // 2
-        dy = (anchors["decode"][1] + anchors["decode"][2]) // 2
+        px_, py0, py1 = anchors["prefill"]
+        dx_, dy0, dy1 = anchors["decode"]
+        py, dy = (py0 + py1) // 2, (dy0 + dy1) // 2
+        rx = width + 120
         ry = (py + dy) // 2 - 25
-        router = {"x": rx, "y": ry, "w": 170, "h": 50, "tx": rx + 8, "ty": ry + 29,
+        router = {"x": rx, "y": ry, "w": 190, "h": 50, "tx": rx + 8, "ty": ry + 29,
                   "label": f"router ({plan.router.image.split('/')[-1]})"}
         connector = next(r.kv_transfer.connector for r in checked.roles if r.kv_transfer)
+        kv_x = width + 40
         flows = [
-            {"x1": rx, "y1": ry + 15, "x2": width - 10, "y2": py, "tx": width - 4, "ty": py + 4,
+            {"x1": rx, "y1": ry + 12, "x2": px_ + 2, "y2": py, "tx": px_ + 10, "ty": py - 6,
              "label": "1. prefill"},
-            {"x1": width - 10, "y1": py + 10, "x2": width - 10, "y2": dy - 10, "tx": width - 4,
-             "ty": (py + dy) // 2, "label": f"2. KV transfer ({connector})"},
-            {"x1": rx, "y1": ry + 35, "x2": width - 10, "y2": dy, "tx": width - 4, "ty": dy + 4,
+            {"x1": kv_x, "y1": py + 8, "x2": kv_x, "y2": dy - 8, "tx": kv_x - 30,
+             "ty": (py + dy) // 2 + 20, "label": f"2. KV ({connector})"},
+            {"x1": rx, "y1": ry + 38, "x2": dx_ + 2, "y2": dy, "tx": dx_ + 10, "ty": dy + 16,
              "label": "3. decode"},
         ]
-        width = rx + 190
+        width = rx + 210
     else:
         router = None
     return {"width": width, "height": y, "roles": roles_out, "router": router, "flows": flows}
 
 
 def _memory(sizing: list) -> list[dict]:
+    """Stacked bars of the most loaded GPU, scaled so the whole demand fits the bar; the HBM and
+    budget lines mark what the GPU has and what the engine may use (demand past HBM = overflow)."""
     out = []
     for z in sizing:
         if not isinstance(z, RoleSizing):
             continue
-        scale = BAR_W / z.gpu_memory
         kv = max(z.kv_cache, 0.0)
         if z.engine == "sglang":
             reserve = z.gpu_memory - z.budget - z.activation - z.overhead
@@ -151,27 +157,31 @@ def _memory(sizing: list) -> list[dict]:
             reserve = z.gpu_memory - z.budget
         parts = [("weights", z.weights), ("kv", kv), ("activation", z.activation),
                  ("overhead", z.overhead), ("reserve", max(reserve, 0.0))]
+        demand = z.weights + kv + z.activation + z.overhead + max(reserve, 0.0)
+        scale = BAR_W / max(z.gpu_memory, demand)
         segs, x = [], 0.0
         for name, gib in parts:
             w = gib * scale
             segs.append({"name": name, "gib": round(gib, 2), "x": round(x, 1), "w": round(w, 1),
                          "colour": COLOURS[name]})
             x += w
+        hbm_x = round(z.gpu_memory * scale, 1)
+        over = demand - z.gpu_memory if z.kv_cache < 0 else 0.0
         overflow = None
         if z.kv_cache < 0:
-            over = -z.kv_cache * scale
-            overflow = {"x": round(z.budget * scale, 1), "w": round(over, 1),
+            overflow = {"x": round(z.budget * scale, 1), "w": round(-z.kv_cache * scale, 1),
                         "gib": round(-z.kv_cache, 2), "colour": COLOURS["overflow"]}
         out.append({
             "role": z.name, "gpu": z.gpu, "engine": z.engine, "hbmGiB": round(z.gpu_memory, 2),
             "budgetGiB": round(z.budget, 2), "budgetX": round(z.budget * scale, 1),
-            "budgetTextX": round(z.budget * scale + 3, 1), "hbmTextX": BAR_W + 6,
-            "svgWidth": BAR_W + 120, "svgHeight": BAR_H + 22, "textY": BAR_H + 17,
-            "hbmTextY": BAR_H - 8, "lineY2": BAR_H + 6,
+            "budgetTextX": round(z.budget * scale + 3, 1), "hbmX": hbm_x,
+            "hbmTextX": BAR_W + 6, "svgWidth": BAR_W + 150, "svgHeight": BAR_H + 36,
+            "textY": BAR_H + 30, "hbmTextY": BAR_H - 8, "lineY2": BAR_H + 6,
+            "hbmLabel": f"HBM {z.gpu_memory:.2f} GiB" + (f" (demand {demand:.1f})" if over > 0 else ""),
             "kvTokensText": f"{z.kv_tokens_per_rank:,}",
+            "width": BAR_W, "height": BAR_H, "segments": segs, "overflow": overflow,
             "budgetLabel": ("mem_fraction_static" if z.engine == "sglang"
                             else "gpu_memory_utilization") + f" {z.utilization:g}",
-            "width": BAR_W, "height": BAR_H, "segments": segs, "overflow": overflow,
             "kvTokensPerRank": z.kv_tokens_per_rank,
             "sequencesAtMaxModelLen": round(z.max_concurrency, 1),
             "maxModelLen": z.max_model_len, "fits": z.fits,
@@ -218,6 +228,27 @@ def build(checked, plan) -> dict:
             "ok": checked.ok}
 
 
+def _plan_rows(result) -> dict:
+    doc = result.to_json()
+    for c in doc["candidates"]:
+        c["rolesText"] = [f"{r['mode']} x{r['replicas']} {_layout_text_dict(r['parallel'])} "
+                          f"on {r['nodePool']}" for r in c["roles"]]
+        c["outText"] = f"{c['outputTokensPerSec']:,}"
+        c["totalText"] = f"{c['totalTokensPerSec']:,}"
+        c["kvText"] = f"{c['kvTokensPerRank']:,}"
+        c["notesText"] = "; ".join(c["notes"])
+    for a in doc["alternatives"]:
+        a["text"] = (f"with {a['change']}: {a['totalTokensPerSec']:,} tokens/s "
+                     f"({'reachable' if a['reachable'] else 'still not reachable'})")
+    doc["emptyText"] = "" if doc["candidates"] else f"No candidate: {result.bound}."
+    return doc
+
+
+def _layout_text_dict(p: dict) -> str:
+    return (f"TP{p['tensor']} DP{p['data']} PP{p['pipeline']}"
+            + (f" EP{p['tensor'] * p['data']}" if p["expert"] else ""))
+
+
 def build_plan(req, result) -> dict:
     """The review model of a PlanRequest: its summary and the planner's table."""
     s = req.spec
@@ -231,4 +262,5 @@ def build_plan(req, result) -> dict:
                         "gpusAvailable": sum(p.gpusPerNode * p.nodes for p in s.nodePools.values()),
                         "gpusText": f"{sum(p.gpusPerNode * p.nodes for p in s.nodePools.values())}"
                                     " available"},
-            "topology": None, "memory": [], "findings": [], "plan": result.to_json(), "ok": True}
+            "topology": None, "memory": [], "findings": [], "plan": _plan_rows(result),
+            "ok": result.reachable}
