@@ -86,3 +86,30 @@ def test_mutated_specs_never_crash(doc):
             for obj in objects(files):
                 if obj["kind"] != "LeaderWorkerSet":
                     kubernetes_validate.validate(obj, K8S_VERSION, strict=True)
+
+
+PLANS = {p.name: yaml.safe_load(p.read_text())
+         for p in sorted((Path(__file__).resolve().parent.parent / "examples" / "plan").glob("*.yaml"))}
+
+
+@st.composite
+def mutated_plans(draw):
+    name = draw(st.sampled_from(sorted(PLANS)))
+    doc = yaml.safe_load(yaml.safe_dump(PLANS[name]))
+    for _ in range(draw(st.integers(min_value=1, max_value=3))):
+        path = draw(st.sampled_from(list(_paths(doc))))
+        doc = _mutate(doc, path, draw(VALUES), draw(st.booleans()))
+        if not isinstance(doc, dict):
+            break
+    return doc
+
+
+@settings(max_examples=int(__import__("os").environ.get("MOEGEN_FUZZ_EXAMPLES", "60")),
+          deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(mutated_plans())
+def test_mutated_plan_requests_never_crash(doc):
+    with tempfile.TemporaryDirectory() as tmp:
+        req = Path(tmp) / "plan.yaml"
+        req.write_text(yaml.safe_dump(doc, sort_keys=False))
+        code = run(["plan", str(req), "--format", "json"])
+        assert code in (0, 1, 2), f"exit {code} for:\n{req.read_text()}"
