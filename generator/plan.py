@@ -277,7 +277,8 @@ def build_plan(spec: InferenceDeployment, roles: list[RoleInput], dialect,
         if spec.spec.engine.name == "sglang":
             launch = dialect.launch(role, sizing_by_role[role.name].utilization)
         else:
-            launch = dialect.launch(role)
+            z = sizing_by_role.get(role.name)
+            launch = dialect.launch(role, z.batched_tokens if z is not None else None)
         role_plans.append(RolePlan(role.name, role.mode, role.layout, launch))
         lay = role.layout
         rlabels = {**common_labels, L_COMPONENT: role.name, L_ROLE: role.name, L_MODE: role.mode}

@@ -156,8 +156,13 @@ class VllmDialect:
         return NIXL_SIDE_CHANNEL_PORT + min(ranks) * scale, NIXL_SIDE_CHANNEL_PORT + max(ranks) * scale
 
     # -- rendering --------------------------------------------------------------------------
-    def launch(self, role: RoleInput) -> EngineLaunch:
-        """Build the launch of one instance of ``role`` (the role must have passed the rules)."""
+    def launch(self, role: RoleInput, batched_tokens: int | None = None) -> EngineLaunch:
+        """Build the launch of one instance of ``role`` (the role must have passed the rules).
+
+        ``batched_tokens``: the ``--max-num-batched-tokens`` the sizing plan assumed when the
+        spec leaves it unset (vLLM's own default for that GPU and backend); rendering it pins
+        the activation budget the plan was computed with.
+        """
         lay = role.layout
         s = role.serving
         common: list[str] = [
@@ -203,8 +208,9 @@ class VllmDialect:
                    "--kv-cache-dtype", s["kvCacheDtype"]]
         if s["maxNumSeqs"] is not None:
             common += ["--max-num-seqs", str(s["maxNumSeqs"])]
-        if s["maxNumBatchedTokens"] is not None:
-            common += ["--max-num-batched-tokens", str(s["maxNumBatchedTokens"])]
+        planned = s["maxNumBatchedTokens"] or batched_tokens
+        if planned is not None:
+            common += ["--max-num-batched-tokens", str(planned)]
         if s["enforceEager"]:
             common += ["--enforce-eager"]
         if self._v() >= (0, 14, 0):

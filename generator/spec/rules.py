@@ -662,8 +662,12 @@ def _mtp_tokens(ctx: Context):
 def _batched_vs_seqs(ctx: Context):
     if not _is_vllm(ctx):
         return
+    from ..sizing import RoleSizing
     for i, r in ctx.role_items():
         seqs, batched = r.serving["maxNumSeqs"], r.serving["maxNumBatchedTokens"]
+        z = ctx.sizing[i] if i < len(ctx.sizing) else None
+        if batched is None and isinstance(z, RoleSizing):
+            batched = z.batched_tokens   # the default moegen renders (vLLM's own for this GPU)
         if seqs is not None and batched is not None and batched < seqs:
             path = (_role_path(i, "serving", "maxNumBatchedTokens")
                     if _role_sets(ctx, i, "maxNumBatchedTokens")
