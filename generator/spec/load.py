@@ -263,8 +263,12 @@ def merge(base: Any, base_prov: Provenance, over: Any, over_prov: Provenance,
         for key, value in over.items():
             sub = (*path, key)
             if key in out:
+                both_maps = isinstance(out[key], dict) and isinstance(value, dict)
                 out[key] = merge(out[key], base_prov, value, over_prov, sub)
-                if sub in over_prov.locations:
+                # A mapping merged into a mapping keeps its key's original location (a finding
+                # about a field the overlay did not set points at the base); replaced values
+                # point at the overlay.
+                if sub in over_prov.locations and not both_maps:
                     base_prov.locations[sub] = over_prov.locations[sub]
             else:
                 out[key] = value
