@@ -69,67 +69,48 @@ def applicable(case: dict) -> str | None:
 
 
 def spec_for(case: dict, overrides: dict | None = None) -> str:
-    """An InferenceDeployment reproducing the case's launch.
+    """An InferenceDeployment reproducing the case's launch (``overrides`` update ``serving``).
 
-    SGLang cases are sized with the 0.5.23 dialect (their own releases may predate 0.5) and the
-    printed mem_fraction_static pinned; SGLang's tp with DP attention becomes tensor = tp / dp.
+    vLLM cases before 0.11.0 are sized with the 0.11.0 dialect. SGLang cases are sized with the
+    0.5.23 dialect (their releases may predate 0.5) and the printed mem_fraction_static pinned;
+    SGLang's tp with DP attention becomes tensor = tp / dp, data = dp.
     """
-    if case["engine"] == "sglang":
-        return _sglang_spec(case, overrides or {})
-    version = _version(case["engine_version"])
-    version = version if tuple(map(int, version.split("."))) >= (0, 11, 0) else "0.11.0"
-    tp, dp, pp = case["tp"], case["dp"], case["pp"]
-    gpus = tp * dp * pp
-    nodes = case.get("nodes") or 1
-    kv = "fp8" if str(case.get("kv_cache_dtype")).startswith("fp8") else "auto"
-    max_len = case.get("max_model_len") or 8192
-    notes = str(case.get("notes", ""))
-    if "max-num-batched-tokens" in notes:
-        case = {**case, "max_num_batched_tokens":
-                int(notes.split("max-num-batched-tokens")[1].split(",")[0].strip())}
-    return yaml.safe_dump({
-        "apiVersion": "moegen.dev/v1alpha1", "kind": "InferenceDeployment",
-        "metadata": {"name": "gt"},
-        "spec": {
-            "model": {"name": case["model"], "architecture": MODELS[case["model"]],
-                      "weights": FORMATS.get(case.get("weight_dtype"), "fp8"), "path": "/m"},
-            "engine": {"name": "vllm", "version": version, "image": f"vllm/vllm-openai:v{version}"},
-            "network": {"socketInterface": "eth0"},
-            "nodePools": {"p": {"gpu": GPUS[case["gpu"]], "gpusPerNode": gpus // nodes,
-                                "nodes": nodes}},
-            "serving": {"maxModelLen": max_len, "kvCacheDtype": kv,
-                        "gpuMemoryUtilization": case["mem_fraction"],
-                        **({"maxNumBatchedTokens": case["max_num_batched_tokens"]}
-                           if case.get("max_num_batched_tokens") else {})},
-            "roles": [{"name": "r", "mode": "unified", "nodePool": "p",
-                       "parallel": {"tensor": tp, "data": dp, "pipeline": pp,
-                                    "expert": bool(case.get("enable_ep"))}}],
-        }})
-
-
-def _sglang_spec(case: dict, overrides: dict) -> str:
     tp, dp, pp = case["tp"], case["dp"], case["pp"]
     nodes = case.get("nodes") or 1
-    tensor = tp // dp if case.get("dp_attention") else tp
     kv = "fp8" if str(case.get("kv_cache_dtype")).startswith("fp8") else "auto"
     serving = {"maxModelLen": case.get("max_model_len") or 8192, "kvCacheDtype": kv}
-    if case.get("mem_fraction"):
-        serving["memFractionStatic"] = case["mem_fraction"]
-    serving.update(overrides)
+    if case["engine"] == "sglang":
+        engine = {"name": "sglang", "version": "0.5.23", "image": "lmsysorg/sglang:v0.5.23"}
+        tensor, data = (tp // dp, dp) if case.get("dp_attention") else (tp, 1)
+        gpus_per_node = tp * pp // nodes
+        if case.get("mem_fraction"):
+            serving["memFractionStatic"] = case["mem_fraction"]
+    else:
+        version = _version(case["engine_version"])
+        version = version if tuple(map(int, version.split("."))) >= (0, 11, 0) else "0.11.0"
+        engine = {"name": "vllm", "version": version, "image": f"vllm/vllm-openai:v{version}"}
+        tensor, data = tp, dp
+        gpus_per_node = tp * dp * pp // nodes
+        serving["gpuMemoryUtilization"] = case["mem_fraction"]
+        notes = str(case.get("notes", ""))
+        if "max-num-batched-tokens" in notes:
+            serving["maxNumBatchedTokens"] = int(
+                notes.split("max-num-batched-tokens")[1].split(",")[0].strip())
+    serving.update(overrides or {})
     return yaml.safe_dump({
         "apiVersion": "moegen.dev/v1alpha1", "kind": "InferenceDeployment",
         "metadata": {"name": "gt"},
         "spec": {
             "model": {"name": case["model"], "architecture": MODELS[case["model"]],
                       "weights": FORMATS.get(case.get("weight_dtype"), "fp8"), "path": "/m"},
-            "engine": {"name": "sglang", "version": "0.5.23", "image": "lmsysorg/sglang:v0.5.23"},
+            "engine": engine,
             "network": {"socketInterface": "eth0"},
-            "nodePools": {"p": {"gpu": GPUS[case["gpu"]], "gpusPerNode": tp * pp // nodes,
+            "nodePools": {"p": {"gpu": GPUS[case["gpu"]], "gpusPerNode": gpus_per_node,
                                 "nodes": nodes}},
             "serving": serving,
             "roles": [{"name": "r", "mode": "unified", "nodePool": "p",
-                       "parallel": {"tensor": tensor, "data": dp if case.get("dp_attention") else 1,
-                                    "pipeline": pp, "expert": bool(case.get("enable_ep"))}}],
+                       "parallel": {"tensor": tensor, "data": data, "pipeline": pp,
+                                    "expert": bool(case.get("enable_ep"))}}],
         }})
 
 

@@ -39,6 +39,21 @@ SHM_DEFAULT_GIB = 8
 #: Startup probe budget, s: a DeepSeek-V3 load plus DP handshake takes 7-20 min
 #: (shared/research/anchors-k8s.md §7.7; llm-d allows 45 min). 10 s x 180 = 30 min.
 STARTUP_PERIOD_S, STARTUP_FAILURES = 10, 180
+#: Readiness every 10 s (3 misses = out of the Service) and liveness every 30 s with 5 misses
+#: and 10 s timeouts: a 2.5 min grace so a long decode step or GC pause does not restart a
+#: 20-minute load (liveness only starts after the startup probe; llm-d guides use 30 s x 3).
+READINESS_PERIOD_S, READINESS_FAILURES = 10, 3
+LIVENESS_PERIOD_S, LIVENESS_FAILURES, LIVENESS_TIMEOUT_S = 30, 5, 10
+#: terminationGracePeriodSeconds: time for the API server to drain in-flight requests after
+#: SIGTERM before the kubelet kills the engine (Kubernetes default is 30 s; long generations
+#: need more, and 60 s keeps rollouts of a group reasonably fast).
+TERMINATION_GRACE_S = 60
+#: Router probes: TCP on its HTTP port (the router answers once its listener is up).
+ROUTER_PROBES = {
+    "readinessProbe": {"tcpSocket": {"port": "http"}, "periodSeconds": READINESS_PERIOD_S},
+    "livenessProbe": {"tcpSocket": {"port": "http"}, "periodSeconds": LIVENESS_PERIOD_S,
+                      "failureThreshold": LIVENESS_FAILURES},
+}
 #: Leader DNS resolution retries in the launcher: 120 x 5 s = 10 min, then exit non-zero
 #: (never pass an empty address: shared/research/field-failures.md #4).
 RESOLVE_TRIES, RESOLVE_SLEEP_S = 120, 5
@@ -79,6 +94,7 @@ class PodPlan:
     volumes: list[dict[str, Any]]
     volume_mounts: list[dict[str, Any]]
     security_context: dict[str, Any] | None
+    termination_grace_s: int
     host_network: bool
     dns_policy: str | None
     node_selector: dict[str, str]
@@ -128,6 +144,7 @@ class RouterPlan:
     metrics_port: int
     replicas: int
     command: list[str] = field(default_factory=list)
+    probes: dict[str, Any] = field(default_factory=lambda: dict(ROUTER_PROBES))
 
 
 @dataclass(frozen=True)
@@ -187,7 +204,7 @@ def _launcher(launch: EngineLaunch, role: RoleInput, dialect_version: str,
         })
     return {
         "role": role.name,
-        "engine": f"{engine_label} {role_version(dialect_version)}",
+        "engine": f"{engine_label} {dialect_version} dialect",
         "notes": list(launch.notes),
         "multi": multi,
         "cases": cases,
@@ -210,11 +227,6 @@ def group_args(args: tuple[str, ...]) -> list[list[str]]:
         else:
             groups[-1].append(a)
     return groups
-
-
-def role_version(v: str) -> str:
-    """Display form of the dialect version."""
-    return f"{v} dialect"
 
 
 def _ports(ports: tuple[Port, ...]) -> list[dict[str, Any]]:
@@ -453,10 +465,11 @@ def _pod_plan(spec, role_spec, role: RoleInput, launch: EngineLaunch, pool, labe
         probes = {
             "startupProbe": {**check, "periodSeconds": STARTUP_PERIOD_S,
                              "failureThreshold": STARTUP_FAILURES, "timeoutSeconds": 5},
-            "readinessProbe": {**check, "periodSeconds": 10, "failureThreshold": 3,
-                               "timeoutSeconds": 5},
-            "livenessProbe": {**check, "periodSeconds": 30, "failureThreshold": 5,
-                              "timeoutSeconds": 10},
+            "readinessProbe": {**check, "periodSeconds": READINESS_PERIOD_S,
+                               "failureThreshold": READINESS_FAILURES, "timeoutSeconds": 5},
+            "livenessProbe": {**check, "periodSeconds": LIVENESS_PERIOD_S,
+                              "failureThreshold": LIVENESS_FAILURES,
+                              "timeoutSeconds": LIVENESS_TIMEOUT_S},
         }
     return PodPlan(
         labels=labels,
@@ -470,6 +483,7 @@ def _pod_plan(spec, role_spec, role: RoleInput, launch: EngineLaunch, pool, labe
         volumes=volumes,
         volume_mounts=mounts,
         security_context=security,
+        termination_grace_s=TERMINATION_GRACE_S,
         host_network=net.hostNetwork,
         dns_policy="ClusterFirstWithHostNet" if net.hostNetwork else None,
         node_selector=dict(pool.nodeSelector),

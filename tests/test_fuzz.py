@@ -9,6 +9,7 @@ pass kubernetes-validate in strict mode.
 
 from __future__ import annotations
 
+import os
 import tempfile
 from pathlib import Path
 
@@ -59,21 +60,43 @@ def _mutate(doc, path, value, delete):
     return doc
 
 
+PLANS = {p.name: yaml.safe_load(p.read_text())
+         for p in sorted((Path(__file__).resolve().parent.parent / "examples" / "plan").glob("*.yaml"))}
+
+
 @st.composite
-def mutated_specs(draw):
-    name = draw(st.sampled_from(sorted(EXAMPLES)))
-    doc = yaml.safe_load(yaml.safe_dump(EXAMPLES[name]))
+def mutated(draw, corpus: dict):
+    """A document of ``corpus`` with 1-3 random fields replaced or deleted."""
+    doc = yaml.safe_load(yaml.safe_dump(corpus[draw(st.sampled_from(sorted(corpus)))]))
     for _ in range(draw(st.integers(min_value=1, max_value=3))):
-        paths = list(_paths(doc))
-        path = draw(st.sampled_from(paths))
+        path = draw(st.sampled_from(list(_paths(doc))))
         doc = _mutate(doc, path, draw(VALUES), draw(st.booleans()))
         if not isinstance(doc, dict):
             break
     return doc
 
 
-@settings(max_examples=int(__import__("os").environ.get("MOEGEN_FUZZ_EXAMPLES", "120")), deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(mutated_specs())
+def _examples(default: int) -> int:
+    """Examples per property (MOEGEN_FUZZ_EXAMPLES raises it for a long local run)."""
+    return int(os.environ.get("MOEGEN_FUZZ_EXAMPLES", default))
+
+
+def _validate(obj: dict) -> None:
+    """Strict Kubernetes validation; LWS pod templates are checked as PodTemplates."""
+    if obj["kind"] != "LeaderWorkerSet":
+        kubernetes_validate.validate(obj, K8S_VERSION, strict=True)
+        return
+    lwt = obj["spec"]["leaderWorkerTemplate"]
+    for which in ("leaderTemplate", "workerTemplate"):
+        kubernetes_validate.validate(
+            {"apiVersion": "v1", "kind": "PodTemplate",
+             "metadata": {"name": f"{obj['metadata']['name']}-{which.lower()}"},
+             "template": lwt[which]}, K8S_VERSION, strict=True)
+
+
+@settings(max_examples=_examples(120), deadline=None,
+          suppress_health_check=[HealthCheck.too_slow])
+@given(mutated(EXAMPLES))
 def test_mutated_specs_never_crash(doc):
     with tempfile.TemporaryDirectory() as tmp:
         spec = Path(tmp) / "spec.yaml"
@@ -84,29 +107,12 @@ def test_mutated_specs_never_crash(doc):
             checked = pipeline.check(spec)
             _, files = pipeline.render(checked)
             for obj in objects(files):
-                if obj["kind"] != "LeaderWorkerSet":
-                    kubernetes_validate.validate(obj, K8S_VERSION, strict=True)
+                _validate(obj)
 
 
-PLANS = {p.name: yaml.safe_load(p.read_text())
-         for p in sorted((Path(__file__).resolve().parent.parent / "examples" / "plan").glob("*.yaml"))}
-
-
-@st.composite
-def mutated_plans(draw):
-    name = draw(st.sampled_from(sorted(PLANS)))
-    doc = yaml.safe_load(yaml.safe_dump(PLANS[name]))
-    for _ in range(draw(st.integers(min_value=1, max_value=3))):
-        path = draw(st.sampled_from(list(_paths(doc))))
-        doc = _mutate(doc, path, draw(VALUES), draw(st.booleans()))
-        if not isinstance(doc, dict):
-            break
-    return doc
-
-
-@settings(max_examples=int(__import__("os").environ.get("MOEGEN_FUZZ_EXAMPLES", "60")),
-          deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(mutated_plans())
+@settings(max_examples=_examples(60), deadline=None,
+          suppress_health_check=[HealthCheck.too_slow])
+@given(mutated(PLANS))
 def test_mutated_plan_requests_never_crash(doc):
     with tempfile.TemporaryDirectory() as tmp:
         req = Path(tmp) / "plan.yaml"

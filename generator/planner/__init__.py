@@ -227,6 +227,29 @@ def _plan(req: PlanRequest, progress=None) -> PlanResult:
                             inter_gbps=s.network.interNodeGbps, weights_bytes=z.weights * 2**30,
                             bf16=bf16)
 
+    def decoding_role(name, mode, lay, pool, conn):
+        """Instances, sizing and decode point of a decoding role on ``pool`` (None, with the
+        reason counted in ``rejected``, when it cannot be placed, sized or hold the load)."""
+        n = pool.nodes // max(1, lay[0] * lay[1] * lay[2] // pool.gpusPerNode)
+        if n < 1:
+            return None
+        red = _min_redundant(arch.routed_experts, lay[0] * lay[1]) if lay[3] else 0
+        per_rank = -(-wl.concurrency // (n * lay[1])) if wl.concurrency else None
+        role = _role_input(name, mode, model, arch, serving, lay, pool, n, k, conn,
+                           per_rank * lay[1] if per_rank else 1, red)
+        if role.layout.problem:
+            return None
+        z = sized(role, pool)
+        if z is None:
+            rejected[f"{mode} layouts do not fit in memory"] += 1
+            return None
+        est = decode_point(role, z, pool, per_rank)
+        if est is None:
+            rejected[f"the KV cache cannot hold {wl.concurrency} sequences of {max_len} "
+                     "tokens"] += 1
+            return None
+        return n, z, est, role
+
     # --- prefill/decode disaggregated ---
     if s.constraints.disaggregation != "forbidden":
         splits = []
@@ -261,55 +284,22 @@ def _plan(req: PlanRequest, progress=None) -> PlanResult:
                 t_p = prefill_rate(prole, ppool, zp)
                 for dl in _layouts(dpool.gpusPerNode, dpool.gpusPerNode * dpool.nodes,
                                    arch.num_attention_heads, "decode", arch.routed_experts):
-                    nodes_d = max(1, dl[0] * dl[1] * dl[2] // dpool.gpusPerNode)
-                    nd = dpool.nodes // nodes_d
-                    if nd < 1:
-                        continue
-                    red = _min_redundant(arch.routed_experts, dl[0] * dl[1]) if dl[3] else 0
-                    per_rank = None
-                    if wl.concurrency:
-                        per_rank = -(-wl.concurrency // (nd * dl[1]))
-                    drole = _role_input("decode", "decode", model, arch, serving, dl, dpool, nd,
-                                        k, conn, per_rank * dl[1] if per_rank else 1, red)
-                    if drole.layout.problem:
-                        continue
-                    z = sized(drole, dpool)
-                    if z is None:
-                        rejected["decode layouts do not fit in memory"] += 1
-                        continue
-                    est = decode_point(drole, z, dpool, per_rank)
-                    if est is None:
-                        rejected[f"the KV cache cannot hold {wl.concurrency} sequences of "
-                                 f"{max_len} tokens"] += 1
-                        continue
-                    cands.append(_pd_candidate(req, pname, dname, pl, dl, np_, nd, t_p, est, z,
-                                               ctx_avg, k))
+                    found = decoding_role("decode", "decode", dl, dpool, conn)
+                    if found is not None:
+                        nd, z, est, _ = found
+                        cands.append(_pd_candidate(req, pname, dname, pl, dl, np_, nd, t_p, est,
+                                                   z, ctx_avg, k))
     # --- unified ---
     if s.constraints.disaggregation != "required":
         for name, pool in pools:
             for ul in _layouts(pool.gpusPerNode, pool.gpusPerNode * pool.nodes,
                                arch.num_attention_heads, "unified", arch.routed_experts):
-                nodes_u = max(1, ul[0] * ul[1] * ul[2] // pool.gpusPerNode)
-                nu = pool.nodes // nodes_u
-                if nu < 1:
-                    continue
-                red = _min_redundant(arch.routed_experts, ul[0] * ul[1]) if ul[3] else 0
-                per_rank = -(-wl.concurrency // (nu * ul[1])) if wl.concurrency else None
-                role = _role_input("serve", "unified", model, arch, serving, ul, pool, nu, k,
-                                   None, per_rank * ul[1] if per_rank else 1, red)
-                if role.layout.problem:
-                    continue
-                z = sized(role, pool)
-                if z is None:
-                    rejected["layouts do not fit in memory"] += 1
-                    continue
-                est = decode_point(role, z, pool, per_rank)
-                if est is None:
-                    rejected[f"the KV cache cannot hold {wl.concurrency} sequences of "
-                             f"{max_len} tokens"] += 1
-                    continue
-                t_p = prefill_rate(role, pool, z)
-                cands.append(_unified_candidate(req, name, ul, nu, t_p, est, z, ctx_avg, k))
+                found = decoding_role("serve", "unified", ul, pool, None)
+                if found is not None:
+                    nu, z, est, role = found
+                    cands.append(_unified_candidate(req, name, ul, nu,
+                                                    prefill_rate(role, pool, z), est, z,
+                                                    ctx_avg, k))
 
     unique: dict[str, Candidate] = {}
     for c in cands:   # the same roles reached twice (e.g. two splits of one pool): keep the best
