@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Build (once) a CPU-only venv holding the REAL argument parsers of the engines moegen targets:
+# Build (once) a CPU-only venv holding the REAL argument parsers and configuration objects of the
+# engines moegen targets:
 #   torch 2.13.0 (CPU wheel from local disk), vllm 0.33.0, sglang 0.5.23, smg 1.13.0, sglang-router 0.3.2,
 #   vllm-router 0.1.17 (the vLLM PD router; its RouterArgs parser is pure Python).
 # Engine/router packages are installed with --no-deps, followed by just the modules their CLI code
@@ -28,6 +29,9 @@ DEPS=(
   cloudpickle pillow pybase64 cachetools uvloop py-cpuinfo "fastapi>=0.133.0,<0.137.0" starlette
   annotated-doc prometheus_client partial_json_parser "xgrammar==0.2.8" "apache-tvm-ffi==0.1.11"
   llguidance orjson triton ipython traitlets pygments
+  # what building the engines' configuration objects imports (tests/conformance/engine_config.py;
+  # recipe: shared/research/engines.md, "Engine configuration objects on CPU")
+  "compressed-tensors==0.17.0" einops loguru dill sentencepiece gguf
 )
 # The marker records the recipe; change the recipe and the venv is rebuilt.
 SPEC="v1 ${TORCH_PIN} ${ENGINE_PINS[*]} ${DEPS[*]}"

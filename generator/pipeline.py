@@ -96,6 +96,7 @@ def check(spec_path: Path, overlays: list[Path] = ()) -> Checked:
 
     roles: list[RoleInput | None] = []
     pd = {r.mode for r in spec.spec.roles} >= {"prefill", "decode"}
+    carried, carried_from = carried_speculative(spec) if pd else (None, "")
     for role in spec.spec.roles:
         pool = spec.spec.nodePools.get(role.nodePool)
         if pool is None or arch is None:
@@ -104,12 +105,15 @@ def check(spec_path: Path, overlays: list[Path] = ()) -> Checked:
         p = role.parallel
         layout = compute_layout(p.tensor, p.data, p.pipeline, p.expert, role.workload,
                                 pool.gpusPerNode, role.replicas)
+        speculative, source = role.speculative, ""
+        if role.mode == "prefill" and speculative is None and carried is not None:
+            speculative, source = carried, carried_from
         roles.append(RoleInput(
             name=role.name, mode=role.mode, model=m, arch=arch,
             serving=effective_serving(spec.spec, role), parallel=p, moe=role.moe,
-            speculative=role.speculative, kv_transfer=role.kvTransfer,
+            speculative=speculative, kv_transfer=role.kvTransfer,
             network=spec.spec.network, layout=layout, pd=pd,
-            concurrency=role.sizing.concurrency))
+            concurrency=role.sizing.concurrency, speculative_from=source))
     ctx = Context(spec, loaded.provenance, dialect, arch, roles,
                   _size_roles(spec, roles, dialect))
     result.sizing = ctx.sizing
@@ -117,6 +121,22 @@ def check(spec_path: Path, overlays: list[Path] = ()) -> Checked:
     if result.ok and dialect is not None and arch is not None:
         result.roles = [r for r in roles if r is not None]
     return _sorted(result)
+
+
+def carried_speculative(spec: InferenceDeployment):
+    """The speculative config prefill roles run when they set none: the decode roles' one.
+
+    Returns ``(Speculative, decode role name)``, or ``(None, "")`` when no decode role
+    speculates or the decode roles disagree (rule SPD004 reports that). Prefill must run the
+    decode's MTP/EAGLE config: vLLM >= 0.28.0 hashes it into the NIXL handshake
+    (vllm/distributed/kv_transfer/kv_connector/v1/nixl/metadata.py), and SGLang's decode needs
+    the draft hidden states that only a speculating prefill sends (disaggregation/prefill.py).
+    """
+    decodes = [r for r in spec.spec.roles if r.mode == "decode"]
+    configs = {r.speculative for r in decodes}
+    if len(configs) != 1 or decodes[0].speculative is None:
+        return None, ""
+    return decodes[0].speculative, decodes[0].name
 
 
 def _size_roles(spec: InferenceDeployment, roles: list[RoleInput | None], dialect) -> list:

@@ -5,9 +5,12 @@ dialect. Output: a frozen :class:`DeploymentPlan` that the templates only substi
 
 Names (``B`` = metadata.name, ``R`` = role name, ``r`` = replica index):
 
-* LWS workload: LeaderWorkerSet ``B-R`` (replicas = role replicas, size = pods per instance); the
-  LWS controller creates the headless Service ``B-R`` itself.
-* statefulset / pod-per-rank: StatefulSet ``B-R-r`` per instance with headless Service ``B-R-r``.
+* ``lws`` and ``pod-per-rank`` workloads: LeaderWorkerSet ``B-R`` (replicas = role replicas,
+  size = pods per instance: one per node, or one per data-parallel rank); the LWS controller
+  creates the headless Service ``B-R`` itself and restarts an instance as a group
+  (``RecreateGroupOnPodRestart``).
+* ``statefulset`` (single-pod instances only, rule LAY009): StatefulSet ``B-R-r`` per instance
+  with headless Service ``B-R-r``.
 * client Service ``B-R-api`` (pods that serve the API), router Deployment/Service ``B-router``,
   env ConfigMap ``B-R-env`` (kustomize configMapGenerator from ``env/R.env``).
 """
@@ -48,15 +51,27 @@ LIVENESS_PERIOD_S, LIVENESS_FAILURES, LIVENESS_TIMEOUT_S = 30, 5, 10
 #: SIGTERM before the kubelet kills the engine (Kubernetes default is 30 s; long generations
 #: need more, and 60 s keeps rollouts of a group reasonably fast).
 TERMINATION_GRACE_S = 60
-#: Router probes: TCP on its HTTP port (the router answers once its listener is up).
+#: The engines' startup budget, s (the startup probe's): what a router waits for its workers.
+ENGINE_STARTUP_S = STARTUP_PERIOD_S * STARTUP_FAILURES
+#: Router probes: TCP on its HTTP port. vllm-router and smg bind their port only after the
+#: workers answer their health checks (vllm-router RouterArgs.worker_startup_timeout_secs,
+#: default 600; smg 1800): the router is told to wait the engines' startup budget
+#: (``--worker-startup-timeout-secs``), and its startup probe allows that plus one minute
+#: before liveness starts, so the kubelet never kills a router that is waiting for engines.
+ROUTER_STARTUP_FAILURES = (ENGINE_STARTUP_S + 60) // STARTUP_PERIOD_S
 ROUTER_PROBES = {
+    "startupProbe": {"tcpSocket": {"port": "http"}, "periodSeconds": STARTUP_PERIOD_S,
+                     "failureThreshold": ROUTER_STARTUP_FAILURES},
     "readinessProbe": {"tcpSocket": {"port": "http"}, "periodSeconds": READINESS_PERIOD_S},
     "livenessProbe": {"tcpSocket": {"port": "http"}, "periodSeconds": LIVENESS_PERIOD_S,
                       "failureThreshold": LIVENESS_FAILURES},
 }
-#: Leader DNS resolution retries in the launcher: 120 x 5 s = 10 min, then exit non-zero
-#: (never pass an empty address: shared/research/field-failures.md #4).
-RESOLVE_TRIES, RESOLVE_SLEEP_S = 120, 5
+#: Workers wait for the leader's rendezvous port (DNS name resolved, then a TCP connect every
+#: 5 s) for up to 240 x 5 s = 20 min, then exit non-zero: a headless vLLM engine gives up 5 min
+#: after dialling a leader that is not there (HANDSHAKE_TIMEOUT_MINS, vllm/v1/engine/core.py),
+#: and an empty address must never reach the engine (shared/research/field-failures.md #4). The
+#: leader pulls the same image and starts at the same time (LWS startupPolicy LeaderCreated).
+RESOLVE_TRIES, RESOLVE_SLEEP_S = 240, 5
 #: SGLang's PD router: smg (Shepherd Model Gateway, successor of sglang-router), image
 #: lightseekorg/smg (its entrypoint is the router; args as smg's RouterArgs, smg 1.13.0
 #: py_src/smg/router_args.py): --pd-disaggregation, --prefill URL BOOTSTRAP_PORT, --decode URL.
@@ -202,6 +217,7 @@ def _launcher(launch: EngineLaunch, role: RoleInput, dialect_version: str,
             "resolve": any(LEADER_IP in a for a in extra),
             "args": " ".join(_q(a) for a in extra),
         })
+    port = launch.rendezvous_port
     return {
         "role": role.name,
         "engine": f"{engine_label} {dialect_version} dialect",
@@ -215,6 +231,7 @@ def _launcher(launch: EngineLaunch, role: RoleInput, dialect_version: str,
         "resolve_tries": str(RESOLVE_TRIES),
         "resolve_sleep": str(RESOLVE_SLEEP_S),
         "resolve_budget": str(RESOLVE_TRIES * RESOLVE_SLEEP_S),
+        "rendezvous_port": str(port) if port else "",
     }
 
 
@@ -267,6 +284,15 @@ def network_env(spec: InferenceDeployment, role: RoleInput) -> list[tuple[str, s
     return out
 
 
+def env_items(derived: list[tuple[str, str]], overrides: dict[str, str]) -> list[tuple[str, str]]:
+    """One value per key: derived variables in order, a user override replacing a derived value
+    in place (NET003 warns), other user variables after them (kustomize refuses an env file that
+    sets a key twice)."""
+    out = [(k, overrides.get(k, v)) for k, v in derived]
+    have = {k for k, _ in out}
+    return out + [(k, v) for k, v in overrides.items() if k not in have]
+
+
 def build_plan(spec: InferenceDeployment, roles: list[RoleInput], dialect,
                sizing: list | None = None) -> DeploymentPlan:
     """Build the plan of a spec that passed every check (raises nothing for valid input).
@@ -295,55 +321,52 @@ def build_plan(spec: InferenceDeployment, roles: list[RoleInput], dialect,
         lay = role.layout
         rlabels = {**common_labels, L_COMPONENT: role.name, L_ROLE: role.name, L_MODE: role.mode}
         configmap = f"{base}-{role.name}-env"
-        env_items = network_env(spec, role) + sorted(launch.env.items()) + \
-            list(spec.spec.network.env.items())
-        env_files.append(EnvFilePlan(role.name, f"env/{role.name}.env", configmap, env_items))
+        items = env_items(network_env(spec, role) + sorted(launch.env.items()),
+                          dict(spec.spec.network.env))
+        env_files.append(EnvFilePlan(role.name, f"env/{role.name}.env", configmap, items))
 
         launcher = _launcher(launch, role, dialect.version,
                              "vLLM" if spec.spec.engine.name == "vllm" else "SGLang")
         port = role.serving["port"]
         client_selector = {L_INSTANCE: base, L_ROLE: role.name}
 
-        def pod(leader: bool, index_label: str | None, leader_host: str | None,
-                extra_labels: dict[str, str], shared: bool = False) -> PodPlan:
+        def pod(pods: range, index_label: str | None, leader_host: str | None,
+                extra_labels: dict[str, str]) -> PodPlan:
             return _pod_plan(spec, role_spec, role, launch, pool, rlabels | extra_labels,
-                             launcher, configmap, leader, index_label, leader_host, shared)
+                             launcher, configmap, pods, index_label, leader_host)
 
-        if role_spec.workload == "lws":
+        n_pods = len(lay.pods)
+        if role_spec.workload in ("lws", "pod-per-rank"):
             name = f"{base}-{role.name}"
             host = "$(LWS_LEADER_ADDRESS)" if lay.multi_pod else None
             index_label = LWS_WORKER_INDEX_LABEL if lay.multi_pod else None
-            leader = pod(True, index_label, host, {})
-            worker = pod(False, index_label, host, {}) if lay.multi_pod else None
+            leader = pod(range(0, 1), index_label, host, {})
+            worker = pod(range(1, n_pods), index_label, host, {}) if lay.multi_pod else None
             workloads.append(WorkloadPlan("LeaderWorkerSet", name, f"{role.name}-lws.yaml",
-                                          role.name, rlabels, role_spec.replicas, len(lay.pods),
+                                          role.name, rlabels, role_spec.replicas, n_pods,
                                           leader, worker, {}, None))
-            client_selector = {**client_selector, LWS_WORKER_INDEX_LABEL: "0"}
+            if not all(launch.serves_api):
+                client_selector = {**client_selector, LWS_WORKER_INDEX_LABEL: "0"}
             for g in range(role_spec.replicas):
-                endpoints.setdefault(role.mode, []).append(
-                    f"http://{name}-{g}.{name}.{ns}:{port}")
-        else:
-            per_rank = role_spec.workload == "pod-per-rank"
+                # LWS pod names: leader <lws>-<group>, workers <lws>-<group>-<index>, all in
+                # the subdomain of the LWS's headless Service <lws> (lws pod_utils.go).
+                for i in range(n_pods):
+                    if launch.serves_api[i]:
+                        host_name = f"{name}-{g}" if i == 0 else f"{name}-{g}-{i}"
+                        endpoints.setdefault(role.mode, []).append(
+                            f"http://{host_name}.{name}.{ns}:{port}")
+        else:  # statefulset: one single-pod StatefulSet per instance (LAY009)
             for r in range(role_spec.replicas):
                 name = f"{base}-{role.name}-{r}"
                 sel = {L_INSTANCE: base, L_ROLE: role.name, L_REPLICA: str(r)}
-                multi = len(lay.pods) > 1
-                host = f"{name}-0.{name}.{ns}" if multi else None
-                index_label = STS_POD_INDEX_LABEL if multi else None
-                the_pod = pod(True, index_label, host, {L_REPLICA: str(r)},
-                              shared=multi and not per_rank)
+                the_pod = pod(range(0, 1), None, None, {L_REPLICA: str(r)})
                 workloads.append(WorkloadPlan("StatefulSet", name, f"{role.name}-{r}-statefulset.yaml",
                                               role.name, rlabels | {L_REPLICA: str(r)},
-                                              len(lay.pods), len(lay.pods), the_pod, None, sel, name))
+                                              1, 1, the_pod, None, sel, name))
                 services.append(ServicePlan(name, f"{role.name}-{r}-headless-service.yaml",
                                             rlabels | {L_REPLICA: str(r)}, sel,
-                                            _service_ports(launch, leader=True), True))
-                serving_pods = range(len(lay.pods)) if per_rank else range(1)
-                for i in serving_pods:
-                    endpoints.setdefault(role.mode, []).append(
-                        f"http://{name}-{i}.{name}.{ns}:{port}")
-            if not per_rank:
-                client_selector = {**client_selector, STS_POD_INDEX_LABEL: "0"}
+                                            _service_ports(launch), True))
+                endpoints.setdefault(role.mode, []).append(f"http://{name}-0.{name}.{ns}:{port}")
         services.append(ServicePlan(f"{base}-{role.name}-api", f"{role.name}-service.yaml",
                                     rlabels, client_selector,
                                     [{"name": "http", "port": port, "targetPort": "http",
@@ -357,9 +380,9 @@ def build_plan(spec: InferenceDeployment, roles: list[RoleInput], dialect,
                           role_plans, engine=spec.spec.engine.name, dialect=dialect.version)
 
 
-def _service_ports(launch: EngineLaunch, leader: bool) -> list[dict[str, Any]]:
-    ports = list(launch.ports) + (list(launch.leader_ports) if leader else [])
-    return [{"name": p.name, "port": p.port, "targetPort": p.port, "protocol": "TCP"} for p in ports]
+def _service_ports(launch: EngineLaunch) -> list[dict[str, Any]]:
+    return [{"name": p.name, "port": p.port, "targetPort": p.port, "protocol": "TCP"}
+            for p in launch.ports_of(0)]
 
 
 def _router_plan(spec: InferenceDeployment, roles: list[RoleInput],
@@ -372,16 +395,19 @@ def _router_plan(spec: InferenceDeployment, roles: list[RoleInput],
     if spec.spec.engine.name == "sglang":
         from .engines.sglang import BOOTSTRAP_PORT
         args = ["--pd-disaggregation", "--host", "0.0.0.0", "--port", str(cfg.port),
-                "--policy", cfg.policy]
+                "--policy", cfg.policy, "--worker-startup-timeout-secs", str(ENGINE_STARTUP_S)]
         for url in endpoints["prefill"]:
             args += ["--prefill", url, str(BOOTSTRAP_PORT)]
         for url in endpoints["decode"]:
             args += ["--decode", url]
         args += ["--prometheus-host", "0.0.0.0", "--prometheus-port", str(ROUTER_METRICS_PORT)]
+        # smg's console script needs a subcommand: `smg launch` runs the router alone
+        # (smg 1.13.0 py_src/smg/cli.py).
         return RouterPlan(name, labels, selector, cfg.image or SGLANG_ROUTER_IMAGE, args,
-                          cfg.port, ROUTER_METRICS_PORT, cfg.replicas, command=[])
+                          cfg.port, ROUTER_METRICS_PORT, cfg.replicas, command=["smg", "launch"])
     args = ["--vllm-pd-disaggregation", "--host", "0.0.0.0", "--port", str(cfg.port),
-            "--policy", cfg.policy, "--kv-connector", ROUTER_CONNECTORS[connector]]
+            "--policy", cfg.policy, "--kv-connector", ROUTER_CONNECTORS[connector],
+            "--worker-startup-timeout-secs", str(ENGINE_STARTUP_S)]
     for url in endpoints["prefill"]:
         args += ["--prefill", url]
         if connector == "mooncake":
@@ -394,15 +420,11 @@ def _router_plan(spec: InferenceDeployment, roles: list[RoleInput],
                       ROUTER_METRICS_PORT, cfg.replicas, command=["vllm-router"])
 
 
-def _probe_script(port: int) -> str:
-    """Health check of pod 0 of a shared StatefulSet template; other pods pass (headless)."""
-    return ('[ "${MOEGEN_POD_INDEX}" != 0 ] || python3 -c "import urllib.request; '
-            f"urllib.request.urlopen('http://127.0.0.1:{port}/health', timeout=4)\"")
-
-
 def _pod_plan(spec, role_spec, role: RoleInput, launch: EngineLaunch, pool, labels, launcher,
-              configmap: str, leader: bool, index_label: str | None,
-              leader_host: str | None, worker_in_template: bool) -> PodPlan:
+              configmap: str, pods: range, index_label: str | None,
+              leader_host: str | None) -> PodPlan:
+    """The pod template of pods ``pods`` of an instance (the leader: ``range(0, 1)``; LWS
+    workers: ``range(1, n)``); a template declares the union of its pods' ports."""
     net = spec.spec.network
     lay = role.layout
     env: list[dict[str, Any]] = [
@@ -422,12 +444,10 @@ def _pod_plan(spec, role_spec, role: RoleInput, launch: EngineLaunch, pool, labe
         ref = spec.spec.model.tokenSecret
         env.append({"name": "HF_TOKEN",
                     "valueFrom": {"secretKeyRef": {"name": ref.name, "key": ref.key}}})
-    # A StatefulSet has one pod template for the leader and the headless workers, so its
-    # probes ask the API only on pod 0 (exec, python3 is in every engine image); LWS has
-    # separate leader and worker templates and headless workers get no probes.
-    shared_template = leader and worker_in_template
-    serves_api = launch.serves_api[0] if leader else any(launch.serves_api[1:])
-    ports = list(launch.ports) + (list(launch.leader_ports) if leader else [])
+    serves_api = any(launch.serves_api[i] for i in pods)
+    ports: list[Port] = []
+    for i in pods:
+        ports += [p for p in launch.ports_of(i) if p not in ports]
     if not serves_api:
         ports = [p for p in ports if p.name != "http"]
     limits: dict[str, Any] = {"nvidia.com/gpu": lay.gpus_per_pod}
@@ -458,18 +478,16 @@ def _pod_plan(spec, role_spec, role: RoleInput, launch: EngineLaunch, pool, labe
             security["privileged"] = True
     probes: dict[str, Any] = {}
     if serves_api:
-        if shared_template:
-            check = {"exec": {"command": ["/bin/sh", "-c", _probe_script(role.serving["port"])]}}
-        else:
-            check = {"httpGet": {"path": "/health", "port": "http"}}
+        check = {"httpGet": {"path": "/health", "port": "http"}}
+        timeout = launch.health_timeout_s
         probes = {
             "startupProbe": {**check, "periodSeconds": STARTUP_PERIOD_S,
-                             "failureThreshold": STARTUP_FAILURES, "timeoutSeconds": 5},
+                             "failureThreshold": STARTUP_FAILURES, "timeoutSeconds": timeout},
             "readinessProbe": {**check, "periodSeconds": READINESS_PERIOD_S,
-                               "failureThreshold": READINESS_FAILURES, "timeoutSeconds": 5},
+                               "failureThreshold": READINESS_FAILURES, "timeoutSeconds": timeout},
             "livenessProbe": {**check, "periodSeconds": LIVENESS_PERIOD_S,
                               "failureThreshold": LIVENESS_FAILURES,
-                              "timeoutSeconds": LIVENESS_TIMEOUT_S},
+                              "timeoutSeconds": max(LIVENESS_TIMEOUT_S, timeout)},
         }
     return PodPlan(
         labels=labels,

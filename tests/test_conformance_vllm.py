@@ -38,8 +38,9 @@ def _router_commands(engine: str = "vllm"):
     for name, spec, overlays in cases():
         _, plan, _ = render_spec(spec, overlays)
         if plan.router is not None and plan.engine == engine:
-            prefix = ["vllm-router"] if engine == "vllm" else ["python3", "-m", "smg.launch_router"]
-            out.append({"id": name, "argv": [*prefix, *plan.router.args]})
+            # The container's own command: vllm-router, or `smg launch` (smg's console script
+            # needs the subcommand).
+            out.append({"id": name, "argv": [*plan.router.command, *plan.router.args]})
     return out
 
 

@@ -137,8 +137,12 @@ def test_s3_sglang_decode_dp16_ep16():
     leader = _opts(launch.argv(0)[3:])
     worker = _opts(launch.argv(1)[3:])
     assert launch.argv(0)[:3] == ["python3", "-m", "sglang.launch_server"]
-    assert leader["--tp-size"] == "16" and leader["--dp-size"] == "16" and leader["--ep-size"] == "16"
-    assert "--enable-dp-attention" in leader
+    assert leader["--tp-size"] == "16" and leader["--attn-dp-size"] == "16" and leader["--ep-size"] == "16"
+    # 0.5.22+ spelling: --dp-size N --enable-dp-attention is deprecated and rewritten to
+    # --attn-dp-size N (sglang arg_groups/parallel_hook.py handle_deprecated_dp_attention).
+    assert "--enable-dp-attention" not in leader and "--dp-size" not in leader
+    # DeepSeek-V4 has no dense layers: no --moe-dense-tp-size.
+    assert "--moe-dense-tp-size" not in leader
     assert leader["--moe-a2a-backend"] == "deepep" and leader["--deepep-mode"] == "low_latency"
     assert leader["--speculative-algorithm"] == "EAGLE"
     assert leader["--speculative-num-steps"] == "3" and leader["--speculative-num-draft-tokens"] == "4"
@@ -162,8 +166,24 @@ def test_s3_sglang_prefill_pp2_cp8():
     _, plan, _ = render_spec(EXAMPLES / "s3-v4pro-pd-dp16.yaml")
     opts = _opts(_launch(plan, "prefill").argv(0)[3:])
     assert opts["--tp-size"] == "8" and opts["--pp-size"] == "2" and opts["--attn-cp-size"] == "8"
+    # --attn-cp-size alone binds no CP strategy (layers/cp/base.py): prefill CP needs both.
+    assert "--enable-prefill-cp" in opts and opts["--cp-strategy"] == "interleave"
     assert opts["--disaggregation-bootstrap-port"] == "8998"
     assert "--cuda-graph-max-bs-decode" not in opts   # SGLang runs disaggregated prefill eager
+    # Prefill carries the decode role's MTP config (EAGLE, 3 steps, 4 draft tokens).
+    assert opts["--speculative-algorithm"] == "EAGLE" and opts["--speculative-num-steps"] == "3"
+    assert opts["--speculative-num-draft-tokens"] == "4"
+
+
+def test_sglang_dp_attention_runs_dense_layers_data_parallel():
+    """DeepSeek-V3 decode at DP32 on SGLang: --tp-size 32 would shard the dense MLP into
+    18,432 / 32 = 576-wide pieces (not a multiple of the 128-wide FP8 blocks: the engine refuses
+    to load); --moe-dense-tp-size 1 keeps the dense layers whole on every rank."""
+    _, plan, _ = render_spec(EXAMPLES / "s1-16xh20-pd.yaml", [ROOT / "tests/golden/s3-statefulset-sglang-0.5.10/overlay.yaml"])
+    opts = _opts(_launch(plan, "decode").argv(0)[3:])
+    assert opts["--tp-size"] == "16" and opts["--moe-dense-tp-size"] == "1"
+    # 0.5.10 predates --attn-dp-size (0.5.22): the old spelling.
+    assert opts["--dp-size"] == "16" and "--enable-dp-attention" in opts
 
 
 def test_sglang_default_mem_fraction_matches_the_reserve_formula():
@@ -198,7 +218,8 @@ def test_rendered_sglang_options_exist_in_the_pinned_release():
 
 
 def test_sglang_0_5_10_uses_the_old_graph_flag():
-    _, plan, _ = render_spec(EXAMPLES / "s3-v4pro-pd-dp16.yaml",
+    _, plan, _ = render_spec(EXAMPLES / "s1-16xh20-pd.yaml",
                              [ROOT / "tests/golden/s3-statefulset-sglang-0.5.10/overlay.yaml"])
     opts = _opts(_launch(plan, "decode").argv(0)[3:])
+    # 200 sequences / 16 ranks = 13 per rank -> graph batch 16 (multiples of 8).
     assert opts["--cuda-graph-max-bs"] == "16" and "--cuda-graph-max-bs-decode" not in opts

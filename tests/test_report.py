@@ -54,13 +54,14 @@ def test_large_topology_is_aggregated(tmp_path, capsys):
     decode = next(r for r in model["topology"]["roles"] if r["name"] == "decode")
     assert len(decode["nodes"]) == 4 and decode["more"] is None
     overlay = tmp_path / "big.yaml"
-    overlay.write_text("spec:\n  nodePools:\n    decode-h20: {nodes: 32}\n  roles:\n"
-                       "    - name: decode\n      parallel: {data: 256}\n      sizing: {concurrency: 256}\n")
+    # 192 ranks (384 experts / 192 = 2 per rank: SGLang needs EP to divide the experts, EP003).
+    overlay.write_text("spec:\n  nodePools:\n    decode-h20: {nodes: 24}\n  roles:\n"
+                       "    - name: decode\n      parallel: {data: 192}\n      sizing: {concurrency: 256}\n")
     assert run(["report", str(EXAMPLES / "s3-v4pro-pd-dp32.yaml"), "-f", str(overlay),
                 "--format", "json"]) == 0
     model = json.loads(capsys.readouterr().out)
     decode = next(r for r in model["topology"]["roles"] if r["name"] == "decode")
-    assert len(decode["nodes"]) == 8 and decode["more"]["label"] == "+24 more nodes"
+    assert len(decode["nodes"]) == 8 and decode["more"]["label"] == "+16 more nodes"
 
 
 def test_plan_request_report(tmp_path):

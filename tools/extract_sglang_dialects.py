@@ -32,11 +32,11 @@ TRACKED = [
     "--speculative-num-draft-tokens", "--mem-fraction-static", "--cuda-graph-max-bs",
     "--cuda-graph-max-bs-decode", "--disable-cuda-graph", "--chunked-prefill-size",
     "--max-running-requests", "--kv-cache-dtype", "--context-length", "--trust-remote-code",
-    "--moe-dense-tp-size", "--enable-dp-lm-head",
+    "--moe-dense-tp-size", "--enable-dp-lm-head", "--enable-prefill-cp", "--cp-strategy",
 ]
 #: Options whose 0.5.23 choices moegen checks values against.
 CHOICES = ["--moe-a2a-backend", "--deepep-mode", "--disaggregation-transfer-backend",
-           "--kv-cache-dtype", "--disaggregation-mode"]
+           "--kv-cache-dtype", "--disaggregation-mode", "--cp-strategy"]
 
 
 def extract(src: Path) -> dict:

@@ -15,6 +15,10 @@ GPU figures (dense, no sparsity):
   section 1; H100/H800 SXM datasheet: 3.35 TB/s, 989 / 1979 TFLOPS, NVLink 900 / 400 GB/s; H200:
   4.8 TB/s; B200 (HGX): 8 TB/s, 2250 / 4500 TFLOPS, NVLink 1800 GB/s).
 
+* ``generation`` — GPU architecture (``hopper`` = sm90: H20/H100/H800/H200; ``blackwell`` =
+  sm100: B200), which decides the engines' MLA attention backend (vLLM 0.33: FLASHMLA first on
+  sm90, FLASHINFER_MLA on sm100; vllm/platforms/cuda.py ``_get_backend_priorities``).
+
 Architectures: the SPEC.md catalog ids map to copies of the Hugging Face ``config.json`` files in
 ``catalog/models/`` (copied from shared/reference/models/, the models' published configs).
 """
@@ -40,6 +44,7 @@ class Gpu:
     fp8_tflops: float
     nvlink_gbps: float
     fp4: bool = False
+    generation: str = "hopper"
 
 
 GPUS: dict[str, Gpu] = {
@@ -50,7 +55,8 @@ GPUS: dict[str, Gpu] = {
         Gpu("H100-80GB", 81_559, 79.19, 3_350, 989, 1_979, 900),
         Gpu("H800-80GB", 81_559, 79.19, 3_350, 989, 1_979, 400),
         Gpu("H200-141GB", 143_771, 139.81, 4_800, 989, 1_979, 900),
-        Gpu("B200-180GB", 183_359, 178.4, 8_000, 2_250, 4_500, 1_800, fp4=True),
+        Gpu("B200-180GB", 183_359, 178.4, 8_000, 2_250, 4_500, 1_800, fp4=True,
+            generation="blackwell"),
     )
 }
 

@@ -42,6 +42,10 @@ class RoleInput:
         layout: the computed layout.
         pd: True when the deployment has both prefill and decode roles.
         concurrency: ``sizing.concurrency`` (sequences of maxModelLen one instance must hold).
+        speculative_from: name of the decode role whose speculative config a prefill role
+            carries ("" when the role's own, or none). Prefill must run the decode's MTP/EAGLE
+            config: vLLM >= 0.28.0 refuses a NIXL handshake otherwise, and both engines only
+            transfer the draft layer's KV / hidden states when prefill computes them.
     """
 
     name: str
@@ -57,6 +61,7 @@ class RoleInput:
     layout: RoleLayout
     pd: bool
     concurrency: int = 1
+    speculative_from: str = ""
 
 
 @dataclass(frozen=True)
@@ -79,7 +84,14 @@ class EngineLaunch:
         env: static environment of the engine (engine variables; network ones are added by
             the plan), rendered into the role's env file.
         ports: container ports of every pod.
-        leader_ports: extra ports of the leader pod only.
+        pod_ports: extra ports of pod ``i`` (index = pod index): the leader's rendezvous port,
+            the NIXL side channel of each DP rank the pod hosts.
+        rendezvous_port: the port on the leader that the other pods of an instance dial at
+            start (vLLM DP RPC or torch.distributed master, SGLang dist-init); workers wait,
+            bounded, until it accepts connections. ``None`` for single-pod instances and for
+            instances whose pods do not dial the leader.
+        health_timeout_s: how long a ``/health`` request may take before a probe counts it as
+            failed, s (vLLM's answers at once; SGLang's runs a one-token generation).
         notes: one-line explanations rendered as comments in the launcher.
     """
 
@@ -89,8 +101,15 @@ class EngineLaunch:
     serves_api: tuple[bool, ...]
     env: dict[str, str] = field(default_factory=dict)
     ports: tuple[Port, ...] = ()
-    leader_ports: tuple[Port, ...] = ()
+    pod_ports: tuple[tuple[Port, ...], ...] = ()
+    rendezvous_port: int | None = None
+    health_timeout_s: int = 5
     notes: tuple[str, ...] = ()
+
+    def ports_of(self, pod: int) -> tuple[Port, ...]:
+        """Every container port pod ``pod`` opens (common ports first)."""
+        extra = self.pod_ports[pod] if pod < len(self.pod_ports) else ()
+        return (*self.ports, *extra)
 
     def argv(self, pod: int, substitute: bool = False) -> list[str]:
         """Full argv of pod ``pod``; with ``substitute`` the placeholders get example IPs."""

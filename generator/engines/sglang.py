@@ -9,16 +9,31 @@ environment variables in python/sglang/srt/environ.py.
 Mapping of the spec's ``parallel`` (one instance: GPUs = tensor x data x pipeline):
 
 * ``--tp-size`` = tensor x data: SGLang's TP group is every GPU of a pipeline stage; with
-  data > 1 attention runs data-parallel (``--dp-size data --enable-dp-attention``, attention TP
-  = tensor) while MoE and dense layers use the whole group.
-* ``--ep-size`` = tensor x data with ``expert: true``; ``--pp-size`` = pipeline;
-  ``--attn-cp-size`` = context (attention context parallelism over the tensor ranks, >= 0.5.9).
+  data > 1 attention runs data-parallel (attention TP = tensor) while MoE and dense layers use
+  the whole group: ``--attn-dp-size data`` from 0.5.22 (``--dp-size N --enable-dp-attention``
+  is deprecated there and rewritten to it, arg_groups/parallel_hook.py
+  ``handle_deprecated_dp_attention``), ``--dp-size data --enable-dp-attention`` before.
+  With attention DP the dense MLP layers run data-parallel too (``--moe-dense-tp-size 1``):
+  sharding them over the whole group breaks FP8 block shapes (18,432 / 32 = 576 is not a
+  multiple of 128; layers/quantization/fp8_utils.py ``validate_fp8_block_shape``) and adds a
+  gather per layer (utils/common.py ``require_mlp_tp_gather``).
+* ``--ep-size`` = tensor x data with ``expert: true``; ``--pp-size`` = pipeline.
+* ``parallel.context`` = prefill context parallelism: ``--attn-cp-size C --enable-prefill-cp
+  --cp-strategy interleave`` (>= 0.5.14). ``--attn-cp-size`` alone binds no CP strategy
+  (layers/cp/base.py ``init_cp_strategy``): attention would run replicated with no token split.
+  ``interleave`` is the strategy DeepSeek-V3.2 and, on CUDA, DeepSeek-V4 accept
+  (arg_groups/parallel_hook.py, deepseek_v4_hook.py ``validate_deepseek_v4_cp``).
 * Multi-node instances: ``--nnodes/--node-rank/--dist-init-addr`` (node 0 serves HTTP).
 
-Version switches (first release that has them): ``--attn-cp-size`` 0.5.9;
+Version switches (first release that has them): ``--attn-cp-size`` 0.5.9, ``--enable-prefill-cp``
+and ``--cp-strategy`` 0.5.14; ``--attn-dp-size`` 0.5.22;
 ``--cuda-graph-max-bs-decode`` 0.5.14 (``--cuda-graph-max-bs`` until 0.5.19);
 ``--enable-deepep-moe``/``--enable-ep-moe`` removed after 0.5.4 (never rendered: DeepEP is
 ``--moe-a2a-backend deepep --deepep-mode``); ``--kv-cache-dtype fp8`` is not a choice (fp8_e4m3).
+
+``/health`` runs a one-token generation and waits up to ``SGLANG_HEALTH_CHECK_TIMEOUT`` (20 s)
+for the detokenizer (entrypoints/http_server.py ``health_generate``, every 0.5.x release): the
+value is rendered explicitly and the probes wait longer than it (:data:`HEALTH_CHECK_TIMEOUT_S`).
 """
 
 from __future__ import annotations
@@ -48,6 +63,17 @@ A2A = {"deepep_low_latency": ("deepep", "low_latency"),
        "deepep_v2": ("deepep_v2", None), "nixl_ep": ("nixl", None), "pplx": ("pplx", None),
        "flashinfer_all2allv": ("flashinfer", None),
        "naive": ("none", None), "allgather_reducescatter": ("none", None)}
+#: ``SGLANG_HEALTH_CHECK_TIMEOUT``: how long /health waits for its one-token generation, s
+#: (SGLang's default 20, entrypoints/http_server.py); probes time out only after it.
+HEALTH_CHECK_TIMEOUT_S = 20
+#: First release that runs pipeline parallelism with speculative decoding at all, and then only on
+#: disaggregated prefill (arg_groups/validation_hook.py: "PP + speculative decoding (MTP) is only
+#: supported on prefill nodes"); 0.5.1-0.5.20 refuse PP with any speculative algorithm on CUDA
+#: (server_args.py / validation_hook.py "Pipeline parallelism is not compatible with ...
+#: speculative decoding"). Read from every release's wheel.
+PP_SPECULATIVE_PREFILL = (0, 5, 21)
+#: ``--cp-strategy`` for prefill context parallelism (see the module docstring).
+CP_STRATEGY = "interleave"
 #: kvTransfer.connector -> --disaggregation-transfer-backend.
 TRANSFER = {"nixl": "nixl", "mooncake": "mooncake"}
 #: serving.kvCacheDtype -> --kv-cache-dtype (0.5.23 choices have no plain "fp8").
@@ -106,6 +132,11 @@ class SglangDialect:
         """Tracked options of the release."""
         return frozenset(_data()["releases"][self.version])
 
+    @property
+    def pp_speculative_on_prefill(self) -> bool:
+        """Pipeline parallelism may run with speculative decoding on prefill roles (>= 0.5.21)."""
+        return parse_version(self.version) >= PP_SPECULATIVE_PREFILL
+
     def has(self, option: str) -> bool:
         """The release has ``option``."""
         return option in self.options
@@ -134,12 +165,18 @@ class SglangDialect:
         if lay.pipeline > 1:
             common += ["--pp-size", str(lay.pipeline)]
         if lay.data > 1:
-            common += ["--dp-size", str(lay.data), "--enable-dp-attention"]
+            if self.has("--attn-dp-size"):
+                common += ["--attn-dp-size", str(lay.data)]
+            else:
+                common += ["--dp-size", str(lay.data), "--enable-dp-attention"]
+            if role.arch.config.get("first_k_dense_replace"):
+                common += ["--moe-dense-tp-size", "1"]
         if role.parallel.context and role.parallel.context > 1:
-            common += ["--attn-cp-size", str(role.parallel.context)]
+            common += ["--attn-cp-size", str(role.parallel.context), "--enable-prefill-cp",
+                       "--cp-strategy", CP_STRATEGY]
         if lay.expert_parallel:
             common += ["--ep-size", str(group)]
-        env: dict[str, str] = {}
+        env: dict[str, str] = {"SGLANG_HEALTH_CHECK_TIMEOUT": str(HEALTH_CHECK_TIMEOUT_S)}
         moe = role.moe
         if moe is not None and moe.all2all is not None:
             backend, mode = A2A[moe.all2all]
@@ -193,11 +230,14 @@ class SglangDialect:
             env["MC_GID_INDEX"] = str(role.network.rdma.gidIndex)
 
         notes: list[str] = []
+        if role.speculative is not None and role.speculative_from:
+            notes.append(f"speculative config of decode role {role.speculative_from!r}: prefill "
+                         "sends the draft's hidden states with the KV (disaggregation/prefill.py)")
         ports = [Port("http", s["port"])]
         if role.kv_transfer is not None and role.mode == "prefill":
             ports.append(Port("kv-bootstrap", BOOTSTRAP_PORT))
         if lay.spread is Spread.SINGLE:
-            per_pod, serves, leader_ports = [[]], [True], []
+            per_pod, serves, pod_ports, rendezvous = [[]], [True], [()], None
         else:
             n = len(lay.pods)
             shared = ["--nnodes", str(n)]
@@ -206,7 +246,8 @@ class SglangDialect:
                 per_pod.append(shared + ["--node-rank", str(pod.index),
                                          "--dist-init-addr", f"{LEADER_IP}:{DIST_INIT_PORT}"])
             serves = [True] + [False] * (n - 1)
-            leader_ports = [Port("dist-init", DIST_INIT_PORT)]
+            pod_ports = [(Port("dist-init", DIST_INIT_PORT),)] + [()] * (n - 1)
+            rendezvous = DIST_INIT_PORT
             notes.append(f"{n} nodes of one SGLang instance (tp {group}, pp {lay.pipeline}); "
                          "node 0 serves the API")
         return EngineLaunch(
@@ -216,7 +257,9 @@ class SglangDialect:
             serves_api=tuple(serves),
             env=env,
             ports=tuple(ports),
-            leader_ports=tuple(leader_ports),
+            pod_ports=tuple(pod_ports),
+            rendezvous_port=rendezvous,
+            health_timeout_s=HEALTH_CHECK_TIMEOUT_S + 5,
             notes=tuple(notes),
         )
 

@@ -19,6 +19,13 @@ NIXL side-channel port     0.11.0       base 5557 + DP rank x TP (vllm/envs.py, 
                            >= 0.11.1    base 5600 + DP rank
 MooncakeConnector          >= 0.13.0    ``VLLM_MOONCAKE_BOOTSTRAP_PORT`` (8998)
 engine ready timeout       >= 0.14.0    ``VLLM_ENGINE_READY_TIMEOUT_S`` (default 600 s)
+NIXL compatibility hash    >= 0.13.0    ``compute_nixl_compatibility_hash``: model, dtype,
+                                        KV dtype, attention backend, vLLM version, HMA
+                                        (vllm/distributed/kv_transfer/kv_connector/v1/
+                                        nixl/metadata.py, NIXL_CONNECTOR_VERSION 2)
+                           >= 0.28.0    + the EAGLE/MTP speculative config
+                                        (``_get_speculative_compatibility_factors``,
+                                        NIXL_CONNECTOR_VERSION 6-7)
 =========================  ===========  ===============================================
 
 Where each flag is defined (vLLM 0.33.0; ``EngineArgs.add_cli_args`` in
@@ -75,6 +82,12 @@ CONNECTORS = {"nixl": "NixlConnector", "mooncake": "MooncakeConnector",
               "lmcache": "LMCacheConnectorV1"}
 #: Role mode -> kv_role. Producer/consumer, not kv_both: shared/research/field-failures.md #24.
 KV_ROLES = {"prefill": "kv_producer", "decode": "kv_consumer", "unified": "kv_both"}
+#: First release whose NIXL compatibility hash covers the speculative (EAGLE/MTP) config, so a
+#: prefill without the decode's MTP refuses the handshake. Read from every release's sdist:
+#: ``NIXL_CONNECTOR_VERSION`` 5 in 0.27.1, 7 in 0.28.0 (version 6 = "Validate EAGLE/MTP
+#: speculative configuration compatibility"), vllm/distributed/kv_transfer/kv_connector/v1/
+#: nixl/metadata.py.
+NIXL_HASHES_SPECULATIVE = (0, 28, 0)
 
 
 @cache
@@ -144,6 +157,21 @@ class VllmDialect:
     def options(self) -> frozenset[str]:
         """Engine options of the release moegen tracks (plus the serve-level ``--port``)."""
         return frozenset(self.facts["options"]) | {"--port"}
+
+    @property
+    def nixl_hash_covers_speculative(self) -> bool:
+        """The NIXL handshake compares prefill's and decode's speculative configs (>= 0.28.0)."""
+        return self._v() >= NIXL_HASHES_SPECULATIVE
+
+    def nixl_ports(self, ranks: tuple[int, ...], tensor: int) -> list[int]:
+        """NIXL side-channel ports the engines of DP ``ranks`` open (one per rank).
+
+        >= 0.11.1: base + DP rank (``data_parallel_index``;
+        vllm/distributed/kv_transfer/kv_connector/v1/nixl/base_scheduler.py); 0.11.0: base +
+        DP rank x TP (nixl_connector.py).
+        """
+        scale = tensor if self._v() < (0, 11, 1) else 1
+        return [NIXL_SIDE_CHANNEL_PORT + r * scale for r in (ranks or (0,))]
 
     def nixl_port_range(self, layout) -> tuple[int, int]:
         """NIXL side-channel ports one pod opens, ``[first, last]`` (inclusive).
@@ -216,12 +244,22 @@ class VllmDialect:
         if self._v() >= (0, 14, 0):
             env["VLLM_ENGINE_READY_TIMEOUT_S"] = str(ENGINE_READY_TIMEOUT_S)
 
-        per_pod, serves, leader_ports = self._rank_args(role, notes)
+        if role.speculative is not None and role.speculative_from:
+            notes.append(f"speculative config of decode role {role.speculative_from!r}: the NIXL "
+                         "handshake compares it (vLLM >= 0.28.0) and prefill computes the MTP "
+                         "layer's KV")
+        per_pod, serves, rendezvous = self._rank_args(role, notes)
         ports = [Port("http", s["port"])]
-        if role.kv_transfer is not None and role.kv_transfer.connector == "nixl":
-            ports.append(Port("nixl", NIXL_SIDE_CHANNEL_PORT))
         if role.kv_transfer is not None and role.kv_transfer.connector == "mooncake":
             ports.append(Port("kv-bootstrap", MOONCAKE_BOOTSTRAP_PORT))
+        pod_ports = []
+        for pod in role.layout.pods:
+            extra = [Port(rendezvous[0], rendezvous[1])] if rendezvous and pod.index == 0 else []
+            if role.kv_transfer is not None and role.kv_transfer.connector == "nixl":
+                nixl = self.nixl_ports(pod.dp_ranks, role.layout.tensor)
+                extra += [Port(f"nixl-{r}" if role.layout.data > 1 else "nixl", p)
+                          for r, p in zip(pod.dp_ranks or (0,), nixl)]
+            pod_ports.append(tuple(extra))
         return EngineLaunch(
             program=("vllm", "serve", role.model.path),
             common=tuple(common),
@@ -229,12 +267,16 @@ class VllmDialect:
             serves_api=tuple(serves),
             env=env,
             ports=tuple(ports),
-            leader_ports=tuple(leader_ports),
+            pod_ports=tuple(pod_ports),
+            rendezvous_port=rendezvous[1] if rendezvous and len(role.layout.pods) > 1 else None,
             notes=tuple(notes),
         )
 
     def _rank_args(self, role: RoleInput, notes: list[str]):
         """Per-pod rank/address arguments from the layout (one load-balancing mode per role).
+
+        Returns (per-pod arguments, which pods serve the API, the leader's rendezvous port as
+        ``(name, port)`` or None).
 
         * DATA spread, internal load balancing: the leader gets ``--data-parallel-size-local``
           and binds ``--data-parallel-address`` on its own IP; workers add ``--headless`` and
@@ -249,7 +291,7 @@ class VllmDialect:
         lay = role.layout
         pods = lay.pods
         if lay.spread is Spread.SINGLE:
-            return [[]], [True], []
+            return [[]], [True], None
         if lay.spread is Spread.DATA:
             shared = ["--data-parallel-size-local", str(lay.dp_local),
                       "--data-parallel-rpc-port", str(DP_RPC_PORT)]
@@ -259,7 +301,7 @@ class VllmDialect:
                                + shared + ["--data-parallel-address", LEADER_IP])
             notes.append(f"internal load balancing: {lay.data} DP ranks, {lay.dp_local} per pod; "
                          "the leader serves the API, workers are headless")
-            return per_pod, [True] + [False] * (len(pods) - 1), [Port("dp-rpc", DP_RPC_PORT)]
+            return per_pod, [True] + [False] * (len(pods) - 1), ("dp-rpc", DP_RPC_PORT)
         if lay.spread is Spread.MODEL:
             shared = ["--nnodes", str(len(pods)), "--master-port", str(MASTER_PORT)]
             per_pod = [shared + ["--node-rank", "0", "--master-addr", POD_IP]]
@@ -268,7 +310,7 @@ class VllmDialect:
                                + ["--node-rank", str(pod.index), "--master-addr", LEADER_IP])
             notes.append(f"one TP x PP = {lay.tensor} x {lay.pipeline} group over {len(pods)} pods; "
                          "the leader serves the API, workers are headless")
-            return per_pod, [True] + [False] * (len(pods) - 1), [Port("master", MASTER_PORT)]
+            return per_pod, [True] + [False] * (len(pods) - 1), ("master", MASTER_PORT)
         # PER_RANK
         per_pod = []
         for pod in pods:
@@ -277,7 +319,7 @@ class VllmDialect:
                             "--data-parallel-rpc-port", str(DP_RPC_PORT),
                             "--data-parallel-address", addr])
         notes.append(f"external load balancing: {lay.data} DP ranks, one pod and API server each")
-        return per_pod, [True] * len(pods), [Port("dp-rpc", DP_RPC_PORT)]
+        return per_pod, [True] * len(pods), ("dp-rpc", DP_RPC_PORT)
 
 
 def _json(obj: dict) -> str:

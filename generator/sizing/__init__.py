@@ -20,7 +20,7 @@ from .params import NotSized, inventory, v4_ratios
 from .sglang_budget import default_mem_fraction_static, tier_defaults
 from .weights import Placement, stage_weights
 
-__all__ = ["NotSized", "RoleSizing", "size_role"]
+__all__ = ["NotSized", "RoleSizing", "placement_for", "size_role"]
 
 
 @dataclass
@@ -120,6 +120,34 @@ class RoleSizing:
         }
 
 
+#: SGLang all-to-all backends whose MoE layers replicate the shared experts (``--moe-a2a-backend``
+#: deepep / deepep_v2 / nixl / pplx / flashinfer; models/deepseek_v2.py ``_shared_expert_use_tp1``).
+SGLANG_SHARED_TP1 = ("deepep_low_latency", "deepep_high_throughput", "deepep_v2", "nixl_ep",
+                     "pplx", "flashinfer_all2allv")
+
+
+def placement_for(role: RoleInput, engine: str) -> Placement:
+    """How the engine places the model on one GPU of ``role`` (see :class:`Placement`).
+
+    SGLang: the TP group is tensor x data; attention TP = tensor / context (context parallelism
+    replicates attention over the CP ranks, layers/dp_attention.py ``attn_tp_size``); the dense
+    MLP runs data-parallel with attention DP (moegen renders ``--moe-dense-tp-size 1``).
+    """
+    lay = role.layout
+    moe = role.moe
+    redundant = moe.eplb.redundantExperts if (moe and moe.eplb and moe.eplb.enabled) else 0
+    common = dict(ep=lay.ep_size, pp=lay.pipeline, redundant=redundant,
+                  mtp=role.speculative is not None, mla_bf16_copies=True)
+    if engine == "sglang":
+        group = lay.tensor * lay.data
+        cp = role.parallel.context or 1
+        a2a = moe.all2all if moe else None
+        return Placement(tp=max(1, lay.tensor // cp), dense_tp=1 if lay.data > 1 else group,
+                         shared_tp=1 if (lay.expert_parallel and a2a in SGLANG_SHARED_TP1) else group,
+                         moe_tp=group, vocab_tp=group, **common)
+    return Placement(tp=lay.tensor, moe_tp=lay.tensor * lay.data, **common)
+
+
 def size_role(role: RoleInput, gpu: Gpu, engine: str, version: str) -> RoleSizing:
     """Size one role on its pool's GPU (vLLM budget).
 
@@ -130,14 +158,7 @@ def size_role(role: RoleInput, gpu: Gpu, engine: str, version: str) -> RoleSizin
     inv = inventory(cfg)
     lay = role.layout
     moe = role.moe
-    redundant = moe.eplb.redundantExperts if (moe and moe.eplb and moe.eplb.enabled) else 0
-    # SGLang: attention TP = tp / (dp x attn_cp): context parallelism replicates attention
-    # weights over the CP ranks (python/sglang/srt/layers/dp_attention.py attn_tp_size).
-    cp = (role.parallel.context or 1) if engine == "sglang" else 1
-    place = Placement(tp=max(1, lay.tensor // cp), ep=lay.ep_size, pp=lay.pipeline,
-                      redundant=redundant, mtp=role.speculative is not None,
-                      mla_bf16_copies=True,
-                      dense_tp=lay.tensor * lay.data if engine == "sglang" else 0)
+    place = placement_for(role, engine)
     stages = stage_weights(inv, cfg, role.model.weights, place)
     s = role.serving
     kv_dtype = s["kvCacheDtype"]
@@ -149,7 +170,7 @@ def size_role(role: RoleInput, gpu: Gpu, engine: str, version: str) -> RoleSizin
     all2all = moe.all2all if moe else None
     batched = s["maxNumBatchedTokens"] or default_max_num_batched_tokens(
         v, gpu.torch_total_gib, all2all, lay.expert_parallel, lay.data)
-    physical_experts = (cfg.get("n_routed_experts") or 0) + redundant
+    physical_experts = (cfg.get("n_routed_experts") or 0) + place.redundant
     v4 = cfg.get("model_type") == "deepseek_v4"
     extra = v4_gather_gib(max_len, batched) + V4_WORKSPACE_GIB if v4 else 0.0
     budget: VllmBudget = vllm_budget(v, gpu.torch_total_gib, util, lay.tensor, cfg["hidden_size"],

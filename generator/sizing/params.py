@@ -62,6 +62,10 @@ class Tensor:
         experts: how many experts the tensor is repeated for (routed experts only, else 1).
         elem_bytes: bytes per element when not quantized (2 = BF16; 4 = FP32/int32, e.g.
             ``e_score_correction_bias``, V4's hyper-connection weights and ``tid2eid``).
+        split: which dimension tensor parallelism divides: ``out`` (column-parallel) or ``in``
+            (row-parallel: ``o_proj``, ``down``, V4's ``wo_b``; vLLM ``RowParallelLinear``).
+        parts: merged matrices along ``out`` that are split separately (2 for gate_up: vLLM
+            ``MergedColumnParallelLinear`` output_partition_sizes).
     """
 
     name: str
@@ -72,6 +76,8 @@ class Tensor:
     tp: str
     experts: int = 1
     elem_bytes: int = 2
+    split: str = "out"
+    parts: int = 1
 
     @property
     def params(self) -> int:
@@ -138,7 +144,7 @@ def _attention(c: dict) -> list[Tensor]:
         Tensor("attn.kv_a_proj_with_mqa", "attention", kv_lora + rope, h, True, "replicate"),
         Tensor("attn.kv_a_layernorm", "attention", kv_lora, 1, False, "replicate"),
         Tensor("attn.kv_b_proj", "attention", heads * (nope + v), kv_lora, True, "shard"),
-        Tensor("attn.o_proj", "attention", h, heads * v, True, "shard"),
+        Tensor("attn.o_proj", "attention", h, heads * v, True, "shard", split="in"),
     ]
     if c.get("index_n_heads"):  # DeepSeek-V3.2 sparse-attention indexer
         ih, idim = c["index_n_heads"], c["index_head_dim"]
@@ -161,23 +167,26 @@ def _moe(c: dict) -> list[Tensor]:
     experts = c["n_routed_experts"]
     shared = (c.get("n_shared_experts") or 0) * inter
     out = [
-        Tensor("mlp.experts.gate_up", "routed_experts", 2 * inter, h, True, "shard", experts),
-        Tensor("mlp.experts.down", "routed_experts", h, inter, True, "shard", experts),
+        Tensor("mlp.experts.gate_up", "routed_experts", 2 * inter, h, True, "shard", experts,
+               parts=2),
+        Tensor("mlp.experts.down", "routed_experts", h, inter, True, "shard", experts, split="in"),
         Tensor("mlp.gate", "router", experts, h, False, "replicate"),
     ]
     if c.get("topk_method") == "noaux_tc":
         out.append(Tensor("mlp.gate.e_score_correction_bias", "router", experts, 1, False,
                           "replicate", elem_bytes=4))
     if shared:
-        out += [Tensor("mlp.shared_experts.gate_up", "shared_experts", 2 * shared, h, True, "shard"),
-                Tensor("mlp.shared_experts.down", "shared_experts", h, shared, True, "shard")]
+        out += [Tensor("mlp.shared_experts.gate_up", "shared_experts", 2 * shared, h, True, "shard",
+                       parts=2),
+                Tensor("mlp.shared_experts.down", "shared_experts", h, shared, True, "shard",
+                       split="in")]
     return out
 
 
 def _dense(c: dict) -> list[Tensor]:
     h, inter = c["hidden_size"], c["intermediate_size"]
-    return [Tensor("mlp.gate_up", "dense_mlp", 2 * inter, h, True, "shard"),
-            Tensor("mlp.down", "dense_mlp", h, inter, True, "shard")]
+    return [Tensor("mlp.gate_up", "dense_mlp", 2 * inter, h, True, "shard", parts=2),
+            Tensor("mlp.down", "dense_mlp", h, inter, True, "shard", split="in")]
 
 
 def inventory(config: dict) -> Inventory:
@@ -234,13 +243,14 @@ def _v4_layer(c: dict, ratio: int, hashed: bool, mtp: bool = False) -> list[Tens
         Tensor("attn.wkv", "attention", dim, d, True, "replicate"),
         Tensor("attn.kv_norm", "attention", dim, 1, False, "replicate"),
         Tensor("attn.wo_a", "attention", groups * o, heads * dim // groups, True, "shard"),
-        Tensor("attn.wo_b", "attention", d, groups * o, True, "shard"),
+        Tensor("attn.wo_b", "attention", d, groups * o, True, "shard", split="in"),
         Tensor("attn.attn_sink", "attention", heads, 1, False, "shard", elem_bytes=4),
         Tensor("hc.fn", "attention", 2 * m, hc * d, False, "replicate", elem_bytes=4),
         Tensor("hc.base_scale", "attention", 2 * (m + 3), 1, False, "replicate", elem_bytes=4),
         Tensor("attn_norm+ffn_norm", "norms", 2 * d, 1, False, "replicate"),
-        Tensor("mlp.experts.gate_up", "routed_experts", 2 * inter, d, True, "shard", experts),
-        Tensor("mlp.experts.down", "routed_experts", d, inter, True, "shard", experts),
+        Tensor("mlp.experts.gate_up", "routed_experts", 2 * inter, d, True, "shard", experts,
+               parts=2),
+        Tensor("mlp.experts.down", "routed_experts", d, inter, True, "shard", experts, split="in"),
         Tensor("mlp.gate", "router", experts, d, False, "replicate"),
     ]
     if ratio > 0:
@@ -263,8 +273,10 @@ def _v4_layer(c: dict, ratio: int, hashed: bool, mtp: bool = False) -> list[Tens
     else:
         out.append(Tensor("mlp.gate.bias", "router", experts, 1, False, "replicate", elem_bytes=4))
     if shared:
-        out += [Tensor("mlp.shared_experts.gate_up", "shared_experts", 2 * shared, d, True, "shard"),
-                Tensor("mlp.shared_experts.down", "shared_experts", d, shared, True, "shard")]
+        out += [Tensor("mlp.shared_experts.gate_up", "shared_experts", 2 * shared, d, True, "shard",
+                       parts=2),
+                Tensor("mlp.shared_experts.down", "shared_experts", d, shared, True, "shard",
+                       split="in")]
     if mtp:
         out += [Tensor("mtp.e_proj+h_proj", "mtp", 2 * d, d, True, "replicate"),
                 Tensor("mtp.norms", "mtp", 3 * d, 1, False, "replicate"),

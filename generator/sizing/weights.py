@@ -70,15 +70,19 @@ def tensor_bytes(t: Tensor, fmt: str, scale_bytes: int = 4) -> float:
 
 @dataclass(frozen=True)
 class Placement:
-    """How one GPU of a role holds the model.
+    """How one GPU of a role holds the model: the tensor-parallel degree of each component.
 
     Attributes:
         tp: attention tensor-parallel size; ep: expert-parallel size (1 = no EP).
         pp: pipeline stages; redundant: EPLB redundant experts.
         mtp: the MTP module is loaded (speculative decoding on).
         mla_bf16_copies: the engine keeps BF16 W_UK/W_UV (vLLM; SGLang's w_kc/w_vc).
-        dense_tp: TP size of MoE/dense/embedding tensors when it differs from ``tp`` (SGLang
-            with DP attention: tensor x data); 0 = same as ``tp``.
+        dense_tp, shared_tp, moe_tp, vocab_tp: TP degree of the dense MLP, the shared experts,
+            the routed experts without EP and the embedding/lm_head; 0 = the same as ``tp``.
+            vLLM: MoE TP = tensor x data without EP (``flatten_tp_across_dp``,
+            fused_moe/config.py), the rest = tensor. SGLang: the whole tensor x data group,
+            except the dense MLP with ``--moe-dense-tp-size 1`` and the shared experts with an
+            all-to-all backend (replicated, models/deepseek_v2.py ``_shared_expert_use_tp1``).
     """
 
     tp: int
@@ -88,12 +92,22 @@ class Placement:
     mtp: bool = False
     mla_bf16_copies: bool = True
     dense_tp: int = 0
+    shared_tp: int = 0
+    moe_tp: int = 0
+    vocab_tp: int = 0
 
-    @property
-    def group_tp(self) -> int:
-        """TP size of the non-attention sharded tensors (MoE, dense MLP, embedding, head): the
-        attention TP in vLLM; the whole tensor x data group in SGLang with DP attention."""
-        return self.dense_tp or self.tp
+    def tp_of(self, t: Tensor) -> int:
+        """The tensor-parallel degree that divides tensor ``t`` (1 for routed experts under EP)."""
+        c = t.component
+        if c == "routed_experts":
+            return 1 if self.ep > 1 else (self.moe_tp or self.tp)
+        if c == "dense_mlp":
+            return self.dense_tp or self.tp
+        if c == "shared_experts":
+            return self.shared_tp or self.tp
+        if c in ("embedding", "lm_head"):
+            return self.vocab_tp or self.tp
+        return self.tp
 
 
 @dataclass
@@ -131,18 +145,41 @@ def _layer_bytes(tensors: tuple[Tensor, ...], fmt: str, place: Placement, expert
                  scale: int = 4) -> None:
     for t in tensors:
         comp = component_override or t.component
-        if t.component == "routed_experts":
-            one = tensor_bytes(t, fmt, scale) / t.experts
-            if place.ep > 1:
-                slots = -(-(experts + place.redundant) // place.ep)
-                _add(acc, comp, one * slots)
-            else:
-                _add(acc, comp, one * t.experts / place.group_tp)
+        if t.component == "routed_experts" and place.ep > 1:
+            slots = -(-(experts + place.redundant) // place.ep)
+            _add(acc, comp, tensor_bytes(t, fmt, scale) / t.experts * slots)
         elif t.tp == "shard":
-            attn = t.component in ("attention", "indexer", "norms")
-            _add(acc, comp, tensor_bytes(t, fmt, scale) / (place.tp if attn else place.group_tp))
+            _add(acc, comp, tensor_bytes(t, fmt, scale) / place.tp_of(t))
         else:
             _add(acc, comp, tensor_bytes(t, fmt, scale))
+
+
+def block_misfits(inv: Inventory, fmt: str, place: Placement) -> list[tuple[Tensor, int, int]]:
+    """Tensor-parallel shards that cut through FP8 quantization blocks.
+
+    Block-FP8 weights (every quantized tensor of an ``fp8`` checkpoint, the non-expert ones of
+    ``w4a8``/``mxfp4``) keep one scale per 128 x 128 block; a shard must hold whole blocks along
+    the split dimension, or the engines refuse to load (vLLM 0.33
+    model_executor/layers/quantization/utils/fp8_utils.py ``validate_fp8_block_shape`` and
+    ``validate_fp8_block_shape_moe``; SGLang layers/quantization/fp8_utils.py).
+
+    Returns ``(tensor, TP degree, size per shard)`` for each distinct misfit, MTP included.
+    """
+    if fmt == "bf16":
+        return []
+    seen: dict[str, tuple[Tensor, int, int]] = {}
+    for t in [t for ts in inv.kinds.values() for t in ts] + list(inv.mtp_layer):
+        if not t.quantized or t.tp != "shard" or t.name in seen:
+            continue
+        if t.component == "routed_experts" and fmt != "fp8":
+            continue  # 4-bit expert formats: per-group scales, not 128 x 128 blocks
+        tp = place.tp_of(t)
+        if tp == 1:
+            continue
+        size = (t.out_dim // t.parts) if t.split == "out" else t.in_dim
+        if size % tp or (size // tp) % FP8_BLOCK:
+            seen[t.name] = (t, tp, size / tp)
+    return list(seen.values())
 
 
 def _mla_copies(config: dict, place: Placement) -> float:

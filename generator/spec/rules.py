@@ -132,6 +132,34 @@ def _max_len(ctx: Context):
                       f"use maxModelLen <= {limit}")
 
 
+@rule("QNT001", E, "tensor-parallel shards hold whole FP8 quantization blocks",
+      "vLLM 0.33 model_executor/layers/quantization/utils/fp8_utils.py validate_fp8_block_shape "
+      "(_moe); SGLang python/sglang/srt/layers/quantization/fp8_utils.py: weight shards must be "
+      "multiples of the 128 x 128 block")
+def _fp8_blocks(ctx: Context):
+    from ..sizing import placement_for
+    from ..sizing.params import inventory
+    from ..sizing.weights import FP8_BLOCK, block_misfits
+    for i, r in ctx.role_items():
+        if r.arch.num_attention_heads % r.layout.tensor:
+            continue  # LAY002 reports a tensor size that does not even divide the heads
+        try:
+            inv = inventory(r.arch.config)
+        except (KeyError, TypeError, ValueError):
+            continue  # SIZ005 reports a model that cannot be inventoried
+        misfits = block_misfits(inv, r.model.weights, placement_for(r, ctx.spec.spec.engine.name))
+        if not misfits:
+            continue
+        shown = "; ".join(f"{t.name} ({t.component}) splits {t.split} over {tp} GPUs into "
+                          f"{size:g}-wide shards" for t, tp, size in misfits[:3])
+        experts = any(t.component == "routed_experts" for t, _, _ in misfits)
+        yield Hit(_role_path(i, "parallel"),
+                  f"role {r.name!r}: {shown}, not multiples of the {FP8_BLOCK}-wide FP8 blocks "
+                  f"of the {r.model.weights} checkpoint: the engine refuses to load",
+                  "use a smaller tensor size" + (" or expert parallelism (parallel.expert: "
+                                                   "true)" if experts else ""))
+
+
 def _role_sets(ctx: Context, i: int, field: str) -> bool:
     role = ctx.spec.spec.roles[i]
     return role.serving is not None and getattr(role.serving, field) is not None
@@ -281,17 +309,58 @@ def _context_divides(ctx: Context):
                       f"use a context size that divides {role.parallel.tensor}")
 
 
-@rule("LAY007", E, "the SGLang release has attention context parallelism",
-      "SGLang --attn-cp-size first appears in 0.5.9 (sglang-flags-by-version.json)")
+@rule("LAY007", E, "the SGLang release has prefill context parallelism",
+      "SGLang --enable-prefill-cp/--cp-strategy first appear in 0.5.14 (per-release option "
+      "dumps); before, --attn-cp-size binds no CP strategy (python/sglang/srt/layers/cp/base.py)")
 def _context_version(ctx: Context):
     if _is_vllm(ctx) or ctx.dialect is None:
         return
     for i, role in enumerate(ctx.spec.spec.roles):
         c = role.parallel.context
-        if c and c > 1 and not ctx.dialect.has("--attn-cp-size"):
+        if c and c > 1 and not ctx.dialect.has("--enable-prefill-cp"):
             yield Hit(_role_path(i, "parallel", "context"),
-                      f"SGLang {ctx.spec.spec.engine.version} has no --attn-cp-size",
-                      "use SGLang >= 0.5.9")
+                      f"SGLang {ctx.spec.spec.engine.version} has no --enable-prefill-cp: "
+                      "--attn-cp-size alone splits no tokens",
+                      "use SGLang >= 0.5.14")
+
+
+@rule("LAY011", E, "SGLang context parallelism runs on prefill roles",
+      "SGLang --enable-prefill-cp parallelises the prefill phase only "
+      "(python/sglang/srt/arg_groups/deepseek_v4_hook.py: CP=1 on decode)")
+def _context_prefill(ctx: Context):
+    if _is_vllm(ctx):
+        return
+    for i, role in enumerate(ctx.spec.spec.roles):
+        c = role.parallel.context
+        if c and c > 1 and role.mode == "decode":
+            yield Hit(_role_path(i, "parallel", "context"),
+                      f"decode role {role.name!r} sets context {c}: SGLang's context parallelism "
+                      "splits prefill tokens; on decode it only replicates attention",
+                      "remove parallel.context from decode roles")
+
+
+#: SGLang 0.5.23 DeepSeek-V4 prefill CP limits (arg_groups/deepseek_v4_hook.py
+#: ``validate_deepseek_v4_cp``): one attention DP group, at most 8 GPUs per TP group.
+SGLANG_V4_CP_MAX_TP = 8
+
+
+@rule("LAY012", E, "SGLang DeepSeek-V4 context parallelism stays within one node",
+      "SGLang python/sglang/srt/arg_groups/deepseek_v4_hook.py validate_deepseek_v4_cp: "
+      "attn_dp_size == 1 and tp_size <= 8 (\"Cross-machine CP has precision issues\")")
+def _context_v4(ctx: Context):
+    if _is_vllm(ctx):
+        return
+    for i, r in ctx.role_items():
+        c = r.parallel.context
+        if not (c and c > 1) or r.arch.family != "deepseek_v4":
+            continue
+        group = r.layout.tensor * r.layout.data
+        if r.layout.data > 1 or group > SGLANG_V4_CP_MAX_TP:
+            yield Hit(_role_path(i, "parallel"),
+                      f"role {r.name!r}: DeepSeek-V4 context parallelism needs data 1 and tensor "
+                      f"x data <= {SGLANG_V4_CP_MAX_TP}, got tensor {r.layout.tensor} x data "
+                      f"{r.layout.data}",
+                      "use tensor 8, data 1 (add pipeline stages for more GPUs)")
 
 
 @rule("LAY005", E, "multi-node tensor/pipeline parallel needs vLLM >= 0.11.1",
@@ -306,6 +375,37 @@ def _multinode(ctx: Context):
                       f"{len(r.layout.pods)} pods, which needs --nnodes (vLLM >= 0.11.1); "
                       f"engine.version is {ctx.spec.spec.engine.version}",
                       "use vLLM >= 0.11.1, or fit tensor x pipeline in one node")
+
+
+@rule("LAY009", E, "an instance that spans pods restarts as a group",
+      "vLLM's DP/TP handshake happens only at start (vllm/v1/engine/utils.py; a headless engine "
+      "waits HANDSHAKE_TIMEOUT_MINS = 5, v1/engine/core.py) and a headless node whose leader "
+      "died never exits (vllm#32136); LWS RecreateGroupOnPodRestart restarts the whole group")
+def _group_restart(ctx: Context):
+    for i, r in ctx.role_items():
+        role = ctx.spec.spec.roles[i]
+        if role.workload == "statefulset" and r.layout.multi_pod:
+            yield Hit(_role_path(i, "workload"),
+                      f"role {r.name!r} spans {len(r.layout.pods)} pods per instance, but a "
+                      "StatefulSet restarts one pod at a time: a restarted pod cannot rejoin "
+                      "its running group, which then hangs or crash-loops",
+                      "use workload: lws (the group restarts together), or a layout that fits "
+                      "one node per instance")
+
+
+@rule("LAY010", W, "DP ranks on one node share NVLink only inside one pod",
+      "CUDA IPC / NVLink peer access needs the processes in one container (separate pods have "
+      "separate IPC namespaces); DeepEP's intranode path uses CUDA IPC handles")
+def _per_rank_nvlink(ctx: Context):
+    for i, r in ctx.role_items():
+        role = ctx.spec.spec.roles[i]
+        pool = ctx.spec.spec.nodePools[role.nodePool]
+        per_node = pool.gpusPerNode // max(1, r.layout.gpus_per_pod)
+        if role.workload == "pod-per-rank" and r.layout.expert_parallel and per_node > 1:
+            yield Hit(_role_path(i, "workload"),
+                      f"role {r.name!r} puts up to {per_node} expert-parallel ranks of a node in "
+                      "separate pods: their all-to-all cannot use NVLink between them",
+                      "use workload: lws (one pod per node, ranks share NVLink)")
 
 
 # --- MoE, EP, EPLB ----------------------------------------------------------------------------
@@ -333,24 +433,42 @@ def _eplb_size(ctx: Context):
 
 
 @rule("EP003", E, "routed + redundant experts divide evenly over the EP ranks",
-      "vLLM vllm/distributed/eplb/policy/default.py asserts num_physical_experts % num_gpus == 0; "
-      "shared/research/field-failures.md #10")
+      "vLLM vllm/distributed/eplb/policy/default.py asserts num_physical_experts % num_gpus == 0 "
+      "(EPLB on; DeepSeek-V4's native MoE always, vllm#52435); SGLang "
+      "python/sglang/srt/eplb/expert_location.py asserts (experts + redundant) % ep_size == 0 "
+      "at every start, EPLB or not")
 def _eplb_divisible(ctx: Context):
     for i, r in ctx.role_items():
-        eplb = r.moe.eplb if r.moe else None
-        if eplb is None or not eplb.enabled or not r.layout.expert_parallel:
+        if not r.layout.expert_parallel or not r.arch.routed_experts:
             continue
+        eplb = r.moe.eplb if r.moe else None
+        eplb_on = eplb is not None and eplb.enabled
+        always = not _is_vllm(ctx) or r.arch.family == "deepseek_v4"
+        if not eplb_on and not always:
+            continue  # vLLM's generic fused-MoE path spreads a remainder unevenly (expert_map_manager.py)
         experts = r.arch.routed_experts
         ep = r.layout.ep_size
-        total = experts + eplb.redundantExperts
+        redundant = eplb.redundantExperts if eplb_on else 0
+        total = experts + redundant
         if ep > 1 and total % ep:
             first = (ep - experts % ep) % ep
             valid = [first + k * ep for k in range(4)]
-            yield Hit(_role_path(i, "moe", "eplb", "redundantExperts"),
-                      f"{experts} routed + {eplb.redundantExperts} redundant = {total} experts are "
+            why = "" if eplb_on else (
+                " (SGLang checks this with or without EPLB)" if not _is_vllm(ctx)
+                else " (DeepSeek-V4's MoE checks this with or without EPLB)")
+            if eplb_on:
+                path, hint = _role_path(i, "moe", "eplb", "redundantExperts"), \
+                    f"valid redundantExperts: {', '.join(map(str, valid))}, ..."
+            else:
+                path = _role_path(i, "parallel")
+                divisors = [d for d in range(1, experts + 1) if experts % d == 0 and d >= ep // 2][:4]
+                hint = (f"enable EPLB with redundantExperts {first} (or {first + ep}), or use an "
+                        f"expert-parallel size that divides {experts}: "
+                        f"{', '.join(map(str, divisors))}")
+            yield Hit(path,
+                      f"{experts} routed + {redundant} redundant = {total} experts are "
                       f"not divisible by the expert-parallel size {ep} (tensor {r.layout.tensor} x "
-                      f"data {r.layout.data})",
-                      f"valid redundantExperts: {', '.join(map(str, valid))}, ...")
+                      f"data {r.layout.data}){why}", hint)
 
 
 @rule("EP004", E, "redundant experts need EPLB",
@@ -421,13 +539,13 @@ def _a2a_needs_ep(ctx: Context):
                       "set parallel.expert: true or drop moe.all2all")
 
 
-#: Hidden sizes compiled into DeepEP's low-latency kernels (DeepEP csrc/kernels/launch.cuh
-#: SWITCH_HIDDEN after PR#329; shared/research/field-failures.md #14).
-DEEPEP_HIDDEN = (2048, 2560, 3072, 4096, 5120, 6144, 7168, 8192)
+#: Hidden sizes compiled into DeepEP's kernels (deepseek-ai/DeepEP csrc/kernels/legacy/launch.cuh
+#: at 0b32c55, SWITCH_HIDDEN; 6144 since PR#329, vllm#21603).
+DEEPEP_HIDDEN = (2048, 2560, 3072, 3584, 4096, 5120, 6144, 7168, 8192)
 
 
 @rule("A2A003", E, "DeepEP supports the model's hidden size",
-      "DeepEP csrc/kernels/launch.cuh SWITCH_HIDDEN; vllm#21603")
+      "deepseek-ai/DeepEP csrc/kernels/legacy/launch.cuh SWITCH_HIDDEN; vllm#21603")
 def _deepep_hidden(ctx: Context):
     for i, r in ctx.role_items():
         if r.moe and r.moe.all2all and r.moe.all2all.startswith("deepep") \
@@ -437,15 +555,53 @@ def _deepep_hidden(ctx: Context):
                       f"supported: {', '.join(map(str, DEEPEP_HIDDEN))}; use allgather_reducescatter")
 
 
-@rule("A2A004", W, "DeepEP across pods needs RDMA",
-      "llm-d wide-EP guide: DeepEP needs all-to-all RDMA; shared/research/anchors-k8s.md §7.5")
+@rule("A2A004", E, "DeepEP across pods needs RDMA NICs in the pods",
+      "DeepEP internode kernels run over NVSHMEM (IBGDA for low-latency: GPU-initiated RDMA, "
+      "deepseek-ai/DeepEP README); without NICs NVSHMEM fails at init (sglang#12533)")
 def _deepep_rdma(ctx: Context):
     for i, r in ctx.role_items():
         if r.moe and r.moe.all2all and r.moe.all2all.startswith("deepep") \
                 and r.layout.multi_pod and ctx.spec.spec.network.rdma is None:
             yield Hit(_role_path(i, "moe", "all2all"),
-                      f"{r.moe.all2all} spans {len(r.layout.pods)} pods but network.rdma is unset",
-                      "declare network.rdma (resourceName, devices) so pods get the NICs")
+                      f"{r.moe.all2all} spans {len(r.layout.pods)} pods but network.rdma is unset: "
+                      "NVSHMEM has no RDMA NIC to reach the other pods",
+                      "declare network.rdma (resourceName, devices), or use "
+                      "allgather_reducescatter across pods")
+
+
+#: Rank counts DeepEP's normal (high-throughput) kernels are compiled for
+#: (deepseek-ai/DeepEP csrc/kernels/legacy/launch.cuh at 0b32c55, SWITCH_RANKS and
+#: SWITCH_RDMA_RANKS): intranode 2, 4 or 8 ranks; internode 8 NVLink peers per node times
+#: 2, 3, 4, 6, 8, 12, 16, 18 or 20 nodes.
+DEEPEP_NORMAL_INTRANODE = (2, 4, 8)
+DEEPEP_NORMAL_NODES = (2, 3, 4, 6, 8, 12, 16, 18, 20)
+DEEPEP_NVL_PEERS = 8
+
+
+def deepep_normal_rank_counts(limit: int = 256) -> list[int]:
+    """Expert-parallel sizes DeepEP's normal kernels accept, up to ``limit``."""
+    return sorted({*DEEPEP_NORMAL_INTRANODE,
+                   *(n * DEEPEP_NVL_PEERS for n in DEEPEP_NORMAL_NODES)} & set(range(limit + 1)))
+
+
+@rule("A2A009", E, "DeepEP high-throughput kernels support the expert-parallel size",
+      "deepseek-ai/DeepEP csrc/kernels/legacy/launch.cuh (0b32c55) SWITCH_RANKS / "
+      "SWITCH_RDMA_RANKS: EP_HOST_ASSERT \"Unsupported RDMA ranks\" at the first dispatch")
+def _deepep_normal_ranks(ctx: Context):
+    for i, r in ctx.role_items():
+        if not (r.moe and r.moe.all2all == "deepep_high_throughput" and r.layout.expert_parallel):
+            continue
+        ep = r.layout.ep_size
+        ok = deepep_normal_rank_counts(max(ep, 256))
+        if ep not in ok:
+            nodes = f" ({ep} / {DEEPEP_NVL_PEERS} = {ep / DEEPEP_NVL_PEERS:g} nodes)" \
+                if ep > DEEPEP_NVL_PEERS else ""
+            yield Hit(_role_path(i, "moe", "all2all"),
+                      f"role {r.name!r}: DeepEP's normal kernels are not compiled for {ep} "
+                      f"expert-parallel ranks{nodes}",
+                      "use an expert-parallel size of "
+                      f"{', '.join(map(str, [x for x in ok if x <= max(2 * ep, 64)]))}, or "
+                      "deepep_low_latency (any rank count)")
 
 
 # --- prefill/decode, KV transfer, speculative -------------------------------------------------
@@ -568,6 +724,40 @@ def _pd_dtype(ctx: Context):
                       "use one kvCacheDtype on prefill and decode")
 
 
+@rule("PD010", E, "prefill and decode GPUs pick the same attention backend",
+      "vLLM hashes attn_backend_name into the NIXL handshake (vllm/distributed/kv_transfer/"
+      "kv_connector/v1/nixl/metadata.py compute_nixl_compatibility_hash); MLA backends differ by "
+      "GPU generation (vllm/platforms/cuda.py _get_backend_priorities: FLASHMLA on sm90, "
+      "FLASHINFER_MLA on sm100), and with them the KV page layout")
+def _pd_generation(ctx: Context):
+    from ..catalog import GPUS
+    pools = ctx.spec.spec.nodePools
+    for i, p, j, d in _pd_pairs_of(ctx):
+        gp = GPUS[pools[ctx.spec.spec.roles[i].nodePool].gpu]
+        gd = GPUS[pools[ctx.spec.spec.roles[j].nodePool].gpu]
+        if gp.generation != gd.generation:
+            yield Hit(_role_path(j, "nodePool"),
+                      f"prefill role {p.name!r} runs on {gp.id} ({gp.generation}) and decode role "
+                      f"{d.name!r} on {gd.id} ({gd.generation}): their MLA attention backends and "
+                      "KV layouts differ, so the KV transfer handshake fails",
+                      "put prefill and decode on GPUs of one generation")
+
+
+@rule("PD011", E, "Mooncake KV transfer has RDMA NICs",
+      "both engines default the Mooncake protocol to rdma (vLLM mooncake_connector.py "
+      "mooncake_protocol \"rdma\"; SGLang mooncake_transfer_engine.py); Mooncake#1382")
+def _mooncake_rdma(ctx: Context):
+    if ctx.spec.spec.network.rdma is not None:
+        return
+    for i, role in enumerate(ctx.spec.spec.roles):
+        if role.kvTransfer is not None and role.kvTransfer.connector == "mooncake":
+            yield Hit(_role_path(i, "kvTransfer", "connector"),
+                      f"role {role.name!r} transfers KV with Mooncake over RDMA but network.rdma "
+                      "is unset: the pods have no RDMA NIC",
+                      "declare network.rdma (resourceName, devices), or use connector: nixl (UCX "
+                      "falls back to TCP)")
+
+
 @rule("SRV003", E, "maxNumSeqs admits the sequences the role must hold",
       "vLLM --max-num-seqs is per engine (DP rank), vllm/config/scheduler.py; SGLang "
       "--max-running-requests per instance, server_args.py")
@@ -607,17 +797,47 @@ def _prefill_ll(ctx: Context):
                       "use deepep_high_throughput for prefill")
 
 
-@rule("SPD003", W, "speculative decoding is configured on the decode role",
-      "speculative decoding drafts decode tokens: on a prefill role alone it has no effect")
-def _spec_on_prefill(ctx: Context):
+@rule("SPD003", E, "prefill runs the decode roles' speculative config",
+      "vLLM >= 0.28.0 hashes the EAGLE/MTP config into the NIXL handshake "
+      "(vllm/distributed/kv_transfer/kv_connector/v1/nixl/metadata.py "
+      "_get_speculative_compatibility_factors); SGLang decode needs the draft hidden states a "
+      "speculating prefill sends (python/sglang/srt/disaggregation/prefill.py)")
+def _spec_prefill_matches(ctx: Context):
     roles = ctx.spec.spec.roles
-    if any(r.mode == "decode" and r.speculative for r in roles):
-        return
+    decodes = [r for r in roles if r.mode == "decode"]
+    if not decodes or len({d.speculative for d in decodes}) != 1:
+        return  # no decode role, or they disagree (SPD004)
+    want = decodes[0].speculative
     for i, role in enumerate(roles):
-        if role.mode == "prefill" and role.speculative is not None:
+        if role.mode != "prefill" or role.speculative is None or role.speculative == want:
+            continue
+        theirs = (f"{want.method} with {want.numSpeculativeTokens} token(s)" if want
+                  else "no speculative decoding")
+        yield Hit(_role_path(i, "speculative"),
+                  f"prefill role {role.name!r} speculates with {role.speculative.method} and "
+                  f"{role.speculative.numSpeculativeTokens} token(s) but decode role "
+                  f"{decodes[0].name!r} runs {theirs}: "
+                  + ("the NIXL handshake refuses the pair" if _is_vllm(ctx)
+                     else "decode cannot use what prefill sends"),
+                  "remove speculative from the prefill role: it carries the decode role's config "
+                  "automatically")
+
+
+@rule("SPD004", E, "decode roles of a PD deployment share one speculative config",
+      "any prefill instance hands requests to any decode instance, and prefill runs exactly one "
+      "speculative config (see SPD003)")
+def _spec_decodes_agree(ctx: Context):
+    roles = ctx.spec.spec.roles
+    decodes = [(i, r) for i, r in enumerate(roles) if r.mode == "decode"]
+    if not any(r.mode == "prefill" for r in roles) or len({r.speculative for _, r in decodes}) < 2:
+        return
+    first_i, first = decodes[0]
+    for i, role in decodes[1:]:
+        if role.speculative != first.speculative:
             yield Hit(_role_path(i, "speculative"),
-                      f"speculative decoding on prefill role {role.name!r} but not on decode",
-                      "move speculative to the decode role")
+                      f"decode role {role.name!r} speculates differently from decode role "
+                      f"{first.name!r} (roles[{first_i}])",
+                      "give every decode role the same speculative block")
 
 
 @rule("LAY008", W, "instances use whole nodes", "an instance smaller than its node leaves GPUs "
@@ -638,7 +858,7 @@ def _idle_gpus(ctx: Context):
       "HF config num_nextn_predict_layers; vLLM vllm/config/speculative.py (mtp draft = target)")
 def _mtp_layers(ctx: Context):
     for i, r in ctx.role_items():
-        if r.speculative is not None and r.arch.mtp_layers == 0:
+        if r.speculative is not None and not r.speculative_from and r.arch.mtp_layers == 0:
             yield Hit(_role_path(i, "speculative", "method"),
                       "the model has num_nextn_predict_layers = 0: no MTP module to draft with",
                       "remove speculative, or use a checkpoint with MTP layers")
@@ -650,10 +870,34 @@ def _mtp_tokens(ctx: Context):
     for i, r in ctx.role_items():
         sp = r.speculative
         n = r.arch.mtp_layers
-        if sp is not None and n and sp.numSpeculativeTokens > n and sp.numSpeculativeTokens % n:
+        if sp is not None and not r.speculative_from and n and sp.numSpeculativeTokens > n and sp.numSpeculativeTokens % n:
             yield Hit(_role_path(i, "speculative", "numSpeculativeTokens"),
                       f"numSpeculativeTokens {sp.numSpeculativeTokens} is not a multiple of the "
                       f"model's {n} MTP layers", f"use a multiple of {n}")
+
+
+@rule("SPD005", E, "SGLang runs pipeline parallelism with speculative decoding only on prefill",
+      "SGLang arg_groups/validation_hook.py (0.5.21+): \"PP + speculative decoding (MTP) is "
+      "only supported on prefill nodes\"; 0.5.1-0.5.20 refuse PP with any speculative "
+      "algorithm (server_args.py check_server_args)")
+def _sglang_pp_speculative(ctx: Context):
+    if _is_vllm(ctx) or ctx.dialect is None:
+        return
+    for i, r in ctx.role_items():
+        if r.layout.pipeline == 1 or r.speculative is None:
+            continue
+        if r.mode == "prefill" and ctx.dialect.pp_speculative_on_prefill:
+            continue
+        carried = f" (carried from decode role {r.speculative_from!r})" if r.speculative_from else ""
+        where = ("SGLang >= 0.5.21 allows it on prefill roles only"
+                 if ctx.dialect.pp_speculative_on_prefill
+                 else f"SGLang {ctx.spec.spec.engine.version} refuses it on every role")
+        yield Hit(_role_path(i, "parallel", "pipeline"),
+                  f"role {r.name!r} runs pipeline {r.layout.pipeline} with speculative "
+                  f"decoding{carried}: {where}",
+                  "drop the pipeline stages (more tensor/expert parallelism), or speculative "
+                  "decoding" + ("" if ctx.dialect.pp_speculative_on_prefill or r.mode != "prefill"
+                                else ", or use SGLang >= 0.5.21"))
 
 
 @rule("SRV001", E, "maxNumBatchedTokens is at least maxNumSeqs",
@@ -1009,6 +1253,21 @@ def _siz_fit(ctx: Context):
         if z.kv_cache <= 0:
             top = sorted(z.weights_by_component.items(), key=lambda kv: -kv[1])[:3]
             parts = ", ".join(f"{k} {v:.1f}" for k, v in top)
+            room = _sglang_mfs_room(z) if z.engine == "sglang" else None
+            pinned = r.serving.get("memFractionStatic") or r.serving["gpuMemoryUtilization"]
+            if room and not pinned and room * z.budget / z.utilization > z.weights + 1.0:
+                # SGLang's own default fraction is the problem, not the model's size: its
+                # reserve grows with cuda-graph batch x attention-DP ranks
+                # (arg_groups/memory_hook.py reserve_for_graph_mb).
+                yield Hit(_role_path(i, "parallel"),
+                          f"role {r.name!r} does not fit with SGLang's default mem_fraction_static "
+                          f"{z.utilization:g} for this layout: {_breakdown(z)} leaves "
+                          f"{z.kv_cache:.1f} GiB for the KV cache (SGLang reserves memory for "
+                          f"CUDA graphs per attention-DP rank; {r.layout.data} ranks here)",
+                          f"pin serving.memFractionStatic: {room:g} (leaves "
+                          f"{z.activation + z.overhead + 1.0:.1f} GiB outside the pool for "
+                          "activations, graphs and buffers)")
+                continue
             yield Hit(_role_path(i, "parallel"),
                       f"role {r.name!r} does not fit: {_breakdown(z)} leaves {z.kv_cache:.1f} GiB "
                       f"for the KV cache (largest weights per GPU: {parts} GiB)",

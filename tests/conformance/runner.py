@@ -91,6 +91,18 @@ def require_engines() -> Path:
 _cache: dict[str, list[dict]] = {}
 
 
+def _run_checker(py: Path, args: list[str], payload: str, what: str) -> subprocess.CompletedProcess:
+    """Run a checker script under the engines venv's python (JSON in on stdin)."""
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("PYTHONPATH", "PYTHONHOME", "VIRTUAL_ENV", "PYTHONSTARTUP")}
+    env.setdefault("PYTHONUNBUFFERED", "1")
+    try:
+        return subprocess.run([str(py), *args], input=payload, capture_output=True, text=True,
+                              env=env, timeout=TIMEOUT_S, cwd=str(HERE))
+    except subprocess.TimeoutExpired as e:
+        raise EngineCheckError(f"{what} checker timed out after {TIMEOUT_S:.0f}s") from e
+
+
 def check_commands(kind: str, commands: list[dict]) -> list[dict]:
     """Check `commands` ([{"id": str, "argv": [...]}, ...]) with the real parser of `kind`
     ("vllm", or "sglang" for SGLang servers and the smg / sglang-router routers).
@@ -114,17 +126,7 @@ def check_commands(kind: str, commands: list[dict]) -> list[dict]:
     if key in _cache:
         return [dict(r) for r in _cache[key]]
 
-    env = {k: v for k, v in os.environ.items()
-           if k not in ("PYTHONPATH", "PYTHONHOME", "VIRTUAL_ENV", "PYTHONSTARTUP")}
-    env.setdefault("PYTHONUNBUFFERED", "1")
-    try:
-        proc = subprocess.run(
-            [str(py), str(SCRIPTS[kind])],
-            input=payload, capture_output=True, text=True, env=env, timeout=TIMEOUT_S,
-            cwd=str(HERE),
-        )
-    except subprocess.TimeoutExpired as e:
-        raise EngineCheckError(f"{kind} checker timed out after {TIMEOUT_S:.0f}s") from e
+    proc = _run_checker(py, [str(SCRIPTS[kind])], payload, kind)
 
     def tail(s: str, n: int = 40) -> str:
         return "\n".join((s or "").splitlines()[-n:])
@@ -154,3 +156,35 @@ def check_commands(kind: str, commands: list[dict]) -> list[dict]:
 def check_one(kind: str, argv: list[str], **extra) -> dict:
     """check_commands for a single argv."""
     return check_commands(kind, [{"id": "0", "argv": argv, **extra}])[0]
+
+
+def build_engine_configs(engine: str, items: list[dict]) -> list[dict]:
+    """Build each item's engine configuration objects with ``engine_config.py`` (see its
+    docstring for the item format and what runs); one result per item, in order.
+
+    Raises EngineCheckError if the venv is missing or the checker itself fails.
+    """
+    py = engines_python()
+    if py is None:
+        raise EngineCheckError(_absent_reason())
+    payload = json.dumps({"items": items}, sort_keys=True)
+    key = f"config:{engine}\0{payload}"
+    if key in _cache:
+        return [dict(r) for r in _cache[key]]
+    proc = _run_checker(py, [str(HERE / "engine_config.py"), engine], payload,
+                        f"{engine} config")
+    if proc.returncode != 0:
+        raise EngineCheckError(f"{engine} config checker exited {proc.returncode}:\n"
+                               + "\n".join(proc.stderr.splitlines()[-40:]))
+    try:
+        doc = json.loads(proc.stdout)
+    except json.JSONDecodeError as e:
+        raise EngineCheckError(f"{engine} config checker printed no JSON ({e}):\n"
+                               + "\n".join(proc.stderr.splitlines()[-40:])) from e
+    results = doc["results"]
+    if [r["id"] for r in results] != [i["id"] for i in items]:
+        raise EngineCheckError(f"{engine} config checker results do not match the items")
+    for r in results:
+        r["engine_version"] = doc["version"]
+    _cache[key] = results
+    return [dict(r) for r in results]
