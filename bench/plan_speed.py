@@ -13,8 +13,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from generator.planner import plan  # noqa: E402
-from generator.planner.request import PlanRequest  # noqa: E402
+from generator.capacity import plan  # noqa: E402
+from generator.capacity.request import PlanRequest  # noqa: E402
 
 REQUEST = {
     "apiVersion": "moegen.dev/v1alpha1", "kind": "PlanRequest", "metadata": {"name": "big"},

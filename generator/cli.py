@@ -1,7 +1,8 @@
 """The ``gen`` command: parses arguments, runs the pipeline, maps results to exit codes.
 
-Exit codes (SPEC.md §3): 0 ok; 1 spec rejected; 2 usage error; 3 ``render --check`` drift;
-4 internal error (a bug: set MOEGEN_DEBUG=1 for the traceback).
+Exit codes (docs/spec.md §3): 0 ok; 1 spec rejected; 2 usage error; 3 ``render --check`` drift;
+4 internal error (a bug: set MOEGEN_DEBUG=1 for the traceback). Each command imports what only it
+needs, so the policy check (``gen validate``) starts fast.
 """
 
 from __future__ import annotations
@@ -14,11 +15,9 @@ from pathlib import Path
 
 import click
 
-from . import pipeline, report
+from . import pipeline
 from .errors import DriftDetected, GenError, Severity, SpecRejected, UsageError
-from .render.emit import diff_tree, write_tree
-from .spec.models import json_schema
-from .spec.rules import RULES
+from .output import findings as report
 
 _SPEC = click.argument("spec", type=click.Path(dir_okay=False, path_type=Path))
 _OVERLAYS = click.option("-f", "--overlay", "overlays", multiple=True,
@@ -26,11 +25,22 @@ _OVERLAYS = click.option("-f", "--overlay", "overlays", multiple=True,
                          help="Overlay merged over SPEC (repeatable; last wins).")
 
 
-def _checked(spec: Path, overlays: tuple[Path, ...]) -> pipeline.Checked:
-    for path in (spec, *overlays):
+def _exist(*paths: Path) -> None:
+    """Refuse a command whose input files are missing (a usage error, exit 2)."""
+    for path in paths:
         if not path.exists():
             raise UsageError(f"{path}: no such file")
+
+
+def _checked(spec: Path, overlays: tuple[Path, ...]) -> pipeline.Checked:
+    _exist(spec, *overlays)
     return pipeline.check(spec, list(overlays))
+
+
+def _reject(findings: list) -> None:
+    """Print findings for people (stderr) and exit 1."""
+    click.echo(report.text(findings, colour=sys.stderr.isatty()), err=True)
+    raise SpecRejected(findings)
 
 
 def _emit_findings(checked: pipeline.Checked, fmt: str, quiet_ok_json: bool = False) -> None:
@@ -43,9 +53,30 @@ def _emit_findings(checked: pipeline.Checked, fmt: str, quiet_ok_json: bool = Fa
         if findings:
             click.echo(report.github(findings))
     elif fmt == "sarif":
+        from .checks import RULES
         click.echo(report.sarif(findings, RULES))
     elif findings:
         click.echo(report.text(findings, colour=sys.stderr.isatty()), err=True)
+
+
+def _plan_request(path: Path):
+    """Load and check a PlanRequest file; exit 1 with its findings, 2 if it is no PlanRequest."""
+    from .capacity.request import PlanRequest, request_findings
+    from .spec.load import parse_yaml_file
+    from .spec.validate import pydantic_findings
+    _exist(path)
+    data, prov, findings = parse_yaml_file(path)
+    if not findings and data.get("kind") != "PlanRequest":
+        raise UsageError(f"{path} is a {data.get('kind', 'document without kind')}, not a "
+                         "PlanRequest (gen validate/render/size take InferenceDeployments)")
+    req = None
+    if not findings:
+        req, findings = pydantic_findings(PlanRequest, data, prov)
+    if not findings:
+        findings = request_findings(req, prov)
+    if findings:
+        _reject(findings)
+    return req
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -65,6 +96,7 @@ def main() -> None:
 def render(spec: Path, overlays: tuple[Path, ...], outdir: Path | None, check: bool,
            fmt: str) -> None:
     """Validate SPEC, then write its manifests and env files as a kustomize base."""
+    from .emit import diff_tree, write_tree
     checked = _checked(spec, overlays)
     _emit_findings(checked, fmt, quiet_ok_json=check)
     if not checked.ok:
@@ -111,15 +143,15 @@ def validate(spec: Path, overlays: tuple[Path, ...], fmt: str, strict: bool) -> 
 @_SPEC
 @_OVERLAYS
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text",
-              help="text: a table per role; json: the sizing report of SPEC.md section 4.")
+              help="text: a table per role; json: the sizing report of docs/spec.md section 4.")
 def size(spec: Path, overlays: tuple[Path, ...], fmt: str) -> None:
     """Per-role, per-GPU HBM breakdown (GiB) and KV capacity; exit 1 if a role does not fit."""
+    from .output import sizing_report
     checked = _checked(spec, overlays)
-    doc = report.sizing_json(checked)
     if fmt == "json":
-        click.echo(json.dumps(doc, indent=2))
+        click.echo(json.dumps(sizing_report.sizing_json(checked), indent=2))
     else:
-        click.echo(report.sizing_text(checked), nl=False)
+        click.echo(sizing_report.sizing_text(checked), nl=False)
         if checked.findings:
             click.echo(report.text(checked.findings, colour=sys.stderr.isatty()), err=True)
     if not checked.ok:
@@ -133,16 +165,15 @@ def size(spec: Path, overlays: tuple[Path, ...], fmt: str) -> None:
               help="Only fields under this JSON path, e.g. $.spec.roles[1].")
 def explain(spec: Path, overlays: tuple[Path, ...], prefix: str) -> None:
     """Show every value of the merged spec and the file:line that set it (overlay provenance)."""
+    from .output.explain import explain as explain_text
     from .spec.load import load_spec
-    for path in (spec, *overlays):
-        if not path.exists():
-            raise UsageError(f"{path}: no such file")
+    _exist(spec, *overlays)
     loaded = load_spec(spec, list(overlays))
     if loaded.findings:
         click.echo(report.text(loaded.findings, colour=sys.stderr.isatty()), err=True)
         if any(f.severity is Severity.ERROR for f in loaded.findings):
             raise SpecRejected(loaded.findings)
-    text = report.explain(loaded, prefix)
+    text = explain_text(loaded, prefix)
     if not text:
         raise UsageError(f"no field of the merged spec under {prefix}")
     click.echo(text, nl=False)
@@ -155,25 +186,11 @@ def explain(spec: Path, overlays: tuple[Path, ...], prefix: str) -> None:
               help="Write the best candidate as an InferenceDeployment spec.")
 def plan(request: Path, fmt: str, emit_path: Path | None) -> None:
     """Propose deployments for a PlanRequest (workload + SLO), ranked by throughput."""
-    from .planner import plan as run_plan
-    from .planner.emit_spec import spec_yaml
-    from .planner.request import PlanRequest
-    from .render.emit import write_file
-    from .spec.load import parse_yaml_file
-    from .spec.validate import pydantic_findings
-    if not request.exists():
-        raise UsageError(f"{request}: no such file")
-    data, prov, findings = parse_yaml_file(request)
-    if not findings and data.get("kind") != "PlanRequest":
-        raise UsageError(f"{request} is a {data.get('kind', 'document without kind')}, not a "
-                         "PlanRequest (gen validate/render/size take InferenceDeployments)")
-    if not findings:
-        req, findings = pydantic_findings(PlanRequest, data, prov)
-    if not findings:
-        findings = plan_request_findings(req, prov)
-    if findings:
-        click.echo(report.text(findings, colour=sys.stderr.isatty()), err=True)
-        raise SpecRejected(findings)
+    from .capacity import plan as run_plan
+    from .capacity.to_spec import spec_yaml
+    from .emit import write_file
+    from .output.plan_table import plan_text
+    req = _plan_request(request)
     if sys.stderr.isatty():   # progress on a terminal only; CI logs stay quiet
         with click.progressbar(length=1, label="searching layouts", file=sys.stderr) as bar:
             def tick(done: int, total: int) -> None:
@@ -185,7 +202,7 @@ def plan(request: Path, fmt: str, emit_path: Path | None) -> None:
     if fmt == "json":
         click.echo(json.dumps(result.to_json(), indent=2))
     else:
-        click.echo(report.plan_text(result), nl=False)
+        click.echo(plan_text(result), nl=False)
     if emit_path is not None:
         if not result.candidates:
             raise UsageError("no candidate to emit")
@@ -204,34 +221,27 @@ def report_cmd(spec: Path, overlays: tuple[Path, ...], out: Path | None, fmt: st
 
     SPEC may be an InferenceDeployment or a PlanRequest (then the page shows the plan).
     """
-    from . import review
-    from .render.emit import write_file
-    from .render.templates import render as render_template
+    from .emit import write_file
+    from .manifests.templates import render as render_template
+    from .output import review_page
     from .spec.load import parse_yaml_file
-    for path in (spec, *overlays):
-        if not path.exists():
-            raise UsageError(f"{path}: no such file")
-    data, prov, findings = parse_yaml_file(spec)
+    _exist(spec, *overlays)
+    data, _, _ = parse_yaml_file(spec)
     if data is not None and data.get("kind") == "PlanRequest":
-        from .planner import plan as run_plan
-        from .planner.request import PlanRequest
-        from .spec.validate import pydantic_findings
-        req, findings = pydantic_findings(PlanRequest, data, prov)
-        if findings:
-            click.echo(report.text(findings, colour=sys.stderr.isatty()), err=True)
-            raise SpecRejected(findings)
-        model = review.build_plan(req, run_plan(req))
+        from .capacity import plan as run_plan
+        req = _plan_request(spec)
+        model = review_page.build_plan(req, run_plan(req))
     else:
         checked = _checked(spec, overlays)
-        plan_obj = pipeline.plan(checked) if checked.ok else None
-        model = review.build(checked, plan_obj)
+        plan_obj = pipeline.deployment_plan(checked) if checked.ok else None
+        model = review_page.build(checked, plan_obj)
     if fmt == "json":
         text = json.dumps(model, indent=2)
         if out is None:
             click.echo(text)
             return
     else:
-        text = render_template("report.html.j2", r=model, colours=review.COLOURS)
+        text = render_template("report.html.j2", r=model, colours=review_page.COLOURS)
     target = out or Path("report.html")
     write_file(target, text)
     click.echo(f"{target}: written", err=True)
@@ -243,32 +253,9 @@ def schema() -> None:
     click.echo(schema_text(), nl=False)
 
 
-def plan_request_findings(req, prov) -> list:
-    """Cross-field checks of a PlanRequest: a supported engine version; one load measure."""
-    from .engines import sglang, vllm
-    from .engines.versions import UnsupportedVersion
-    from .errors import Finding
-    from .spec.load import json_path
-    out = []
-    eng = req.spec.engine
-    try:
-        (vllm if eng.name == "vllm" else sglang).dialect(eng.version)
-    except UnsupportedVersion as exc:
-        path = ("spec", "engine", "version")
-        out.append(Finding("VER001", Severity.ERROR, json_path(path), f"{eng.name} {exc}",
-                           "pin a supported release", prov.locate(path)))
-    wl = req.spec.workload
-    if wl.concurrency is not None and wl.requestsPerSecond is not None:
-        path = ("spec", "workload")
-        out.append(Finding("PLN001", Severity.ERROR, json_path(path),
-                           "give concurrency or requestsPerSecond, not both",
-                           "concurrency: sequences in flight; requestsPerSecond: offered load",
-                           prov.locate(path)))
-    return out
-
-
 def schema_text() -> str:
     """The exact text of ``schemas/inferencedeployment.schema.json``."""
+    from .spec.models import json_schema
     return json.dumps(json_schema(), indent=2, sort_keys=True) + "\n"
 
 
@@ -276,6 +263,7 @@ def schema_text() -> str:
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text")
 def rules(fmt: str) -> None:
     """Print the rule catalogue (code, severity, summary, source)."""
+    from .checks import RULES
     if fmt == "json":
         click.echo(json.dumps([{"code": r.code, "severity": r.severity.value,
                                 "summary": r.summary, "source": r.source} for r in RULES],

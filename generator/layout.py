@@ -157,3 +157,9 @@ def compute_layout(tensor: int, data: int, pipeline: int, expert: bool, workload
                       problem=(f"data = {data} ranks of tensor x pipeline = {model_gpus} GPUs "
                                f"cannot be placed as whole ranks on {n_pods} pods of "
                                f"{per_pod} GPUs"))
+
+
+def min_redundant_experts(experts: int, ep: int) -> int:
+    """The fewest redundant experts that make ``experts`` + redundant divide over ``ep`` ranks
+    (``(ep - experts % ep) % ep``; vllm#30075 proposes it as vLLM's default)."""
+    return (ep - experts % ep) % ep if ep > 1 else 0

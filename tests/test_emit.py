@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from generator.errors import UsageError
-from generator.render.emit import MARKER, diff_tree, write_tree
+from generator.emit import MARKER, diff_tree, write_tree
 
 
 def test_write_then_rewrite_removes_stale(tmp_path):

@@ -109,8 +109,10 @@ def test_dialect_selection_greatest_known_not_above():
     assert not vllm.dialect("0.11.1").all2all_by_env
     assert vllm.dialect("0.19.1").gpu_memory_utilization_default == 0.9
     assert vllm.dialect("0.20.0").gpu_memory_utilization_default == 0.92
-    assert "MooncakeConnector" not in vllm.dialect("0.12.0").connectors
-    assert "MooncakeConnector" in vllm.dialect("0.13.0").connectors
+    assert "MooncakeConnector" not in vllm.dialect("0.12.0").connector_classes
+    assert "MooncakeConnector" in vllm.dialect("0.13.0").connector_classes
+    assert vllm.dialect("0.12.0").connectors == ["nixl", "lmcache"]
+    assert vllm.dialect("0.13.0").connectors == ["nixl", "mooncake", "lmcache"]
     for bad in ("0.10.9", "0.34.0", "1.0.0"):
         with pytest.raises(UnsupportedVersion):
             vllm.dialect(bad)

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from generator.render.emit import diff_tree, write_tree
+from generator.emit import diff_tree, write_tree
 
 from tests.helpers import ROOT, example_specs, render_spec
 

@@ -16,7 +16,7 @@ import kubernetes_validate
 import pytest
 import yaml
 
-from generator.render.emit import write_tree
+from generator.emit import write_tree
 from tests.helpers import K8S_VERSION, objects, render_spec, shared
 from tests.test_golden import cases
 

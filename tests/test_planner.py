@@ -17,9 +17,11 @@ import pytest
 
 from generator.catalog import GPUS, arch_from_config, builtin_config
 from generator.cli import run
-from generator.planner import _role_input, _shape, decode_estimate, perf, plan
-from generator.planner.request import PlanRequest
+from generator.capacity import perf
+from generator.capacity.search import _role_input, _shape, decode_estimate, plan
+from generator.capacity.request import PlanRequest
 from generator.sizing import size_role
+from generator.engines import sglang
 from generator.spec import models as sm
 from tests.helpers import EXAMPLES
 
@@ -53,13 +55,11 @@ def _v4_decode(layout, batch, pool_gpu="H20-141GB"):
     cfg = builtin_config("deepseek-v4-pro")
     arch = arch_from_config(cfg)
     model = sm.Model(name="m", architecture="deepseek-v4-pro", weights="mxfp4", path="/m")
-    serving = dict(sm.SERVING_DEFAULTS, maxModelLen=8192, kvCacheDtype="fp8",
-                   gpuMemoryUtilization=None, maxNumSeqs=None, maxNumBatchedTokens=None,
-                   memFractionStatic=None)
+    serving = sm.ServingSettings(maxModelLen=8192, kvCacheDtype="fp8")
     pool = req.spec.nodePools["p"]
     role = _role_input("decode", "decode", model, arch, serving, layout, pool, 1, 3, None,
                        batch * layout[1], 0)
-    z = size_role(role, GPUS[pool_gpu], "sglang", "0.5.23")
+    z = size_role(role, GPUS[pool_gpu], sglang.dialect("0.5.23"))
     return decode_estimate(req, role, z, pool, batch)
 
 

@@ -206,7 +206,7 @@ def test_network_env_override_is_one_key(tmp_path: Path):
     assert "GLOO_SOCKET_IFNAME=bond0" in lines and "EXTRA_FLAG=1" in lines
     assert keys.index("GLOO_SOCKET_IFNAME") == 0   # in the derived position
     if shutil.which("kubectl"):
-        from generator.render.emit import write_tree
+        from generator.emit import write_tree
         write_tree(tmp_path / "base", files)
         built = subprocess.run(["kubectl", "kustomize", str(tmp_path / "base")],
                                capture_output=True, text=True, check=False,

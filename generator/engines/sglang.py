@@ -41,11 +41,15 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from functools import cache
+from typing import TYPE_CHECKING, ClassVar
 from importlib import resources
 
 from ..layout import Spread
-from .common import LEADER_IP, POD_IP, EngineLaunch, Port, RoleInput
+from .base import LEADER_IP, POD_IP, EngineLaunch, Port, RoleInput
 from .versions import SupportedRange, parse_version, select_known
+
+if TYPE_CHECKING:
+    from ..sizing import RoleSizing
 
 #: SGLang releases moegen supports: the 0.5 series (SPEC.md §2), 0.5.1 being the first known.
 SUPPORTED = [SupportedRange((0, 5, 1), (0, 6, 0))]
@@ -54,9 +58,9 @@ SUPPORTED = [SupportedRange((0, 5, 1), (0, 6, 0))]
 DIST_INIT_PORT = 20000
 #: ``--disaggregation-bootstrap-port``: SGLang's default (server_args.py), rendered explicitly.
 BOOTSTRAP_PORT = 8998
-#: SGLANG_DEEPEP_NUM_MAX_DISPATCH_TOKENS_PER_RANK default and DeepEP's ceiling
-#: (python/sglang/srt/environ.py; token_dispatcher/deepep.py asserts <= 1024).
-DEEPEP_LL_DEFAULT_TOKENS, DEEPEP_LL_MAX_TOKENS = 128, 1024
+#: SGLANG_DEEPEP_NUM_MAX_DISPATCH_TOKENS_PER_RANK default (python/sglang/srt/environ.py); the
+#: ceiling is DeepEP's (engines/deepep.py LL_MAX_TOKENS).
+DEEPEP_LL_DEFAULT_TOKENS = 128
 #: engine-neutral all2all -> (--moe-a2a-backend, --deepep-mode or None).
 A2A = {"deepep_low_latency": ("deepep", "low_latency"),
        "deepep_high_throughput": ("deepep", "normal"),
@@ -102,7 +106,7 @@ def admitted_per_rank(role: RoleInput) -> int:
     """Decode batch one DP rank can be given: max-running-requests over the DP ranks (SGLang
     divides it among DP-attention ranks), which moegen renders as the role's concurrency unless
     maxNumSeqs pins it."""
-    cap = role.serving["maxNumSeqs"] or role.concurrency
+    cap = role.serving.maxNumSeqs or role.concurrency
     return -(-cap // role.layout.data)
 
 
@@ -126,6 +130,8 @@ class SglangDialect:
 
     requested: str
     version: str
+    engine: ClassVar[str] = "sglang"
+    label: ClassVar[str] = "SGLang"
 
     @property
     def options(self) -> frozenset[str]:
@@ -142,7 +148,7 @@ class SglangDialect:
         return option in self.options
 
     @property
-    def a2a_choices(self) -> list[str]:
+    def a2a_backends(self) -> list[str]:
         """``--moe-a2a-backend`` choices moegen can vouch for: 0.5.23's full list (dumped from its
         parser); for earlier releases only ``none`` and ``deepep``, present since 0.5.1 (the
         other backends arrived in releases whose choices were not dumped)."""
@@ -150,8 +156,21 @@ class SglangDialect:
             return _data()["choices_0.5.23"]["--moe-a2a-backend"]
         return ["none", "deepep"]
 
-    def launch(self, role: RoleInput, mem_fraction_static: float) -> EngineLaunch:
-        """Build the launch of one instance of ``role`` (the role must have passed the rules)."""
+    @property
+    def all2all_choices(self) -> list[str]:
+        """Engine-neutral ``moe.all2all`` names whose SGLang backend the release has."""
+        return [name for name, (backend, _) in A2A.items() if backend in self.a2a_backends]
+
+    @property
+    def connectors(self) -> list[str]:
+        """``kvTransfer.connector`` names SGLang transfers KV with
+        (``--disaggregation-transfer-backend``)."""
+        return list(TRANSFER)
+
+    def launch(self, role: RoleInput, sizing: "RoleSizing | None") -> EngineLaunch:
+        """Build the launch of one instance of ``role`` (the role must have passed the rules);
+        ``sizing`` is the role's memory plan, whose ``--mem-fraction-static`` is rendered."""
+        mem_fraction_static = sizing.utilization
         lay = role.layout
         s = role.serving
         group = lay.tensor * lay.data
@@ -159,7 +178,7 @@ class SglangDialect:
             "--model-path", role.model.path,
             "--served-model-name", role.model.name,
             "--host", "0.0.0.0",
-            "--port", str(s["port"]),
+            "--port", str(s.port),
             "--tp-size", str(group),
         ]
         if lay.pipeline > 1:
@@ -205,19 +224,19 @@ class SglangDialect:
             common += ["--speculative-algorithm", "EAGLE", "--speculative-num-steps", str(steps),
                        "--speculative-eagle-topk", "1",
                        "--speculative-num-draft-tokens", str(steps + 1)]
-        max_len = s["maxModelLen"] or role.arch.max_position_embeddings
+        max_len = s.maxModelLen or role.arch.max_position_embeddings
         common += ["--context-length", str(max_len),
-                   "--kv-cache-dtype", KV_DTYPE[s["kvCacheDtype"]],
+                   "--kv-cache-dtype", KV_DTYPE[s.kvCacheDtype],
                    "--mem-fraction-static", repr(round(mem_fraction_static, 3))]
-        if s["maxNumSeqs"] is not None:
-            common += ["--max-running-requests", str(s["maxNumSeqs"])]
+        if s.maxNumSeqs is not None:
+            common += ["--max-running-requests", str(s.maxNumSeqs)]
         elif role.mode != "prefill":
             # Admit what the plan sized (KV, graphs, DeepEP buffers), not SGLang's default.
             common += ["--max-running-requests", str(role.concurrency)]
-        if s["maxNumBatchedTokens"] is not None:
-            common += ["--chunked-prefill-size", str(s["maxNumBatchedTokens"])]
+        if s.maxNumBatchedTokens is not None:
+            common += ["--chunked-prefill-size", str(s.maxNumBatchedTokens)]
         normal_deepep = moe is not None and moe.all2all == "deepep_high_throughput"
-        if s["enforceEager"] or (normal_deepep and role.mode != "prefill"):
+        if s.enforceEager or (normal_deepep and role.mode != "prefill"):
             # DeepEP normal mode cannot be graph-captured: SGLang would switch graphs off
             # silently (arg_groups/moe_hook.py); say it on the command line instead.
             common += ["--disable-cuda-graph"]
@@ -233,7 +252,7 @@ class SglangDialect:
         if role.speculative is not None and role.speculative_from:
             notes.append(f"speculative config of decode role {role.speculative_from!r}: prefill "
                          "sends the draft's hidden states with the KV (disaggregation/prefill.py)")
-        ports = [Port("http", s["port"])]
+        ports = [Port("http", s.port)]
         if role.kv_transfer is not None and role.mode == "prefill":
             ports.append(Port("kv-bootstrap", BOOTSTRAP_PORT))
         if lay.spread is Spread.SINGLE:

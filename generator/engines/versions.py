@@ -56,7 +56,11 @@ class SupportedRange:
 
 
 class UnsupportedVersion(ValueError):
-    """The requested engine version is outside every supported range."""
+    """The requested engine version is outside every supported range (``hint``: what to pin)."""
+
+    def __init__(self, message: str, hint: str = ""):
+        super().__init__(message)
+        self.hint = hint
 
 
 def select_known(requested: str, known: list[str], ranges: list[SupportedRange]) -> str:

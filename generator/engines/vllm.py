@@ -52,11 +52,15 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from functools import cache
+from typing import TYPE_CHECKING, ClassVar
 from importlib import resources
 
 from ..layout import Spread
-from .common import LEADER_IP, POD_IP, EngineLaunch, Port, RoleInput
+from .base import LEADER_IP, POD_IP, EngineLaunch, Port, RoleInput
 from .versions import SupportedRange, parse_version, select_known
+
+if TYPE_CHECKING:
+    from ..sizing import RoleSizing
 
 #: vLLM releases moegen supports: 0.11.0 up to the 0.33.x series (SPEC.md §2).
 SUPPORTED = [SupportedRange((0, 11, 0), (0, 34, 0))]
@@ -107,6 +111,8 @@ class VllmDialect:
 
     requested: str
     version: str
+    engine: ClassVar[str] = "vllm"
+    label: ClassVar[str] = "vLLM"
 
     @property
     def facts(self) -> dict:
@@ -134,9 +140,18 @@ class VllmDialect:
         return self.facts["multinodeFlags"]
 
     @property
-    def connectors(self) -> list[str]:
-        """Registered KV connectors of the release."""
+    def connector_classes(self) -> list[str]:
+        """Registered KV connector classes of the release (factory.py)."""
         return self.facts["kvTransfer"]["connectors"]
+
+    @property
+    def connectors(self) -> list[str]:
+        """Engine-neutral ``kvTransfer.connector`` names whose class the release registers."""
+        return [name for name, cls in CONNECTORS.items() if cls in self.connector_classes]
+
+    def has(self, option: str) -> bool:
+        """The release has command-line option ``option``."""
+        return option in self.options
 
     @property
     def kv_cache_dtypes(self) -> list[str]:
@@ -184,18 +199,19 @@ class VllmDialect:
         return NIXL_SIDE_CHANNEL_PORT + min(ranks) * scale, NIXL_SIDE_CHANNEL_PORT + max(ranks) * scale
 
     # -- rendering --------------------------------------------------------------------------
-    def launch(self, role: RoleInput, batched_tokens: int | None = None) -> EngineLaunch:
+    def launch(self, role: RoleInput, sizing: "RoleSizing | None" = None) -> EngineLaunch:
         """Build the launch of one instance of ``role`` (the role must have passed the rules).
 
-        ``batched_tokens``: the ``--max-num-batched-tokens`` the sizing plan assumed when the
-        spec leaves it unset (vLLM's own default for that GPU and backend); rendering it pins
-        the activation budget the plan was computed with.
+        ``sizing``: the role's memory plan; its ``batched_tokens`` (vLLM's own
+        ``--max-num-batched-tokens`` default for that GPU and backend when the spec leaves it
+        unset) is rendered, which pins the activation budget the plan was computed with.
         """
+        batched_tokens = sizing.batched_tokens if sizing is not None else None
         lay = role.layout
         s = role.serving
         common: list[str] = [
             "--served-model-name", role.model.name,
-            "--port", str(s["port"]),
+            "--port", str(s.port),
             "--tensor-parallel-size", str(lay.tensor),
             "--pipeline-parallel-size", str(lay.pipeline),
         ]
@@ -229,17 +245,17 @@ class VllmDialect:
         if role.speculative is not None:
             spec = {"method": "mtp", "num_speculative_tokens": role.speculative.numSpeculativeTokens}
             common += ["--speculative-config", _json(spec)]
-        max_len = s["maxModelLen"] or role.arch.max_position_embeddings
-        gmu = s["gpuMemoryUtilization"] or self.gpu_memory_utilization_default
+        max_len = s.maxModelLen or role.arch.max_position_embeddings
+        gmu = s.gpuMemoryUtilization or self.gpu_memory_utilization_default
         common += ["--max-model-len", str(max_len),
                    "--gpu-memory-utilization", _num(gmu),
-                   "--kv-cache-dtype", s["kvCacheDtype"]]
-        if s["maxNumSeqs"] is not None:
-            common += ["--max-num-seqs", str(s["maxNumSeqs"])]
-        planned = s["maxNumBatchedTokens"] or batched_tokens
+                   "--kv-cache-dtype", s.kvCacheDtype]
+        if s.maxNumSeqs is not None:
+            common += ["--max-num-seqs", str(s.maxNumSeqs)]
+        planned = s.maxNumBatchedTokens or batched_tokens
         if planned is not None:
             common += ["--max-num-batched-tokens", str(planned)]
-        if s["enforceEager"]:
+        if s.enforceEager:
             common += ["--enforce-eager"]
         if self._v() >= (0, 14, 0):
             env["VLLM_ENGINE_READY_TIMEOUT_S"] = str(ENGINE_READY_TIMEOUT_S)
@@ -249,7 +265,7 @@ class VllmDialect:
                          "handshake compares it (vLLM >= 0.28.0) and prefill computes the MTP "
                          "layer's KV")
         per_pod, serves, rendezvous = self._rank_args(role, notes)
-        ports = [Port("http", s["port"])]
+        ports = [Port("http", s.port)]
         if role.kv_transfer is not None and role.kv_transfer.connector == "mooncake":
             ports.append(Port("kv-bootstrap", MOONCAKE_BOOTSTRAP_PORT))
         pod_ports = []

@@ -43,10 +43,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 
-class NotSized(ValueError):
-    """The architecture family has no parameter inventory (the sizing check is skipped)."""
-
-
 @dataclass(frozen=True)
 class Tensor:
     """One weight tensor (per layer that has it).
@@ -193,7 +189,6 @@ def inventory(config: dict) -> Inventory:
     """Tensor inventory of an MLA + MoE model (DeepSeek-V2/V3/V3.2 families, Kimi-K2).
 
     Raises:
-        NotSized: the family (DeepSeek-V4) has no inventory.
         KeyError: a config field the inventory needs is missing.
     """
     mt = config.get("model_type")

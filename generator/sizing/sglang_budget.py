@@ -24,7 +24,13 @@ engine after the memory outside the pool (activation, CUDA graphs, DeepEP buffer
 
 from __future__ import annotations
 
-GIB = 2**30
+from ..catalog import Gpu
+from ..engines import deepep
+from ..engines.base import RoleInput
+from ..engines.sglang import cuda_graph_batch, deepep_dispatch_tokens
+from .result import GIB, RoleSizing
+from .stages import worst_stage
+from .vllm_budget import ACT_BYTES_PER_TOKEN_HIDDEN, DEEPEP_HT_BUFFER_MB
 
 #: (chunked_prefill_size, cuda_graph_max_bs for tp < 4, for tp >= 4) by GPU memory (MB), from
 #: SGLang server_args.py (0.5.x): < 20 GB, < 35 GB, < 60 GB, < 90 GB, < 160 GB (H20, H200), else.
@@ -55,3 +61,59 @@ def default_mem_fraction_static(gpu_mb: int, tp: int, pp: int, dp: int, dp_atten
     if gpu_mb > 60_000:
         reserve = max(reserve, RESERVE_FLOOR_MB)
     return round((gpu_mb - reserve) / gpu_mb, 3)
+
+
+#: Memory taken before SGLang measures free memory (CUDA context + NCCL/custom all-reduce at init),
+#: GiB; 1.8 reproduces the 2 x 8 H20 TP16 run of groundtruth-dev.yaml (712,400 tokens) to 0.6 %.
+SGLANG_INIT_GIB = 1.8
+#: CUDA graphs of a decode role, GiB (outside the static pool); SGLang disables them for
+#: disaggregated prefill (server_args.py).
+SGLANG_CUDA_GRAPH_GIB = 1.7
+
+
+def size_sglang(role: RoleInput, gpu: Gpu, inv, cfg: dict, stages, place) -> RoleSizing:
+    """SGLang budget (sizing/sglang_budget.py): pool = pre x mfs - weights."""
+    lay = role.layout
+    s = role.serving
+    group = lay.tensor * lay.data
+    chunked_default, cgmbs_default = tier_defaults(gpu.hbm_mib, group)
+    chunked = s.maxNumBatchedTokens or chunked_default
+    normal_deepep = role.moe is not None and role.moe.all2all == "deepep_high_throughput"
+    graphs_on = not s.enforceEager and role.mode != "prefill" and not normal_deepep
+    cgmbs = cuda_graph_batch(role) if graphs_on else 0
+    pre = gpu.torch_total_gib - SGLANG_INIT_GIB
+    hidden = cfg["hidden_size"]
+    activation = chunked * hidden * ACT_BYTES_PER_TOKEN_HIDDEN / GIB
+    comm = 0.0
+    moe = role.moe
+    experts = (cfg.get("n_routed_experts") or 0) + place.redundant
+    if moe and moe.all2all == "deepep_low_latency" and lay.expert_parallel:
+        tokens = deepep_dispatch_tokens(role)
+        comm = deepep.ll_buffer_bytes(experts, tokens, hidden) / GIB
+    elif moe and moe.all2all in ("deepep_high_throughput", "deepep_v2") and lay.expert_parallel:
+        comm = 2 * DEEPEP_HT_BUFFER_MB / 1024
+    overhead = comm + (SGLANG_CUDA_GRAPH_GIB if graphs_on else 0.0)
+    if s.memFractionStatic:
+        mfs = s.memFractionStatic
+    elif s.gpuMemoryUtilization:
+        mfs = (s.gpuMemoryUtilization * gpu.torch_total_gib - SGLANG_INIT_GIB
+               - activation - overhead) / pre
+        mfs = round(mfs, 3)
+    else:
+        mfs = default_mem_fraction_static(gpu.hbm_mib, group, lay.pipeline, lay.data,
+                                          lay.data > 1, chunked,
+                                          cgmbs if graphs_on else cgmbs_default,
+                                          role.speculative is not None)
+    max_len = s.maxModelLen or role.arch.max_position_embeddings
+    st, weights, pool, tokens, per_token, seq_layout = worst_stage(
+        stages, inv, cfg, place, s.kvCacheDtype, max_len, lambda w: pre * mfs - w)
+    per_rank = -(-role.concurrency // lay.data)
+    return RoleSizing(
+        name=role.name, gpu=gpu.id, engine="sglang", gpu_memory=gpu.torch_total_gib,
+        budget=pre * mfs, weights=weights, activation=activation, overhead=overhead,
+        kv_cache=pool, weights_by_component={k: b / GIB for k, b in st.by_component.items()},
+        kv_bytes_per_token=per_token, kv_tokens_per_rank=tokens, max_model_len=max_len,
+        max_concurrency=tokens / max_len, required_concurrency=role.concurrency,
+        per_rank_required=per_rank, data=lay.data, batched_tokens=chunked, comm=comm,
+        cuda_graph_outside=0.0, utilization=mfs, outside_pool=pre * (1 - mfs),
+        seq_layout=seq_layout)

@@ -11,6 +11,7 @@ all of them are reported at once with their rule codes.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints
@@ -310,23 +311,34 @@ class InferenceDeployment(_Model):
     spec: DeploymentSpec
 
 
-#: Serving defaults applied when neither the spec nor the role sets a field. ``port`` 8000 is
-#: vLLM's ``--port`` default (vllm/entrypoints/openai/cli_args.py); ``kvCacheDtype`` auto is both
-#: engines' default. ``maxModelLen`` and ``gpuMemoryUtilization`` have no default: maxModelLen
-#: falls back to the model's max_position_embeddings and utilization to the engine version's
-#: default, and both are always rendered explicitly.
-SERVING_DEFAULTS = {"kvCacheDtype": "auto", "port": 8000, "enforceEager": False}
+@dataclass(frozen=True)
+class ServingSettings:
+    """The serving settings one role runs with: built-in defaults < ``spec.serving`` <
+    ``role.serving`` (fields as in :class:`Serving`).
+
+    Defaults: ``port`` 8000 is vLLM's ``--port`` default (vllm/entrypoints/openai/cli_args.py);
+    ``kvCacheDtype`` auto is both engines' default. ``maxModelLen`` and ``gpuMemoryUtilization``
+    have none here: maxModelLen falls back to the model's max_position_embeddings and
+    utilization to the engine release's default, and both are always rendered explicitly.
+    """
+
+    maxModelLen: int | None = None
+    kvCacheDtype: str = "auto"
+    gpuMemoryUtilization: float | None = None
+    memFractionStatic: float | None = None
+    port: int = 8000
+    maxNumSeqs: int | None = None
+    maxNumBatchedTokens: int | None = None
+    enforceEager: bool = False
 
 
-def effective_serving(spec: DeploymentSpec, role: Role) -> dict[str, Any]:
+def effective_serving(spec: DeploymentSpec, role: Role) -> ServingSettings:
     """Merge serving settings: built-in defaults < ``spec.serving`` < ``role.serving``."""
-    out: dict[str, Any] = dict(SERVING_DEFAULTS)
+    merged: dict[str, Any] = {}
     for layer in (spec.serving, role.serving):
         if layer is not None:
-            out.update({k: v for k, v in layer.model_dump().items() if v is not None})
-    for key in Serving.model_fields:
-        out.setdefault(key, None)
-    return out
+            merged.update({k: v for k, v in layer.model_dump().items() if v is not None})
+    return ServingSettings(**merged)
 
 
 def _close_pattern_maps(node: Any) -> None:

@@ -20,7 +20,7 @@ import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..errors import UsageError
+from .errors import UsageError
 
 MARKER = ".moegen-files"
 _MARKER_HEADER = "# Files written by moegen (gen render). Do not edit; re-render instead.\n"

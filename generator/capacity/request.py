@@ -1,16 +1,17 @@
-"""The PlanRequest document (SPEC.md §5) as pydantic models (``extra="forbid"``)."""
+"""The PlanRequest document (docs/spec.md §5) as pydantic models (``extra="forbid"``), and its
+cross-field checks."""
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 
 from ..catalog import ARCHITECTURES, GPUS
-from typing import Annotated
-
-from pydantic import StringConstraints
-
+from ..engines.registry import dialect_for
+from ..engines.versions import UnsupportedVersion
+from ..errors import Finding, Severity
+from ..spec.load import Provenance, json_path
 from ..spec.models import DNS_LABEL
 
 PoolName = Annotated[str, StringConstraints(pattern=DNS_LABEL, max_length=40)]
@@ -106,3 +107,24 @@ class PlanRequest(_M):
     kind: Literal["PlanRequest"]
     metadata: PlanMetadata
     spec: PlanSpec
+
+
+def request_findings(req: PlanRequest, prov: Provenance) -> list[Finding]:
+    """Cross-field checks of a PlanRequest: a supported engine version (VER001); one load
+    measure (PLN001)."""
+    out = []
+    eng = req.spec.engine
+    try:
+        dialect_for(eng.name, eng.version)
+    except UnsupportedVersion as exc:
+        path = ("spec", "engine", "version")
+        out.append(Finding("VER001", Severity.ERROR, json_path(path), str(exc), exc.hint,
+                           prov.locate(path)))
+    wl = req.spec.workload
+    if wl.concurrency is not None and wl.requestsPerSecond is not None:
+        path = ("spec", "workload")
+        out.append(Finding("PLN001", Severity.ERROR, json_path(path),
+                           "give concurrency or requestsPerSecond, not both",
+                           "concurrency: sequences in flight; requestsPerSecond: offered load",
+                           prov.locate(path)))
+    return out

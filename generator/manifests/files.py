@@ -9,7 +9,7 @@ Files of an output directory (one object per file, named ``<role>-<kind>.yaml``)
 
 from __future__ import annotations
 
-from ..plan import DeploymentPlan
+from .plan import DeploymentPlan
 from .templates import render
 
 

@@ -11,8 +11,8 @@ planner's table when the input is a PlanRequest).
 
 from __future__ import annotations
 
-from .layout import Spread
-from .sizing import RoleSizing
+from ..layout import Spread
+from ..sizing import RoleSizing
 
 #: Nodes drawn per role before aggregating the rest into a "+N more" box; nodes per row.
 MAX_NODES_DRAWN = 8

@@ -14,15 +14,19 @@ expands them. Everything else is a literal computed here.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Protocol
 
 from ..catalog import ModelArch
 from ..layout import RoleLayout
+from ..spec.models import KvTransfer, Model, Moe, Network, Parallel, ServingSettings, Speculative
+
+if TYPE_CHECKING:  # sizing imports this module: the type only, no import cycle
+    from ..sizing import RoleSizing
 
 #: The pod's own IP (downward API ``status.podIP``), for addresses a process binds on.
 POD_IP = "${MOEGEN_POD_IP}"
 #: The leader pod's IP, resolved by the launcher from the leader's DNS name with a bounded retry
-#: (a DNS name given to a ZMQ bind crashes vLLM: shared/research/field-failures.md #4).
+#: (a DNS name given to a ZMQ bind crashes vLLM: kserve PR#5155, llm-d-modelservice#7).
 LEADER_IP = "${MOEGEN_LEADER_IP}"
 #: Placeholders and the example values conformance tests substitute for them.
 PLACEHOLDER_EXAMPLES = {POD_IP: "10.0.0.11", LEADER_IP: "10.0.0.10"}
@@ -34,9 +38,9 @@ class RoleInput:
 
     Attributes:
         name, mode: role name and ``prefill`` | ``decode`` | ``unified``.
-        model: the spec's ``model`` (pydantic ``Model``).
+        model: the spec's ``model``.
         arch: the model's shape.
-        serving: effective serving settings (``models.effective_serving``).
+        serving: the role's effective serving settings (``models.effective_serving``).
         parallel, moe, speculative, kv_transfer: the role's spec blocks (``None`` when unset).
         network: the spec's ``network``.
         layout: the computed layout.
@@ -50,14 +54,14 @@ class RoleInput:
 
     name: str
     mode: str
-    model: Any
+    model: Model
     arch: ModelArch
-    serving: dict[str, Any]
-    parallel: Any
-    moe: Any
-    speculative: Any
-    kv_transfer: Any
-    network: Any
+    serving: ServingSettings
+    parallel: Parallel
+    moe: Moe | None
+    speculative: Speculative | None
+    kv_transfer: KvTransfer | None
+    network: Network
     layout: RoleLayout
     pd: bool
     concurrency: int = 1
@@ -118,3 +122,43 @@ class EngineLaunch:
             for key, value in PLACEHOLDER_EXAMPLES.items():
                 args = [a.replace(key, value) for a in args]
         return args
+
+
+class Dialect(Protocol):
+    """The flags and facts of one known engine release (vLLM or SGLang), selected for the
+    version a spec pins (``engines.registry.dialect_for``). Rules read its facts; the plan calls
+    :meth:`launch`.
+
+    Attributes:
+        engine: ``vllm`` | ``sglang``; label: how people write it (``vLLM``, ``SGLang``).
+        requested: the version the spec pins; version: the known release whose dialect applies.
+    """
+
+    engine: str
+    label: str
+    requested: str
+    version: str
+
+    @property
+    def options(self) -> frozenset[str]:
+        """Command-line options of the release that moegen renders or checks."""
+        ...
+
+    def has(self, option: str) -> bool:
+        """The release has command-line option ``option``."""
+        ...
+
+    @property
+    def all2all_choices(self) -> list[str]:
+        """Engine-neutral ``moe.all2all`` names the release can run."""
+        ...
+
+    @property
+    def connectors(self) -> list[str]:
+        """Engine-neutral ``kvTransfer.connector`` names the release can run."""
+        ...
+
+    def launch(self, role: RoleInput, sizing: "RoleSizing | None") -> EngineLaunch:
+        """How to start one instance of ``role`` (``sizing``: the role's memory plan, whose
+        numbers the command pins: vLLM's batched tokens, SGLang's mem_fraction_static)."""
+        ...

@@ -14,8 +14,8 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 from ..catalog import GPUS, arch_from_config, builtin_config
-from ..engines import sglang, vllm
-from ..engines.common import RoleInput
+from ..engines.registry import dialect_for
+from ..engines.base import RoleInput
 from ..layout import compute_layout
 from ..sizing import RoleSizing, size_role
 from ..sizing.params import inventory
@@ -196,15 +196,13 @@ def _plan(req: PlanRequest, progress=None) -> PlanResult:
     cfg = builtin_config(s.model.architecture)
     arch = arch_from_config(cfg)
     engine = s.engine.name
-    version = (vllm if engine == "vllm" else sglang).dialect(s.engine.version).version
+    dialect = dialect_for(engine, s.engine.version)
     model = sm.Model(name=s.model.name or s.model.architecture, architecture=s.model.architecture,
                      weights=s.model.weights, path="/models/model")
     wl = s.workload
     ctx_avg = wl.inputTokens + wl.outputTokens / 2
     max_len = min(arch.max_position_embeddings, wl.inputTokens + wl.outputTokens)
-    serving = dict(sm.SERVING_DEFAULTS, maxModelLen=max_len, kvCacheDtype=s.constraints.kvCacheDtype,
-                   gpuMemoryUtilization=None, maxNumSeqs=None, maxNumBatchedTokens=None,
-                   memFractionStatic=None)
+    serving = sm.ServingSettings(maxModelLen=max_len, kvCacheDtype=s.constraints.kvCacheDtype)
     k = s.speculative.numSpeculativeTokens if s.speculative and arch.mtp_layers else 0
     bf16 = s.model.weights == "bf16"
     pools = list(s.nodePools.items())
@@ -212,7 +210,7 @@ def _plan(req: PlanRequest, progress=None) -> PlanResult:
     rejected: Counter = Counter()
 
     def sized(role: RoleInput, pool) -> RoleSizing | None:
-        z = size_role(role, GPUS[pool.gpu], engine, version)
+        z = size_role(role, GPUS[pool.gpu], dialect)
         return z if z.kv_cache > 0 and z.kv_tokens_per_rank >= max_len else None
 
     def decode_point(role, z, pool, per_rank_needed):

@@ -36,7 +36,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-GIB = 2**30
+from ..catalog import Gpu
+from ..engines import deepep
+from ..engines.base import RoleInput
+from ..engines.versions import parse_version
+from .result import GIB, RoleSizing
+from .stages import worst_stage
+from .weights import Placement, StageWeights
 
 #: Activation peak per token of the profile batch per hidden unit, bytes (about 44 BF16
 #: hidden-sized tensors live at the peak: residual, norms, MLA up-projections, MoE dispatch and
@@ -125,7 +131,7 @@ def vllm_budget(version: tuple[int, int, int], total_gib: float, utilization: fl
     comm = 0.0
     if expert and all2all in ("deepep_low_latency",):
         tokens = batched_tokens if version >= (0, 20, 0) else MOE_DP_CHUNK
-        comm = 4 * experts * tokens * 2 * hidden / GIB
+        comm = deepep.ll_buffer_bytes(experts, tokens, hidden) / GIB
     elif expert and all2all in ("deepep_high_throughput", "deepep_v2"):
         comm = 2 * DEEPEP_HT_BUFFER_MB / 1024
     overhead = non_torch + comm + (graphs if estimates_graphs else 0.0)
@@ -133,3 +139,36 @@ def vllm_budget(version: tuple[int, int, int], total_gib: float, utilization: fl
                       overhead=overhead, comm=comm,
                       cuda_graph_outside=0.0 if estimates_graphs else graphs,
                       batched_tokens=batched_tokens)
+
+
+def size_vllm(role: RoleInput, gpu: Gpu, version: str, default_utilization: float,
+              inv, cfg: dict, stages: list[StageWeights], place: Placement) -> RoleSizing:
+    """vLLM's budget for one GPU of ``role`` and the KV capacity it leaves (see the module
+    docstring); ``default_utilization``: the release's ``--gpu-memory-utilization`` default."""
+    lay, s, moe = role.layout, role.serving, role.moe
+    v = parse_version(version)
+    max_len = s.maxModelLen or role.arch.max_position_embeddings
+    util = s.gpuMemoryUtilization or default_utilization
+    all2all = moe.all2all if moe else None
+    batched = s.maxNumBatchedTokens or default_max_num_batched_tokens(
+        v, gpu.torch_total_gib, all2all, lay.expert_parallel, lay.data)
+    physical_experts = (cfg.get("n_routed_experts") or 0) + place.redundant
+    v4 = cfg.get("model_type") == "deepseek_v4"
+    extra = v4_gather_gib(max_len, batched) + V4_WORKSPACE_GIB if v4 else 0.0
+    budget = vllm_budget(v, gpu.torch_total_gib, util, lay.tensor, cfg["hidden_size"],
+                         physical_experts, batched, all2all, lay.expert_parallel,
+                         bool(s.enforceEager), extra)
+    # The most constrained stage decides capacity (vLLM: min over PP ranks).
+    st, weights, kv, tokens, per_token, seq_layout = worst_stage(
+        stages, inv, cfg, place, s.kvCacheDtype, max_len,
+        lambda w: budget.budget - w - budget.activation - budget.overhead)
+    return RoleSizing(
+        name=role.name, gpu=gpu.id, engine="vllm", gpu_memory=gpu.torch_total_gib,
+        budget=budget.budget, weights=weights, activation=budget.activation,
+        overhead=budget.overhead, kv_cache=kv,
+        weights_by_component={k: b / GIB for k, b in st.by_component.items()},
+        kv_bytes_per_token=per_token, kv_tokens_per_rank=tokens, max_model_len=max_len,
+        max_concurrency=tokens / max_len, required_concurrency=role.concurrency,
+        per_rank_required=-(-role.concurrency // lay.data), data=lay.data,
+        batched_tokens=batched, comm=budget.comm,
+        cuda_graph_outside=budget.cuda_graph_outside, utilization=util, seq_layout=seq_layout)

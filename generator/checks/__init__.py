@@ -1,0 +1,26 @@
+"""The rule catalogue: every cross-field check, one module per family.
+
+=========== ==============================================================================
+module      rules
+=========== ==============================================================================
+model       MOD, LEN, QNT, SPD001-002: model source, context length, FP8 blocks, MTP module
+names       NAME: generated names and labels
+pools       POOL: node pools
+layout      LAY, ENG001, SPD005: ranks on pods, heads, pipeline, context, group restarts
+moe         EP, A2A: expert parallelism, EPLB, all-to-all backends (DeepEP)
+pd          PD, SPD003-004: prefill/decode pairs, connectors, speculative config, router
+serving     SRV: batch tokens and admitted sequences
+network     NET, PORT: bootstrap interface, derived environment, ports
+pod         POD, ENG002: pod memory and the image
+sizing      SIZ: HBM sizing (phase ``sizing``: runs after the others)
+codes       codes raised outside the rule functions (loader, schema, pipeline, planner)
+=========== ==============================================================================
+
+A new rule goes into its family's module with :func:`~generator.checks.registry.rule`, and needs
+a failing example under ``tests/invalid/`` (or a unit test): ``test_every_rule_has_a_failing_example``.
+"""
+
+from . import codes, layout, model, moe, names, network, pd, pod, pools, serving, sizing  # noqa: F401
+from .registry import RULES, Context, Hit, Phase, Rule, run_rules
+
+__all__ = ["RULES", "Context", "Hit", "Phase", "Rule", "run_rules"]

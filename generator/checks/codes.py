@@ -1,0 +1,40 @@
+"""Codes raised outside the rule functions (loader, schema, pipeline, capacity planner), listed
+so that ``gen rules`` shows the whole catalogue. Each names the module that raises it."""
+
+from __future__ import annotations
+
+from .registry import E, W, external
+
+for _code, _sev, _summary, _source in (
+    ("LOAD001", E, "the file exists and is readable", "generator/spec/load.py"),
+    ("LOAD002", E, "the file is at most 1 MiB", "generator/spec/load.py (hostile input)"),
+    ("LOAD003", E, "the file is UTF-8 text", "generator/spec/load.py (hostile input)"),
+    ("LOAD004", E, "one YAML document per file", "generator/spec/load.py"),
+    ("LOAD005", E, "no YAML anchors or aliases", "generator/spec/load.py (alias bombs)"),
+    ("LOAD006", E, "no custom YAML tags", "generator/spec/load.py (unsafe tags)"),
+    ("LOAD007", E, "nesting depth at most 64", "generator/spec/load.py (hostile input)"),
+    ("LOAD008", E, "the file is valid YAML", "https://yaml.org/spec/1.2.2/"),
+    ("LOAD009", E, "no duplicate keys", "https://yaml.org/spec/1.2.2/ (mapping keys are unique)"),
+    ("LOAD010", E, "the document is a mapping", "docs/spec.md §2"),
+    ("LOAD011", E, "model.config is a readable JSON object", "docs/spec.md §2 (config:)"),
+    ("LOAD012", W, "an overlay's new named item is not a typo of an existing one",
+     "docs/spec.md §2 (overlays: lists of named objects merge by name)"),
+    ("SCH001", E, "the spec matches the schema", "schemas/inferencedeployment.schema.json"),
+    ("SCH002", E, "no unknown fields",
+     "schemas/inferencedeployment.schema.json (additionalProperties: false)"),
+    ("SCH003", E, "required fields are present", "schemas/inferencedeployment.schema.json"),
+    ("SCH004", E, "enumerated fields take a listed value",
+     "schemas/inferencedeployment.schema.json"),
+    ("SCH005", E, "fields have the right type", "schemas/inferencedeployment.schema.json"),
+    ("SCH006", E, "numbers and sizes are in range", "schemas/inferencedeployment.schema.json"),
+    ("SCH007", E, "strings match their format", "schemas/inferencedeployment.schema.json"),
+    ("SCH008", E, "map keys are valid names", "schemas/inferencedeployment.schema.json"),
+    ("VER001", E, "the engine version is in a supported range",
+     "docs/spec.md §2 (vLLM 0.11.0-0.33.x, SGLang 0.5.x); generator/engines/registry.py"),
+    ("MOD002", E, "model.config is a supported architecture family",
+     "generator/catalog/__init__.py (FAMILIES by model_type)"),
+    ("MOD003", E, "model.config has the fields moegen needs", "generator/catalog/__init__.py"),
+    ("PLN001", E, "a PlanRequest gives concurrency or requestsPerSecond, not both",
+     "docs/spec.md §5 (workload)"),
+):
+    external(_code, _sev, _summary, _source)

@@ -1,0 +1,214 @@
+"""Rules about the parallel layout: ranks on pods, heads, pipeline depth, context parallelism,
+group restarts, and the engines' layout limits."""
+
+from __future__ import annotations
+
+from ..layout import Spread
+from .registry import E, W, Context, Hit, is_vllm, role_path, rule
+
+
+@rule("ENG001", E, "the workload shape is one the engine supports",
+      "SGLang has no per-rank external load-balancing mode (one launch_server per instance, "
+      "python/sglang/srt/server_args.py); vLLM --data-parallel-rank", engines=("sglang",))
+def _engine(ctx: Context):
+    for i, role in enumerate(ctx.spec.spec.roles):
+        if role.workload == "pod-per-rank":
+            yield Hit(role_path(i, "workload"),
+                      f"role {role.name!r}: SGLang cannot run one pod per data-parallel rank",
+                      "use workload: lws or statefulset")
+
+
+@rule("LAY001", E, "an instance's ranks can be placed on its pods",
+      "docs/spec.md §2 (Pods); vLLM DP places whole DP ranks per node "
+      "(--data-parallel-size-local, vllm/config/parallel.py)")
+def _layout_possible(ctx: Context):
+    for i, r in ctx.role_items():
+        if r.layout.problem:
+            pool = ctx.spec.spec.nodePools[ctx.spec.spec.roles[i].nodePool]
+            yield Hit(role_path(i, "parallel"), r.layout.problem,
+                      f"make tensor x pipeline divide gpusPerNode ({pool.gpusPerNode}) and data a "
+                      "multiple of the pods" + (", or use workload: pod-per-rank"
+                                                if is_vllm(ctx) else ""))
+
+
+@rule("LAY002", E, "tensor parallel size divides the attention heads",
+      "vLLM vllm/config/model.py verify_with_parallel_config; vllm#11797, vllm#2652")
+def _tp_heads(ctx: Context):
+    for i, r in ctx.role_items():
+        heads = r.arch.num_attention_heads
+        tp = r.layout.tensor
+        if heads % tp:
+            ok = [t for t in (1, 2, 4, 8, 16, 32, 64) if heads % t == 0]
+            yield Hit(role_path(i, "parallel", "tensor"),
+                      f"tensor {tp} does not divide the model's {heads} attention heads",
+                      f"valid tensor sizes: {', '.join(map(str, ok))}")
+
+
+@rule("LAY003", E, "pipeline parallel size is at most the number of layers",
+      "vLLM vllm/distributed/utils.py get_pp_indices (each stage needs >= 1 layer)")
+def _pp_layers(ctx: Context):
+    for i, r in ctx.role_items():
+        if r.layout.pipeline > r.arch.num_layers:
+            yield Hit(role_path(i, "parallel", "pipeline"),
+                      f"pipeline {r.layout.pipeline} exceeds the model's {r.arch.num_layers} layers",
+                      f"use pipeline <= {r.arch.num_layers}")
+
+
+@rule("LAY004", E, "context parallelism is rendered for SGLang only",
+      "moegen renders SGLang prefill CP (engines/sglang.py); the vLLM -dcp/-pcp mapping is "
+      "not implemented", engines=("vllm",))
+def _context(ctx: Context):
+    for i, role in enumerate(ctx.spec.spec.roles):
+        if role.parallel.context not in (None, 1):
+            yield Hit(role_path(i, "parallel", "context"),
+                      f"context {role.parallel.context} is not supported with engine vllm in this "
+                      "build", "remove parallel.context, or use engine sglang")
+
+
+@rule("LAY006", E, "context parallelism divides the tensor ranks",
+      "docs/spec.md §2 (context reuses the tensor ranks); SGLang "
+      "python/sglang/srt/arg_groups/parallel_hook.py (tp_size % attn_cp_size)")
+def _context_divides(ctx: Context):
+    for i, role in enumerate(ctx.spec.spec.roles):
+        c = role.parallel.context
+        if c and c > 1 and role.parallel.tensor % c:
+            yield Hit(role_path(i, "parallel", "context"),
+                      f"context {c} does not divide tensor {role.parallel.tensor}",
+                      f"use a context size that divides {role.parallel.tensor}")
+
+
+@rule("LAY007", E, "the SGLang release has prefill context parallelism",
+      "SGLang --enable-prefill-cp/--cp-strategy first appear in 0.5.14 (per-release option "
+      "dumps); before, --attn-cp-size binds no CP strategy (python/sglang/srt/layers/cp/base.py)",
+      engines=("sglang",))
+def _context_version(ctx: Context):
+    if ctx.dialect is None:
+        return
+    for i, role in enumerate(ctx.spec.spec.roles):
+        c = role.parallel.context
+        if c and c > 1 and not ctx.dialect.has("--enable-prefill-cp"):
+            yield Hit(role_path(i, "parallel", "context"),
+                      f"SGLang {ctx.spec.spec.engine.version} has no --enable-prefill-cp: "
+                      "--attn-cp-size alone splits no tokens",
+                      "use SGLang >= 0.5.14")
+
+
+@rule("LAY011", E, "SGLang context parallelism runs on prefill roles",
+      "SGLang --enable-prefill-cp parallelises the prefill phase only "
+      "(python/sglang/srt/arg_groups/deepseek_v4_hook.py: CP=1 on decode)", engines=("sglang",))
+def _context_prefill(ctx: Context):
+    for i, role in enumerate(ctx.spec.spec.roles):
+        c = role.parallel.context
+        if c and c > 1 and role.mode == "decode":
+            yield Hit(role_path(i, "parallel", "context"),
+                      f"decode role {role.name!r} sets context {c}: SGLang's context parallelism "
+                      "splits prefill tokens; on decode it only replicates attention",
+                      "remove parallel.context from decode roles")
+
+
+#: SGLang 0.5.23 DeepSeek-V4 prefill CP limits (arg_groups/deepseek_v4_hook.py
+#: ``validate_deepseek_v4_cp``): one attention DP group, at most 8 GPUs per TP group.
+SGLANG_V4_CP_MAX_TP = 8
+
+
+@rule("LAY012", E, "SGLang DeepSeek-V4 context parallelism stays within one node",
+      "SGLang python/sglang/srt/arg_groups/deepseek_v4_hook.py validate_deepseek_v4_cp: "
+      "attn_dp_size == 1 and tp_size <= 8 (\"Cross-machine CP has precision issues\")",
+      engines=("sglang",))
+def _context_v4(ctx: Context):
+    for i, r in ctx.role_items():
+        c = r.parallel.context
+        if not (c and c > 1) or r.arch.family != "deepseek_v4":
+            continue
+        group = r.layout.tensor * r.layout.data
+        if r.layout.data > 1 or group > SGLANG_V4_CP_MAX_TP:
+            yield Hit(role_path(i, "parallel"),
+                      f"role {r.name!r}: DeepSeek-V4 context parallelism needs data 1 and tensor "
+                      f"x data <= {SGLANG_V4_CP_MAX_TP}, got tensor {r.layout.tensor} x data "
+                      f"{r.layout.data}",
+                      "use tensor 8, data 1 (add pipeline stages for more GPUs)")
+
+
+@rule("LAY005", E, "multi-node tensor/pipeline parallel needs vLLM >= 0.11.1",
+      "vLLM 0.11.1 added --nnodes/--node-rank/--master-addr (vllm/config/parallel.py)",
+      engines=("vllm",))
+def _multinode(ctx: Context):
+    if ctx.dialect is None:
+        return
+    for i, r in ctx.role_items():
+        if r.layout.spread is Spread.MODEL and not ctx.dialect.multinode:
+            yield Hit(role_path(i, "parallel"),
+                      f"tensor x pipeline = {r.layout.tensor * r.layout.pipeline} GPUs spans "
+                      f"{len(r.layout.pods)} pods, which needs --nnodes (vLLM >= 0.11.1); "
+                      f"engine.version is {ctx.spec.spec.engine.version}",
+                      "use vLLM >= 0.11.1, or fit tensor x pipeline in one node")
+
+
+@rule("LAY009", E, "an instance that spans pods restarts as a group",
+      "vLLM's DP/TP handshake happens only at start (vllm/v1/engine/utils.py; a headless engine "
+      "waits HANDSHAKE_TIMEOUT_MINS = 5, v1/engine/core.py) and a headless node whose leader "
+      "died never exits (vllm#32136); LWS RecreateGroupOnPodRestart restarts the whole group")
+def _group_restart(ctx: Context):
+    for i, r in ctx.role_items():
+        role = ctx.spec.spec.roles[i]
+        if role.workload == "statefulset" and r.layout.multi_pod:
+            yield Hit(role_path(i, "workload"),
+                      f"role {r.name!r} spans {len(r.layout.pods)} pods per instance, but a "
+                      "StatefulSet restarts one pod at a time: a restarted pod cannot rejoin "
+                      "its running group, which then hangs or crash-loops",
+                      "use workload: lws (the group restarts together), or a layout that fits "
+                      "one node per instance")
+
+
+@rule("LAY010", W, "DP ranks on one node share NVLink only inside one pod",
+      "CUDA IPC / NVLink peer access needs the processes in one container (separate pods have "
+      "separate IPC namespaces); DeepEP's intranode path uses CUDA IPC handles")
+def _per_rank_nvlink(ctx: Context):
+    for i, r in ctx.role_items():
+        role = ctx.spec.spec.roles[i]
+        pool = ctx.spec.spec.nodePools[role.nodePool]
+        per_node = pool.gpusPerNode // max(1, r.layout.gpus_per_pod)
+        if role.workload == "pod-per-rank" and r.layout.expert_parallel and per_node > 1:
+            yield Hit(role_path(i, "workload"),
+                      f"role {r.name!r} puts up to {per_node} expert-parallel ranks of a node in "
+                      "separate pods: their all-to-all cannot use NVLink between them",
+                      "use workload: lws (one pod per node, ranks share NVLink)")
+
+
+@rule("LAY008", W, "instances use whole nodes",
+      "docs/spec.md §2 (Pods: lws/statefulset pods take one node each; a smaller instance "
+      "leaves GPUs idle)")
+def _idle_gpus(ctx: Context):
+    for i, r in ctx.role_items():
+        pool = ctx.spec.spec.nodePools[ctx.spec.spec.roles[i].nodePool]
+        role = ctx.spec.spec.roles[i]
+        if role.workload != "pod-per-rank" and not r.layout.problem and \
+                r.layout.gpus_per_pod < pool.gpusPerNode:
+            yield Hit(role_path(i, "parallel"),
+                      f"role {r.name!r} pods use {r.layout.gpus_per_pod} of each node's "
+                      f"{pool.gpusPerNode} GPUs; {pool.gpusPerNode - r.layout.gpus_per_pod} stay idle",
+                      "size tensor x data x pipeline to a multiple of gpusPerNode")
+
+
+@rule("SPD005", E, "SGLang runs pipeline parallelism with speculative decoding only on prefill",
+      "SGLang arg_groups/validation_hook.py (0.5.21+): \"PP + speculative decoding (MTP) is "
+      "only supported on prefill nodes\"; 0.5.1-0.5.20 refuse PP with any speculative "
+      "algorithm (server_args.py check_server_args)", engines=("sglang",))
+def _sglang_pp_speculative(ctx: Context):
+    if ctx.dialect is None:
+        return
+    for i, r in ctx.role_items():
+        if r.layout.pipeline == 1 or r.speculative is None:
+            continue
+        if r.mode == "prefill" and ctx.dialect.pp_speculative_on_prefill:
+            continue
+        carried = f" (carried from decode role {r.speculative_from!r})" if r.speculative_from else ""
+        where = ("SGLang >= 0.5.21 allows it on prefill roles only"
+                 if ctx.dialect.pp_speculative_on_prefill
+                 else f"SGLang {ctx.spec.spec.engine.version} refuses it on every role")
+        yield Hit(role_path(i, "parallel", "pipeline"),
+                  f"role {r.name!r} runs pipeline {r.layout.pipeline} with speculative "
+                  f"decoding{carried}: {where}",
+                  "drop the pipeline stages (more tensor/expert parallelism), or speculative "
+                  "decoding" + ("" if ctx.dialect.pp_speculative_on_prefill or r.mode != "prefill"
+                                else ", or use SGLang >= 0.5.21"))

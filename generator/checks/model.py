@@ -1,0 +1,92 @@
+"""Rules about the model: its source, context length, quantization blocks and MTP module."""
+
+from __future__ import annotations
+
+from ..sizing import placement_for
+from ..sizing.params import inventory
+from ..sizing.weights import FP8_BLOCK, block_misfits
+from .registry import E, Context, Hit, role_path, rule, serving_path
+
+
+@rule("MOD001", E, "model: exactly one of architecture and config", "docs/spec.md §2 (model: a catalog id, or config: a HF config.json)")
+def _model_source(ctx: Context):
+    m = ctx.spec.spec.model
+    if (m.architecture is None) == (m.config is None):
+        yield Hit(("spec", "model"),
+                  "give exactly one of model.architecture and model.config "
+                  f"(architecture={m.architecture!r}, config={m.config!r})",
+                  "use a catalog id such as deepseek-v3, or config: path/to/config.json")
+
+
+@rule("MOD004", E, "model.volume names exactly one volume source",
+      "Kubernetes core/v1 Volume: one VolumeSource member per volume")
+def _volume_one(ctx: Context):
+    vol = ctx.spec.spec.model.volume
+    if vol is not None and len(vol.sources()) != 1:
+        names = ", ".join(vol.sources()) or "none"
+        yield Hit(("spec", "model", "volume"),
+                  f"model.volume sets {len(vol.sources())} sources ({names})",
+                  "keep one; in an overlay set the base's source to null, e.g. "
+                  "persistentVolumeClaim: null")
+
+
+@rule("LEN001", E, "maxModelLen must not exceed the model's max_position_embeddings",
+      "vLLM vllm/config/model.py (max_model_len vs the derived limit); SGLang "
+      "python/sglang/srt/configs/model_config.py (context_length)")
+def _max_len(ctx: Context):
+    for i, r in ctx.role_items():
+        want = r.serving.maxModelLen
+        limit = r.arch.max_position_embeddings
+        if want is not None and want > limit:
+            yield Hit(serving_path(ctx, i, "maxModelLen"),
+                      f"maxModelLen {want} exceeds the model's max_position_embeddings {limit}",
+                      f"use maxModelLen <= {limit}")
+
+
+@rule("QNT001", E, "tensor-parallel shards hold whole FP8 quantization blocks",
+      "vLLM 0.33 model_executor/layers/quantization/utils/fp8_utils.py validate_fp8_block_shape "
+      "(_moe); SGLang python/sglang/srt/layers/quantization/fp8_utils.py: weight shards must be "
+      "multiples of the 128 x 128 block")
+def _fp8_blocks(ctx: Context):
+    for i, r in ctx.role_items():
+        if r.arch.num_attention_heads % r.layout.tensor:
+            continue  # LAY002 reports a tensor size that does not even divide the heads
+        try:
+            inv = inventory(r.arch.config)
+        except (KeyError, TypeError, ValueError):
+            continue  # SIZ005 reports a model that cannot be inventoried
+        misfits = block_misfits(inv, r.model.weights, placement_for(r, ctx.engine))
+        if not misfits:
+            continue
+        shown = "; ".join(f"{t.name} ({t.component}) splits {t.split} over {tp} GPUs into "
+                          f"{size:g}-wide shards" for t, tp, size in misfits[:3])
+        experts = any(t.component == "routed_experts" for t, _, _ in misfits)
+        yield Hit(role_path(i, "parallel"),
+                  f"role {r.name!r}: {shown}, not multiples of the {FP8_BLOCK}-wide FP8 blocks "
+                  f"of the {r.model.weights} checkpoint: the engine refuses to load",
+                  "use a smaller tensor size" + (" or expert parallelism (parallel.expert: "
+                                                   "true)" if experts else ""))
+
+
+@rule("SPD001", E, "MTP needs a checkpoint with an MTP module",
+      "HF config num_nextn_predict_layers; vLLM vllm/config/speculative.py (mtp draft = target)")
+def _mtp_layers(ctx: Context):
+    for i, r in ctx.role_items():
+        if r.speculative is not None and not r.speculative_from and r.arch.mtp_layers == 0:
+            yield Hit(role_path(i, "speculative", "method"),
+                      "the model has num_nextn_predict_layers = 0: no MTP module to draft with",
+                      "remove speculative, or use a checkpoint with MTP layers")
+
+
+@rule("SPD002", E, "speculative tokens beyond the MTP depth must be a multiple of it",
+      "vLLM 0.33 vllm/config/speculative.py: num_speculative_tokens > n_predict must be divisible")
+def _mtp_tokens(ctx: Context):
+    for i, r in ctx.role_items():
+        sp = r.speculative
+        n = r.arch.mtp_layers
+        if sp is None or r.speculative_from or not n:
+            continue  # a carried config is checked on the decode role that sets it
+        if sp.numSpeculativeTokens > n and sp.numSpeculativeTokens % n:
+            yield Hit(role_path(i, "speculative", "numSpeculativeTokens"),
+                      f"numSpeculativeTokens {sp.numSpeculativeTokens} is not a multiple of the "
+                      f"model's {n} MTP layers", f"use a multiple of {n}")

@@ -1,0 +1,235 @@
+"""Rules about MoE execution: expert parallelism, EPLB, and the all-to-all backends (DeepEP).
+DeepEP's compiled limits are in generator/engines/deepep.py."""
+
+from __future__ import annotations
+
+from ..engines import deepep
+from ..engines import sglang as sg
+from ..layout import min_redundant_experts
+from .registry import E, W, Context, Hit, is_vllm, role_path, rule
+
+
+@rule("EP001", E, "EPLB needs expert parallelism",
+      "vLLM vllm/config/parallel.py: enable_eplb requires --enable-expert-parallel")
+def _eplb_needs_ep(ctx: Context):
+    for i, role in enumerate(ctx.spec.spec.roles):
+        eplb = role.moe.eplb if role.moe else None
+        if eplb is not None and eplb.enabled and not role.parallel.expert:
+            yield Hit(role_path(i, "moe", "eplb", "enabled"),
+                      "EPLB is enabled but parallel.expert is false",
+                      "set parallel.expert: true, or disable EPLB")
+
+
+@rule("EP002", E, "EPLB needs more than one expert-parallel rank",
+      "vLLM vllm/config/parallel.py: EPLB requires TP x DP > 1")
+def _eplb_size(ctx: Context):
+    for i, r in ctx.role_items():
+        eplb = r.moe.eplb if r.moe else None
+        if eplb is not None and eplb.enabled and r.layout.expert_parallel and r.layout.ep_size == 1:
+            yield Hit(role_path(i, "moe", "eplb", "enabled"),
+                      "EPLB is enabled but tensor x data = 1 (one expert-parallel rank)",
+                      "disable EPLB or use more ranks")
+
+
+@rule("EP003", E, "routed + redundant experts divide evenly over the EP ranks",
+      "vLLM vllm/distributed/eplb/policy/default.py asserts num_physical_experts % num_gpus == 0 "
+      "(EPLB on; DeepSeek-V4's native MoE always, vllm#52435); SGLang "
+      "python/sglang/srt/eplb/expert_location.py asserts (experts + redundant) % ep_size == 0 "
+      "at every start, EPLB or not")
+def _eplb_divisible(ctx: Context):
+    for i, r in ctx.role_items():
+        if not r.layout.expert_parallel or not r.arch.routed_experts:
+            continue
+        eplb = r.moe.eplb if r.moe else None
+        eplb_on = eplb is not None and eplb.enabled
+        always = not is_vllm(ctx) or r.arch.family == "deepseek_v4"
+        if not eplb_on and not always:
+            continue  # vLLM's generic fused-MoE path spreads a remainder unevenly (expert_map_manager.py)
+        experts = r.arch.routed_experts
+        ep = r.layout.ep_size
+        redundant = eplb.redundantExperts if eplb_on else 0
+        total = experts + redundant
+        if ep > 1 and total % ep:
+            first = min_redundant_experts(experts, ep)
+            valid = [first + k * ep for k in range(4)]
+            why = "" if eplb_on else (
+                " (SGLang checks this with or without EPLB)" if not is_vllm(ctx)
+                else " (DeepSeek-V4's MoE checks this with or without EPLB)")
+            if eplb_on:
+                path, hint = role_path(i, "moe", "eplb", "redundantExperts"), \
+                    f"valid redundantExperts: {', '.join(map(str, valid))}, ..."
+            else:
+                path = role_path(i, "parallel")
+                divisors = [d for d in range(1, experts + 1) if experts % d == 0 and d >= ep // 2][:4]
+                hint = (f"enable EPLB with redundantExperts {first} (or {first + ep}), or use an "
+                        f"expert-parallel size that divides {experts}: "
+                        f"{', '.join(map(str, divisors))}")
+            yield Hit(path,
+                      f"{experts} routed + {redundant} redundant = {total} experts are "
+                      f"not divisible by the expert-parallel size {ep} (tensor {r.layout.tensor} x "
+                      f"data {r.layout.data}){why}", hint)
+
+
+@rule("EP004", E, "redundant experts need EPLB",
+      "vLLM vllm/config/parallel.py: num_redundant_experts != 0 requires --enable-eplb")
+def _redundant_needs_eplb(ctx: Context):
+    for i, role in enumerate(ctx.spec.spec.roles):
+        eplb = role.moe.eplb if role.moe else None
+        if eplb is not None and not eplb.enabled and eplb.redundantExperts:
+            yield Hit(role_path(i, "moe", "eplb", "redundantExperts"),
+                      f"redundantExperts is {eplb.redundantExperts} but EPLB is disabled",
+                      "enable EPLB or set redundantExperts: 0")
+
+
+@rule("EP005", E, "round_robin expert placement needs zero redundant experts",
+      "vLLM vllm/model_executor/layers/fused_moe/layer.py (round_robin falls back/raises with "
+      "redundant experts)")
+def _placement(ctx: Context):
+    for i, role in enumerate(ctx.spec.spec.roles):
+        moe = role.moe
+        if moe and moe.placement == "round_robin" and moe.eplb and moe.eplb.redundantExperts:
+            yield Hit(role_path(i, "moe", "placement"),
+                      f"placement round_robin with {moe.eplb.redundantExperts} redundant experts",
+                      "use placement: linear, or redundantExperts: 0")
+
+
+@rule("EP006", W, "expert parallelism on one rank has no effect",
+      "vLLM vllm/config/parallel.py: EP size = TP x DP")
+def _ep_one(ctx: Context):
+    for i, r in ctx.role_items():
+        if r.layout.expert_parallel and r.layout.ep_size == 1:
+            yield Hit(role_path(i, "parallel", "expert"),
+                      "expert: true with tensor x data = 1 gives one expert-parallel rank",
+                      "set expert: false or raise data/tensor")
+
+
+@rule("A2A001", E, "the all-to-all backend exists in the engine version",
+      "vLLM --all2all-backend choices per release (vllm/config/parallel.py, every release's "
+      "parser: generator/engines/data/vllm-releases.json); SGLang --moe-a2a-backend "
+      "(python/sglang/srt/server_args.py)")
+def _a2a_choice(ctx: Context):
+    if ctx.dialect is None:
+        return
+    for i, role in enumerate(ctx.spec.spec.roles):
+        if not (role.moe and role.moe.all2all):
+            continue
+        choices = ctx.dialect.all2all_choices
+        if role.moe.all2all not in choices:
+            yield Hit(role_path(i, "moe", "all2all"),
+                      f"all2all {role.moe.all2all!r} is not available in "
+                      f"{ctx.spec.spec.engine.name} {ctx.spec.spec.engine.version} "
+                      f"(dialect {ctx.dialect.version})",
+                      f"choose one of: {', '.join(choices)}")
+
+
+@rule("A2A002", W, "an all-to-all backend without expert parallelism is unused",
+      "vLLM vllm/distributed/device_communicators/all2all.py (used by EP MoE layers only)")
+def _a2a_needs_ep(ctx: Context):
+    for i, role in enumerate(ctx.spec.spec.roles):
+        if role.moe and role.moe.all2all and not role.parallel.expert:
+            yield Hit(role_path(i, "moe", "all2all"),
+                      f"all2all {role.moe.all2all!r} has no effect with parallel.expert: false",
+                      "set parallel.expert: true or drop moe.all2all")
+
+
+@rule("A2A003", E, "DeepEP supports the model's hidden size",
+      "deepseek-ai/DeepEP csrc/kernels/legacy/launch.cuh SWITCH_HIDDEN; vllm#21603")
+def _deepep_hidden(ctx: Context):
+    for i, r in ctx.role_items():
+        if r.moe and r.moe.all2all and r.moe.all2all.startswith("deepep") \
+                and r.arch.hidden_size not in deepep.HIDDEN_SIZES:
+            yield Hit(role_path(i, "moe", "all2all"),
+                      f"DeepEP kernels are not compiled for hidden size {r.arch.hidden_size}",
+                      f"supported: {', '.join(map(str, deepep.HIDDEN_SIZES))}; use allgather_reducescatter")
+
+
+@rule("A2A004", E, "DeepEP across pods needs RDMA NICs in the pods",
+      "DeepEP internode kernels run over NVSHMEM (IBGDA for low-latency: GPU-initiated RDMA, "
+      "deepseek-ai/DeepEP README); without NICs NVSHMEM fails at init (sglang#12533)")
+def _deepep_rdma(ctx: Context):
+    for i, r in ctx.role_items():
+        if r.moe and r.moe.all2all and r.moe.all2all.startswith("deepep") \
+                and r.layout.multi_pod and ctx.spec.spec.network.rdma is None:
+            yield Hit(role_path(i, "moe", "all2all"),
+                      f"{r.moe.all2all} spans {len(r.layout.pods)} pods but network.rdma is unset: "
+                      "NVSHMEM has no RDMA NIC to reach the other pods",
+                      "declare network.rdma (resourceName, devices), or use "
+                      "allgather_reducescatter across pods")
+
+
+@rule("A2A009", E, "DeepEP high-throughput kernels support the expert-parallel size",
+      "deepseek-ai/DeepEP csrc/kernels/legacy/launch.cuh (0b32c55) SWITCH_RANKS / "
+      "SWITCH_RDMA_RANKS: EP_HOST_ASSERT \"Unsupported RDMA ranks\" at the first dispatch")
+def _deepep_normal_ranks(ctx: Context):
+    for i, r in ctx.role_items():
+        if not (r.moe and r.moe.all2all == "deepep_high_throughput" and r.layout.expert_parallel):
+            continue
+        ep = r.layout.ep_size
+        ok = deepep.normal_rank_counts(max(ep, 256))
+        if ep not in ok:
+            nodes = f" ({ep} / {deepep.NVL_PEERS} = {ep / deepep.NVL_PEERS:g} nodes)" \
+                if ep > deepep.NVL_PEERS else ""
+            yield Hit(role_path(i, "moe", "all2all"),
+                      f"role {r.name!r}: DeepEP's normal kernels are not compiled for {ep} "
+                      f"expert-parallel ranks{nodes}",
+                      "use an expert-parallel size of "
+                      f"{', '.join(map(str, [x for x in ok if x <= max(2 * ep, 64)]))}, or "
+                      "deepep_low_latency (any rank count)")
+
+
+@rule("A2A005", W, "DeepEP low-latency dispatch stays within its token capacity",
+      "DeepEP low-latency buffers hold <= 1024 tokens per rank (sglang token_dispatcher/deepep.py); "
+      "vLLM >= 0.20 sizes the dispatch by max_num_batched_tokens (vllm/engine/arg_utils.py)",
+      engines=("vllm",))
+def _deepep_tokens(ctx: Context):
+    for i, r in ctx.role_items():
+        batched = r.serving.maxNumBatchedTokens
+        if r.moe and r.moe.all2all == "deepep_low_latency" and batched and \
+                batched > deepep.LL_MAX_TOKENS:
+            yield Hit(role_path(i, "moe", "all2all"),
+                      f"role {r.name!r}: deepep_low_latency with maxNumBatchedTokens {batched} "
+                      f"exceeds DeepEP's {deepep.LL_MAX_TOKENS} dispatch tokens per rank",
+                      "use deepep_high_throughput for large batches (prefill), or lower "
+                      "maxNumBatchedTokens")
+
+
+@rule("A2A006", E, "SGLang's DeepEP low-latency dispatch fits DeepEP's token capacity",
+      "SGLang python/sglang/srt/layers/moe/token_dispatcher/deepep.py asserts "
+      "num_max_dispatch_tokens_per_rank <= 1024; needed = cuda-graph batch per rank x draft "
+      "tokens (DeepEP#165, sglang#6017, docs/field-failures.md #11)", engines=("sglang",))
+def _sglang_deepep_tokens(ctx: Context):
+    for i, r in ctx.role_items():
+        if r.moe and r.moe.all2all == "deepep_low_latency" and r.mode != "prefill":
+            need = sg.deepep_dispatch_tokens(r)
+            if need > deepep.LL_MAX_TOKENS:
+                yield Hit(role_path(i, "sizing", "concurrency"),
+                          f"role {r.name!r}: a decode batch of "
+                          f"{max(sg.cuda_graph_batch(r), sg.admitted_per_rank(r))} per rank x "
+                          f"{sg.draft_tokens(r)} tokens per request = {need} DeepEP dispatch tokens "
+                          f"per rank, above DeepEP's {deepep.LL_MAX_TOKENS}",
+                          "spread the concurrency over more data-parallel ranks, or use fewer "
+                          "speculative tokens")
+
+
+@rule("A2A007", W, "SGLang decode with DeepEP normal mode runs without CUDA graphs",
+      "SGLang arg_groups/moe_hook.py disables CUDA graphs when deepep_mode is normal "
+      "(sglang PR#5014); moegen renders --disable-cuda-graph explicitly", engines=("sglang",))
+def _sglang_deepep_normal_decode(ctx: Context):
+    for i, r in ctx.role_items():
+        if r.mode != "prefill" and r.moe and r.moe.all2all == "deepep_high_throughput":
+            yield Hit(role_path(i, "moe", "all2all"),
+                      f"role {r.name!r}: DeepEP normal (high-throughput) kernels cannot be "
+                      "captured in CUDA graphs: decode runs eager",
+                      "use deepep_low_latency for decode roles")
+
+
+@rule("A2A008", W, "prefill roles use DeepEP's high-throughput kernels",
+      "DeepEP low-latency buffers hold at most 1,024 tokens per rank; prefill chunks are "
+      "thousands (deepseek-ai/DeepEP README: normal kernels for prefill, low-latency for "
+      "decode)")
+def _prefill_ll(ctx: Context):
+    for i, role in enumerate(ctx.spec.spec.roles):
+        if role.mode == "prefill" and role.moe and role.moe.all2all == "deepep_low_latency":
+            yield Hit(role_path(i, "moe", "all2all"),
+                      f"prefill role {role.name!r} uses deepep_low_latency",
+                      "use deepep_high_throughput for prefill")

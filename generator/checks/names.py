@@ -1,0 +1,46 @@
+"""Rules about generated names and labels (Kubernetes limits, moegen's own label keys)."""
+
+from __future__ import annotations
+
+from ..naming import MAX_CONTROLLER, MAX_LABEL, OWN_LABELS, OWN_PREFIX
+from .registry import E, W, Context, Hit, role_path, rule
+
+
+@rule("NAME001", E, "role names are unique",
+      "Kubernetes: names of one kind are unique in a namespace (every role names objects)")
+def _unique_roles(ctx: Context):
+    seen: dict[str, int] = {}
+    for i, role in enumerate(ctx.spec.spec.roles):
+        if role.name in seen:
+            yield Hit(role_path(i, "name"),
+                      f"role name {role.name!r} is already used by roles[{seen[role.name]}]",
+                      "give each role its own name")
+        seen.setdefault(role.name, i)
+
+
+@rule("NAME002", E, "generated pod and controller names fit Kubernetes limits",
+      "Kubernetes: a pod hostname is an RFC 1123 label (<= 63); controller names + 11 <= 63 "
+      "(controller-revision-hash label); LWS pods are <lws>-<group>-<index> "
+      "(kubernetes-sigs/lws pkg/utils/pod/pod_utils.go)")
+def _name_length(ctx: Context):
+    base = ctx.spec.metadata.name
+    for i, r in ctx.role_items():
+        role = ctx.spec.spec.roles[i]
+        controller = f"{base}-{role.name}-{role.replicas - 1}"
+        pod = f"{controller}-{len(r.layout.pods) - 1}"
+        for what, name, limit in (("pod", pod, MAX_LABEL), ("controller", controller, MAX_CONTROLLER)):
+            if len(name) > limit:
+                yield Hit(("metadata", "name"),
+                          f"{what} name {name!r} of role {role.name!r} is {len(name)} characters; "
+                          f"the limit is {limit}",
+                          f"shorten metadata.name or the role name by {len(name) - limit}")
+                break
+
+
+@rule("NAME003", W, "metadata.labels do not use keys moegen sets",
+      "generator/naming.py (moegen's label scheme)")
+def _own_labels(ctx: Context):
+    for key in ctx.spec.metadata.labels:
+        if key in OWN_LABELS or key.startswith(OWN_PREFIX):
+            yield Hit(("metadata", "labels", key), f"label {key!r} is set by moegen; "
+                      "your value would be replaced", "use another label key")

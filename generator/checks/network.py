@@ -1,0 +1,116 @@
+"""Rules about the network: bootstrap interface, derived environment, ports."""
+
+from __future__ import annotations
+
+from ..engines import sglang as sg
+from ..engines import vllm as v
+from ..engines.network import network_env
+from ..layout import Spread
+from .registry import E, W, Context, Hit, is_vllm, role_path, rule, serving_path
+
+
+@rule("NET001", E, "roles spanning pods need network.socketInterface",
+      "sglang#3226 (Gloo connectFullMesh fails on the wrong NIC); aws-samples/aws-do-eks PR#50")
+def _iface(ctx: Context):
+    net = ctx.spec.spec.network
+    if net.socketInterface:
+        return
+    for i, r in ctx.role_items():
+        if r.layout.multi_pod or net.hostNetwork:
+            why = f"spans {len(r.layout.pods)} pods" if r.layout.multi_pod else "uses hostNetwork"
+            yield Hit(("spec", "network", "socketInterface"),
+                      f"role {r.name!r} {why} but network.socketInterface is unset: Gloo and NCCL "
+                      "would guess the NIC", "set network.socketInterface (e.g. eth0)")
+            return
+
+
+@rule("NET002", E, "socketInterface is a concrete interface name",
+      "PyTorch Gloo reads GLOO_SOCKET_IFNAME literally (pytorch PR#22978); "
+      "aws-samples/aws-do-eks PR#51 (\"Unable to find address for: ^lo\")")
+def _iface_syntax(ctx: Context):
+    iface = ctx.spec.spec.network.socketInterface
+    if iface and (iface[0] in "^=" or any(c in iface for c in "*, ")):
+        yield Hit(("spec", "network", "socketInterface"),
+                  f"socketInterface {iface!r} is not a concrete interface name",
+                  "give one interface such as eth0; NCCL-style ^/= prefixes break Gloo")
+
+
+#: Engine variables moegen sets (engines/vllm.py, engines/sglang.py) besides the network ones
+#: (engines/network.py); a network.env value replaces moegen's.
+ENGINE_ENV = ("VLLM_NIXL_SIDE_CHANNEL_HOST", "VLLM_NIXL_SIDE_CHANNEL_PORT",
+              "VLLM_MOONCAKE_BOOTSTRAP_PORT", "VLLM_ALL2ALL_BACKEND", "VLLM_ENGINE_READY_TIMEOUT_S",
+              "SGLANG_HEALTH_CHECK_TIMEOUT", "SGLANG_DEEPEP_NUM_MAX_DISPATCH_TOKENS_PER_RANK",
+              "MC_GID_INDEX")
+
+
+@rule("NET003", W, "network.env does not override derived variables",
+      "generator/engines/network.py and the engine dialects derive these from the spec; an "
+      "override can desynchronise pods (the override wins, one value per key)")
+def _env_override(ctx: Context):
+    derived = set(ENGINE_ENV)
+    for _, r in ctx.role_items():
+        derived |= {k for k, _ in network_env(r.network, r.moe, r.kv_transfer)}
+    for key in ctx.spec.spec.network.env:
+        if key in derived:
+            yield Hit(("spec", "network", "env", key),
+                      f"{key} is derived by moegen; network.env overrides it",
+                      "set the spec field it is derived from instead")
+
+
+@rule("NET004", E, "network.env does not use names LeaderWorkerSet owns",
+      "kubernetes-sigs/lws pkg/utils/pod/pod_utils.go addEnvVarsIfNotExists drops user vars "
+      "named LWS_*")
+def _env_lws(ctx: Context):
+    for key in ctx.spec.spec.network.env:
+        if key.startswith("LWS_") or key.startswith("MOEGEN_"):
+            yield Hit(("spec", "network", "env", key),
+                      f"{key} is reserved (LWS_* are injected by LeaderWorkerSet, MOEGEN_* by moegen)",
+                      "rename the variable")
+
+
+@rule("PORT001", E, "ports a pod opens do not collide",
+      "vLLM defaults: --port 8000, --data-parallel-rpc-port 29550, --master-port 29501, "
+      "NIXL 5600 + DP rank, Mooncake bootstrap 8998 (vllm/config/parallel.py, vllm/envs.py)")
+def _ports(ctx: Context):
+    if ctx.dialect is None:
+        return
+    for i, r in ctx.role_items():
+        http = r.serving.port
+        used: dict[int, str] = {}
+        if not is_vllm(ctx):
+            if r.layout.multi_pod:
+                used[sg.DIST_INIT_PORT] = "dist-init rendezvous"
+            if r.kv_transfer is not None and r.mode == "prefill":
+                used[sg.BOOTSTRAP_PORT] = "disaggregation bootstrap"
+        else:
+            if r.layout.spread in (Spread.DATA, Spread.PER_RANK):
+                used[v.DP_RPC_PORT] = "data-parallel RPC"
+            if r.layout.spread is Spread.MODEL:
+                used[v.MASTER_PORT] = "torch.distributed master"
+            if r.kv_transfer is not None and r.kv_transfer.connector == "nixl":
+                lo, hi = ctx.dialect.nixl_port_range(r.layout)
+                for p in range(lo, hi + 1):
+                    used.setdefault(p, "NIXL side channel")
+            if r.kv_transfer is not None and r.kv_transfer.connector == "mooncake":
+                used.setdefault(v.MOONCAKE_BOOTSTRAP_PORT, "Mooncake bootstrap")
+        if http in used:
+            yield Hit(serving_path(ctx, i, "port"),
+                      f"HTTP port {http} of role {r.name!r} collides with the {used[http]} port",
+                      "choose another serving.port (8000 is the default)")
+
+
+@rule("PORT002", E, "with hostNetwork, no two engine pods can share a node",
+      "Kubernetes hostNetwork pods bind the node's ports: a second pod with the same ports on a "
+      "node fails to bind (vLLM --port, DP RPC, NIXL side channel)")
+def _host_ports(ctx: Context):
+    if not ctx.spec.spec.network.hostNetwork:
+        return
+    for i, r in ctx.role_items():
+        pool = ctx.spec.spec.nodePools[ctx.spec.spec.roles[i].nodePool]
+        if r.layout.gpus_per_pod < pool.gpusPerNode:
+            yield Hit(role_path(i, "workload"),
+                      f"role {r.name!r} runs pods of {r.layout.gpus_per_pod} GPUs on "
+                      f"{pool.gpusPerNode}-GPU nodes with hostNetwork: pods sharing a node would "
+                      "bind the same host ports",
+                      "use pods that take whole nodes (workload: lws or statefulset with "
+                      "tensor x data x pipeline a multiple of gpusPerNode), or hostNetwork: false")

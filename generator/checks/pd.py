@@ -1,0 +1,202 @@
+"""Rules about prefill/decode pairs: connectors, KV layout, context, speculative config, router."""
+
+from __future__ import annotations
+
+from ..catalog import GPUS
+from ..engines.routers import ROUTER_METRICS_PORT
+from .registry import E, Context, Hit, is_vllm, pd_pairs, role_path, role_sets, rule, serving_path
+
+
+@rule("PD001", E, "a PD deployment has both prefill and decode roles",
+      "vLLM disaggregated prefill: a producer and a consumer (vllm/config/kv_transfer.py)")
+def _pd_pairs(ctx: Context):
+    modes = [r.mode for r in ctx.spec.spec.roles]
+    for want, have in (("decode", "prefill"), ("prefill", "decode")):
+        if have in modes and want not in modes:
+            i = modes.index(have)
+            yield Hit(role_path(i, "mode"), f"a {have} role needs a {want} role",
+                      f"add a role with mode: {want}, or use mode: unified")
+
+
+@rule("PD002", E, "prefill and decode roles have a KV connector",
+      "vLLM vllm/config/kv_transfer.py; kserve#5987, dynamo PR#6554 (a P/D pair without "
+      "connectors recomputes every prompt)")
+def _pd_connector(ctx: Context):
+    for i, role in enumerate(ctx.spec.spec.roles):
+        if role.mode in ("prefill", "decode") and role.kvTransfer is None:
+            yield Hit(role_path(i, "kvTransfer"),
+                      f"{role.mode} role {role.name!r} has no kvTransfer: decode would recompute "
+                      "every prompt", "set kvTransfer: {connector: nixl} on prefill and decode")
+
+
+@rule("PD003", E, "prefill and decode use the same KV connector",
+      "vLLM connectors pair by type (vllm/distributed/kv_transfer/kv_connector/factory.py)")
+def _pd_same(ctx: Context):
+    seen: dict[str, tuple[int, str]] = {}
+    for i, role in enumerate(ctx.spec.spec.roles):
+        if role.mode in ("prefill", "decode") and role.kvTransfer is not None:
+            conn = role.kvTransfer.connector
+            first = next(iter(seen.values()), None)
+            if first is not None and first[1] != conn:
+                yield Hit(role_path(i, "kvTransfer", "connector"),
+                          f"connector {conn!r} differs from {first[1]!r} of roles[{first[0]}]",
+                          "use one connector on every prefill and decode role")
+            seen.setdefault(role.name, (i, conn))
+
+
+@rule("PD004", E, "the KV connector exists in the engine version",
+      "vLLM registered connectors per release (vllm/distributed/kv_transfer/kv_connector/"
+      "factory.py; MooncakeConnector from 0.13.0); SGLang --disaggregation-transfer-backend "
+      "(python/sglang/srt/server_args.py: mooncake, nixl)")
+def _connector_version(ctx: Context):
+    if ctx.dialect is None:
+        return
+    for i, role in enumerate(ctx.spec.spec.roles):
+        if role.kvTransfer is None or role.kvTransfer.connector in ctx.dialect.connectors:
+            continue
+        yield Hit(role_path(i, "kvTransfer", "connector"),
+                  f"connector {role.kvTransfer.connector!r} is not available in "
+                  f"{ctx.dialect.label} {ctx.spec.spec.engine.version} "
+                  f"(dialect {ctx.dialect.version})",
+                  f"use one of: {', '.join(ctx.dialect.connectors)}"
+                  + (" (MooncakeConnector needs vLLM >= 0.13.0)" if is_vllm(ctx) else ""))
+
+
+@rule("PD005", E, "a unified role takes only a KV-offloading connector",
+      "vLLM vllm/config/kv_transfer.py: NIXL/Mooncake pair a kv_producer with a kv_consumer; "
+      "LMCache offloads KV (kv_both)")
+def _unified_connector(ctx: Context):
+    for i, role in enumerate(ctx.spec.spec.roles):
+        if role.mode == "unified" and role.kvTransfer and role.kvTransfer.connector != "lmcache":
+            yield Hit(role_path(i, "kvTransfer", "connector"),
+                      f"connector {role.kvTransfer.connector!r} on a unified role has no peer",
+                      "remove kvTransfer, use lmcache, or split into prefill and decode roles")
+
+
+@rule("PD006", E, "the PD router supports the KV connector",
+      "vllm-router 0.1.17 --kv-connector choices nixl, mooncake, moriio "
+      "(vllm-project/router py_src/vllm_router/router_args.py); smg pairs by bootstrap port")
+def _router_connector(ctx: Context):
+    if not ctx.spec.spec.router.enabled:
+        return
+    for i, role in enumerate(ctx.spec.spec.roles):
+        if role.mode == "prefill" and role.kvTransfer and role.kvTransfer.connector == "lmcache":
+            yield Hit(role_path(i, "kvTransfer", "connector"),
+                      ("the vLLM PD router (vllm-router)" if is_vllm(ctx) else "SGLang's PD router (smg)")
+                      + " cannot route LMCache prefill/decode pairs",
+                      "use nixl or mooncake, or set router.enabled: false and bring your own proxy")
+
+
+@rule("PD007", E, "decode accepts every context prefill accepts",
+      "a request prefilled at maxModelLen L must fit the decode engine's max_model_len: both "
+      "engines reject longer requests at decode (vLLM vllm/v1/engine/input_processor.py, SGLang "
+      "python/sglang/srt/managers/tokenizer_manager.py)")
+def _pd_len(ctx: Context):
+    for i, p, j, d in pd_pairs(ctx):
+        lp = p.serving.maxModelLen or p.arch.max_position_embeddings
+        ld = d.serving.maxModelLen or d.arch.max_position_embeddings
+        if ld < lp:
+            yield Hit(serving_path(ctx, j, "maxModelLen"),
+                      f"decode role {d.name!r} has maxModelLen {ld} but prefill role {p.name!r} "
+                      f"accepts {lp}", f"set maxModelLen {lp} on both")
+
+
+@rule("PD008", E, "prefill and decode use the same KV-cache dtype",
+      "KV blocks move as bytes between engines: vLLM hashes cache_dtype into the NIXL handshake "
+      "(vllm/distributed/kv_transfer/kv_connector/v1/nixl/metadata.py); SGLang's transfer "
+      "copies pages of the pool's dtype")
+def _pd_dtype(ctx: Context):
+    for i, p, j, d in pd_pairs(ctx):
+        if p.serving.kvCacheDtype != d.serving.kvCacheDtype:
+            yield Hit(role_path(j, "serving", "kvCacheDtype") if role_sets(ctx, j, "kvCacheDtype")
+                      else role_path(i, "serving", "kvCacheDtype"),
+                      f"prefill {p.name!r} caches KV as {p.serving.kvCacheDtype} but decode "
+                      f"{d.name!r} as {d.serving.kvCacheDtype}",
+                      "use one kvCacheDtype on prefill and decode")
+
+
+@rule("PD010", E, "prefill and decode GPUs pick the same attention backend",
+      "vLLM hashes attn_backend_name into the NIXL handshake (vllm/distributed/kv_transfer/"
+      "kv_connector/v1/nixl/metadata.py compute_nixl_compatibility_hash); MLA backends differ by "
+      "GPU generation (vllm/platforms/cuda.py _get_backend_priorities: FLASHMLA on sm90, "
+      "FLASHINFER_MLA on sm100), and with them the KV page layout")
+def _pd_generation(ctx: Context):
+    pools = ctx.spec.spec.nodePools
+    for i, p, j, d in pd_pairs(ctx):
+        gp = GPUS[pools[ctx.spec.spec.roles[i].nodePool].gpu]
+        gd = GPUS[pools[ctx.spec.spec.roles[j].nodePool].gpu]
+        if gp.generation != gd.generation:
+            yield Hit(role_path(j, "nodePool"),
+                      f"prefill role {p.name!r} runs on {gp.id} ({gp.generation}) and decode role "
+                      f"{d.name!r} on {gd.id} ({gd.generation}): their MLA attention backends and "
+                      "KV layouts differ, so the KV transfer handshake fails",
+                      "put prefill and decode on GPUs of one generation")
+
+
+@rule("PD011", E, "Mooncake KV transfer has RDMA NICs",
+      "both engines default the Mooncake protocol to rdma (vLLM mooncake_connector.py "
+      "mooncake_protocol \"rdma\"; SGLang python/sglang/srt/distributed/device_communicators/"
+      "mooncake_transfer_engine.py); kvcache-ai/Mooncake#1382")
+def _mooncake_rdma(ctx: Context):
+    if ctx.spec.spec.network.rdma is not None:
+        return
+    for i, role in enumerate(ctx.spec.spec.roles):
+        if role.kvTransfer is not None and role.kvTransfer.connector == "mooncake":
+            yield Hit(role_path(i, "kvTransfer", "connector"),
+                      f"role {role.name!r} transfers KV with Mooncake over RDMA but network.rdma "
+                      "is unset: the pods have no RDMA NIC",
+                      "declare network.rdma (resourceName, devices), or use connector: nixl (UCX "
+                      "falls back to TCP)")
+
+
+@rule("PD009", E, "the router's port differs from its metrics port",
+      "generator/engines/routers.py: --port and --prometheus-port 29000 on one container")
+def _router_ports(ctx: Context):
+    r = ctx.spec.spec.router
+    pd = {x.mode for x in ctx.spec.spec.roles} >= {"prefill", "decode"}
+    if r.enabled and pd and r.port == ROUTER_METRICS_PORT:
+        yield Hit(("spec", "router", "port"),
+                  f"router.port {r.port} is the router's metrics port", "choose another port")
+
+
+@rule("SPD003", E, "prefill runs the decode roles' speculative config",
+      "vLLM >= 0.28.0 hashes the EAGLE/MTP config into the NIXL handshake "
+      "(vllm/distributed/kv_transfer/kv_connector/v1/nixl/metadata.py "
+      "_get_speculative_compatibility_factors); SGLang decode needs the draft hidden states a "
+      "speculating prefill sends (python/sglang/srt/disaggregation/prefill.py)")
+def _spec_prefill_matches(ctx: Context):
+    roles = ctx.spec.spec.roles
+    decodes = [r for r in roles if r.mode == "decode"]
+    if not decodes or len({d.speculative for d in decodes}) != 1:
+        return  # no decode role, or they disagree (SPD004)
+    want = decodes[0].speculative
+    for i, role in enumerate(roles):
+        if role.mode != "prefill" or role.speculative is None or role.speculative == want:
+            continue
+        theirs = (f"{want.method} with {want.numSpeculativeTokens} token(s)" if want
+                  else "no speculative decoding")
+        yield Hit(role_path(i, "speculative"),
+                  f"prefill role {role.name!r} speculates with {role.speculative.method} and "
+                  f"{role.speculative.numSpeculativeTokens} token(s) but decode role "
+                  f"{decodes[0].name!r} runs {theirs}: "
+                  + ("the NIXL handshake refuses the pair" if is_vllm(ctx)
+                     else "decode cannot use what prefill sends"),
+                  "remove speculative from the prefill role: it carries the decode role's config "
+                  "automatically")
+
+
+@rule("SPD004", E, "decode roles of a PD deployment share one speculative config",
+      "any prefill instance hands requests to any decode instance, and prefill runs exactly one "
+      "speculative config (see SPD003)")
+def _spec_decodes_agree(ctx: Context):
+    roles = ctx.spec.spec.roles
+    decodes = [(i, r) for i, r in enumerate(roles) if r.mode == "decode"]
+    if not any(r.mode == "prefill" for r in roles) or len({r.speculative for _, r in decodes}) < 2:
+        return
+    first_i, first = decodes[0]
+    for i, role in decodes[1:]:
+        if role.speculative != first.speculative:
+            yield Hit(role_path(i, "speculative"),
+                      f"decode role {role.name!r} speculates differently from decode role "
+                      f"{first.name!r} (roles[{first_i}])",
+                      "give every decode role the same speculative block")

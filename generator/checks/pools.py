@@ -1,0 +1,70 @@
+"""Rules about node pools: existence, capacity, tolerations, overlap."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+
+from .registry import E, W, Context, Hit, role_path, rule
+
+
+@rule("POOL001", E, "role.nodePool names a pool of spec.nodePools", "docs/spec.md §2 (roles name a pool of spec.nodePools)")
+def _pool_exists(ctx: Context):
+    pools = ctx.spec.spec.nodePools
+    for i, role in enumerate(ctx.spec.spec.roles):
+        if role.nodePool not in pools:
+            yield Hit(role_path(i, "nodePool"), f"node pool {role.nodePool!r} is not defined",
+                      f"defined pools: {', '.join(sorted(pools))}")
+
+
+@rule("POOL002", E, "the roles on a pool fit in its nodes",
+      "docs/spec.md §2 (replicas x pods must fit in the pool's nodes)")
+def _pool_capacity(ctx: Context):
+    need: dict[str, list[tuple[int, int]]] = defaultdict(list)
+    for i, r in ctx.role_items():
+        need[ctx.spec.spec.roles[i].nodePool].append((i, r.layout.nodes_needed))
+    for pool_name, uses in need.items():
+        pool = ctx.spec.spec.nodePools[pool_name]
+        total = sum(n for _, n in uses)
+        if total > pool.nodes:
+            parts = ", ".join(f"{ctx.spec.spec.roles[i].name} {n}" for i, n in uses)
+            yield Hit(("spec", "nodePools", pool_name, "nodes"),
+                      f"pool {pool_name!r} has {pool.nodes} nodes but its roles need {total} "
+                      f"({parts})", f"set nodes: {total} or shrink the roles")
+
+
+@rule("POOL004", W, "node pools select distinct nodes",
+      "Kubernetes nodeSelector: pools with the same (or no) selector share nodes, so one pool's "
+      "pods can land on the other's GPU type")
+def _pool_overlap(ctx: Context):
+    pools = ctx.spec.spec.nodePools
+    if len(pools) < 2:
+        return
+    used = {r.nodePool for r in ctx.spec.spec.roles}
+    seen: dict[tuple, str] = {}
+    for name, pool in pools.items():
+        if name not in used:
+            continue
+        key = tuple(sorted(pool.nodeSelector.items()))
+        if key in seen:
+            yield Hit(("spec", "nodePools", name, "nodeSelector"),
+                      f"pools {seen[key]!r} and {name!r} select the same nodes "
+                      f"({dict(key) or 'no nodeSelector'})",
+                      "give each pool a nodeSelector that matches only its nodes (e.g. the "
+                      "instance type or GPU product label)")
+        seen.setdefault(key, name)
+
+
+@rule("POOL003", E, "tolerations are valid Kubernetes tolerations",
+      "Kubernetes core/v1 validation: value must be empty when operator is Exists; "
+      "tolerationSeconds only with effect NoExecute")
+def _tolerations(ctx: Context):
+    for name, pool in ctx.spec.spec.nodePools.items():
+        for j, t in enumerate(pool.tolerations):
+            if t.operator == "Exists" and t.value:
+                yield Hit(("spec", "nodePools", name, "tolerations", j, "value"),
+                          f"toleration {t.key!r} has operator Exists and value {t.value!r}",
+                          "drop value, or use operator: Equal")
+            if t.tolerationSeconds is not None and t.effect != "NoExecute":
+                yield Hit(("spec", "nodePools", name, "tolerations", j, "tolerationSeconds"),
+                          f"toleration {t.key!r} sets tolerationSeconds with effect {t.effect!r}",
+                          "tolerationSeconds applies to effect NoExecute only")

@@ -1,0 +1,189 @@
+"""The rule registry: how a rule is declared, what it sees, and how all of them run.
+
+A rule is a generator function registered with :func:`rule`: a stable code, a severity, a
+one-line summary, the source it comes from (an engine file and release, an upstream issue, or a
+doc in this repository: ``tests/test_rules.py`` checks that every source resolves), its phase and
+optionally the engines it applies to. It yields :class:`Hit` objects (field path, message with the
+numbers, hint); :func:`run_rules` locates them and never stops at the first.
+
+Phases: ``RULES`` run first on every role; ``SIZING`` rules run after them, and only on the roles
+(and specs) the first phase found no error in: sizing an impossible layout only adds noise.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field, replace
+from typing import Callable, Iterator
+
+from ..catalog import ModelArch
+from ..engines.base import Dialect, RoleInput
+from ..errors import Finding, Severity
+from ..sizing import RoleSizing
+from ..spec.load import Provenance, json_path
+from ..spec.models import InferenceDeployment
+
+
+class Phase(str, enum.Enum):
+    """When a rule runs (see the module docstring)."""
+
+    RULES = "rules"
+    SIZING = "sizing"
+
+
+@dataclass(frozen=True)
+class Hit:
+    """One violation found by a rule (path as a tuple; located by :func:`run_rules`)."""
+
+    path: tuple
+    message: str
+    hint: str = ""
+
+
+@dataclass(frozen=True)
+class Rule:
+    """A catalogue entry (``check`` is None for codes raised outside the rule functions)."""
+
+    code: str
+    severity: Severity
+    summary: str
+    source: str
+    check: Callable[["Context"], Iterator[Hit]] | None = None
+    phase: Phase = Phase.RULES
+    engines: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Context:
+    """What rules look at.
+
+    Attributes:
+        spec: the validated document.
+        provenance: where each field was set.
+        dialect: the engine dialect (``None`` when the engine version is unsupported; rules
+            that need it are then skipped, VER001 reports the cause).
+        arch: the model shape (``None`` if it could not be resolved; MOD* report why).
+        roles: per role, the dialect's view (``None`` for roles whose pool is unknown).
+        sizing: per role, its memory plan (``RoleSizing``), or a string saying why the role was
+            not sized, or ``None`` (layout or pool problems are reported elsewhere).
+        unsized: roles the sizing phase leaves out (set by :func:`run_rules`).
+    """
+
+    spec: InferenceDeployment
+    provenance: Provenance
+    dialect: Dialect | None
+    arch: ModelArch | None
+    roles: tuple[RoleInput | None, ...]
+    sizing: tuple[RoleSizing | str | None, ...] = ()
+    unsized: frozenset[int] = field(default_factory=frozenset)
+
+    @property
+    def engine(self) -> str:
+        """``vllm`` | ``sglang``."""
+        return self.spec.spec.engine.name
+
+    def role_items(self) -> Iterator[tuple[int, RoleInput]]:
+        """(index, role) for roles with a resolved pool and model."""
+        for i, r in enumerate(self.roles):
+            if r is not None:
+                yield i, r
+
+    def sized(self) -> Iterator[tuple[int, RoleInput, RoleSizing]]:
+        """(index, role, memory plan) of the roles the sizing phase looks at."""
+        for i, r in self.role_items():
+            z = self.sizing[i] if i < len(self.sizing) else None
+            if isinstance(z, RoleSizing) and i not in self.unsized:
+                yield i, r, z
+
+
+RULES: list[Rule] = []
+
+E, W = Severity.ERROR, Severity.WARNING
+SIZING = Phase.SIZING
+
+
+def rule(code: str, severity: Severity, summary: str, source: str, *,
+         phase: Phase = Phase.RULES, engines: tuple[str, ...] = ()):
+    """Register a rule function in :data:`RULES` (``engines``: only for these engines)."""
+    def deco(fn: Callable[[Context], Iterator[Hit]]):
+        RULES.append(Rule(code, severity, summary, source, fn, phase, engines))
+        return fn
+    return deco
+
+
+def external(code: str, severity: Severity, summary: str, source: str) -> None:
+    """List a code raised outside the rule functions (loader, schema, pipeline) in the catalogue."""
+    RULES.append(Rule(code, severity, summary, source))
+
+
+# --- helpers shared by the families -----------------------------------------------------------
+
+def role_path(i: int, *rest) -> tuple:
+    """``("spec", "roles", i, *rest)``."""
+    return ("spec", "roles", i, *rest)
+
+
+def role_sets(ctx: Context, i: int, name: str) -> bool:
+    """Role ``i`` sets serving field ``name`` itself (not inherited from spec.serving)."""
+    role = ctx.spec.spec.roles[i]
+    return role.serving is not None and getattr(role.serving, name) is not None
+
+
+def serving_path(ctx: Context, i: int, name: str) -> tuple:
+    """Where serving field ``name`` of role ``i`` is set: the role's block or spec.serving."""
+    return role_path(i, "serving", name) if role_sets(ctx, i, name) else ("spec", "serving", name)
+
+
+def is_vllm(ctx: Context) -> bool:
+    """The spec's engine is vLLM."""
+    return ctx.engine == "vllm"
+
+
+def pd_pairs(ctx: Context) -> Iterator[tuple[int, RoleInput, int, RoleInput]]:
+    """Every (prefill index, prefill role, decode index, decode role) pair."""
+    pre = [(i, r) for i, r in ctx.role_items() if r.mode == "prefill"]
+    dec = [(i, r) for i, r in ctx.role_items() if r.mode == "decode"]
+    for i, p in pre:
+        for j, d in dec:
+            yield i, p, j, d
+
+
+# --- the runner -------------------------------------------------------------------------------
+
+def _role_of(path: tuple) -> int | None:
+    return path[2] if len(path) > 2 and path[:2] == ("spec", "roles") else None
+
+
+def run_rules(ctx: Context) -> list[Finding]:
+    """Run every rule of :data:`RULES` on ``ctx``; return all findings, located via provenance.
+
+    Pure: ``ctx`` is not changed. The sizing phase sees a copy of ``ctx`` whose ``unsized``
+    holds the roles with an error from the first phase (every role, after a spec-level error).
+    """
+    out: list[Finding] = []
+    seen: set[tuple[str, tuple, str]] = set()
+    errored: set[int | None] = set()
+
+    def run(r: Rule, c: Context) -> None:
+        if r.check is None or (r.engines and c.engine not in r.engines):
+            return
+        for hit in r.check(c):
+            key = (r.code, tuple(hit.path), hit.message)
+            if key in seen:  # a spec-level field shared by several roles is reported once
+                continue
+            seen.add(key)
+            if r.severity is Severity.ERROR:
+                errored.add(_role_of(tuple(hit.path)))
+            out.append(Finding(r.code, r.severity, json_path(hit.path), hit.message, hit.hint,
+                               c.provenance.locate(hit.path)))
+
+    for r in RULES:
+        if r.phase is Phase.RULES:
+            run(r, ctx)
+    every = frozenset(range(len(ctx.roles)))
+    unsized = every if None in errored else frozenset(i for i in errored if i is not None)
+    sizing_ctx = replace(ctx, unsized=unsized)
+    for r in RULES:
+        if r.phase is Phase.SIZING:
+            run(r, sizing_ctx)
+    return out

@@ -1,0 +1,48 @@
+"""Rules about serving limits: batch tokens, admitted sequences, engine-specific settings."""
+
+from __future__ import annotations
+
+from ..sizing import RoleSizing
+from .registry import E, Context, Hit, is_vllm, role_path, rule, serving_path
+
+
+@rule("SRV001", E, "maxNumBatchedTokens is at least maxNumSeqs",
+      "vLLM vllm/config/scheduler.py SchedulerConfig.verify_max_model_len: max_num_batched_tokens "
+      "must be >= max_num_seqs", engines=("vllm",))
+def _batched_vs_seqs(ctx: Context):
+    for i, r in ctx.role_items():
+        seqs, batched = r.serving.maxNumSeqs, r.serving.maxNumBatchedTokens
+        z = ctx.sizing[i] if i < len(ctx.sizing) else None
+        if batched is None and isinstance(z, RoleSizing):
+            batched = z.batched_tokens   # the default moegen renders (vLLM's own for this GPU)
+        if seqs is not None and batched is not None and batched < seqs:
+            yield Hit(serving_path(ctx, i, "maxNumBatchedTokens"),
+                      f"role {r.name!r}: maxNumBatchedTokens {batched} is below maxNumSeqs "
+                      f"{seqs}: vLLM refuses to start", f"use maxNumBatchedTokens >= {seqs}")
+
+
+@rule("SRV002", E, "memFractionStatic is an SGLang setting",
+      "SGLang --mem-fraction-static (python/sglang/srt/server_args.py); vLLM sizes with "
+      "--gpu-memory-utilization (vllm/config/cache.py)", engines=("vllm",))
+def _mfs_engine(ctx: Context):
+    for i, r in ctx.role_items():
+        if r.serving.memFractionStatic is not None:
+            yield Hit(serving_path(ctx, i, "memFractionStatic"),
+                      "memFractionStatic has no meaning for vLLM", "use gpuMemoryUtilization")
+
+
+@rule("SRV003", E, "maxNumSeqs admits the sequences the role must hold",
+      "vLLM --max-num-seqs is per engine (DP rank), vllm/config/scheduler.py; SGLang "
+      "--max-running-requests per instance, python/sglang/srt/server_args.py")
+def _admission(ctx: Context):
+    for i, r in ctx.role_items():
+        cap = r.serving.maxNumSeqs
+        if cap is None:
+            continue
+        need = -(-r.concurrency // r.layout.data) if is_vllm(ctx) else r.concurrency
+        if cap < need:
+            unit = "per DP rank" if is_vllm(ctx) else "per instance"
+            yield Hit(role_path(i, "sizing", "concurrency"),
+                      f"role {r.name!r} must hold {r.concurrency} sequences ({need} {unit}) but "
+                      f"maxNumSeqs admits {cap} {unit}",
+                      f"raise maxNumSeqs to {need}, or lower sizing.concurrency")

@@ -1,0 +1,32 @@
+"""Facts of DeepEP, the expert-parallel all-to-all both engines use (deepseek-ai/DeepEP).
+
+* Hidden sizes and rank counts its kernels are compiled for: csrc/kernels/legacy/launch.cuh at
+  commit 0b32c55 (``SWITCH_HIDDEN``; ``SWITCH_RANKS`` intranode, ``SWITCH_RDMA_RANKS`` = ranks / 8
+  NVLink peers internode, for the normal / high-throughput kernels; the low-latency kernels take
+  any rank count).
+* Low-latency dispatch capacity: at most 1,024 tokens per rank (SGLang
+  python/sglang/srt/layers/moe/token_dispatcher/deepep.py asserts it; DeepEP#165).
+* Low-latency buffer: ~ 4 x experts x tokens per rank x 2 x hidden bytes (DeepEP
+  ``get_low_latency_rdma_size_hint``, csrc/config.hpp ``LowLatencyLayout``: 1.8 GiB at 128
+  tokens, 7.1 GiB at 512 for 256 experts and hidden 7168).
+"""
+
+from __future__ import annotations
+
+HIDDEN_SIZES = (2048, 2560, 3072, 3584, 4096, 5120, 6144, 7168, 8192)
+NORMAL_INTRANODE_RANKS = (2, 4, 8)
+NORMAL_NODES = (2, 3, 4, 6, 8, 12, 16, 18, 20)
+NVL_PEERS = 8
+LL_MAX_TOKENS = 1024
+
+
+def normal_rank_counts(limit: int = 256) -> list[int]:
+    """Expert-parallel sizes DeepEP's normal kernels accept, up to ``limit``."""
+    return sorted({*NORMAL_INTRANODE_RANKS, *(n * NVL_PEERS for n in NORMAL_NODES)}
+                  & set(range(limit + 1)))
+
+
+def ll_buffer_bytes(experts: int, tokens: int, hidden: int) -> int:
+    """DeepEP low-latency RDMA buffer of one rank, bytes (``experts`` physical experts,
+    ``tokens`` dispatch tokens per rank)."""
+    return 4 * experts * tokens * 2 * hidden

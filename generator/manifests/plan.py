@@ -1,0 +1,221 @@
+"""The deployment plan: every object, name, number and argument, computed before templates run.
+
+Input: a spec that passed every check, with its role inputs (layout + model shape), the engine
+dialect and the roles' memory plans. Output: a frozen :class:`DeploymentPlan` that the templates
+only substitute and loop over. Object names and labels follow ``generator/naming.py``.
+
+* ``lws`` and ``pod-per-rank`` workloads: one LeaderWorkerSet per role (size = pods per
+  instance: one per node, or one per data-parallel rank); LWS restarts an instance as a group
+  (``RecreateGroupOnPodRestart``).
+* ``statefulset`` (single-node instances only, rule LAY009): one StatefulSet per instance with
+  its headless Service.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..engines.base import Dialect, EngineLaunch, RoleInput
+from ..engines.network import env_items, network_env
+from ..engines.routers import router_launch
+from ..layout import RoleLayout
+from ..naming import (L_COMPONENT, L_INSTANCE, L_MANAGED, L_MODE, L_NAME, L_REPLICA, L_ROLE,
+                      LWS_WORKER_INDEX_LABEL, lws_name, lws_pod, statefulset_name)
+from ..sizing import RoleSizing
+from ..spec.models import InferenceDeployment
+from .pods import (ENGINE_STARTUP_S, LIVENESS_FAILURES, LIVENESS_PERIOD_S, READINESS_PERIOD_S,
+                   STARTUP_PERIOD_S, PodContext, PodPlan, launcher_context, pod_plan)
+
+#: The router's startup probe allows the engines' startup budget plus one minute before
+#: liveness starts: vllm-router and smg bind their port only once the engines answer their
+#: health checks, and they are told to wait ``ENGINE_STARTUP_S`` (engines/routers.py).
+ROUTER_STARTUP_FAILURES = (ENGINE_STARTUP_S + 60) // STARTUP_PERIOD_S
+#: Router probes: TCP on its HTTP port.
+ROUTER_PROBES = {
+    "startupProbe": {"tcpSocket": {"port": "http"}, "periodSeconds": STARTUP_PERIOD_S,
+                     "failureThreshold": ROUTER_STARTUP_FAILURES},
+    "readinessProbe": {"tcpSocket": {"port": "http"}, "periodSeconds": READINESS_PERIOD_S},
+    "livenessProbe": {"tcpSocket": {"port": "http"}, "periodSeconds": LIVENESS_PERIOD_S,
+                      "failureThreshold": LIVENESS_FAILURES},
+}
+
+
+@dataclass(frozen=True)
+class WorkloadPlan:
+    """A LeaderWorkerSet or StatefulSet of one role (one file).
+
+    ``size``: pods per instance; ``worker``: the LWS worker template (None for single-pod
+    instances); ``selector``/``service_name``: StatefulSet only.
+    """
+
+    kind: str
+    name: str
+    file: str
+    role: str
+    labels: dict[str, str]
+    replicas: int
+    size: int
+    leader: PodPlan
+    worker: PodPlan | None = None
+    selector: dict[str, str] = field(default_factory=dict)
+    service_name: str | None = None
+
+
+@dataclass(frozen=True)
+class ServicePlan:
+    """A Service (headless rendezvous or client)."""
+
+    name: str
+    file: str
+    labels: dict[str, str]
+    selector: dict[str, str]
+    ports: list[dict[str, Any]]
+    headless: bool
+
+
+@dataclass(frozen=True)
+class RouterPlan:
+    """The PD router Deployment and its Service."""
+
+    name: str
+    labels: dict[str, str]
+    selector: dict[str, str]
+    image: str
+    args: list[str]
+    port: int
+    metrics_port: int
+    replicas: int
+    command: list[str] = field(default_factory=list)
+    probes: dict[str, Any] = field(default_factory=lambda: dict(ROUTER_PROBES))
+
+
+@dataclass(frozen=True)
+class EnvFilePlan:
+    """One role's env file ``env/<role>.env`` and the ConfigMap generated from it."""
+
+    role: str
+    path: str
+    configmap: str
+    items: list[tuple[str, str]]
+
+
+@dataclass(frozen=True)
+class RolePlan:
+    """Per role: the launch (for tests and conformance) and the role's layout."""
+
+    name: str
+    mode: str
+    layout: RoleLayout
+    launch: EngineLaunch
+
+
+@dataclass(frozen=True)
+class DeploymentPlan:
+    """Everything the templates need; nothing left to compute."""
+
+    name: str
+    namespace: str
+    labels: dict[str, str]
+    workloads: list[WorkloadPlan]
+    services: list[ServicePlan]
+    router: RouterPlan | None
+    env_files: list[EnvFilePlan]
+    roles: list[RolePlan] = field(default_factory=list)
+    engine: str = ""
+    dialect: str = ""
+
+
+def build_plan(spec: InferenceDeployment, roles: list[RoleInput], dialect: Dialect,
+               sizing: list[RoleSizing]) -> DeploymentPlan:
+    """Build the plan of a spec that passed every check (raises nothing for valid input).
+
+    ``sizing``: the roles' memory plans (their numbers are pinned on the command lines).
+    """
+    sizing_by_role = {z.name: z for z in sizing}
+    meta = spec.metadata
+    base, ns = meta.name, meta.namespace
+    common_labels = {**meta.labels, L_NAME: base, L_INSTANCE: base, L_MANAGED: "moegen"}
+    workloads: list[WorkloadPlan] = []
+    services: list[ServicePlan] = []
+    env_files: list[EnvFilePlan] = []
+    role_plans: list[RolePlan] = []
+    endpoints: dict[str, list[str]] = {"prefill": [], "decode": [], "unified": []}
+
+    for role_spec, role in zip(spec.spec.roles, roles):
+        launch = dialect.launch(role, sizing_by_role.get(role.name))
+        role_plans.append(RolePlan(role.name, role.mode, role.layout, launch))
+        lay = role.layout
+        rlabels = {**common_labels, L_COMPONENT: role.name, L_ROLE: role.name, L_MODE: role.mode}
+        configmap = f"{base}-{role.name}-env"
+        items = env_items(network_env(spec.spec.network, role.moe, role.kv_transfer)
+                          + sorted(launch.env.items()), dict(spec.spec.network.env))
+        env_files.append(EnvFilePlan(role.name, f"env/{role.name}.env", configmap, items))
+        ctx = PodContext(spec=spec, role_spec=role_spec, role=role, launch=launch,
+                         pool=spec.spec.nodePools[role_spec.nodePool], labels=rlabels,
+                         launcher=launcher_context(launch, role.name,
+                                                   f"{dialect.label} {dialect.version} dialect"),
+                         configmap=configmap)
+        port = role.serving.port
+        client_selector = {L_INSTANCE: base, L_ROLE: role.name}
+        n_pods = len(lay.pods)
+        if role_spec.workload in ("lws", "pod-per-rank"):
+            name = lws_name(base, role.name)
+            host = "$(LWS_LEADER_ADDRESS)" if lay.multi_pod else None
+            index_label = LWS_WORKER_INDEX_LABEL if lay.multi_pod else None
+            workloads.append(WorkloadPlan(
+                kind="LeaderWorkerSet", name=name, file=f"{role.name}-lws.yaml", role=role.name,
+                labels=rlabels, replicas=role_spec.replicas, size=n_pods,
+                leader=pod_plan(ctx, range(0, 1), index_label, host),
+                worker=pod_plan(ctx, range(1, n_pods), index_label, host) if lay.multi_pod
+                else None))
+            if not all(launch.serves_api):
+                client_selector = {**client_selector, LWS_WORKER_INDEX_LABEL: "0"}
+            for g in range(role_spec.replicas):
+                for i in range(n_pods):
+                    if launch.serves_api[i]:
+                        endpoints[role.mode].append(
+                            f"http://{lws_pod(base, role.name, g, i)}.{name}.{ns}:{port}")
+        else:  # statefulset: one single-pod StatefulSet per instance (LAY009)
+            for r in range(role_spec.replicas):
+                name = statefulset_name(base, role.name, r)
+                replica = {L_REPLICA: str(r)}
+                selector = {L_INSTANCE: base, L_ROLE: role.name, **replica}
+                workloads.append(WorkloadPlan(
+                    kind="StatefulSet", name=name, file=f"{role.name}-{r}-statefulset.yaml",
+                    role=role.name, labels=rlabels | replica, replicas=1, size=1,
+                    leader=pod_plan(ctx, range(0, 1), None, None, replica),
+                    selector=selector, service_name=name))
+                services.append(ServicePlan(
+                    name, f"{role.name}-{r}-headless-service.yaml", rlabels | replica, selector,
+                    [{"name": p.name, "port": p.port, "targetPort": p.port, "protocol": "TCP"}
+                     for p in launch.ports_of(0)], headless=True))
+                endpoints[role.mode].append(f"http://{name}-0.{name}.{ns}:{port}")
+        services.append(ServicePlan(
+            f"{base}-{role.name}-api", f"{role.name}-service.yaml", rlabels, client_selector,
+            [{"name": "http", "port": port, "targetPort": "http", "protocol": "TCP"}],
+            headless=False))
+
+    router = None
+    modes = {r.mode for r in roles}
+    if {"prefill", "decode"} <= modes and spec.spec.router.enabled:
+        router = _router_plan(spec, roles, endpoints, common_labels)
+    return DeploymentPlan(base, ns, common_labels, workloads, services, router, env_files,
+                          role_plans, engine=dialect.engine, dialect=dialect.version)
+
+
+def _router_plan(spec: InferenceDeployment, roles: list[RoleInput],
+                 endpoints: dict[str, list[str]], common_labels: dict[str, str]) -> RouterPlan:
+    cfg = spec.spec.router
+    connector = next(r.kv_transfer.connector for r in roles
+                     if r.mode == "prefill" and r.kv_transfer is not None)
+    launch = router_launch(spec.spec.engine.name, port=cfg.port, policy=cfg.policy,
+                           connector=connector, prefill_urls=endpoints["prefill"],
+                           decode_urls=endpoints["decode"], startup_s=ENGINE_STARTUP_S,
+                           image=cfg.image)
+    return RouterPlan(
+        name=f"{spec.metadata.name}-router",
+        labels={**common_labels, L_COMPONENT: "router", L_ROLE: "router"},
+        selector={L_INSTANCE: spec.metadata.name, L_ROLE: "router"},
+        image=launch.image, args=list(launch.args), port=cfg.port,
+        metrics_port=launch.metrics_port, replicas=cfg.replicas, command=list(launch.command))

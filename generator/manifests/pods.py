@@ -1,0 +1,211 @@
+"""Engine pod templates: the launcher script's context, env, ports, resources, volumes and probes.
+
+Everything is computed here; ``templates/_pod.yaml.j2`` and ``_launch.sh.j2`` only substitute.
+Timing constants name their reason; engine facts come from the dialect's :class:`EngineLaunch`.
+"""
+
+from __future__ import annotations
+
+import shlex
+from dataclasses import dataclass
+from typing import Any
+
+from ..engines.base import LEADER_IP, POD_IP, EngineLaunch, Port, RoleInput
+from ..pods import shm_gib
+from ..spec.models import InferenceDeployment, NodePool, Role
+
+#: Startup probe budget, s: a DeepSeek-V3 load plus DP handshake takes 7-20 min
+#: (llm-d allows 45 min; kserve LLMInferenceService 30 min). 10 s x 180 = 30 min.
+STARTUP_PERIOD_S, STARTUP_FAILURES = 10, 180
+#: The engines' startup budget, s (what a router waits for its workers).
+ENGINE_STARTUP_S = STARTUP_PERIOD_S * STARTUP_FAILURES
+#: Readiness every 10 s (3 misses = out of the Service) and liveness every 30 s with 5 misses
+#: and 10 s timeouts: a 2.5 min grace so a long decode step or GC pause does not restart a
+#: 20-minute load (liveness only starts after the startup probe; llm-d guides use 30 s x 3).
+READINESS_PERIOD_S, READINESS_FAILURES = 10, 3
+LIVENESS_PERIOD_S, LIVENESS_FAILURES, LIVENESS_TIMEOUT_S = 30, 5, 10
+#: terminationGracePeriodSeconds: time for the API server to drain in-flight requests after
+#: SIGTERM before the kubelet kills the engine (Kubernetes default is 30 s; long generations
+#: need more, and 60 s keeps rollouts of a group reasonably fast).
+TERMINATION_GRACE_S = 60
+#: Workers wait for the leader's rendezvous port (DNS name resolved, then a TCP connect every
+#: 5 s) for up to 240 x 5 s = 20 min, then exit non-zero: a headless vLLM engine gives up 5 min
+#: after dialling a leader that is not there (HANDSHAKE_TIMEOUT_MINS, vllm/v1/engine/core.py),
+#: and an empty address must never reach the engine (kserve PR#5155, aws-do-eks PR#62). The
+#: leader pulls the same image and starts at the same time (LWS startupPolicy LeaderCreated).
+RESOLVE_TRIES, RESOLVE_SLEEP_S = 240, 5
+
+
+@dataclass(frozen=True)
+class PodPlan:
+    """A pod template. ``env`` is a list of Kubernetes EnvVar dicts (order kept: later entries
+    may reference earlier ones); every other mapping is emitted with sorted keys."""
+
+    labels: dict[str, str]
+    annotations: dict[str, str]
+    image: str
+    launcher: dict[str, Any]
+    env: list[dict[str, Any]]
+    env_configmap: str
+    ports: list[dict[str, Any]]
+    resources: dict[str, Any]
+    volumes: list[dict[str, Any]]
+    volume_mounts: list[dict[str, Any]]
+    security_context: dict[str, Any] | None
+    termination_grace_s: int
+    host_network: bool
+    dns_policy: str | None
+    node_selector: dict[str, str]
+    tolerations: list[dict[str, Any]]
+    probes: dict[str, Any]
+
+
+def _q(arg: str) -> str:
+    """Shell-quote one argument; arguments holding a placeholder become double-quoted
+    expansions (placeholders only ever sit next to digits and a colon, e.g. "${X}:20000")."""
+    if POD_IP in arg or LEADER_IP in arg:
+        return f'"{arg}"'
+    return shlex.quote(arg)
+
+
+def group_args(args: tuple[str, ...]) -> list[list[str]]:
+    """Split a flat argv into one group per option (``--flag value...``), for one line each."""
+    groups: list[list[str]] = []
+    for a in args:
+        if a.startswith("-") or not groups:
+            groups.append([a])
+        else:
+            groups[-1].append(a)
+    return groups
+
+
+def launcher_context(launch: EngineLaunch, role: str, engine: str) -> dict[str, Any]:
+    """Context of templates/_launch.sh.j2 (every argument already shell-quoted).
+
+    ``engine``: how the launcher's header names the dialect, e.g. ``vLLM 0.33.0 dialect``.
+    """
+    multi = len(launch.per_pod) > 1
+    cases = [{"index": str(i), "resolve": any(LEADER_IP in a for a in extra),
+              "args": " ".join(_q(a) for a in extra)} for i, extra in enumerate(launch.per_pod)]
+    port = launch.rendezvous_port
+    return {
+        "role": role,
+        "engine": engine,
+        "notes": list(launch.notes),
+        "multi": multi,
+        "cases": cases,
+        "last_index": str(len(launch.per_pod) - 1),
+        "program": " ".join(_q(a) for a in launch.program),
+        "args": [" ".join(_q(a) for a in group) for group in group_args(launch.common)],
+        "single_args": " ".join(_q(a) for a in launch.per_pod[0]) if not multi else "",
+        "resolve_tries": str(RESOLVE_TRIES),
+        "resolve_sleep": str(RESOLVE_SLEEP_S),
+        "resolve_budget": str(RESOLVE_TRIES * RESOLVE_SLEEP_S),
+        "rendezvous_port": str(port) if port else "",
+    }
+
+
+@dataclass(frozen=True)
+class PodContext:
+    """What every pod template of one role shares."""
+
+    spec: InferenceDeployment
+    role_spec: Role
+    role: RoleInput
+    launch: EngineLaunch
+    pool: NodePool
+    labels: dict[str, str]
+    launcher: dict[str, Any]
+    configmap: str
+
+
+def pod_plan(ctx: PodContext, pods: range, index_label: str | None,
+             leader_host: str | None, extra_labels: dict[str, str] | None = None) -> PodPlan:
+    """The template of pods ``pods`` of an instance (the leader: ``range(0, 1)``; LWS workers:
+    ``range(1, n)``); a template declares the union of its pods' ports.
+
+    ``index_label``: the label that carries the pod index (multi-pod instances);
+    ``leader_host``: the leader's DNS name as the pod sees it (``$(LWS_LEADER_ADDRESS)``).
+    """
+    spec, role_spec, role, launch = ctx.spec, ctx.role_spec, ctx.role, ctx.launch
+    net = spec.spec.network
+    env: list[dict[str, Any]] = [
+        {"name": "MOEGEN_POD_IP", "valueFrom": {"fieldRef": {"fieldPath": "status.podIP"}}},
+    ]
+    if index_label:
+        env.append({"name": "MOEGEN_POD_INDEX",
+                    "valueFrom": {"fieldRef": {"fieldPath": f"metadata.labels['{index_label}']"}}})
+    if leader_host:
+        env.append({"name": "MOEGEN_LEADER_HOST", "value": leader_host})
+    if role.kv_transfer is not None and role.kv_transfer.connector == "nixl":
+        # Each pod's own IP: a host copied across pods breaks the NIXL handshake
+        # (vllm/envs.py default "localhost"; dynamo#2706, vllm PR#41806).
+        env.append({"name": "VLLM_NIXL_SIDE_CHANNEL_HOST",
+                    "valueFrom": {"fieldRef": {"fieldPath": "status.podIP"}}})
+    if spec.spec.model.tokenSecret is not None:
+        ref = spec.spec.model.tokenSecret
+        env.append({"name": "HF_TOKEN",
+                    "valueFrom": {"secretKeyRef": {"name": ref.name, "key": ref.key}}})
+    serves_api = any(launch.serves_api[i] for i in pods)
+    ports: list[Port] = []
+    for i in pods:
+        ports += [p for p in launch.ports_of(i) if p not in ports]
+    if not serves_api:
+        ports = [p for p in ports if p.name != "http"]
+    limits: dict[str, Any] = {"nvidia.com/gpu": role.layout.gpus_per_pod}
+    requests: dict[str, Any] = {}
+    if net.rdma is not None:
+        limits[net.rdma.resourceName] = net.rdma.resourceCount
+    pod_cfg = role_spec.pod
+    if pod_cfg is not None and pod_cfg.cpu:
+        limits["cpu"] = requests["cpu"] = pod_cfg.cpu
+    if pod_cfg is not None and pod_cfg.memory:
+        limits["memory"] = requests["memory"] = pod_cfg.memory
+    resources = {"limits": limits} | ({"requests": requests} if requests else {})
+    volumes: list[dict[str, Any]] = [{"name": "dshm", "emptyDir": {
+        "medium": "Memory", "sizeLimit": f"{shm_gib(role_spec)}Gi"}}]
+    mounts: list[dict[str, Any]] = [{"name": "dshm", "mountPath": "/dev/shm"}]
+    if spec.spec.model.volume is not None:
+        volumes.append({"name": "model", **spec.spec.model.volume.sources()})
+        mounts.append({"name": "model", "mountPath": spec.spec.model.path, "readOnly": True})
+    caps = ["IPC_LOCK"] if net.rdma is not None else []
+    privileged = bool(pod_cfg and pod_cfg.privileged)
+    security = None
+    if caps or privileged:
+        security = {}
+        if caps:
+            security["capabilities"] = {"add": caps}
+        if privileged:
+            security["privileged"] = True
+    probes: dict[str, Any] = {}
+    if serves_api:
+        check = {"httpGet": {"path": "/health", "port": "http"}}
+        timeout = launch.health_timeout_s
+        probes = {
+            "startupProbe": {**check, "periodSeconds": STARTUP_PERIOD_S,
+                             "failureThreshold": STARTUP_FAILURES, "timeoutSeconds": timeout},
+            "readinessProbe": {**check, "periodSeconds": READINESS_PERIOD_S,
+                               "failureThreshold": READINESS_FAILURES, "timeoutSeconds": timeout},
+            "livenessProbe": {**check, "periodSeconds": LIVENESS_PERIOD_S,
+                              "failureThreshold": LIVENESS_FAILURES,
+                              "timeoutSeconds": max(LIVENESS_TIMEOUT_S, timeout)},
+        }
+    return PodPlan(
+        labels=ctx.labels | (extra_labels or {}),
+        annotations=dict(pod_cfg.annotations) if pod_cfg else {},
+        image=spec.spec.engine.image,
+        launcher=ctx.launcher,
+        env=env,
+        env_configmap=ctx.configmap,
+        ports=[{"name": p.name, "containerPort": p.port, "protocol": "TCP"} for p in ports],
+        resources=resources,
+        volumes=volumes,
+        volume_mounts=mounts,
+        security_context=security,
+        termination_grace_s=TERMINATION_GRACE_S,
+        host_network=net.hostNetwork,
+        dns_policy="ClusterFirstWithHostNet" if net.hostNetwork else None,
+        node_selector=dict(ctx.pool.nodeSelector),
+        tolerations=[t.model_dump(exclude_none=True) for t in ctx.pool.tolerations],
+        probes=probes,
+    )

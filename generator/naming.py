@@ -1,0 +1,48 @@
+"""Names and labels of the objects moegen generates (one scheme for the checks and the plan).
+
+Names (``B`` = metadata.name, ``R`` = role name, ``r`` = replica index):
+
+* LeaderWorkerSet ``B-R`` (``lws`` and ``pod-per-rank`` workloads); its pods are ``B-R-<group>``
+  (leaders) and ``B-R-<group>-<index>`` (workers), in the subdomain of the headless Service
+  ``B-R`` that the LWS controller creates (lws pkg/utils/pod/pod_utils.go).
+* StatefulSet ``B-R-r`` per instance (single-node instances) with headless Service ``B-R-r``;
+  its pod is ``B-R-r-0``.
+* client Service ``B-R-api``, router Deployment/Service ``B-router``, env ConfigMap ``B-R-env``.
+"""
+
+from __future__ import annotations
+
+#: Kubernetes recommended labels moegen sets on every object, and moegen's own.
+L_NAME, L_INSTANCE, L_COMPONENT, L_MANAGED = (
+    "app.kubernetes.io/name", "app.kubernetes.io/instance", "app.kubernetes.io/component",
+    "app.kubernetes.io/managed-by")
+L_ROLE, L_MODE, L_REPLICA = "moegen.dev/role", "moegen.dev/mode", "moegen.dev/replica"
+#: Label keys a user's metadata.labels may not set (moegen would overwrite them).
+OWN_LABELS = (L_NAME, L_INSTANCE, L_COMPONENT, L_MANAGED)
+OWN_PREFIX = "moegen.dev/"
+#: Pod-index labels set by the controllers: LWS (lws pkg/utils/pod/pod_utils.go) and the
+#: StatefulSet controller (Kubernetes >= 1.28, ``apps.kubernetes.io/pod-index``).
+LWS_WORKER_INDEX_LABEL = "leaderworkerset.sigs.k8s.io/worker-index"
+STS_POD_INDEX_LABEL = "apps.kubernetes.io/pod-index"
+
+#: Longest hostname a pod may have (RFC 1123 label; pod hostnames come from pod names).
+MAX_LABEL = 63
+#: Longest controller (StatefulSet) name: pods get the label
+#: ``controller-revision-hash: <name>-<10-char hash>``, a label value of at most 63 characters.
+MAX_CONTROLLER = MAX_LABEL - 11
+
+
+def lws_name(base: str, role: str) -> str:
+    """The LeaderWorkerSet (and its headless Service) of a role."""
+    return f"{base}-{role}"
+
+
+def lws_pod(base: str, role: str, group: int, index: int) -> str:
+    """Pod ``index`` of LWS group ``group`` (the leader is index 0)."""
+    name = lws_name(base, role)
+    return f"{name}-{group}" if index == 0 else f"{name}-{group}-{index}"
+
+
+def statefulset_name(base: str, role: str, replica: int) -> str:
+    """The StatefulSet (and headless Service) of one single-node instance."""
+    return f"{base}-{role}-{replica}"

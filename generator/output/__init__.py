@@ -1,0 +1,1 @@
+"""Output reporters: findings, the sizing report, explain, the plan table and the review page."""

@@ -1,0 +1,95 @@
+"""Findings for people (text), machines (JSON, SARIF) and CI annotations (GitHub).
+
+Text goes to stderr, grouped by file and sorted by line, coloured only when stderr is a TTY;
+JSON and SARIF go to stdout. The GitHub format prints workflow commands (``::error file=..::``)
+that GitHub Actions turns into pull-request annotations.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+
+import click
+
+from ..errors import Finding, Severity
+
+_COLOURS = {Severity.ERROR: "red", Severity.WARNING: "yellow"}
+
+
+def summary(findings: list[Finding]) -> str:
+    """``"2 errors, 1 warning"``."""
+    counts = Counter(f.severity for f in findings)
+    e, w = counts[Severity.ERROR], counts[Severity.WARNING]
+    return f"{e} error{'s' * (e != 1)}, {w} warning{'s' * (w != 1)}"
+
+
+def text(findings: list[Finding], colour: bool) -> str:
+    """Human-readable report (one block per finding, then a summary line)."""
+    lines = []
+    for f in findings:
+        loc = f.location
+        where = f"{loc.file}:{loc.line}:{loc.column}" if loc.line else (loc.file or "<spec>")
+        sev = click.style(f.severity.value, fg=_COLOURS[f.severity], bold=True) if colour \
+            else f.severity.value
+        code = click.style(f.code, bold=True) if colour else f.code
+        lines.append(f"{where}: {sev} {code} {f.path}: {f.message}")
+        if f.hint:
+            lines.append(f"    hint: {f.hint}")
+    lines.append(summary(findings))
+    return "\n".join(lines)
+
+
+def as_json(findings: list[Finding], ok: bool) -> str:
+    """``{"ok": bool, "findings": [...]}`` (stable key order)."""
+    return json.dumps({"ok": ok, "findings": [f.to_json() for f in findings]}, indent=2)
+
+
+def _escape(value: str, prop: bool = False) -> str:
+    value = value.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+    if prop:
+        value = value.replace(":", "%3A").replace(",", "%2C")
+    return value
+
+
+def github(findings: list[Finding]) -> str:
+    """GitHub Actions workflow commands, one per finding."""
+    out = []
+    for f in findings:
+        level = "error" if f.severity is Severity.ERROR else "warning"
+        loc = f.location
+        props = [f"file={_escape(loc.file, True)}"]
+        if loc.line:
+            props += [f"line={loc.line}", f"col={loc.column}"]
+        props.append(f"title={_escape(f.code + ' ' + f.path, True)}")
+        msg = f.message + (f" (hint: {f.hint})" if f.hint else "")
+        out.append(f"::{level} {','.join(props)}::{_escape(msg)}")
+    return "\n".join(out)
+
+
+def sarif(findings: list[Finding], rules) -> str:
+    """SARIF 2.1.0 (for code-scanning UIs such as GitHub's ``upload-sarif``)."""
+    used = sorted({f.code for f in findings})
+    by_code = {r.code: r for r in rules}
+    driver_rules = []
+    for code in used:
+        r = by_code.get(code)
+        driver_rules.append({"id": code, "shortDescription": {"text": r.summary if r else code},
+                             "helpUri": "https://moegen.dev/rules#" + code,
+                             **({"properties": {"source": r.source}} if r else {})})
+    results = []
+    for f in findings:
+        loc = f.location
+        region = {"startLine": loc.line, "startColumn": max(loc.column, 1)} if loc.line else {}
+        results.append({
+            "ruleId": f.code,
+            "level": "error" if f.severity is Severity.ERROR else "warning",
+            "message": {"text": f"{f.path}: {f.message}" + (f" (hint: {f.hint})" if f.hint else "")},
+            "locations": [{"physicalLocation": {"artifactLocation": {"uri": loc.file},
+                                                **({"region": region} if region else {})}}],
+        })
+    doc = {"$schema": "https://json.schemastore.org/sarif-2.1.0.json", "version": "2.1.0",
+           "runs": [{"tool": {"driver": {"name": "moegen", "informationUri": "https://moegen.dev",
+                                         "rules": driver_rules}},
+                     "results": results}]}
+    return json.dumps(doc, indent=2)

@@ -1,0 +1,27 @@
+"""``gen plan`` as text: the capacity planner's ranked table and its assumptions."""
+
+from __future__ import annotations
+
+from ..capacity.search import PlanResult
+
+
+def plan_text(result: PlanResult) -> str:
+    """The planner's ranked table and its assumptions."""
+    lines = ["assumptions:"] + [f"  - {a}" for a in result.assumptions]
+    lines.append(f"reachable: {'yes' if result.reachable else 'NO'}; binding: {result.bound}")
+    for alt in result.alternatives:
+        lines.append(f"  with {alt['change']}: {alt['totalTokensPerSec']:,} tokens/s"
+                     f" ({'reachable' if alt['reachable'] else 'still not reachable'}; {alt['bound']})")
+    head = f"{'#':>2} {'layout':<44} {'GPUs':>4} {'KV tok/rank':>11} {'TTFT ms':>8} " \
+           f"{'TPOT ms':>7} {'out tok/s':>9} {'tot tok/s':>9} {'out/GPU':>7}  bound"
+    lines += ["", head]
+    for c in result.candidates[:10]:
+        layout = " + ".join(
+            f"{r['mode'][0].upper()}x{r['replicas']} "
+            f"TP{r['parallel']['tensor']}DP{r['parallel']['data']}PP{r['parallel']['pipeline']}"
+            f"{'EP' if r['parallel']['expert'] else ''}@{r['nodePool']}" for r in c.roles)
+        mark = "" if c.meets_slo else " (misses SLO)"
+        lines.append(f"{c.rank:>2} {layout:<44} {c.gpus:>4} {c.kv_tokens_per_rank:>11,} "
+                     f"{c.ttft_ms:>8.0f} {c.tpot_ms:>7.1f} {c.output_tps:>9,.0f} {c.total_tps:>9,.0f} "
+                     f"{c.output_tps / c.gpus:>7.0f}  {c.bound}{mark}")
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,107 @@
+"""The result of sizing one role: the memory of its most loaded GPU and its KV capacity.
+All memory figures are GiB (2^30 bytes); its JSON form is docs/spec.md §4's sizing report."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from .kv import v4_sequence_bytes
+
+GIB = 2**30
+
+
+@dataclass
+class RoleSizing:
+    """Memory of the most loaded GPU of a role, and what it means for capacity.
+
+    Attributes:
+        name, gpu, engine: role name, GPU catalog id, engine name.
+        gpu_memory: torch-visible memory, GiB; budget: what the engine may use, GiB.
+        weights, activation, overhead, kv_cache: per-GPU GiB (kv_cache may be negative: the
+            weights and fixed terms do not fit).
+        weights_by_component: GiB per component on the most loaded GPU.
+        kv_bytes_per_token: bytes per token on that GPU (latent replicated per TP rank).
+        kv_tokens_per_rank: KV tokens one data-parallel rank holds (what the engine prints).
+        max_model_len: the role's maxModelLen.
+        max_concurrency: sequences of max_model_len per DP rank (engine's "maximum concurrency").
+        required_concurrency: ``sizing.concurrency`` of one instance; per_rank_required:
+            ceil(required / data).
+        data: DP ranks per instance; batched_tokens: profile batch; comm: all-to-all buffers GiB;
+        cuda_graph_outside: graphs taken from the headroom, GiB; utilization: the fraction used
+            (vLLM gpu_memory_utilization; SGLang mem_fraction_static).
+        outside_pool: SGLang: memory left outside the static pool for activations, graphs and
+            buffers, GiB (0 for vLLM).
+    """
+
+    name: str
+    gpu: str
+    engine: str
+    gpu_memory: float
+    budget: float
+    weights: float
+    activation: float
+    overhead: float
+    kv_cache: float
+    weights_by_component: dict[str, float]
+    kv_bytes_per_token: int
+    kv_tokens_per_rank: int
+    max_model_len: int
+    max_concurrency: float
+    required_concurrency: int
+    per_rank_required: int
+    data: int
+    batched_tokens: int
+    comm: float
+    cuda_graph_outside: float
+    utilization: float
+    outside_pool: float = 0.0
+    seq_layout: tuple = ()
+    findings: list = field(default_factory=list)
+
+    def longest_len_for(self, sequences: int) -> int:
+        """Longest maxModelLen at which ``sequences`` fit one DP rank's KV cache. Linear for
+        MLA; DeepSeek-V4's windowed/compressed cache is solved by bisection (``seq_layout`` =
+        the most loaded stage's compress ratios and MTP layers)."""
+        if self.kv_cache <= 0 or sequences <= 0:
+            return 0
+        if not self.seq_layout:
+            return self.kv_tokens_per_rank // sequences
+        ratios, mtp = self.seq_layout
+        budget = self.kv_cache * GIB / sequences
+        lo, hi = 0, 1 << 24
+        while lo < hi:
+            mid = (lo + hi + 1) // 2
+            if v4_sequence_bytes(list(ratios), mid, mtp) <= budget:
+                lo = mid
+            else:
+                hi = mid - 1
+        return lo
+
+    @property
+    def fits(self) -> bool:
+        """The role starts, holds its required concurrency at max_model_len, and (SGLang) has
+        room outside the static pool for activations, CUDA graphs and buffers."""
+        outside_ok = self.engine != "sglang" or self.outside_pool >= self.activation + self.overhead
+        return self.kv_cache > 0 and self.max_concurrency >= self.per_rank_required \
+            and self.max_concurrency >= 1 and outside_ok
+
+    def to_json(self) -> dict:
+        """SPEC.md §4 form (GiB rounded to 0.01, concurrency to 0.1)."""
+        return {
+            "name": self.name, "gpu": self.gpu, "engine": self.engine,
+            "gpuMemoryGiB": round(self.gpu_memory, 2), "budgetGiB": round(self.budget, 2),
+            "perGpu": {"weightsGiB": round(self.weights, 2),
+                       "activationGiB": round(self.activation, 2),
+                       "overheadGiB": round(self.overhead, 2),
+                       "kvCacheGiB": round(self.kv_cache, 2)},
+            "weightsByComponentGiB": {k: round(v, 3) for k, v in
+                                      sorted(self.weights_by_component.items())},
+            "kvBytesPerToken": self.kv_bytes_per_token,
+            "kvTokensPerRank": self.kv_tokens_per_rank,
+            "maxModelLen": self.max_model_len,
+            "maxConcurrencyAtMaxModelLen": round(self.max_concurrency, 1),
+            "requiredConcurrency": self.required_concurrency,
+            "requiredConcurrencyPerRank": self.per_rank_required,
+            "fits": self.fits,
+            "findings": [f.to_json() for f in self.findings],
+        }
