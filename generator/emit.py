@@ -1,6 +1,6 @@
 """Write the output directory: the only module of moegen that writes files.
 
-Guarantees (SPEC.md §3):
+Guarantees (docs/spec.md §3):
 
 * Ownership: moegen writes only into a directory it owns. An owned directory holds the marker
   ``.moegen-files`` listing every file moegen wrote there. A non-empty directory without the marker,

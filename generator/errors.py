@@ -2,7 +2,7 @@
 
 Every problem with a user's input becomes a :class:`Finding` (rule code, severity, file, line,
 column, JSON path, message with the numbers, hint). Checks collect findings and never raise for bad
-input; the CLI turns them into exit codes (SPEC.md section 3)::
+input; the CLI turns them into exit codes (docs/spec.md §3)::
 
     GenError                    base of everything moegen raises on purpose
     ├── SpecRejected            the spec (or an overlay) has error-level findings   -> exit 1

@@ -1,4 +1,4 @@
-"""The layout model: where every rank of every instance runs (SPEC.md §2, "parallel" and "Pods").
+"""The layout model: where every rank of every instance runs (docs/spec.md §2, "parallel" and "Pods").
 
 Computed in Python before any template runs. For one role:
 
@@ -163,3 +163,14 @@ def min_redundant_experts(experts: int, ep: int) -> int:
     """The fewest redundant experts that make ``experts`` + redundant divide over ``ep`` ranks
     (``(ep - experts % ep) % ep``; vllm#30075 proposes it as vLLM's default)."""
     return (ep - experts % ep) % ep if ep > 1 else 0
+
+
+def parallel_text(tensor: int, data: int, pipeline: int, expert: bool,
+                  context: int | None = None, sep: str = " ") -> str:
+    """A layout the way people write it: ``TP1 DP16 PP1 EP16`` (``CP`` when context > 1)."""
+    parts = [f"TP{tensor}", f"DP{data}", f"PP{pipeline}"]
+    if context and context > 1:
+        parts.append(f"CP{context}")
+    if expert:
+        parts.append(f"EP{tensor * data}")
+    return sep.join(parts)

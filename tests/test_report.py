@@ -69,11 +69,34 @@ def test_plan_request_report(tmp_path):
     assert 'id="plan"' in page and "prefill compute" in page
 
 
+#: Measures what the browser laid out (injected into a copy of the page: the shipped page holds
+#: no test code).
+SELF_CHECK = """<script>
+window.addEventListener("load", function () {
+  var gpus = document.querySelectorAll("#topology g.gpu rect");
+  var drawn = 0;
+  gpus.forEach(function (r) { if (r.getBBox().width > 0) { drawn++; } });
+  var bars = [];
+  document.querySelectorAll(".membar").forEach(function (m) {
+    var w = 0;
+    m.querySelectorAll("rect.seg").forEach(function (r) { w += r.getBBox().width; });
+    bars.push(m.dataset.role + ":" + Math.round(w));
+  });
+  document.body.setAttribute("data-gpus-drawn", String(drawn));
+  document.body.setAttribute("data-bars", bars.join(","));
+});
+</script>
+"""
+
+
 @pytest.mark.skipif(CHROMIUM is None, reason="Chromium is not installed (Debian package "
                     "chromium; .ci/run installs it)")
 @pytest.mark.parametrize("name,gpus", [("s1-16xh20-pd", 24), ("s3-v4pro-pd-dp16", 32)])
 def test_page_renders_in_headless_chromium(tmp_path, name, gpus):
-    page = _report(tmp_path, EXAMPLES / f"{name}.yaml")
+    shipped = _report(tmp_path, EXAMPLES / f"{name}.yaml")
+    assert "<script" not in shipped.read_text()
+    page = tmp_path / f"{name}-checked.html"
+    page.write_text(shipped.read_text().replace("</body>", SELF_CHECK + "</body>"))
     profile = tmp_path / "profile"
     dom = subprocess.run([CHROMIUM, *FLAGS, f"--user-data-dir={profile}", "--dump-dom",
                           page.as_uri()], capture_output=True, text=True, timeout=120, check=True)

@@ -16,7 +16,7 @@ spec:
   engine: {{name: vllm, version: "0.33.0", image: vllm/vllm-openai:v0.33.0}}
   network: {{socketInterface: eth0}}
   nodePools:
-    p: {{gpu: H20-141GB, gpusPerNode: 8, nodes: 2}}
+    p: {{gpu: H20-141GB, gpusPerNode: 8, nodes: 2, nodeSelector: {{pool: p}}}}
   roles:
     - name: serve
       mode: unified

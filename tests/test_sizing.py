@@ -185,3 +185,28 @@ def test_size_json_has_the_spec_shape(capsys):
         assert set(role["perGpu"]) == {"weightsGiB", "activationGiB", "overheadGiB", "kvCacheGiB"}
     decode = doc["roles"][1]
     assert decode["requiredConcurrency"] == 200 and decode["kvBytesPerToken"] == 62 * 576
+
+
+@pytest.mark.parametrize("overlay,code", [
+    # a role-level error (decode: 256 + 24 experts on EP 16) ...
+    ("spec:\n  roles:\n    - name: decode\n      moe:\n        eplb: {redundantExperts: 24}\n",
+     "EP003"),
+    # ... and a spec-level one (a Gloo interface with NCCL syntax)
+    ("spec:\n  network: {socketInterface: '^lo'}\n", "NET002"),
+])
+def test_size_reports_every_sized_role_whatever_the_error(overlay, code, tmp_path, capsys):
+    """gen size lists the memory of every role it could size, whether the spec's error is in a
+    role or at spec level; only the SIZ* findings skip erroneous roles (the rules run as a pure
+    function, Checked.sizing is not cleared behind the caller's back)."""
+    import json
+
+    from generator.cli import run
+    path = tmp_path / "o.yaml"
+    path.write_text(overlay)
+    assert run(["size", str(EXAMPLES / "s1-16xh20-pd.yaml"), "-f", str(path),
+                "--format", "json"]) == 1
+    doc = json.loads(capsys.readouterr().out)
+    assert [r["name"] for r in doc["roles"]] == ["prefill", "decode"]
+    assert all("kvTokensPerRank" in r for r in doc["roles"]), doc["roles"]
+    assert code in {f["code"] for f in doc["findings"]}
+    assert not any(f["code"].startswith("SIZ") for f in doc["findings"])

@@ -50,7 +50,9 @@ def extract(src: Path) -> dict:
                 choices[opt] = entry["choices"]
     releases = {v: sorted(o for o in opts if o in TRACKED)
                 for v, opts in by_version.items() if v.startswith("0.5.")}
-    return {"source": "shared/reference/engines/sglang-flags-by-version.json, sglang-0.5.23-cli.json",
+    return {"source": "every SGLang release's own launch_server parser (option names of 0.4.10.post2"
+                      "-0.5.23; choices of 0.5.23), dumped by the team and extracted by "
+                      "tools/extract_sglang_dialects.py",
             "releases": releases, "choices_0.5.23": choices}
 
 

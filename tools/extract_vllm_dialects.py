@@ -82,7 +82,8 @@ def extract(src: Path) -> dict:
             },
         }
     return {
-        "source": "shared/reference/engines/vllm-dialects.yaml (vLLM releases' own parsers and sources)",
+        "source": "every vLLM release's own vllm serve parser and sources (0.11.0-0.33.0), dumped "
+                  "by the team and extracted by tools/extract_vllm_dialects.py",
         "releases": out,
     }
 

@@ -12,11 +12,12 @@ from __future__ import annotations
 import math
 from collections import Counter
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 from ..catalog import GPUS, arch_from_config, builtin_config
 from ..engines.registry import dialect_for
 from ..engines.base import RoleInput
-from ..layout import compute_layout
+from ..layout import compute_layout, min_redundant_experts
 from ..sizing import RoleSizing, size_role
 from ..sizing.params import inventory
 from ..sizing.weights import tensor_bytes
@@ -30,7 +31,7 @@ MAX_BATCH_PER_RANK = 512
 
 @dataclass
 class Candidate:
-    """One evaluated deployment (SPEC.md §5 JSON via :meth:`to_json`)."""
+    """One evaluated deployment (docs/spec.md §5 JSON via :meth:`to_json`)."""
 
     roles: list[dict]
     gpus: int
@@ -47,7 +48,7 @@ class Candidate:
     sustains: bool = True
 
     def to_json(self) -> dict:
-        """The candidate as SPEC.md §5 shows it."""
+        """The candidate as docs/spec.md §5 shows it."""
         return {"rank": self.rank, "roles": self.roles, "gpus": self.gpus,
                 "kvTokensPerRank": self.kv_tokens_per_rank, "ttftMs": round(self.ttft_ms, 1),
                 "tpotMs": round(self.tpot_ms, 1), "outputTokensPerSec": round(self.output_tps),
@@ -72,7 +73,7 @@ class PlanResult:
     alternatives: list[dict] = field(default_factory=list)
 
     def to_json(self) -> dict:
-        """SPEC.md §5 JSON (plus assumptions and alternatives)."""
+        """docs/spec.md §5 JSON (plus assumptions and alternatives)."""
         return {"reachable": self.reachable, "bound": self.bound,
                 "assumptions": self.assumptions, "alternatives": self.alternatives,
                 "candidates": [c.to_json() for c in self.candidates]}
@@ -120,27 +121,50 @@ def _shape(cfg: dict, fmt: str, kv_bytes_per_token: float) -> perf.ModelShape:
                            qk_head=qk, v_head=v, latent=latent, attn_window=window)
 
 
+class LayoutChoice(NamedTuple):
+    """One instance's parallel layout in the search: GPUs = tensor x data x pipeline."""
+
+    tensor: int
+    data: int
+    pipeline: int
+    expert: bool
+
+    @property
+    def gpus(self) -> int:
+        """GPUs of one instance."""
+        return self.tensor * self.data * self.pipeline
+
+    @property
+    def ep(self) -> int:
+        """Expert-parallel size (1 without EP)."""
+        return self.tensor * self.data if self.expert else 1
+
+    def as_json(self) -> dict:
+        """The ``parallel`` block of the spec."""
+        return self._asdict()
+
+
 def _layouts(gpn: int, gpus: int, heads: int, mode: str,
-             experts: int = 1 << 30) -> list[tuple[int, int, int, bool]]:
-    """(tensor, data, pipeline, expert) options that use whole nodes (an expert-parallel group
-    never has more GPUs than routed experts)."""
+             experts: int = 1 << 30) -> list[LayoutChoice]:
+    """Layout options that use whole nodes (an expert-parallel group never has more GPUs than
+    routed experts)."""
     out = []
     for tp in (gpn, 2 * gpn):
         if heads % tp == 0 and tp <= gpus:
-            out.append((tp, 1, 1, False))
+            out.append(LayoutChoice(tp, 1, 1, False))
     if 2 * gpn <= gpus and heads % gpn == 0:
-        out.append((gpn, 1, 2, False))
+        out.append(LayoutChoice(gpn, 1, 2, False))
     d = gpn
     while d <= gpus and d <= experts:
-        out.append((1, d, 1, True))
+        out.append(LayoutChoice(1, d, 1, True))
         d *= 2
     if mode == "prefill":
-        out = [o for o in out if o[1] <= 2 * gpn]
+        out = [o for o in out if o.data <= 2 * gpn]
     return out
 
 
-def _role_input(name, mode, model, arch, serving, layout_args, pool, replicas, spec_tokens,
-                kv_transfer, concurrency, redundant):
+def _role_input(name, mode, model, arch, serving, layout_args: LayoutChoice, pool, replicas,
+                spec_tokens, kv_transfer, concurrency, redundant):
     t, d, p, ep = layout_args
     lay = compute_layout(t, d, p, ep, "lws", pool.gpusPerNode, replicas)
     moe = None
@@ -154,10 +178,6 @@ def _role_input(name, mode, model, arch, serving, layout_args, pool, replicas, s
                      parallel=sm.Parallel(tensor=t, data=d, pipeline=p, expert=ep), moe=moe,
                      speculative=spec, kv_transfer=kv_transfer, network=sm.Network(),
                      layout=lay, pd=mode != "unified", concurrency=concurrency)
-
-
-def _min_redundant(experts: int, ep: int) -> int:
-    return (ep - experts % ep) % ep if ep > 1 else 0
 
 
 def plan(req: PlanRequest, progress=None) -> PlanResult:
@@ -200,7 +220,6 @@ def _plan(req: PlanRequest, progress=None) -> PlanResult:
     model = sm.Model(name=s.model.name or s.model.architecture, architecture=s.model.architecture,
                      weights=s.model.weights, path="/models/model")
     wl = s.workload
-    ctx_avg = wl.inputTokens + wl.outputTokens / 2
     max_len = min(arch.max_position_embeddings, wl.inputTokens + wl.outputTokens)
     serving = sm.ServingSettings(maxModelLen=max_len, kvCacheDtype=s.constraints.kvCacheDtype)
     k = s.speculative.numSpeculativeTokens if s.speculative and arch.mtp_layers else 0
@@ -228,13 +247,13 @@ def _plan(req: PlanRequest, progress=None) -> PlanResult:
     def decoding_role(name, mode, lay, pool, conn):
         """Instances, sizing and decode point of a decoding role on ``pool`` (None, with the
         reason counted in ``rejected``, when it cannot be placed, sized or hold the load)."""
-        n = pool.nodes // max(1, lay[0] * lay[1] * lay[2] // pool.gpusPerNode)
+        n = pool.nodes // max(1, lay.gpus // pool.gpusPerNode)
         if n < 1:
             return None
-        red = _min_redundant(arch.routed_experts, lay[0] * lay[1]) if lay[3] else 0
-        per_rank = -(-wl.concurrency // (n * lay[1])) if wl.concurrency else None
+        red = min_redundant_experts(arch.routed_experts, lay.ep) if lay.expert else 0
+        per_rank = -(-wl.concurrency // (n * lay.data)) if wl.concurrency else None
         role = _role_input(name, mode, model, arch, serving, lay, pool, n, k, conn,
-                           per_rank * lay[1] if per_rank else 1, red)
+                           per_rank * lay.data if per_rank else 1, red)
         if role.layout.problem:
             return None
         z = sized(role, pool)
@@ -266,11 +285,11 @@ def _plan(req: PlanRequest, progress=None) -> PlanResult:
                 progress(n_split, len(splits))
             for pl in _layouts(ppool.gpusPerNode, ppool.gpusPerNode * ppool.nodes,
                                arch.num_attention_heads, "prefill", arch.routed_experts):
-                nodes_p = max(1, pl[0] * pl[1] * pl[2] // ppool.gpusPerNode)
+                nodes_p = max(1, pl.gpus // ppool.gpusPerNode)
                 np_ = ppool.nodes // nodes_p
                 if np_ < 1:
                     continue
-                red_p = _min_redundant(arch.routed_experts, pl[0] * pl[1]) if pl[3] else 0
+                red_p = min_redundant_experts(arch.routed_experts, pl.ep) if pl.expert else 0
                 prole = _role_input("prefill", "prefill", model, arch, serving, pl, ppool, np_, 0,
                                     conn, 1, red_p)
                 if prole.layout.problem:
@@ -285,8 +304,9 @@ def _plan(req: PlanRequest, progress=None) -> PlanResult:
                     found = decoding_role("decode", "decode", dl, dpool, conn)
                     if found is not None:
                         nd, z, est, _ = found
-                        cands.append(_pd_candidate(req, pname, dname, pl, dl, np_, nd, t_p, est,
-                                                   z, ctx_avg, k))
+                        cands.append(_pd_candidate(
+                            req, RoleChoice("prefill", pname, pl, np_),
+                            RoleChoice("decode", dname, dl, nd), t_p, est, z))
     # --- unified ---
     if s.constraints.disaggregation != "required":
         for name, pool in pools:
@@ -295,9 +315,8 @@ def _plan(req: PlanRequest, progress=None) -> PlanResult:
                 found = decoding_role("serve", "unified", ul, pool, None)
                 if found is not None:
                     nu, z, est, role = found
-                    cands.append(_unified_candidate(req, name, ul, nu,
-                                                    prefill_rate(role, pool, z), est, z,
-                                                    ctx_avg, k))
+                    cands.append(_unified_candidate(req, RoleChoice("unified", name, ul, nu),
+                                                    prefill_rate(role, pool, z), est, z))
 
     unique: dict[str, Candidate] = {}
     for c in cands:   # the same roles reached twice (e.g. two splits of one pool): keep the best
@@ -392,10 +411,24 @@ def _in_flight(wl, capacity: int) -> int:
     return min(wl.concurrency, capacity) if wl.concurrency else capacity
 
 
-def _role_json(mode, pool, replicas, layout) -> dict:
-    t, d, p, ep = layout
-    return {"mode": mode, "nodePool": pool, "replicas": replicas,
-            "parallel": {"tensor": t, "data": d, "pipeline": p, "expert": ep}}
+@dataclass(frozen=True)
+class RoleChoice:
+    """A role of a candidate: its pool, layout and instance count."""
+
+    mode: str
+    pool: str
+    layout: LayoutChoice
+    instances: int
+
+    @property
+    def gpus(self) -> int:
+        """GPUs of all instances."""
+        return self.instances * self.layout.gpus
+
+    def as_json(self) -> dict:
+        """The role as docs/spec.md §5 shows it."""
+        return {"mode": self.mode, "nodePool": self.pool, "replicas": self.instances,
+                "parallel": self.layout.as_json()}
 
 
 def _max_utilisation(t_service: float, extra: float, ttft_slo_ms: float | None) -> float:
@@ -409,16 +442,18 @@ def _max_utilisation(t_service: float, extra: float, ttft_slo_ms: float | None) 
     return min(0.95, 2 * x / (1 + 2 * x))
 
 
-def _pd_candidate(req, pname, dname, pl, dl, np_, nd, pre, est, z, ctx_avg, k) -> Candidate:
+def _pd_candidate(req: PlanRequest, prefill: RoleChoice, decode: RoleChoice,
+                  pre: perf.PrefillEstimate, est: perf.DecodeEstimate, z: RoleSizing) -> Candidate:
     """Disaggregated: prefill instances feed decode instances; the request rate is the least of
     the prefill rate that keeps TTFT within its SLO, the decode rate (Little's law over the
     sequences in flight) and, with a fixed concurrency, concurrency / (TTFT + OSL x TPOT)."""
     wl = req.spec.workload
     kv_t = perf.kv_transfer_time(wl.inputTokens, z.kv_bytes_per_token,
                                  req.spec.network.interNodeGbps)
-    prefill_cap = np_ * pre.requests_per_s
+    prefill_cap = prefill.instances * pre.requests_per_s
     rho_max = _max_utilisation(pre.latency_s, kv_t, req.spec.slo.ttftMs)
-    seqs = _in_flight(wl, nd * dl[1] * est.batch_per_rank * dl[2])
+    dl = decode.layout
+    seqs = _in_flight(wl, decode.instances * dl.data * est.batch_per_rank * dl.pipeline)
     decode_cap = seqs / (wl.outputTokens * est.tpot_s)
     rate = min(prefill_cap * rho_max, decode_cap)
     ttft = pre.latency_s + kv_t
@@ -437,23 +472,26 @@ def _pd_candidate(req, pname, dname, pl, dl, np_, nd, pre, est, z, ctx_avg, k) -
     bound = min(binding, key=binding.get)
     if not sustains:
         bound = f"offered load {wl.requestsPerSecond:g} req/s exceeds capacity ({bound})"
-    gpus = np_ * pl[0] * pl[1] * pl[2] + nd * dl[0] * dl[1] * dl[2]
-    roles = [_role_json("prefill", pname, np_, pl), _role_json("decode", dname, nd, dl)]
-    notes = [f"P:D = {np_}:{nd}", f"decode batch {est.batch_per_rank} per rank",
+    gpus = prefill.gpus + decode.gpus
+    roles = [prefill.as_json(), decode.as_json()]
+    notes = [f"P:D = {prefill.instances}:{decode.instances}",
+             f"decode batch {est.batch_per_rank} per rank",
              f"prefill {min(rate / prefill_cap, 1):.0%} busy" if prefill_cap else "prefill idle"]
     return Candidate(roles, gpus, z.kv_tokens_per_rank, ttft * 1000, est.tpot_s * 1000,
                      rate * wl.outputTokens, rate * (wl.inputTokens + wl.outputTokens), True,
                      False, bound, notes, sustains=sustains)
 
 
-def _unified_candidate(req, name, ul, nu, pre, est, z, ctx_avg, k) -> Candidate:
+def _unified_candidate(req: PlanRequest, unified: RoleChoice, pre: perf.PrefillEstimate,
+                       est: perf.DecodeEstimate, z: RoleSizing) -> Candidate:
     """Prefill and decode share the GPUs: prefill work takes a fraction busy = R / (n x prefill
     requests/s) of the instances, during which decode stalls. With S sequences decoding at TPOT
     t: R = S (1 - busy) / (OSL x t), hence R = S / (OSL x t + S / (n x prefill req/s)); TPOT
     stretches to t / (1 - busy)."""
     wl = req.spec.workload
-    seqs = _in_flight(wl, nu * ul[1] * est.batch_per_rank * ul[2])
-    cap = nu * pre.requests_per_s
+    ul = unified.layout
+    seqs = _in_flight(wl, unified.instances * ul.data * est.batch_per_rank * ul.pipeline)
+    cap = unified.instances * pre.requests_per_s
     rate = seqs / (wl.outputTokens * est.tpot_s + seqs / cap)
     sustains = True
     if wl.requestsPerSecond:
@@ -462,11 +500,11 @@ def _unified_candidate(req, name, ul, nu, pre, est, z, ctx_avg, k) -> Candidate:
     busy = min(rate / cap, 0.95)
     tpot = est.tpot_s / (1 - busy)
     ttft = pre.latency_s * (1 + busy / (2 * (1 - busy)))
-    gpus = nu * ul[0] * ul[1] * ul[2]
+    gpus = unified.gpus
     bound = "prefill interrupting decode (shared GPUs)" if busy > 0.3 else est.bound
     if not sustains:
         bound = f"offered load {wl.requestsPerSecond:g} req/s exceeds capacity ({bound})"
-    return Candidate([_role_json("unified", name, nu, ul)], gpus, z.kv_tokens_per_rank,
+    return Candidate([unified.as_json()], gpus, z.kv_tokens_per_rank,
                      ttft * 1000, tpot * 1000, rate * wl.outputTokens,
                      rate * (wl.inputTokens + wl.outputTokens), True, False, bound,
                      [f"{busy:.0%} of the time in prefill", f"batch {est.batch_per_rank} per rank"],

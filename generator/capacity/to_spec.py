@@ -5,6 +5,7 @@ from __future__ import annotations
 import yaml
 
 from ..catalog import arch_from_config, builtin_config
+from ..layout import min_redundant_experts
 from .request import PlanRequest
 
 
@@ -25,7 +26,7 @@ def spec_yaml(req: PlanRequest, cand) -> str:
                 "parallel": dict(p)}
         if p["expert"] and arch.routed_experts:
             ep = p["tensor"] * p["data"]
-            redundant = (ep - arch.routed_experts % ep) % ep
+            redundant = min_redundant_experts(arch.routed_experts, ep)
             role["moe"] = {"all2all": "deepep_high_throughput" if r["mode"] == "prefill"
                            else "deepep_low_latency"}
             if redundant:

@@ -3,15 +3,15 @@
 GPU figures (dense, no sparsity):
 
 * ``hbm_mib`` — device memory as the driver reports it (``nvidia-smi``), MiB (2^20 bytes).
-  H20-96GB 97,871 MiB and H20-141GB/H200 143,771 MiB: shared/BRIEF.md section 3 (from nvidia-smi
+  H20-96GB 97,871 MiB and H20-141GB/H200 143,771 MiB: docs/brief.md section 3 (from nvidia-smi
   on those parts). H100/H800 81,559 MiB and B200 183,359 MiB: nvidia-smi on those parts.
 * ``torch_total_gib`` — ``torch.cuda.mem_get_info()`` total as engines print it, GiB (2^30 bytes),
   which is what vLLM multiplies by ``gpu_memory_utilization``. H20-96GB 95.58, H20-141GB 139.72,
-  H200 139.81, B200 178.4: engine logs in shared/reference/groundtruth-dev.yaml; H100/H800 79.19:
-  PyTorch's "total capacity of 79.19 GiB" out-of-memory message (shared/BRIEF.md: ~79.2).
+  H200 139.81, B200 178.4: engine logs in the engine-printed figures tests/test_sizing.py and bench/sizing_residuals.py check; H100/H800 79.19:
+  PyTorch's "total capacity of 79.19 GiB" out-of-memory message (docs/brief.md: ~79.2).
 * ``hbm_gbps`` — HBM bandwidth, GB/s (10^9 bytes/s); ``bf16_tflops``/``fp8_tflops`` — dense tensor
   throughput; ``nvlink_gbps`` — NVLink bandwidth per GPU, GB/s. Sources: NVIDIA datasheets (H20
-  product brief: 4.0 TB/s / 4.8 TB/s, 148 / 296 TFLOPS, 900 GB/s, as quoted in shared/BRIEF.md
+  product brief: 4.0 TB/s / 4.8 TB/s, 148 / 296 TFLOPS, 900 GB/s, as quoted in docs/brief.md
   section 1; H100/H800 SXM datasheet: 3.35 TB/s, 989 / 1979 TFLOPS, NVLink 900 / 400 GB/s; H200:
   4.8 TB/s; B200 (HGX): 8 TB/s, 2250 / 4500 TFLOPS, NVLink 1800 GB/s).
 
@@ -19,8 +19,8 @@ GPU figures (dense, no sparsity):
   sm100: B200), which decides the engines' MLA attention backend (vLLM 0.33: FLASHMLA first on
   sm90, FLASHINFER_MLA on sm100; vllm/platforms/cuda.py ``_get_backend_priorities``).
 
-Architectures: the SPEC.md catalog ids map to copies of the Hugging Face ``config.json`` files in
-``catalog/models/`` (copied from shared/reference/models/, the models' published configs).
+Architectures: the docs/spec.md catalog ids map to copies of the Hugging Face ``config.json`` files in
+``catalog/models/`` (the models' published Hugging Face configs).
 """
 
 from __future__ import annotations
@@ -60,7 +60,7 @@ GPUS: dict[str, Gpu] = {
     )
 }
 
-#: SPEC.md architecture id -> config file shipped in catalog/models/.
+#: docs/spec.md architecture id -> config file shipped in catalog/models/.
 ARCHITECTURES: dict[str, str] = {
     "deepseek-v3": "deepseek-v3.config.json",
     "deepseek-r1": "deepseek-r1.config.json",

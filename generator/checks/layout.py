@@ -160,15 +160,39 @@ def _group_restart(ctx: Context):
                       "one node per instance")
 
 
-@rule("LAY010", W, "DP ranks on one node share NVLink only inside one pod",
+def _ranks_split_per_node(ctx: Context, i: int, r) -> int:
+    """Expert-parallel ranks of one node that pod-per-rank puts in separate pods (0 if none)."""
+    role = ctx.spec.spec.roles[i]
+    per_node = ctx.spec.spec.nodePools[role.nodePool].gpusPerNode // max(1, r.layout.gpus_per_pod)
+    split = role.workload == "pod-per-rank" and r.layout.expert_parallel and per_node > 1
+    return per_node if split else 0
+
+
+@rule("LAY010", E, "DeepEP's NVLink peers share one pod",
+      "DeepEP opens its NVLink buffer on the other ranks of its 8-GPU group with "
+      "cudaIpcOpenMemHandle (deepseek-ai/DeepEP csrc/deep_ep.cpp Buffer::sync); vLLM allocates "
+      "that buffer in low-latency mode too (vllm/distributed/device_communicators/all2all.py, "
+      "VLLM_DEEPEP_BUFFER_SIZE_MB); separate pods cannot open each other's handles",
+      engines=("vllm",))
+def _per_rank_deepep(ctx: Context):
+    for i, r in ctx.role_items():
+        per_node = _ranks_split_per_node(ctx, i, r)
+        if per_node and r.moe and r.moe.all2all and r.moe.all2all.startswith("deepep"):
+            yield Hit(role_path(i, "workload"),
+                      f"role {r.name!r} puts up to {per_node} ranks of a node in separate pods, "
+                      f"but {r.moe.all2all} maps its NVLink peers' buffers by CUDA IPC: every "
+                      "engine fails at start", "use workload: lws (one pod per node)")
+
+
+@rule("LAY013", W, "DP ranks on one node share NVLink only inside one pod",
       "CUDA IPC / NVLink peer access needs the processes in one container (separate pods have "
-      "separate IPC namespaces); DeepEP's intranode path uses CUDA IPC handles")
+      "separate IPC namespaces); NCCL then falls back to the network between them "
+      "(NCCL docs: NCCL_P2P_LEVEL, https://docs.nvidia.com/deeplearning/nccl/user-guide/docs/"
+      "env.html)", engines=("vllm",))
 def _per_rank_nvlink(ctx: Context):
     for i, r in ctx.role_items():
-        role = ctx.spec.spec.roles[i]
-        pool = ctx.spec.spec.nodePools[role.nodePool]
-        per_node = pool.gpusPerNode // max(1, r.layout.gpus_per_pod)
-        if role.workload == "pod-per-rank" and r.layout.expert_parallel and per_node > 1:
+        per_node = _ranks_split_per_node(ctx, i, r)
+        if per_node and not (r.moe and r.moe.all2all and r.moe.all2all.startswith("deepep")):
             yield Hit(role_path(i, "workload"),
                       f"role {r.name!r} puts up to {per_node} expert-parallel ranks of a node in "
                       "separate pods: their all-to-all cannot use NVLink between them",

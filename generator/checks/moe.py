@@ -225,8 +225,8 @@ def _sglang_deepep_normal_decode(ctx: Context):
 
 @rule("A2A008", W, "prefill roles use DeepEP's high-throughput kernels",
       "DeepEP low-latency buffers hold at most 1,024 tokens per rank; prefill chunks are "
-      "thousands (deepseek-ai/DeepEP README: normal kernels for prefill, low-latency for "
-      "decode)")
+      "thousands (https://github.com/deepseek-ai/DeepEP README: normal kernels for prefill, "
+      "low-latency for decode; generator/engines/deepep.py)")
 def _prefill_ll(ctx: Context):
     for i, role in enumerate(ctx.spec.spec.roles):
         if role.mode == "prefill" and role.moe and role.moe.all2all == "deepep_low_latency":

@@ -15,7 +15,7 @@ def _iface(ctx: Context):
     net = ctx.spec.spec.network
     if net.socketInterface:
         return
-    for i, r in ctx.role_items():
+    for _, r in ctx.role_items():
         if r.layout.multi_pod or net.hostNetwork:
             why = f"spans {len(r.layout.pods)} pods" if r.layout.multi_pod else "uses hostNetwork"
             yield Hit(("spec", "network", "socketInterface"),

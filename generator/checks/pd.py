@@ -92,7 +92,7 @@ def _router_connector(ctx: Context):
       "engines reject longer requests at decode (vLLM vllm/v1/engine/input_processor.py, SGLang "
       "python/sglang/srt/managers/tokenizer_manager.py)")
 def _pd_len(ctx: Context):
-    for i, p, j, d in pd_pairs(ctx):
+    for _, p, j, d in pd_pairs(ctx):
         lp = p.serving.maxModelLen or p.arch.max_position_embeddings
         ld = d.serving.maxModelLen or d.arch.max_position_embeddings
         if ld < lp:
@@ -187,7 +187,8 @@ def _spec_prefill_matches(ctx: Context):
 
 @rule("SPD004", E, "decode roles of a PD deployment share one speculative config",
       "any prefill instance hands requests to any decode instance, and prefill runs exactly one "
-      "speculative config (see SPD003)")
+      "speculative config (vllm/distributed/kv_transfer/kv_connector/v1/nixl/metadata.py, as "
+      "SPD003; generator/pipeline.py carried_speculative)")
 def _spec_decodes_agree(ctx: Context):
     roles = ctx.spec.spec.roles
     decodes = [(i, r) for i, r in enumerate(roles) if r.mode == "decode"]

@@ -11,7 +11,7 @@ from .registry import E, W, Context, Hit, role_path, rule
 @rule("POD001", E, "the pod memory limit holds /dev/shm",
       "Kubernetes charges memory-backed emptyDir to the container limit; production-stack#276")
 def _shm_limit(ctx: Context):
-    for i, r in ctx.role_items():
+    for i, _ in ctx.role_items():
         role = ctx.spec.spec.roles[i]
         if role.pod is None or role.pod.memory is None:
             continue

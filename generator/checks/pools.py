@@ -68,3 +68,17 @@ def _tolerations(ctx: Context):
                 yield Hit(("spec", "nodePools", name, "tolerations", j, "tolerationSeconds"),
                           f"toleration {t.key!r} sets tolerationSeconds with effect {t.effect!r}",
                           "tolerationSeconds applies to effect NoExecute only")
+
+
+@rule("POOL005", W, "every pool a role uses selects its nodes",
+      "Kubernetes nodeSelector: without one, the scheduler may place the pods on any node with "
+      "free GPUs, of another type than the pool's GPU the sizing was computed for")
+def _pool_selector(ctx: Context):
+    used = {r.nodePool for r in ctx.spec.spec.roles}
+    for name, pool in ctx.spec.spec.nodePools.items():
+        if name in used and not pool.nodeSelector:
+            yield Hit(("spec", "nodePools", name),
+                      f"pool {name!r} ({pool.gpu}) has no nodeSelector: its pods may land on "
+                      "nodes with other GPUs",
+                      "set nodeSelector, e.g. {nvidia.com/gpu.product: NVIDIA-H20} or the "
+                      "instance-type label")

@@ -2,7 +2,7 @@
 
 Per-release option names come from ``data/sglang-releases.json`` (extracted by
 ``tools/extract_sglang_dialects.py`` from every release's own parser dump,
-shared/reference/engines/sglang-flags-by-version.json); value choices from the 0.5.23 dump. All
+every release's parser dump, extracted by tools/extract_sglang_dialects.py); value choices from the 0.5.23 dump. All
 options are defined in ``ServerArgs.add_cli_args``, python/sglang/srt/server_args.py (0.5.23);
 environment variables in python/sglang/srt/environ.py.
 
@@ -51,7 +51,7 @@ from .versions import SupportedRange, parse_version, select_known
 if TYPE_CHECKING:
     from ..sizing import RoleSizing
 
-#: SGLang releases moegen supports: the 0.5 series (SPEC.md §2), 0.5.1 being the first known.
+#: SGLang releases moegen supports: the 0.5 series (docs/spec.md §2), 0.5.1 being the first known.
 SUPPORTED = [SupportedRange((0, 5, 1), (0, 6, 0))]
 #: ``--dist-init-addr`` port (torch.distributed rendezvous of a multi-node instance); the LWS
 #: and SGLang multi-node examples use 20000.
@@ -119,7 +119,7 @@ def draft_tokens(role: RoleInput) -> int:
 def deepep_dispatch_tokens(role: RoleInput) -> int:
     """DeepEP low-latency dispatch tokens per rank a decode role needs: the largest batch a rank
     can run (graph batch, or what max-running-requests admits) x draft tokens
-    (shared/research/field-failures.md #11), at least SGLang's default."""
+    (docs/field-failures.md #11), at least SGLang's default."""
     batch = max(cuda_graph_batch(role), admitted_per_rank(role))
     return max(DEEPEP_LL_DEFAULT_TOKENS, batch * draft_tokens(role))
 
@@ -253,10 +253,12 @@ class SglangDialect:
             notes.append(f"speculative config of decode role {role.speculative_from!r}: prefill "
                          "sends the draft's hidden states with the KV (disaggregation/prefill.py)")
         ports = [Port("http", s.port)]
-        if role.kv_transfer is not None and role.mode == "prefill":
-            ports.append(Port("kv-bootstrap", BOOTSTRAP_PORT))
+        # The disaggregation bootstrap server runs on node 0 of a prefill instance only
+        # (python/sglang/srt/disaggregation/ bootstrap server, started by the node-0 scheduler).
+        bootstrap = (Port("kv-bootstrap", BOOTSTRAP_PORT),) \
+            if role.kv_transfer is not None and role.mode == "prefill" else ()
         if lay.spread is Spread.SINGLE:
-            per_pod, serves, pod_ports, rendezvous = [[]], [True], [()], None
+            per_pod, serves, pod_ports, rendezvous = [[]], [True], [bootstrap], None
         else:
             n = len(lay.pods)
             shared = ["--nnodes", str(n)]
@@ -265,7 +267,7 @@ class SglangDialect:
                 per_pod.append(shared + ["--node-rank", str(pod.index),
                                          "--dist-init-addr", f"{LEADER_IP}:{DIST_INIT_PORT}"])
             serves = [True] + [False] * (n - 1)
-            pod_ports = [(Port("dist-init", DIST_INIT_PORT),)] + [()] * (n - 1)
+            pod_ports = [(*bootstrap, Port("dist-init", DIST_INIT_PORT))] + [()] * (n - 1)
             rendezvous = DIST_INIT_PORT
             notes.append(f"{n} nodes of one SGLang instance (tp {group}, pp {lay.pipeline}); "
                          "node 0 serves the API")

@@ -1,4 +1,4 @@
-"""Engine version ranges and the "greatest known version not above" dialect rule (SPEC.md §2).
+"""Engine version ranges and the "greatest known version not above" dialect rule (docs/spec.md §2).
 
 A requested version inside a supported range uses the dialect of the greatest *known* release
 not above it (vLLM 0.33.4 -> 0.33.0). A version outside every range is an error naming the ranges;

@@ -2,7 +2,7 @@
 
 Per-release facts (option names, ``--all2all-backend`` choices, EPLB keys, connectors, env
 defaults) come from ``data/vllm-releases.json``, extracted by ``tools/extract_vllm_dialects.py``
-from each release's own parser and sources (shared/reference/engines/vllm-dialects.yaml). The
+from each release's own parser and sources (every release's own parser, extracted by tools/extract_vllm_dialects.py). The
 switches that change how a flag is written:
 
 =========================  ===========  ===============================================
@@ -62,7 +62,7 @@ from .versions import SupportedRange, parse_version, select_known
 if TYPE_CHECKING:
     from ..sizing import RoleSizing
 
-#: vLLM releases moegen supports: 0.11.0 up to the 0.33.x series (SPEC.md §2).
+#: vLLM releases moegen supports: 0.11.0 up to the 0.33.x series (docs/spec.md §2).
 SUPPORTED = [SupportedRange((0, 11, 0), (0, 34, 0))]
 
 #: ``--data-parallel-rpc-port``: vLLM's default, rendered explicitly so every pod agrees
@@ -77,14 +77,14 @@ NIXL_SIDE_CHANNEL_PORT = 5600
 MOONCAKE_BOOTSTRAP_PORT = 8998
 #: ``VLLM_ENGINE_READY_TIMEOUT_S``: how long the API server waits for the engine cores. The
 #: default 600 s is shorter than a DeepSeek-V3 load over DP16 across nodes (7-10 min seen,
-#: shared/research/anchors-k8s.md §7.7); 1800 s matches the startup probe budget.
+#: docs/anchors-k8s.md §7.7); 1800 s matches the startup probe budget.
 ENGINE_READY_TIMEOUT_S = 1800
 
 #: moegen's kvTransfer.connector -> vLLM connector class (registered names, vLLM
 #: vllm/distributed/kv_transfer/kv_connector/factory.py).
 CONNECTORS = {"nixl": "NixlConnector", "mooncake": "MooncakeConnector",
               "lmcache": "LMCacheConnectorV1"}
-#: Role mode -> kv_role. Producer/consumer, not kv_both: shared/research/field-failures.md #24.
+#: Role mode -> kv_role. Producer/consumer, not kv_both: docs/field-failures.md #24.
 KV_ROLES = {"prefill": "kv_producer", "decode": "kv_consumer", "unified": "kv_both"}
 #: First release whose NIXL compatibility hash covers the speculative (EAGLE/MTP) config, so a
 #: prefill without the decode's MTP refuses the handshake. Read from every release's sdist:
@@ -266,11 +266,14 @@ class VllmDialect:
                          "layer's KV")
         per_pod, serves, rendezvous = self._rank_args(role, notes)
         ports = [Port("http", s.port)]
-        if role.kv_transfer is not None and role.kv_transfer.connector == "mooncake":
-            ports.append(Port("kv-bootstrap", MOONCAKE_BOOTSTRAP_PORT))
+        mooncake = role.kv_transfer is not None and role.kv_transfer.connector == "mooncake"
         pod_ports = []
         for pod in role.layout.pods:
             extra = [Port(rendezvous[0], rendezvous[1])] if rendezvous and pod.index == 0 else []
+            # The Mooncake bootstrap server runs on DP rank 0 (internal LB) or on every rank's
+            # pod (external LB) (mooncake_connector.py should_launch_bootstrap_server).
+            if mooncake and (pod.index == 0 or role.layout.spread is Spread.PER_RANK):
+                extra.insert(0, Port("kv-bootstrap", MOONCAKE_BOOTSTRAP_PORT))
             if role.kv_transfer is not None and role.kv_transfer.connector == "nixl":
                 nixl = self.nixl_ports(pod.dp_ranks, role.layout.tensor)
                 extra += [Port(f"nixl-{r}" if role.layout.data > 1 else "nixl", p)
@@ -298,7 +301,7 @@ class VllmDialect:
           and binds ``--data-parallel-address`` on its own IP; workers add ``--headless`` and
           ``--data-parallel-start-rank``. No start rank on the leader: a start rank on a
           non-headless node switches vLLM to hybrid LB, which rejects headless workers
-          (vllm/engine/arg_utils.py; shared/research/field-failures.md #6).
+          (vllm/engine/arg_utils.py; docs/field-failures.md #6).
         * MODEL spread (data == 1): ``--nnodes/--node-rank/--master-addr/--master-port``;
           workers are ``--headless``.
         * PER_RANK: external load balancing; every pod is one DP rank with its own API server,

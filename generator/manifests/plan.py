@@ -41,12 +41,29 @@ ROUTER_PROBES = {
 }
 
 
+#: LeaderWorkerSet policies (kubernetes-sigs/lws api/leaderworkerset/v1/leaderworkerset_types.go):
+#: * startupPolicy LeaderCreated: workers start with the leader and wait for its rendezvous port
+#:   in the launcher; LeaderReady would wait for the leader's readiness, which needs the workers
+#:   (vLLM/SGLang serve /health only once every rank joined): a deadlock (docs/field-failures.md
+#:   #5).
+#: * restartPolicy RecreateGroupOnPodRestart: any container restart recreates the whole group;
+#:   the engines rendezvous only at start (rule LAY009).
+#: * rollout maxSurge 0, maxUnavailable 1: a surge group would need a whole extra set of GPU
+#:   nodes; groups are replaced one at a time.
+LWS_STARTUP_POLICY = "LeaderCreated"
+LWS_RESTART_POLICY = "RecreateGroupOnPodRestart"
+LWS_MAX_SURGE, LWS_MAX_UNAVAILABLE = 0, 1
+#: StatefulSet podManagementPolicy: Parallel (pods start together; Kubernetes apps/v1).
+STS_POD_MANAGEMENT = "Parallel"
+
+
 @dataclass(frozen=True)
 class WorkloadPlan:
     """A LeaderWorkerSet or StatefulSet of one role (one file).
 
-    ``size``: pods per instance; ``worker``: the LWS worker template (None for single-pod
-    instances); ``selector``/``service_name``: StatefulSet only.
+    ``size``: pods per instance; ``worker``: the LWS worker template (the leader's for
+    single-pod instances: LWS requires one); ``selector``/``service_name``: StatefulSet only;
+    the policies: see :data:`LWS_STARTUP_POLICY` and the constants beside it.
     """
 
     kind: str
@@ -60,6 +77,11 @@ class WorkloadPlan:
     worker: PodPlan | None = None
     selector: dict[str, str] = field(default_factory=dict)
     service_name: str | None = None
+    startup_policy: str = LWS_STARTUP_POLICY
+    restart_policy: str = LWS_RESTART_POLICY
+    max_surge: int = LWS_MAX_SURGE
+    max_unavailable: int = LWS_MAX_UNAVAILABLE
+    pod_management: str = STS_POD_MANAGEMENT
 
 
 @dataclass(frozen=True)
@@ -163,12 +185,12 @@ def build_plan(spec: InferenceDeployment, roles: list[RoleInput], dialect: Diale
             name = lws_name(base, role.name)
             host = "$(LWS_LEADER_ADDRESS)" if lay.multi_pod else None
             index_label = LWS_WORKER_INDEX_LABEL if lay.multi_pod else None
+            leader = pod_plan(ctx, range(0, 1), index_label, host)
             workloads.append(WorkloadPlan(
                 kind="LeaderWorkerSet", name=name, file=f"{role.name}-lws.yaml", role=role.name,
-                labels=rlabels, replicas=role_spec.replicas, size=n_pods,
-                leader=pod_plan(ctx, range(0, 1), index_label, host),
+                labels=rlabels, replicas=role_spec.replicas, size=n_pods, leader=leader,
                 worker=pod_plan(ctx, range(1, n_pods), index_label, host) if lay.multi_pod
-                else None))
+                else leader))
             if not all(launch.serves_api):
                 client_selector = {**client_selector, LWS_WORKER_INDEX_LABEL: "0"}
             for g in range(role_spec.replicas):

@@ -137,7 +137,8 @@ def pod_plan(ctx: PodContext, pods: range, index_label: str | None,
                     "valueFrom": {"fieldRef": {"fieldPath": f"metadata.labels['{index_label}']"}}})
     if leader_host:
         env.append({"name": "MOEGEN_LEADER_HOST", "value": leader_host})
-    if role.kv_transfer is not None and role.kv_transfer.connector == "nixl":
+    if role.kv_transfer is not None and role.kv_transfer.connector == "nixl" \
+            and spec.spec.engine.name == "vllm":
         # Each pod's own IP: a host copied across pods breaks the NIXL handshake
         # (vllm/envs.py default "localhost"; dynamo#2706, vllm PR#41806).
         env.append({"name": "VLLM_NIXL_SIDE_CHANNEL_HOST",

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from ..capacity.search import PlanResult
+from ..layout import parallel_text
 
 
 def plan_text(result: PlanResult) -> str:
@@ -18,8 +19,7 @@ def plan_text(result: PlanResult) -> str:
     for c in result.candidates[:10]:
         layout = " + ".join(
             f"{r['mode'][0].upper()}x{r['replicas']} "
-            f"TP{r['parallel']['tensor']}DP{r['parallel']['data']}PP{r['parallel']['pipeline']}"
-            f"{'EP' if r['parallel']['expert'] else ''}@{r['nodePool']}" for r in c.roles)
+            f"{parallel_text(**r['parallel'], sep='')}@{r['nodePool']}" for r in c.roles)
         mark = "" if c.meets_slo else " (misses SLO)"
         lines.append(f"{c.rank:>2} {layout:<44} {c.gpus:>4} {c.kv_tokens_per_rank:>11,} "
                      f"{c.ttft_ms:>8.0f} {c.tpot_ms:>7.1f} {c.output_tps:>9,.0f} {c.total_tps:>9,.0f} "

@@ -11,7 +11,7 @@ planner's table when the input is a PlanRequest).
 
 from __future__ import annotations
 
-from ..layout import Spread
+from ..layout import Spread, parallel_text
 from ..sizing import RoleSizing
 
 #: Nodes drawn per role before aggregating the rest into a "+N more" box; nodes per row.
@@ -112,7 +112,7 @@ def _topology(checked, plan) -> dict:
         width = max(width, right + 10)
         block_h = rows * (node_h + 10) - 10
         desc = (f"{role.name} ({role.mode}): {role_spec.replicas} x "
-                f"TP{lay.tensor} DP{lay.data} PP{lay.pipeline}{' EP' + str(lay.ep_size) if lay.expert_parallel else ''}"
+                f"{parallel_text(lay.tensor, lay.data, lay.pipeline, lay.expert_parallel)}"
                 f" on {pool.gpu}, {lay.gpus_per_instance} GPUs per instance, {role_spec.workload}")
         roles_out.append({"name": role.name, "mode": role.mode, "y": y, "ty": y + 13, "label": desc,
                           "fill": ROLE_COLOURS.get(role.mode, "#eeeeee"), "nodes": node_boxes,
@@ -191,20 +191,14 @@ def _memory(sizing: list) -> list[dict]:
     return out
 
 
-def _layout_text(p) -> str:
-    text = f"TP{p.tensor} DP{p.data} PP{p.pipeline}"
-    if p.context and p.context > 1:
-        text += f" CP{p.context}"
-    return text + (f" EP{p.tensor * p.data}" if p.expert else "")
-
-
 def build(checked, plan) -> dict:
     """The review model of a checked spec (``plan`` None when the spec was rejected)."""
     spec = checked.spec
     findings = [f.to_json() for f in checked.findings]
     if spec is None:
         return {"kind": "InferenceDeployment", "summary": None, "topology": None, "memory": [],
-                "findings": findings, "plan": None, "ok": False}
+                "findings": findings, "plan": None, "ok": False,
+                "verdict": {"ok": False, "text": "rejected"}}
     s = spec.spec
     used = sum(r.layout.gpus_per_instance * rs.replicas for rs, r in zip(s.roles, checked.roles))
     available = sum(p.gpusPerNode * p.nodes for p in s.nodePools.values())
@@ -217,7 +211,9 @@ def build(checked, plan) -> dict:
                   for n, p in s.nodePools.items()],
         "roles": [{"name": r.name, "mode": r.mode, "workload": r.workload, "replicas": r.replicas,
                    "parallel": r.parallel.model_dump(exclude_none=True),
-                   "layout": _layout_text(r.parallel)} for r in s.roles],
+                   "layout": parallel_text(r.parallel.tensor, r.parallel.data, r.parallel.pipeline,
+                                           r.parallel.expert, r.parallel.context)}
+                  for r in s.roles],
         "gpusUsed": used if checked.roles else None, "gpusAvailable": available,
         "gpusText": (f"{used} used of {available} available" if checked.roles
                      else f"{available} available"),
@@ -225,13 +221,15 @@ def build(checked, plan) -> dict:
     return {"kind": "InferenceDeployment", "summary": summary,
             "topology": _topology(checked, plan) if plan is not None else None,
             "memory": _memory(checked.sizing or []), "findings": findings, "plan": None,
-            "ok": checked.ok}
+            "ok": checked.ok,
+            "verdict": {"ok": checked.ok,
+                        "text": "passes every check" if checked.ok else "rejected"}}
 
 
 def _plan_rows(result) -> dict:
     doc = result.to_json()
     for c in doc["candidates"]:
-        c["rolesText"] = [f"{r['mode']} x{r['replicas']} {_layout_text_dict(r['parallel'])} "
+        c["rolesText"] = [f"{r['mode']} x{r['replicas']} {parallel_text(**r['parallel'])} "
                           f"on {r['nodePool']}" for r in c["roles"]]
         c["outText"] = f"{c['outputTokensPerSec']:,}"
         c["totalText"] = f"{c['totalTokensPerSec']:,}"
@@ -242,11 +240,6 @@ def _plan_rows(result) -> dict:
                      f"({'reachable' if a['reachable'] else 'still not reachable'})")
     doc["emptyText"] = "" if doc["candidates"] else f"No candidate: {result.bound}."
     return doc
-
-
-def _layout_text_dict(p: dict) -> str:
-    return (f"TP{p['tensor']} DP{p['data']} PP{p['pipeline']}"
-            + (f" EP{p['tensor'] * p['data']}" if p["expert"] else ""))
 
 
 def build_plan(req, result) -> dict:
@@ -263,4 +256,6 @@ def build_plan(req, result) -> dict:
                         "gpusText": f"{sum(p.gpusPerNode * p.nodes for p in s.nodePools.values())}"
                                     " available"},
             "topology": None, "memory": [], "findings": [], "plan": _plan_rows(result),
-            "ok": result.reachable}
+            "ok": result.reachable,
+            "verdict": {"ok": result.reachable,
+                        "text": "goal reachable" if result.reachable else "not reachable"}}

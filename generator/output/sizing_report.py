@@ -7,7 +7,7 @@ from ..sizing import RoleSizing
 
 
 def sizing_json(checked) -> dict:
-    """SPEC.md §4: ``{"roles": [...]}`` with each role's findings attached. Every role of the spec
+    """docs/spec.md §4: ``{"roles": [...]}`` with each role's findings attached. Every role of the spec
     is listed; a role that could not be sized has ``"sized": false`` and the reason."""
     roles = []
     spec = checked.spec

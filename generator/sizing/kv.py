@@ -3,7 +3,7 @@
 MLA caches one latent per token per layer: ``kv_lora_rank + qk_rope_head_dim`` values, with no
 separate V, **replicated on every tensor-parallel rank** (each rank runs all its heads' attention
 against the full latent); under attention data parallelism each rank holds only its own sequences.
-Per layer (shared/research/anchors-planner.md §5, confirmed by groundtruth-dev.yaml to 0.01 %):
+Per layer (docs/anchors-planner.md §5, confirmed by groundtruth-dev.yaml to 0.01 %):
 
 * ``auto`` (the model dtype, BF16): (512 + 64) x 2 = 1,152 B; ``fp8``: 576 B
   (vLLM MLA KV spec head_size 576, vllm/v1/kv_cache_interface.py).
@@ -64,8 +64,8 @@ def v4_sequence_bytes(ratios: list[int], seq_len: int, mtp_layers: int = 0) -> i
     Every layer keeps a 128-token sliding window; ratio-4 layers add one compressed entry and
     one indexer key per 4 tokens, ratio-128 layers one entry per 128 tokens. vLLM sizes the
     pool in layer tuples: per 256-token block, max(#ratio-4, #ratio-128) tuples of one ratio-4
-    page, one indexer page and one ratio-128 page (shared/research notes on vLLM's V4
-    kv_cache_utils path). The latent is replicated on every tensor-parallel rank.
+    page, one indexer page and one ratio-128 page (vLLM vllm/v1/core/kv_cache_utils.py, the
+    hybrid KV groups of DeepSeek-V4). The latent is replicated on every tensor-parallel rank.
     """
     n4 = sum(1 for r in ratios if r == 4)
     n128 = sum(1 for r in ratios if r == 128)

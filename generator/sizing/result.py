@@ -86,7 +86,7 @@ class RoleSizing:
             and self.max_concurrency >= 1 and outside_ok
 
     def to_json(self) -> dict:
-        """SPEC.md §4 form (GiB rounded to 0.01, concurrency to 0.1)."""
+        """docs/spec.md §4 form (GiB rounded to 0.01, concurrency to 0.1)."""
         return {
             "name": self.name, "gpu": self.gpu, "engine": self.engine,
             "gpuMemoryGiB": round(self.gpu_memory, 2), "budgetGiB": round(self.budget, 2),

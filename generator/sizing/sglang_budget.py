@@ -3,7 +3,7 @@
 SGLang splits device memory with ``mem_fraction_static`` (mfs): weights + the KV pool live in
 mfs x (free memory at start); activations, CUDA graphs and communication buffers live in the
 rest (python/sglang/srt/model_executor/model_runner_kv_cache_mixin.py ``profile_max_num_token``;
-shared/research/anchors-planner.md §4.2)::
+docs/anchors-planner.md §4.2)::
 
     pre          = free memory after distributed init  (torch total - CUDA context - NCCL)
     kv_pool      = pre x mfs - weights

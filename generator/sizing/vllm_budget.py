@@ -1,7 +1,7 @@
 """vLLM's memory budget for one GPU, and what it leaves for the KV cache.
 
 vLLM V1 (vllm/v1/worker/gpu_worker.py ``determine_available_memory``, vllm/utils/mem_utils.py;
-shared/research/anchors-planner.md §4.1)::
+docs/anchors-planner.md §4.1)::
 
     requested     = total x gpu_memory_utilization
     available_kv  = requested - (weights + torch activation peak + non-torch increase
@@ -27,7 +27,7 @@ engine-printed numbers are printed by ``bench/sizing_residuals.py``):
   Earlier releases capture graphs after sizing, out of the (1 - utilization) headroom.
 * all-to-all buffers, which vLLM allocates outside the torch allocator: DeepEP low-latency
   ~ 4 x experts x tokens x 2 x hidden bytes (DeepEP ``get_low_latency_rdma_size_hint``;
-  shared/BRIEF.md §3: 1.8 GiB at 128 tokens for 256 experts and hidden 7168) with the tokens per
+  docs/brief.md §3: 1.8 GiB at 128 tokens for 256 experts and hidden 7168) with the tokens per
   dispatch = max_num_batched_tokens (0.20+) or VLLM_MOE_DP_CHUNK_SIZE 256 (earlier);
   DeepEP high-throughput: 2 x VLLM_DEEPEP_BUFFER_SIZE_MB (NVLink + RDMA buffers, 1024 MB each).
 """
@@ -52,7 +52,7 @@ from .weights import Placement, StageWeights
 ACT_BYTES_PER_TOKEN_HIDDEN = 88
 #: Non-torch memory that appears after vLLM's start snapshot, GiB: NCCL communicator buffers and
 #: custom all-reduce (TP > 1; ~0.55 GiB at TP2 and growing with TP, llm-d empirical results in
-#: anchors-planner.md §4.1) and cuBLAS/attention workspaces (0.13 GiB at TP1).
+#: docs/anchors-planner.md §4.1) and cuBLAS/attention workspaces (0.13 GiB at TP1).
 NON_TORCH_GIB = {1: 0.3, 2: 0.6, 4: 0.9, 8: 1.3}
 #: CUDA-graph memory, GiB, when the release subtracts its estimate before KV sizing.
 CUDA_GRAPH_GIB = 1.7
@@ -74,7 +74,7 @@ def v4_gather_gib(max_model_len: int, batched_tokens: int) -> float:
 
 
 #: CUDA context + memory held before vLLM's start snapshot, GiB: outside the budget, it must fit in
-#: the (1 - utilization) headroom (PyTorch CUDA context ~0.5 GiB, shared/BRIEF.md §3).
+#: the (1 - utilization) headroom (PyTorch CUDA context ~0.5 GiB, docs/brief.md §3).
 CUDA_CONTEXT_GIB = 0.5
 
 
@@ -82,7 +82,7 @@ def default_max_num_batched_tokens(version: tuple[int, int, int], gpu_total_gib:
                                    all2all: str | None, expert: bool, data: int) -> int:
     """vLLM's ``max_num_batched_tokens`` when the flag is not given (``vllm serve``).
 
-    Source: vllm/engine/arg_utils.py (default tiers; shared/reference/engines/vllm-dialects.yaml):
+    Source: vllm/engine/arg_utils.py (default tiers; every release's own parser, extracted by tools/extract_vllm_dialects.py):
     256 with deepep_low_latency/nixl_ep + EP + DP > 1 (>= 0.20.0); 16384 on GPUs >= 160 GiB
     (>= 0.28.0); 8192 on GPUs >= 70 GiB; otherwise 2048.
     """

@@ -10,7 +10,7 @@ Loading is safe and positional:
 * Every scalar, mapping and sequence keeps the file, line and column that set it
   (:class:`Provenance`), so findings can point at the overlay that set a field.
 
-Overlays merge as SPEC.md section 2 fixes: in command-line order, last wins; mappings merge key by
+Overlays merge as docs/spec.md §2 fixes: in command-line order, last wins; mappings merge key by
 key; lists whose items are all mappings with a ``name`` merge item by item by ``name`` (new names
 are appended); every other list is replaced whole.
 """

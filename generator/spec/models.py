@@ -1,4 +1,4 @@
-"""The InferenceDeployment spec as pydantic v2 models (SPEC.md section 2).
+"""The InferenceDeployment spec as pydantic v2 models (docs/spec.md §2).
 
 Every model forbids unknown fields (``extra="forbid"``): a typo is an error, never silently
 ignored. Field names are camelCase as in Kubernetes. ``schemas/inferencedeployment.schema.json`` is
