@@ -12,7 +12,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from .catalog import GPUS, ModelArch, UnknownArchitecture, arch_from_config, builtin_config
+from .catalog import (
+    GPUS,
+    ModelArch,
+    UnknownArchitecture,
+    arch_from_config,
+    builtin_config,
+)
 from .checks import Context, run_rules
 from .engines.base import Dialect, RoleInput
 from .engines.registry import dialect_for

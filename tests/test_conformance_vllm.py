@@ -10,7 +10,6 @@ parser-checked. Pod-specific placeholders (pod and leader IPs) are replaced by e
 
 from __future__ import annotations
 
-
 from tests.conformance.runner import check_commands, require_engines
 from tests.helpers import render_spec
 from tests.test_golden import cases

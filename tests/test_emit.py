@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from generator.errors import UsageError
 from generator.emit import MARKER, diff_tree, write_tree
+from generator.errors import UsageError
 
 
 def test_write_then_rewrite_removes_stale(tmp_path):

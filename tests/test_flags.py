@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from generator.engines import vllm
 from generator.engines.versions import UnsupportedVersion
 from tests.helpers import EXAMPLES, ROOT, render_spec
-
-import pytest
 
 
 def _launch(plan, role):

@@ -17,7 +17,6 @@ import pytest
 import yaml
 
 from generator.emit import diff_tree, write_tree
-
 from tests.helpers import ROOT, example_specs, render_spec
 
 GOLDEN = ROOT / "tests" / "golden"

@@ -14,18 +14,17 @@ Published figures (shared/BRIEF.md §2, seeds 000 and 002):
 from __future__ import annotations
 
 import pytest
+import yaml
 
+from generator.capacity import perf
+from generator.capacity.request import PlanRequest
+from generator.capacity.search import _role_input, _shape, decode_estimate, plan
 from generator.catalog import GPUS, arch_from_config, builtin_config
 from generator.cli import run
-from generator.capacity import perf
-from generator.capacity.search import _role_input, _shape, decode_estimate, plan
-from generator.capacity.request import PlanRequest
-from generator.sizing import size_role
 from generator.engines import sglang
+from generator.sizing import size_role
 from generator.spec import models as sm
 from tests.helpers import EXAMPLES
-
-import yaml
 
 PLANS = EXAMPLES / "plan"
 

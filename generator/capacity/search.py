@@ -15,8 +15,8 @@ from dataclasses import dataclass, field
 from typing import NamedTuple
 
 from ..catalog import GPUS, arch_from_config, builtin_config
-from ..engines.registry import dialect_for
 from ..engines.base import RoleInput
+from ..engines.registry import dialect_for
 from ..layout import compute_layout, min_redundant_experts
 from ..sizing import RoleSizing, size_role
 from ..sizing.params import inventory

@@ -28,8 +28,9 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from functools import cache
-from importlib import resources
 from typing import Any
+
+from ..resources import package_text
 
 
 @dataclass(frozen=True)
@@ -142,5 +143,5 @@ def arch_from_config(config: dict) -> ModelArch:
 def builtin_config(arch_id: str) -> dict:
     """The shipped ``config.json`` of catalog id ``arch_id`` (KeyError if unknown)."""
     name = ARCHITECTURES[arch_id]
-    text = resources.files(__package__).joinpath("models", name).read_text(encoding="utf-8")
+    text = package_text("catalog", "models", name)
     return json.loads(text)

@@ -4,7 +4,7 @@ group restarts, and the engines' layout limits."""
 from __future__ import annotations
 
 from ..layout import Spread
-from .registry import E, W, Context, Hit, is_vllm, role_path, rule
+from .registry import Context, E, Hit, W, is_vllm, role_path, rule
 
 
 @rule("ENG001", E, "the workload shape is one the engine supports",

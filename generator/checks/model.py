@@ -5,7 +5,7 @@ from __future__ import annotations
 from ..sizing import placement_for
 from ..sizing.params import inventory
 from ..sizing.weights import FP8_BLOCK, block_misfits
-from .registry import E, Context, Hit, role_path, rule, serving_path
+from .registry import Context, E, Hit, role_path, rule, serving_path
 
 
 @rule("MOD001", E, "model: exactly one of architecture and config", "docs/spec.md §2 (model: a catalog id, or config: a HF config.json)")

@@ -6,7 +6,7 @@ from __future__ import annotations
 from ..engines import deepep
 from ..engines import sglang as sg
 from ..layout import min_redundant_experts
-from .registry import E, W, Context, Hit, is_vllm, role_path, rule
+from .registry import Context, E, Hit, W, is_vllm, role_path, rule
 
 
 @rule("EP001", E, "EPLB needs expert parallelism",

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ..naming import MAX_CONTROLLER, MAX_LABEL, OWN_LABELS, OWN_PREFIX
-from .registry import E, W, Context, Hit, role_path, rule
+from .registry import Context, E, Hit, W, role_path, rule
 
 
 @rule("NAME001", E, "role names are unique",

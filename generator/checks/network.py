@@ -6,7 +6,7 @@ from ..engines import sglang as sg
 from ..engines import vllm as v
 from ..engines.network import network_env
 from ..layout import Spread
-from .registry import E, W, Context, Hit, is_vllm, role_path, rule, serving_path
+from .registry import Context, E, Hit, W, is_vllm, role_path, rule, serving_path
 
 
 @rule("NET001", E, "roles spanning pods need network.socketInterface",

@@ -4,7 +4,17 @@ from __future__ import annotations
 
 from ..catalog import GPUS
 from ..engines.routers import ROUTER_METRICS_PORT
-from .registry import E, Context, Hit, is_vllm, pd_pairs, role_path, role_sets, rule, serving_path
+from .registry import (
+    Context,
+    E,
+    Hit,
+    is_vllm,
+    pd_pairs,
+    role_path,
+    role_sets,
+    rule,
+    serving_path,
+)
 
 
 @rule("PD001", E, "a PD deployment has both prefill and decode roles",

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 
 from ..pods import shm_gib
-from .registry import E, W, Context, Hit, role_path, rule
+from .registry import Context, E, Hit, W, role_path, rule
 
 
 @rule("POD001", E, "the pod memory limit holds /dev/shm",

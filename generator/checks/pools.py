@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 
-from .registry import E, W, Context, Hit, role_path, rule
+from .registry import Context, E, Hit, W, role_path, rule
 
 
 @rule("POOL001", E, "role.nodePool names a pool of spec.nodePools", "docs/spec.md §2 (roles name a pool of spec.nodePools)")

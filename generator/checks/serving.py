@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ..sizing import RoleSizing
-from .registry import E, Context, Hit, is_vllm, role_path, rule, serving_path
+from .registry import Context, E, Hit, is_vllm, role_path, rule, serving_path
 
 
 @rule("SRV001", E, "maxNumBatchedTokens is at least maxNumSeqs",

@@ -7,10 +7,20 @@ import dataclasses
 import math
 
 from ..catalog import GPUS
-from ..sizing import RoleSizing, size_role
 from ..engines.base import RoleInput
+from ..sizing import RoleSizing, size_role
 from ..sizing.vllm_budget import CUDA_CONTEXT_GIB
-from .registry import E, SIZING, W, Context, Hit, role_path, role_sets, rule, serving_path
+from .registry import (
+    SIZING,
+    Context,
+    E,
+    Hit,
+    W,
+    role_path,
+    role_sets,
+    rule,
+    serving_path,
+)
 
 
 def _breakdown(z: RoleSizing) -> str:

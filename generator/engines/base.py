@@ -18,7 +18,15 @@ from typing import TYPE_CHECKING, Protocol
 
 from ..catalog import ModelArch
 from ..layout import RoleLayout
-from ..spec.models import KvTransfer, Model, Moe, Network, Parallel, ServingSettings, Speculative
+from ..spec.models import (
+    KvTransfer,
+    Model,
+    Moe,
+    Network,
+    Parallel,
+    ServingSettings,
+    Speculative,
+)
 
 if TYPE_CHECKING:  # sizing imports this module: the type only, no import cycle
     from ..sizing import RoleSizing

@@ -42,9 +42,9 @@ import json
 from dataclasses import dataclass
 from functools import cache
 from typing import TYPE_CHECKING, ClassVar
-from importlib import resources
 
 from ..layout import Spread
+from ..resources import package_text
 from .base import LEADER_IP, POD_IP, EngineLaunch, Port, RoleInput
 from .versions import SupportedRange, parse_version, select_known
 
@@ -86,7 +86,7 @@ KV_DTYPE = {"auto": "auto", "fp8": "fp8_e4m3"}
 
 @cache
 def _data() -> dict:
-    text = resources.files(__package__).joinpath("data", "sglang-releases.json").read_text("utf-8")
+    text = package_text("engines", "data", "sglang-releases.json")
     return json.loads(text)
 
 

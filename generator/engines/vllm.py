@@ -2,7 +2,7 @@
 
 Per-release facts (option names, ``--all2all-backend`` choices, EPLB keys, connectors, env
 defaults) come from ``data/vllm-releases.json``, extracted by ``tools/extract_vllm_dialects.py``
-from each release's own parser and sources (every release's own parser, extracted by tools/extract_vllm_dialects.py). The
+from each release's own parser and sources. The
 switches that change how a flag is written:
 
 =========================  ===========  ===============================================
@@ -53,9 +53,9 @@ import json
 from dataclasses import dataclass
 from functools import cache
 from typing import TYPE_CHECKING, ClassVar
-from importlib import resources
 
 from ..layout import Spread
+from ..resources import package_text
 from .base import LEADER_IP, POD_IP, EngineLaunch, Port, RoleInput
 from .versions import SupportedRange, parse_version, select_known
 
@@ -96,7 +96,7 @@ NIXL_HASHES_SPECULATIVE = (0, 28, 0)
 
 @cache
 def _releases() -> dict:
-    text = resources.files(__package__).joinpath("data", "vllm-releases.json").read_text("utf-8")
+    text = package_text("engines", "data", "vllm-releases.json")
     return json.loads(text)["releases"]
 
 

@@ -20,12 +20,32 @@ from ..engines.base import Dialect, EngineLaunch, RoleInput
 from ..engines.network import env_items, network_env
 from ..engines.routers import router_launch
 from ..layout import RoleLayout
-from ..naming import (L_COMPONENT, L_INSTANCE, L_MANAGED, L_MODE, L_NAME, L_REPLICA, L_ROLE,
-                      LWS_WORKER_INDEX_LABEL, lws_name, lws_pod, statefulset_name)
+from ..naming import (
+    L_COMPONENT,
+    L_INSTANCE,
+    L_MANAGED,
+    L_MODE,
+    L_NAME,
+    L_REPLICA,
+    L_ROLE,
+    LWS_WORKER_INDEX_LABEL,
+    lws_name,
+    lws_pod,
+    statefulset_name,
+)
 from ..sizing import RoleSizing
 from ..spec.models import InferenceDeployment
-from .pods import (ENGINE_STARTUP_S, LIVENESS_FAILURES, LIVENESS_PERIOD_S, READINESS_PERIOD_S,
-                   STARTUP_PERIOD_S, PodContext, PodPlan, launcher_context, pod_plan)
+from .pods import (
+    ENGINE_STARTUP_S,
+    LIVENESS_FAILURES,
+    LIVENESS_PERIOD_S,
+    READINESS_PERIOD_S,
+    STARTUP_PERIOD_S,
+    PodContext,
+    PodPlan,
+    launcher_context,
+    pod_plan,
+)
 
 #: The router's startup probe allows the engines' startup budget plus one minute before
 #: liveness starts: vllm-router and smg bind their port only once the engines answer their

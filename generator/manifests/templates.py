@@ -16,7 +16,12 @@ import jinja2
 import yaml
 
 
-class _Dumper(yaml.SafeDumper):
+#: libyaml's emitter when PyYAML has it (same output as the pure-Python emitter, checked byte
+#: for byte by the golden tests; ~10x faster on large trees), else the pure-Python one.
+_BaseDumper = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
+
+
+class _Dumper(_BaseDumper):
     """SafeDumper that never emits anchors/aliases (sequences stay kubectl-style indentless)."""
 
     def ignore_aliases(self, data):  # noqa: D102 - PyYAML hook

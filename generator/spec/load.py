@@ -27,6 +27,7 @@ from typing import Any
 from ruamel.yaml import YAML
 from ruamel.yaml.comments import CommentedMap, CommentedSeq
 from ruamel.yaml.error import MarkedYAMLError, YAMLError
+from ruamel.yaml.reader import Reader
 from ruamel.yaml.events import (
     AliasEvent,
     CollectionEndEvent,
@@ -140,41 +141,99 @@ def _read_text(path: Path, display: str, limit: int) -> tuple[str | None, Findin
                               "save the file as UTF-8")
 
 
-def _scan_events(yaml: YAML, text: str, display: str) -> Finding | None:
-    """Refuse what the spec format never needs before building any node (cheap on bombs)."""
+class _Replay:
+    """A parser that replays recorded events, so the composer builds nodes from the events the
+    safety scan already read (one pass of ruamel's pure-Python scanner instead of two)."""
+
+    def __init__(self, events: list) -> None:
+        self._events = events
+        self._i = 0
+
+    def check_event(self, *choices: Any) -> bool:
+        if self._i >= len(self._events):
+            return False
+        return not choices or isinstance(self._events[self._i], choices)
+
+    def peek_event(self) -> Any:
+        return self._events[self._i]
+
+    def get_event(self) -> Any:
+        ev = self._events[self._i]
+        self._i += 1
+        return ev
+
+    def dispose(self) -> None:
+        self._events = []
+
+
+def _printable(o: int) -> bool:
+    """YAML 1.2's printable set (spec 5.1: tab, LF, CR, x20-x7E, NEL, xA0-xD7FF, xE000-xFFFD,
+    x10000-x10FFFF)."""
+    return (o in (0x09, 0x0A, 0x0D, 0x85) or 0x20 <= o <= 0x7E or 0xA0 <= o <= 0xD7FF
+            or 0xE000 <= o <= 0xFFFD or 0x10000 <= o <= 0x10FFFF)
+
+
+def _non_printable(text: str, display: str) -> Finding | None:
+    """The first character YAML forbids, located (checked on the distinct characters: fast on
+    any size). ruamel's reader then skips its own check (:class:`_Reader`)."""
+    bad = [ch for ch in set(text) if not _printable(ord(ch))]
+    if not bad:
+        return None
+    pos = min(text.index(ch) for ch in bad)
+    line = text.count("\n", 0, pos) + 1
+    col = pos - (text.rfind("\n", 0, pos) + 1) + 1
+    return _finding("LOAD008", display,
+                    f"invalid YAML: character U+{ord(text[pos]):04X} is not allowed in YAML",
+                    "remove control characters (YAML 1.2 allows tab, newline and printable text)",
+                    line, col)
+
+
+class _Reader(Reader):
+    """ruamel's reader without its printable check, which :func:`_non_printable` already ran
+    (ruamel compiles a large Unicode regex for it on every start: ~6 ms)."""
+
+    def check_printable(self, data: Any) -> None:  # noqa: D102 - see the class docstring
+        return None
+
+
+def _scan_events(yaml: YAML, text: str, display: str) -> tuple[list, Finding | None]:
+    """Parse ``text`` into events, refusing what the spec format never needs as soon as it
+    appears (before any node is built: cheap on bombs). Returns (events, finding or None)."""
     depth = 0
     docs = 0
+    events: list = []
     try:
         for ev in yaml.parse(io.StringIO(text)):
+            events.append(ev)
             mark = getattr(ev, "start_mark", None)
             line, col = (mark.line + 1, mark.column + 1) if mark else (0, 0)
             if isinstance(ev, DocumentStartEvent):
                 docs += 1
                 if docs > 1:
-                    return _finding("LOAD004", display, "more than one YAML document",
-                                    "put one InferenceDeployment per file", line, col)
+                    return [], _finding("LOAD004", display, "more than one YAML document",
+                                        "put one InferenceDeployment per file", line, col)
             if isinstance(ev, AliasEvent) or (isinstance(ev, NodeEvent) and ev.anchor):
-                return _finding("LOAD005", display,
-                                "YAML anchors and aliases are not accepted in specs",
-                                "write the values out, or use an overlay (-f) to share them",
-                                line, col)
+                return [], _finding("LOAD005", display,
+                                    "YAML anchors and aliases are not accepted in specs",
+                                    "write the values out, or use an overlay (-f) to share them",
+                                    line, col)
             tag = getattr(ev, "tag", None)
             if tag is not None and str(tag) not in _PLAIN_TAGS:
-                return _finding("LOAD006", display, f"custom YAML tag {tag} is not accepted",
-                                "remove the tag; specs hold plain maps, lists and scalars",
-                                line, col)
+                return [], _finding("LOAD006", display, f"custom YAML tag {tag} is not accepted",
+                                    "remove the tag; specs hold plain maps, lists and scalars",
+                                    line, col)
             if isinstance(ev, CollectionStartEvent):
                 depth += 1
                 if depth > MAX_DEPTH:
-                    return _finding("LOAD007", display,
-                                    f"nesting deeper than {MAX_DEPTH} levels", "", line, col)
+                    return [], _finding("LOAD007", display,
+                                        f"nesting deeper than {MAX_DEPTH} levels", "", line, col)
             elif isinstance(ev, CollectionEndEvent):
                 depth -= 1
     except MarkedYAMLError as exc:
-        return _yaml_error(exc, display)
+        return [], _yaml_error(exc, display)
     except YAMLError as exc:  # pragma: no cover - ruamel raises MarkedYAMLError for syntax
-        return _finding("LOAD008", display, f"invalid YAML: {exc}")
-    return None
+        return [], _finding("LOAD008", display, f"invalid YAML: {exc}")
+    return events, None
 
 
 def _yaml_error(exc: MarkedYAMLError, display: str) -> Finding:
@@ -226,13 +285,19 @@ def parse_yaml_file(path: Path) -> tuple[Any, Provenance, list[Finding]]:
     text, err = _read_text(path, display, MAX_BYTES)
     if err:
         return None, Provenance(), [err]
-    yaml = YAML(typ="rt", pure=True)
-    yaml.allow_duplicate_keys = False
-    err = _scan_events(yaml, text, display)
+    err = _non_printable(text, display)
     if err:
         return None, Provenance(), [err]
+    yaml = YAML(typ="rt", pure=True)
+    yaml.Reader = _Reader
+    yaml.allow_duplicate_keys = False
+    events, err = _scan_events(yaml, text, display)
+    if err:
+        return None, Provenance(), [err]
+    constructor, _ = yaml.get_constructor_parser(io.StringIO(""))
+    yaml._parser = _Replay(events)   # the composer reads yaml.parser: replay the scanned events
     try:
-        node = yaml.load(text)
+        node = constructor.get_single_data()
     except MarkedYAMLError as exc:
         return None, Provenance(), [_yaml_error(exc, display)]
     prov = Provenance()

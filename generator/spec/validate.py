@@ -1,7 +1,11 @@
-"""Structural validation: JSON Schema first (every structural error at once), then pydantic.
+"""Structural validation: pydantic (strict) first; when it refuses, the JSON Schema explains.
 
 The JSON Schema is the one generated from the pydantic models (``models.json_schema``), the same
 document ``gen schema`` prints and ``schemas/`` ships, so the schema users see is the one enforced.
+Pydantic validates in strict mode (no coercion: ``"8"`` is not an int), so it accepts exactly
+what the schema accepts (``tests/test_fuzz.py`` checks the two verdicts agree); a valid spec never
+pays for importing jsonschema, and a refused one gets every structural error at once, with the
+schema's messages and did-you-mean hints.
 """
 
 from __future__ import annotations
@@ -9,18 +13,27 @@ from __future__ import annotations
 import difflib
 import json
 from functools import cache
+from typing import TYPE_CHECKING
 
-import jsonschema
 from pydantic import ValidationError
 
 from ..errors import Finding, Severity
 from .load import LoadedSpec, json_path
 from .models import InferenceDeployment, json_schema
 
+if TYPE_CHECKING:
+    import jsonschema
+
 
 @cache
-def _validator() -> jsonschema.Draft202012Validator:
+def _validator() -> "jsonschema.Draft202012Validator":
+    import jsonschema
     return jsonschema.Draft202012Validator(json_schema())
+
+
+def schema_errors(data) -> list["jsonschema.ValidationError"]:
+    """Every JSON Schema error of ``data`` (anyOf/oneOf flattened to their relevant leaves)."""
+    return _best(list(_validator().iter_errors(data)))
 
 
 def _show(value) -> str:
@@ -32,7 +45,7 @@ def _show(value) -> str:
 _LIMITS = {"minimum": ">=", "maximum": "<=", "exclusiveMinimum": ">", "exclusiveMaximum": "<"}
 
 
-def _schema_finding(err: jsonschema.ValidationError, loaded: LoadedSpec) -> Finding:
+def _schema_finding(err: "jsonschema.ValidationError", loaded: LoadedSpec) -> Finding:
     path = tuple(err.absolute_path)
     code, hint = "SCH001", ""
     message = f"{_show(err.instance)}: {err.message}" if len(err.message) > 120 else err.message
@@ -92,7 +105,7 @@ def _schema_finding(err: jsonschema.ValidationError, loaded: LoadedSpec) -> Find
     return Finding(code, Severity.ERROR, json_path(path), message, hint, loc)
 
 
-def _best(errors: list[jsonschema.ValidationError]) -> list[jsonschema.ValidationError]:
+def _best(errors: list["jsonschema.ValidationError"]) -> list["jsonschema.ValidationError"]:
     """Flatten anyOf/oneOf errors to their most relevant leaf.
 
     For ``x | None`` fields the ``None`` branch's "is not of type null" is never the point: keep
@@ -111,7 +124,7 @@ def _best(errors: list[jsonschema.ValidationError]) -> list[jsonschema.Validatio
     return out
 
 
-def _leaves(err: jsonschema.ValidationError) -> list[jsonschema.ValidationError]:
+def _leaves(err: "jsonschema.ValidationError") -> list["jsonschema.ValidationError"]:
     if not err.context:
         return [err]
     return [leaf for sub in err.context for leaf in _leaves(sub)]
@@ -119,21 +132,22 @@ def _leaves(err: jsonschema.ValidationError) -> list[jsonschema.ValidationError]
 
 def validate_structure(loaded: LoadedSpec) -> tuple[InferenceDeployment | None, list[Finding]]:
     """Validate ``loaded.data``; return the model (or None) and every structural finding."""
-    errors = _best(list(_validator().iter_errors(loaded.data)))
-    findings = [_schema_finding(e, loaded) for e in errors]
+    try:
+        return InferenceDeployment.model_validate(loaded.data, strict=True), []
+    except ValidationError as exc:
+        refused = exc
+    findings = [_schema_finding(e, loaded) for e in schema_errors(loaded.data)]
     # One finding per (path, code): anyOf branches can repeat the same complaint.
     unique = list({(f.path, f.code, f.message): f for f in findings}.values())
     if unique:
         return None, unique
-    try:
-        return InferenceDeployment.model_validate(loaded.data), []
-    except ValidationError as exc:  # the schema should have caught these; keep them readable
-        out = []
-        for e in exc.errors():
-            path = tuple(p for p in e["loc"] if not (isinstance(p, str) and p.startswith("function")))
-            out.append(Finding("SCH001", Severity.ERROR, json_path(path), e["msg"], "",
-                               loaded.provenance.locate(path)))
-        return None, out
+    # Refused by pydantic alone (the schema should have caught it): keep its findings readable.
+    out = []
+    for e in refused.errors():
+        path = tuple(p for p in e["loc"] if not (isinstance(p, str) and p.startswith("function")))
+        out.append(Finding("SCH001", Severity.ERROR, json_path(path), e["msg"], "",
+                           loaded.provenance.locate(path)))
+    return None, out
 
 
 def pydantic_findings(model_cls, data, provenance) -> tuple[object | None, list[Finding]]:

@@ -140,7 +140,8 @@ def _install_fake_vllm_platform() -> None:
 def _vllm_checker():
     _install_fake_vllm_platform()
     from vllm.distributed.kv_transfer.kv_connector.v1.nixl.metadata import (
-        compute_nixl_compatibility_hash)
+        compute_nixl_compatibility_hash,
+    )
     from vllm.engine.arg_utils import EngineArgs
     from vllm.entrypoints.common.cli_args import make_arg_parser
     from vllm.utils.argparse_utils import FlexibleArgumentParser

@@ -99,7 +99,10 @@ def main() -> int:
     current_platform.is_cuda = lambda: True  # type: ignore[method-assign]
 
     from vllm.engine.arg_utils import AsyncEngineArgs
-    from vllm.entrypoints.common.cli_args import make_arg_parser, validate_parsed_serve_args
+    from vllm.entrypoints.common.cli_args import (
+        make_arg_parser,
+        validate_parsed_serve_args,
+    )
     from vllm.utils.argparse_utils import FlexibleArgumentParser
 
     top = FlexibleArgumentParser(prog="vllm", description="vLLM CLI")
