@@ -9,6 +9,8 @@ Guarantees (docs/spec.md §3):
 * Atomicity: the new tree is written into a temporary sibling directory and swapped in by two
   renames, so readers see the old tree or the new one, never a half-written one; files of an
   earlier render that the new one does not produce disappear with the old tree.
+* No-op re-render: when the directory already holds exactly ``files`` (same names, same bytes,
+  same marker), nothing is written.
 * ``--check``: :func:`diff_tree` compares the directory with what would be written.
 """
 
@@ -104,7 +106,15 @@ def write_tree(outdir: Path, files: dict[str, str]) -> WriteResult:
     """
     outdir = Path(outdir)
     before = _check_ownership(outdir)
-    old_content = {p: (outdir / p).read_bytes() for p in before if p in files}
+    try:
+        old_content = {p: (outdir / p).read_bytes() for p in before if p in files}
+        unchanged = before == set(files) and all(
+            old_content[p] == text.encode("utf-8") for p, text in files.items()) \
+            and (outdir / MARKER).read_text(encoding="utf-8") == marker_text(files)
+    except OSError as exc:
+        raise UsageError(f"cannot read {outdir}: {exc.strerror}") from None
+    if unchanged:
+        return WriteResult(len(files), [], [], [])
     parent = outdir.parent if str(outdir.parent) else Path(".")
     try:
         parent.mkdir(parents=True, exist_ok=True)

@@ -60,3 +60,20 @@ def test_diff_tree(tmp_path):
     (out / "c.yaml").unlink()
     write_tree(out, {**files, "old.yaml": "o\n"})
     assert "D old.yaml (a render would remove it)" in diff_tree(out, files)
+
+
+def test_unchanged_rerender_writes_nothing(tmp_path):
+    out = tmp_path / "out"
+    files = {"a.yaml": "a: 1\n", "env/b.env": "B=2\n"}
+    write_tree(out, files)
+    inode = out.stat().st_ino, (out / "a.yaml").stat().st_ino
+    res = write_tree(out, dict(files))
+    assert (res.added, res.changed, res.removed) == ([], [], [])
+    assert (out.stat().st_ino, (out / "a.yaml").stat().st_ino) == inode   # same tree, untouched
+    res = write_tree(out, {**files, "a.yaml": "a: 2\n"})
+    assert res.changed == ["a.yaml"]
+    assert (out / "a.yaml").read_text() == "a: 2\n" and out.stat().st_ino != inode[0]
+    # An edited marker is restored even when every file is unchanged.
+    (out / MARKER).write_text("# edited\na.yaml\nenv/b.env\n")
+    write_tree(out, {**files, "a.yaml": "a: 2\n"})
+    assert (out / MARKER).read_text().splitlines()[1:] == ["a.yaml", "env/b.env"]

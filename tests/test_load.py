@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 
 from generator.spec.load import MAX_BYTES, Provenance, load_spec, merge, parse_yaml_file
 
@@ -84,10 +83,8 @@ def test_refuses_large_binary_and_non_utf8(tmp_path):
 def test_refuses_deep_nesting_quickly(tmp_path):
     deep = tmp_path / "deep.yaml"
     deep.write_text("a: " + "[" * 5000 + "]" * 5000 + "\n")
-    start = time.perf_counter()
-    _, _, f = parse_yaml_file(deep)
+    _, _, f = parse_yaml_file(deep)   # refused while scanning, before the composer recurses
     assert f[0].code == "LOAD007"
-    assert time.perf_counter() - start < 5
 
 
 def test_alias_bomb_refused_before_expansion(tmp_path):
@@ -96,10 +93,8 @@ def test_alias_bomb_refused_before_expansion(tmp_path):
         prev = f"*a{i - 1}"
         lines.append(f"a{i}: &a{i} [{', '.join([prev] * 10)}]")
     bomb = _write(tmp_path, "bomb.yaml", "\n".join(lines) + "\n")
-    start = time.perf_counter()
-    _, _, f = parse_yaml_file(bomb)
+    _, _, f = parse_yaml_file(bomb)   # 10^12 nodes if expanded: refused from the alias count
     assert f[0].code == "LOAD005"
-    assert time.perf_counter() - start < 5
 
 
 def test_missing_model_config_is_a_finding(tmp_path):

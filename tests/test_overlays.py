@@ -33,7 +33,7 @@ def test_infiniband_overlay_has_no_gid_index():
 
 def test_dev_overlay_is_small_and_plain():
     _, plan, files = render_spec(S1, [ROOT / "overlays" / "dev-small.yaml"])
-    assert all(w.leader.resources["limits"]["nvidia.com/gpu"] == 1 for w in plan.workloads)
+    assert all(w.leader.spec.resources["limits"]["nvidia.com/gpu"] == 1 for w in plan.workloads)
     decode = files["decode-lws.yaml"]
     assert "--speculative-config" not in decode and "--all2all-backend" not in decode
     assert "IPC_LOCK" not in decode and "rdma/" not in decode

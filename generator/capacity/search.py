@@ -104,7 +104,7 @@ def _shape(cfg: dict, fmt: str, kv_bytes_per_token: float) -> perf.ModelShape:
     expert_bytes = sum(tensor_bytes(t, fmt) / t.experts for t in moe_tensors)
     total = inv.total_params()
     routed = inv.component_params().get("routed_experts", 0)
-    moe_layers = sum(1 for k in inv.layer_kinds
+    moe_layers = sum(n for k, n in inv.kind_counts().items()
                      if any(t.component == "routed_experts" for t in inv.kinds[k]))
     active = total - routed + moe_layers * topk * expert_params
     heads = cfg["num_attention_heads"]

@@ -10,15 +10,25 @@ Files of an output directory (one object per file, named ``<role>-<kind>.yaml``)
 from __future__ import annotations
 
 from .plan import DeploymentPlan
-from .templates import render
+from .pods import PodSpecPlan
+from .templates import macro, render
 
 
 def render_files(plan: DeploymentPlan) -> dict[str, str]:
-    """Render every file of the output directory for ``plan``; keys are POSIX relative paths."""
+    """Render every file of the output directory for ``plan``; keys are POSIX relative paths.
+
+    Each pod spec is rendered once, however many workloads share it (the single-pod
+    StatefulSets of a role), and substituted into every workload that uses it.
+    """
     files: dict[str, str] = {}
+    pod_spec = macro("_pod.yaml.j2", "pod_spec")
+    specs: dict[PodSpecPlan, str] = {}
     for w in plan.workloads:
+        for pod in (w.leader, w.worker):
+            if pod is not None and pod.spec not in specs:
+                specs[pod.spec] = str(pod_spec(pod.spec))
         template = "lws.yaml.j2" if w.kind == "LeaderWorkerSet" else "statefulset.yaml.j2"
-        files[w.file] = render(template, plan=plan, w=w)
+        files[w.file] = render(template, plan=plan, w=w, specs=specs)
     for s in plan.services:
         files[s.file] = render("service.yaml.j2", plan=plan, s=s)
     if plan.router is not None:

@@ -45,6 +45,7 @@ from .pods import (
     PodPlan,
     launcher_context,
     pod_plan,
+    pod_spec,
 )
 
 #: The router's startup probe allows the engines' startup budget plus one minute before
@@ -205,11 +206,12 @@ def build_plan(spec: InferenceDeployment, roles: list[RoleInput], dialect: Diale
             name = lws_name(base, role.name)
             host = "$(LWS_LEADER_ADDRESS)" if lay.multi_pod else None
             index_label = LWS_WORKER_INDEX_LABEL if lay.multi_pod else None
-            leader = pod_plan(ctx, range(0, 1), index_label, host)
+            leader = pod_plan(ctx, pod_spec(ctx, range(0, 1), index_label, host))
             workloads.append(WorkloadPlan(
                 kind="LeaderWorkerSet", name=name, file=f"{role.name}-lws.yaml", role=role.name,
                 labels=rlabels, replicas=role_spec.replicas, size=n_pods, leader=leader,
-                worker=pod_plan(ctx, range(1, n_pods), index_label, host) if lay.multi_pod
+                worker=pod_plan(ctx, pod_spec(ctx, range(1, n_pods), index_label, host))
+                if lay.multi_pod
                 else leader))
             if not all(launch.serves_api):
                 client_selector = {**client_selector, LWS_WORKER_INDEX_LABEL: "0"}
@@ -219,6 +221,7 @@ def build_plan(spec: InferenceDeployment, roles: list[RoleInput], dialect: Diale
                         endpoints[role.mode].append(
                             f"http://{lws_pod(base, role.name, g, i)}.{name}.{ns}:{port}")
         else:  # statefulset: one single-pod StatefulSet per instance (LAY009)
+            shared = pod_spec(ctx, range(0, 1), None, None)
             for r in range(role_spec.replicas):
                 name = statefulset_name(base, role.name, r)
                 replica = {L_REPLICA: str(r)}
@@ -226,7 +229,7 @@ def build_plan(spec: InferenceDeployment, roles: list[RoleInput], dialect: Diale
                 workloads.append(WorkloadPlan(
                     kind="StatefulSet", name=name, file=f"{role.name}-{r}-statefulset.yaml",
                     role=role.name, labels=rlabels | replica, replicas=1, size=1,
-                    leader=pod_plan(ctx, range(0, 1), None, None, replica),
+                    leader=pod_plan(ctx, shared, replica),
                     selector=selector, service_name=name))
                 services.append(ServicePlan(
                     name, f"{role.name}-{r}-headless-service.yaml", rlabels | replica, selector,

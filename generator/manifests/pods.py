@@ -36,13 +36,14 @@ TERMINATION_GRACE_S = 60
 RESOLVE_TRIES, RESOLVE_SLEEP_S = 240, 5
 
 
-@dataclass(frozen=True)
-class PodPlan:
-    """A pod template. ``env`` is a list of Kubernetes EnvVar dicts (order kept: later entries
-    may reference earlier ones); every other mapping is emitted with sorted keys."""
+@dataclass(frozen=True, eq=False)
+class PodSpecPlan:
+    """The spec of a pod template, shared by every template of a role that runs the same pods
+    (the single-pod StatefulSets of one role share one object, rendered once). ``env`` is a list
+    of Kubernetes EnvVar dicts (order kept: later entries may reference earlier ones); every other
+    mapping is emitted with sorted keys. Compared and hashed by identity (the renderer keys its
+    rendered specs by object)."""
 
-    labels: dict[str, str]
-    annotations: dict[str, str]
     image: str
     launcher: dict[str, Any]
     env: list[dict[str, Any]]
@@ -58,6 +59,15 @@ class PodPlan:
     node_selector: dict[str, str]
     tolerations: list[dict[str, Any]]
     probes: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class PodPlan:
+    """A pod template: its metadata and its (possibly shared) spec."""
+
+    labels: dict[str, str]
+    annotations: dict[str, str]
+    spec: PodSpecPlan
 
 
 def _q(arg: str) -> str:
@@ -119,9 +129,17 @@ class PodContext:
     configmap: str
 
 
-def pod_plan(ctx: PodContext, pods: range, index_label: str | None,
-             leader_host: str | None, extra_labels: dict[str, str] | None = None) -> PodPlan:
-    """The template of pods ``pods`` of an instance (the leader: ``range(0, 1)``; LWS workers:
+def pod_plan(ctx: PodContext, spec: PodSpecPlan,
+             extra_labels: dict[str, str] | None = None) -> PodPlan:
+    """A pod template of the role: the role's labels (+ ``extra_labels``) and ``spec``."""
+    pod_cfg = ctx.role_spec.pod
+    return PodPlan(labels=ctx.labels | (extra_labels or {}),
+                   annotations=dict(pod_cfg.annotations) if pod_cfg else {}, spec=spec)
+
+
+def pod_spec(ctx: PodContext, pods: range, index_label: str | None,
+             leader_host: str | None) -> PodSpecPlan:
+    """The pod spec of pods ``pods`` of an instance (the leader: ``range(0, 1)``; LWS workers:
     ``range(1, n)``); a template declares the union of its pods' ports.
 
     ``index_label``: the label that carries the pod index (multi-pod instances);
@@ -191,9 +209,7 @@ def pod_plan(ctx: PodContext, pods: range, index_label: str | None,
                               "failureThreshold": LIVENESS_FAILURES,
                               "timeoutSeconds": max(LIVENESS_TIMEOUT_S, timeout)},
         }
-    return PodPlan(
-        labels=ctx.labels | (extra_labels or {}),
-        annotations=dict(pod_cfg.annotations) if pod_cfg else {},
+    return PodSpecPlan(
         image=spec.spec.engine.image,
         launcher=ctx.launcher,
         env=env,

@@ -40,6 +40,7 @@ window-only block plus ``e_proj``/``h_proj`` and its own hc head; embedding and 
 
 from __future__ import annotations
 
+from functools import cached_property
 from dataclasses import dataclass
 
 
@@ -112,12 +113,23 @@ class Inventory:
             total += self.mtp_layers * sum(t.params for t in self.mtp_layer)
         return total
 
+    def kind_counts(self) -> dict[str, int]:
+        """Number of main layers of each kind, kinds in order of first appearance."""
+        return dict(self._kind_counts)
+
+    @cached_property
+    def _kind_counts(self) -> dict[str, int]:
+        counts: dict[str, int] = {}
+        for kind in self.layer_kinds:
+            counts[kind] = counts.get(kind, 0) + 1
+        return counts
+
     def component_params(self) -> dict[str, int]:
         """Main-model parameters by component (MTP excluded)."""
         out: dict[str, int] = {}
-        for kind in self.layer_kinds:
+        for kind, n in self._kind_counts.items():
             for t in self.kinds[kind]:
-                out[t.component] = out.get(t.component, 0) + t.params
+                out[t.component] = out.get(t.component, 0) + n * t.params
         for t in self.outer:
             out[t.component] = out.get(t.component, 0) + t.params
         return out
@@ -185,12 +197,32 @@ def _dense(c: dict) -> list[Tensor]:
             Tensor("mlp.down", "dense_mlp", h, inter, True, "shard", split="in")]
 
 
+#: Inventories of the configs seen last, by identity: ``id(config) -> (config, inventory)``.
+#: The config is kept so its id cannot be reused while cached; configs are never mutated
+#: (the catalog's are cached, a spec's ``config.json`` is read once).
+_INVENTORIES: dict[int, tuple[dict, Inventory]] = {}
+
+
 def inventory(config: dict) -> Inventory:
     """Tensor inventory of an MLA + MoE model (DeepSeek-V2/V3/V3.2 families, Kimi-K2).
+
+    The planner sizes thousands of layouts of one model: the inventory of a config object is
+    built once (the config must not be mutated afterwards).
 
     Raises:
         KeyError: a config field the inventory needs is missing.
     """
+    hit = _INVENTORIES.get(id(config))
+    if hit is not None and hit[0] is config:
+        return hit[1]
+    inv = _build_inventory(config)
+    if len(_INVENTORIES) >= 16:
+        _INVENTORIES.clear()
+    _INVENTORIES[id(config)] = (config, inv)
+    return inv
+
+
+def _build_inventory(config: dict) -> Inventory:
     mt = config.get("model_type")
     if mt == "deepseek_v4":
         return _v4_inventory(config)

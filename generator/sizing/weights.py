@@ -194,12 +194,24 @@ def stage_weights(inv: Inventory, config: dict, fmt: str, place: Placement) -> l
     scale = 1 if (config.get("quantization_config") or {}).get("scale_fmt") == "ue8m0" else 4
     stages = []
     ranges = pp_partition(len(inv.layer_kinds), place.pp)
+    mla = place.mla_bf16_copies and fmt != "bf16" and "kv_lora_rank" in config
+    per_kind: dict[str, dict[str, float]] = {}
+    for kind in dict.fromkeys(inv.layer_kinds):
+        one: dict[str, float] = {}
+        _layer_bytes(inv.kinds[kind], fmt, place, experts, one, scale=scale)
+        if mla:
+            _add(one, "attention", _mla_copies(config, place))
+        per_kind[kind] = one
     for s, rng in enumerate(ranges):
+        # Layers of one kind weigh the same: count them (components keep first-seen order).
         acc: dict[str, float] = {}
+        counts: dict[str, int] = {}
         for i in rng:
-            _layer_bytes(inv.layer(i), fmt, place, experts, acc, scale=scale)
-            if place.mla_bf16_copies and fmt != "bf16" and "kv_lora_rank" in config:
-                _add(acc, "attention", _mla_copies(config, place))
+            kind = inv.layer_kinds[i]
+            counts[kind] = counts.get(kind, 0) + 1
+        for kind, n in counts.items():
+            for comp, b in per_kind[kind].items():
+                _add(acc, comp, n * b)
         for t in inv.outer:
             first, last = s == 0, s == len(ranges) - 1
             if (t.component == "embedding" and first) or (t.component != "embedding" and last):
@@ -208,7 +220,7 @@ def stage_weights(inv: Inventory, config: dict, fmt: str, place: Placement) -> l
             for _ in range(inv.mtp_layers):
                 _layer_bytes(inv.mtp_layer, fmt, place, experts, acc, component_override="mtp",
                              scale=scale)
-                if place.mla_bf16_copies and fmt != "bf16" and "kv_lora_rank" in config:
+                if mla:
                     _add(acc, "mtp", _mla_copies(config, place))
         stages.append(StageWeights(s, tuple(rng), acc))
     return stages
