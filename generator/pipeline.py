@@ -25,7 +25,9 @@ from .engines.registry import dialect_for
 from .engines.versions import UnsupportedVersion
 from .errors import Finding, Severity
 from .layout import compute_layout
+from .pods import STARTUP_PERIOD_S, effective_pod
 from .sizing import RoleSizing, size_role
+from .sizing.host import HostPlan, host_plan
 from .spec.load import LoadedSpec, json_path, load_spec
 from .spec.models import InferenceDeployment, Speculative, effective_serving
 from .spec.validate import validate_structure
@@ -46,6 +48,8 @@ class Checked:
         dialect: the engine dialect (None when unsupported).
         sizing: per role of the spec, its memory plan, or why it was not sized (a string), or
             None (no pool, model or layout to size).
+        host: per role of the spec, its pods' host resources and startup budget (None where
+            the layout is impossible).
     """
 
     loaded: LoadedSpec
@@ -54,6 +58,7 @@ class Checked:
     roles: list[RoleInput] = field(default_factory=list)
     dialect: Dialect | None = None
     sizing: tuple[RoleSizing | str | None, ...] = ()
+    host: tuple[HostPlan | None, ...] = ()
 
     @property
     def ok(self) -> bool:
@@ -120,7 +125,8 @@ def role_inputs(spec: InferenceDeployment, arch: ModelArch | None) -> list[RoleI
             serving=effective_serving(spec.spec, role), parallel=p, moe=role.moe,
             speculative=speculative, kv_transfer=role.kvTransfer,
             network=spec.spec.network, layout=layout, pd=pd,
-            concurrency=role.sizing.concurrency, speculative_from=source))
+            concurrency=role.sizing.concurrency or 1, speculative_from=source,
+            admission=role.sizing.concurrency))
     return roles
 
 
@@ -147,7 +153,9 @@ def check(spec_path: Path, overlays: list[Path] = ()) -> Checked:
     result.findings += findings
     roles = role_inputs(spec, arch)
     result.sizing = _size_roles(spec, roles, dialect)
-    ctx = Context(spec, loaded.provenance, dialect, arch, tuple(roles), result.sizing)
+    result.host = _host_plans(spec, roles, dialect)
+    ctx = Context(spec, loaded.provenance, dialect, arch, tuple(roles), result.sizing,
+                  host=result.host)
     result.findings += run_rules(ctx)
     if result.ok and dialect is not None and arch is not None:
         result.roles = [r for r in roles if r is not None]
@@ -170,6 +178,23 @@ def _size_roles(spec: InferenceDeployment, roles: list[RoleInput | None],
     return tuple(out)
 
 
+def _host_plans(spec: InferenceDeployment, roles: list[RoleInput | None],
+                dialect: Dialect | None) -> tuple[HostPlan | None, ...]:
+    """Host resources and startup budget of every role whose layout is possible."""
+    out: list[HostPlan | None] = []
+    for role_spec, role in zip(spec.spec.roles, roles):
+        if role is None or dialect is None or role.layout.problem:
+            out.append(None)
+            continue
+        try:
+            out.append(host_plan(role, dialect, effective_pod(spec.spec, role_spec),
+                                 role_spec.engineArgs, spec.spec.model.loadGBps,
+                                 STARTUP_PERIOD_S))
+        except KeyError:
+            out.append(None)   # the sizing reports the missing config field
+    return tuple(out)
+
+
 def _sorted(result: Checked) -> Checked:
     result.findings = sorted(result.findings, key=Finding.sort_key)
     return result
@@ -181,7 +206,8 @@ def deployment_plan(checked: Checked) -> DeploymentPlan:
     assert checked.ok and checked.spec is not None and checked.dialect is not None, \
         "deployment_plan() needs a spec without errors"
     return build_plan(checked.spec, checked.roles, checked.dialect,
-                      [z for z in checked.sizing if isinstance(z, RoleSizing)])
+                      [z for z in checked.sizing if isinstance(z, RoleSizing)],
+                      [h for h in checked.host if h is not None])
 
 
 def render(checked: Checked) -> tuple[DeploymentPlan, dict[str, str]]:

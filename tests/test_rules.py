@@ -12,7 +12,7 @@ apiVersion: moegen.dev/v1alpha1
 kind: InferenceDeployment
 metadata: {{name: x}}
 spec:
-  model: {{name: m, config: config.json, weights: fp8, path: /m}}
+  model: {{name: m, config: config.json, weights: fp8, path: /m, volume: {{persistentVolumeClaim: {{claimName: w}}}}}}
   engine: {{name: vllm, version: "0.33.0", image: vllm/vllm-openai:v0.33.0}}
   network: {{socketInterface: eth0}}
   nodePools:

@@ -71,16 +71,20 @@ def test_sglang_prefill_sends_draft_hidden_states():
 @pytest.mark.parametrize("spec,command", [(S1, ["vllm-router"]), (S3, ["smg", "launch"])])
 def test_router_waits_for_the_engines(spec: Path, command: list[str]):
     """vllm-router and smg bind their port only once the workers are healthy
-    (worker_startup_timeout_secs): the router waits the engines' whole startup budget, and its
-    startup probe outlasts that, so the kubelet never kills a router that is waiting."""
-    _, plan, files = render_spec(spec)
+    (worker_startup_timeout_secs): the router waits the slowest role's whole startup budget, and
+    its startup probe outlasts that, so the kubelet never kills a router that is waiting."""
+    checked, plan, files = render_spec(spec)
     router = _doc(files, "router-deployment.yaml")["spec"]["template"]["spec"]["containers"][0]
     assert router["command"] == command
     args = router["args"]
     wait_s = int(args[args.index("--worker-startup-timeout-secs") + 1])
-    engine = _doc(files, "decode-lws.yaml")["spec"]["leaderWorkerTemplate"]["leaderTemplate"]
-    startup = engine["spec"]["containers"][0]["startupProbe"]
-    assert wait_s == startup["periodSeconds"] * startup["failureThreshold"] == 1800
+    budgets = []
+    for role in ("prefill", "decode"):
+        engine = _doc(files, f"{role}-lws.yaml")["spec"]["leaderWorkerTemplate"]["leaderTemplate"]
+        startup = engine["spec"]["containers"][0]["startupProbe"]
+        budgets.append(startup["periodSeconds"] * startup["failureThreshold"])
+    assert budgets == [h.startup_s for h in checked.host]
+    assert wait_s == max(budgets) > 1500   # 20 min warm-up + 5 min rendezvous + the load
     probe = router["startupProbe"]
     assert probe["tcpSocket"] == {"port": "http"}
     assert probe["periodSeconds"] * probe["failureThreshold"] > wait_s

@@ -73,6 +73,19 @@ ARCHITECTURES: dict[str, str] = {
     "deepseek-v2-lite": "deepseek-v2-lite.config.json",
 }
 
+#: Catalog id -> the Hugging Face repository of the checkpoint whose config.json ships
+#: (https://huggingface.co/<id>); the served model id ``gen plan --emit`` writes.
+HF_IDS: dict[str, str] = {
+    "deepseek-v3": "deepseek-ai/DeepSeek-V3",
+    "deepseek-r1": "deepseek-ai/DeepSeek-R1",
+    "deepseek-v3.1": "deepseek-ai/DeepSeek-V3.1",
+    "deepseek-v3.2": "deepseek-ai/DeepSeek-V3.2",
+    "deepseek-v4-pro": "deepseek-ai/DeepSeek-V4-Pro",
+    "deepseek-v4-flash": "deepseek-ai/DeepSeek-V4-Flash",
+    "kimi-k2": "moonshotai/Kimi-K2-Instruct-0905",
+    "deepseek-v2-lite": "deepseek-ai/DeepSeek-V2-Lite",
+}
+
 #: HF ``model_type`` values moegen understands -> architecture family.
 FAMILIES: dict[str, str] = {
     "deepseek_v2": "deepseek_v2",

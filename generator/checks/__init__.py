@@ -11,7 +11,8 @@ moe         EP, A2A: expert parallelism, EPLB, all-to-all backends (DeepEP)
 pd          PD, SPD003-004: prefill/decode pairs, connectors, speculative config, router
 serving     SRV: batch tokens and admitted sequences
 network     NET, PORT: bootstrap interface, derived environment, ports
-pod         POD, ENG002: pod memory and the image
+pod         POD, ENG002-003: pod memory and the image
+engine      ENG004-005: engineArgs (options of the pinned release, not derived ones)
 sizing      SIZ: HBM sizing (phase ``sizing``: runs after the others)
 codes       codes raised outside the rule functions (loader, schema, pipeline, planner)
 =========== ==============================================================================
@@ -20,7 +21,20 @@ A new rule goes into its family's module with :func:`~generator.checks.registry.
 a failing example under ``tests/invalid/`` (or a unit test): ``test_every_rule_has_a_failing_example``.
 """
 
-from . import codes, layout, model, moe, names, network, pd, pod, pools, serving, sizing  # noqa: F401
+from . import (  # noqa: F401
+    codes,
+    engine,
+    layout,
+    model,
+    moe,
+    names,
+    network,
+    pd,
+    pod,
+    pools,
+    serving,
+    sizing,
+)
 from .registry import RULES, Context, Hit, Phase, Rule, run_rules
 
 __all__ = ["RULES", "Context", "Hit", "Phase", "Rule", "run_rules"]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from ..pods import effective_pod
 from ..sizing import placement_for
 from ..sizing.params import inventory
 from ..sizing.weights import FP8_BLOCK, block_misfits
@@ -90,3 +91,28 @@ def _mtp_tokens(ctx: Context):
             yield Hit(role_path(i, "speculative", "numSpeculativeTokens"),
                       f"numSpeculativeTokens {sp.numSpeculativeTokens} is not a multiple of the "
                       f"model's {n} MTP layers", f"use a multiple of {n}")
+
+
+@rule("MOD005", E, "the weights directory is mounted",
+      "vLLM vllm/transformers_utils/config.py and SGLang hf_transformers_utils.py read a "
+      "model path that does not exist as a Hugging Face repo id (huggingface_hub "
+      "validate_repo_id refuses '/models/...'): the engine crash-loops on scheduled GPUs")
+def _weights_mounted(ctx: Context):
+    spec = ctx.spec.spec
+    if spec.model.volume is not None:
+        return
+    path = spec.model.path.rstrip("/")
+
+    def covered(m) -> bool:
+        mount = str(m.get("mountPath", "")).rstrip("/")
+        return path == mount or path.startswith(mount + "/")
+
+    bare = [role.name for role in spec.roles
+            if not any(covered(m) for m in effective_pod(spec, role).extra_volume_mounts)]
+    if bare:
+        yield Hit(("spec", "model", "volume"),
+                  f"nothing is mounted at model.path {spec.model.path} in the pods of "
+                  f"{', '.join(repr(n) for n in bare)}: model.volume is not set and no "
+                  "pod.extraVolumeMounts covers it",
+                  "set model.volume (e.g. {persistentVolumeClaim: {claimName: weights}}), or "
+                  "mount the weights with pod.extraVolumes/extraVolumeMounts")

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 from ..engines import sglang as sg
 from ..engines import vllm as v
+from ..engines.caches import CACHE_ENV_KEYS
 from ..engines.network import network_env
 from ..layout import Spread
+from ..pods import effective_pod
 from .registry import Context, E, Hit, W, is_vllm, role_path, rule, serving_path
 
 
@@ -35,35 +37,73 @@ def _iface_syntax(ctx: Context):
                   "give one interface such as eth0; NCCL-style ^/= prefixes break Gloo")
 
 
-#: Engine variables moegen sets (engines/vllm.py, engines/sglang.py) besides the network ones
-#: (engines/network.py); a network.env value replaces moegen's.
+#: Multus secondary networks (k8snetworkplumbingwg/multus-cni: the pod annotation that adds
+#: interfaces net1, net2, ... or the names given as ``<network>@<ifname>``).
+MULTUS_ANNOTATION = "k8s.v1.cni.cncf.io/networks"
+#: The interface a pod network namespace has without hostNetwork or Multus (CNI plugins name
+#: the pod's interface eth0: containernetworking/cni SPEC "CNI_IFNAME", set by the kubelet).
+POD_INTERFACE = "eth0"
+
+
+@rule("NET005", E, "socketInterface exists in the pod's network namespace",
+      "https://github.com/containernetworking/cni/blob/main/SPEC.md (CNI_IFNAME: the kubelet "
+      "names the pod interface eth0); https://github.com/k8snetworkplumbingwg/multus-cni adds "
+      "secondary interfaces net1.. only with the k8s.v1.cni.cncf.io/networks annotation: Gloo, "
+      "NCCL and NVSHMEM bootstrap fail at start on a name the pod does not have")
+def _iface_exists(ctx: Context):
+    net = ctx.spec.spec.network
+    iface = net.socketInterface
+    if not iface or net.hostNetwork or iface == POD_INTERFACE \
+            or iface[0] in "^=" or any(c in iface for c in "*, "):   # not a name: NET002
+        return
+    for i, role in enumerate(ctx.spec.spec.roles):
+        networks = effective_pod(ctx.spec.spec, role).annotations.get(MULTUS_ANNOTATION, "")
+        if not networks:
+            yield Hit(("spec", "network", "socketInterface"),
+                      f"role {role.name!r}: interface {net.socketInterface!r} does not exist in "
+                      f"the pod: without hostNetwork a pod has {POD_INTERFACE} only (and lo)",
+                      f"use {POD_INTERFACE}, set network.hostNetwork: true, or attach a "
+                      f"secondary network with the pod annotation {MULTUS_ANNOTATION}")
+            return
+
+
+#: Engine variables moegen sets (engines/vllm.py, engines/sglang.py, engines/caches.py) besides
+#: the network ones (engines/network.py); a user value replaces moegen's.
 ENGINE_ENV = ("VLLM_NIXL_SIDE_CHANNEL_HOST", "VLLM_NIXL_SIDE_CHANNEL_PORT",
               "VLLM_MOONCAKE_BOOTSTRAP_PORT", "VLLM_ALL2ALL_BACKEND", "VLLM_ENGINE_READY_TIMEOUT_S",
               "SGLANG_HEALTH_CHECK_TIMEOUT", "SGLANG_DEEPEP_NUM_MAX_DISPATCH_TOKENS_PER_RANK",
-              "MC_GID_INDEX")
+              "MC_GID_INDEX", *CACHE_ENV_KEYS)
 
 
-@rule("NET003", W, "network.env does not override derived variables",
+def _user_env(ctx: Context):
+    """(path, key) of every variable the user sets: ``network.env``, then each role's ``env``."""
+    for key in ctx.spec.spec.network.env:
+        yield ("spec", "network", "env", key), key
+    for i, role in enumerate(ctx.spec.spec.roles):
+        for key in role.env:
+            yield role_path(i, "env", key), key
+
+
+@rule("NET003", W, "user env does not override derived variables",
       "generator/engines/network.py and the engine dialects derive these from the spec; an "
       "override can desynchronise pods (the override wins, one value per key)")
 def _env_override(ctx: Context):
     derived = set(ENGINE_ENV)
     for _, r in ctx.role_items():
         derived |= {k for k, _ in network_env(r.network, r.moe, r.kv_transfer)}
-    for key in ctx.spec.spec.network.env:
+    for path, key in _user_env(ctx):
         if key in derived:
-            yield Hit(("spec", "network", "env", key),
-                      f"{key} is derived by moegen; network.env overrides it",
+            yield Hit(path, f"{key} is derived by moegen; {path[-2]} overrides it",
                       "set the spec field it is derived from instead")
 
 
-@rule("NET004", E, "network.env does not use names LeaderWorkerSet owns",
+@rule("NET004", E, "user env does not use names LeaderWorkerSet or moegen own",
       "kubernetes-sigs/lws pkg/utils/pod/pod_utils.go addEnvVarsIfNotExists drops user vars "
       "named LWS_*")
 def _env_lws(ctx: Context):
-    for key in ctx.spec.spec.network.env:
+    for path, key in _user_env(ctx):
         if key.startswith("LWS_") or key.startswith("MOEGEN_"):
-            yield Hit(("spec", "network", "env", key),
+            yield Hit(path,
                       f"{key} is reserved (LWS_* are injected by LeaderWorkerSet, MOEGEN_* by moegen)",
                       "rename the variable")
 

@@ -1,45 +1,51 @@
-"""Rules about the engine pods: memory limits and the image."""
+"""Rules about the engine pods: resources, volumes, Pod Security and the image."""
 
 from __future__ import annotations
 
 import re
 
-from ..pods import shm_gib
-from .registry import Context, E, Hit, W, role_path, rule
+from ..engines.caches import CACHE_MOUNT
+from ..pods import (
+    effective_pod,
+    pod_path,
+    pod_security,
+    quantity_cpu,
+    quantity_gib,
+    security_rank,
+)
+from .registry import Context, E, Hit, W, rule
 
 
 @rule("POD001", E, "the pod memory limit holds /dev/shm",
       "Kubernetes charges memory-backed emptyDir to the container limit; production-stack#276")
 def _shm_limit(ctx: Context):
-    for i, _ in ctx.role_items():
-        role = ctx.spec.spec.roles[i]
-        if role.pod is None or role.pod.memory is None:
+    for i, role in enumerate(ctx.spec.spec.roles):
+        pod = effective_pod(ctx.spec.spec, role)
+        limit = pod.limits.memory if pod.limits and pod.limits.memory else pod.memory
+        if limit is None:
             continue
-        limit_gib = _quantity_gib(role.pod.memory)
-        shm = shm_gib(role)
-        if limit_gib <= shm:
-            yield Hit(role_path(i, "pod", "memory"),
-                      f"memory limit {role.pod.memory} ({limit_gib:.1f} GiB) does not exceed "
-                      f"/dev/shm {shm} GiB, which is charged to it",
-                      f"raise pod.memory well above {shm}Gi, or lower pod.shmSizeGiB")
-
-
-def _quantity_gib(q: str) -> float:
-    """A Kubernetes memory quantity (``512Gi``, ``1Ti``, bytes) in GiB."""
-    units = {"Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40}
-    for suffix, mult in units.items():
-        if q.endswith(suffix):
-            return float(q[: -len(suffix)]) * mult / 2**30
-    return float(q) / 2**30
+        limit_gib = quantity_gib(limit)
+        if limit_gib <= pod.shm_gib:
+            key = "limits" if pod.limits and pod.limits.memory else "memory"
+            yield Hit(pod_path(pod, i, key),
+                      f"role {role.name!r}: memory limit {limit} ({limit_gib:.1f} GiB) does not "
+                      f"exceed /dev/shm {pod.shm_gib} GiB, which is charged to it",
+                      f"raise pod.memory well above {pod.shm_gib}Gi, or lower pod.shmSizeGiB")
 
 
 #: The release in an image tag (``v0.33.0``, ``0.5.23-cu129``).
 _TAG_VERSION = re.compile(r"v?(\d+\.\d+\.\d+)")
 
 
-@rule("ENG002", W, "the image tag names the engine version the flags are rendered for",
+def _image_tag(image: str) -> str:
+    """The tag of an image reference (``''`` when it has none; digest dropped)."""
+    return image.rsplit("/", 1)[-1].partition(":")[2].split("@")[0]
+
+
+@rule("ENG002", E, "the image is a release of the engine the flags are rendered for",
       "vllm-ascend#9144 (flags rendered for one release, image of another; "
-      "docs/field-failures.md #23)")
+      "docs/field-failures.md #23): releases add, rename and remove flags, so another release "
+      "refuses the command or reads it differently")
 def _image_version(ctx: Context):
     eng = ctx.spec.spec.engine
     repo = eng.image.rsplit(":", 1)[0].lower() if ":" in eng.image.rsplit("/", 1)[-1] else eng.image.lower()
@@ -49,16 +55,147 @@ def _image_version(ctx: Context):
                   f"image {eng.image!r} looks like a {other} image but engine.name is {eng.name}",
                   f"use a {eng.name} image, or set engine.name: {other}")
         return
-    tag = eng.image.rsplit("/", 1)[-1].partition(":")[2].split("@")[0]
+    m = _TAG_VERSION.match(_image_tag(eng.image))
+    if m and m.group(1) != eng.version.split("+")[0][: len(m.group(1))]:
+        yield Hit(("spec", "engine", "image"),
+                  f"image tag {_image_tag(eng.image)!r} is {eng.name} {m.group(1)}, but the "
+                  f"flags are rendered for engine.version {eng.version}",
+                  f"set engine.version: \"{m.group(1)}\" (if moegen knows that release), or use "
+                  f"the {eng.version} image")
+
+
+@rule("ENG003", W, "the image tag is pinned to a release",
+      "docs/field-failures.md #23: a moving tag (latest, nightly) becomes another release on "
+      "the next pull, with flags the rendered command does not match")
+def _image_pinned(ctx: Context):
+    eng = ctx.spec.spec.engine
+    tag = _image_tag(eng.image)
     if tag in ("", "latest", "nightly", "main") and "@" not in eng.image:
         yield Hit(("spec", "engine", "image"),
                   f"image {eng.image!r} has no pinned tag: the flags are rendered for "
                   f"{eng.name} {eng.version}, the image may be another release",
                   f"pin the tag of {eng.version} (or a digest)")
+
+
+def _limit_of(pod, key: str) -> tuple[str | None, str]:
+    """The user's limit of ``key`` (``memory``/``cpu``) and the pod key that set it."""
+    lim = getattr(pod.limits, key, None) if pod.limits else None
+    if lim is not None:
+        return lim, "limits"
+    return getattr(pod, key), key
+
+
+@rule("POD002", E, "the pod memory holds the engine processes and /dev/shm",
+      "generator/sizing/host.py (process memory per GPU worker, API server and other process; "
+      "/dev/shm charged to the pod): below it the kernel OOM-kills an engine process and the "
+      "group restarts")
+def _memory_floor(ctx: Context):
+    for i, role in enumerate(ctx.spec.spec.roles):
+        plan = ctx.host[i] if i < len(ctx.host) else None
+        pod = effective_pod(ctx.spec.spec, role)
+        limit, key = _limit_of(pod, "memory")
+        if plan is None or limit is None:
+            continue
+        need = max(p.unreclaimable_gib for p in plan.pods)
+        if pod.shm_gib < quantity_gib(limit) < need:   # at or below /dev/shm: POD001
+            p = max(plan.pods, key=lambda r: r.unreclaimable_gib)
+            yield Hit(pod_path(pod, i, key),
+                      f"role {role.name!r}: memory {limit} ({quantity_gib(limit):.0f} GiB) is "
+                      f"below what the pod's processes and /dev/shm hold: {need:.0f} GiB "
+                      f"({p.processes.gpu} GPU workers, {p.processes.api} API servers, "
+                      f"{p.processes.other} other processes: {p.process_gib:.0f} GiB; "
+                      f"/dev/shm {p.shm_gib} GiB)",
+                      f"raise pod.memory to at least {need:.0f}Gi, or unset it to use the "
+                      f"derived request ({p.memory_gib}Gi)")
+
+
+@rule("POD003", W, "the pod memory holds the pod's share of the checkpoint (page cache)",
+      "generator/sizing/host.py: the engines mmap the safetensors files and the kernel charges "
+      "the pages to the pod; below it every restart re-reads the weights from storage")
+def _memory_cache(ctx: Context):
+    for i, role in enumerate(ctx.spec.spec.roles):
+        plan = ctx.host[i] if i < len(ctx.host) else None
+        pod = effective_pod(ctx.spec.spec, role)
+        limit, key = _limit_of(pod, "memory")
+        if plan is None or limit is None:
+            continue
+        p = max(plan.pods, key=lambda r: r.memory_gib)
+        if p.unreclaimable_gib <= quantity_gib(limit) < p.memory_gib:
+            yield Hit(pod_path(pod, i, key),
+                      f"role {role.name!r}: memory {limit} leaves less than the pod's "
+                      f"{p.page_cache_gib:.0f} GiB share of the checkpoint in the page cache "
+                      f"(derived request {p.memory_gib}Gi)",
+                      "restarts will read the weights from storage again; raise pod.memory "
+                      "or accept slower restarts")
+
+
+@rule("POD004", W, "the pod CPU request covers the engine processes",
+      "generator/sizing/host.py (4 cores per GPU worker, 2 per API server, 1 per other "
+      "process): a throttled GPU worker stalls collectives and trips NCCL/DeepEP timeouts")
+def _cpu_floor(ctx: Context):
+    for i, role in enumerate(ctx.spec.spec.roles):
+        plan = ctx.host[i] if i < len(ctx.host) else None
+        pod = effective_pod(ctx.spec.spec, role)
+        if plan is None or pod.cpu is None:
+            continue
+        need = max(p.cpu for p in plan.pods)
+        if quantity_cpu(pod.cpu) < need:
+            yield Hit(pod_path(pod, i, "cpu"),
+                      f"role {role.name!r}: cpu {pod.cpu} is below the {need} cores the pod's "
+                      "processes need",
+                      f"raise pod.cpu to {need}, or unset it to use the derived request")
+
+
+#: Volumes and mount paths moegen declares in every engine pod (manifests/pods.py).
+_OWN_VOLUMES = ("dshm", "model", "compile-cache")
+
+
+@rule("POD005", E, "extra volumes and mounts do not collide with moegen's",
+      "Kubernetes core/v1 validation: volume names are unique in a pod, a volumeMount names a "
+      "volume of the pod, mount paths are unique in a container")
+def _extra_volumes(ctx: Context):
+    for i, role in enumerate(ctx.spec.spec.roles):
+        pod = effective_pod(ctx.spec.spec, role)
+        names = [v.get("name") for v in pod.extra_volumes]
+        seen = set(_OWN_VOLUMES)
+        for name in names:
+            if name in seen:
+                yield Hit(pod_path(pod, i, "extraVolumes"),
+                          f"role {role.name!r}: volume name {name!r} is used twice"
+                          + (" (moegen declares it)" if name in _OWN_VOLUMES else ""),
+                          "rename the volume")
+            seen.add(name)
+        own_paths = {"/dev/shm": "dshm", ctx.spec.spec.model.path: "the model",
+                     CACHE_MOUNT: "the compile cache"}
+        paths: set[str] = set()
+        for m in pod.extra_volume_mounts:
+            if m.get("name") not in seen:
+                yield Hit(pod_path(pod, i, "extraVolumeMounts"),
+                          f"role {role.name!r}: volumeMount {m.get('name')!r} names no volume "
+                          "of the pod", "add it to pod.extraVolumes")
+            path = str(m.get("mountPath", "")).rstrip("/")
+            if path in own_paths or path in paths:
+                what = own_paths.get(path, "another extra mount")
+                yield Hit(pod_path(pod, i, "extraVolumeMounts"),
+                          f"role {role.name!r}: mountPath {path} is already used by {what}",
+                          "mount it somewhere else")
+            paths.add(path)
+
+
+@rule("SEC001", E, "the pods pass the namespace's Pod Security level",
+      "https://kubernetes.io/docs/concepts/security/pod-security-standards/ (enforced by the "
+      "Pod Security Admission controller: pods above the namespace's level are refused)")
+def _pod_security(ctx: Context):
+    platform = ctx.spec.spec.platform
+    if platform is None or platform.podSecurity is None:
         return
-    m = _TAG_VERSION.match(tag)
-    if m and m.group(1) != eng.version.split("+")[0][: len(m.group(1))]:
-        yield Hit(("spec", "engine", "image"),
-                  f"image tag {tag!r} suggests {eng.name} {m.group(1)}, but the flags are rendered "
-                  f"for engine.version {eng.version}",
-                  "make engine.version match the image")
+    allowed = security_rank(platform.podSecurity)
+    for i, role in enumerate(ctx.spec.spec.roles):
+        level, reasons = pod_security(ctx.spec.spec, effective_pod(ctx.spec.spec, role))
+        if security_rank(level) > allowed:
+            causes = [why for lvl, why in reasons if security_rank(lvl) > allowed]
+            yield Hit(("spec", "platform", "podSecurity"),
+                      f"role {role.name!r} needs Pod Security {level!r} but the namespace "
+                      f"enforces {platform.podSecurity!r}: " + "; ".join(causes),
+                      "label the namespace pod-security.kubernetes.io/enforce="
+                      f"{level}, or remove what forces it")

@@ -20,6 +20,7 @@ from ..catalog import ModelArch
 from ..engines.base import Dialect, RoleInput
 from ..errors import Finding, Severity
 from ..sizing import RoleSizing
+from ..sizing.host import HostPlan
 from ..spec.load import Provenance, json_path
 from ..spec.models import InferenceDeployment
 
@@ -67,6 +68,8 @@ class Context:
         sizing: per role, its memory plan (``RoleSizing``), or a string saying why the role was
             not sized, or ``None`` (layout or pool problems are reported elsewhere).
         unsized: roles the sizing phase leaves out (set by :func:`run_rules`).
+        host: per role, its pods' host resources and startup budget (``None`` where the
+            layout is impossible).
     """
 
     spec: InferenceDeployment
@@ -76,6 +79,7 @@ class Context:
     roles: tuple[RoleInput | None, ...]
     sizing: tuple[RoleSizing | str | None, ...] = ()
     unsized: frozenset[int] = field(default_factory=frozenset)
+    host: tuple[HostPlan | None, ...] = ()
 
     @property
     def engine(self) -> str:

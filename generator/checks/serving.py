@@ -46,3 +46,18 @@ def _admission(ctx: Context):
                       f"role {r.name!r} must hold {r.concurrency} sequences ({need} {unit}) but "
                       f"maxNumSeqs admits {cap} {unit}",
                       f"raise maxNumSeqs to {need}, or lower sizing.concurrency")
+
+
+@rule("SRV004", E, "SGLang decode roles set sizing.concurrency",
+      "generator/engines/sglang.py: SGLang admits --max-running-requests (divided among "
+      "attention-DP ranks, mem_cache/kv_cache_configurator.py) and moegen sizes the decode CUDA "
+      "graphs and DeepEP dispatch buffers from it; unset, the role would admit one sequence",
+      engines=("sglang",))
+def _sglang_concurrency(ctx: Context):
+    for i, r in ctx.role_items():
+        if r.mode != "prefill" and r.admission is None and r.serving.maxNumSeqs is None:
+            yield Hit(role_path(i, "sizing", "concurrency"),
+                      f"role {r.name!r} ({r.mode}) does not say how many sequences an instance "
+                      "runs: moegen renders --max-running-requests, CUDA graphs and DeepEP "
+                      "buffers from sizing.concurrency",
+                      "set sizing.concurrency (sequences of maxModelLen one instance holds)")

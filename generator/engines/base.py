@@ -53,7 +53,11 @@ class RoleInput:
         network: the spec's ``network``.
         layout: the computed layout.
         pd: True when the deployment has both prefill and decode roles.
-        concurrency: ``sizing.concurrency`` (sequences of maxModelLen one instance must hold).
+        concurrency: ``sizing.concurrency`` (sequences of maxModelLen one instance must hold;
+            1 when unset).
+        admission: ``sizing.concurrency`` when the spec sets it: the engine then admits that
+            many sequences per instance (``--max-num-seqs`` per DP rank, SGLang
+            ``--max-running-requests``) so the HBM guarantee holds; ``None`` when unset.
         speculative_from: name of the decode role whose speculative config a prefill role
             carries ("" when the role's own, or none). Prefill must run the decode's MTP/EAGLE
             config: vLLM >= 0.28.0 refuses a NIXL handshake otherwise, and both engines only
@@ -74,6 +78,7 @@ class RoleInput:
     pd: bool
     concurrency: int = 1
     speculative_from: str = ""
+    admission: int | None = None
 
 
 @dataclass(frozen=True)
@@ -132,6 +137,23 @@ class EngineLaunch:
         return args
 
 
+@dataclass(frozen=True)
+class PodProcesses:
+    """The engine processes of one pod (host CPU and memory are sized from them).
+
+    Attributes:
+        gpu: processes that drive a GPU (vLLM workers; SGLang schedulers): one per GPU.
+        api: HTTP API / tokenizer processes (vLLM API servers; SGLang's main process and its
+            tokenizer workers).
+        other: processes without a GPU or HTTP server (vLLM engine cores of TP > 1 ranks and the
+            DP coordinator; SGLang's detokenizer and data-parallel controller).
+    """
+
+    gpu: int
+    api: int
+    other: int
+
+
 class Dialect(Protocol):
     """The flags and facts of one known engine release (vLLM or SGLang), selected for the
     version a spec pins (``engines.registry.dialect_for``). Rules read its facts; the plan calls
@@ -146,6 +168,8 @@ class Dialect(Protocol):
     label: str
     requested: str
     version: str
+    #: Flags moegen derives (canonical name -> the spec field that sets it).
+    derived_flags: dict[str, str]
 
     @property
     def options(self) -> frozenset[str]:
@@ -166,7 +190,14 @@ class Dialect(Protocol):
         """Engine-neutral ``kvTransfer.connector`` names the release can run."""
         ...
 
-    def launch(self, role: RoleInput, sizing: "RoleSizing | None") -> EngineLaunch:
+    def launch(self, role: RoleInput, sizing: "RoleSizing | None",
+               startup_s: int | None = None) -> EngineLaunch:
         """How to start one instance of ``role`` (``sizing``: the role's memory plan, whose
-        numbers the command pins: vLLM's batched tokens, SGLang's mem_fraction_static)."""
+        numbers the command pins: vLLM's batched tokens, SGLang's mem_fraction_static;
+        ``startup_s``: the role's cold-start budget, for the engine's own readiness waits)."""
+        ...
+
+    def processes(self, role: RoleInput, api_servers: int | None) -> tuple[PodProcesses, ...]:
+        """The processes of each pod of one instance (leader first); ``api_servers``: the
+        user's ``--api-server-count`` / ``--tokenizer-worker-num`` from engineArgs, if any."""
         ...

@@ -45,7 +45,8 @@ from typing import TYPE_CHECKING, ClassVar
 
 from ..layout import Spread
 from ..resources import package_text
-from .base import LEADER_IP, POD_IP, EngineLaunch, Port, RoleInput
+from .base import LEADER_IP, POD_IP, EngineLaunch, PodProcesses, Port, RoleInput
+from .options import release_options
 from .versions import SupportedRange, parse_version, select_known
 
 if TYPE_CHECKING:
@@ -124,6 +125,53 @@ def deepep_dispatch_tokens(role: RoleInput) -> int:
     return max(DEEPEP_LL_DEFAULT_TOKENS, batch * draft_tokens(role))
 
 
+_LAYOUT = "the layout (roles[].parallel, workload and the pool)"
+#: Flags moegen derives for SGLang, by canonical name (``engines/options.py`` folds aliases such
+#: as ``--tensor-parallel-size``), with the spec field that sets each: ``roles[].engineArgs`` may
+#: not set them (rule ENG005). Options are those of sglang/srt/server_args.py.
+DERIVED_FLAGS: dict[str, str] = {
+    "--model-path": "spec.model.path",
+    "--served-model-name": "spec.model.name",
+    "--host": "(moegen listens on every interface of the pod)",
+    "--port": "serving.port",
+    "--tp-size": "roles[].parallel.tensor",
+    "--pp-size": "roles[].parallel.pipeline",
+    "--dp-size": "roles[].parallel.data",
+    "--attn-dp-size": "roles[].parallel.data",
+    "--enable-dp-attention": "roles[].parallel.data",
+    "--ep-size": "roles[].parallel.expert",
+    "--enable-ep-moe": "roles[].parallel.expert",
+    "--attn-cp-size": "roles[].parallel.context",
+    "--enable-prefill-cp": "roles[].parallel.context",
+    "--cp-strategy": "roles[].parallel.context",
+    **{f: _LAYOUT for f in ("--nnodes", "--node-rank", "--dist-init-addr", "--moe-dense-tp-size",
+                            "--disaggregation-bootstrap-port")},
+    "--moe-a2a-backend": "roles[].moe.all2all",
+    "--deepep-mode": "roles[].moe.all2all",
+    "--enable-deepep-moe": "roles[].moe.all2all",
+    "--enable-eplb": "roles[].moe.eplb",
+    "--ep-num-redundant-experts": "roles[].moe.eplb.redundantExperts",
+    "--eplb-rebalance-num-iterations": "roles[].moe.eplb.stepInterval",
+    "--expert-distribution-recorder-buffer-size": "roles[].moe.eplb.windowSize",
+    "--disaggregation-mode": "roles[].mode",
+    "--disaggregation-transfer-backend": "roles[].kvTransfer.connector",
+    "--disaggregation-ib-device": "spec.network.rdma.devices",
+    "--speculative-algorithm": "roles[].speculative",
+    "--speculative-num-steps": "roles[].speculative.numSpeculativeTokens",
+    "--speculative-eagle-topk": "roles[].speculative",
+    "--speculative-num-draft-tokens": "roles[].speculative.numSpeculativeTokens",
+    "--mem-fraction-static": "serving.memFractionStatic (else derived by the HBM check)",
+    "--context-length": "serving.maxModelLen",
+    "--kv-cache-dtype": "serving.kvCacheDtype",
+    "--max-running-requests": "serving.maxNumSeqs (or roles[].sizing.concurrency)",
+    "--chunked-prefill-size": "serving.maxNumBatchedTokens",
+    "--cuda-graph-max-bs": "(derived from the batch the role admits)",
+    "--cuda-graph-max-bs-decode": "(derived from the batch the role admits)",
+    "--disable-cuda-graph": "serving.enforceEager",
+    "--quantization": "spec.model.weights",
+}
+
+
 @dataclass(frozen=True)
 class SglangDialect:
     """The flag dialect of one known SGLang release (``version``), selected for ``requested``."""
@@ -132,11 +180,14 @@ class SglangDialect:
     version: str
     engine: ClassVar[str] = "sglang"
     label: ClassVar[str] = "SGLang"
+    derived_flags: ClassVar[dict[str, str]] = DERIVED_FLAGS
 
     @property
     def options(self) -> frozenset[str]:
-        """Tracked options of the release."""
-        return frozenset(_data()["releases"][self.version])
+        """Options of the release: every one when moegen ships its full list
+        (``engines/options.py``), else the ones it tracks."""
+        full = release_options("sglang", self.version)
+        return full.options if full is not None else frozenset(_data()["releases"][self.version])
 
     @property
     def pp_speculative_on_prefill(self) -> bool:
@@ -167,7 +218,22 @@ class SglangDialect:
         (``--disaggregation-transfer-backend``)."""
         return list(TRANSFER)
 
-    def launch(self, role: RoleInput, sizing: "RoleSizing | None") -> EngineLaunch:
+    def processes(self, role: RoleInput, api_servers: int | None) -> tuple[PodProcesses, ...]:
+        """The processes of each pod (SGLang 0.5.23 sglang/srt/entrypoints/engine.py): one
+        scheduler per GPU; a main process (HTTP server + tokenizer manager; a dummy health
+        server on node ranks > 0) plus ``--tokenizer-worker-num`` - 1 HTTP workers on node 0;
+        a detokenizer on node 0; a data-parallel controller on every node when DP > 1."""
+        lay = role.layout
+        out = []
+        for pod in lay.pods:
+            leader = pod.index == 0
+            api = (api_servers or 1) if leader else 1
+            other = (1 if leader else 0) + (1 if lay.data > 1 else 0)
+            out.append(PodProcesses(gpu=pod.gpus, api=api, other=other))
+        return tuple(out)
+
+    def launch(self, role: RoleInput, sizing: "RoleSizing | None",
+               startup_s: int | None = None) -> EngineLaunch:
         """Build the launch of one instance of ``role`` (the role must have passed the rules);
         ``sizing`` is the role's memory plan, whose ``--mem-fraction-static`` is rendered."""
         mem_fraction_static = sizing.utilization
@@ -230,9 +296,12 @@ class SglangDialect:
                    "--mem-fraction-static", repr(round(mem_fraction_static, 3))]
         if s.maxNumSeqs is not None:
             common += ["--max-running-requests", str(s.maxNumSeqs)]
-        elif role.mode != "prefill":
+        elif role.mode != "prefill" or role.admission is not None:
             # Admit what the plan sized (KV, graphs, DeepEP buffers), not SGLang's default.
-            common += ["--max-running-requests", str(role.concurrency)]
+            # SGLang divides it among attention-DP ranks (mem_cache/kv_cache_configurator.py
+            # resolve_max_num_reqs: max // attn_dp_size): ceil per rank x ranks.
+            per_rank = -(-role.concurrency // lay.data)
+            common += ["--max-running-requests", str(per_rank * lay.data)]
         if s.maxNumBatchedTokens is not None:
             common += ["--chunked-prefill-size", str(s.maxNumBatchedTokens)]
         normal_deepep = moe is not None and moe.all2all == "deepep_high_throughput"

@@ -55,8 +55,10 @@ from functools import cache
 from typing import TYPE_CHECKING, ClassVar
 
 from ..layout import Spread
+from ..pods import DRAIN_S
 from ..resources import package_text
-from .base import LEADER_IP, POD_IP, EngineLaunch, Port, RoleInput
+from .base import LEADER_IP, POD_IP, EngineLaunch, PodProcesses, Port, RoleInput
+from .options import release_options
 from .versions import SupportedRange, parse_version, select_known
 
 if TYPE_CHECKING:
@@ -75,9 +77,11 @@ MASTER_PORT = 29501
 NIXL_SIDE_CHANNEL_PORT = 5600
 #: ``VLLM_MOONCAKE_BOOTSTRAP_PORT``: vLLM's default (vllm/envs.py, >= 0.13.0).
 MOONCAKE_BOOTSTRAP_PORT = 8998
-#: ``VLLM_ENGINE_READY_TIMEOUT_S``: how long the API server waits for the engine cores. The
-#: default 600 s is shorter than a DeepSeek-V3 load over DP16 across nodes (7-10 min seen,
-#: docs/anchors-k8s.md §7.7); 1800 s matches the startup probe budget.
+#: ``VLLM_ENGINE_READY_TIMEOUT_S``: how long the API servers wait for the engine cores' READY,
+#: which with several API servers covers weight load, compile and graph capture
+#: (vllm/v1/engine/core_client.py; docs/platform-facts.md §4). The default 600 s is shorter than a
+#: DeepSeek-V3 load over DP16 across nodes (7-10 min seen, docs/anchors-k8s.md §7.7): moegen sets
+#: the role's startup budget (sizing/host.py); 1800 s when there is none.
 ENGINE_READY_TIMEOUT_S = 1800
 
 #: moegen's kvTransfer.connector -> vLLM connector class (registered names, vLLM
@@ -105,6 +109,48 @@ def known_versions() -> list[str]:
     return list(_releases())
 
 
+_LAYOUT = "the layout (roles[].parallel, workload and the pool)"
+#: Flags moegen derives for vLLM, by canonical name (``engines/options.py`` folds aliases such as
+#: ``-tp``), with the spec field that sets each: ``roles[].engineArgs`` may not set them (rule
+#: ENG005). Options are those of vllm/engine/arg_utils.py and entrypoints/openai/cli_args.py.
+DERIVED_FLAGS: dict[str, str] = {
+    "--model": "spec.model.path",
+    "--served-model-name": "spec.model.name",
+    "--port": "serving.port",
+    "--host": "(moegen listens on every interface of the pod)",
+    "--tensor-parallel-size": "roles[].parallel.tensor",
+    "--pipeline-parallel-size": "roles[].parallel.pipeline",
+    "--data-parallel-size": "roles[].parallel.data",
+    "--enable-expert-parallel": "roles[].parallel.expert",
+    "--decode-context-parallel-size": "roles[].parallel.context",
+    "--prefill-context-parallel-size": "roles[].parallel.context",
+    **{f: _LAYOUT for f in (
+        "--data-parallel-size-local", "--data-parallel-start-rank", "--data-parallel-rank",
+        "--data-parallel-address", "--data-parallel-rpc-port", "--data-parallel-backend",
+        "--data-parallel-hybrid-lb", "--data-parallel-external-lb", "--headless", "--nnodes",
+        "--node-rank", "--master-addr", "--master-port", "--distributed-executor-backend")},
+    "--all2all-backend": "roles[].moe.all2all",
+    "--enable-eplb": "roles[].moe.eplb",
+    "--eplb-config": "roles[].moe.eplb",
+    "--num-redundant-experts": "roles[].moe.eplb.redundantExperts",
+    "--eplb-window-size": "roles[].moe.eplb.windowSize",
+    "--eplb-step-interval": "roles[].moe.eplb.stepInterval",
+    "--eplb-log-balancedness": "roles[].moe.eplb.logBalancedness",
+    "--expert-placement-strategy": "roles[].moe.placement",
+    "--kv-transfer-config": "roles[].kvTransfer",
+    "--speculative-config": "roles[].speculative",
+    "--max-model-len": "serving.maxModelLen",
+    "--kv-cache-dtype": "serving.kvCacheDtype",
+    "--gpu-memory-utilization": "serving.gpuMemoryUtilization",
+    "--kv-cache-memory-bytes": "serving.gpuMemoryUtilization (the HBM check sizes the KV cache)",
+    "--max-num-seqs": "serving.maxNumSeqs (or roles[].sizing.concurrency)",
+    "--max-num-batched-tokens": "serving.maxNumBatchedTokens",
+    "--enforce-eager": "serving.enforceEager",
+    "--quantization": "spec.model.weights",
+    "--shutdown-timeout": "(derived: the pod's graceful shutdown, terminationGracePeriodSeconds)",
+}
+
+
 @dataclass(frozen=True)
 class VllmDialect:
     """The flag/env dialect of one known vLLM release (``version``), selected for ``requested``."""
@@ -113,6 +159,7 @@ class VllmDialect:
     version: str
     engine: ClassVar[str] = "vllm"
     label: ClassVar[str] = "vLLM"
+    derived_flags: ClassVar[dict[str, str]] = DERIVED_FLAGS
 
     @property
     def facts(self) -> dict:
@@ -170,8 +217,10 @@ class VllmDialect:
 
     @property
     def options(self) -> frozenset[str]:
-        """Engine options of the release moegen tracks (plus the serve-level ``--port``)."""
-        return frozenset(self.facts["options"]) | {"--port"}
+        """Options of the release: every one when moegen ships its full list
+        (``engines/options.py``), else the ones it tracks (plus the serve-level ``--port``)."""
+        full = release_options("vllm", self.version)
+        return full.options if full is not None else frozenset(self.facts["options"]) | {"--port"}
 
     @property
     def nixl_hash_covers_speculative(self) -> bool:
@@ -199,12 +248,15 @@ class VllmDialect:
         return NIXL_SIDE_CHANNEL_PORT + min(ranks) * scale, NIXL_SIDE_CHANNEL_PORT + max(ranks) * scale
 
     # -- rendering --------------------------------------------------------------------------
-    def launch(self, role: RoleInput, sizing: "RoleSizing | None" = None) -> EngineLaunch:
+    def launch(self, role: RoleInput, sizing: "RoleSizing | None" = None,
+               startup_s: int | None = None) -> EngineLaunch:
         """Build the launch of one instance of ``role`` (the role must have passed the rules).
 
         ``sizing``: the role's memory plan; its ``batched_tokens`` (vLLM's own
         ``--max-num-batched-tokens`` default for that GPU and backend when the spec leaves it
         unset) is rendered, which pins the activation budget the plan was computed with.
+        ``startup_s``: the role's cold-start budget (``sizing/host.py``), for
+        VLLM_ENGINE_READY_TIMEOUT_S (else :data:`ENGINE_READY_TIMEOUT_S`).
         """
         batched_tokens = sizing.batched_tokens if sizing is not None else None
         lay = role.layout
@@ -252,13 +304,20 @@ class VllmDialect:
                    "--kv-cache-dtype", s.kvCacheDtype]
         if s.maxNumSeqs is not None:
             common += ["--max-num-seqs", str(s.maxNumSeqs)]
+        elif role.admission is not None:
+            # Per DP rank (vllm/config/scheduler.py max_num_seqs): ceil(concurrency / data),
+            # what the HBM check guarantees each rank holds at maxModelLen.
+            common += ["--max-num-seqs", str(-(-role.admission // lay.data))]
         planned = s.maxNumBatchedTokens or batched_tokens
         if planned is not None:
             common += ["--max-num-batched-tokens", str(planned)]
         if s.enforceEager:
             common += ["--enforce-eager"]
+        if self._v() >= (0, 18, 0):
+            # Drain in-flight requests on SIGTERM (default 0 aborts them; vllm/config/vllm.py).
+            common += ["--shutdown-timeout", str(DRAIN_S)]
         if self._v() >= (0, 14, 0):
-            env["VLLM_ENGINE_READY_TIMEOUT_S"] = str(ENGINE_READY_TIMEOUT_S)
+            env["VLLM_ENGINE_READY_TIMEOUT_S"] = str(startup_s or ENGINE_READY_TIMEOUT_S)
 
         if role.speculative is not None and role.speculative_from:
             notes.append(f"speculative config of decode role {role.speculative_from!r}: the NIXL "
@@ -290,6 +349,43 @@ class VllmDialect:
             rendezvous_port=rendezvous[1] if rendezvous and len(role.layout.pods) > 1 else None,
             notes=tuple(notes),
         )
+
+    def processes(self, role: RoleInput, api_servers: int | None) -> tuple[PodProcesses, ...]:
+        """The processes of each pod (vLLM 0.33 vllm/entrypoints/cli/serve.py, v1/engine/utils.py,
+        v1/executor/multiproc_executor.py):
+
+        * one worker per GPU (``VllmWorker``); with one GPU and no DP the engine core runs the
+          model itself;
+        * one engine core per local DP rank (``EngineCore_DP``) besides its workers when the
+          multiprocess executor runs (TP x PP > 1, or any DP: vllm/config/parallel.py);
+        * API servers: ``--api-server-count``, default (from 0.16.0) the global DP size on the
+          pod that serves the API with internal load balancing, 1 with external load balancing,
+          0 on headless pods; before 0.16.0 one;
+        * one DP coordinator on the DP-rank-0 pod when DP > 1 (MoE wave coordination,
+          vllm/v1/engine/utils.py ``needs_dp_coordinator``).
+        """
+        lay = role.layout
+        local_world = lay.tensor * lay.pipeline
+        dp_default = lay.data if self._v() >= (0, 16, 0) else 1
+        out = []
+        for pod in lay.pods:
+            serves = pod.index == 0 or lay.spread is Spread.PER_RANK
+            if lay.spread is Spread.PER_RANK:
+                api = api_servers or 1
+            elif lay.spread is Spread.MODEL:
+                api = (api_servers or 1) if serves else 0
+            else:
+                api = (api_servers or dp_default) if serves else 0
+            gpus = pod.gpus
+            if lay.spread is Spread.MODEL:
+                cores = 1 if pod.index == 0 else 0
+            elif lay.data == 1 and local_world == 1:
+                cores = 0   # the engine core is the GPU process
+            else:
+                cores = len(pod.dp_ranks)
+            coordinator = 1 if lay.data > 1 and pod.index == 0 else 0
+            out.append(PodProcesses(gpu=gpus, api=api, other=cores + coordinator))
+        return tuple(out)
 
     def _rank_args(self, role: RoleInput, notes: list[str]):
         """Per-pod rank/address arguments from the layout (one load-balancing mode per role).

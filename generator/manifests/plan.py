@@ -13,10 +13,11 @@ only substitute and loop over. Object names and labels follow ``generator/naming
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ..engines.base import Dialect, EngineLaunch, RoleInput
+from ..engines.caches import cache_env, cache_root
 from ..engines.network import env_items, network_env
 from ..engines.routers import router_launch
 from ..layout import RoleLayout
@@ -33,7 +34,9 @@ from ..naming import (
     lws_pod,
     statefulset_name,
 )
+from ..pods import effective_pod
 from ..sizing import RoleSizing
+from ..sizing.host import HostPlan
 from ..spec.models import InferenceDeployment
 from .pods import (
     ENGINE_STARTUP_S,
@@ -48,18 +51,28 @@ from .pods import (
     pod_spec,
 )
 
-#: The router's startup probe allows the engines' startup budget plus one minute before
-#: liveness starts: vllm-router and smg bind their port only once the engines answer their
-#: health checks, and they are told to wait ``ENGINE_STARTUP_S`` (engines/routers.py).
-ROUTER_STARTUP_FAILURES = (ENGINE_STARTUP_S + 60) // STARTUP_PERIOD_S
-#: Router probes: TCP on its HTTP port.
-ROUTER_PROBES = {
-    "startupProbe": {"tcpSocket": {"port": "http"}, "periodSeconds": STARTUP_PERIOD_S,
-                     "failureThreshold": ROUTER_STARTUP_FAILURES},
-    "readinessProbe": {"tcpSocket": {"port": "http"}, "periodSeconds": READINESS_PERIOD_S},
-    "livenessProbe": {"tcpSocket": {"port": "http"}, "periodSeconds": LIVENESS_PERIOD_S,
-                      "failureThreshold": LIVENESS_FAILURES},
-}
+
+def router_probes(startup_s: int) -> dict[str, Any]:
+    """Router probes, TCP on its HTTP port. The startup probe allows the engines' startup
+    budget (the slowest role's, sizing/host.py) plus one minute: vllm-router and smg bind their
+    port only once the engines answer their health checks, and they are told to wait
+    ``startup_s`` (engines/routers.py)."""
+    return {
+        "startupProbe": {"tcpSocket": {"port": "http"}, "periodSeconds": STARTUP_PERIOD_S,
+                         "failureThreshold": (startup_s + 60) // STARTUP_PERIOD_S},
+        "readinessProbe": {"tcpSocket": {"port": "http"}, "periodSeconds": READINESS_PERIOD_S},
+        "livenessProbe": {"tcpSocket": {"port": "http"}, "periodSeconds": LIVENESS_PERIOD_S,
+                          "failureThreshold": LIVENESS_FAILURES},
+    }
+
+
+#: Router pod requests (= limits): vllm-router and smg are Rust async proxies holding request
+#: state only (no tokenizer with the static PD policies); 2 cores and 2 GiB leave room for
+#: thousands of streaming connections. Ephemeral storage: logs.
+ROUTER_RESOURCES = {"cpu": "2", "memory": "2Gi", "ephemeral-storage": "1Gi"}
+#: LeaderWorkerSet annotation that gives each group a topology domain of its own
+#: (kubernetes-sigs/lws api/leaderworkerset/v1/leaderworkerset_types.go ExclusiveKeyAnnotationKey).
+LWS_EXCLUSIVE_TOPOLOGY = "leaderworkerset.sigs.k8s.io/exclusive-topology"
 
 
 #: LeaderWorkerSet policies (kubernetes-sigs/lws api/leaderworkerset/v1/leaderworkerset_types.go):
@@ -98,6 +111,7 @@ class WorkloadPlan:
     worker: PodPlan | None = None
     selector: dict[str, str] = field(default_factory=dict)
     service_name: str | None = None
+    annotations: dict[str, str] = field(default_factory=dict)
     startup_policy: str = LWS_STARTUP_POLICY
     restart_policy: str = LWS_RESTART_POLICY
     max_surge: int = LWS_MAX_SURGE
@@ -130,7 +144,12 @@ class RouterPlan:
     metrics_port: int
     replicas: int
     command: list[str] = field(default_factory=list)
-    probes: dict[str, Any] = field(default_factory=lambda: dict(ROUTER_PROBES))
+    probes: dict[str, Any] = field(default_factory=dict)
+    resources: dict[str, Any] = field(default_factory=dict)
+    security_context: dict[str, Any] = field(default_factory=dict)
+    image_pull_secrets: list[dict[str, str]] = field(default_factory=list)
+    service_account: str | None = None
+    priority_class: str | None = None
 
 
 @dataclass(frozen=True)
@@ -170,12 +189,15 @@ class DeploymentPlan:
 
 
 def build_plan(spec: InferenceDeployment, roles: list[RoleInput], dialect: Dialect,
-               sizing: list[RoleSizing]) -> DeploymentPlan:
+               sizing: list[RoleSizing], host: list[HostPlan] | None = None) -> DeploymentPlan:
     """Build the plan of a spec that passed every check (raises nothing for valid input).
 
-    ``sizing``: the roles' memory plans (their numbers are pinned on the command lines).
+    ``sizing``: the roles' memory plans (their numbers are pinned on the command lines);
+    ``host``: the roles' host resources and startup budgets, in role order (pods then carry
+    only the user's requests when it is missing).
     """
     sizing_by_role = {z.name: z for z in sizing}
+    host_plans = list(host) if host else [None] * len(roles)
     meta = spec.metadata
     base, ns = meta.name, meta.namespace
     common_labels = {**meta.labels, L_NAME: base, L_INSTANCE: base, L_MANAGED: "moegen"}
@@ -183,22 +205,34 @@ def build_plan(spec: InferenceDeployment, roles: list[RoleInput], dialect: Diale
     services: list[ServicePlan] = []
     env_files: list[EnvFilePlan] = []
     role_plans: list[RolePlan] = []
+    # Engine URLs the router dials: ``<pod>.<headless service>:<port>``, no namespace. The
+    # router's DNS search path (``<its namespace>.svc.cluster.local``) completes them, so a
+    # kustomize ``namespace:`` over the base moves the router and its engines together.
     endpoints: dict[str, list[str]] = {"prefill": [], "decode": [], "unified": []}
 
-    for role_spec, role in zip(spec.spec.roles, roles):
-        launch = dialect.launch(role, sizing_by_role.get(role.name))
+    for role_spec, role, hplan in zip(spec.spec.roles, roles, host_plans):
+        launch = dialect.launch(role, sizing_by_role.get(role.name),
+                                hplan.startup_s if hplan is not None else None)
+        if role_spec.engineArgs:   # checked by ENG004/ENG005; after the derived flags
+            launch = replace(launch, common=(*launch.common, *role_spec.engineArgs))
         role_plans.append(RolePlan(role.name, role.mode, role.layout, launch))
         lay = role.layout
         rlabels = {**common_labels, L_COMPONENT: role.name, L_ROLE: role.name, L_MODE: role.mode}
         configmap = f"{base}-{role.name}-env"
+        pool = spec.spec.nodePools[role_spec.nodePool]
+        cache = cache_env(dialect.engine, dialect.requested,
+                          cache_root(dialect.engine, dialect.requested, pool.gpu, lay))
         items = env_items(network_env(spec.spec.network, role.moe, role.kv_transfer)
-                          + sorted(launch.env.items()), dict(spec.spec.network.env))
+                          + sorted(launch.env.items()) + cache,
+                          {**spec.spec.network.env, **role_spec.env})
         env_files.append(EnvFilePlan(role.name, f"env/{role.name}.env", configmap, items))
         ctx = PodContext(spec=spec, role_spec=role_spec, role=role, launch=launch,
-                         pool=spec.spec.nodePools[role_spec.nodePool], labels=rlabels,
+                         pool=pool, labels=rlabels,
                          launcher=launcher_context(launch, role.name,
                                                    f"{dialect.label} {dialect.version} dialect"),
-                         configmap=configmap)
+                         configmap=configmap, pod=effective_pod(spec.spec, role_spec),
+                         host=hplan)
+        topology = role_spec.placement.topologyKey if role_spec.placement else None
         port = role.serving.port
         client_selector = {L_INSTANCE: base, L_ROLE: role.name}
         n_pods = len(lay.pods)
@@ -212,14 +246,15 @@ def build_plan(spec: InferenceDeployment, roles: list[RoleInput], dialect: Diale
                 labels=rlabels, replicas=role_spec.replicas, size=n_pods, leader=leader,
                 worker=pod_plan(ctx, pod_spec(ctx, range(1, n_pods), index_label, host))
                 if lay.multi_pod
-                else leader))
+                else leader,
+                annotations={LWS_EXCLUSIVE_TOPOLOGY: topology} if topology else {}))
             if not all(launch.serves_api):
                 client_selector = {**client_selector, LWS_WORKER_INDEX_LABEL: "0"}
             for g in range(role_spec.replicas):
                 for i in range(n_pods):
                     if launch.serves_api[i]:
                         endpoints[role.mode].append(
-                            f"http://{lws_pod(base, role.name, g, i)}.{name}.{ns}:{port}")
+                            f"http://{lws_pod(base, role.name, g, i)}.{name}:{port}")
         else:  # statefulset: one single-pod StatefulSet per instance (LAY009)
             shared = pod_spec(ctx, range(0, 1), None, None)
             for r in range(role_spec.replicas):
@@ -235,7 +270,7 @@ def build_plan(spec: InferenceDeployment, roles: list[RoleInput], dialect: Diale
                     name, f"{role.name}-{r}-headless-service.yaml", rlabels | replica, selector,
                     [{"name": p.name, "port": p.port, "targetPort": p.port, "protocol": "TCP"}
                      for p in launch.ports_of(0)], headless=True))
-                endpoints[role.mode].append(f"http://{name}-0.{name}.{ns}:{port}")
+                endpoints[role.mode].append(f"http://{name}-0.{name}:{port}")
         services.append(ServicePlan(
             f"{base}-{role.name}-api", f"{role.name}-service.yaml", rlabels, client_selector,
             [{"name": "http", "port": port, "targetPort": "http", "protocol": "TCP"}],
@@ -244,23 +279,36 @@ def build_plan(spec: InferenceDeployment, roles: list[RoleInput], dialect: Diale
     router = None
     modes = {r.mode for r in roles}
     if {"prefill", "decode"} <= modes and spec.spec.router.enabled:
-        router = _router_plan(spec, roles, endpoints, common_labels)
+        startup = max((h.startup_s for h in host_plans if h is not None),
+                      default=ENGINE_STARTUP_S)
+        router = _router_plan(spec, roles, endpoints, common_labels, startup)
     return DeploymentPlan(base, ns, common_labels, workloads, services, router, env_files,
                           role_plans, engine=dialect.engine, dialect=dialect.version)
 
 
 def _router_plan(spec: InferenceDeployment, roles: list[RoleInput],
-                 endpoints: dict[str, list[str]], common_labels: dict[str, str]) -> RouterPlan:
+                 endpoints: dict[str, list[str]], common_labels: dict[str, str],
+                 startup_s: int) -> RouterPlan:
+    """The router: waits ``startup_s`` (the slowest role's cold start) for its engines; pulls
+    and runs with ``spec.pod``'s image pull secrets, service account and priority class."""
     cfg = spec.spec.router
     connector = next(r.kv_transfer.connector for r in roles
                      if r.mode == "prefill" and r.kv_transfer is not None)
     launch = router_launch(spec.spec.engine.name, port=cfg.port, policy=cfg.policy,
                            connector=connector, prefill_urls=endpoints["prefill"],
-                           decode_urls=endpoints["decode"], startup_s=ENGINE_STARTUP_S,
+                           decode_urls=endpoints["decode"], startup_s=startup_s,
                            image=cfg.image)
+    defaults = spec.spec.pod
     return RouterPlan(
         name=f"{spec.metadata.name}-router",
         labels={**common_labels, L_COMPONENT: "router", L_ROLE: "router"},
         selector={L_INSTANCE: spec.metadata.name, L_ROLE: "router"},
         image=launch.image, args=list(launch.args), port=cfg.port,
-        metrics_port=launch.metrics_port, replicas=cfg.replicas, command=list(launch.command))
+        metrics_port=launch.metrics_port, replicas=cfg.replicas, command=list(launch.command),
+        probes=router_probes(startup_s),
+        resources={"requests": dict(ROUTER_RESOURCES), "limits": dict(ROUTER_RESOURCES)},
+        security_context={"allowPrivilegeEscalation": False, "capabilities": {"drop": ["ALL"]}},
+        image_pull_secrets=[{"name": n} for n in (defaults.imagePullSecrets or [])]
+        if defaults else [],
+        service_account=defaults.serviceAccountName if defaults else None,
+        priority_class=defaults.priorityClassName if defaults else None)

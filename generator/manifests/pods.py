@@ -7,27 +7,26 @@ Timing constants name their reason; engine facts come from the dialect's :class:
 from __future__ import annotations
 
 import shlex
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from ..engines.base import LEADER_IP, POD_IP, EngineLaunch, Port, RoleInput
-from ..pods import shm_gib
+from ..engines.caches import CACHE_MOUNT
+from ..naming import L_INSTANCE, L_ROLE
+from ..pods import PRESTOP_S, STARTUP_PERIOD_S, TERMINATION_GRACE_S, PodSettings
+from ..sizing.host import HostPlan, PodResources
 from ..spec.models import InferenceDeployment, NodePool, Role
 
-#: Startup probe budget, s: a DeepSeek-V3 load plus DP handshake takes 7-20 min
-#: (llm-d allows 45 min; kserve LLMInferenceService 30 min). 10 s x 180 = 30 min.
-STARTUP_PERIOD_S, STARTUP_FAILURES = 10, 180
-#: The engines' startup budget, s (what a router waits for its workers).
-ENGINE_STARTUP_S = STARTUP_PERIOD_S * STARTUP_FAILURES
+#: Startup probe: every STARTUP_PERIOD_S for the role's cold-start budget (sizing/host.py:
+#: the pod's checkpoint share at the stated read bandwidth + JIT warm-up + rendezvous). The
+#: engines' budget when no host plan is at hand (what a router waits for otherwise): 30 min
+#: (llm-d allows 45 min; kserve LLMInferenceService 30 min).
+ENGINE_STARTUP_S = 1800
 #: Readiness every 10 s (3 misses = out of the Service) and liveness every 30 s with 5 misses
 #: and 10 s timeouts: a 2.5 min grace so a long decode step or GC pause does not restart a
 #: 20-minute load (liveness only starts after the startup probe; llm-d guides use 30 s x 3).
 READINESS_PERIOD_S, READINESS_FAILURES = 10, 3
 LIVENESS_PERIOD_S, LIVENESS_FAILURES, LIVENESS_TIMEOUT_S = 30, 5, 10
-#: terminationGracePeriodSeconds: time for the API server to drain in-flight requests after
-#: SIGTERM before the kubelet kills the engine (Kubernetes default is 30 s; long generations
-#: need more, and 60 s keeps rollouts of a group reasonably fast).
-TERMINATION_GRACE_S = 60
 #: Workers wait for the leader's rendezvous port (DNS name resolved, then a TCP connect every
 #: 5 s) for up to 240 x 5 s = 20 min, then exit non-zero: a headless vLLM engine gives up 5 min
 #: after dialling a leader that is not there (HANDSHAKE_TIMEOUT_MINS, vllm/v1/engine/core.py),
@@ -52,13 +51,20 @@ class PodSpecPlan:
     resources: dict[str, Any]
     volumes: list[dict[str, Any]]
     volume_mounts: list[dict[str, Any]]
-    security_context: dict[str, Any] | None
+    security_context: dict[str, Any]
+    pod_security_context: dict[str, Any]
     termination_grace_s: int
     host_network: bool
     dns_policy: str | None
     node_selector: dict[str, str]
     tolerations: list[dict[str, Any]]
     probes: dict[str, Any]
+    lifecycle: dict[str, Any]
+    affinity: dict[str, Any] | None = None
+    image_pull_secrets: list[dict[str, str]] = field(default_factory=list)
+    service_account: str | None = None
+    priority_class: str | None = None
+    scheduler_name: str | None = None
 
 
 @dataclass(frozen=True)
@@ -127,14 +133,77 @@ class PodContext:
     labels: dict[str, str]
     launcher: dict[str, Any]
     configmap: str
+    pod: PodSettings
+    host: HostPlan | None
 
 
 def pod_plan(ctx: PodContext, spec: PodSpecPlan,
              extra_labels: dict[str, str] | None = None) -> PodPlan:
-    """A pod template of the role: the role's labels (+ ``extra_labels``) and ``spec``."""
-    pod_cfg = ctx.role_spec.pod
-    return PodPlan(labels=ctx.labels | (extra_labels or {}),
-                   annotations=dict(pod_cfg.annotations) if pod_cfg else {}, spec=spec)
+    """A pod template of the role: the user's ``pod.labels`` under the role's labels
+    (+ ``extra_labels``; moegen's keys win: selectors use them) and ``spec``."""
+    return PodPlan(labels={**ctx.pod.labels, **ctx.labels, **(extra_labels or {})},
+                   annotations=dict(ctx.pod.annotations), spec=spec)
+
+
+def _resources(ctx: PodContext, pods: range) -> dict[str, Any]:
+    """Requests and limits of the pods ``pods`` (the largest of them): derived from the host
+    plan, each replaced by the user's ``pod.cpu/memory/ephemeralStorage``; limits equal the
+    requests unless ``pod.limits`` sets them (GPUs and RDMA: limits only, Kubernetes copies
+    extended resources to the requests)."""
+    role, pod, net = ctx.role, ctx.pod, ctx.spec.spec.network
+    requests: dict[str, Any] = {}
+    derived: PodResources | None = None
+    if ctx.host is not None:
+        derived = max((ctx.host.pods[i] for i in pods), key=lambda r: (r.memory_gib, r.cpu))
+        requests = {"cpu": str(derived.cpu), "memory": f"{derived.memory_gib}Gi",
+                    "ephemeral-storage": f"{derived.ephemeral_gib}Gi"}
+    for key, value in (("cpu", pod.cpu), ("memory", pod.memory),
+                       ("ephemeral-storage", pod.ephemeral_storage)):
+        if value is not None:
+            requests[key] = value
+    limits: dict[str, Any] = dict(requests)
+    if pod.limits is not None:
+        for key, value in (("cpu", pod.limits.cpu), ("memory", pod.limits.memory),
+                           ("ephemeral-storage", pod.limits.ephemeralStorage)):
+            if value is not None:
+                limits[key] = value
+    limits["nvidia.com/gpu"] = role.layout.gpus_per_pod
+    if net.rdma is not None:
+        limits[net.rdma.resourceName] = net.rdma.resourceCount
+    return {"limits": limits} | ({"requests": requests} if requests else {})
+
+
+def container_security(ctx: PodContext) -> dict[str, Any]:
+    """The engine container's securityContext: every capability dropped, IPC_LOCK added back
+    for RDMA (ibverbs memory registration pins pages: kernel drivers/infiniband/core/umem.c
+    ib_umem_get needs CAP_IPC_LOCK above RLIMIT_MEMLOCK), no privilege escalation; or
+    ``privileged`` when ``pod.privileged`` (some platforms need it for GPU-initiated RDMA:
+    docs/platform-facts.md §5)."""
+    if ctx.pod.privileged:
+        return {"privileged": True}
+    caps: dict[str, Any] = {"drop": ["ALL"]}
+    if ctx.spec.spec.network.rdma is not None:
+        caps["add"] = ["IPC_LOCK"]
+    return {"allowPrivilegeEscalation": False, "capabilities": caps}
+
+
+def _affinity(ctx: PodContext) -> dict[str, Any] | None:
+    """The user's ``pod.affinity``, plus, for single-pod StatefulSet instances with
+    ``placement.topologyKey``, a required pod anti-affinity that keeps one instance of the role
+    per topology domain (what LWS's exclusive-topology annotation does for groups; a pod's own
+    anti-affinity term never matches itself)."""
+    aff = dict(ctx.pod.affinity) if ctx.pod.affinity else None
+    placement = ctx.role_spec.placement
+    if placement is None or placement.topologyKey is None or ctx.role_spec.workload != "statefulset":
+        return aff
+    term = {"labelSelector": {"matchLabels": {L_INSTANCE: ctx.labels[L_INSTANCE],
+                                              L_ROLE: ctx.labels[L_ROLE]}},
+            "topologyKey": placement.topologyKey}
+    aff = aff or {}
+    anti = dict(aff.get("podAntiAffinity") or {})
+    required = list(anti.get("requiredDuringSchedulingIgnoredDuringExecution") or [])
+    anti["requiredDuringSchedulingIgnoredDuringExecution"] = [*required, term]
+    return {**aff, "podAntiAffinity": anti}
 
 
 def pod_spec(ctx: PodContext, pods: range, index_label: str | None,
@@ -145,7 +214,7 @@ def pod_spec(ctx: PodContext, pods: range, index_label: str | None,
     ``index_label``: the label that carries the pod index (multi-pod instances);
     ``leader_host``: the leader's DNS name as the pod sees it (``$(LWS_LEADER_ADDRESS)``).
     """
-    spec, role_spec, role, launch = ctx.spec, ctx.role_spec, ctx.role, ctx.launch
+    spec, role, launch = ctx.spec, ctx.role, ctx.launch
     net = spec.spec.network
     env: list[dict[str, Any]] = [
         {"name": "MOEGEN_POD_IP", "valueFrom": {"fieldRef": {"fieldPath": "status.podIP"}}},
@@ -171,38 +240,28 @@ def pod_spec(ctx: PodContext, pods: range, index_label: str | None,
         ports += [p for p in launch.ports_of(i) if p not in ports]
     if not serves_api:
         ports = [p for p in ports if p.name != "http"]
-    limits: dict[str, Any] = {"nvidia.com/gpu": role.layout.gpus_per_pod}
-    requests: dict[str, Any] = {}
-    if net.rdma is not None:
-        limits[net.rdma.resourceName] = net.rdma.resourceCount
-    pod_cfg = role_spec.pod
-    if pod_cfg is not None and pod_cfg.cpu:
-        limits["cpu"] = requests["cpu"] = pod_cfg.cpu
-    if pod_cfg is not None and pod_cfg.memory:
-        limits["memory"] = requests["memory"] = pod_cfg.memory
-    resources = {"limits": limits} | ({"requests": requests} if requests else {})
+    resources = _resources(ctx, pods)
     volumes: list[dict[str, Any]] = [{"name": "dshm", "emptyDir": {
-        "medium": "Memory", "sizeLimit": f"{shm_gib(role_spec)}Gi"}}]
+        "medium": "Memory", "sizeLimit": f"{ctx.pod.shm_gib}Gi"}}]
     mounts: list[dict[str, Any]] = [{"name": "dshm", "mountPath": "/dev/shm"}]
     if spec.spec.model.volume is not None:
         volumes.append({"name": "model", **spec.spec.model.volume.sources()})
         mounts.append({"name": "model", "mountPath": spec.spec.model.path, "readOnly": True})
-    caps = ["IPC_LOCK"] if net.rdma is not None else []
-    privileged = bool(pod_cfg and pod_cfg.privileged)
-    security = None
-    if caps or privileged:
-        security = {}
-        if caps:
-            security["capabilities"] = {"add": caps}
-        if privileged:
-            security["privileged"] = True
+    cache = ctx.pod.cache
+    volumes.append({"name": "compile-cache", **(cache.volume.sources() if cache.volume else
+                    {"emptyDir": {"sizeLimit": f"{cache.sizeGiB}Gi"}})})
+    mounts.append({"name": "compile-cache", "mountPath": CACHE_MOUNT})
+    volumes += [dict(v) for v in ctx.pod.extra_volumes]
+    mounts += [dict(m) for m in ctx.pod.extra_volume_mounts]
     probes: dict[str, Any] = {}
+    startup_s = ctx.host.startup_s if ctx.host is not None else ENGINE_STARTUP_S
     if serves_api:
         check = {"httpGet": {"path": "/health", "port": "http"}}
         timeout = launch.health_timeout_s
         probes = {
             "startupProbe": {**check, "periodSeconds": STARTUP_PERIOD_S,
-                             "failureThreshold": STARTUP_FAILURES, "timeoutSeconds": timeout},
+                             "failureThreshold": startup_s // STARTUP_PERIOD_S,
+                             "timeoutSeconds": timeout},
             "readinessProbe": {**check, "periodSeconds": READINESS_PERIOD_S,
                                "failureThreshold": READINESS_FAILURES, "timeoutSeconds": timeout},
             "livenessProbe": {**check, "periodSeconds": LIVENESS_PERIOD_S,
@@ -218,11 +277,19 @@ def pod_spec(ctx: PodContext, pods: range, index_label: str | None,
         resources=resources,
         volumes=volumes,
         volume_mounts=mounts,
-        security_context=security,
+        security_context=container_security(ctx),
+        pod_security_context={"seccompProfile": {"type": "RuntimeDefault"},
+                              **(ctx.pod.security_context or {})},
         termination_grace_s=TERMINATION_GRACE_S,
         host_network=net.hostNetwork,
         dns_policy="ClusterFirstWithHostNet" if net.hostNetwork else None,
         node_selector=dict(ctx.pool.nodeSelector),
         tolerations=[t.model_dump(exclude_none=True) for t in ctx.pool.tolerations],
         probes=probes,
+        lifecycle={"preStop": {"exec": {"command": ["/bin/sh", "-c", f"sleep {PRESTOP_S}"]}}},
+        affinity=_affinity(ctx),
+        image_pull_secrets=[{"name": n} for n in ctx.pod.image_pull_secrets],
+        service_account=ctx.pod.service_account,
+        priority_class=ctx.pod.priority_class,
+        scheduler_name=ctx.pod.scheduler_name,
     )

@@ -40,8 +40,8 @@ window-only block plus ``e_proj``/``h_proj`` and its own hc head; embedding and 
 
 from __future__ import annotations
 
-from functools import cached_property
 from dataclasses import dataclass
+from functools import cached_property
 
 
 @dataclass(frozen=True)

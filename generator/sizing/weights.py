@@ -224,3 +224,21 @@ def stage_weights(inv: Inventory, config: dict, fmt: str, place: Placement) -> l
                     _add(acc, "mtp", _mla_copies(config, place))
         stages.append(StageWeights(s, tuple(rng), acc))
     return stages
+
+
+def checkpoint_bytes(inv: Inventory, config: dict, fmt: str, mtp: bool) -> tuple[float, float]:
+    """Bytes of the checkpoint in format ``fmt``: (everything but the routed experts, the routed
+    experts), the MTP module included when ``mtp`` (the engine loads it for speculation)."""
+    scale = 1 if (config.get("quantization_config") or {}).get("scale_fmt") == "ue8m0" else 4
+    other = experts = 0.0
+    tensors = [(t, n) for kind, n in inv.kind_counts().items() for t in inv.kinds[kind]]
+    tensors += [(t, 1) for t in inv.outer]
+    if mtp:
+        tensors += [(t, inv.mtp_layers) for t in inv.mtp_layer]
+    for t, n in tensors:
+        b = n * tensor_bytes(t, fmt, scale)
+        if t.component == "routed_experts":
+            experts += b
+        else:
+            other += b
+    return other, experts

@@ -27,7 +27,6 @@ from typing import Any
 from ruamel.yaml import YAML
 from ruamel.yaml.comments import CommentedMap, CommentedSeq
 from ruamel.yaml.error import MarkedYAMLError, YAMLError
-from ruamel.yaml.reader import Reader
 from ruamel.yaml.events import (
     AliasEvent,
     CollectionEndEvent,
@@ -35,6 +34,7 @@ from ruamel.yaml.events import (
     DocumentStartEvent,
     NodeEvent,
 )
+from ruamel.yaml.reader import Reader
 
 from ..errors import Finding, Location, Severity
 

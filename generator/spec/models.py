@@ -17,6 +17,13 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 
 from ..catalog import ARCHITECTURES, GPUS
+from .k8s import (
+    K8sAffinity,
+    K8sPodSecurityContext,
+    K8sVolume,
+    K8sVolumeMount,
+    link_schema,
+)
 
 API_VERSION = "moegen.dev/v1alpha1"
 
@@ -35,6 +42,19 @@ ONE_LINE = r"^[^\x00-\x1f\x7f-\x9f\u2028\u2029\ufeff\ufffe\uffff]*$"
 #: Container image reference (printable ASCII, no whitespace).
 IMAGE = r"^[!-~]+$"
 
+#: Kubernetes quantities: CPU (``32``, ``500m``, ``1.5``) and bytes (``512Gi``, ``100G``, ``1e9``
+#: excluded: plain or binary/decimal suffixes), apimachinery pkg/api/resource.
+CPU_QUANTITY = r"^[0-9]+(\.[0-9]+)?m?$"
+MEM_QUANTITY = r"^[0-9]+(\.[0-9]+)?(Ki|Mi|Gi|Ti|Pi|k|M|G|T|P)?$"
+#: RFC 1123 subdomain (names of Secrets, ServiceAccounts, PriorityClasses, schedulers).
+DNS_SUBDOMAIN = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$"
+
+CpuQuantity = Annotated[str, StringConstraints(pattern=CPU_QUANTITY, max_length=32)]
+MemQuantity = Annotated[str, StringConstraints(pattern=MEM_QUANTITY, max_length=32)]
+DnsSubdomain = Annotated[str, StringConstraints(pattern=DNS_SUBDOMAIN, max_length=253)]
+#: One engine argument: printable, no whitespace-only or empty strings.
+EngineArg = Annotated[str, StringConstraints(pattern=r"^[^\x00-\x1f\x7f-\x9f\u2028\u2029]+$",
+                                             max_length=4096)]
 LabelKey = Annotated[str, StringConstraints(pattern=LABEL_KEY, max_length=317)]
 LabelValue = Annotated[str, StringConstraints(pattern=LABEL_VALUE, max_length=63)]
 Labels = Annotated[dict[LabelKey, LabelValue], Field(max_length=64)]
@@ -81,6 +101,10 @@ class Model(_Model):
         "{persistentVolumeClaim: {claimName: x}}; mounted read-only at `path`.")
     tokenSecret: SecretKeyRef | None = Field(
         None, description="Secret key holding a Hugging Face token (HF_TOKEN).")
+    loadGBps: float | None = Field(
+        None, gt=0, le=1000,
+        description="Read bandwidth of the weights volume per pod, GB/s (default 1.0: a "
+        "network file system; local NVMe reads 3-7). Sets the startup budget.")
 
 
 class PvcSource(_Model):
@@ -244,19 +268,74 @@ class KvTransfer(_Model):
 class Sizing(_Model):
     """What the HBM check must guarantee for this role."""
 
-    concurrency: int = Field(1, ge=1, le=1_000_000,
-                             description="Sequences of maxModelLen one instance must hold.")
+    concurrency: int | None = Field(
+        None, ge=1, le=1_000_000,
+        description="Sequences of maxModelLen one instance must hold; the engine then admits "
+        "that many (--max-num-seqs per DP rank, SGLang --max-running-requests). Unset: 1 for "
+        "the HBM check and the engine's own admission limit.")
+
+
+class PodLimits(_Model):
+    """Container limits when they differ from the requests (Kubernetes quantities)."""
+
+    cpu: CpuQuantity | None = None
+    memory: MemQuantity | None = None
+    ephemeralStorage: MemQuantity | None = None
+
+
+class Cache(_Model):
+    """The compile/JIT cache volume of the engine pods (DeepGEMM, Triton, FlashInfer,
+    torch.compile, CUDA): an emptyDir of ``sizeGiB`` by default (kept across container restarts),
+    or any volume source (a PVC or hostPath keeps it across pod re-creation)."""
+
+    sizeGiB: int = Field(32, ge=1, le=4096,
+                         description="Size of the cache (emptyDir sizeLimit, ephemeral-storage "
+                         "request), GiB.")
+    volume: VolumeSource | None = Field(
+        None, description="A volume source for the cache instead of an emptyDir; moegen writes "
+        "into a subdirectory keyed by engine release, GPU and layout.")
 
 
 class Pod(_Model):
-    """Per-pod resources and privileges beyond what the layout derives."""
+    """Engine pod settings. ``spec.pod`` holds the defaults of every role; a role's ``pod``
+    overrides them key by key (``labels`` and ``annotations`` merge, the role's keys winning).
+    Resources not given are derived from the role (``gen size`` shows the arithmetic)."""
 
-    cpu: str | None = Field(None, pattern=r"^[0-9]+(\.[0-9]+)?m?$")
-    memory: str | None = Field(None, pattern=r"^[0-9]+(Ki|Mi|Gi|Ti)?$")
+    cpu: CpuQuantity | None = Field(None, description="CPU request (and limit unless "
+                                    "`limits.cpu`); derived from the role when unset.")
+    memory: MemQuantity | None = Field(None, description="Memory request (and limit unless "
+                                       "`limits.memory`); derived from the role when unset.")
+    ephemeralStorage: MemQuantity | None = Field(
+        None, description="Ephemeral-storage request (and limit unless `limits`); derived when "
+        "unset.")
+    limits: PodLimits | None = Field(None, description="Limits that differ from the requests.")
     shmSizeGiB: int | None = Field(None, ge=1, le=1024,
                                    description="/dev/shm size (memory emptyDir), GiB.")
-    privileged: bool = False
-    annotations: dict[LabelKey, OneLine] = Field(default_factory=dict, max_length=64)
+    privileged: bool | None = Field(None, description="Run the engine container privileged "
+                                    "(Pod Security 'privileged'; rule SEC001 names why).")
+    imagePullSecrets: list[DnsSubdomain] | None = Field(
+        None, max_length=16, description="Secret names for pulling the images.")
+    serviceAccountName: DnsSubdomain | None = None
+    priorityClassName: DnsSubdomain | None = None
+    schedulerName: DnsSubdomain | None = None
+    labels: Labels | None = Field(None, description="Extra pod labels (not selectors).")
+    annotations: dict[LabelKey, OneLine] | None = Field(None, max_length=64)
+    affinity: K8sAffinity | None = Field(None, description="A Kubernetes Affinity, merged with "
+                                         "the one `placement` derives.")
+    securityContext: K8sPodSecurityContext | None = Field(
+        None, description="Pod-level security context; the container's capabilities stay "
+        "derived.")
+    extraVolumes: list[K8sVolume] | None = Field(None, max_length=32)
+    extraVolumeMounts: list[K8sVolumeMount] | None = Field(None, max_length=32)
+    cache: Cache | None = None
+
+
+class Placement(_Model):
+    """Where a role's instances go."""
+
+    topologyKey: LabelKey | None = Field(
+        None, description="Keep each instance's pods in one topology domain of this node label "
+        "(LWS exclusive-topology; pod affinity for StatefulSets).")
 
 
 class Role(_Model):
@@ -274,6 +353,14 @@ class Role(_Model):
     sizing: Sizing = Field(default_factory=Sizing)
     serving: Serving | None = None
     pod: Pod | None = None
+    engineArgs: list[EngineArg] = Field(
+        default_factory=list, max_length=64,
+        description="Appended to the engine command; every flag must exist in the pinned engine "
+        "release, and flags moegen derives are refused with the field that sets them.")
+    env: dict[EnvName, OneLine] = Field(
+        default_factory=dict, max_length=256,
+        description="Environment of this role's engine pods, after spec.network.env.")
+    placement: Placement | None = None
 
 
 class Router(_Model):
@@ -287,6 +374,14 @@ class Router(_Model):
     policy: Literal["random", "round_robin", "cache_aware", "power_of_two"] = "round_robin"
 
 
+class Platform(_Model):
+    """What the cluster enforces (docs/spec.md §6.2)."""
+
+    podSecurity: Literal["privileged", "baseline", "restricted"] | None = Field(
+        None, description="The Pod Security Admission level the namespace enforces; moegen "
+        "refuses pods that need a higher one (rule SEC001) and names the cause.")
+
+
 class DeploymentSpec(_Model):
     """``spec`` of an InferenceDeployment."""
 
@@ -295,8 +390,11 @@ class DeploymentSpec(_Model):
     nodePools: dict[str, NodePool] = Field(min_length=1)
     network: Network = Field(default_factory=Network)
     serving: Serving = Field(default_factory=Serving)
+    pod: Pod | None = Field(None, description="Defaults for every engine pod (a role's `pod` "
+                            "overrides per key).")
     roles: list[Role] = Field(min_length=1, max_length=16)
     router: Router = Field(default_factory=Router)
+    platform: Platform | None = None
 
 
 Model.model_rebuild()
@@ -358,6 +456,7 @@ def json_schema() -> dict:
     """The JSON Schema (draft 2020-12) of :class:`InferenceDeployment`."""
     schema = InferenceDeployment.model_json_schema(mode="validation")
     _close_pattern_maps(schema)
+    link_schema(schema)   # the Kubernetes objects pod settings carry
     schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
     schema["$id"] = "https://moegen.dev/schemas/v1alpha1/inferencedeployment.schema.json"
     return schema

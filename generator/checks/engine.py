@@ -1,0 +1,71 @@
+"""Rules about what the user adds to the engine command: ``roles[].engineArgs``."""
+
+from __future__ import annotations
+
+import re
+
+from ..engines.options import known_releases, release_options
+from .registry import Context, E, Hit, role_path, rule
+
+#: A token that is an option (``-tp``, ``--x``, ``--x=v``), not a negative number value.
+_FLAG = re.compile(r"^--?[A-Za-z]")
+
+
+def _flags(args: list[str]):
+    """(index, token) of every option token of an engineArgs list."""
+    for j, a in enumerate(args):
+        if _FLAG.match(a):
+            yield j, a
+
+
+@rule("ENG004", E, "engineArgs are options of the pinned engine release",
+      "the engines' own parsers (vllm serve: vllm/engine/arg_utils.py + "
+      "entrypoints/openai/cli_args.py; SGLang: sglang/srt/server_args.py), every option of each "
+      "release shipped in generator/engines/data/engine-options.json; argparse exits at start on "
+      "an unknown option")
+def _engine_args_known(ctx: Context):
+    if ctx.dialect is None:
+        return
+    d = ctx.dialect
+    opts = release_options(d.engine, d.version)
+    for i, role in enumerate(ctx.spec.spec.roles):
+        if not role.engineArgs:
+            continue
+        if opts is None:
+            have = known_releases(d.engine)
+            yield Hit(role_path(i, "engineArgs"),
+                      f"engineArgs cannot be checked: moegen does not ship the option list of "
+                      f"{d.label} {d.version} (it has {', '.join(have)})",
+                      f"pin a {d.label} release whose options moegen knows, or drop engineArgs")
+            continue
+        if not _FLAG.match(role.engineArgs[0]):
+            yield Hit(role_path(i, "engineArgs", 0),
+                      f"engineArgs start with a value ({role.engineArgs[0]!r}), not an option",
+                      "write options and their values as separate items: [--opt, value]")
+        for j, flag in _flags(role.engineArgs):
+            if opts.canonical(flag) is None:
+                near = opts.suggest(flag)
+                yield Hit(role_path(i, "engineArgs", j),
+                          f"{flag.split('=', 1)[0]} is not an option of {d.label} {d.version}",
+                          f"did you mean {' or '.join(near)}?" if near else
+                          f"see `{'vllm serve --help=all' if d.engine == 'vllm' else 'python -m sglang.launch_server --help'}` "
+                          f"of {d.version}")
+
+
+@rule("ENG005", E, "engineArgs do not set flags moegen derives",
+      "docs/spec.md §6 (a flag moegen derives is rejected with the spec field that controls it); "
+      "a second value of a derived flag desynchronises the pods of an instance or the HBM check")
+def _engine_args_derived(ctx: Context):
+    if ctx.dialect is None:
+        return
+    d = ctx.dialect
+    opts = release_options(d.engine, d.version)
+    for i, role in enumerate(ctx.spec.spec.roles):
+        for j, flag in _flags(role.engineArgs):
+            name = (opts.canonical(flag) if opts else None) or flag.split("=", 1)[0]
+            field = d.derived_flags.get(name)
+            if field is not None:
+                yield Hit(role_path(i, "engineArgs", j),
+                          f"{flag.split('=', 1)[0]} is derived by moegen",
+                          f"set {field} instead" if not field.startswith("(") else
+                          f"it is not settable {field}")

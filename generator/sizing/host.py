@@ -1,0 +1,150 @@
+"""Host resources of the engine pods: CPU, memory and ephemeral-storage requests, and the
+startup budget (how long a cold start may take).
+
+All memory figures are GiB (2^30 bytes); CPU is cores; times are seconds. Facts and their
+sources: docs/platform-facts.md; peers' figures: docs/anchors-k8s-2.md (32-130 CPUs, 256-850 Gi
+per 8-GPU pod).
+
+Per pod, from its processes (``Dialect.processes``: GPU processes, API servers, others)::
+
+    cpu    = 4 x GPU processes + 2 x API servers + 1 x other processes + 2
+    memory = 8 x GPU processes + 3 x API servers + 2 x other processes + 2   (process memory)
+           + /dev/shm                                                    (charged to the pod)
+           + the pod's share of the checkpoint                           (page cache)
+    ephemeral-storage = compile cache (when it is an emptyDir) + 20
+
+* 4 cores per GPU process: its Python thread drives the GPU continuously, next to NCCL's proxy
+  thread, NVSHMEM/DeepEP progress and the weight loader's threads; 2 per API server (HTTP,
+  tokenization, detokenization); 1 per engine core without a GPU, DP coordinator, detokenizer
+  or DP controller; 2 for the launcher, probes and exec sessions.
+* 8 GiB per GPU process: CUDA context, PyTorch and CUDA libraries, NCCL/NVSHMEM host buffers;
+  3 GiB per API server (tokenizer, request state); 2 GiB per other process; 2 GiB for the rest.
+* ``/dev/shm`` is a memory-backed emptyDir: Kubernetes charges it to the pod's memory.
+* Page cache: both engines read the safetensors files through mmap, and the kernel charges the
+  pages to the pod's cgroup; holding the pod's share keeps a restart from re-reading the
+  checkpoint from storage. A pod of ``g`` GPUs of an instance of ``G`` GPUs (tensor x data x
+  pipeline) holds ``min(1, g / (tensor x pipeline))`` of the non-expert tensors (every DP rank
+  holds them whole) and ``g / G`` of the routed experts (split by expert or tensor parallelism).
+* 20 GiB of ephemeral storage: the container's writable layer (logs, Python caches, temporary
+  files of the JIT compilers).
+
+The process memory and /dev/shm cannot be reclaimed; a limit below them is an OOM kill (rule
+POD002). The page cache can (a lower limit slows restarts: POD003).
+
+Startup budget (cold start, empty compile cache)::
+
+    budget = pod's checkpoint share / loadGBps + warm-up 1200 s + rendezvous 300 s
+
+rounded up to the startup probe period. The warm-up covers JIT compilation (DeepGEMM, whose
+SGLang precompile builds M = 1..16384 at start; Triton, FlashInfer, torch.compile) and CUDA graph
+capture: sglang#29170 and dynamo#10695 report 10-30 minute recompiles. The rendezvous covers the
+pods of an instance finding each other and the DP handshake.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from ..engines.base import Dialect, PodProcesses, RoleInput
+from ..pods import PodSettings
+from .params import inventory
+from .weights import checkpoint_bytes
+
+GIB = 2**30
+
+CPU_PER_GPU, CPU_PER_API, CPU_PER_OTHER, CPU_BASE = 4, 2, 1, 2
+MEM_PER_GPU_GIB, MEM_PER_API_GIB, MEM_PER_OTHER_GIB, MEM_BASE_GIB = 8, 3, 2, 2
+EPHEMERAL_BASE_GIB = 20
+#: Default read bandwidth of the weights volume, GB/s (10^9 B/s) per pod: a network file system
+#: or network block PVC; local NVMe reads 3-7 (set ``model.loadGBps``).
+LOAD_GBPS_DEFAULT = 1.0
+WARMUP_S = 1200
+RENDEZVOUS_S = 300
+
+
+@dataclass(frozen=True)
+class PodResources:
+    """Requests of one pod (limits equal them unless the spec says otherwise).
+
+    Attributes:
+        cpu: cores; memory_gib, ephemeral_gib: GiB (whole).
+        processes: what the pod runs.
+        process_gib, shm_gib, page_cache_gib: the memory terms, GiB.
+        load_gib: the pod's share of the checkpoint, GiB (the page cache term and the load).
+    """
+
+    cpu: int
+    memory_gib: int
+    ephemeral_gib: int
+    processes: PodProcesses
+    process_gib: float
+    shm_gib: int
+    page_cache_gib: float
+
+    @property
+    def unreclaimable_gib(self) -> float:
+        """Memory the kernel cannot take back (processes + /dev/shm), GiB."""
+        return self.process_gib + self.shm_gib
+
+
+@dataclass(frozen=True)
+class HostPlan:
+    """Host resources and startup budget of one role.
+
+    Attributes:
+        pods: per pod of an instance (leader first).
+        load_gbps: read bandwidth assumed, GB/s; load_s: reading the largest pod share, s.
+        startup_s: the cold-start budget, s (multiple of the startup probe period).
+    """
+
+    pods: tuple[PodResources, ...]
+    load_gbps: float
+    load_s: float
+    startup_s: int
+
+
+def api_servers_from(args: list[str]) -> int | None:
+    """``--api-server-count`` / ``-asc`` (vLLM) or ``--tokenizer-worker-num`` (SGLang) in
+    engineArgs, or None."""
+    for j, a in enumerate(args):
+        name, _, value = a.partition("=")
+        if name in ("--api-server-count", "-asc", "--tokenizer-worker-num"):
+            text = value or (args[j + 1] if j + 1 < len(args) else "")
+            if text.isdigit():
+                return int(text)
+    return None
+
+
+def host_plan(role: RoleInput, dialect: Dialect, pod: PodSettings, engine_args: list[str],
+              load_gbps: float | None, probe_period_s: int) -> HostPlan:
+    """Resources of every pod of ``role`` and its startup budget (see the module docstring).
+
+    Raises:
+        KeyError: the model's config.json lacks a field the weight inventory needs.
+    """
+    cfg = role.arch.config
+    inv = inventory(cfg)
+    other_b, expert_b = checkpoint_bytes(inv, cfg, role.model.weights,
+                                         mtp=role.speculative is not None)
+    lay = role.layout
+    procs = dialect.processes(role, api_servers_from(engine_args))
+    cache_gib = pod.cache.sizeGiB if pod.cache.volume is None else 0
+    pods = []
+    for slot, p in zip(lay.pods, procs):
+        share_other = min(1.0, slot.gpus / (lay.tensor * lay.pipeline))
+        share_expert = slot.gpus / lay.gpus_per_instance
+        page = (other_b * share_other + expert_b * share_expert) / GIB
+        process = (MEM_PER_GPU_GIB * p.gpu + MEM_PER_API_GIB * p.api
+                   + MEM_PER_OTHER_GIB * p.other + MEM_BASE_GIB)
+        pods.append(PodResources(
+            cpu=CPU_PER_GPU * p.gpu + CPU_PER_API * p.api + CPU_PER_OTHER * p.other + CPU_BASE,
+            memory_gib=math.ceil(process + pod.shm_gib + page),
+            ephemeral_gib=cache_gib + EPHEMERAL_BASE_GIB,
+            processes=p, process_gib=float(process), shm_gib=pod.shm_gib,
+            page_cache_gib=round(page, 1)))
+    gbps = load_gbps or LOAD_GBPS_DEFAULT
+    load_s = max(p.page_cache_gib for p in pods) * GIB / (gbps * 1e9)
+    total = load_s + WARMUP_S + RENDEZVOUS_S
+    startup = math.ceil(total / probe_period_s) * probe_period_s
+    return HostPlan(tuple(pods), gbps, round(load_s), startup)

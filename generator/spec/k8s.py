@@ -1,0 +1,80 @@
+"""Kubernetes objects a spec carries as written (an Affinity, a PodSecurityContext, Volumes,
+VolumeMounts), validated against the Kubernetes OpenAPI schema (strict: unknown fields refused).
+
+The schemas are package data (``spec/data/k8s-objects.json``, extracted from the Kubernetes
+1.32 OpenAPI by ``tools/extract_k8s_schemas.py``). The JSON Schema of the spec references them
+(``#/$defs/io.k8s.api.core.v1.<Kind>``), so editors complete and check these fields too; pydantic
+runs the same check (:func:`_checker`), so both verdicts agree.
+"""
+
+from __future__ import annotations
+
+import json
+from functools import cache
+from typing import Annotated, Any
+
+from pydantic import AfterValidator, WithJsonSchema
+
+from ..resources import package_text
+
+
+@cache
+def k8s_schemas() -> dict:
+    """``{"roots": {kind: definition}, "$defs": {definition: schema}, ...}``."""
+    return json.loads(package_text("spec", "data", "k8s-objects.json"))
+
+
+@cache
+def _validator(kind: str):
+    import jsonschema
+
+    data = k8s_schemas()
+    schema = {"$ref": f"#/$defs/{data['roots'][kind]}", "$defs": data["$defs"]}
+    return jsonschema.Draft202012Validator(schema)
+
+
+def _checker(kind: str):
+    def check(value: dict[str, Any]) -> dict[str, Any]:
+        errors = sorted(_validator(kind).iter_errors(value), key=lambda e: list(e.absolute_path))
+        if errors:
+            e = errors[0]
+            where = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in e.absolute_path)
+            raise ValueError(f"not a valid Kubernetes {kind}: {where or '(top)'}: {e.message}")
+        return value
+    return check
+
+
+#: Placeholder key pydantic writes into the JSON Schema where a Kubernetes object goes;
+#: :func:`link_schema` swaps it for a ``$ref`` (pydantic resolves ``$ref`` itself and would fail).
+_MARK = "x-moegen-kubernetes"
+
+
+def _object(kind: str):
+    return Annotated[dict[str, Any], AfterValidator(_checker(kind)),
+                     WithJsonSchema({_MARK: kind})]
+
+
+def link_schema(node: Any) -> None:
+    """Point every Kubernetes-object field of a generated schema at its definition and add the
+    definitions to the schema's ``$defs`` (in place)."""
+    data = k8s_schemas()
+
+    def walk(n: Any) -> None:
+        if isinstance(n, dict):
+            if _MARK in n:
+                kind = n.pop(_MARK)
+                n["$ref"] = f"#/$defs/{data['roots'][kind]}"
+            for v in n.values():
+                walk(v)
+        elif isinstance(n, list):
+            for v in n:
+                walk(v)
+
+    walk(node)
+    node.setdefault("$defs", {}).update(data["$defs"])
+
+
+K8sAffinity = _object("Affinity")
+K8sPodSecurityContext = _object("PodSecurityContext")
+K8sVolume = _object("Volume")
+K8sVolumeMount = _object("VolumeMount")
