@@ -4,7 +4,7 @@
 #   torch 2.13.0 (CPU wheel from local disk), vllm 0.33.0, sglang 0.5.23, smg 1.13.0, sglang-router 0.3.2,
 #   vllm-router 0.1.17 (the vLLM PD router; its RouterArgs parser is pure Python).
 # Engine/router packages are installed with --no-deps, followed by just the modules their CLI code
-# imports (recipe: shared/research/engines.md, "Checking rendered commands against the real parsers").
+# imports (recipe: docs/engines.md, "Checking rendered commands against the real parsers").
 #
 # Idempotent: a marker file is written only after a smoke test builds every parser, so a
 # half-finished venv is thrown away and rebuilt. All progress goes to stderr; the last line on
@@ -30,7 +30,7 @@ DEPS=(
   annotated-doc prometheus_client partial_json_parser "xgrammar==0.2.8" "apache-tvm-ffi==0.1.11"
   llguidance orjson triton ipython traitlets pygments
   # what building the engines' configuration objects imports (tests/conformance/engine_config.py;
-  # recipe: shared/research/engines.md, "Engine configuration objects on CPU")
+  # recipe: docs/engines.md, "Engine configuration objects on CPU")
   "compressed-tensors==0.17.0" einops loguru dill sentencepiece gguf
 )
 # The marker records the recipe; change the recipe and the venv is rebuilt.

@@ -186,20 +186,42 @@ def diff_tree(outdir: Path, files: dict[str, str]) -> list[str]:
     return out
 
 
-def write_file(path: Path, text: str) -> None:
+def write_file(path: Path, text: str, marker: str) -> None:
     """Write one file atomically (temp file + rename), e.g. ``gen plan --emit spec.yaml``.
 
+    An existing ``path`` is replaced only when it is a regular file (not a symbolic link, a
+    device or a FIFO) that moegen wrote: its first 64 KiB contain ``marker`` (the header or
+    footer moegen puts in such files). Anything else is refused, so a typo never replaces a
+    user's spec or a device node.
+
     Raises:
-        UsageError: the path is a directory or cannot be written.
+        UsageError: the path exists and is not moegen's file, or cannot be written.
     """
     path = Path(path)
-    if path.is_dir():
-        raise UsageError(f"{path} is a directory")
+    if path.is_symlink():
+        raise UsageError(f"{path} is a symbolic link; give the file it points to")
+    if path.exists():
+        if not path.is_file():
+            raise UsageError(f"{path} exists and is not a regular file")
+        try:
+            with path.open("rb") as f:
+                head = f.read(65536).decode("utf-8", "replace")
+        except OSError as exc:
+            raise UsageError(f"cannot read {path}: {exc.strerror}") from None
+        if marker not in head:
+            raise UsageError(f"{path} exists and was not written by moegen; remove it or "
+                             "choose another path")
+    for parent in path.parents:
+        if parent.exists() and not parent.is_dir():
+            raise UsageError(f"cannot write {path}: {parent} is not a directory")
     tmp = path.with_name(f".{path.name}.moegen-{os.getpid()}")
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp.write_text(text, encoding="utf-8")
         os.replace(tmp, path)
     except OSError as exc:
-        tmp.unlink(missing_ok=True)
+        try:
+            tmp.unlink(missing_ok=True)
+        except OSError:
+            pass
         raise UsageError(f"cannot write {path}: {exc.strerror}") from None

@@ -46,3 +46,41 @@ def lws_pod(base: str, role: str, group: int, index: int) -> str:
 def statefulset_name(base: str, role: str, replica: int) -> str:
     """The StatefulSet (and headless Service) of one single-node instance."""
     return f"{base}-{role}-{replica}"
+
+
+def client_service(base: str, role: str) -> str:
+    """The client Service of a role (its API pods)."""
+    return f"{base}-{role}-api"
+
+
+def env_configmap(base: str, role: str) -> str:
+    """The ConfigMap generated from a role's env file."""
+    return f"{base}-{role}-env"
+
+
+def router_name(base: str) -> str:
+    """The router Deployment and its Service."""
+    return f"{base}-router"
+
+
+def object_names(base: str, roles, router: bool) -> list[tuple[str, str, str]]:
+    """(kind, name, what) of every named object a deployment creates, the Services the LWS
+    controller creates included. ``roles``: (name, workload, replicas) per role; ``router``:
+    the router is rendered."""
+    out = []
+    for name, workload, replicas in roles:
+        if workload == "statefulset":
+            for r in range(replicas):
+                n = statefulset_name(base, name, r)
+                out += [("StatefulSet", n, f"role {name!r}"),
+                        ("Service", n, f"role {name!r} (headless)")]
+        else:
+            n = lws_name(base, name)
+            out += [("LeaderWorkerSet", n, f"role {name!r}"),
+                    ("Service", n, f"role {name!r} (the LWS headless Service)")]
+        out += [("Service", client_service(base, name), f"role {name!r} (client)"),
+                ("ConfigMap", env_configmap(base, name), f"role {name!r} (env)")]
+    if router:
+        out += [("Deployment", router_name(base), "the router"),
+                ("Service", router_name(base), "the router")]
+    return out

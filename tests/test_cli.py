@@ -125,8 +125,7 @@ def test_readme_examples_match_the_tool(tmp_path, capsys):
     err = capsys.readouterr().err
     line = next(x for x in err.splitlines() if "EP003" in x)
     assert line.replace(str(overlay), "overlay.yaml") in readme
-    bf16 = tmp_path / "bf16.yaml"
-    bf16.write_text("spec:\n  model: {weights: bf16}\n")
+    bf16 = ROOT / "overlays" / "bf16-weights.yaml"
     assert run(["size", str(EXAMPLES / "s2-32xh20-ep32-fp8.yaml"), "-f", str(bf16)]) == 1
     out = capsys.readouterr().out
     for shown in ("weights      69.95 GiB", "concurrency  4.9 x 32768 tokens per rank; needs 7",
@@ -163,3 +162,31 @@ def test_readme_plan_excerpt_matches(capsys):
     assert line in readme
     alt = next(x for x in out.splitlines() if "with weights: fp8" in x)
     assert alt.split("(")[0].strip() in readme
+
+
+def test_explain_shows_defaults_inherited_and_derived_values(capsys):
+    """Every value the deployment runs with, not only what the files set."""
+    assert run(["explain", S1]) == 0
+    out = {line.split(" = ")[0]: line for line in capsys.readouterr().out.splitlines()}
+    assert out["$.spec.router.port"].endswith("default") and " = 8080 " in out["$.spec.router.port"]
+    assert out["$.spec.network.hostNetwork"].endswith("default")
+    assert out["$.spec.roles[1].serving.maxModelLen"].endswith(
+        "inherited: $.spec.serving.maxModelLen")
+    assert '= "468Gi"' in out["$.spec.roles[1].pod.memory"] and "derived" in out[
+        "$.spec.roles[1].pod.memory"]
+    assert run(["explain", str(EXAMPLES / "s3-v4pro-pd-dp16.yaml"),
+                "--path", "$.spec.roles[1].serving"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert any(x.startswith("$.spec.roles[1].serving.memFractionStatic = 0.877")
+               and x.endswith("derived: the HBM check (gen size)") for x in lines)
+
+
+def test_every_schema_field_is_described():
+    """Editors show the schema's descriptions: every field of moegen's own objects has one."""
+    from generator.spec.models import json_schema
+    schema = json_schema()
+    missing = [f"{name}.{prop}" for name, d in schema["$defs"].items()
+               if not name.startswith("io.k8s")
+               for prop, ps in d.get("properties", {}).items() if "description" not in ps]
+    missing += [p for p, ps in schema["properties"].items() if "description" not in ps]
+    assert not missing, missing

@@ -34,3 +34,16 @@ def test_model_configs_match_reference():
     for arch, name in ARCHITECTURES.items():
         ref = json.loads(shared("reference", "models", name).read_text())
         assert builtin_config(arch) == ref, arch
+
+
+def test_engine_option_data_matches_reference():
+    src = shared("reference", "engines")
+    committed = (ROOT / "generator" / "engines" / "data" / "engine-options.json").read_text()
+    assert committed == _tool("extract_engine_options").render(src), \
+        "run: python tools/extract_engine_options.py"
+
+
+def test_kubernetes_object_schemas_match_kubernetes_validate():
+    committed = (ROOT / "generator" / "spec" / "data" / "k8s-objects.json").read_text()
+    assert committed == _tool("extract_k8s_schemas").render(), \
+        "run: python tools/extract_k8s_schemas.py"

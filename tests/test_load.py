@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-
 from generator.spec.load import MAX_BYTES, Provenance, load_spec, merge, parse_yaml_file
 
 

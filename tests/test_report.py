@@ -40,10 +40,11 @@ def test_json_and_page_come_from_one_model(tmp_path, capsys):
 
 
 def test_rejected_spec_still_reports_findings(tmp_path, capsys):
+    """The page is written (it shows why), and the exit code says the spec was rejected."""
     overlay = tmp_path / "o.yaml"
     overlay.write_text("spec:\n  model: {weights: bf16}\n")
     assert run(["report", str(EXAMPLES / "s2-32xh20-ep32-fp8.yaml"), "-f", str(overlay),
-                "-o", str(tmp_path / "r.html")]) == 0
+                "-o", str(tmp_path / "r.html")]) == 1
     page = (tmp_path / "r.html").read_text()
     assert "SIZ003" in page and "does not fit" in page and "rejected" in page
 

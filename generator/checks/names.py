@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ..naming import MAX_CONTROLLER, MAX_LABEL, OWN_LABELS, OWN_PREFIX
+from ..naming import MAX_CONTROLLER, MAX_LABEL, OWN_LABELS, OWN_PREFIX, object_names
 from .registry import Context, E, Hit, W, role_path, rule
 
 
@@ -44,3 +44,21 @@ def _own_labels(ctx: Context):
         if key in OWN_LABELS or key.startswith(OWN_PREFIX):
             yield Hit(("metadata", "labels", key), f"label {key!r} is set by moegen; "
                       "your value would be replaced", "use another label key")
+
+
+@rule("NAME004", E, "generated object names are unique",
+      "Kubernetes: names of one kind are unique in a namespace; kubernetes-sigs/lws creates a "
+      "headless Service named after each LeaderWorkerSet (pkg/controllers)")
+def _unique_objects(ctx: Context):
+    spec = ctx.spec.spec
+    modes = {r.mode for r in spec.roles}
+    router = {"prefill", "decode"} <= modes and spec.router.enabled
+    roles = {r.name: (r.name, r.workload, r.replicas) for r in spec.roles}   # twice: NAME001
+    seen: dict[tuple[str, str], str] = {}
+    for kind, name, what in object_names(ctx.spec.metadata.name, list(roles.values()), router):
+        other = seen.setdefault((kind, name), what)
+        if other != what:
+            yield Hit(("spec", "roles"),
+                      f"{kind} {name!r} of {what} is also the {kind} of {other}",
+                      "rename the role (role names ending in -api or -env, or named router, "
+                      "collide with the names moegen gives other objects)")

@@ -77,12 +77,16 @@ def _image_pinned(ctx: Context):
                   f"pin the tag of {eng.version} (or a digest)")
 
 
-def _limit_of(pod, key: str) -> tuple[str | None, str]:
-    """The user's limit of ``key`` (``memory``/``cpu``) and the pod key that set it."""
-    lim = getattr(pod.limits, key, None) if pod.limits else None
-    if lim is not None:
-        return lim, "limits"
-    return getattr(pod, key), key
+def _memory_limits(ctx: Context):
+    """(index, role, pod settings, host plan, memory limit in GiB, the limit as written, the pod
+    key that set it) of every role whose user memory limit can be compared with its host plan."""
+    for i, role in enumerate(ctx.spec.spec.roles):
+        plan = ctx.host[i] if i < len(ctx.host) else None
+        pod = effective_pod(ctx.spec.spec, role)
+        limit = pod.limits.memory if pod.limits and pod.limits.memory else pod.memory
+        if plan is not None and limit is not None:
+            key = "limits" if pod.limits and pod.limits.memory else "memory"
+            yield i, role, pod, plan, quantity_gib(limit), limit, key
 
 
 @rule("POD002", E, "the pod memory holds the engine processes and /dev/shm",
@@ -90,17 +94,12 @@ def _limit_of(pod, key: str) -> tuple[str | None, str]:
       "/dev/shm charged to the pod): below it the kernel OOM-kills an engine process and the "
       "group restarts")
 def _memory_floor(ctx: Context):
-    for i, role in enumerate(ctx.spec.spec.roles):
-        plan = ctx.host[i] if i < len(ctx.host) else None
-        pod = effective_pod(ctx.spec.spec, role)
-        limit, key = _limit_of(pod, "memory")
-        if plan is None or limit is None:
-            continue
+    for i, role, pod, plan, gib, limit, key in _memory_limits(ctx):
         need = max(p.unreclaimable_gib for p in plan.pods)
-        if pod.shm_gib < quantity_gib(limit) < need:   # at or below /dev/shm: POD001
+        if pod.shm_gib < gib < need:   # at or below /dev/shm: POD001
             p = max(plan.pods, key=lambda r: r.unreclaimable_gib)
             yield Hit(pod_path(pod, i, key),
-                      f"role {role.name!r}: memory {limit} ({quantity_gib(limit):.0f} GiB) is "
+                      f"role {role.name!r}: memory {limit} ({gib:.0f} GiB) is "
                       f"below what the pod's processes and /dev/shm hold: {need:.0f} GiB "
                       f"({p.processes.gpu} GPU workers, {p.processes.api} API servers, "
                       f"{p.processes.other} other processes: {p.process_gib:.0f} GiB; "
@@ -113,14 +112,9 @@ def _memory_floor(ctx: Context):
       "generator/sizing/host.py: the engines mmap the safetensors files and the kernel charges "
       "the pages to the pod; below it every restart re-reads the weights from storage")
 def _memory_cache(ctx: Context):
-    for i, role in enumerate(ctx.spec.spec.roles):
-        plan = ctx.host[i] if i < len(ctx.host) else None
-        pod = effective_pod(ctx.spec.spec, role)
-        limit, key = _limit_of(pod, "memory")
-        if plan is None or limit is None:
-            continue
+    for i, role, pod, plan, gib, limit, key in _memory_limits(ctx):
         p = max(plan.pods, key=lambda r: r.memory_gib)
-        if p.unreclaimable_gib <= quantity_gib(limit) < p.memory_gib:
+        if p.unreclaimable_gib <= gib < p.memory_gib:
             yield Hit(pod_path(pod, i, key),
                       f"role {role.name!r}: memory {limit} leaves less than the pod's "
                       f"{p.page_cache_gib:.0f} GiB share of the checkpoint in the page cache "

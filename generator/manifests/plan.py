@@ -30,8 +30,11 @@ from ..naming import (
     L_REPLICA,
     L_ROLE,
     LWS_WORKER_INDEX_LABEL,
+    client_service,
+    env_configmap,
     lws_name,
     lws_pod,
+    router_name,
     statefulset_name,
 )
 from ..pods import effective_pod
@@ -218,7 +221,7 @@ def build_plan(spec: InferenceDeployment, roles: list[RoleInput], dialect: Diale
         role_plans.append(RolePlan(role.name, role.mode, role.layout, launch))
         lay = role.layout
         rlabels = {**common_labels, L_COMPONENT: role.name, L_ROLE: role.name, L_MODE: role.mode}
-        configmap = f"{base}-{role.name}-env"
+        configmap = env_configmap(base, role.name)
         pool = spec.spec.nodePools[role_spec.nodePool]
         cache = cache_env(dialect.engine, dialect.requested,
                           cache_root(dialect.engine, dialect.requested, pool.gpu, lay))
@@ -272,7 +275,7 @@ def build_plan(spec: InferenceDeployment, roles: list[RoleInput], dialect: Diale
                      for p in launch.ports_of(0)], headless=True))
                 endpoints[role.mode].append(f"http://{name}-0.{name}:{port}")
         services.append(ServicePlan(
-            f"{base}-{role.name}-api", f"{role.name}-service.yaml", rlabels, client_selector,
+            client_service(base, role.name), f"{role.name}-service.yaml", rlabels, client_selector,
             [{"name": "http", "port": port, "targetPort": "http", "protocol": "TCP"}],
             headless=False))
 
@@ -300,7 +303,7 @@ def _router_plan(spec: InferenceDeployment, roles: list[RoleInput],
                            image=cfg.image)
     defaults = spec.spec.pod
     return RouterPlan(
-        name=f"{spec.metadata.name}-router",
+        name=router_name(spec.metadata.name),
         labels={**common_labels, L_COMPONENT: "router", L_ROLE: "router"},
         selector={L_INSTANCE: spec.metadata.name, L_ROLE: "router"},
         image=launch.image, args=list(launch.args), port=cfg.port,

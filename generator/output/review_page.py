@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from ..layout import Spread, parallel_text
 from ..sizing import RoleSizing
+from .sizing_report import host_rows
 
 #: Nodes drawn per role before aggregating the rest into a "+N more" box; nodes per row.
 MAX_NODES_DRAWN = 8
@@ -128,12 +129,16 @@ def _topology(checked, plan) -> dict:
         router = {"x": rx, "y": ry, "w": 190, "h": 50, "tx": rx + 8, "ty": ry + 29,
                   "label": f"router ({plan.router.image.split('/')[-1]})"}
         connector = next(r.kv_transfer.connector for r in checked.roles if r.kv_transfer)
-        kv_x = width + 40
+        # KV goes from the prefill block's edge to the decode block's facing edge.
+        kv_x = min(px_, dx_) - 60
+        down = py1 < dy0
+        # (ending above the receiving role's title line)
+        ky1, ky2 = (py1, dy0 - LABEL_H) if down else (py0 - LABEL_H, dy1)
         flows = [
             {"x1": rx, "y1": ry + 12, "x2": px_ + 2, "y2": py, "tx": px_ + 10, "ty": py - 6,
              "label": "1. prefill"},
-            {"x1": kv_x, "y1": py + 8, "x2": kv_x, "y2": dy - 8, "tx": kv_x - 30,
-             "ty": (py + dy) // 2 + 20, "label": f"2. KV ({connector})"},
+            {"x1": kv_x, "y1": ky1, "x2": kv_x, "y2": ky2, "tx": kv_x + 6,
+             "ty": (ky1 + ky2) // 2 + 4, "label": f"2. KV ({connector})"},
             {"x1": rx, "y1": ry + 38, "x2": dx_ + 2, "y2": dy, "tx": dx_ + 10, "ty": dy + 16,
              "label": "3. decode"},
         ]
@@ -197,7 +202,7 @@ def build(checked, plan) -> dict:
     findings = [f.to_json() for f in checked.findings]
     if spec is None:
         return {"kind": "InferenceDeployment", "summary": None, "topology": None, "memory": [],
-                "findings": findings, "plan": None, "ok": False,
+                "pods": [], "findings": findings, "plan": None, "ok": False,
                 "verdict": {"ok": False, "text": "rejected"}}
     s = spec.spec
     used = sum(r.layout.gpus_per_instance * rs.replicas for rs, r in zip(s.roles, checked.roles))
@@ -220,10 +225,20 @@ def build(checked, plan) -> dict:
     }
     return {"kind": "InferenceDeployment", "summary": summary,
             "topology": _topology(checked, plan) if plan is not None else None,
-            "memory": _memory(checked.sizing or []), "findings": findings, "plan": None,
-            "ok": checked.ok,
+            "memory": _memory(checked.sizing or []), "pods": _pods(checked),
+            "findings": findings, "plan": None, "ok": checked.ok,
             "verdict": {"ok": checked.ok,
                         "text": "passes every check" if checked.ok else "rejected"}}
+
+
+def _pods(checked) -> list[dict]:
+    """Per role, the host resources of its pods and its startup budget (``gen size`` rows)."""
+    out = []
+    for role, h in zip(checked.spec.spec.roles, checked.host or ()):
+        if h is not None:
+            out.append({"role": role.name,
+                        "rows": [{"what": k, "text": v} for k, v in host_rows(h)]})
+    return out
 
 
 def _plan_rows(result) -> dict:
@@ -255,7 +270,8 @@ def build_plan(req, result) -> dict:
                         "gpusAvailable": sum(p.gpusPerNode * p.nodes for p in s.nodePools.values()),
                         "gpusText": f"{sum(p.gpusPerNode * p.nodes for p in s.nodePools.values())}"
                                     " available"},
-            "topology": None, "memory": [], "findings": [], "plan": _plan_rows(result),
+            "topology": None, "memory": [], "pods": [], "findings": [],
+            "plan": _plan_rows(result),
             "ok": result.reachable,
             "verdict": {"ok": result.reachable,
                         "text": "goal reachable" if result.reachable else "not reachable"}}

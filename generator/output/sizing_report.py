@@ -4,6 +4,7 @@ All memory figures are GiB (2^30 bytes)."""
 from __future__ import annotations
 
 from ..sizing import RoleSizing
+from ..sizing.host import RENDEZVOUS_S, WARMUP_S, HostPlan
 
 
 def sizing_json(checked) -> dict:
@@ -13,6 +14,7 @@ def sizing_json(checked) -> dict:
     spec = checked.spec
     names = [r.name for r in spec.spec.roles] if spec else []
     sizing = checked.sizing or [None] * len(names)
+    host = checked.host or ()
     for i, name in enumerate(names):
         z = sizing[i] if i < len(sizing) else None
         prefix = f"$.spec.roles[{i}]"
@@ -21,7 +23,11 @@ def sizing_json(checked) -> dict:
                or (f.code.startswith("SIZ") and f.message.startswith(f"role {name!r}"))]
         if isinstance(z, RoleSizing):
             z.findings = own
-            roles.append(z.to_json())
+            doc = z.to_json()
+            h = host[i] if i < len(host) else None
+            if h is not None:
+                doc["host"] = host_json(h)
+            roles.append(doc)
         else:
             reason = z if isinstance(z, str) else \
                 "not sized: the spec has errors that make sizing meaningless (see findings)"
@@ -32,8 +38,11 @@ def sizing_json(checked) -> dict:
 
 
 def sizing_text(checked) -> str:
-    """A table per role: memory of the most loaded GPU and KV capacity."""
+    """A table per role: memory of the most loaded GPU and KV capacity, then the host
+    resources of its pods and its startup budget."""
     out = []
+    names = [r.name for r in checked.spec.spec.roles] if checked.spec else []
+    hosts = {n: h for n, h in zip(names, checked.host or ()) if h is not None}
     for z in checked.sizing or []:
         if not isinstance(z, RoleSizing):
             continue
@@ -53,5 +62,45 @@ def sizing_text(checked) -> str:
         ]
         out.append(f"role {z.name} ({z.engine})")
         out += [f"  {k:<12} {v}" for k, v in rows]
+        h = hosts.get(z.name)
+        if h is not None:
+            out += [f"  {k:<12} {v}" for k, v in host_rows(h)]
         out.append("")
     return "\n".join(out) + ("\n" if out else "")
+
+
+def _pod_label(i: int, n: int) -> str:
+    return "pod" if n == 1 else ("leader pod" if i == 0 else f"pod {i}")
+
+
+def host_rows(h: HostPlan) -> list[tuple[str, str]]:
+    """Rows of a role's host resources: per distinct pod, the requests and the terms they add
+    up from (sizing/host.py), then the startup budget."""
+    rows = []
+    seen = set()
+    for i, p in enumerate(h.pods):
+        key = (p.cpu, p.memory_gib, p.ephemeral_gib, p.processes)
+        if key in seen:
+            continue
+        seen.add(key)
+        pr = p.processes
+        rows.append((_pod_label(i, len(h.pods)),
+                     f"cpu {p.cpu}, memory {p.memory_gib}Gi = processes {p.process_gib:.0f} "
+                     f"({pr.gpu} GPU, {pr.api} API, {pr.other} other) + /dev/shm {p.shm_gib} "
+                     f"+ checkpoint share {p.page_cache_gib:.1f}; ephemeral-storage "
+                     f"{p.ephemeral_gib}Gi"))
+    rows.append(("startup", f"{h.startup_s} s = load {h.load_s} s at {h.load_gbps:g} GB/s "
+                            f"+ warm-up {WARMUP_S} s + rendezvous {RENDEZVOUS_S} s"))
+    return rows
+
+
+def host_json(h: HostPlan) -> dict:
+    """A role's host resources for the JSON report (GiB, cores, seconds)."""
+    return {
+        "pods": [{"cpu": p.cpu, "memoryGiB": p.memory_gib, "ephemeralStorageGiB": p.ephemeral_gib,
+                  "processes": {"gpu": p.processes.gpu, "api": p.processes.api,
+                                "other": p.processes.other},
+                  "processMemoryGiB": p.process_gib, "shmGiB": p.shm_gib,
+                  "checkpointShareGiB": p.page_cache_gib} for p in h.pods],
+        "loadGBps": h.load_gbps, "loadSeconds": h.load_s, "startupSeconds": h.startup_s,
+    }

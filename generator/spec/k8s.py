@@ -29,7 +29,7 @@ def _validator(kind: str):
     import jsonschema
 
     data = k8s_schemas()
-    schema = {"$ref": f"#/$defs/{data['roots'][kind]}", "$defs": data["$defs"]}
+    schema = {"$ref": f"#/$defs/{_DEF}{kind}", "$defs": data["$defs"]}
     return jsonschema.Draft202012Validator(schema)
 
 
@@ -49,6 +49,16 @@ def _checker(kind: str):
 _MARK = "x-moegen-kubernetes"
 
 
+#: Kubernetes core/v1 definitions, named as in the OpenAPI document.
+_DEF = "io.k8s.api.core.v1."
+
+
+def k8s_object(kind: str):
+    """An annotated dict type validated as core/v1 ``kind`` (any definition the shipped schema
+    holds: the roots below and every object they reference, e.g. ``CSIVolumeSource``)."""
+    return _object(kind)
+
+
 def _object(kind: str):
     return Annotated[dict[str, Any], AfterValidator(_checker(kind)),
                      WithJsonSchema({_MARK: kind})]
@@ -63,7 +73,7 @@ def link_schema(node: Any) -> None:
         if isinstance(n, dict):
             if _MARK in n:
                 kind = n.pop(_MARK)
-                n["$ref"] = f"#/$defs/{data['roots'][kind]}"
+                n["$ref"] = f"#/$defs/{_DEF}{kind}"
             for v in n.values():
                 walk(v)
         elif isinstance(n, list):

@@ -32,7 +32,10 @@ from ruamel.yaml.events import (
     CollectionEndEvent,
     CollectionStartEvent,
     DocumentStartEvent,
+    MappingStartEvent,
     NodeEvent,
+    ScalarEvent,
+    SequenceStartEvent,
 )
 from ruamel.yaml.reader import Reader
 
@@ -202,11 +205,25 @@ def _scan_events(yaml: YAML, text: str, display: str) -> tuple[list, Finding | N
     depth = 0
     docs = 0
     events: list = []
+    keys: list[bool | None] = []   # per open collection: next node is a mapping key (None: list)
     try:
         for ev in yaml.parse(io.StringIO(text)):
             events.append(ev)
             mark = getattr(ev, "start_mark", None)
             line, col = (mark.line + 1, mark.column + 1) if mark else (0, 0)
+            if isinstance(ev, NodeEvent) and keys and keys[-1] is not None:
+                is_key, keys[-1] = keys[-1], not keys[-1]
+                if is_key and isinstance(ev, ScalarEvent) and ev.value == "<<" and not ev.style:
+                    return [], _finding("LOAD005", display,
+                                        "YAML merge keys (<<) are not accepted in specs",
+                                        "write the values out, or use an overlay (-f) to share "
+                                        "them", line, col)
+            if isinstance(ev, MappingStartEvent):
+                keys.append(True)
+            elif isinstance(ev, SequenceStartEvent):
+                keys.append(None)
+            elif isinstance(ev, CollectionEndEvent) and keys:
+                keys.pop()
             if isinstance(ev, DocumentStartEvent):
                 docs += 1
                 if docs > 1:

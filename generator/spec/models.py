@@ -22,6 +22,7 @@ from .k8s import (
     K8sPodSecurityContext,
     K8sVolume,
     K8sVolumeMount,
+    k8s_object,
     link_schema,
 )
 
@@ -55,6 +56,17 @@ DnsSubdomain = Annotated[str, StringConstraints(pattern=DNS_SUBDOMAIN, max_lengt
 #: One engine argument: printable, no whitespace-only or empty strings.
 EngineArg = Annotated[str, StringConstraints(pattern=r"^[^\x00-\x1f\x7f-\x9f\u2028\u2029]+$",
                                              max_length=4096)]
+#: Kubernetes volume sources a model volume may name, validated as the Kubernetes objects.
+K8sCSIVolumeSource = k8s_object("CSIVolumeSource")
+K8sEphemeralVolumeSource = k8s_object("EphemeralVolumeSource")
+K8sImageVolumeSource = k8s_object("ImageVolumeSource")
+K8sEmptyDirVolumeSource = k8s_object("EmptyDirVolumeSource")
+K8sCephFSVolumeSource = k8s_object("CephFSVolumeSource")
+K8sRBDVolumeSource = k8s_object("RBDVolumeSource")
+K8sISCSIVolumeSource = k8s_object("ISCSIVolumeSource")
+K8sFCVolumeSource = k8s_object("FCVolumeSource")
+K8sAzureFileVolumeSource = k8s_object("AzureFileVolumeSource")
+K8sGlusterfsVolumeSource = k8s_object("GlusterfsVolumeSource")
 LabelKey = Annotated[str, StringConstraints(pattern=LABEL_KEY, max_length=317)]
 LabelValue = Annotated[str, StringConstraints(pattern=LABEL_VALUE, max_length=63)]
 Labels = Annotated[dict[LabelKey, LabelValue], Field(max_length=64)]
@@ -70,16 +82,18 @@ class Metadata(_Model):
     """Object metadata. ``name`` prefixes every generated object (kept short: <= 40 chars so
     that derived names such as ``<name>-<role>-<replica>-headless`` stay within 63)."""
 
-    name: str = Field(pattern=DNS_LABEL, max_length=40)
-    namespace: str = Field("default", pattern=DNS_LABEL, max_length=63)
-    labels: Labels = Field(default_factory=dict)
+    name: str = Field(pattern=DNS_LABEL, max_length=40,
+        description="Prefix of every generated object name (RFC 1123 label, <= 40 characters).")
+    namespace: str = Field("default", pattern=DNS_LABEL, max_length=63,
+        description="Namespace of every object (default: default).")
+    labels: Labels = Field(default_factory=dict, description="Labels added to every object.")
 
 
 class SecretKeyRef(_Model):
     """A key of a Kubernetes Secret (secrets are passed by reference, never inline)."""
 
-    name: str = Field(pattern=DNS_LABEL, max_length=253)
-    key: str = Field(min_length=1, max_length=253)
+    name: str = Field(pattern=DNS_LABEL, max_length=253, description="Secret name.")
+    key: str = Field(min_length=1, max_length=253, description="Key in the Secret.")
 
 
 class Model(_Model):
@@ -110,24 +124,29 @@ class Model(_Model):
 class PvcSource(_Model):
     """core/v1 PersistentVolumeClaimVolumeSource."""
 
-    claimName: str = Field(pattern=DNS_LABEL, max_length=253)
-    readOnly: bool | None = None
+    claimName: str = Field(pattern=DNS_LABEL, max_length=253,
+        description="PersistentVolumeClaim name.")
+    readOnly: bool | None = Field(None, description="Mount read-only.")
 
 
 class HostPathSource(_Model):
     """core/v1 HostPathVolumeSource (only when the spec asks for a host path)."""
 
-    path: str = Field(pattern=r"^/[^\x00-\x1f\x7f]*$", max_length=4096)
+    path: str = Field(pattern=r"^/[^\x00-\x1f\x7f]*$", max_length=4096,
+        description="Directory on the node.")
     type: Literal["", "DirectoryOrCreate", "Directory", "FileOrCreate", "File", "Socket",
-                  "CharDevice", "BlockDevice"] | None = None
+                  "CharDevice", "BlockDevice"] | None = Field(None,
+                      description="Kubernetes hostPath type check.")
 
 
 class NfsSource(_Model):
     """core/v1 NFSVolumeSource."""
 
-    server: str = Field(min_length=1, max_length=253, pattern=r"^[A-Za-z0-9.:\[\]-]+$")
-    path: str = Field(pattern=r"^/[^\x00-\x1f\x7f]*$", max_length=4096)
-    readOnly: bool | None = None
+    server: str = Field(min_length=1, max_length=253, pattern=r"^[A-Za-z0-9.:\[\]-]+$",
+        description="NFS server.")
+    path: str = Field(pattern=r"^/[^\x00-\x1f\x7f]*$", max_length=4096,
+        description="Exported path.")
+    readOnly: bool | None = Field(None, description="Mount read-only.")
 
 
 class VolumeSource(_Model):
@@ -135,19 +154,30 @@ class VolumeSource(_Model):
     Each member is passed to Kubernetes as written; an overlay switches sources by setting the
     base's member to null."""
 
-    persistentVolumeClaim: PvcSource | None = None
-    hostPath: HostPathSource | None = None
-    nfs: NfsSource | None = None
-    csi: dict[str, Any] | None = None
-    ephemeral: dict[str, Any] | None = None
-    image: dict[str, Any] | None = None
-    emptyDir: dict[str, Any] | None = None
-    cephfs: dict[str, Any] | None = None
-    rbd: dict[str, Any] | None = None
-    iscsi: dict[str, Any] | None = None
-    fc: dict[str, Any] | None = None
-    azureFile: dict[str, Any] | None = None
-    glusterfs: dict[str, Any] | None = None
+    persistentVolumeClaim: PvcSource | None = Field(None,
+        description="Kubernetes persistentVolumeClaim volume source.")
+    hostPath: HostPathSource | None = Field(None, description="Kubernetes hostPath volume source.")
+    nfs: NfsSource | None = Field(None, description="Kubernetes nfs volume source.")
+    csi: K8sCSIVolumeSource | None = Field(
+        None, description="Kubernetes csi volume source (CSIVolumeSource).")
+    ephemeral: K8sEphemeralVolumeSource | None = Field(
+        None, description="Kubernetes ephemeral volume source (EphemeralVolumeSource).")
+    image: K8sImageVolumeSource | None = Field(
+        None, description="Kubernetes image volume source (ImageVolumeSource).")
+    emptyDir: K8sEmptyDirVolumeSource | None = Field(
+        None, description="Kubernetes emptyDir volume source (EmptyDirVolumeSource).")
+    cephfs: K8sCephFSVolumeSource | None = Field(
+        None, description="Kubernetes cephfs volume source (CephFSVolumeSource).")
+    rbd: K8sRBDVolumeSource | None = Field(
+        None, description="Kubernetes rbd volume source (RBDVolumeSource).")
+    iscsi: K8sISCSIVolumeSource | None = Field(
+        None, description="Kubernetes iscsi volume source (ISCSIVolumeSource).")
+    fc: K8sFCVolumeSource | None = Field(
+        None, description="Kubernetes fc volume source (FCVolumeSource).")
+    azureFile: K8sAzureFileVolumeSource | None = Field(
+        None, description="Kubernetes azureFile volume source (AzureFileVolumeSource).")
+    glusterfs: K8sGlusterfsVolumeSource | None = Field(
+        None, description="Kubernetes glusterfs volume source (GlusterfsVolumeSource).")
 
     def sources(self) -> dict[str, dict[str, Any]]:
         """The members that are set (as Kubernetes expects them, unset keys dropped)."""
@@ -157,29 +187,38 @@ class VolumeSource(_Model):
 class Engine(_Model):
     """Inference engine and the version whose flag/env dialect is rendered."""
 
-    name: Literal["vllm", "sglang"]
-    version: str = Field(pattern=r"^\d+\.\d+\.\d+([.+-]?[0-9A-Za-z.+-]*)?$", max_length=64)
-    image: str = Field(min_length=1, max_length=512, pattern=IMAGE)
+    name: Literal["vllm", "sglang"] = Field(description="vllm or sglang.")
+    version: str = Field(pattern=r"^\d+\.\d+\.\d+([.+-]?[0-9A-Za-z.+-]*)?$", max_length=64,
+        description="The engine release the flags are rendered for (a known release, or a "
+                    "patch release of one).")
+    image: str = Field(min_length=1, max_length=512, pattern=IMAGE,
+        description="Container image of that release (its tag must name the same version: "
+                    "ENG002).")
 
 
 class Toleration(_Model):
     """A Kubernetes toleration (core/v1 Toleration)."""
 
-    key: LabelKey | None = None
-    operator: Literal["Exists", "Equal"] | None = None
-    value: LabelValue | None = None
-    effect: Literal["NoSchedule", "PreferNoSchedule", "NoExecute"] | None = None
-    tolerationSeconds: int | None = None
+    key: LabelKey | None = Field(None, description="Taint key.")
+    operator: Literal["Exists", "Equal"] | None = Field(None, description="Exists or Equal.")
+    value: LabelValue | None = Field(None, description="Taint value (with Equal).")
+    effect: Literal["NoSchedule", "PreferNoSchedule", "NoExecute"] | None = Field(None,
+        description="Taint effect.")
+    tolerationSeconds: int | None = Field(None,
+        description="Seconds a NoExecute taint is tolerated.")
 
 
 class NodePool(_Model):
     """A pool of identical GPU nodes."""
 
-    gpu: Literal[tuple(GPUS)]  # type: ignore[valid-type]
-    gpusPerNode: int = Field(ge=1, le=16)
+    gpu: Literal[tuple(GPUS)] = Field(  # type: ignore[valid-type]
+        description="GPU catalog id (HBM, bandwidth, FLOPS).")
+    gpusPerNode: int = Field(ge=1, le=16, description="GPUs per node.")
     nodes: int = Field(ge=1, le=4096, description="Nodes available (capacity check).")
-    nodeSelector: Labels = Field(default_factory=dict)
-    tolerations: list[Toleration] = Field(default_factory=list)
+    nodeSelector: Labels = Field(default_factory=dict,
+        description="Node labels that select the pool's nodes (rule POOL005 warns without).")
+    tolerations: list[Toleration] = Field(default_factory=list,
+        description="Tolerations for the pool's taints.")
 
 
 class Rdma(_Model):
@@ -199,8 +238,10 @@ class Network(_Model):
     socketInterface: str | None = Field(
         None, min_length=1, max_length=64, pattern=ONE_LINE,
         description="NIC for Gloo/NCCL/NVSHMEM bootstrap, e.g. eth0.")
-    hostNetwork: bool = False
-    rdma: Rdma | None = None
+    hostNetwork: bool = Field(False,
+        description="Run engine pods in the node's network namespace (default false).")
+    rdma: Rdma | None = Field(None,
+        description="RDMA NICs for NCCL, NVSHMEM/DeepEP and the KV transfer.")
     env: dict[EnvName, OneLine] = Field(default_factory=dict, max_length=256,
                                         description="Extra environment variables, applied last.")
 
@@ -208,25 +249,34 @@ class Network(_Model):
 class Serving(_Model):
     """Serving settings. At spec level they are defaults; a role's ``serving`` overrides each."""
 
-    maxModelLen: int | None = Field(None, ge=16, le=16_777_216)
-    kvCacheDtype: Literal["auto", "fp8"] | None = None
-    gpuMemoryUtilization: float | None = Field(None, gt=0.0, le=1.0)
+    maxModelLen: int | None = Field(None, ge=16, le=16_777_216,
+        description="Longest sequence (prompt + output), tokens; default: the model's context.")
+    kvCacheDtype: Literal["auto", "fp8"] | None = Field(None,
+        description="KV-cache dtype: auto (the model's) or fp8.")
+    gpuMemoryUtilization: float | None = Field(None, gt=0.0, le=1.0,
+        description="vLLM: fraction of GPU memory the engine may use (default: the release's).")
     memFractionStatic: float | None = Field(
         None, gt=0.0, lt=1.0,
         description="SGLang only: pin --mem-fraction-static (else derived by the sizing plan).")
-    port: int | None = Field(None, ge=1024, le=65535)
-    maxNumSeqs: int | None = Field(None, ge=1, le=65536)
-    maxNumBatchedTokens: int | None = Field(None, ge=1, le=1_048_576)
-    enforceEager: bool | None = None
+    port: int | None = Field(None, ge=1024, le=65535,
+        description="Engine HTTP port (default 8000).")
+    maxNumSeqs: int | None = Field(None, ge=1, le=65536,
+        description="Sequences one DP rank runs at once (vLLM --max-num-seqs; SGLang --max-running-"
+                    "requests).")
+    maxNumBatchedTokens: int | None = Field(None, ge=1, le=1_048_576,
+        description="Tokens per scheduler step (vLLM --max-num-batched-tokens; SGLang "
+                    "--chunked-prefill-size).")
+    enforceEager: bool | None = Field(None, description="No CUDA graphs.")
 
 
 class Parallel(_Model):
     """Parallel layout of one engine instance: GPUs = tensor x data x pipeline."""
 
-    tensor: int = Field(1, ge=1, le=64)
-    data: int = Field(1, ge=1, le=1024)
-    pipeline: int = Field(1, ge=1, le=64)
-    expert: bool = False
+    tensor: int = Field(1, ge=1, le=64, description="Tensor-parallel size.")
+    data: int = Field(1, ge=1, le=1024,
+        description="Data-parallel size (attention data parallelism for MoE models).")
+    pipeline: int = Field(1, ge=1, le=64, description="Pipeline-parallel size.")
+    expert: bool = Field(False, description="Expert parallelism: EP size = tensor x data.")
     context: int | None = Field(None, ge=1, le=64,
                                 description="Context parallel size; reuses the tensor ranks.")
 
@@ -234,11 +284,13 @@ class Parallel(_Model):
 class Eplb(_Model):
     """Expert-parallel load balancing (vLLM EPLBConfig / SGLang --enable-eplb)."""
 
-    enabled: bool = True
-    windowSize: int = Field(1000, ge=1)
-    stepInterval: int = Field(3000, ge=1)
-    redundantExperts: int = Field(0, ge=0, le=1024)
-    logBalancedness: bool = False
+    enabled: bool = Field(True, description="Rebalance experts from observed load.")
+    windowSize: int = Field(1000, ge=1, description="Steps of expert load recorded per rebalance.")
+    stepInterval: int = Field(3000, ge=1, description="Steps between rebalances.")
+    redundantExperts: int = Field(0, ge=0, le=1024,
+        description="Extra expert slots (replicas of hot experts); experts + redundant must "
+                    "divide by the EP size.")
+    logBalancedness: bool = Field(False, description="Log the expert balance (vLLM).")
 
 
 class Moe(_Model):
@@ -247,22 +299,26 @@ class Moe(_Model):
     all2all: Literal[
         "naive", "allgather_reducescatter", "deepep_high_throughput", "deepep_low_latency",
         "deepep_v2", "pplx", "flashinfer_all2allv", "nixl_ep",
-    ] | None = None
-    eplb: Eplb | None = None
-    placement: Literal["linear", "round_robin"] | None = None
+    ] | None = Field(None,
+        description="Expert all-to-all backend (engine-neutral name; rendered per engine release).")
+    eplb: Eplb | None = Field(None, description="Expert-parallel load balancing.")
+    placement: Literal["linear", "round_robin"] | None = Field(None,
+        description="How experts map to EP ranks (vLLM --expert-placement-strategy).")
 
 
 class Speculative(_Model):
     """Speculative decoding. ``mtp`` uses the checkpoint's own next-token-prediction module."""
 
-    method: Literal["mtp"]
-    numSpeculativeTokens: int = Field(1, ge=1, le=16)
+    method: Literal["mtp"] = Field(
+        description="mtp: the checkpoint's multi-token-prediction module.")
+    numSpeculativeTokens: int = Field(1, ge=1, le=16, description="Draft tokens per step.")
 
 
 class KvTransfer(_Model):
     """KV-cache transfer between prefill and decode."""
 
-    connector: Literal["nixl", "mooncake", "lmcache"]
+    connector: Literal["nixl", "mooncake", "lmcache"] = Field(
+        description="KV-cache transfer library; the same on prefill and decode.")
 
 
 class Sizing(_Model):
@@ -278,9 +334,9 @@ class Sizing(_Model):
 class PodLimits(_Model):
     """Container limits when they differ from the requests (Kubernetes quantities)."""
 
-    cpu: CpuQuantity | None = None
-    memory: MemQuantity | None = None
-    ephemeralStorage: MemQuantity | None = None
+    cpu: CpuQuantity | None = Field(None, description="CPU limit.")
+    memory: MemQuantity | None = Field(None, description="Memory limit.")
+    ephemeralStorage: MemQuantity | None = Field(None, description="Ephemeral-storage limit.")
 
 
 class Cache(_Model):
@@ -315,19 +371,24 @@ class Pod(_Model):
                                     "(Pod Security 'privileged'; rule SEC001 names why).")
     imagePullSecrets: list[DnsSubdomain] | None = Field(
         None, max_length=16, description="Secret names for pulling the images.")
-    serviceAccountName: DnsSubdomain | None = None
-    priorityClassName: DnsSubdomain | None = None
-    schedulerName: DnsSubdomain | None = None
+    serviceAccountName: DnsSubdomain | None = Field(None, description="ServiceAccount of the pods.")
+    priorityClassName: DnsSubdomain | None = Field(None, description="PriorityClass of the pods.")
+    schedulerName: DnsSubdomain | None = Field(None,
+        description="Scheduler of the pods (e.g. volcano).")
     labels: Labels | None = Field(None, description="Extra pod labels (not selectors).")
-    annotations: dict[LabelKey, OneLine] | None = Field(None, max_length=64)
+    annotations: dict[LabelKey, OneLine] | None = Field(None, max_length=64,
+        description="Pod annotations (e.g. k8s.v1.cni.cncf.io/networks for Multus).")
     affinity: K8sAffinity | None = Field(None, description="A Kubernetes Affinity, merged with "
                                          "the one `placement` derives.")
     securityContext: K8sPodSecurityContext | None = Field(
         None, description="Pod-level security context; the container's capabilities stay "
         "derived.")
-    extraVolumes: list[K8sVolume] | None = Field(None, max_length=32)
-    extraVolumeMounts: list[K8sVolumeMount] | None = Field(None, max_length=32)
-    cache: Cache | None = None
+    extraVolumes: list[K8sVolume] | None = Field(None, max_length=32,
+        description="Kubernetes Volumes added to the pods.")
+    extraVolumeMounts: list[K8sVolumeMount] | None = Field(None, max_length=32,
+        description="Kubernetes VolumeMounts added to the engine container.")
+    cache: Cache | None = Field(None,
+        description="Compile/JIT cache volume (default: a 32 GiB emptyDir).")
 
 
 class Placement(_Model):
@@ -341,18 +402,26 @@ class Placement(_Model):
 class Role(_Model):
     """One role of the deployment: engine instances of one mode on one node pool."""
 
-    name: str = Field(pattern=DNS_LABEL, max_length=15)
-    mode: Literal["prefill", "decode", "unified"]
-    nodePool: str
-    replicas: int = Field(1, ge=1, le=1024)
-    workload: Literal["lws", "statefulset", "pod-per-rank"] = "lws"
-    parallel: Parallel = Field(default_factory=Parallel)
-    moe: Moe | None = None
-    speculative: Speculative | None = None
-    kvTransfer: KvTransfer | None = None
-    sizing: Sizing = Field(default_factory=Sizing)
-    serving: Serving | None = None
-    pod: Pod | None = None
+    name: str = Field(pattern=DNS_LABEL, max_length=15,
+        description="Role name (RFC 1123 label, <= 15 characters).")
+    mode: Literal["prefill", "decode", "unified"] = Field(
+        description="prefill, decode, or unified (no prefill/decode split).")
+    nodePool: str = Field(description="The node pool the role's pods run on.")
+    replicas: int = Field(1, ge=1, le=1024, description="Independent engine instances of the role.")
+    workload: Literal["lws", "statefulset", "pod-per-rank"] = Field("lws",
+        description="lws (LeaderWorkerSet), statefulset (single-node instances) or pod-per-rank.")
+    parallel: Parallel = Field(default_factory=Parallel,
+        description="Parallel layout of one instance.")
+    moe: Moe | None = Field(None,
+        description="MoE execution: all-to-all backend, EPLB, expert placement.")
+    speculative: Speculative | None = Field(None, description="Speculative decoding (MTP).")
+    kvTransfer: KvTransfer | None = Field(None,
+        description="KV transfer between prefill and decode (required on both in PD).")
+    sizing: Sizing = Field(default_factory=Sizing, description="What the HBM check guarantees.")
+    serving: Serving | None = Field(None,
+        description="Serving settings of this role (override spec.serving).")
+    pod: Pod | None = Field(None,
+        description="Pod settings of this role (override spec.pod per key).")
     engineArgs: list[EngineArg] = Field(
         default_factory=list, max_length=64,
         description="Appended to the engine command; every flag must exist in the pinned engine "
@@ -360,18 +429,20 @@ class Role(_Model):
     env: dict[EnvName, OneLine] = Field(
         default_factory=dict, max_length=256,
         description="Environment of this role's engine pods, after spec.network.env.")
-    placement: Placement | None = None
+    placement: Placement | None = Field(None,
+        description="Topology placement of the role's instances.")
 
 
 class Router(_Model):
     """The PD router in front of prefill and decode."""
 
-    enabled: bool = True
+    enabled: bool = Field(True, description="Render the router (prefill/decode deployments).")
     image: str | None = Field(None, min_length=1, max_length=512, pattern=IMAGE,
                               description="Default per engine dialect.")
-    port: int = Field(8080, ge=1024, le=65535)
-    replicas: int = Field(1, ge=1, le=64)
-    policy: Literal["random", "round_robin", "cache_aware", "power_of_two"] = "round_robin"
+    port: int = Field(8080, ge=1024, le=65535, description="Router HTTP port.")
+    replicas: int = Field(1, ge=1, le=64, description="Router replicas.")
+    policy: Literal["random", "round_robin", "cache_aware", "power_of_two"] = Field("round_robin",
+        description="Load-balancing policy.")
 
 
 class Platform(_Model):
@@ -385,16 +456,21 @@ class Platform(_Model):
 class DeploymentSpec(_Model):
     """``spec`` of an InferenceDeployment."""
 
-    model: Model
-    engine: Engine
-    nodePools: dict[str, NodePool] = Field(min_length=1)
-    network: Network = Field(default_factory=Network)
-    serving: Serving = Field(default_factory=Serving)
+    model: Model = Field(description="The served model and where its weights are.")
+    engine: Engine = Field(description="Engine and the release whose flags are rendered.")
+    nodePools: dict[str, NodePool] = Field(min_length=1,
+        description="GPU node pools by name; roles place their pods on one.")
+    network: Network = Field(default_factory=Network,
+        description="Pod network, bootstrap interface and RDMA.")
+    serving: Serving = Field(default_factory=Serving,
+        description="Serving defaults of every role (a role's serving overrides each).")
     pod: Pod | None = Field(None, description="Defaults for every engine pod (a role's `pod` "
                             "overrides per key).")
-    roles: list[Role] = Field(min_length=1, max_length=16)
-    router: Router = Field(default_factory=Router)
-    platform: Platform | None = None
+    roles: list[Role] = Field(min_length=1, max_length=16,
+        description="Engine roles (prefill, decode or unified), in order.")
+    router: Router = Field(default_factory=Router,
+        description="The prefill/decode router in front of the roles.")
+    platform: Platform | None = Field(None, description="What the cluster enforces.")
 
 
 Model.model_rebuild()
@@ -403,10 +479,11 @@ Model.model_rebuild()
 class InferenceDeployment(_Model):
     """The root document (apiVersion ``moegen.dev/v1alpha1``, kind ``InferenceDeployment``)."""
 
-    apiVersion: Literal["moegen.dev/v1alpha1"]
-    kind: Literal["InferenceDeployment"]
-    metadata: Metadata
-    spec: DeploymentSpec
+    apiVersion: Literal["moegen.dev/v1alpha1"] = Field(description="moegen.dev/v1alpha1.")
+    kind: Literal["InferenceDeployment"] = Field(description="InferenceDeployment.")
+    metadata: Metadata = Field(description="Name, namespace and labels of the deployment.")
+    spec: DeploymentSpec = Field(
+        description="The deployment: model, engine, node pools, network, roles.")
 
 
 @dataclass(frozen=True)
