@@ -47,3 +47,14 @@ def test_kubernetes_object_schemas_match_kubernetes_validate():
     committed = (ROOT / "generator" / "spec" / "data" / "k8s-objects.json").read_text()
     assert committed == _tool("extract_k8s_schemas").render(), \
         "run: python tools/extract_k8s_schemas.py"
+
+
+def test_every_release_option_list_reconstructs():
+    """The base + per-release additions/removals give back each release's exact option set."""
+    from generator.engines.options import known_releases, release_options
+    for engine in ("vllm", "sglang"):
+        raw = json.loads((ROOT / "tools" / "data" / f"{engine}-options-by-release.json").read_text())
+        assert set(raw) <= set(known_releases(engine))
+        for version, groups in raw.items():
+            assert release_options(engine, version).options == {o for g in groups for o in g}, \
+                (engine, version)

@@ -47,7 +47,8 @@ def _aliases(actions: list[list[str]]) -> dict[str, str]:
 
 def _delta(releases: dict[str, list[str]]) -> dict:
     versions = sorted(releases, key=_key)
-    out = {"base": versions[0], "releases": {versions[0]: {"options": sorted(releases[versions[0]])}}}
+    out = {"base": versions[0], "order": versions,
+           "releases": {versions[0]: {"options": sorted(releases[versions[0]])}}}
     prev = set(releases[versions[0]])
     for v in versions[1:]:
         cur = set(releases[v])

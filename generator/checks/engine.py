@@ -27,7 +27,9 @@ def _engine_args_known(ctx: Context):
     if ctx.dialect is None:
         return
     d = ctx.dialect
-    opts = release_options(d.engine, d.version)
+    # The pinned release's own list when moegen has it (0.5.4.post1 differs from 0.5.4), else
+    # the known release whose dialect applies.
+    opts = release_options(d.engine, d.requested) or release_options(d.engine, d.version)
     for i, role in enumerate(ctx.spec.spec.roles):
         if not role.engineArgs:
             continue
@@ -46,7 +48,7 @@ def _engine_args_known(ctx: Context):
             if opts.canonical(flag) is None:
                 near = opts.suggest(flag)
                 yield Hit(role_path(i, "engineArgs", j),
-                          f"{flag.split('=', 1)[0]} is not an option of {d.label} {d.version}",
+                          f"{flag.split('=', 1)[0]} is not an option of {d.label} {opts.version}",
                           f"did you mean {' or '.join(near)}?" if near else
                           f"see `{'vllm serve --help=all' if d.engine == 'vllm' else 'python -m sglang.launch_server --help'}` "
                           f"of {d.version}")
@@ -59,7 +61,7 @@ def _engine_args_derived(ctx: Context):
     if ctx.dialect is None:
         return
     d = ctx.dialect
-    opts = release_options(d.engine, d.version)
+    opts = release_options(d.engine, d.requested) or release_options(d.engine, d.version)
     for i, role in enumerate(ctx.spec.spec.roles):
         for j, flag in _flags(role.engineArgs):
             name = (opts.canonical(flag) if opts else None) or flag.split("=", 1)[0]

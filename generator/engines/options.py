@@ -46,7 +46,7 @@ class ReleaseOptions:
 
 def known_releases(engine: str) -> list[str]:
     """Releases whose complete option list moegen ships, oldest first."""
-    return list(_data()[engine]["releases"])
+    return list(_data()[engine]["order"])
 
 
 @cache
@@ -57,7 +57,8 @@ def release_options(engine: str, version: str) -> ReleaseOptions | None:
     if version not in releases:
         return None
     opts: set[str] = set()
-    for v, entry in releases.items():   # base first, then additions/removals in release order
+    for v in data["order"]:   # the base release, then additions/removals in release order
+        entry = releases[v]
         if "options" in entry:
             opts = set(entry["options"])
         else:
