@@ -172,7 +172,7 @@ def test_explain_shows_defaults_inherited_and_derived_values(capsys):
     assert out["$.spec.network.hostNetwork"].endswith("default")
     assert out["$.spec.roles[1].serving.maxModelLen"].endswith(
         "inherited: $.spec.serving.maxModelLen")
-    assert '= "468Gi"' in out["$.spec.roles[1].pod.memory"] and "derived" in out[
+    assert '= "180Gi"' in out["$.spec.roles[1].pod.memory"] and "derived" in out[
         "$.spec.roles[1].pod.memory"]
     assert run(["explain", str(EXAMPLES / "s3-v4pro-pd-dp16.yaml"),
                 "--path", "$.spec.roles[1].serving"]) == 0

@@ -37,10 +37,11 @@ def test_s1_processes_and_requests():
     assert p.processes == PodProcesses(gpu=8, api=1, other=1)
     assert p.cpu == 4 * 8 + 2 * 1 + 1 * 1 + 2 == 37
     assert p.process_gib == 8 * 8 + 3 * 1 + 2 * 1 + 2 == 71
-    # The whole checkpoint (TP 8 on one pod holds every tensor) incl. the MTP module that the
-    # prefill loads for decode's speculative config: 637.7 GiB; + 8 GiB /dev/shm.
-    assert p.page_cache_gib == 637.7
-    assert p.memory_gib == 717   # ceil(71 + 8 + 637.74)
+    # Memory: processes 71 + /dev/shm 8 + staging 5 x 8 = 119 GiB; the pod reads the whole
+    # checkpoint (TP 8 on one pod holds every tensor) incl. the MTP module the prefill loads for
+    # decode's speculative config: 637.7 GiB (the startup budget's load, not a request).
+    assert p.checkpoint_gib == 637.7
+    assert p.memory_gib == 71 + 8 + 40 == 119
     # Decode leader: 16 API servers (vLLM >= 0.16 default: the global DP size), 8 engine cores
     # + the DP coordinator; the headless worker: 8 engine cores, no API server.
     leader, worker = decode.pods
@@ -50,14 +51,15 @@ def test_s1_processes_and_requests():
     # Each pod: the non-expert tensors whole (every DP rank holds them) + half of the experts.
     cfg = builtin_config("deepseek-v3")
     other, experts = checkpoint_bytes(inventory(cfg), cfg, "fp8", mtp=True)
-    assert leader.page_cache_gib == round((other + experts / 2) / GIB, 1) == 327.9
+    assert leader.checkpoint_gib == round((other + experts / 2) / GIB, 1) == 327.9
+    assert (leader.memory_gib, worker.memory_gib) == (132 + 8 + 40, 82 + 8 + 40) == (180, 130)
     # Startup: the largest share at 1 GB/s + 1200 s warm-up + 300 s rendezvous, up to 10 s.
     assert decode.load_s == round(327.9 * GIB / 1e9) == 352
     assert decode.startup_s == 1860   # 352 + 1500 = 1852 -> 1860
     assert prefill.startup_s == 2190  # 685 + 1500 = 2185 -> 2190
     # What the manifests request: the leader template carries the leader's numbers.
-    assert "memory: 468Gi" in files["decode-lws.yaml"]
-    assert "memory: 418Gi" in files["decode-lws.yaml"]
+    assert "memory: 180Gi" in files["decode-lws.yaml"]
+    assert "memory: 130Gi" in files["decode-lws.yaml"]
     assert "failureThreshold: 186" in files["decode-lws.yaml"]
 
 

@@ -2,20 +2,15 @@
 
 from __future__ import annotations
 
-import re
-
-from ..engines.options import known_releases, release_options
+from ..engines.options import (
+    API_SERVER_COUNT,
+    FLAG,
+    known_releases,
+    option_flags,
+    option_value,
+    release_options,
+)
 from .registry import Context, E, Hit, role_path, rule
-
-#: A token that is an option (``-tp``, ``--x``, ``--x=v``), not a negative number value.
-_FLAG = re.compile(r"^--?[A-Za-z]")
-
-
-def _flags(args: list[str]):
-    """(index, token) of every option token of an engineArgs list."""
-    for j, a in enumerate(args):
-        if _FLAG.match(a):
-            yield j, a
 
 
 @rule("ENG004", E, "engineArgs are options of the pinned engine release",
@@ -40,11 +35,11 @@ def _engine_args_known(ctx: Context):
                       f"{d.label} {d.version} (it has {', '.join(have)})",
                       f"pin a {d.label} release whose options moegen knows, or drop engineArgs")
             continue
-        if not _FLAG.match(role.engineArgs[0]):
+        if not FLAG.match(role.engineArgs[0]):
             yield Hit(role_path(i, "engineArgs", 0),
                       f"engineArgs start with a value ({role.engineArgs[0]!r}), not an option",
                       "write options and their values as separate items: [--opt, value]")
-        for j, flag in _flags(role.engineArgs):
+        for j, flag in option_flags(role.engineArgs):
             if opts.canonical(flag) is None:
                 near = opts.suggest(flag)
                 yield Hit(role_path(i, "engineArgs", j),
@@ -63,9 +58,14 @@ def _engine_args_derived(ctx: Context):
     d = ctx.dialect
     opts = release_options(d.engine, d.requested) or release_options(d.engine, d.version)
     for i, role in enumerate(ctx.spec.spec.roles):
-        for j, flag in _flags(role.engineArgs):
-            name = (opts.canonical(flag) if opts else None) or flag.split("=", 1)[0]
-            field = d.derived_flags.get(name)
+        for j, flag in option_flags(role.engineArgs):
+            names = opts.names(flag) if opts else {flag.split("=", 1)[0]}
+            field = next((d.derived_flags[n] for n in sorted(names) if n in d.derived_flags), None)
+            if names & API_SERVER_COUNT and option_value(role.engineArgs, j) == "0":
+                yield Hit(role_path(i, "engineArgs", j),
+                          f"{flag.split('=', 1)[0]} 0 turns the API pod headless: no server "
+                          "would answer the probes or the router (vllm/entrypoints/cli/serve.py)",
+                          "give at least 1, or leave it out")
             if field is not None:
                 yield Hit(role_path(i, "engineArgs", j),
                           f"{flag.split('=', 1)[0]} is derived by moegen",

@@ -108,19 +108,18 @@ def _memory_floor(ctx: Context):
                       f"derived request ({p.memory_gib}Gi)")
 
 
-@rule("POD003", W, "the pod memory holds the pod's share of the checkpoint (page cache)",
-      "generator/sizing/host.py: the engines mmap the safetensors files and the kernel charges "
-      "the pages to the pod; below it every restart re-reads the weights from storage")
-def _memory_cache(ctx: Context):
+@rule("POD003", W, "the pod memory holds the weight staging of its GPU processes",
+      "generator/sizing/host.py (one safetensors shard per GPU process, read through mmap while "
+      "it is copied to the GPU): below it the load thrashes against the pod's limit")
+def _memory_staging(ctx: Context):
     for i, role, pod, plan, gib, limit, key in _memory_limits(ctx):
         p = max(plan.pods, key=lambda r: r.memory_gib)
         if p.unreclaimable_gib <= gib < p.memory_gib:
             yield Hit(pod_path(pod, i, key),
-                      f"role {role.name!r}: memory {limit} leaves less than the pod's "
-                      f"{p.page_cache_gib:.0f} GiB share of the checkpoint in the page cache "
-                      f"(derived request {p.memory_gib}Gi)",
-                      "restarts will read the weights from storage again; raise pod.memory "
-                      "or accept slower restarts")
+                      f"role {role.name!r}: memory {limit} leaves less than the "
+                      f"{p.staging_gib:.0f} GiB of weight staging its {p.processes.gpu} GPU "
+                      f"processes read through (derived request {p.memory_gib}Gi)",
+                      f"raise pod.memory to {p.memory_gib}Gi, or unset it")
 
 
 @rule("POD004", W, "the pod CPU request covers the engine processes",

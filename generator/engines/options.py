@@ -11,10 +11,53 @@ from __future__ import annotations
 
 import difflib
 import json
+import re
 from dataclasses import dataclass
 from functools import cache
 
 from ..resources import package_text
+
+#: A token that is an option (``-tp``, ``--x``, ``--x=v``), not a negative number value.
+FLAG = re.compile(r"^--?[A-Za-z]")
+#: vLLM's API-server count (its spellings): moegen passes it to the pods that serve the API
+#: only (a headless worker refuses it, vllm/entrypoints/cli/serve.py), and 0 is refused.
+API_SERVER_COUNT = frozenset({"--api-server-count", "-asc"})
+
+
+def option_value(args: list[str], j: int) -> str | None:
+    """The value of the option at ``args[j]`` (``--x=v`` or ``--x v``)."""
+    name, eq, value = args[j].partition("=")
+    if eq:
+        return value
+    return args[j + 1] if j + 1 < len(args) and not FLAG.match(args[j + 1]) else None
+
+
+def split_api_args(args: list[str]) -> tuple[list[str], list[str]]:
+    """engineArgs -> (arguments of every pod, arguments of the pods that serve the API only):
+    ``--api-server-count N`` goes to the serving pods (vLLM headless workers refuse it)."""
+    common: list[str] = []
+    serving: list[str] = []
+    skip = False
+    for j, a in enumerate(args):
+        if skip:
+            skip = False
+            continue
+        if a.partition("=")[0] in API_SERVER_COUNT:
+            serving.append(a)
+            if "=" not in a and j + 1 < len(args) and not FLAG.match(args[j + 1]):
+                serving.append(args[j + 1])
+                skip = True
+            continue
+        common.append(a)
+    return common, serving
+
+
+def option_flags(args: list[str]):
+    """(index, token) of every option token of an engineArgs list."""
+    for j, a in enumerate(args):
+        if FLAG.match(a):
+            yield j, a
+
 
 
 @cache
@@ -32,11 +75,19 @@ class ReleaseOptions:
     aliases: dict[str, str]
 
     def canonical(self, flag: str) -> str | None:
-        """The canonical name of ``flag`` (``--x=v`` allowed), or None if the release lacks it."""
+        """The canonical name of ``flag`` (``--x=v`` allowed), or None if the release lacks it.
+        Aliases fold to one name across every release (``--tp-size`` and
+        ``--tensor-parallel-size`` give the same answer whichever a release lists first)."""
         name = flag.split("=", 1)[0]
         if name not in self.options:
             return None
         return self.aliases.get(name, name)
+
+    def names(self, flag: str) -> frozenset[str]:
+        """Every spelling of ``flag``'s option (itself, its aliases, its negation)."""
+        name = flag.split("=", 1)[0]
+        c = self.aliases.get(name, name)
+        return frozenset({c} | {a for a, t in self.aliases.items() if t == c})
 
     def suggest(self, flag: str) -> list[str]:
         """Up to three option names close to ``flag``."""
@@ -65,4 +116,30 @@ def release_options(engine: str, version: str) -> ReleaseOptions | None:
             opts = (opts | set(entry["added"])) - set(entry["removed"])
         if v == version:
             break
-    return ReleaseOptions(engine, version, frozenset(opts), dict(data["aliases"]))
+    return ReleaseOptions(engine, version, frozenset(opts), _fold(data["aliases"]))
+
+
+def _fold(aliases: dict[str, str]) -> dict[str, str]:
+    """Alias pairs (any direction, any release) -> one canonical name per option: its
+    alphabetically first spelling that starts with ``--``."""
+    parent: dict[str, str] = {}
+
+    def find(x: str) -> str:
+        while parent.get(x, x) != x:
+            x = parent[x]
+        return x
+
+    for a, b in aliases.items():
+        ra, rb = find(a), find(b)
+        if ra != rb:
+            parent[ra] = rb
+    groups: dict[str, list[str]] = {}
+    for name in set(aliases) | set(aliases.values()):
+        groups.setdefault(find(name), []).append(name)
+    out = {}
+    for names in groups.values():
+        longs = sorted(n for n in names if n.startswith("--")) or sorted(names)
+        for n in names:
+            if n != longs[0]:
+                out[n] = longs[0]
+    return out

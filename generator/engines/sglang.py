@@ -126,6 +126,8 @@ def deepep_dispatch_tokens(role: RoleInput) -> int:
 
 
 _LAYOUT = "the layout (roles[].parallel, workload and the pool)"
+#: Listener options: the probes, Services and router speak plain HTTP to serving.port.
+_LISTENER = "(the probes, Services and router speak HTTP on serving.port)"
 #: Flags moegen derives for SGLang, by canonical name (``engines/options.py`` folds aliases such
 #: as ``--tensor-parallel-size``), with the spec field that sets each: ``roles[].engineArgs`` may
 #: not set them (rule ENG005). Options are those of sglang/srt/server_args.py.
@@ -169,6 +171,7 @@ DERIVED_FLAGS: dict[str, str] = {
     "--cuda-graph-max-bs-decode": "(derived from the batch the role admits)",
     "--disable-cuda-graph": "serving.enforceEager",
     "--quantization": "spec.model.weights",
+    **{f: _LISTENER for f in ("--grpc-mode", "--ssl-keyfile", "--ssl-certfile")},
 }
 
 

@@ -110,6 +110,8 @@ def known_versions() -> list[str]:
 
 
 _LAYOUT = "the layout (roles[].parallel, workload and the pool)"
+#: Listener options: the probes, Services and router speak plain HTTP to serving.port.
+_LISTENER = "(the probes, Services and router speak HTTP on serving.port)"
 #: Flags moegen derives for vLLM, by canonical name (``engines/options.py`` folds aliases such as
 #: ``-tp``), with the spec field that sets each: ``roles[].engineArgs`` may not set them (rule
 #: ENG005). Options are those of vllm/engine/arg_utils.py and entrypoints/openai/cli_args.py.
@@ -148,6 +150,8 @@ DERIVED_FLAGS: dict[str, str] = {
     "--enforce-eager": "serving.enforceEager",
     "--quantization": "spec.model.weights",
     "--shutdown-timeout": "(derived: the pod's graceful shutdown, terminationGracePeriodSeconds)",
+    **{f: _LISTENER for f in ("--uds", "--grpc", "--ssl-keyfile", "--ssl-certfile",
+                              "--ssl-ca-certs")},
 }
 
 

@@ -19,6 +19,7 @@ from typing import Any
 from ..engines.base import Dialect, EngineLaunch, RoleInput
 from ..engines.caches import cache_env, cache_root
 from ..engines.network import env_items, network_env
+from ..engines.options import split_api_args
 from ..engines.routers import router_launch
 from ..layout import RoleLayout
 from ..naming import (
@@ -73,6 +74,13 @@ def router_probes(startup_s: int) -> dict[str, Any]:
 #: state only (no tokenizer with the static PD policies); 2 cores and 2 GiB leave room for
 #: thousands of streaming connections. Ephemeral storage: logs.
 ROUTER_RESOURCES = {"cpu": "2", "memory": "2Gi", "ephemeral-storage": "1Gi"}
+#: Annotations of the hashed env ConfigMaps: an env change makes a new ConfigMap (new hash) while
+#: LWS still rolls groups of the old revision, which a re-created old group needs; so GitOps tools
+#: never prune them (Argo CD ``Prune=false``, argo-cd#1629; Flux
+#: ``kustomize.toolkit.fluxcd.io/prune: disabled``, fluxcd/kustomize-controller#1180). Old ones
+#: are small; delete them once a rollout has finished.
+GENERATED_CONFIGMAP_ANNOTATIONS = {"argocd.argoproj.io/sync-options": "Prune=false",
+                                   "kustomize.toolkit.fluxcd.io/prune": "disabled"}
 #: LeaderWorkerSet annotation that gives each group a topology domain of its own
 #: (kubernetes-sigs/lws api/leaderworkerset/v1/leaderworkerset_types.go ExclusiveKeyAnnotationKey).
 LWS_EXCLUSIVE_TOPOLOGY = "leaderworkerset.sigs.k8s.io/exclusive-topology"
@@ -153,6 +161,9 @@ class RouterPlan:
     image_pull_secrets: list[dict[str, str]] = field(default_factory=list)
     service_account: str | None = None
     priority_class: str | None = None
+    scheduler_name: str | None = None
+    pod_labels: dict[str, str] = field(default_factory=dict)
+    pod_annotations: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -189,6 +200,8 @@ class DeploymentPlan:
     roles: list[RolePlan] = field(default_factory=list)
     engine: str = ""
     dialect: str = ""
+    generated_annotations: dict[str, str] = field(
+        default_factory=lambda: dict(GENERATED_CONFIGMAP_ANNOTATIONS))
 
 
 def build_plan(spec: InferenceDeployment, roles: list[RoleInput], dialect: Dialect,
@@ -217,7 +230,10 @@ def build_plan(spec: InferenceDeployment, roles: list[RoleInput], dialect: Diale
         launch = dialect.launch(role, sizing_by_role.get(role.name),
                                 hplan.startup_s if hplan is not None else None)
         if role_spec.engineArgs:   # checked by ENG004/ENG005; after the derived flags
-            launch = replace(launch, common=(*launch.common, *role_spec.engineArgs))
+            common, serving = split_api_args(role_spec.engineArgs)
+            per_pod = tuple((*args, *serving) if serves else args
+                            for args, serves in zip(launch.per_pod, launch.serves_api))
+            launch = replace(launch, common=(*launch.common, *common), per_pod=per_pod)
         role_plans.append(RolePlan(role.name, role.mode, role.layout, launch))
         lay = role.layout
         rlabels = {**common_labels, L_COMPONENT: role.name, L_ROLE: role.name, L_MODE: role.mode}
@@ -292,8 +308,9 @@ def build_plan(spec: InferenceDeployment, roles: list[RoleInput], dialect: Diale
 def _router_plan(spec: InferenceDeployment, roles: list[RoleInput],
                  endpoints: dict[str, list[str]], common_labels: dict[str, str],
                  startup_s: int) -> RouterPlan:
-    """The router: waits ``startup_s`` (the slowest role's cold start) for its engines; pulls
-    and runs with ``spec.pod``'s image pull secrets, service account and priority class."""
+    """The router: waits ``startup_s`` (the slowest role's cold start) for its engines; runs with
+    ``spec.pod``'s pull secrets, service account, priority class, scheduler, labels and
+    annotations (not its resources, volumes or affinity: those are the engines')."""
     cfg = spec.spec.router
     connector = next(r.kv_transfer.connector for r in roles
                      if r.mode == "prefill" and r.kv_transfer is not None)
@@ -301,10 +318,11 @@ def _router_plan(spec: InferenceDeployment, roles: list[RoleInput],
                            connector=connector, prefill_urls=endpoints["prefill"],
                            decode_urls=endpoints["decode"], startup_s=startup_s,
                            image=cfg.image)
-    defaults = spec.spec.pod
+    defaults = spec.spec.pod   # the router takes the spec-level pod settings a platform enforces
+    labels = {**common_labels, L_COMPONENT: "router", L_ROLE: "router"}
     return RouterPlan(
         name=router_name(spec.metadata.name),
-        labels={**common_labels, L_COMPONENT: "router", L_ROLE: "router"},
+        labels=labels,
         selector={L_INSTANCE: spec.metadata.name, L_ROLE: "router"},
         image=launch.image, args=list(launch.args), port=cfg.port,
         metrics_port=launch.metrics_port, replicas=cfg.replicas, command=list(launch.command),
@@ -314,4 +332,7 @@ def _router_plan(spec: InferenceDeployment, roles: list[RoleInput],
         image_pull_secrets=[{"name": n} for n in (defaults.imagePullSecrets or [])]
         if defaults else [],
         service_account=defaults.serviceAccountName if defaults else None,
-        priority_class=defaults.priorityClassName if defaults else None)
+        priority_class=defaults.priorityClassName if defaults else None,
+        scheduler_name=defaults.schedulerName if defaults else None,
+        pod_labels={**((defaults.labels or {}) if defaults else {}), **labels},
+        pod_annotations=dict((defaults.annotations or {}) if defaults else {}))

@@ -18,7 +18,7 @@ from ..sizing.host import HostPlan, PodResources
 from ..spec.models import InferenceDeployment, NodePool, Role
 
 #: Startup probe: every STARTUP_PERIOD_S for the role's cold-start budget (sizing/host.py:
-#: the pod's checkpoint share at the stated read bandwidth + JIT warm-up + rendezvous). The
+#: the pod's share of the checkpoint at the stated read bandwidth + JIT warm-up + rendezvous). The
 #: engines' budget when no host plan is at hand (what a router waits for otherwise): 30 min
 #: (llm-d allows 45 min; kserve LLMInferenceService 30 min).
 ENGINE_STARTUP_S = 1800

@@ -69,8 +69,8 @@ def _derived(checked) -> list[tuple[tuple, object, str]]:
                 if not any(getattr(layer, key, None) for layer in (role_spec.pod, spec.spec.pod)
                            if layer is not None):
                     out.append(((*base, "pod", key), value,
-                                "derived: the pod's processes, /dev/shm and checkpoint share "
-                                "(gen size)"))
+                                "derived: the largest pod's processes, /dev/shm and weight "
+                                "staging (gen size shows every pod)"))
     return out
 
 

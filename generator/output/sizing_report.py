@@ -87,8 +87,8 @@ def host_rows(h: HostPlan) -> list[tuple[str, str]]:
         rows.append((_pod_label(i, len(h.pods)),
                      f"cpu {p.cpu}, memory {p.memory_gib}Gi = processes {p.process_gib:.0f} "
                      f"({pr.gpu} GPU, {pr.api} API, {pr.other} other) + /dev/shm {p.shm_gib} "
-                     f"+ checkpoint share {p.page_cache_gib:.1f}; ephemeral-storage "
-                     f"{p.ephemeral_gib}Gi"))
+                     f"+ weight staging {p.staging_gib:.0f}; ephemeral-storage "
+                     f"{p.ephemeral_gib}Gi; reads {p.checkpoint_gib:.1f} GiB of the checkpoint"))
     rows.append(("startup", f"{h.startup_s} s = load {h.load_s} s at {h.load_gbps:g} GB/s "
                             f"+ warm-up {WARMUP_S} s + rendezvous {RENDEZVOUS_S} s"))
     return rows
@@ -101,6 +101,7 @@ def host_json(h: HostPlan) -> dict:
                   "processes": {"gpu": p.processes.gpu, "api": p.processes.api,
                                 "other": p.processes.other},
                   "processMemoryGiB": p.process_gib, "shmGiB": p.shm_gib,
-                  "checkpointShareGiB": p.page_cache_gib} for p in h.pods],
+                  "stagingGiB": p.staging_gib, "checkpointShareGiB": p.checkpoint_gib}
+                 for p in h.pods],
         "loadGBps": h.load_gbps, "loadSeconds": h.load_s, "startupSeconds": h.startup_s,
     }

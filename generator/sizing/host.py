@@ -10,7 +10,7 @@ Per pod, from its processes (``Dialect.processes``: GPU processes, API servers, 
     cpu    = 4 x GPU processes + 2 x API servers + 1 x other processes + 2
     memory = 8 x GPU processes + 3 x API servers + 2 x other processes + 2   (process memory)
            + /dev/shm                                                    (charged to the pod)
-           + the pod's share of the checkpoint                           (page cache)
+           + 5 x GPU processes                                           (weight staging)
     ephemeral-storage = compile cache (when it is an emptyDir) + 20
 
 * 4 cores per GPU process: its Python thread drives the GPU continuously, next to NCCL's proxy
@@ -20,25 +20,28 @@ Per pod, from its processes (``Dialect.processes``: GPU processes, API servers, 
 * 8 GiB per GPU process: CUDA context, PyTorch and CUDA libraries, NCCL/NVSHMEM host buffers;
   3 GiB per API server (tokenizer, request state); 2 GiB per other process; 2 GiB for the rest.
 * ``/dev/shm`` is a memory-backed emptyDir: Kubernetes charges it to the pod's memory.
-* Page cache: both engines read the safetensors files through mmap, and the kernel charges the
-  pages to the pod's cgroup; holding the pod's share keeps a restart from re-reading the
-  checkpoint from storage. A pod of ``g`` GPUs of an instance of ``G`` GPUs (tensor x data x
-  pipeline) holds ``min(1, g / (tensor x pipeline))`` of the non-expert tensors (every DP rank
-  holds them whole) and ``g / G`` of the routed experts (split by expert or tensor parallelism).
+* Weight staging: each GPU process reads the checkpoint one safetensors shard at a time through
+  mmap (DeepSeek-V3/R1 ship 163 shards of about 4.3 GB); 5 GiB per GPU process holds the shard
+  being copied to the GPU. The rest of the checkpoint passes through the page cache, which the
+  kernel reclaims at the pod's limit instead of killing it, so it is not requested (it would
+  ask 640 GiB for a TP8 DeepSeek-V3 pod, and the page cache does not outlive a re-created group).
 * 20 GiB of ephemeral storage: the container's writable layer (logs, Python caches, temporary
   files of the JIT compilers).
 
-The process memory and /dev/shm cannot be reclaimed; a limit below them is an OOM kill (rule
-POD002). The page cache can (a lower limit slows restarts: POD003).
+The process memory and /dev/shm cannot be reclaimed: a limit below them is an OOM kill (rule
+POD002); below the staging too, loading thrashes (POD003).
 
 Startup budget (cold start, empty compile cache)::
 
-    budget = pod's checkpoint share / loadGBps + warm-up 1200 s + rendezvous 300 s
+    budget = the pod's share of the checkpoint / loadGBps + warm-up 1200 s + rendezvous 300 s
 
-rounded up to the startup probe period. The warm-up covers JIT compilation (DeepGEMM, whose
-SGLang precompile builds M = 1..16384 at start; Triton, FlashInfer, torch.compile) and CUDA graph
-capture: sglang#29170 and dynamo#10695 report 10-30 minute recompiles. The rendezvous covers the
-pods of an instance finding each other and the DP handshake.
+rounded up to the startup probe period. A pod of ``g`` GPUs of an instance of ``G`` GPUs
+(tensor x data x pipeline) reads ``min(1, g / (tensor x pipeline))`` of the non-expert tensors
+(every DP rank holds them whole) and ``g / G`` of the routed experts. The warm-up covers JIT
+compilation (DeepGEMM, whose SGLang precompile builds M = 1..16384 at start; Triton, FlashInfer,
+torch.compile) and CUDA graph capture: sglang#29170 and dynamo#10695 report 10-30 minute
+recompiles. The rendezvous covers the pods of an instance finding each other and the DP
+handshake.
 """
 
 from __future__ import annotations
@@ -55,6 +58,7 @@ GIB = 2**30
 
 CPU_PER_GPU, CPU_PER_API, CPU_PER_OTHER, CPU_BASE = 4, 2, 1, 2
 MEM_PER_GPU_GIB, MEM_PER_API_GIB, MEM_PER_OTHER_GIB, MEM_BASE_GIB = 8, 3, 2, 2
+STAGING_PER_GPU_GIB = 5
 EPHEMERAL_BASE_GIB = 20
 #: Default read bandwidth of the weights volume, GB/s (10^9 B/s) per pod: a network file system
 #: or network block PVC; local NVMe reads 3-7 (set ``model.loadGBps``).
@@ -70,8 +74,8 @@ class PodResources:
     Attributes:
         cpu: cores; memory_gib, ephemeral_gib: GiB (whole).
         processes: what the pod runs.
-        process_gib, shm_gib, page_cache_gib: the memory terms, GiB.
-        load_gib: the pod's share of the checkpoint, GiB (the page cache term and the load).
+        process_gib, shm_gib, staging_gib: the memory terms, GiB.
+        checkpoint_gib: the pod's share of the checkpoint, GiB (what it reads at start).
     """
 
     cpu: int
@@ -80,7 +84,8 @@ class PodResources:
     processes: PodProcesses
     process_gib: float
     shm_gib: int
-    page_cache_gib: float
+    staging_gib: float
+    checkpoint_gib: float
 
     @property
     def unreclaimable_gib(self) -> float:
@@ -134,17 +139,18 @@ def host_plan(role: RoleInput, dialect: Dialect, pod: PodSettings, engine_args: 
     for slot, p in zip(lay.pods, procs):
         share_other = min(1.0, slot.gpus / (lay.tensor * lay.pipeline))
         share_expert = slot.gpus / lay.gpus_per_instance
-        page = (other_b * share_other + expert_b * share_expert) / GIB
+        share = (other_b * share_other + expert_b * share_expert) / GIB
         process = (MEM_PER_GPU_GIB * p.gpu + MEM_PER_API_GIB * p.api
                    + MEM_PER_OTHER_GIB * p.other + MEM_BASE_GIB)
+        staging = STAGING_PER_GPU_GIB * p.gpu
         pods.append(PodResources(
             cpu=CPU_PER_GPU * p.gpu + CPU_PER_API * p.api + CPU_PER_OTHER * p.other + CPU_BASE,
-            memory_gib=math.ceil(process + pod.shm_gib + page),
+            memory_gib=math.ceil(process + pod.shm_gib + staging),
             ephemeral_gib=cache_gib + EPHEMERAL_BASE_GIB,
             processes=p, process_gib=float(process), shm_gib=pod.shm_gib,
-            page_cache_gib=round(page, 1)))
+            staging_gib=float(staging), checkpoint_gib=round(share, 1)))
     gbps = load_gbps or LOAD_GBPS_DEFAULT
-    load_s = max(p.page_cache_gib for p in pods) * GIB / (gbps * 1e9)
+    load_s = max(p.checkpoint_gib for p in pods) * GIB / (gbps * 1e9)
     total = load_s + WARMUP_S + RENDEZVOUS_S
     startup = math.ceil(total / probe_period_s) * probe_period_s
     return HostPlan(tuple(pods), gbps, round(load_s), startup)
