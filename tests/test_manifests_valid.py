@@ -17,7 +17,7 @@ import pytest
 import yaml
 
 from generator.emit import write_tree
-from tests.helpers import K8S_VERSION, objects, render_spec, shared
+from tests.helpers import EXAMPLES, K8S_VERSION, objects, render_spec, shared
 from tests.test_golden import cases
 
 IDS = [c[0] for c in cases()]
@@ -117,3 +117,26 @@ def test_kustomize_builds(name, spec, overlays, tmp_path):
                 for ef in c.get("envFrom", []):
                     assert ef["configMapRef"]["name"] in configmaps
     assert all(d["metadata"]["namespace"] == plan.namespace for d in docs)
+
+
+@pytest.mark.skipif(shutil.which("kubectl") is None,
+                    reason="kubectl (with built-in kustomize) is not installed on this machine")
+@pytest.mark.parametrize("example", ["s1-16xh20-pd.yaml", "s3-v4pro-pd-dp16.yaml"])
+def test_namespace_override_keeps_the_router_working(example, tmp_path):
+    """A kustomization with ``namespace: llm-prod`` over the output moves every object, and the
+    router still reaches its engines: its URLs name pods and Services, never a namespace."""
+    _, plan, files = render_spec(EXAMPLES / example)
+    write_tree(tmp_path / "base", files)
+    over = tmp_path / "prod"
+    over.mkdir()
+    (over / "kustomization.yaml").write_text(
+        "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\n"
+        "namespace: llm-prod\nresources:\n- ../base\n")
+    built = subprocess.run(["kubectl", "kustomize", str(over)], capture_output=True, text=True,
+                           check=False)
+    assert built.returncode == 0, built.stderr
+    docs = [d for d in yaml.safe_load_all(built.stdout) if d]
+    assert {d["metadata"]["namespace"] for d in docs} == {"llm-prod"}
+    router = next(d for d in docs if d["kind"] == "Deployment")
+    args = " ".join(router["spec"]["template"]["spec"]["containers"][0]["args"])
+    assert "http://" in args and f".{plan.namespace}" not in args
