@@ -40,7 +40,10 @@ def _exist(*paths: Path) -> None:
 
 def _checked(spec: Path, overlays: tuple[Path, ...]) -> pipeline.Checked:
     _exist(spec, *overlays)
-    return pipeline.check(spec, list(overlays))
+    checked = pipeline.check(spec, list(overlays))
+    if checked.spec is None and checked.loaded.data.get("kind") == "PlanRequest":
+        raise UsageError(f"{spec} is a PlanRequest: use gen plan (or gen report) on it")
+    return checked
 
 
 def _reject(findings: list) -> None:
@@ -62,7 +65,9 @@ def _emit_findings(checked: pipeline.Checked, fmt: str, quiet_ok_json: bool = Fa
         from .checks import RULES
         click.echo(report.sarif(findings, RULES))
     elif findings:
-        click.echo(report.text(findings, colour=sys.stderr.isatty()), err=True)
+        # A spec that passes gets its own "ok (...)" line from the caller instead of a summary.
+        click.echo(report.text(findings, colour=sys.stderr.isatty(),
+                               with_summary=not checked.ok), err=True)
 
 
 def _plan_request(path: Path):

@@ -19,6 +19,9 @@ for _code, _sev, _summary, _source in (
     ("LOAD011", E, "model.config is a readable JSON object", "docs/spec.md §2 (config:)"),
     ("LOAD012", W, "an overlay's new named item is not a typo of an existing one",
      "docs/spec.md §2 (overlays: lists of named objects merge by name)"),
+    ("LOAD013", E, "an overlay names each item of a list once",
+     "docs/spec.md §2 (overlays: lists of named objects merge by name; a name given twice "
+     "would merge twice into one item)"),
     ("SCH001", E, "the spec matches the schema", "schemas/inferencedeployment.schema.json"),
     ("SCH002", E, "no unknown fields",
      "schemas/inferencedeployment.schema.json (additionalProperties: false)"),

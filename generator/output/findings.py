@@ -24,8 +24,9 @@ def summary(findings: list[Finding]) -> str:
     return f"{e} error{'s' * (e != 1)}, {w} warning{'s' * (w != 1)}"
 
 
-def text(findings: list[Finding], colour: bool) -> str:
-    """Human-readable report (one block per finding, then a summary line)."""
+def text(findings: list[Finding], colour: bool, with_summary: bool = True) -> str:
+    """Human-readable report (one block per finding, then a summary line unless
+    ``with_summary`` is false)."""
     lines = []
     for f in findings:
         loc = f.location
@@ -36,7 +37,8 @@ def text(findings: list[Finding], colour: bool) -> str:
         lines.append(f"{where}: {sev} {code} {f.path}: {f.message}")
         if f.hint:
             lines.append(f"    hint: {f.hint}")
-    lines.append(summary(findings))
+    if with_summary:
+        lines.append(summary(findings))
     return "\n".join(lines)
 
 

@@ -296,8 +296,9 @@ def _plain(node: Any, path: PathKey, display: str, prov: Provenance) -> Any:
     return str(node)
 
 
-def parse_yaml_file(path: Path) -> tuple[Any, Provenance, list[Finding]]:
-    """Read one YAML file safely. Returns (data, provenance, findings); data is None on error."""
+def parse_yaml_file(path: Path, overlay: bool = False) -> tuple[Any, Provenance, list[Finding]]:
+    """Read one YAML file safely. Returns (data, provenance, findings); data is None on error.
+    ``overlay``: the file is an overlay (only the hint of a non-mapping document differs)."""
     display = str(path)
     text, err = _read_text(path, display, MAX_BYTES)
     if err:
@@ -321,10 +322,10 @@ def parse_yaml_file(path: Path) -> tuple[Any, Provenance, list[Finding]]:
     prov.locations[()] = Location(display, 1, 1)
     data = _plain(node, (), display, prov)
     if not isinstance(data, dict):
-        return None, prov, [_finding("LOAD010", display,
-                                     "the document is not a mapping",
-                                     "a spec starts with apiVersion:, kind:, metadata:, spec:",
-                                     1, 1)]
+        hint = ("an overlay is a mapping of the fields it changes, e.g. spec: {serving: ...}"
+                if overlay else "a spec starts with apiVersion:, kind:, metadata:, spec:")
+        what = "empty" if data is None else "not a mapping"
+        return None, prov, [_finding("LOAD010", display, f"the document is {what}", hint, 1, 1)]
     return data, prov, []
 
 
@@ -390,7 +391,14 @@ def _new_names(base: Any, over: Any, over_prov: Provenance, path: PathKey = ()) 
     elif _is_named_list(base) and _is_named_list(over):
         names = [item["name"] for item in base]
         added = 0
+        seen: set = set()
         for j, item in enumerate(over):
+            if item["name"] in seen:
+                out.append(Finding(
+                    "LOAD013", Severity.ERROR, json_path((*path, j, "name")),
+                    f"the overlay names {item['name']!r} twice in this list",
+                    "merge the two items into one", over_prov.locate((*path, j, "name"))))
+            seen.add(item["name"])
             if item["name"] in names:
                 i = names.index(item["name"])
                 out += _new_names(base[i], item, over_prov, (*path, j))
@@ -417,7 +425,7 @@ def load_spec(spec_path: Path, overlays: list[Path] = ()) -> LoadedSpec:
     if data is None:
         return LoadedSpec({}, prov, files, None, findings)
     for overlay in overlays:
-        odata, oprov, ofindings = parse_yaml_file(overlay)
+        odata, oprov, ofindings = parse_yaml_file(overlay, overlay=True)
         findings += ofindings
         if odata is not None:
             findings += _new_names(data, odata, oprov)
