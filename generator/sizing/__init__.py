@@ -58,6 +58,6 @@ def size_role(role: RoleInput, gpu: Gpu, dialect: Dialect) -> RoleSizing:
     place = placement_for(role, dialect.engine)
     stages = stage_weights(inv, cfg, role.model.weights, place)
     if dialect.engine == "sglang":
-        return size_sglang(role, gpu, inv, cfg, stages, place)
+        return size_sglang(role, gpu, inv, cfg, stages, place, dialect.version)
     return size_vllm(role, gpu, dialect.version, dialect.gpu_memory_utilization_default,
                      inv, cfg, stages, place)

@@ -17,6 +17,8 @@ draft's attention layers in the same KV pool). Pipeline stages hold only their o
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 #: Bytes per element of the KV cache by ``serving.kvCacheDtype`` (auto = BF16 for these models).
 KV_ELEMENT_BYTES = {"auto": 2, "fp8": 1}
 
@@ -41,37 +43,152 @@ def kv_bytes_per_token(config: dict, kv_dtype: str, layers: int, mtp_layers: int
 
 
 #: DeepSeek-V4 cache entry, bytes: the ``fp8_ds_mla``-style layout of 448 FP8 non-rope values,
-#: 64 BF16 rope values, 7 UE8M0 scales and a pad byte (vLLM deepseek_v4_attention.py; SGLang
-#: deepseek_v4_memory_pool.py ``448 + 64 * 2 + 8``).
-V4_ENTRY = 584
-#: V4 indexer key entry: 128 FP8 + one FP32 scale (vLLM allocates the FP8 size).
-V4_INDEX_ENTRY = 132
-#: vLLM V4 pages: 256-token blocks, page bytes rounded up to multiples of 576
-#: (vllm/v1/kv_cache_interface.py, V4 hybrid spec); per-request fixed state: the sliding window
-#: (3 blocks of 64 tokens, 112,320 B), the ratio-4 compressor state (81,920 B padded to
-#: 3 x 37,440) and the ratio-128 state (17 blocks, 636,480 B).
-V4_BLOCK, V4_PAGE_ALIGN = 256, 576
-V4_SWA_STATE, V4_R4_STATE, V4_R128_STATE = 112_320, 112_320, 636_480
+#: 64 BF16 rope values, 7 UE8M0 scales and a pad byte (vLLM models/deepseek_v4/attention.py;
+#: SGLang deepseek_v4 memory pool ``448 + 64 * 2 + 8``); the indexer key: 128 FP8 + one FP32
+#: scale. Both engines store V4's cache in this layout whatever ``kvCacheDtype`` says.
+V4_ENTRY, V4_INDEX_ENTRY = 584, 132
+#: Page bytes are rounded up to multiples of 576 (vLLM v1/kv_cache_interface.py; SGLang
+#: kernels/ops/attention/dsv4/kv_layout.py ``page_bytes``).
+V4_PAGE_ALIGN = 576
+#: Sliding window of every V4 layer and the compressor state windows, tokens (config
+#: ``sliding_window`` 128; the ratio-4 compressor keeps 8 tokens, the ratio-128 one 128).
+V4_WINDOW, V4_R4_WINDOW, V4_R128_WINDOW = 128, 8, 128
 
 
 def _pad(n: int) -> int:
     return -(-n // V4_PAGE_ALIGN) * V4_PAGE_ALIGN
 
 
-def v4_sequence_bytes(ratios: list[int], seq_len: int, mtp_layers: int = 0) -> int:
-    """KV bytes one sequence of ``seq_len`` tokens takes on one GPU (vLLM's V4 layout).
+def _cdiv(a: int, b: int) -> int:
+    return -(-a // b)
 
-    Every layer keeps a 128-token sliding window; ratio-4 layers add one compressed entry and
-    one indexer key per 4 tokens, ratio-128 layers one entry per 128 tokens. vLLM sizes the
-    pool in layer tuples: per 256-token block, max(#ratio-4, #ratio-128) tuples of one ratio-4
-    page, one indexer page and one ratio-128 page (vLLM vllm/v1/core/kv_cache_utils.py, the
-    hybrid KV groups of DeepSeek-V4). The latent is replicated on every tensor-parallel rank.
+
+@dataclass(frozen=True)
+class V4Cache:
+    """How one engine release lays out DeepSeek-V4's cache on one GPU (docs/v4-kv.md has the
+    derivation from both engines' source, and the engine logs it reproduces).
+
+    Attributes:
+        engine: ``vllm`` | ``sglang``; scheme: the release's layout (below).
+        n4, n128, layers: the stage's ratio-4 and ratio-128 layers and all its attention layers
+            (MTP draft layers included: they keep a sliding window).
+        in_flight: vLLM: tokens a window group must cover beyond its window
+            (``max_num_batched_tokens``, x 2 with async scheduling from 0.26.0:
+            ``VllmConfig.max_in_flight_tokens``).
+        entries: SGLang <= 0.5.14: every entry of ``compress_ratios`` (the MTP one included).
+        running_per_rank: SGLang >= 0.5.15: sequences per rank the fixed ratio-128 state holds.
+        mtp: SGLang: the draft runs (doubles the ratio-4 state ring).
+
+    vLLM (hybrid KV cache manager; 256-token blocks for the full group):
+
+    * full group per block: each ratio-4 layer pad(64 x 584) + pad(64 x 132), each ratio-128
+      layer pad(2 x 584); a request needs cdiv(len, 256) blocks;
+    * window groups (blocks of 64, 4 and 8 tokens): the sliding window (all layers, split in two
+      groups), the ratio-4 compressor state (pad(4 x 2048 x 4) + pad(4 x 512 x 4) per layer),
+      the ratio-128 state (pad(8 x 1024 x 4)); a request needs
+      cdiv(min(window - 1 + in_flight, len), block) + 1 blocks of each;
+    * ``packed`` (<= 0.32, v1/core/kv_cache_utils.py): pages padded to the full group's, one pool
+      block packs every group's page (S x 37,440 + ratio-4 indexer + ratio-128 pages, S the
+      largest group), a request takes ceil(its byte-weighted blocks / full block) pool blocks;
+    * ``planned`` (0.33, v1/core/kv_cache_planning.py): one pool block is the widest group's
+      block, a request takes the plain sum of its groups' blocks.
+
+    SGLang (DSv4 pool, tokens per rank = full tokens of the pool, page-floored to 256):
+
+    * ``full-state`` (<= 0.5.14, pool_configurator.py ``_get_bytes_per_full_token``): per full
+      token 0.1 x 584 x entries + 584/4 x n4 + 584/128 x n128 + 132/4 x n4 + the compressor
+      states 0.1 x 8/128 x (8192 + 2048) x n4 + 0.1 x 4096 x n128 (SWA pool 10 % of the full);
+    * ``fixed-state`` (>= 0.5.15; 0.5.23's pool_configurator.py): pages padded (585 B/token for
+      the window and ratio-4, 864 for ratio-128): 0.1 x (585 x layers + ring/256 x 10240 x n4)
+      + n4 x (585 + 132)/4 + n128 x 864/128 per full token (ring 8, 16 with MTP), plus a fixed
+      ratio-128 state of ceil((running + 1) x 128 + 129, 128) x 4096 B per ratio-128 layer.
     """
-    n4 = sum(1 for r in ratios if r == 4)
-    n128 = sum(1 for r in ratios if r == 128)
-    tuples = max(n4, n128)
-    blocks = -(-seq_len // V4_BLOCK)
-    per_block = (_pad(V4_BLOCK // 4 * V4_ENTRY) + _pad(V4_BLOCK // 4 * V4_INDEX_ENTRY)
-                 + _pad(V4_BLOCK // 128 * V4_ENTRY))
-    fixed = (len(ratios) + mtp_layers) * V4_SWA_STATE + n4 * V4_R4_STATE + n128 * V4_R128_STATE
-    return tuples * blocks * per_block + fixed
+
+    engine: str
+    scheme: str
+    n4: int
+    n128: int
+    layers: int
+    in_flight: int = 0
+    entries: int = 0
+    running_per_rank: int = 0
+    mtp: bool = False
+
+    # -- vLLM --------------------------------------------------------------------------------
+    def _full_block(self) -> int:
+        return self.n4 * (_pad(64 * V4_ENTRY) + _pad(64 * V4_INDEX_ENTRY)) \
+            + self.n128 * _pad(2 * V4_ENTRY)
+
+    def _groups(self, seq_len: int) -> list[tuple[int, int]]:
+        """(blocks per request, bytes per block) of every group of the vLLM layout."""
+        swa_page = _pad(64 * V4_ENTRY)
+        r4_state = _pad(4 * 2048 * 4) + _pad(4 * 512 * 4)
+        r128_state = _pad(8 * 1024 * 4)
+        if self.scheme == "packed":   # state pages padded to the full group's page sizes
+            r4_state = _pad(64 * V4_ENTRY) + _pad(64 * V4_INDEX_ENTRY)
+            r128_state = _pad(64 * V4_ENTRY)
+        swa_a, swa_b = _cdiv(self.layers, 2), self.layers // 2
+
+        def window(w: int, block: int) -> int:
+            return _cdiv(min(w - 1 + self.in_flight, seq_len), block) + 1
+
+        return [(_cdiv(seq_len, 256), self._full_block()),
+                (window(V4_WINDOW, 64), swa_a * swa_page),
+                (window(V4_WINDOW, 64), swa_b * swa_page),
+                (window(V4_R4_WINDOW, 4), self.n4 * r4_state),
+                (window(V4_R128_WINDOW, 8), self.n128 * r128_state)]
+
+    def _pool_block(self) -> int:
+        if self.scheme == "packed":
+            slots = max(self.n4, self.n128, _cdiv(self.layers, 2))
+            return slots * _pad(64 * V4_ENTRY) + self.n4 * _pad(64 * V4_INDEX_ENTRY) \
+                + self.n128 * _pad(2 * V4_ENTRY)
+        return max(b for _, b in self._groups(1))
+
+    def _blocks_per_request(self, seq_len: int) -> int:
+        groups = self._groups(seq_len)
+        if self.scheme == "packed":
+            return _cdiv(sum(n * b for n, b in groups), self._full_block())
+        return sum(n for n, _ in groups)
+
+    # -- SGLang ------------------------------------------------------------------------------
+    def bytes_per_full_token(self) -> float:
+        """SGLang's bytes per full token (what it logs as ``bytes_per_full_token``)."""
+        if self.scheme == "full-state":
+            return (0.1 * V4_ENTRY * self.entries + V4_ENTRY / 4 * self.n4
+                    + V4_ENTRY / 128 * self.n128 + V4_INDEX_ENTRY / 4 * self.n4
+                    + 0.1 * 8 / 128 * (8192 + 2048) * self.n4 + 0.1 * 4096 * self.n128)
+        ring = 16 if self.mtp else 8
+        swa, r128 = 585, 864
+        return (0.1 * (swa * self.layers + ring / 256 * 10240 * self.n4)
+                + self.n4 * (swa + V4_INDEX_ENTRY) / 4 + self.n128 * r128 / 128)
+
+    def _fixed_bytes(self) -> int:
+        if self.engine != "sglang" or self.scheme != "fixed-state":
+            return 0
+        rows = _cdiv((self.running_per_rank + 1) * 128 + 129, 128) * 128
+        return rows * 1024 * 4 * self.n128
+
+    # -- both --------------------------------------------------------------------------------
+    def tokens(self, kv_bytes: float, seq_len: int) -> int:
+        """KV tokens of one rank's pool as the engine prints them: SGLang's full tokens (page
+        floored); vLLM's "GPU KV cache size", which for hybrid models is maximum concurrency x
+        max_model_len (v1/core/kv_cache_utils.py ``_report_kv_cache_config``)."""
+        if self.engine == "sglang":
+            full = int(max(0.0, kv_bytes - self._fixed_bytes()) / self.bytes_per_full_token())
+            return full // 256 * 256
+        return int(self.sequences(kv_bytes, seq_len) * seq_len)
+
+    def sequences(self, kv_bytes: float, seq_len: int) -> float:
+        """Sequences of ``seq_len`` tokens one rank's pool holds (vLLM's "maximum
+        concurrency")."""
+        if self.engine == "sglang":
+            return self.tokens(kv_bytes, seq_len) / seq_len
+        blocks = int(max(0.0, kv_bytes) // self._pool_block())
+        return blocks / self._blocks_per_request(seq_len)
+
+    def per_token(self) -> int:
+        """Bytes per token of the pool, for reports (vLLM: pool block / 256)."""
+        if self.engine == "sglang":
+            return round(self.bytes_per_full_token())
+        return -(-self._pool_block() // 256)

@@ -4,8 +4,7 @@ All memory figures are GiB (2^30 bytes); its JSON form is docs/spec.md §4's siz
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-
-from .kv import v4_sequence_bytes
+from typing import Any
 
 GIB = 2**30
 
@@ -55,23 +54,23 @@ class RoleSizing:
     cuda_graph_outside: float
     utilization: float
     outside_pool: float = 0.0
-    seq_layout: tuple = ()
+    seq_layout: Any = None
     findings: list = field(default_factory=list)
 
     def longest_len_for(self, sequences: int) -> int:
         """Longest maxModelLen at which ``sequences`` fit one DP rank's KV cache. Linear for
-        MLA; DeepSeek-V4's windowed/compressed cache is solved by bisection (``seq_layout`` =
-        the most loaded stage's compress ratios and MTP layers)."""
+        MLA; DeepSeek-V4's windowed/compressed cache (``seq_layout``: the most loaded stage's
+        :class:`~generator.sizing.kv.V4Cache`) is solved by bisection."""
         if self.kv_cache <= 0 or sequences <= 0:
             return 0
         if not self.seq_layout:
             return self.kv_tokens_per_rank // sequences
-        ratios, mtp = self.seq_layout
-        budget = self.kv_cache * GIB / sequences
+        cache = self.seq_layout
+        kv_bytes = self.kv_cache * GIB
         lo, hi = 0, 1 << 24
         while lo < hi:
             mid = (lo + hi + 1) // 2
-            if v4_sequence_bytes(list(ratios), mid, mtp) <= budget:
+            if cache.sequences(kv_bytes, mid) >= sequences:
                 lo = mid
             else:
                 hi = mid - 1

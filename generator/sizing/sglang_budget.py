@@ -28,6 +28,8 @@ from ..catalog import Gpu
 from ..engines import deepep
 from ..engines.base import RoleInput
 from ..engines.sglang import cuda_graph_batch, deepep_dispatch_tokens
+from ..engines.versions import parse_version
+from .kv import V4Cache
 from .result import GIB, RoleSizing
 from .stages import worst_stage
 from .vllm_budget import ACT_BYTES_PER_TOKEN_HIDDEN, DEEPEP_HT_BUFFER_MB
@@ -71,8 +73,15 @@ SGLANG_INIT_GIB = 1.8
 SGLANG_CUDA_GRAPH_GIB = 1.7
 
 
-def size_sglang(role: RoleInput, gpu: Gpu, inv, cfg: dict, stages, place) -> RoleSizing:
-    """SGLang budget (sizing/sglang_budget.py): pool = pre x mfs - weights."""
+#: SGLang's DeepSeek-V4 default of max_running_requests when the spec bounds nothing
+#: (sglang/srt/arg_groups/deepseek_v4_hook.py: 256 per instance).
+V4_DEFAULT_RUNNING = 256
+
+
+def size_sglang(role: RoleInput, gpu: Gpu, inv, cfg: dict, stages, place,
+                dialect_version: str = "0.5.23") -> RoleSizing:
+    """SGLang budget (sizing/sglang_budget.py): pool = pre x mfs - weights; DeepSeek-V4's pool
+    in the layout of release ``dialect_version`` (:class:`~generator.sizing.kv.V4Cache`)."""
     lay = role.layout
     s = role.serving
     group = lay.tensor * lay.data
@@ -105,15 +114,25 @@ def size_sglang(role: RoleInput, gpu: Gpu, inv, cfg: dict, stages, place) -> Rol
                                           cgmbs if graphs_on else cgmbs_default,
                                           role.speculative is not None)
     max_len = s.maxModelLen or role.arch.max_position_embeddings
-    st, weights, pool, tokens, per_token, seq_layout = worst_stage(
-        stages, inv, cfg, place, s.kvCacheDtype, max_len, lambda w: pre * mfs - w)
+    v = parse_version(dialect_version)
+    running = -(-(s.maxNumSeqs or role.admission or V4_DEFAULT_RUNNING) // lay.data)
+
+    def v4_cache(ratios: list[int], mtp: int) -> V4Cache:
+        if v < (0, 5, 15):   # the DSv4 pool of 0.5.12-0.5.14 (docs/v4-kv.md)
+            return V4Cache("sglang", "full-state", ratios.count(4), ratios.count(128),
+                           len(ratios) + mtp, entries=len(cfg["compress_ratios"]))
+        return V4Cache("sglang", "fixed-state", ratios.count(4), ratios.count(128),
+                       len(ratios) + mtp, running_per_rank=running, mtp=mtp > 0)
+
+    st, weights, pool, tokens, per_token, sequences, seq_layout = worst_stage(
+        stages, inv, cfg, place, s.kvCacheDtype, max_len, lambda w: pre * mfs - w, v4_cache)
     per_rank = -(-role.concurrency // lay.data)
     return RoleSizing(
         name=role.name, gpu=gpu.id, engine="sglang", gpu_memory=gpu.torch_total_gib,
         budget=pre * mfs, weights=weights, activation=activation, overhead=overhead,
         kv_cache=pool, weights_by_component={k: b / GIB for k, b in st.by_component.items()},
         kv_bytes_per_token=per_token, kv_tokens_per_rank=tokens, max_model_len=max_len,
-        max_concurrency=tokens / max_len, required_concurrency=role.concurrency,
+        max_concurrency=sequences, required_concurrency=role.concurrency,
         per_rank_required=per_rank, data=lay.data, batched_tokens=chunked, comm=comm,
         cuda_graph_outside=0.0, utilization=mfs, outside_pool=pre * (1 - mfs),
         seq_layout=seq_layout)

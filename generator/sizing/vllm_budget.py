@@ -40,6 +40,7 @@ from ..catalog import Gpu
 from ..engines import deepep
 from ..engines.base import RoleInput
 from ..engines.versions import parse_version
+from .kv import V4Cache
 from .result import GIB, RoleSizing
 from .stages import worst_stage
 from .weights import Placement, StageWeights
@@ -159,16 +160,26 @@ def size_vllm(role: RoleInput, gpu: Gpu, version: str, default_utilization: floa
                          physical_experts, batched, all2all, lay.expert_parallel,
                          bool(s.enforceEager), extra)
     # The most constrained stage decides capacity (vLLM: min over PP ranks).
-    st, weights, kv, tokens, per_token, seq_layout = worst_stage(
+    # Window groups cover the tokens in flight: one batch, two with async scheduling (the
+    # default from 0.26.0 unless pipeline parallelism turns it off: VllmConfig
+    # max_in_flight_tokens); the pool layout changed in 0.33.0 (v1/core/kv_cache_planning.py).
+    in_flight = batched * (2 if v >= (0, 26, 0) and lay.pipeline == 1 else 1)
+    scheme = "planned" if v >= (0, 33, 0) else "packed"
+
+    def v4_cache(ratios: list[int], mtp: int) -> V4Cache:
+        return V4Cache("vllm", scheme, ratios.count(4), ratios.count(128), len(ratios) + mtp,
+                       in_flight=in_flight)
+
+    st, weights, kv, tokens, per_token, sequences, seq_layout = worst_stage(
         stages, inv, cfg, place, s.kvCacheDtype, max_len,
-        lambda w: budget.budget - w - budget.activation - budget.overhead)
+        lambda w: budget.budget - w - budget.activation - budget.overhead, v4_cache)
     return RoleSizing(
         name=role.name, gpu=gpu.id, engine="vllm", gpu_memory=gpu.torch_total_gib,
         budget=budget.budget, weights=weights, activation=budget.activation,
         overhead=budget.overhead, kv_cache=kv,
         weights_by_component={k: b / GIB for k, b in st.by_component.items()},
         kv_bytes_per_token=per_token, kv_tokens_per_rank=tokens, max_model_len=max_len,
-        max_concurrency=tokens / max_len, required_concurrency=role.concurrency,
+        max_concurrency=sequences, required_concurrency=role.concurrency,
         per_rank_required=-(-role.concurrency // lay.data), data=lay.data,
         batched_tokens=batched, comm=budget.comm,
         cuda_graph_outside=budget.cuda_graph_outside, utilization=util, seq_layout=seq_layout)

@@ -1,0 +1,83 @@
+"""DeepSeek-V4's KV cache per engine release (generator/sizing/kv.py ``V4Cache``), against the
+engine logs of published-dev-2.yaml and the arithmetic of docs/v4-kv.md."""
+
+from __future__ import annotations
+
+import pytest
+import yaml
+
+from generator import pipeline
+from generator.sizing.kv import V4Cache
+from tests.helpers import shared
+
+GIB = 2**30
+#: DeepSeek-V4-Pro: 61 layers, 30 of compress ratio 4 and 31 of ratio 128, plus the MTP entry
+#: of compress_ratios (62 entries). V4-Flash: 43 layers, 21 ratio-4, 20 ratio-128.
+PRO, FLASH = (30, 31, 61), (21, 20, 43)
+
+
+def _dev(kind: str, row_id: str) -> dict:
+    doc = yaml.safe_load(shared("reference", "published-dev-2.yaml").read_text())
+    return next(r for r in doc[kind] if r["id"] == row_id)
+
+
+def test_sglang_dsv4_pool_reproduces_the_engine_log():
+    """sglang#24523 (DSv4 pool of 0.5.12-0.5.14): per full token
+    0.1 x 584 x 62 + 584/4 x 30 + 584/128 x 31 + 132/4 x 30 + 0.1 x 8/128 x (8192 + 2048) x 30
+    + 0.1 x 4096 x 31 = 3620.8 + 4380 + 141.44 + 990 + 1920 + 12697.6 = 23,749.84 B; the pool's
+    4.126 GiB (rest_memory) / 23,749.84 = 186,538 -> 186,368 full tokens (256-token pages)."""
+    row = _dev("sizing", "sglang-v4pro-prefill-dp8-h200")["printed"]
+    cache = V4Cache("sglang", "full-state", *PRO, entries=62)
+    assert cache.bytes_per_full_token() == pytest.approx(row["bytes_per_full_token"], abs=0.005)
+    assert cache.tokens(4.126 * GIB, 1) == row["full_tokens_per_rank"] == 186_368
+
+
+def test_sglang_0523_pool_by_hand():
+    """0.5.23: pages padded (585 B/token window and ratio-4, 864 ratio-128), the ratio-4 state per
+    window slot (ring 8 of 256), the ratio-128 state fixed: 0.1 x (585 x 61 + 8/256 x 10240 x 30)
+    + 30 x (585 + 132)/4 + 31 x 864/128 = 4528.5 + 5377.5 + 209.25 = 10,115.25 B per full token,
+    and (33 x 128 + 129 -> 4480 rows) x 4096 B x 31 layers = 0.53 GiB for 32 sequences per rank."""
+    cache = V4Cache("sglang", "fixed-state", *PRO, running_per_rank=32)
+    assert cache.bytes_per_full_token() == 10_115.25
+    fixed = 4480 * 4096 * 31
+    assert cache.tokens(4.126 * GIB, 1) == int((4.126 * GIB - fixed) / 10_115.25) // 256 * 256
+
+
+def test_vllm_packed_layout_by_hand():
+    """vLLM <= 0.32 (V4-Flash, 1M tokens, 8192 batched): full block 21 x (37,440 + 8,640) +
+    20 x 1,728 = 1,002,240 B; the pool block packs 22 x 37,440 + 21 x 8,640 + 20 x 1,728 =
+    1,039,680 B; a request weighs 4096 full blocks + 2 x 131 window blocks + 2051 ratio-4 and
+    1041 ratio-128 state blocks = 7,065 pool blocks (6.84 GiB)."""
+    cache = V4Cache("vllm", "packed", *FLASH, in_flight=8192)
+    assert cache._full_block() == 21 * (37_440 + 8_640) + 20 * 1_728 == 1_002_240
+    assert cache._pool_block() == 22 * 37_440 + 21 * 8_640 + 20 * 1_728 == 1_039_680
+    assert cache._blocks_per_request(1 << 20) == 7_065
+    planned = V4Cache("vllm", "planned", *FLASH, in_flight=2 * 8192)
+    assert planned._blocks_per_request(1 << 20) == 4096 + 2 * 259 + 4099 + 2065 == 10_778
+
+
+def test_vllm_v4_flash_0731_on_b200_within_10_percent(tmp_path):
+    """vllm#51454 (vLLM 0.25.0, V4-Flash-0731 = V4-Flash's architecture, DP8 EP on B200, 0.95,
+    fp8, 8192 batched, 1M max length): the engine printed 19.6 x maximum concurrency per
+    engine; moegen's budget and the packed layout must land within 10 %."""
+    row = _dev("sizing", "vllm-v4flash-0731-b200-dp8")
+    spec = tmp_path / "v4.yaml"
+    spec.write_text("""apiVersion: moegen.dev/v1alpha1
+kind: InferenceDeployment
+metadata: {name: v4flash}
+spec:
+  model: {name: deepseek-ai/DeepSeek-V4-Flash-0731, architecture: deepseek-v4-flash,
+          weights: mxfp4, path: /m, volume: {persistentVolumeClaim: {claimName: w}}}
+  engine: {name: vllm, version: "0.25.0", image: "vllm/vllm-openai:v0.25.0"}
+  nodePools:
+    b200: {gpu: B200-180GB, gpusPerNode: 8, nodes: 1, nodeSelector: {pool: b200}}
+  serving: {maxModelLen: 1048576, kvCacheDtype: fp8, gpuMemoryUtilization: 0.95,
+            maxNumBatchedTokens: 8192, maxNumSeqs: 256}
+  roles:
+    - {name: serve, mode: unified, nodePool: b200, parallel: {tensor: 1, data: 8, expert: true}}
+""")
+    checked = pipeline.check(spec)
+    assert checked.ok, checked.findings
+    printed = row["printed"]["max_concurrency_at_max_model_len_per_engine"]
+    got = checked.sizing[0].max_concurrency
+    assert got == pytest.approx(printed, rel=0.10), got
