@@ -7,7 +7,8 @@ Names (``B`` = metadata.name, ``R`` = role name, ``r`` = replica index):
   ``B-R`` that the LWS controller creates (lws pkg/utils/pod/pod_utils.go).
 * StatefulSet ``B-R-r`` per instance (single-node instances) with headless Service ``B-R-r``;
   its pod is ``B-R-r-0``.
-* client Service ``B-R-api``, router Deployment/Service ``B-router``, env ConfigMap ``B-R-env``.
+* client Service ``B-R-api``, router Deployment/Service ``B-router``, env ConfigMap ``B-R-env``,
+  PodDisruptionBudget ``B-R``.
 """
 
 from __future__ import annotations
@@ -79,7 +80,8 @@ def object_names(base: str, roles, router: bool) -> list[tuple[str, str, str]]:
             out += [("LeaderWorkerSet", n, f"role {name!r}"),
                     ("Service", n, f"role {name!r} (the LWS headless Service)")]
         out += [("Service", client_service(base, name), f"role {name!r} (client)"),
-                ("ConfigMap", env_configmap(base, name), f"role {name!r} (env)")]
+                ("ConfigMap", env_configmap(base, name), f"role {name!r} (env)"),
+                ("PodDisruptionBudget", f"{base}-{name}", f"role {name!r}")]
     if router:
         out += [("Deployment", router_name(base), "the router"),
                 ("Service", router_name(base), "the router")]

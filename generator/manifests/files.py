@@ -3,7 +3,8 @@
 Files of an output directory (one object per file, named ``<role>-<kind>.yaml``):
 
 * ``<role>-lws.yaml`` or ``<role>-<replica>-statefulset.yaml`` (+ ``-headless-service.yaml``),
-* ``<role>-service.yaml`` (client Service), ``router-deployment.yaml``, ``router-service.yaml``,
+* ``<role>-service.yaml`` (client Service), ``<role>-pdb.yaml`` (PodDisruptionBudget),
+  ``router-deployment.yaml``, ``router-service.yaml``,
 * ``env/<role>.env`` (engine environment), ``kustomization.yaml``, ``kustomizeconfig.yaml``.
 """
 
@@ -31,6 +32,8 @@ def render_files(plan: DeploymentPlan) -> dict[str, str]:
         files[w.file] = render(template, plan=plan, w=w, specs=specs)
     for s in plan.services:
         files[s.file] = render("service.yaml.j2", plan=plan, s=s)
+    for b in plan.pdbs:
+        files[b.file] = render("pdb.yaml.j2", plan=plan, b=b)
     if plan.router is not None:
         files["router-deployment.yaml"] = render("router-deployment.yaml.j2", plan=plan, r=plan.router)
         files["router-service.yaml"] = render("router-service.yaml.j2", plan=plan, r=plan.router)

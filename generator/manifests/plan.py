@@ -80,7 +80,16 @@ ROUTER_RESOURCES = {"cpu": "2", "memory": "2Gi", "ephemeral-storage": "1Gi"}
 #: ``kustomize.toolkit.fluxcd.io/prune: disabled``, fluxcd/kustomize-controller#1180). Old ones
 #: are small; delete them once a rollout has finished.
 GENERATED_CONFIGMAP_ANNOTATIONS = {"argocd.argoproj.io/sync-options": "Prune=false",
+                                   "argocd.argoproj.io/sync-wave": "-1",
                                    "kustomize.toolkit.fluxcd.io/prune": "disabled"}
+#: Argo CD sync waves (argo-cd docs "Sync Phases and Waves"): the env ConfigMaps (-1) before the
+#: engines (0, the default), the router (1) after them, so a first sync never starts a router
+#: whose engines are not declared yet.
+ROUTER_SYNC_WAVE = "1"
+#: PodDisruptionBudget per role: one engine pod at a time may be evicted (a drain). Any pod of a
+#: LeaderWorkerSet group takes its group down (RecreateGroupOnPodRestart), so this keeps
+#: voluntary disruptions to one instance at a time (Kubernetes policy/v1).
+PDB_MAX_UNAVAILABLE = 1
 #: LeaderWorkerSet annotation that gives each group a topology domain of its own
 #: (kubernetes-sigs/lws api/leaderworkerset/v1/leaderworkerset_types.go ExclusiveKeyAnnotationKey).
 LWS_EXCLUSIVE_TOPOLOGY = "leaderworkerset.sigs.k8s.io/exclusive-topology"
@@ -143,6 +152,17 @@ class ServicePlan:
 
 
 @dataclass(frozen=True)
+class PdbPlan:
+    """A PodDisruptionBudget over one role's engine pods."""
+
+    name: str
+    file: str
+    labels: dict[str, str]
+    selector: dict[str, str]
+    max_unavailable: int = PDB_MAX_UNAVAILABLE
+
+
+@dataclass(frozen=True)
 class RouterPlan:
     """The PD router Deployment and its Service."""
 
@@ -162,6 +182,7 @@ class RouterPlan:
     service_account: str | None = None
     priority_class: str | None = None
     scheduler_name: str | None = None
+    sync_wave: str = ROUTER_SYNC_WAVE
     pod_labels: dict[str, str] = field(default_factory=dict)
     pod_annotations: dict[str, str] = field(default_factory=dict)
 
@@ -202,6 +223,7 @@ class DeploymentPlan:
     dialect: str = ""
     generated_annotations: dict[str, str] = field(
         default_factory=lambda: dict(GENERATED_CONFIGMAP_ANNOTATIONS))
+    pdbs: list[PdbPlan] = field(default_factory=list)
 
 
 def build_plan(spec: InferenceDeployment, roles: list[RoleInput], dialect: Dialect,
@@ -219,6 +241,7 @@ def build_plan(spec: InferenceDeployment, roles: list[RoleInput], dialect: Diale
     common_labels = {**meta.labels, L_NAME: base, L_INSTANCE: base, L_MANAGED: "moegen"}
     workloads: list[WorkloadPlan] = []
     services: list[ServicePlan] = []
+    pdbs: list[PdbPlan] = []
     env_files: list[EnvFilePlan] = []
     role_plans: list[RolePlan] = []
     # Engine URLs the router dials: ``<pod>.<headless service>:<port>``, no namespace. The
@@ -290,6 +313,8 @@ def build_plan(spec: InferenceDeployment, roles: list[RoleInput], dialect: Diale
                     [{"name": p.name, "port": p.port, "targetPort": p.port, "protocol": "TCP"}
                      for p in launch.ports_of(0)], headless=True))
                 endpoints[role.mode].append(f"http://{name}-0.{name}:{port}")
+        pdbs.append(PdbPlan(f"{base}-{role.name}", f"{role.name}-pdb.yaml", rlabels,
+                            {L_INSTANCE: base, L_ROLE: role.name}))
         services.append(ServicePlan(
             client_service(base, role.name), f"{role.name}-service.yaml", rlabels, client_selector,
             [{"name": "http", "port": port, "targetPort": "http", "protocol": "TCP"}],
@@ -302,7 +327,7 @@ def build_plan(spec: InferenceDeployment, roles: list[RoleInput], dialect: Diale
                       default=ENGINE_STARTUP_S)
         router = _router_plan(spec, roles, endpoints, common_labels, startup)
     return DeploymentPlan(base, ns, common_labels, workloads, services, router, env_files,
-                          role_plans, engine=dialect.engine, dialect=dialect.version)
+                          role_plans, engine=dialect.engine, dialect=dialect.version, pdbs=pdbs)
 
 
 def _router_plan(spec: InferenceDeployment, roles: list[RoleInput],
