@@ -18,6 +18,8 @@ L_NAME, L_INSTANCE, L_COMPONENT, L_MANAGED = (
     "app.kubernetes.io/name", "app.kubernetes.io/instance", "app.kubernetes.io/component",
     "app.kubernetes.io/managed-by")
 L_ROLE, L_MODE, L_REPLICA = "moegen.dev/role", "moegen.dev/mode", "moegen.dev/replica"
+#: On the pods that serve the engine's HTTP API (the routers discover them by it).
+L_API = "moegen.dev/serves-api"
 #: Label keys a user's metadata.labels may not set (moegen would overwrite them).
 OWN_LABELS = (L_NAME, L_INSTANCE, L_COMPONENT, L_MANAGED)
 OWN_PREFIX = "moegen.dev/"
@@ -84,5 +86,8 @@ def object_names(base: str, roles, router: bool) -> list[tuple[str, str, str]]:
                 ("PodDisruptionBudget", f"{base}-{name}", f"role {name!r}")]
     if router:
         out += [("Deployment", router_name(base), "the router"),
-                ("Service", router_name(base), "the router")]
+                ("Service", router_name(base), "the router"),
+                ("ServiceAccount", router_name(base), "the router"),
+                ("Role", router_name(base), "the router"),
+                ("RoleBinding", router_name(base), "the router")]
     return out

@@ -124,7 +124,7 @@ def test_kustomize_builds(name, spec, overlays, tmp_path):
 @pytest.mark.parametrize("example", ["s1-16xh20-pd.yaml", "s3-v4pro-pd-dp16.yaml"])
 def test_namespace_override_keeps_the_router_working(example, tmp_path):
     """A kustomization with ``namespace: llm-prod`` over the output moves every object, and the
-    router still reaches its engines: its URLs name pods and Services, never a namespace."""
+    router still reaches its engines: it finds them by label in its own namespace."""
     _, plan, files = render_spec(EXAMPLES / example)
     write_tree(tmp_path / "base", files)
     over = tmp_path / "prod"
@@ -139,4 +139,9 @@ def test_namespace_override_keeps_the_router_working(example, tmp_path):
     assert {d["metadata"]["namespace"] for d in docs} == {"llm-prod"}
     router = next(d for d in docs if d["kind"] == "Deployment")
     args = " ".join(router["spec"]["template"]["spec"]["containers"][0]["args"])
-    assert "http://" in args and f".{plan.namespace}" not in args
+    # The router discovers its engines in its own namespace ($(POD_NAMESPACE), downward API);
+    # its RoleBinding's subject moved with it.
+    assert "--service-discovery-namespace $(POD_NAMESPACE)" in args
+    assert "http://" not in args and f".{plan.namespace}" not in args
+    binding = next(d for d in docs if d["kind"] == "RoleBinding")
+    assert [s["namespace"] for s in binding["subjects"]] == ["llm-prod"]

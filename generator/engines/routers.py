@@ -30,6 +30,34 @@ ROUTER_METRICS_PORT = 29000
 VLLM_ROUTER_CONNECTORS = {"nixl": "nixl", "mooncake": "mooncake"}
 
 
+#: Pod annotations the routers read a prefill pod's bootstrap port from when they discover
+#: pods (smg 1.13.0 service_discovery/kubernetes.rs; vllm-router 0.1.17 src/main.rs).
+SMG_BOOTSTRAP_ANNOTATION = "sglang.ai/bootstrap-port"
+#: The router container's namespace (downward API), for ``--service-discovery-namespace``:
+#: Kubernetes expands ``$(POD_NAMESPACE)`` in args, so the manifest names no namespace.
+NAMESPACE_ENV = "POD_NAMESPACE"
+
+
+@dataclass(frozen=True)
+class Discovery:
+    """Label selectors of the API pods of each mode, and the port the routers dial on them."""
+
+    prefill: dict[str, str]
+    decode: dict[str, str]
+    port: int
+
+
+def discovery_supported(engine: str, connector: str) -> bool:
+    """The router can discover its engines: smg always; vllm-router with NIXL (its Mooncake
+    mode reads each prefill's engine id once at start, for the static list only:
+    src/routers/vllm_pd_router.rs, 0.1.17)."""
+    return engine == "sglang" or connector == "nixl"
+
+
+def _selector(labels: dict[str, str]) -> list[str]:
+    return [f"{k}={v}" for k, v in sorted(labels.items())]
+
+
 @dataclass(frozen=True)
 class RouterLaunch:
     """How to start the router container: image, command, arguments, metrics port."""
@@ -42,21 +70,34 @@ class RouterLaunch:
 
 def router_launch(engine: str, *, port: int, policy: str, connector: str,
                   prefill_urls: list[str], decode_urls: list[str], startup_s: int,
-                  image: str | None = None) -> RouterLaunch:
+                  image: str | None = None, discovery: Discovery | None = None) -> RouterLaunch:
     """The router of a PD deployment of ``engine`` (``connector``: the prefill roles'
-    kvTransfer.connector; ``startup_s``: how long the engines may take to become healthy)."""
+    kvTransfer.connector; ``startup_s``: how long the engines may take to become healthy).
+
+    With ``discovery`` the router watches the pods of its namespace (``--service-discovery``,
+    smg 1.13.0 / vllm-router 0.1.17: a pod joins when Ready and leaves when it is not) and the
+    URL lists are not rendered: a new replica needs no re-render. smg then runs in its IGW mode,
+    where requests name their ``model`` (OpenAI-style requests do).
+    """
     common = ["--host", "0.0.0.0", "--port", str(port), "--policy", policy]
     metrics = ["--prometheus-host", "0.0.0.0", "--prometheus-port", str(ROUTER_METRICS_PORT)]
     wait = ["--worker-startup-timeout-secs", str(startup_s)]
+    found = []
+    if discovery is not None:
+        found = ["--service-discovery", "--service-discovery-namespace", f"$({NAMESPACE_ENV})",
+                 "--service-discovery-port", str(discovery.port),
+                 "--prefill-selector", *_selector(discovery.prefill),
+                 "--decode-selector", *_selector(discovery.decode)]
+        prefill_urls = decode_urls = []
     if engine == "sglang":
-        args = ["--pd-disaggregation", *common, *wait]
+        args = ["--pd-disaggregation", *common, *wait, *found]
         for url in prefill_urls:
             args += ["--prefill", url, str(sglang.BOOTSTRAP_PORT)]
         for url in decode_urls:
             args += ["--decode", url]
         return RouterLaunch(image or SGLANG_ROUTER_IMAGE, ("smg", "launch"), tuple(args + metrics))
     args = ["--vllm-pd-disaggregation", *common, "--kv-connector",
-            VLLM_ROUTER_CONNECTORS[connector], *wait]
+            VLLM_ROUTER_CONNECTORS[connector], *wait, *found]
     for url in prefill_urls:
         args += ["--prefill", url]
         if connector == "mooncake":

@@ -4,7 +4,8 @@ Files of an output directory (one object per file, named ``<role>-<kind>.yaml``)
 
 * ``<role>-lws.yaml`` or ``<role>-<replica>-statefulset.yaml`` (+ ``-headless-service.yaml``),
 * ``<role>-service.yaml`` (client Service), ``<role>-pdb.yaml`` (PodDisruptionBudget),
-  ``router-deployment.yaml``, ``router-service.yaml``,
+  ``router-deployment.yaml``, ``router-service.yaml`` (+ ``router-role.yaml``,
+  ``router-rolebinding.yaml``, ``router-serviceaccount.yaml`` when it discovers its engines),
 * ``env/<role>.env`` (engine environment), ``kustomization.yaml``, ``kustomizeconfig.yaml``.
 """
 
@@ -37,6 +38,13 @@ def render_files(plan: DeploymentPlan) -> dict[str, str]:
     if plan.router is not None:
         files["router-deployment.yaml"] = render("router-deployment.yaml.j2", plan=plan, r=plan.router)
         files["router-service.yaml"] = render("router-service.yaml.j2", plan=plan, r=plan.router)
+        if plan.router.discovery:
+            files["router-role.yaml"] = render("router-role.yaml.j2", plan=plan, r=plan.router)
+            files["router-rolebinding.yaml"] = render("router-rolebinding.yaml.j2", plan=plan,
+                                                      r=plan.router)
+        if plan.router.own_service_account:
+            files["router-serviceaccount.yaml"] = render("router-serviceaccount.yaml.j2",
+                                                         plan=plan, r=plan.router)
     for e in plan.env_files:
         files[e.path] = render("env.j2", plan=plan, e=e)
     resources = sorted(f for f in files if f.endswith(".yaml"))

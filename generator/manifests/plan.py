@@ -16,13 +16,21 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from ..engines import sglang as sg
 from ..engines.base import Dialect, EngineLaunch, RoleInput
 from ..engines.caches import cache_env, cache_root
 from ..engines.network import env_items, network_env
 from ..engines.options import split_api_args
-from ..engines.routers import router_launch
+from ..engines.routers import (
+    NAMESPACE_ENV,
+    SMG_BOOTSTRAP_ANNOTATION,
+    Discovery,
+    discovery_supported,
+    router_launch,
+)
 from ..layout import RoleLayout
 from ..naming import (
+    L_API,
     L_COMPONENT,
     L_INSTANCE,
     L_MANAGED,
@@ -183,6 +191,11 @@ class RouterPlan:
     priority_class: str | None = None
     scheduler_name: str | None = None
     sync_wave: str = ROUTER_SYNC_WAVE
+    #: The router discovers its engines: it gets POD_NAMESPACE, a Role to list/watch pods and
+    #: a RoleBinding for its service account (moegen's own unless spec.pod names one).
+    discovery: bool = False
+    own_service_account: bool = False
+    namespace_env: str = NAMESPACE_ENV
     pod_labels: dict[str, str] = field(default_factory=dict)
     pod_annotations: dict[str, str] = field(default_factory=dict)
 
@@ -249,6 +262,18 @@ def build_plan(spec: InferenceDeployment, roles: list[RoleInput], dialect: Diale
     # kustomize ``namespace:`` over the base moves the router and its engines together.
     endpoints: dict[str, list[str]] = {"prefill": [], "decode": [], "unified": []}
 
+    modes = {r.mode for r in roles}
+    pd_router = {"prefill", "decode"} <= modes and spec.spec.router.enabled
+    connector = next((r.kv_transfer.connector for r in roles
+                      if r.mode == "prefill" and r.kv_transfer is not None), "")
+    ports = {r.serving.port for r in roles if r.mode in ("prefill", "decode")}
+    discovery = None
+    if pd_router and spec.spec.router.discovery and len(ports) == 1 \
+            and discovery_supported(dialect.engine, connector):
+        discovery = Discovery(prefill={L_INSTANCE: base, L_MODE: "prefill", L_API: "true"},
+                              decode={L_INSTANCE: base, L_MODE: "decode", L_API: "true"},
+                              port=ports.pop())
+
     for role_spec, role, hplan in zip(spec.spec.roles, roles, host_plans):
         launch = dialect.launch(role, sizing_by_role.get(role.name),
                                 hplan.startup_s if hplan is not None else None)
@@ -275,6 +300,11 @@ def build_plan(spec: InferenceDeployment, roles: list[RoleInput], dialect: Diale
                          configmap=configmap, pod=effective_pod(spec.spec, role_spec),
                          host=hplan)
         topology = role_spec.placement.topologyKey if role_spec.placement else None
+        api = {L_API: "true"}
+        # smg reads a discovered prefill pod's bootstrap port from this annotation.
+        bootstrap = ({SMG_BOOTSTRAP_ANNOTATION: str(sg.BOOTSTRAP_PORT)}
+                     if discovery is not None and dialect.engine == "sglang"
+                     and role.mode == "prefill" else None)
         port = role.serving.port
         client_selector = {L_INSTANCE: base, L_ROLE: role.name}
         n_pods = len(lay.pods)
@@ -282,11 +312,16 @@ def build_plan(spec: InferenceDeployment, roles: list[RoleInput], dialect: Diale
             name = lws_name(base, role.name)
             host = "$(LWS_LEADER_ADDRESS)" if lay.multi_pod else None
             index_label = LWS_WORKER_INDEX_LABEL if lay.multi_pod else None
-            leader = pod_plan(ctx, pod_spec(ctx, range(0, 1), index_label, host))
+            leader = pod_plan(ctx, pod_spec(ctx, range(0, 1), index_label, host),
+                              api if launch.serves_api[0] else None,
+                              bootstrap if launch.serves_api[0] else None)
+            worker_serves = any(launch.serves_api[1:])
             workloads.append(WorkloadPlan(
                 kind="LeaderWorkerSet", name=name, file=f"{role.name}-lws.yaml", role=role.name,
                 labels=rlabels, replicas=role_spec.replicas, size=n_pods, leader=leader,
-                worker=pod_plan(ctx, pod_spec(ctx, range(1, n_pods), index_label, host))
+                worker=pod_plan(ctx, pod_spec(ctx, range(1, n_pods), index_label, host),
+                                api if worker_serves else None,
+                                bootstrap if worker_serves else None)
                 if lay.multi_pod
                 else leader,
                 annotations={LWS_EXCLUSIVE_TOPOLOGY: topology} if topology else {}))
@@ -306,7 +341,7 @@ def build_plan(spec: InferenceDeployment, roles: list[RoleInput], dialect: Diale
                 workloads.append(WorkloadPlan(
                     kind="StatefulSet", name=name, file=f"{role.name}-{r}-statefulset.yaml",
                     role=role.name, labels=rlabels | replica, replicas=1, size=1,
-                    leader=pod_plan(ctx, shared, replica),
+                    leader=pod_plan(ctx, shared, {**replica, **api}, bootstrap),
                     selector=selector, service_name=name))
                 services.append(ServicePlan(
                     name, f"{role.name}-{r}-headless-service.yaml", rlabels | replica, selector,
@@ -321,18 +356,17 @@ def build_plan(spec: InferenceDeployment, roles: list[RoleInput], dialect: Diale
             headless=False))
 
     router = None
-    modes = {r.mode for r in roles}
-    if {"prefill", "decode"} <= modes and spec.spec.router.enabled:
+    if pd_router:
         startup = max((h.startup_s for h in host_plans if h is not None),
                       default=ENGINE_STARTUP_S)
-        router = _router_plan(spec, roles, endpoints, common_labels, startup)
+        router = _router_plan(spec, roles, endpoints, common_labels, startup, discovery)
     return DeploymentPlan(base, ns, common_labels, workloads, services, router, env_files,
                           role_plans, engine=dialect.engine, dialect=dialect.version, pdbs=pdbs)
 
 
 def _router_plan(spec: InferenceDeployment, roles: list[RoleInput],
                  endpoints: dict[str, list[str]], common_labels: dict[str, str],
-                 startup_s: int) -> RouterPlan:
+                 startup_s: int, discovery: Discovery | None) -> RouterPlan:
     """The router: waits ``startup_s`` (the slowest role's cold start) for its engines; runs with
     ``spec.pod``'s pull secrets, service account, priority class, scheduler, labels and
     annotations (not its resources, volumes or affinity: those are the engines')."""
@@ -342,7 +376,7 @@ def _router_plan(spec: InferenceDeployment, roles: list[RoleInput],
     launch = router_launch(spec.spec.engine.name, port=cfg.port, policy=cfg.policy,
                            connector=connector, prefill_urls=endpoints["prefill"],
                            decode_urls=endpoints["decode"], startup_s=startup_s,
-                           image=cfg.image)
+                           image=cfg.image, discovery=discovery)
     defaults = spec.spec.pod   # the router takes the spec-level pod settings a platform enforces
     labels = {**common_labels, L_COMPONENT: "router", L_ROLE: "router"}
     return RouterPlan(
@@ -356,7 +390,11 @@ def _router_plan(spec: InferenceDeployment, roles: list[RoleInput],
         security_context={"allowPrivilegeEscalation": False, "capabilities": {"drop": ["ALL"]}},
         image_pull_secrets=[{"name": n} for n in (defaults.imagePullSecrets or [])]
         if defaults else [],
-        service_account=defaults.serviceAccountName if defaults else None,
+        service_account=(defaults.serviceAccountName if defaults else None)
+        or (router_name(spec.metadata.name) if discovery is not None else None),
+        own_service_account=discovery is not None
+        and not (defaults and defaults.serviceAccountName),
+        discovery=discovery is not None,
         priority_class=defaults.priorityClassName if defaults else None,
         scheduler_name=defaults.schedulerName if defaults else None,
         pod_labels={**((defaults.labels or {}) if defaults else {}), **labels},

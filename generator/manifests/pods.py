@@ -137,12 +137,13 @@ class PodContext:
     host: HostPlan | None
 
 
-def pod_plan(ctx: PodContext, spec: PodSpecPlan,
-             extra_labels: dict[str, str] | None = None) -> PodPlan:
+def pod_plan(ctx: PodContext, spec: PodSpecPlan, extra_labels: dict[str, str] | None = None,
+             extra_annotations: dict[str, str] | None = None) -> PodPlan:
     """A pod template of the role: the user's ``pod.labels`` under the role's labels
-    (+ ``extra_labels``; moegen's keys win: selectors use them) and ``spec``."""
+    (+ ``extra_labels``; moegen's keys win: selectors use them), the user's annotations
+    (+ ``extra_annotations``, moegen's winning) and ``spec``."""
     return PodPlan(labels={**ctx.pod.labels, **ctx.labels, **(extra_labels or {})},
-                   annotations=dict(ctx.pod.annotations), spec=spec)
+                   annotations={**ctx.pod.annotations, **(extra_annotations or {})}, spec=spec)
 
 
 def _resources(ctx: PodContext, pods: range) -> dict[str, Any]:

@@ -443,6 +443,10 @@ class Router(_Model):
     replicas: int = Field(1, ge=1, le=64, description="Router replicas.")
     policy: Literal["random", "round_robin", "cache_aware", "power_of_two"] = Field("round_robin",
         description="Load-balancing policy.")
+    discovery: bool = Field(
+        True, description="The router finds its engine pods by label (Kubernetes API, a "
+        "namespaced Role) instead of a rendered list of pod URLs, where the router can: smg, and "
+        "vllm-router with NIXL (its Mooncake mode needs the static list).")
 
 
 class Platform(_Model):
