@@ -23,12 +23,22 @@ from tests.test_golden import cases
 IDS = [c[0] for c in cases()]
 
 
+#: Custom resources moegen renders -> their CRD file in shared/reference/crds.
+CRDS = {"LeaderWorkerSet": "leaderworkerset.x-k8s.io_leaderworkersets.yaml",
+        "PodMonitor": "monitoring.coreos.com_podmonitors.yaml",
+        "ServiceMonitor": "monitoring.coreos.com_servicemonitors.yaml",
+        "PrometheusRule": "monitoring.coreos.com_prometheusrules.yaml"}
+
+
 @functools.cache
-def _lws_schema() -> dict:
-    crd = yaml.safe_load(shared("reference", "crds",
-                                "leaderworkerset.x-k8s.io_leaderworkersets.yaml").read_text())
+def _crd_schema(kind: str) -> dict:
+    crd = yaml.safe_load(shared("reference", "crds", CRDS[kind]).read_text())
     version = next(v for v in crd["spec"]["versions"] if v["name"] == "v1")
     return _strict(copy.deepcopy(version["schema"]["openAPIV3Schema"]))
+
+
+def _lws_schema() -> dict:
+    return _crd_schema("LeaderWorkerSet")
 
 
 def _strict(schema: dict) -> dict:
@@ -38,6 +48,10 @@ def _strict(schema: dict) -> dict:
         if "properties" in schema and "additionalProperties" not in schema \
                 and not schema.get("x-kubernetes-preserve-unknown-fields"):
             schema["additionalProperties"] = False
+        pattern = schema.get("pattern")
+        if isinstance(pattern, str) and pattern.startswith("^(?i)"):
+            # Go's RE2 takes inline flags anywhere, Python's re only at the start.
+            schema["pattern"] = "(?i)^" + pattern[len("^(?i)"):]
         for value in schema.values():
             if isinstance(value, dict):
                 _strict(value)
@@ -65,6 +79,8 @@ def test_objects_pass_kubernetes_schemas(name, spec, overlays):
             for which in ("leaderTemplate", "workerTemplate"):
                 kubernetes_validate.validate(_pod_template(obj, lwt[which], which), K8S_VERSION,
                                              strict=True)
+        elif obj["kind"] in CRDS:
+            jsonschema.validate(obj, _crd_schema(obj["kind"]))
         else:
             kubernetes_validate.validate(obj, K8S_VERSION, strict=True)
 

@@ -172,6 +172,7 @@ DERIVED_FLAGS: dict[str, str] = {
     "--disable-cuda-graph": "serving.enforceEager",
     "--quantization": "spec.model.weights",
     **{f: _LISTENER for f in ("--grpc-mode", "--ssl-keyfile", "--ssl-certfile")},
+    "--enable-metrics": "spec.monitoring.enabled",
 }
 
 

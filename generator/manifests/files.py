@@ -6,6 +6,7 @@ Files of an output directory (one object per file, named ``<role>-<kind>.yaml``)
 * ``<role>-service.yaml`` (client Service), ``<role>-pdb.yaml`` (PodDisruptionBudget),
   ``router-deployment.yaml``, ``router-service.yaml`` (+ ``router-role.yaml``,
   ``router-rolebinding.yaml``, ``router-serviceaccount.yaml`` when it discovers its engines),
+* ``podmonitor.yaml``, ``router-servicemonitor.yaml``, ``prometheusrule.yaml`` (monitoring),
 * ``env/<role>.env`` (engine environment), ``kustomization.yaml``, ``kustomizeconfig.yaml``.
 """
 
@@ -35,6 +36,13 @@ def render_files(plan: DeploymentPlan) -> dict[str, str]:
         files[s.file] = render("service.yaml.j2", plan=plan, s=s)
     for b in plan.pdbs:
         files[b.file] = render("pdb.yaml.j2", plan=plan, b=b)
+    if plan.monitoring is not None:
+        m = plan.monitoring
+        files["podmonitor.yaml"] = render("podmonitor.yaml.j2", plan=plan, m=m)
+        files["prometheusrule.yaml"] = render("prometheusrule.yaml.j2", plan=plan, m=m)
+        if m.service_monitor is not None:
+            files["router-servicemonitor.yaml"] = render("servicemonitor.yaml.j2", plan=plan,
+                                                         m=m)
     if plan.router is not None:
         files["router-deployment.yaml"] = render("router-deployment.yaml.j2", plan=plan, r=plan.router)
         files["router-service.yaml"] = render("router-service.yaml.j2", plan=plan, r=plan.router)

@@ -19,6 +19,7 @@ from typing import Any
 from ..engines import sglang as sg
 from ..engines.base import Dialect, EngineLaunch, RoleInput
 from ..engines.caches import cache_env, cache_root
+from ..engines.metrics import SGLANG_METRICS_FLAG
 from ..engines.network import env_items, network_env
 from ..engines.options import split_api_args
 from ..engines.routers import (
@@ -50,6 +51,7 @@ from ..pods import effective_pod
 from ..sizing import RoleSizing
 from ..sizing.host import HostPlan
 from ..spec.models import InferenceDeployment
+from .monitoring import MonitoringPlan, monitoring_plan
 from .pods import (
     ENGINE_STARTUP_S,
     LIVENESS_FAILURES,
@@ -237,6 +239,7 @@ class DeploymentPlan:
     generated_annotations: dict[str, str] = field(
         default_factory=lambda: dict(GENERATED_CONFIGMAP_ANNOTATIONS))
     pdbs: list[PdbPlan] = field(default_factory=list)
+    monitoring: MonitoringPlan | None = None
 
 
 def build_plan(spec: InferenceDeployment, roles: list[RoleInput], dialect: Dialect,
@@ -264,6 +267,7 @@ def build_plan(spec: InferenceDeployment, roles: list[RoleInput], dialect: Diale
 
     modes = {r.mode for r in roles}
     pd_router = {"prefill", "decode"} <= modes and spec.spec.router.enabled
+    monitored = spec.spec.monitoring is not None and spec.spec.monitoring.enabled
     connector = next((r.kv_transfer.connector for r in roles
                       if r.mode == "prefill" and r.kv_transfer is not None), "")
     ports = {r.serving.port for r in roles if r.mode in ("prefill", "decode")}
@@ -277,6 +281,8 @@ def build_plan(spec: InferenceDeployment, roles: list[RoleInput], dialect: Diale
     for role_spec, role, hplan in zip(spec.spec.roles, roles, host_plans):
         launch = dialect.launch(role, sizing_by_role.get(role.name),
                                 hplan.startup_s if hplan is not None else None)
+        if monitored and dialect.engine == "sglang":   # SGLang serves /metrics only then
+            launch = replace(launch, common=(*launch.common, SGLANG_METRICS_FLAG))
         if role_spec.engineArgs:   # checked by ENG004/ENG005; after the derived flags
             common, serving = split_api_args(role_spec.engineArgs)
             per_pod = tuple((*args, *serving) if serves else args
@@ -360,8 +366,16 @@ def build_plan(spec: InferenceDeployment, roles: list[RoleInput], dialect: Diale
         startup = max((h.startup_s for h in host_plans if h is not None),
                       default=ENGINE_STARTUP_S)
         router = _router_plan(spec, roles, endpoints, common_labels, startup, discovery)
+    monitoring = None
+    if monitored:
+        monitoring = monitoring_plan(
+            base, dialect.engine, spec.spec.monitoring.interval,
+            [(r.name, r.mode, r.kv_transfer.connector if r.kv_transfer else "",
+              r.admission is not None) for r in roles],
+            sizing_by_role, router is not None)
     return DeploymentPlan(base, ns, common_labels, workloads, services, router, env_files,
-                          role_plans, engine=dialect.engine, dialect=dialect.version, pdbs=pdbs)
+                          role_plans, engine=dialect.engine, dialect=dialect.version, pdbs=pdbs,
+                          monitoring=monitoring)
 
 
 def _router_plan(spec: InferenceDeployment, roles: list[RoleInput],

@@ -457,6 +457,16 @@ class Platform(_Model):
         "refuses pods that need a higher one (rule SEC001) and names the cause.")
 
 
+class Monitoring(_Model):
+    """Prometheus Operator objects for the deployment (docs/spec.md §6.2)."""
+
+    enabled: bool = Field(False, description="Render a PodMonitor for the engines, a "
+                          "ServiceMonitor for the router and a PrometheusRule with alerts "
+                          "(prometheus-operator monitoring.coreos.com/v1).")
+    interval: str = Field("15s", pattern=r"^[0-9]+(ms|s|m)$",
+                          description="Scrape interval.")
+
+
 class DeploymentSpec(_Model):
     """``spec`` of an InferenceDeployment."""
 
@@ -475,6 +485,8 @@ class DeploymentSpec(_Model):
     router: Router = Field(default_factory=Router,
         description="The prefill/decode router in front of the roles.")
     platform: Platform | None = Field(None, description="What the cluster enforces.")
+    monitoring: Monitoring | None = Field(None, description="Monitoring objects (off by "
+                                          "default).")
 
 
 Model.model_rebuild()

@@ -1,0 +1,46 @@
+"""The engines' Prometheus metrics moegen's monitoring uses, with where each is defined.
+
+Both engines serve ``/metrics`` on their HTTP port, aggregated over their processes (Prometheus
+multiprocess mode), with one series per data-parallel engine. Counters are exposed with the
+``_total`` suffix (prometheus_client).
+
+* vLLM 0.33.0 (vllm/v1/metrics/loggers.py; kv_connector/v1/nixl/stats.py and mooncake/stats.py):
+  ``vllm:num_requests_running`` (gauge), ``vllm:generation_tokens`` (counter),
+  ``vllm:kv_cache_usage_perc`` (gauge, 0-1), ``vllm:nixl_num_failed_transfers`` and
+  ``vllm:mooncake_num_failed_transfers`` (counters).
+* SGLang 0.5.23 (sglang/srt/observability/metrics_collector.py), only with ``--enable-metrics``:
+  ``sglang:num_running_reqs`` (gauge), ``sglang:generation_tokens_total`` (counter),
+  ``sglang:token_usage`` (gauge, 0-1), ``sglang:num_transfer_failed_reqs_total`` (counter).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class EngineMetrics:
+    """PromQL series names of one engine (counters with their exposed ``_total``)."""
+
+    running: str
+    generated_total: str
+    kv_usage: str
+    transfer_failed_total: dict[str, str]
+
+
+METRICS = {
+    "vllm": EngineMetrics(
+        running="vllm:num_requests_running",
+        generated_total="vllm:generation_tokens_total",
+        kv_usage="vllm:kv_cache_usage_perc",
+        transfer_failed_total={"nixl": "vllm:nixl_num_failed_transfers_total",
+                               "mooncake": "vllm:mooncake_num_failed_transfers_total"}),
+    "sglang": EngineMetrics(
+        running="sglang:num_running_reqs",
+        generated_total="sglang:generation_tokens_total",
+        kv_usage="sglang:token_usage",
+        transfer_failed_total={"mooncake": "sglang:num_transfer_failed_reqs_total",
+                               "nixl": "sglang:num_transfer_failed_reqs_total"}),
+}
+#: The SGLang flag that turns its metrics on (sglang/srt/server_args.py ``enable_metrics``).
+SGLANG_METRICS_FLAG = "--enable-metrics"
