@@ -26,6 +26,8 @@ OWN_PREFIX = "moegen.dev/"
 #: Pod-index labels set by the controllers: LWS (lws pkg/utils/pod/pod_utils.go) and the
 #: StatefulSet controller (Kubernetes >= 1.28, ``apps.kubernetes.io/pod-index``).
 LWS_WORKER_INDEX_LABEL = "leaderworkerset.sigs.k8s.io/worker-index"
+#: Unique per LWS group, on every pod of the group (lws pkg/utils/pod/pod_utils.go).
+LWS_GROUP_KEY_LABEL = "leaderworkerset.sigs.k8s.io/group-key"
 STS_POD_INDEX_LABEL = "apps.kubernetes.io/pod-index"
 
 #: Longest hostname a pod may have (RFC 1123 label; pod hostnames come from pod names).

@@ -1,4 +1,4 @@
-"""Rules about node pools: existence, capacity, tolerations, overlap."""
+"""Rules about node pools and topology domains: existence, capacity, tolerations, overlap."""
 
 from __future__ import annotations
 
@@ -82,3 +82,23 @@ def _pool_selector(ctx: Context):
                       "nodes with other GPUs",
                       "set nodeSelector, e.g. {nvidia.com/gpu.product: NVIDIA-H20} or the "
                       "instance-type label")
+
+
+@rule("TOP001", E, "an instance fits one topology domain",
+      "docs/spec.md §6.2 (platform.topology: a group must fit in one domain); the required pod "
+      "affinity that keeps a group's pods together leaves a larger group Pending for ever")
+def _domain_size(ctx: Context):
+    platform = ctx.spec.spec.platform
+    if platform is None or platform.topology is None or platform.topology.nodesPerDomain is None:
+        return
+    per_domain = platform.topology.nodesPerDomain
+    for i, r in ctx.role_items():
+        gpn = ctx.spec.spec.nodePools[ctx.spec.spec.roles[i].nodePool].gpusPerNode
+        nodes = -(-r.layout.gpus_per_instance // gpn)
+        if nodes > per_domain:
+            yield Hit(("spec", "platform", "topology", "nodesPerDomain"),
+                      f"role {r.name!r}: one instance needs {nodes} nodes "
+                      f"({r.layout.gpus_per_instance} GPUs / {gpn} per node) but a "
+                      f"{platform.topology.key} domain has {per_domain}",
+                      "use a smaller layout (fewer data or pipeline ranks per instance) or a "
+                      "wider topology key")

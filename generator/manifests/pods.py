@@ -12,7 +12,7 @@ from typing import Any
 
 from ..engines.base import LEADER_IP, POD_IP, EngineLaunch, Port, RoleInput
 from ..engines.caches import CACHE_MOUNT
-from ..naming import L_INSTANCE, L_ROLE
+from ..naming import L_INSTANCE, L_ROLE, LWS_GROUP_KEY_LABEL
 from ..pods import PRESTOP_S, STARTUP_PERIOD_S, TERMINATION_GRACE_S, PodSettings
 from ..sizing.host import HostPlan, PodResources
 from ..spec.models import InferenceDeployment, NodePool, Role
@@ -189,11 +189,27 @@ def container_security(ctx: PodContext) -> dict[str, Any]:
 
 
 def _affinity(ctx: PodContext) -> dict[str, Any] | None:
-    """The user's ``pod.affinity``, plus, for single-pod StatefulSet instances with
+    """The user's ``pod.affinity``; with ``platform.topology``, the pods of a multi-pod group in
+    one domain; for single-pod StatefulSet instances with
     ``placement.topologyKey``, a required pod anti-affinity that keeps one instance of the role
     per topology domain (what LWS's exclusive-topology annotation does for groups; a pod's own
     anti-affinity term never matches itself)."""
     aff = dict(ctx.pod.affinity) if ctx.pod.affinity else None
+    platform = ctx.spec.spec.platform
+    if platform is not None and platform.topology is not None and ctx.role.layout.multi_pod:
+        # Every pod of a LeaderWorkerSet group in the domain of its group's other pods: required
+        # pod affinity on the group's own key (matchLabelKeys, Kubernetes >= 1.31 default on:
+        # KEP-3633); the first pod of a group goes anywhere (a term no pod matches yet is
+        # satisfied by the pod itself).
+        group = {"labelSelector": {"matchExpressions": [
+                     {"key": LWS_GROUP_KEY_LABEL, "operator": "Exists"}]},
+                 "matchLabelKeys": [LWS_GROUP_KEY_LABEL],
+                 "topologyKey": platform.topology.key}
+        aff = aff or {}
+        pa = dict(aff.get("podAffinity") or {})
+        pa["requiredDuringSchedulingIgnoredDuringExecution"] = [
+            *(pa.get("requiredDuringSchedulingIgnoredDuringExecution") or []), group]
+        aff = {**aff, "podAffinity": pa}
     placement = ctx.role_spec.placement
     if placement is None or placement.topologyKey is None or ctx.role_spec.workload != "statefulset":
         return aff

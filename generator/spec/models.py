@@ -449,12 +449,24 @@ class Router(_Model):
         "vllm-router with NIXL (its Mooncake mode needs the static list).")
 
 
+class Topology(_Model):
+    """The cluster's placement domain for a group (docs/spec.md §6.2)."""
+
+    key: LabelKey = Field(description="Node label naming a group's domain (a rack, an NVLink "
+                          "domain, a network block): every pod of an instance lands in one.")
+    nodesPerDomain: int | None = Field(None, ge=1, le=4096,
+                                       description="Nodes in one domain; a group that needs "
+                                       "more is refused (TOP001).")
+
+
 class Platform(_Model):
-    """What the cluster enforces (docs/spec.md §6.2)."""
+    """What the cluster runs and enforces (docs/spec.md §6.2)."""
 
     podSecurity: Literal["privileged", "baseline", "restricted"] | None = Field(
         None, description="The Pod Security Admission level the namespace enforces; moegen "
         "refuses pods that need a higher one (rule SEC001) and names the cause.")
+    topology: Topology | None = Field(None, description="Keep each multi-node instance inside "
+                                      "one topology domain.")
 
 
 class Monitoring(_Model):
