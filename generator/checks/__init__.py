@@ -5,7 +5,7 @@ module      rules
 =========== ==============================================================================
 model       MOD, LEN, QNT, SPD001-002: model source, context length, FP8 blocks, MTP module
 names       NAME: generated names and labels
-pools       POOL, TOP: node pools, topology domains
+pools       POOL, TOP, SCHD: node pools, topology domains, gang schedulers
 layout      LAY, ENG001, SPD005: ranks on pods, heads, pipeline, context, group restarts
 moe         EP, A2A: expert parallelism, EPLB, all-to-all backends (DeepEP)
 pd          PD, SPD003-004: prefill/decode pairs, connectors, speculative config, router

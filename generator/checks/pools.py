@@ -1,9 +1,11 @@
-"""Rules about node pools and topology domains: existence, capacity, tolerations, overlap."""
+"""Rules about node pools and placement: existence, capacity, tolerations, overlap, topology
+domains, gang schedulers."""
 
 from __future__ import annotations
 
 from collections import defaultdict
 
+from ..pods import effective_pod, pod_path
 from .registry import Context, E, Hit, W, role_path, rule
 
 
@@ -102,3 +104,49 @@ def _domain_size(ctx: Context):
                       f"{platform.topology.key} domain has {per_domain}",
                       "use a smaller layout (fewer data or pipeline ranks per instance) or a "
                       "wider topology key")
+
+
+@rule("SCHD001", E, "a Kueue scheduler names its queue",
+      "https://kueue.sigs.k8s.io/docs/tasks/run/leaderworkerset/ (Kueue manages a workload whose "
+      "kueue.x-k8s.io/queue-name label names a LocalQueue)")
+def _kueue_queue(ctx: Context):
+    platform = ctx.spec.spec.platform
+    sched = platform.scheduler if platform is not None else None
+    if sched is not None and sched.kind == "kueue" and not sched.queue:
+        yield Hit(("spec", "platform", "scheduler", "queue"),
+                  "platform.scheduler.kind is kueue but no queue is named",
+                  "set platform.scheduler.queue to the namespace's LocalQueue")
+
+
+@rule("SCHD002", E, "Kueue topology-aware scheduling and LWS exclusive topology are not combined",
+      "https://kueue.sigs.k8s.io/docs/concepts/topology_aware_scheduling/ (Limitations: pod "
+      "affinity is ignored when placing; kueue#15057): two groups placed in one domain leave the second Pending "
+      "against the exclusive anti-affinity while its quota stays reserved")
+def _kueue_exclusive(ctx: Context):
+    platform = ctx.spec.spec.platform
+    if platform is None or platform.scheduler is None or platform.scheduler.kind != "kueue" \
+            or platform.topology is None:
+        return
+    for i, role in enumerate(ctx.spec.spec.roles):
+        if role.placement is not None and role.placement.topologyKey:
+            yield Hit(role_path(i, "placement", "topologyKey"),
+                      f"role {role.name!r}: an exclusive topology with Kueue's topology-aware "
+                      "scheduling (platform.topology) conflicts",
+                      "use one: drop placement.topologyKey, or platform.topology")
+
+
+@rule("SCHD003", E, "Volcano gang scheduling runs the pods on the volcano scheduler",
+      "https://github.com/kubernetes-sigs/lws/tree/main/docs/examples/sample/gang-scheduling "
+      "(and pkg/schedulerprovider/volcano_provider.go): the LWS controller makes a PodGroup per "
+      "group for pods with schedulerName volcano")
+def _volcano_scheduler(ctx: Context):
+    platform = ctx.spec.spec.platform
+    if platform is None or platform.scheduler is None or platform.scheduler.kind != "volcano":
+        return
+    for i, role in enumerate(ctx.spec.spec.roles):
+        pod = effective_pod(ctx.spec.spec, role)
+        if pod.scheduler_name not in (None, "volcano"):
+            yield Hit(pod_path(pod, i, "schedulerName"),
+                      f"role {role.name!r}: schedulerName {pod.scheduler_name!r} with "
+                      "platform.scheduler.kind volcano: no PodGroup would gang its groups",
+                      "remove pod.schedulerName (moegen sets volcano)")

@@ -100,6 +100,19 @@ ROUTER_SYNC_WAVE = "1"
 #: LeaderWorkerSet group takes its group down (RecreateGroupOnPodRestart), so this keeps
 #: voluntary disruptions to one instance at a time (Kubernetes policy/v1).
 PDB_MAX_UNAVAILABLE = 1
+#: Gang scheduling (docs/spec.md §6.2; kueue.sigs.k8s.io docs "Run LeaderWorkerSet" and
+#: "Topology-Aware Scheduling"; lws docs/examples/sample/gang-scheduling):
+#: * Kueue (LWS integration from v0.11, StatefulSet from v0.9): the queue label on the workload;
+#:   one Workload per LWS group (pod sets leader/worker). With platform.topology, Kueue's
+#:   topology-aware scheduling keeps a group in one domain: the required-topology annotation on
+#:   both templates and one pod-set group name (v0.13+); Kueue ignores pod affinity when placing.
+#: * Volcano: the queue annotation on the LeaderWorkerSet (copied to its PodGroups; volcano
+#:   mutate_podgroup.go), pods on the volcano scheduler.
+KUEUE_QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
+KUEUE_REQUIRED_TOPOLOGY = "kueue.x-k8s.io/podset-required-topology"
+KUEUE_PODSET_GROUP = "kueue.x-k8s.io/podset-group-name"
+KUEUE_GROUP_NAME = "engine"
+VOLCANO_QUEUE = "scheduling.volcano.sh/queue-name"
 #: LeaderWorkerSet annotation that gives each group a topology domain of its own
 #: (kubernetes-sigs/lws api/leaderworkerset/v1/leaderworkerset_types.go ExclusiveKeyAnnotationKey).
 LWS_EXCLUSIVE_TOPOLOGY = "leaderworkerset.sigs.k8s.io/exclusive-topology"
@@ -306,11 +319,12 @@ def build_plan(spec: InferenceDeployment, roles: list[RoleInput], dialect: Diale
                          configmap=configmap, pod=effective_pod(spec.spec, role_spec),
                          host=hplan)
         topology = role_spec.placement.topologyKey if role_spec.placement else None
+        gang_labels, gang_annotations, tas = _gang(spec, lay.multi_pod)
         api = {L_API: "true"}
         # smg reads a discovered prefill pod's bootstrap port from this annotation.
         bootstrap = ({SMG_BOOTSTRAP_ANNOTATION: str(sg.BOOTSTRAP_PORT)}
                      if discovery is not None and dialect.engine == "sglang"
-                     and role.mode == "prefill" else None)
+                     and role.mode == "prefill" else {})
         port = role.serving.port
         client_selector = {L_INSTANCE: base, L_ROLE: role.name}
         n_pods = len(lay.pods)
@@ -320,17 +334,19 @@ def build_plan(spec: InferenceDeployment, roles: list[RoleInput], dialect: Diale
             index_label = LWS_WORKER_INDEX_LABEL if lay.multi_pod else None
             leader = pod_plan(ctx, pod_spec(ctx, range(0, 1), index_label, host),
                               api if launch.serves_api[0] else None,
-                              bootstrap if launch.serves_api[0] else None)
+                              {**tas, **(bootstrap if launch.serves_api[0] else {})})
             worker_serves = any(launch.serves_api[1:])
             workloads.append(WorkloadPlan(
                 kind="LeaderWorkerSet", name=name, file=f"{role.name}-lws.yaml", role=role.name,
-                labels=rlabels, replicas=role_spec.replicas, size=n_pods, leader=leader,
+                labels=rlabels | gang_labels, replicas=role_spec.replicas, size=n_pods,
+                leader=leader,
                 worker=pod_plan(ctx, pod_spec(ctx, range(1, n_pods), index_label, host),
                                 api if worker_serves else None,
-                                bootstrap if worker_serves else None)
+                                {**tas, **(bootstrap if worker_serves else {})})
                 if lay.multi_pod
                 else leader,
-                annotations={LWS_EXCLUSIVE_TOPOLOGY: topology} if topology else {}))
+                annotations={**gang_annotations,
+                             **({LWS_EXCLUSIVE_TOPOLOGY: topology} if topology else {})}))
             if not all(launch.serves_api):
                 client_selector = {**client_selector, LWS_WORKER_INDEX_LABEL: "0"}
             for g in range(role_spec.replicas):
@@ -346,7 +362,7 @@ def build_plan(spec: InferenceDeployment, roles: list[RoleInput], dialect: Diale
                 selector = {L_INSTANCE: base, L_ROLE: role.name, **replica}
                 workloads.append(WorkloadPlan(
                     kind="StatefulSet", name=name, file=f"{role.name}-{r}-statefulset.yaml",
-                    role=role.name, labels=rlabels | replica, replicas=1, size=1,
+                    role=role.name, labels=rlabels | replica | gang_labels, replicas=1, size=1,
                     leader=pod_plan(ctx, shared, {**replica, **api}, bootstrap),
                     selector=selector, service_name=name))
                 services.append(ServicePlan(
@@ -376,6 +392,22 @@ def build_plan(spec: InferenceDeployment, roles: list[RoleInput], dialect: Diale
     return DeploymentPlan(base, ns, common_labels, workloads, services, router, env_files,
                           role_plans, engine=dialect.engine, dialect=dialect.version, pdbs=pdbs,
                           monitoring=monitoring)
+
+
+def _gang(spec: InferenceDeployment, multi_pod: bool
+          ) -> tuple[dict[str, str], dict[str, str], dict[str, str]]:
+    """(workload labels, workload annotations, pod-template annotations) of the platform's gang
+    scheduler (see :data:`KUEUE_QUEUE_LABEL` and the constants beside it)."""
+    platform = spec.spec.platform
+    sched = platform.scheduler if platform is not None else None
+    if sched is None or sched.kind == "default":
+        return {}, {}, {}
+    if sched.kind == "volcano":
+        return {}, ({VOLCANO_QUEUE: sched.queue} if sched.queue else {}), {}
+    tas = {}
+    if platform.topology is not None and multi_pod:
+        tas = {KUEUE_REQUIRED_TOPOLOGY: platform.topology.key, KUEUE_PODSET_GROUP: KUEUE_GROUP_NAME}
+    return {KUEUE_QUEUE_LABEL: sched.queue or ""}, {}, tas
 
 
 def _router_plan(spec: InferenceDeployment, roles: list[RoleInput],

@@ -196,7 +196,11 @@ def _affinity(ctx: PodContext) -> dict[str, Any] | None:
     anti-affinity term never matches itself)."""
     aff = dict(ctx.pod.affinity) if ctx.pod.affinity else None
     platform = ctx.spec.spec.platform
-    if platform is not None and platform.topology is not None and ctx.role.layout.multi_pod:
+    kueue = platform is not None and platform.scheduler is not None \
+        and platform.scheduler.kind == "kueue"
+    if platform is not None and platform.topology is not None and ctx.role.layout.multi_pod \
+            and not kueue:   # Kueue's topology-aware scheduling places the group instead
+
         # Every pod of a LeaderWorkerSet group in the domain of its group's other pods: required
         # pod affinity on the group's own key (matchLabelKeys, Kubernetes >= 1.31 default on:
         # KEP-3633); the first pod of a group goes anywhere (a term no pod matches yet is
@@ -308,5 +312,15 @@ def pod_spec(ctx: PodContext, pods: range, index_label: str | None,
         image_pull_secrets=[{"name": n} for n in ctx.pod.image_pull_secrets],
         service_account=ctx.pod.service_account,
         priority_class=ctx.pod.priority_class,
-        scheduler_name=ctx.pod.scheduler_name,
+        scheduler_name=ctx.pod.scheduler_name or _gang_scheduler(ctx),
     )
+
+
+def _gang_scheduler(ctx: PodContext) -> str | None:
+    """``volcano`` when the platform gangs groups with Volcano (the LWS controller then makes a
+    PodGroup per group for pods of that scheduler: lws pkg/schedulerprovider/volcano_provider.go)."""
+    platform = ctx.spec.spec.platform
+    if platform is not None and platform.scheduler is not None \
+            and platform.scheduler.kind == "volcano":
+        return "volcano"
+    return None

@@ -459,8 +459,22 @@ class Topology(_Model):
                                        "more is refused (TOP001).")
 
 
+class Scheduler(_Model):
+    """How multi-node groups are admitted as a gang (docs/spec.md §6.2)."""
+
+    kind: Literal["default", "kueue", "volcano"] = Field(
+        "default", description="kueue: the workloads carry Kueue's queue label (one Workload "
+        "per LeaderWorkerSet group); volcano: the pods use the volcano scheduler and the LWS "
+        "controller makes a PodGroup per group (its gangSchedulingManagement must name "
+        "volcano); default: the cluster's scheduler, no gang.")
+    queue: str | None = Field(None, pattern=DNS_LABEL, max_length=63,
+                              description="Kueue LocalQueue, or Volcano queue.")
+
+
 class Platform(_Model):
     """What the cluster runs and enforces (docs/spec.md §6.2)."""
+
+    scheduler: Scheduler | None = Field(None, description="Gang scheduling of groups.")
 
     podSecurity: Literal["privileged", "baseline", "restricted"] | None = Field(
         None, description="The Pod Security Admission level the namespace enforces; moegen "
