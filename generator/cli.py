@@ -223,6 +223,41 @@ def plan(request: Path, fmt: str, emit_path: Path | None) -> None:
         click.echo(f"{emit_path}: InferenceDeployment of candidate 1 written", err=True)
 
 
+@main.command()
+@_SPEC
+@_OVERLAYS
+@click.option("--context", default=None, help="kubeconfig context (default: the current one).")
+@click.option("--kubeconfig", default=None, type=click.Path(dir_okay=False),
+              help="kubeconfig file (default: $KUBECONFIG or ~/.kube/config).")
+@click.option("--format", "fmt", type=click.Choice(["text", "json", "github", "sarif"]),
+              default="text")
+def preflight(spec: Path, overlays: tuple[Path, ...], context: str | None,
+              kubeconfig: str | None, fmt: str) -> None:
+    """Read-only checks of the target cluster: CRDs, nodes and their GPUs and allocatable
+    resources, namespace, volumes, references (exit 1 on a finding that blocks the deployment)."""
+    from .preflight import client_api
+    from .preflight import preflight as run_preflight
+    checked = _checked(spec, overlays)
+    if not checked.ok:
+        _emit_findings(checked, fmt)
+        raise SpecRejected(checked.findings)
+    try:
+        api = client_api(context, kubeconfig)
+    except Exception as exc:  # noqa: BLE001 - kubeconfig problems are the user's environment
+        raise UsageError(f"cannot reach the cluster: {exc}") from None
+    try:
+        checked.findings = run_preflight(checked, api)
+    except Exception as exc:  # noqa: BLE001 - API errors (auth, network) are not bugs
+        raise UsageError(f"the cluster refused a read: {exc}") from None
+    finally:
+        api.close()
+    _emit_findings(checked, fmt)
+    if any(f.severity is Severity.ERROR for f in checked.findings):
+        raise SpecRejected(checked.findings)
+    if fmt == "text":
+        click.echo(f"{spec}: the cluster is ready ({report.summary(checked.findings)})", err=True)
+
+
 @main.command("report")
 @_SPEC
 @_OVERLAYS

@@ -39,5 +39,21 @@ for _code, _sev, _summary, _source in (
     ("MOD003", E, "model.config has the fields moegen needs", "generator/catalog/__init__.py"),
     ("PLN001", E, "a PlanRequest gives concurrency or requestsPerSecond, not both",
      "docs/spec.md §5 (workload)"),
+    ("PRE001", E, "the CRDs the output needs are installed (gen preflight)",
+     "generator/preflight.py (apiextensions.k8s.io/v1 CustomResourceDefinitions)"),
+    ("PRE002", E, "each pool's nodeSelector matches its nodes (gen preflight)",
+     "generator/preflight.py"),
+    ("PRE003", E, "the nodes' GPUs are the pool's (gen preflight; a warning without labels)",
+     "generator/preflight.py (NVIDIA gpu-feature-discovery labels nvidia.com/gpu.product, "
+     "nvidia.com/gpu.memory)"),
+    ("PRE004", E, "nodes' allocatable resources hold the pods (gen preflight)",
+     "generator/preflight.py (Kubernetes node status.allocatable)"),
+    ("PRE005", E, "the namespace exists (gen preflight)", "generator/preflight.py"),
+    ("PRE006", E, "PersistentVolumeClaims exist with a shared access mode (gen preflight)",
+     "generator/preflight.py (Kubernetes PersistentVolumeClaim accessModes)"),
+    ("PRE007", E, "the PriorityClass and ServiceAccount exist (gen preflight)",
+     "generator/preflight.py"),
+    ("PRE008", E, "the Kueue LocalQueue exists (gen preflight)",
+     "generator/preflight.py (https://kueue.sigs.k8s.io/docs/concepts/local_queue/)"),
 ):
     external(_code, _sev, _summary, _source)
