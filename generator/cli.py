@@ -71,7 +71,8 @@ def _emit_findings(checked: pipeline.Checked, fmt: str, quiet_ok_json: bool = Fa
 
 
 def _plan_request(path: Path):
-    """Load and check a PlanRequest file; exit 1 with its findings, 2 if it is no PlanRequest."""
+    """Load and check a PlanRequest file: ``(request, provenance)``; exit 1 with its findings,
+    2 if it is no PlanRequest."""
     from .capacity.request import PlanRequest, request_findings
     from .spec.load import parse_yaml_file
     from .spec.validate import pydantic_findings
@@ -87,7 +88,7 @@ def _plan_request(path: Path):
         findings = request_findings(req, prov)
     if findings:
         _reject(findings)
-    return req
+    return req, prov
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -203,19 +204,21 @@ def plan(request: Path, fmt: str, emit_path: Path | None) -> None:
     from .capacity.to_spec import spec_yaml
     from .emit import write_file
     from .output.plan_table import plan_text
-    req = _plan_request(request)
+    req, prov = _plan_request(request)
     if sys.stderr.isatty():   # progress on a terminal only; CI logs stay quiet
         with click.progressbar(length=1, label="searching layouts", file=sys.stderr) as bar:
             def tick(done: int, total: int) -> None:
                 bar.length = total
                 bar.update(done - bar.pos)
-            result = run_plan(req, tick)
+            result = run_plan(req, tick, prov)
     else:
-        result = run_plan(req)
+        result = run_plan(req, prov=prov)
     if fmt == "json":
         click.echo(json.dumps(result.to_json(), indent=2))
     else:
         click.echo(plan_text(result), nl=False)
+    if req.spec.roles and result.candidates and result.candidates[0].findings:
+        _reject(result.candidates[0].findings)   # a fixed layout that does not fit (spec §5.1)
     if emit_path is not None:
         if not result.candidates:
             raise UsageError("no candidate to emit")
@@ -278,8 +281,8 @@ def report_cmd(spec: Path, overlays: tuple[Path, ...], out: Path | None, fmt: st
     checked = None
     if isinstance(data, dict) and data.get("kind") == "PlanRequest":
         from .capacity import plan as run_plan
-        req = _plan_request(spec)
-        model = review_page.build_plan(req, run_plan(req))
+        req, prov = _plan_request(spec)
+        model = review_page.build_plan(req, run_plan(req, prov=prov))
     else:
         checked = _checked(spec, overlays)
         plan_obj = pipeline.deployment_plan(checked) if checked.ok else None

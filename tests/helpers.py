@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 from pathlib import Path
 
 import pytest
@@ -15,6 +16,15 @@ SHARED = ROOT.parent / "shared"
 #: Kubernetes version whose schemas the rendered objects must pass (kubernetes-validate, strict).
 #: 1.32: kubectl on the machines is 1.32; apps.kubernetes.io/pod-index (used for ranks) is >= 1.28.
 K8S_VERSION = "1.32.0"
+
+
+def load_script(relpath: str):
+    """Import a script of the checkout (``bench/x.py``, ``tools/x.py``) as a module."""
+    path = ROOT / relpath
+    spec = importlib.util.spec_from_file_location(path.stem, path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
 
 
 def example_specs() -> list[Path]:

@@ -2,18 +2,14 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
 
 from generator.catalog import ARCHITECTURES, builtin_config
-from tests.helpers import ROOT, shared
+from tests.helpers import ROOT, load_script, shared
 
 
 def _tool(name: str):
-    spec = importlib.util.spec_from_file_location(name, ROOT / "tools" / f"{name}.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return load_script(f"tools/{name}.py")
 
 
 def test_vllm_dialect_data_matches_reference():

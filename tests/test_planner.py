@@ -18,7 +18,7 @@ import yaml
 
 from generator.capacity import perf
 from generator.capacity.request import PlanRequest
-from generator.capacity.search import _role_input, _shape, decode_estimate, plan
+from generator.capacity.search import _role_input, decode_estimate, model_shape, plan
 from generator.catalog import GPUS, arch_from_config, builtin_config
 from generator.cli import run
 from generator.engines import sglang
@@ -77,7 +77,7 @@ def test_seed002_batch1_tp8():
 
 def test_seed002_prefill_per_node():
     """PP2-CP8-TP8 on two H20-96GB nodes: input tokens/s per node at full utilisation."""
-    shape = _shape(builtin_config("deepseek-v4-pro"), "mxfp4", 0)
+    shape = model_shape(builtin_config("deepseek-v4-pro"), "mxfp4", 0)
     est = perf.prefill(shape, GPUS["H20-96GB"], isl=32768, tensor=8, data=1, pipeline=2,
                        expert=False, gpus_per_node=8, inter_gbps=400, weights_bytes=52 * 2**30,
                        bf16=False)

@@ -8,14 +8,12 @@ calling the code under test.
 
 from __future__ import annotations
 
-import importlib.util
-
 import pytest
 
 from generator.catalog import builtin_config
 from generator.sizing.kv import kv_bytes_per_token
 from generator.sizing.params import inventory
-from tests.helpers import EXAMPLES, ROOT, shared
+from tests.helpers import EXAMPLES, load_script, shared
 
 GIB = 2**30
 H, L, DENSE, MOE = 7168, 61, 3, 58
@@ -133,11 +131,7 @@ def test_v4_mxfp4_experts_per_gpu():
 
 
 def _bench():
-    spec = importlib.util.spec_from_file_location("sizing_residuals",
-                                                  ROOT / "bench" / "sizing_residuals.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return load_script("bench/sizing_residuals.py")
 
 
 def test_engine_printed_figures_within_tolerance():

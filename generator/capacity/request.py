@@ -12,7 +12,7 @@ from ..engines.registry import dialect_for
 from ..engines.versions import UnsupportedVersion
 from ..errors import Finding, Severity
 from ..spec.load import Provenance, json_path
-from ..spec.models import DNS_LABEL
+from ..spec.models import DNS_LABEL, Role, Serving
 
 PoolName = Annotated[str, StringConstraints(pattern=DNS_LABEL, max_length=40)]
 
@@ -92,6 +92,11 @@ class PlanSpec(_M):
     slo: Slo = Field(default_factory=Slo)
     speculative: Speculation | None = None
     constraints: Constraints = Field(default_factory=Constraints)
+    serving: Serving | None = Field(None, description="Serving settings the deployment pins "
+                                    "(memFractionStatic, gpuMemoryUtilization, maxNumSeqs, ...).")
+    roles: list[Role] | None = Field(None, min_length=1, max_length=4,
+                                     description="Evaluate exactly these roles (InferenceDeployment "
+                                     "role objects on spec.nodePools) instead of searching.")
 
 
 class PlanMetadata(_M):
@@ -111,7 +116,8 @@ class PlanRequest(_M):
 
 def request_findings(req: PlanRequest, prov: Provenance) -> list[Finding]:
     """Cross-field checks of a PlanRequest: a supported engine version (VER001); one load
-    measure (PLN001)."""
+    measure (PLN001); fixed roles (docs/spec.md §5.1) on known pools (POOL001), one prefill and
+    one decode role or one unified role (PLN002)."""
     out = []
     eng = req.spec.engine
     try:
@@ -119,6 +125,21 @@ def request_findings(req: PlanRequest, prov: Provenance) -> list[Finding]:
     except UnsupportedVersion as exc:
         path = ("spec", "engine", "version")
         out.append(Finding("VER001", Severity.ERROR, json_path(path), str(exc), exc.hint,
+                           prov.locate(path)))
+    for i, role in enumerate(req.spec.roles or []):
+        if role.nodePool not in req.spec.nodePools:
+            path = ("spec", "roles", i, "nodePool")
+            out.append(Finding("POOL001", Severity.ERROR, json_path(path),
+                               f"role {role.name!r} names pool {role.nodePool!r}, which "
+                               "spec.nodePools does not have",
+                               f"pools: {', '.join(req.spec.nodePools)}", prov.locate(path)))
+    modes = sorted(r.mode for r in req.spec.roles or [])
+    if req.spec.roles and modes not in (["decode", "prefill"], ["unified"]):
+        path = ("spec", "roles")
+        out.append(Finding("PLN002", Severity.ERROR, json_path(path),
+                           f"gen plan evaluates one prefill and one decode role, or one unified "
+                           f"role; these roles are {', '.join(modes)}",
+                           "evaluate each prefill/decode pair as its own request",
                            prov.locate(path)))
     wl = req.spec.workload
     if wl.concurrency is not None and wl.requestsPerSecond is not None:

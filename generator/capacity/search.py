@@ -46,6 +46,10 @@ class Candidate:
     notes: list[str] = field(default_factory=list)
     rank: int = 0
     sustains: bool = True
+    #: Why a fixed layout does not fit (docs/spec.md §5.1): error-level
+    #: :class:`~generator.errors.Finding` objects with the validator's rule codes (LAY001,
+    #: SIZ001, SIZ003) at the request's field paths.
+    findings: list = field(default_factory=list)
 
     def to_json(self) -> dict:
         """The candidate as docs/spec.md §5 shows it."""
@@ -55,7 +59,8 @@ class Candidate:
                 "totalTokensPerSec": round(self.total_tps),
                 "outputTokensPerSecPerGpu": round(self.output_tps / self.gpus, 1),
                 "fits": self.fits, "meetsSlo": self.meets_slo, "bound": self.bound,
-                "notes": self.notes}
+                "notes": self.notes} | (
+                    {"findings": [f.to_json() for f in self.findings]} if self.findings else {})
 
 
 @dataclass
@@ -79,7 +84,7 @@ class PlanResult:
                 "candidates": [c.to_json() for c in self.candidates]}
 
 
-def _assumptions(req: PlanRequest) -> list[str]:
+def assumptions(req: PlanRequest) -> list[str]:
     s = req.spec
     spec_txt = (f"MTP {s.speculative.numSpeculativeTokens} token(s), acceptance "
                 f"{s.speculative.acceptance}" if s.speculative else "no speculative decoding")
@@ -95,7 +100,7 @@ def _assumptions(req: PlanRequest) -> list[str]:
     ]
 
 
-def _shape(cfg: dict, fmt: str, kv_bytes_per_token: float) -> perf.ModelShape:
+def model_shape(cfg: dict, fmt: str, kv_bytes_per_token: float) -> perf.ModelShape:
     inv = inventory(cfg)
     experts = cfg.get("n_routed_experts") or 0
     topk = cfg.get("num_experts_per_tok") or 0
@@ -180,13 +185,19 @@ def _role_input(name, mode, model, arch, serving, layout_args: LayoutChoice, poo
                      layout=lay, pd=mode != "unified", concurrency=concurrency)
 
 
-def plan(req: PlanRequest, progress=None) -> PlanResult:
+def plan(req: PlanRequest, progress=None, prov=None) -> PlanResult:
     """Search, evaluate and rank deployments for ``req``; when the throughput goal or the SLO is
     out of reach, also evaluate single changes that could help (FP8 weights, FP8 KV cache, a
-    400 Gbit/s RDMA network) and report them as alternatives.
+    400 Gbit/s RDMA network) and report them as alternatives. A request with ``spec.roles``
+    is evaluated as given instead (capacity/evaluate.py, docs/spec.md §5.1).
 
-    ``progress(done, total)``, if given, is called as the prefill/decode splits are searched.
+    ``progress(done, total)``, if given, is called as the prefill/decode splits are searched;
+    ``prov`` (the request file's :class:`~generator.spec.load.Provenance`) locates a fixed
+    layout's findings in the file.
     """
+    if req.spec.roles:
+        from .evaluate import evaluate
+        return evaluate(req, prov)
     result = _plan(req, progress)
     if result.reachable:
         return result
@@ -238,7 +249,7 @@ def _plan(req: PlanRequest, progress=None) -> PlanResult:
 
     def prefill_rate(role, pool, z):
         lay = role.layout
-        return perf.prefill(_shape(cfg, s.model.weights, 0), GPUS[pool.gpu], isl=wl.inputTokens,
+        return perf.prefill(model_shape(cfg, s.model.weights, 0), GPUS[pool.gpu], isl=wl.inputTokens,
                             tensor=lay.tensor, data=lay.data, pipeline=lay.pipeline,
                             expert=lay.expert_parallel, gpus_per_node=pool.gpusPerNode,
                             inter_gbps=s.network.interNodeGbps, weights_bytes=z.weights * 2**30,
@@ -304,7 +315,7 @@ def _plan(req: PlanRequest, progress=None) -> PlanResult:
                     found = decoding_role("decode", "decode", dl, dpool, conn)
                     if found is not None:
                         nd, z, est, _ = found
-                        cands.append(_pd_candidate(
+                        cands.append(pd_candidate(
                             req, RoleChoice("prefill", pname, pl, np_),
                             RoleChoice("decode", dname, dl, nd), t_p, est, z))
     # --- unified ---
@@ -315,7 +326,7 @@ def _plan(req: PlanRequest, progress=None) -> PlanResult:
                 found = decoding_role("serve", "unified", ul, pool, None)
                 if found is not None:
                     nu, z, est, role = found
-                    cands.append(_unified_candidate(req, RoleChoice("unified", name, ul, nu),
+                    cands.append(unified_candidate(req, RoleChoice("unified", name, ul, nu),
                                                     prefill_rate(role, pool, z), est, z))
 
     unique: dict[str, Candidate] = {}
@@ -337,7 +348,7 @@ def _plan(req: PlanRequest, progress=None) -> PlanResult:
     if best is None:
         why = "; ".join(f"{reason} ({n})" for reason, n in rejected.most_common(3)) or \
             "no layout of whole nodes exists for these pools"
-        return PlanResult([], False, f"no feasible layout: {why}", _assumptions(req))
+        return PlanResult([], False, f"no feasible layout: {why}", assumptions(req))
     reachable = best.meets_slo and (goal is None or best.total_tps >= goal)
     bound = best.bound
     if goal is not None and best.total_tps < goal:
@@ -345,7 +356,7 @@ def _plan(req: PlanRequest, progress=None) -> PlanResult:
                  f"{best.total_tps / goal:.0%} of the {goal:,.0f} goal")
     elif not best.meets_slo:
         bound = f"SLO: no layout meets it; closest is bound by {best.bound}"
-    return PlanResult(cands[:20], reachable, bound, _assumptions(req))
+    return PlanResult(cands[:20], reachable, bound, assumptions(req))
 
 
 def decode_estimate(req: PlanRequest, role: RoleInput, z: RoleSizing, pool,
@@ -365,7 +376,7 @@ def decode_estimate(req: PlanRequest, role: RoleInput, z: RoleSizing, pool,
     k = s.speculative.numSpeculativeTokens if s.speculative and role.arch.mtp_layers else 0
     accepted = perf.accepted_per_step(k, s.speculative.acceptance) if k else 1.0
     gpu = GPUS[pool.gpu]
-    shape = _shape(cfg, s.model.weights, z.kv_bytes_per_token)
+    shape = model_shape(cfg, s.model.weights, z.kv_bytes_per_token)
     nonexpert = (z.weights - z.weights_by_component.get("routed_experts", 0)) * 2**30
     local = (z.weights_by_component.get("routed_experts", 0) * 2**30) / \
         max(shape.expert_bytes * shape.moe_layers, 1)
@@ -442,7 +453,7 @@ def _max_utilisation(t_service: float, extra: float, ttft_slo_ms: float | None) 
     return min(0.95, 2 * x / (1 + 2 * x))
 
 
-def _pd_candidate(req: PlanRequest, prefill: RoleChoice, decode: RoleChoice,
+def pd_candidate(req: PlanRequest, prefill: RoleChoice, decode: RoleChoice,
                   pre: perf.PrefillEstimate, est: perf.DecodeEstimate, z: RoleSizing) -> Candidate:
     """Disaggregated: prefill instances feed decode instances; the request rate is the least of
     the prefill rate that keeps TTFT within its SLO, the decode rate (Little's law over the
@@ -482,7 +493,7 @@ def _pd_candidate(req: PlanRequest, prefill: RoleChoice, decode: RoleChoice,
                      False, bound, notes, sustains=sustains)
 
 
-def _unified_candidate(req: PlanRequest, unified: RoleChoice, pre: perf.PrefillEstimate,
+def unified_candidate(req: PlanRequest, unified: RoleChoice, pre: perf.PrefillEstimate,
                        est: perf.DecodeEstimate, z: RoleSizing) -> Candidate:
     """Prefill and decode share the GPUs: prefill work takes a fraction busy = R / (n x prefill
     requests/s) of the instances, during which decode stalls. With S sequences decoding at TPOT

@@ -39,6 +39,8 @@ for _code, _sev, _summary, _source in (
     ("MOD003", E, "model.config has the fields moegen needs", "generator/catalog/__init__.py"),
     ("PLN001", E, "a PlanRequest gives concurrency or requestsPerSecond, not both",
      "docs/spec.md §5 (workload)"),
+    ("PLN002", E, "a PlanRequest's fixed roles are one prefill + one decode, or one unified",
+     "docs/spec.md §5.1; generator/capacity/evaluate.py"),
     ("PRE001", E, "the CRDs the output needs are installed (gen preflight)",
      "generator/preflight.py (apiextensions.k8s.io/v1 CustomResourceDefinitions)"),
     ("PRE002", E, "each pool's nodeSelector matches its nodes (gen preflight)",

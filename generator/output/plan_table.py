@@ -24,4 +24,12 @@ def plan_text(result: PlanResult) -> str:
         lines.append(f"{c.rank:>2} {layout:<44} {c.gpus:>4} {c.kv_tokens_per_rank:>11,} "
                      f"{c.ttft_ms:>8.0f} {c.tpot_ms:>7.1f} {c.output_tps:>9,.0f} {c.total_tps:>9,.0f} "
                      f"{c.output_tps / c.gpus:>7.0f}  {c.bound}{mark}")
+    # A fixed layout (docs/spec.md section 5.1): each role's own capacity per node.
+    for r in (result.candidates[0].roles if len(result.candidates) == 1 else []):
+        rates = [f"{r[k]:,} {label} tokens/s per node" for k, label in
+                 (("inputTokensPerSecPerNode", "input"), ("outputTokensPerSecPerNode", "output"))
+                 if k in r]
+        if rates:
+            batch = f" (batch {r['batchPerRank']} per rank)" if "batchPerRank" in r else ""
+            lines.append(f"   {r.get('name', r['mode'])}: {', '.join(rates)}{batch}")
     return "\n".join(lines) + "\n"

@@ -551,8 +551,13 @@ class ServingSettings:
 
 def effective_serving(spec: DeploymentSpec, role: Role) -> ServingSettings:
     """Merge serving settings: built-in defaults < ``spec.serving`` < ``role.serving``."""
+    return merged_serving(spec.serving, role.serving)
+
+
+def merged_serving(*layers: Serving | None) -> ServingSettings:
+    """Built-in defaults overridden by each set field of ``layers``, in order."""
     merged: dict[str, Any] = {}
-    for layer in (spec.serving, role.serving):
+    for layer in layers:
         if layer is not None:
             merged.update({k: v for k, v in layer.model_dump().items() if v is not None})
     return ServingSettings(**merged)
