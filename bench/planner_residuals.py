@@ -48,8 +48,11 @@ def residuals() -> list[dict]:
         m = case["metric"]
         result = plan(req)
         cand = result.candidates[0] if result.candidates else None
-        role = next((r for r in (cand.roles if cand else []) if r.get("name") == m["role"]), {})
-        got = role.get(m["field"]) if cand and cand.fits else None
+        if m.get("role"):
+            doc = next((r for r in (cand.roles if cand else []) if r.get("name") == m["role"]), {})
+        else:   # a figure of the whole deployment (docs/spec.md §5 candidate fields)
+            doc = cand.to_json() if cand else {}
+        got = doc.get(m["field"]) if cand and cand.fits else None
         rows.append({"id": case["id"], "published": m["value"], "predicted": got,
                      "ratio": got / m["value"] if got else None,
                      "note": result.bound if got is None else ""})

@@ -9,6 +9,8 @@ Names (``B`` = metadata.name, ``R`` = role name, ``r`` = replica index):
   its pod is ``B-R-r-0``.
 * client Service ``B-R-api``, router Deployment/Service ``B-router``, env ConfigMap ``B-R-env``,
   PodDisruptionBudget ``B-R``.
+* ``router.kind: inference-gateway``: InferencePool ``B-pool``, endpoint picker
+  Deployment/Service/ServiceAccount/Role/RoleBinding/ConfigMap ``B-epp``, HTTPRoute ``B``.
 """
 
 from __future__ import annotations
@@ -68,10 +70,26 @@ def router_name(base: str) -> str:
     return f"{base}-router"
 
 
-def object_names(base: str, roles, router: bool) -> list[tuple[str, str, str]]:
+def pool_name(base: str) -> str:
+    """The InferencePool (router kind inference-gateway)."""
+    return f"{base}-pool"
+
+
+def epp_name(base: str) -> str:
+    """The endpoint picker's Deployment, Service, ServiceAccount, Role, RoleBinding, ConfigMap."""
+    return f"{base}-epp"
+
+
+def route_name(base: str) -> str:
+    """The HTTPRoute from the user's Gateway to the InferencePool."""
+    return base
+
+
+def object_names(base: str, roles, router: bool, gateway: bool = False
+                 ) -> list[tuple[str, str, str]]:
     """(kind, name, what) of every named object a deployment creates, the Services the LWS
     controller creates included. ``roles``: (name, workload, replicas) per role; ``router``:
-    the router is rendered."""
+    the router Deployment is rendered; ``gateway``: the inference-gateway objects are."""
     out = []
     for name, workload, replicas in roles:
         if workload == "statefulset":
@@ -92,4 +110,10 @@ def object_names(base: str, roles, router: bool) -> list[tuple[str, str, str]]:
                 ("ServiceAccount", router_name(base), "the router"),
                 ("Role", router_name(base), "the router"),
                 ("RoleBinding", router_name(base), "the router")]
+    if gateway:
+        out += [("InferencePool", pool_name(base), "the inference gateway"),
+                ("HTTPRoute", route_name(base), "the inference gateway"),
+                *((kind, epp_name(base), "the endpoint picker")
+                  for kind in ("Deployment", "Service", "ServiceAccount", "Role", "RoleBinding",
+                               "ConfigMap"))]
     return out

@@ -7,7 +7,8 @@ Reads the Kubernetes API with the official Python client (``kubernetes``; GET re
   ``spec.platform.scheduler``);
 * PRE002: every pool's nodeSelector matches at least ``nodes`` nodes;
 * PRE003: their GPUs are the pool's (GPU feature discovery labels ``nvidia.com/gpu.product`` and
-  ``nvidia.com/gpu.memory`` in MiB, NVIDIA k8s-device-plugin gpu-feature-discovery);
+  ``nvidia.com/gpu.memory`` in MiB, NVIDIA k8s-device-plugin gpu-feature-discovery; NVIDIA pools
+  only: AMD nodes carry other labels);
 * PRE004: each node's allocatable GPUs, RDMA devices, CPU and memory hold the pods moegen places
   on it (requests from ``gen size``);
 * PRE005: the namespace exists; PRE006: the PersistentVolumeClaims exist, and a claim that pods
@@ -26,13 +27,12 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 from .catalog import GPUS
+from .engines.routers import rendered_router
 from .errors import Finding, Location, Severity
 from .pods import effective_pod, quantity_cpu, quantity_gib
 
 #: GPU feature discovery labels (NVIDIA/k8s-device-plugin, gpu-feature-discovery).
 GPU_PRODUCT, GPU_MEMORY = "nvidia.com/gpu.product", "nvidia.com/gpu.memory"
-#: The extended resource of the NVIDIA device plugin.
-GPU_RESOURCE = "nvidia.com/gpu"
 #: A pool's GPU id matches a node when the product label names its family and the memory label
 #: is within 2 % of the catalog's HBM (MiB): drivers report a few MiB less or more.
 MEMORY_TOLERANCE = 0.02
@@ -105,6 +105,9 @@ def _crds(checked) -> list[tuple[str, str]]:
         out += [("podmonitors.monitoring.coreos.com", "spec.monitoring"),
                 ("servicemonitors.monitoring.coreos.com", "spec.monitoring"),
                 ("prometheusrules.monitoring.coreos.com", "spec.monitoring")]
+    if rendered_router(spec) == "gateway":
+        out += [("inferencepools.inference.networking.k8s.io", "router kind inference-gateway"),
+                ("httproutes.gateway.networking.k8s.io", "router kind inference-gateway")]
     sched = spec.platform.scheduler if spec.platform else None
     if sched is not None and sched.kind == "kueue":
         out.append(("localqueues.kueue.x-k8s.io", "platform.scheduler kueue"))
@@ -160,7 +163,9 @@ def _nodes(checked, api: Api) -> list[Finding]:
             labels = meta.get("labels") or {}
             name = meta.get("name", "?")
             product, memory = labels.get(GPU_PRODUCT), labels.get(GPU_MEMORY)
-            if product is None or memory is None:
+            if gpu.vendor != "nvidia":
+                pass  # NVIDIA GPU feature discovery labels only
+            elif product is None or memory is None:
                 out.append(_finding("PRE003", (*path, "gpu"),
                                     f"node {name}: no {GPU_PRODUCT}/{GPU_MEMORY} labels: its GPU "
                                     f"cannot be checked against {pool.gpu}",
@@ -186,7 +191,8 @@ def _allocatable(checked, api: Api, path: tuple, node: str, alloc: dict,
         per_node = _pods_per_node(checked, i)
         host = checked.host[i]
         pod = effective_pod(s, role)
-        need: dict[str, float] = {GPU_RESOURCE: lay.gpus_per_pod * per_node}
+        gpu = GPUS[s.nodePools[role.nodePool].gpu]
+        need: dict[str, float] = {gpu.resource: lay.gpus_per_pod * per_node}
         if s.network.rdma is not None:
             need[s.network.rdma.resourceName] = s.network.rdma.resourceCount * per_node
         if host is not None:

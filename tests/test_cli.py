@@ -162,6 +162,9 @@ def test_readme_plan_excerpt_matches(capsys):
     assert line in readme
     alt = next(x for x in out.splitlines() if "with weights: fp8" in x)
     assert alt.split("(")[0].strip() in readme
+    assert run(["plan", str(EXAMPLES / "plan" / "h20-96-fixed-layout.yaml")]) == 0
+    per_role = [x for x in capsys.readouterr().out.splitlines() if "tokens/s per node" in x]
+    assert len(per_role) == 2 and all(x in readme for x in per_role)
 
 
 def test_explain_shows_defaults_inherited_and_derived_values(capsys):

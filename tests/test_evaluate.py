@@ -50,17 +50,24 @@ def test_fixed_layout_is_evaluated_as_given():
 
 
 def test_prefill_per_node_is_the_compute_model_by_hand():
-    """TP8 prefill of 4096 tokens on one H20-96GB node, every GPU busy:
-    8 GPUs x 296 TFLOPS FP8 x ETA_PREFILL 0.45 / FLOPs per token.
-    FLOPs per token = 2 x active params (37.55e9: DeepSeek-V3 report's "37B activated")
-    + attention 2 x 61 layers x 128 heads x (4096 / 2 causal keys) x (192 + 128) head dims."""
+    """TP8 prefill of 4096 tokens on one H20-96GB node, every GPU busy. GPU-seconds per token:
+    * GEMMs: 2 x active params (37.55e9: DeepSeek-V3 report's "37B activated") at 296 TFLOPS
+      FP8 x 0.72 (the H20's prefill GEMM efficiency);
+    * attention: 2 x 61 layers x 128 heads x (4096 / 2 causal keys) x (192 + 128) head dims at
+      148 TFLOPS BF16 x 0.67 (FlashMLA/FA3);
+    * TP all-reduce: on each of 8 GPUs, 2 per layer x 61 x 7168 x 2 B x 2 x 7/8 over NVLink
+      900 GB/s x 0.7.
+    Tokens/s per node = 8 GPUs / that."""
     res = plan(PlanRequest.model_validate(_doc()))
     pre = res.candidates[0].roles[0]
     active = model_shape(builtin_config("deepseek-r1"), "fp8", 0).active_params
     assert 37.0e9 < active < 38.0e9
-    per_token = 2 * active + 2 * 61 * 128 * (4096 / 2) * (192 + 128)
-    assert GPUS["H20-96GB"].fp8_tflops == 296 and perf.ETA_PREFILL == 0.45
-    by_hand = 8 * 296e12 * 0.45 / per_token
+    assert GPUS["H20-96GB"].fp8_tflops == 296 and GPUS["H20-96GB"].bf16_tflops == 148
+    assert perf.ETA_PREFILL_BY_GPU["H20-96GB"] == 0.72 and perf.ETA_ATTN == 0.67
+    gemm = 2 * active / (296e12 * 0.72)
+    attn = 2 * 61 * 128 * (4096 / 2) * (192 + 128) / (148e12 * 0.67)
+    allreduce = 8 * (2 * 61 * 7168 * 2 * 2 * 7 / 8) / (900e9 * 0.7)
+    by_hand = 8 / (gemm + attn + allreduce)
     assert pre["inputTokensPerSecPerNode"] == pytest.approx(by_hand, rel=0.002)
 
 
@@ -121,13 +128,13 @@ def _bench():
 
 def test_published_deployments_within_the_stated_band():
     """Each published case (bench/published_cases.yaml: lmsys.org large-scale EP on H100, DeepSeek
-    day-6 H800, lmsys.org H20-96G, seed 002 V4) predicted within a factor of 2, median error at
-    most 25 %. Measured when set: median 20 %, worst 1.66 (H100 EP32 prefill, over-predicted:
-    the prefill model does not charge DeepEP's inter-node all-to-all)."""
+    day-6 H800, lmsys.org / Ant Group H20-96G, seeds 000 and 002) within a factor of 1.35 (the
+    issue's acceptance bound; measured when set: worst 1.33, Ant Group's batch-12 decode with two
+    draft tokens), median error under 12 % (measured: 5 %)."""
     rows = _bench().residuals()
-    assert len(rows) >= 10
+    assert len(rows) >= 14
     ratios = [r["ratio"] for r in rows]
     assert all(r is not None for r in ratios), rows
-    assert all(0.5 <= x <= 2.0 for x in ratios), rows
+    assert all(1 / 1.35 <= x <= 1.35 for x in ratios), rows
     median = sorted(abs(x - 1) for x in ratios)[len(ratios) // 2]
-    assert median <= 0.25, rows
+    assert median <= 0.12, rows

@@ -27,7 +27,9 @@ IDS = [c[0] for c in cases()]
 CRDS = {"LeaderWorkerSet": "leaderworkerset.x-k8s.io_leaderworkersets.yaml",
         "PodMonitor": "monitoring.coreos.com_podmonitors.yaml",
         "ServiceMonitor": "monitoring.coreos.com_servicemonitors.yaml",
-        "PrometheusRule": "monitoring.coreos.com_prometheusrules.yaml"}
+        "PrometheusRule": "monitoring.coreos.com_prometheusrules.yaml",
+        "InferencePool": "inference.networking.k8s.io_inferencepools.yaml",
+        "HTTPRoute": "gateway.networking.k8s.io_httproutes.yaml"}
 
 
 @functools.cache
@@ -121,7 +123,8 @@ def test_kustomize_builds(name, spec, overlays, tmp_path):
     assert built.returncode == 0, built.stderr
     docs = [d for d in yaml.safe_load_all(built.stdout) if d]
     configmaps = {d["metadata"]["name"] for d in docs if d["kind"] == "ConfigMap"}
-    assert len(configmaps) == len(plan.env_files)
+    # The env ConfigMaps (generated, hashed) and the endpoint picker's configuration.
+    assert len(configmaps) == len(plan.env_files) + (plan.gateway is not None)
     # Every envFrom reference was rewritten to the hashed ConfigMap name (LWS included).
     workload_docs = [d for d in docs if d["kind"] in ("LeaderWorkerSet", "StatefulSet")]
     for d in workload_docs:

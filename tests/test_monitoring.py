@@ -18,7 +18,7 @@ MON = ROOT / "tests" / "golden" / "s1-monitoring" / "monitoring.yaml"
 
 def _series(engine: str) -> set[str]:
     m = METRICS[engine]
-    return {m.running, m.generated_total, m.kv_usage, *m.transfer_failed_total.values()}
+    return {m.running, m.generated_total, m.kv_usage, m.waiting, *m.transfer_failed_total.values()}
 
 
 @pytest.mark.skipif(engines_python() is None, reason="the engines venv is not built")

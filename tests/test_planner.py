@@ -1,9 +1,10 @@
 """gen plan: calibration against the public record (stated tolerances), honest answers, emit.
 
-Published figures (shared/BRIEF.md §2, seeds 000 and 002):
+Published figures (docs/brief.md §2, seeds 000 and 002; the whole development set with its
+residuals is bench/published_cases.yaml, held by tests/test_evaluate.py):
 * seed 000: 16 x H20, DeepSeek-V3 w4a8 + 8-bit KV, PD, MTP ~0.7, 3.5K in / 1.2K out, QPM 212
-  = 15,800+ tokens/s (input + output) with TPOT < 50 ms. ETA_PREFILL is fitted to it, so the
-  tolerance is tight (5 %).
+  = 15,800+ tokens/s (input + output) with TPOT < 50 ms. DEQUANT_4BIT_PREFILL is fitted to it
+  together with seed 002's prefill: 10 % tolerance.
 * seed 002 (DeepSeek-V4-Pro, SGLang, H20-141GB, DSpark speculative decoding whose acceptance
   the post does not give: assumed 3 draft tokens at 0.7): DP16-EP16 decode 4.67k output
   tokens/s per node at 27.4 ms mean TPOT; 271 tokens/s at batch 1 on one TP8 node; prefill
@@ -37,7 +38,7 @@ def test_seed000_production_figure():
     res = plan(_req(PLANS / "h20-16-seed000.yaml"))
     best = res.candidates[0]
     assert res.reachable and best.meets_slo
-    assert best.total_tps == pytest.approx(15_800, rel=0.05)
+    assert best.total_tps == pytest.approx(15_800, rel=0.10)
     assert best.tpot_ms < 50 and best.gpus == 16
     assert [r["mode"] for r in best.roles] == ["prefill", "decode"]
 
@@ -91,8 +92,10 @@ def test_seed001_goal_is_not_reachable_and_says_why():
     best = res.candidates[0]
     assert best.total_tps < 0.25 * 50_000
     changes = {a["change"]: a for a in res.alternatives}
-    # FP8 weights are the biggest single lever, and still not enough.
-    assert changes["weights: fp8"]["totalTokensPerSec"] > best.total_tps
+    # 25 Gbit/s Ethernet starves the prefill's all-to-all: a 400 Gbit/s RDMA network is the
+    # biggest single lever, FP8 weights the next; neither reaches the goal.
+    net, fp8 = (changes[c]["totalTokensPerSec"] for c in ("interNodeGbps: 400", "weights: fp8"))
+    assert net > fp8 > 2 * best.total_tps
     assert not any(a["reachable"] for a in res.alternatives)
 
 
@@ -172,3 +175,88 @@ def test_offered_load_beyond_capacity_is_not_met(tmp_path, capsys):
 def test_many_nodes_do_not_crash(tmp_path, capsys):
     assert run(["plan", _write(tmp_path, REQ % ("0.33.0", 300, "concurrency: 100000")),
                 "--format", "json"]) == 0
+
+
+def test_layouts_take_any_whole_number_of_nodes():
+    """EP over 9 nodes (LMSYS's EP72 decode) and 18 (DeepSeek's EP144) are searched, prefill EP
+    up to the pool (EP32 on 4 nodes); never more EP ranks than routed experts."""
+    from generator.capacity.search import LayoutChoice, _layouts
+    dec = _layouts(8, 9 * 8, 128, "decode", 256)
+    assert LayoutChoice(1, 72, 1, True) in dec and LayoutChoice(1, 64, 1, True) in dec
+    assert LayoutChoice(1, 144, 1, True) in _layouts(8, 18 * 8, 128, "decode", 256)
+    assert LayoutChoice(1, 32, 1, True) in _layouts(8, 4 * 8, 128, "prefill", 256)
+    assert max(x.data for x in _layouts(8, 64 * 8, 128, "decode", 256)) == 256
+
+
+SG = {"apiVersion": "moegen.dev/v1alpha1", "kind": "PlanRequest", "metadata": {"name": "sg"},
+      "spec": {"model": {"architecture": "deepseek-v3", "weights": "fp8"},
+               "engine": {"name": "sglang", "version": "0.5.23"},
+               "nodePools": {"pre": {"gpu": "H100-80GB", "gpusPerNode": 8, "nodes": 4},
+                             "dec": {"gpu": "H100-80GB", "gpusPerNode": 8, "nodes": 9}},
+               "network": {"interNodeGbps": 400},
+               "workload": {"inputTokens": 1900, "outputTokens": 200, "concurrency": 18432}}}
+
+
+def test_sglang_wide_dp_is_planned_with_a_pinned_memory_fraction(tmp_path, capsys):
+    """SGLang's default mem_fraction_static reserves CUDA-graph memory per attention-DP rank, so
+    DP64 on H100 leaves no KV cache; the planner pins the largest fraction that leaves room (as
+    SIZ001's hint does) and the emitted spec carries it: with the pin the spec fits, without it
+    SIZ001 rejects it."""
+    req = PlanRequest.model_validate(SG)
+    res = plan(req)
+    dp64 = next(c for c in res.candidates if [r["parallel"]["data"] for r in c.roles] == [64])
+    mfs = dp64.roles[0]["serving"]["memFractionStatic"]
+    assert 0.8 < mfs < 0.9
+    from generator.capacity.to_spec import spec_yaml
+    doc = yaml.safe_load(spec_yaml(req, dp64))
+    assert doc["spec"]["roles"][0]["serving"] == {"memFractionStatic": mfs}
+    doc["spec"]["network"]["rdma"] = {"resourceName": "rdma/hca", "devices": ["mlx5_0"]}
+    pinned = tmp_path / "pinned.yaml"
+    pinned.write_text(yaml.safe_dump(doc))
+    assert run(["validate", str(pinned)]) == 0
+    del doc["spec"]["roles"][0]["serving"]
+    default = tmp_path / "default.yaml"
+    default.write_text(yaml.safe_dump(doc))
+    assert run(["validate", str(default)]) == 1
+    assert "SIZ001" in capsys.readouterr().err
+    # A fraction the request pins is used as given: nothing is pinned per role.
+    req = PlanRequest.model_validate({**SG, "spec": {**SG["spec"],
+                                                     "serving": {"memFractionStatic": 0.85}}})
+    assert all("serving" not in r for c in plan(req).candidates for r in c.roles)
+
+
+def test_three_pools_pair_every_prefill_pool_with_every_decode_pool():
+    spec = {**SG["spec"], "nodePools": {
+        "a": {"gpu": "H100-80GB", "gpusPerNode": 8, "nodes": 2},
+        "b": {"gpu": "H200-141GB", "gpusPerNode": 8, "nodes": 2},
+        "c": {"gpu": "H20-141GB", "gpusPerNode": 8, "nodes": 2}},
+        "workload": {"inputTokens": 2000, "outputTokens": 500, "concurrency": 512}}
+    res = plan(PlanRequest.model_validate({**SG, "spec": spec}))
+    pairs = {(c.roles[0]["nodePool"], c.roles[1]["nodePool"]) for c in res.candidates
+             if len(c.roles) == 2}
+    assert len(pairs) >= 3 and all(p != d for p, d in pairs)
+
+
+@pytest.mark.parametrize("gpu, decode_a2a", [("MI300X-192GB", "mori_low_latency"),
+                                             ("H200-141GB", "deepep_low_latency")])
+def test_emitted_all2all_is_one_the_gpu_runs(tmp_path, gpu, decode_a2a):
+    """DeepEP does not exist on AMD (GPU001): the planner deploys MoRI-EP there, and the spec it
+    emits validates once the cluster's RDMA NICs are filled in."""
+    from generator.capacity.to_spec import spec_yaml
+    req = PlanRequest.model_validate({
+        "apiVersion": "moegen.dev/v1alpha1", "kind": "PlanRequest", "metadata": {"name": "a"},
+        "spec": {"model": {"architecture": "deepseek-v3", "weights": "fp8"},
+                 "engine": {"name": "vllm", "version": "0.33.0"},
+                 "nodePools": {"p": {"gpu": gpu, "gpusPerNode": 8, "nodes": 4}},
+                 "network": {"interNodeGbps": 400},
+                 "workload": {"inputTokens": 2000, "outputTokens": 500, "concurrency": 512},
+                 "constraints": {"disaggregation": "required"}}})
+    res = plan(req)
+    best = next(c for c in res.candidates if c.roles[1]["parallel"]["expert"])
+    doc = yaml.safe_load(spec_yaml(req, best))
+    dec = next(r for r in doc["spec"]["roles"] if r["mode"] == "decode")
+    assert dec["moe"]["all2all"] == decode_a2a
+    doc["spec"]["network"]["rdma"] = {"resourceName": "rdma/hca", "devices": ["mlx5_0"]}
+    path = tmp_path / "s.yaml"
+    path.write_text(yaml.safe_dump(doc))
+    assert run(["validate", str(path)]) == 0

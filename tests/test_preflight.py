@@ -160,3 +160,17 @@ def test_missing_references_and_nodes(cluster, api, tmp_path):
     findings = preflight(pipeline.check(S1, [overlay]), api)
     assert sorted(f.code for f in findings) == ["PRE001", "PRE002", "PRE007", "PRE007", "PRE008"]
     assert any("localqueues.kueue.x-k8s.io" in f.message for f in findings)
+
+
+@pytest.mark.parametrize("cluster", ["ready"], indirect=True)
+def test_amd_pools_need_amd_gpus(cluster, api, tmp_path):
+    """S1 moved to MI300X pools (MoRI-EP on decode): the ready cluster's nodes are H20 nodes with
+    nvidia.com/gpu only, so every node lacks the amd.com/gpu its pods request; the NVIDIA GPU
+    feature discovery labels are not read for an AMD pool (no PRE003)."""
+    overlay = tmp_path / "o.yaml"
+    overlay.write_text("spec:\n  nodePools:\n    prefill-h20: {gpu: MI300X-192GB}\n"
+                       "    decode-h20: {gpu: MI300X-192GB}\n"
+                       "  roles:\n    - name: decode\n      moe: {all2all: mori_low_latency}\n")
+    findings = preflight(pipeline.check(S1, [overlay]), api)
+    assert {f.code for f in findings} == {"PRE004"}, findings
+    assert all("allocatable amd.com/gpu 0 < 8" in f.message for f in findings), findings

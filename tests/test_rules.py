@@ -66,3 +66,20 @@ def test_siz005_config_without_inventory_fields(tmp_path):
     cfg = dict(builtin_config("deepseek-v3"))
     del cfg["kv_lora_rank"]
     assert _check(tmp_path, cfg) == ["SIZ005"]
+
+
+def test_rtr006_pool_ports_above_the_crd_maximum(tmp_path, monkeypatch):
+    """An engine serving one HTTP port per local DP rank (8 ranks per H20 node, + 1 here) would
+    need more InferencePool targetPorts than the CRD allows (8): RTR006. moegen's engines serve
+    one port per pod today, so the per-pod port list is patched in."""
+    import generator.checks.routing as routing
+    from tests.helpers import EXAMPLES
+    overlay = tmp_path / "igw.yaml"
+    overlay.write_text("spec:\n  router:\n    kind: inference-gateway\n    gateway:\n"
+                       "      parentRef: {name: inference-gateway}\n")
+    spec = EXAMPLES / "s1-16xh20-pd.yaml"
+    assert not [f for f in pipeline.check(spec, [overlay]).findings if f.code == "RTR006"]
+    monkeypatch.setattr(routing, "engine_api_ports",
+                        lambda role: tuple(8000 + r for r in range(9)))
+    found = [f for f in pipeline.check(spec, [overlay]).findings if f.code == "RTR006"]
+    assert found and "9 HTTP ports" in found[0].message and "at most 8" in found[0].message

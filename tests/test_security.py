@@ -35,6 +35,12 @@ def test_least_privilege_in_every_case():
                     for env in c.get("env", []):
                         if env["name"] in ("HF_TOKEN", "HUGGING_FACE_HUB_TOKEN"):
                             assert "value" not in env and "secretKeyRef" in env["valueFrom"]
+                # The routing sidecar (router kind inference-gateway) meets Pod Security
+                # "restricted" whatever the engine needs.
+                for c in pod.get("initContainers", []):
+                    assert c["securityContext"] == {"allowPrivilegeEscalation": False,
+                                                    "capabilities": {"drop": ["ALL"]},
+                                                    "runAsNonRoot": True}, name
 
 
 def test_privileged_and_host_path_only_when_asked(tmp_path):

@@ -128,7 +128,8 @@ def evaluate(req: PlanRequest, prov: Provenance | None = None) -> PlanResult:
                             pipeline=lay.pipeline, expert=lay.expert_parallel,
                             gpus_per_node=pool.gpusPerNode,
                             inter_gbps=s.network.interNodeGbps, weights_bytes=z.weights * 2**30,
-                            bf16=s.model.weights == "bf16")
+                            bf16=s.model.weights == "bf16",
+                            overlap=ri.moe.overlap if ri.moe else None)
 
     dec_name = next(r.name for r in roles if r.mode in ("decode", "unified"))
     r, ri, z = sized[dec_name]

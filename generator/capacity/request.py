@@ -86,7 +86,7 @@ class PlanSpec(_M):
 
     model: PlanModel
     engine: PlanEngine
-    nodePools: dict[PoolName, PlanPool] = Field(min_length=1, max_length=2)
+    nodePools: dict[PoolName, PlanPool] = Field(min_length=1, max_length=8)
     network: PlanNetwork = Field(default_factory=PlanNetwork)
     workload: Workload
     slo: Slo = Field(default_factory=Slo)

@@ -11,15 +11,17 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import NamedTuple
 
 from ..catalog import GPUS, arch_from_config, builtin_config
 from ..engines.base import RoleInput
 from ..engines.registry import dialect_for
+from ..engines.versions import parse_version
 from ..layout import compute_layout, min_redundant_experts
 from ..sizing import RoleSizing, size_role
 from ..sizing.params import inventory
+from ..sizing.sglang_budget import fraction_with_room
 from ..sizing.weights import tensor_bytes
 from ..spec import models as sm
 from . import perf
@@ -89,18 +91,54 @@ def assumptions(req: PlanRequest) -> list[str]:
     spec_txt = (f"MTP {s.speculative.numSpeculativeTokens} token(s), acceptance "
                 f"{s.speculative.acceptance}" if s.speculative else "no speculative decoding")
     return [
-        f"decode: max(HBM {perf.ETA_HBM:.0%} of peak, FP8 compute {perf.ETA_DECODE_COMPUTE:.0%} of "
-        f"peak) + all-to-all/all-reduce (network {perf.ETA_NET:.0%}, NVLink {perf.ETA_NVLINK:.0%}) "
-        f"+ {perf.STEP_OVERHEAD_S * 1000:.0f} ms per step",
-        f"prefill: compute-bound at {perf.ETA_PREFILL:.0%} of the FP8 peak (calibrated on seed 000)",
-        f"context per sequence: input + output/2 = "
-        f"{s.workload.inputTokens + s.workload.outputTokens // 2} tokens (mean); {spec_txt}",
+        (f"decode: max(HBM {perf.ETA_HBM:.0%} of peak, GEMMs {perf.ETA_DECODE_COMPUTE:.0%} of the FP8 "
+        f"peak + MLA attention {perf.ETA_ATTN:.0%} of the BF16 peak, FP8 with an FP8 KV cache "
+        f"where the engine's kernel computes in FP8) + expert all-to-all (RDMA "
+        f"{perf.ETA_A2A:.0%}, NVLink {perf.ETA_NVLINK:.0%}) + TP all-reduce + collective "
+        f"latencies + MTP draft passes + {perf.STEP_OVERHEAD_S * 1000:.0f} ms per step; "
+        "no all-to-all overlap in the search (moe.overlap in a fixed-layout request hides "
+        f"{perf.OVERLAP_DECODE:.0%} of it)"),
+        (f"prefill: GEMMs at {perf.ETA_PREFILL:.0%} of the FP8 peak (H20: "
+        f"{perf.ETA_PREFILL_BY_GPU['H20-96GB']:.0%}; 4-bit experts without FP4 cores at "
+        f"{perf.DEQUANT_4BIT_PREFILL:.0%} of that), attention at {perf.ETA_ATTN:.0%} of the BF16 "
+        "peak, plus TP all-reduce and DeepEP all-to-all across nodes (bench/published_cases.yaml)"),
+        (f"context per sequence: input + output/2 = "
+        f"{s.workload.inputTokens + s.workload.outputTokens // 2} tokens (mean); {spec_txt}"),
         f"inter-node RDMA {s.network.interNodeGbps:g} Gbit/s per GPU; KV cache {s.constraints.kvCacheDtype}",
         "memory feasibility from the sizing validator (same code as gen validate)",
     ]
 
 
+#: First release whose MLA decode kernel computes in FP8 with an FP8 KV cache (Q quantized to
+#: FP8): vLLM vllm/v1/attention/backends/mla/flashmla.py ``flash_mla_with_kvcache_fp8`` (0.16.0);
+#: SGLang python/sglang/srt/layers/attention/flashmla_backend.py ``scaled_fp8_quant`` of q
+#: (0.5.6). Earlier releases dequantize the cache and compute in BF16.
+FP8_ATTENTION_SINCE = {"vllm": (0, 16, 0), "sglang": (0, 5, 6)}
+
+
+def attention_fp8(engine: str, version: str, kv_cache_dtype: str | None) -> bool:
+    """Decode attention runs at the FP8 rate: an FP8 KV cache on a release whose MLA kernel
+    computes in FP8 (:data:`FP8_ATTENTION_SINCE`)."""
+    if not (kv_cache_dtype or "").startswith("fp8"):
+        return False
+    return parse_version(version) >= FP8_ATTENTION_SINCE[engine]
+
+
+#: (id(config), format, KV bytes) -> (config, shape); holding the config keeps its id unique.
+_SHAPES: dict[tuple, tuple[dict, perf.ModelShape]] = {}
+
+
 def model_shape(cfg: dict, fmt: str, kv_bytes_per_token: float) -> perf.ModelShape:
+    """The performance model's view of a model config in checkpoint format ``fmt`` with
+    ``kv_bytes_per_token`` of KV per token per GPU (memoized per config object)."""
+    key = (id(cfg), fmt, kv_bytes_per_token)
+    hit = _SHAPES.get(key)
+    if hit is None:
+        hit = _SHAPES[key] = (cfg, _model_shape(cfg, fmt, kv_bytes_per_token))
+    return hit[1]
+
+
+def _model_shape(cfg: dict, fmt: str, kv_bytes_per_token: float) -> perf.ModelShape:
     inv = inventory(cfg)
     experts = cfg.get("n_routed_experts") or 0
     topk = cfg.get("num_experts_per_tok") or 0
@@ -123,7 +161,11 @@ def model_shape(cfg: dict, fmt: str, kv_bytes_per_token: float) -> perf.ModelSha
                            moe_layers=moe_layers, hidden=cfg["hidden_size"], heads=heads,
                            topk=topk, experts=experts, expert_bytes=expert_bytes,
                            expert_params=expert_params, kv_bytes_per_token=kv_bytes_per_token,
-                           qk_head=qk, v_head=v, latent=latent, attn_window=window)
+                           qk_head=qk, v_head=v, latent=latent, attn_window=window,
+                           n_group=cfg.get("n_group") or 0, topk_group=cfg.get("topk_group") or 0,
+                           lm_head_bytes=2.0 * cfg["vocab_size"] * cfg["hidden_size"],
+                           expert_bits=4 if fmt in ("w4a8", "mxfp4") else 16 if fmt == "bf16"
+                           else 8)
 
 
 class LayoutChoice(NamedTuple):
@@ -146,13 +188,16 @@ class LayoutChoice(NamedTuple):
 
     def as_json(self) -> dict:
         """The ``parallel`` block of the spec."""
-        return self._asdict()
+        return {"tensor": self.tensor, "data": self.data, "pipeline": self.pipeline,
+                "expert": self.expert}
 
 
 def _layouts(gpn: int, gpus: int, heads: int, mode: str,
              experts: int = 1 << 30) -> list[LayoutChoice]:
-    """Layout options that use whole nodes (an expert-parallel group never has more GPUs than
-    routed experts)."""
+    """Layout options that use whole nodes: TP over one or two nodes, TP x PP2, and DP-EP over
+    any whole number of nodes (redundant experts make the experts divide, as in the LMSYS EP72
+    and DeepSeek EP144 deployments); an expert-parallel group never has more GPUs than routed
+    experts. Prefill roles take the same options (EP prefill over several nodes)."""
     out = []
     for tp in (gpn, 2 * gpn):
         if heads % tp == 0 and tp <= gpus:
@@ -162,19 +207,40 @@ def _layouts(gpn: int, gpus: int, heads: int, mode: str,
     d = gpn
     while d <= gpus and d <= experts:
         out.append(LayoutChoice(1, d, 1, True))
-        d *= 2
-    if mode == "prefill":
-        out = [o for o in out if o.data <= 2 * gpn]
+        d += gpn
     return out
 
 
+def all2all_for(gpu_id: str, mode: str, ep: int, gpus_per_node: int,
+                choices: list[str]) -> str:
+    """The expert all-to-all backend the planner deploys on ``gpu_id`` (engine-neutral name,
+    one of the release's ``choices``), by what the GPU can run (rules GPU001-GPU003):
+    DeepEP low-latency for decode, normal for prefill, on NVLink-connected NVIDIA Hopper and
+    newer; on AMD MoRI-EP (``mori_low_latency``/``mori_high_throughput``, or ``mori`` in vLLM
+    0.15-0.22); on Ampere DeepEP normal within one node only; elsewhere (PCIe cards, releases
+    without the backend) the engine's all-gather / reduce-scatter."""
+    g = GPUS[gpu_id]
+    decode = mode != "prefill"
+    if g.vendor == "amd":
+        want = ["mori_low_latency" if decode else "mori_high_throughput", "mori"]
+    elif not g.nvlink:
+        want = []
+    elif g.generation in ("ampere", "ada"):
+        want = ["deepep_high_throughput"] if ep <= gpus_per_node else []
+    else:
+        want = ["deepep_low_latency" if decode else "deepep_high_throughput"]
+    return next((w for w in want if w in choices), "allgather_reducescatter")
+
+
 def _role_input(name, mode, model, arch, serving, layout_args: LayoutChoice, pool, replicas,
-                spec_tokens, kv_transfer, concurrency, redundant):
+                spec_tokens, kv_transfer, concurrency, redundant, choices=None):
     t, d, p, ep = layout_args
     lay = compute_layout(t, d, p, ep, "lws", pool.gpusPerNode, replicas)
     moe = None
     if ep and arch.routed_experts:
-        all2all = "deepep_low_latency" if mode != "prefill" else "deepep_high_throughput"
+        all2all = all2all_for(pool.gpu, mode, t * d, pool.gpusPerNode,
+                              choices if choices is not None else
+                              ["deepep_low_latency", "deepep_high_throughput"])
         moe = sm.Moe(all2all=all2all,
                      eplb=sm.Eplb(enabled=True, redundantExperts=redundant) if redundant else None)
     spec = sm.Speculative(method="mtp", numSpeculativeTokens=spec_tokens) \
@@ -232,16 +298,34 @@ def _plan(req: PlanRequest, progress=None) -> PlanResult:
                      weights=s.model.weights, path="/models/model")
     wl = s.workload
     max_len = min(arch.max_position_embeddings, wl.inputTokens + wl.outputTokens)
-    serving = sm.ServingSettings(maxModelLen=max_len, kvCacheDtype=s.constraints.kvCacheDtype)
+    serving = sm.merged_serving(sm.Serving(maxModelLen=max_len,
+                                           kvCacheDtype=s.constraints.kvCacheDtype), s.serving)
     k = s.speculative.numSpeculativeTokens if s.speculative and arch.mtp_layers else 0
     bf16 = s.model.weights == "bf16"
     pools = list(s.nodePools.items())
     cands: list[Candidate] = []
     rejected: Counter = Counter()
 
-    def sized(role: RoleInput, pool) -> RoleSizing | None:
+    def fits(z: RoleSizing) -> bool:
+        return z.kv_cache > 0 and z.kv_tokens_per_rank >= max_len
+
+    def sized(role: RoleInput, pool) -> tuple[RoleInput, RoleSizing | None]:
+        """The role's memory plan; SGLang roles whose default mem_fraction_static leaves no
+        room (its reserve grows with the attention-DP ranks) are planned with the largest
+        fraction that still leaves activations and graphs outside the pool, which the
+        candidate pins (deployments at DP64+ pin 0.8-0.9 for the same reason)."""
         z = size_role(role, GPUS[pool.gpu], dialect)
-        return z if z.kv_cache > 0 and z.kv_tokens_per_rank >= max_len else None
+        if engine == "sglang" and not fits(z) and serving.memFractionStatic is None \
+                and serving.gpuMemoryUtilization is None:
+            room = fraction_with_room(z)
+            if room is not None:
+                role = replace(role, serving=replace(role.serving, memFractionStatic=room))
+                z = size_role(role, GPUS[pool.gpu], dialect)
+        return role, (z if fits(z) else None)
+
+    def pinned(role: RoleInput) -> dict | None:
+        mfs = role.serving.memFractionStatic
+        return {"memFractionStatic": mfs} if mfs != serving.memFractionStatic else None
 
     def decode_point(role, z, pool, per_rank_needed):
         return decode_estimate(req, role, z, pool, per_rank_needed,
@@ -253,21 +337,30 @@ def _plan(req: PlanRequest, progress=None) -> PlanResult:
                             tensor=lay.tensor, data=lay.data, pipeline=lay.pipeline,
                             expert=lay.expert_parallel, gpus_per_node=pool.gpusPerNode,
                             inter_gbps=s.network.interNodeGbps, weights_bytes=z.weights * 2**30,
-                            bf16=bf16)
+                            bf16=bf16, overlap=role.moe.overlap if role.moe else None)
+
+    memo: dict = {}
 
     def decoding_role(name, mode, lay, pool, conn):
         """Instances, sizing and decode point of a decoding role on ``pool`` (None, with the
-        reason counted in ``rejected``, when it cannot be placed, sized or hold the load)."""
+        reason counted in ``rejected``, when it cannot be placed, sized or hold the load);
+        memoized: the decode side does not depend on the prefill layout it is paired with."""
+        key = (name, mode, lay, pool.gpu, pool.gpusPerNode, pool.nodes, conn is None)
+        if key not in memo:
+            memo[key] = _decoding_role(name, mode, lay, pool, conn)
+        return memo[key]
+
+    def _decoding_role(name, mode, lay, pool, conn):
         n = pool.nodes // max(1, lay.gpus // pool.gpusPerNode)
         if n < 1:
             return None
         red = min_redundant_experts(arch.routed_experts, lay.ep) if lay.expert else 0
         per_rank = -(-wl.concurrency // (n * lay.data)) if wl.concurrency else None
         role = _role_input(name, mode, model, arch, serving, lay, pool, n, k, conn,
-                           per_rank * lay.data if per_rank else 1, red)
+                           per_rank * lay.data if per_rank else 1, red, dialect.all2all_choices)
         if role.layout.problem:
             return None
-        z = sized(role, pool)
+        role, z = sized(role, pool)
         if z is None:
             rejected[f"{mode} layouts do not fit in memory"] += 1
             return None
@@ -280,10 +373,10 @@ def _plan(req: PlanRequest, progress=None) -> PlanResult:
 
     # --- prefill/decode disaggregated ---
     if s.constraints.disaggregation != "forbidden":
-        splits = []
-        if len(pools) == 2:
-            splits = [(pools[0], pools[1]), (pools[1], pools[0])]
-        else:
+        # Every ordered pair of pools (prefill on one, decode on the other); with one pool,
+        # every split of its nodes.
+        splits = [(a, b) for a in pools for b in pools if a[0] != b[0]]
+        if len(pools) == 1:
             name, pool = pools[0]
             if pool.nodes < 2:
                 rejected["prefill/decode needs at least two nodes"] += 1
@@ -298,14 +391,16 @@ def _plan(req: PlanRequest, progress=None) -> PlanResult:
                                arch.num_attention_heads, "prefill", arch.routed_experts):
                 nodes_p = max(1, pl.gpus // ppool.gpusPerNode)
                 np_ = ppool.nodes // nodes_p
-                if np_ < 1:
+                if np_ < 1 or (len(pools) == 1 and ppool.nodes % nodes_p):
+                    # A split that leaves prefill nodes idle is dominated by the split that
+                    # gives them to decode (same prefill instances, more decode).
                     continue
                 red_p = min_redundant_experts(arch.routed_experts, pl.ep) if pl.expert else 0
                 prole = _role_input("prefill", "prefill", model, arch, serving, pl, ppool, np_, 0,
-                                    conn, 1, red_p)
+                                    conn, 1, red_p, dialect.all2all_choices)
                 if prole.layout.problem:
                     continue
-                zp = sized(prole, ppool)
+                prole, zp = sized(prole, ppool)
                 if zp is None:
                     rejected["prefill layouts do not fit in memory"] += 1
                     continue
@@ -314,10 +409,10 @@ def _plan(req: PlanRequest, progress=None) -> PlanResult:
                                    arch.num_attention_heads, "decode", arch.routed_experts):
                     found = decoding_role("decode", "decode", dl, dpool, conn)
                     if found is not None:
-                        nd, z, est, _ = found
+                        nd, z, est, drole = found
                         cands.append(pd_candidate(
-                            req, RoleChoice("prefill", pname, pl, np_),
-                            RoleChoice("decode", dname, dl, nd), t_p, est, z))
+                            req, RoleChoice("prefill", pname, pl, np_, pinned(prole)),
+                            RoleChoice("decode", dname, dl, nd, pinned(drole)), t_p, est, z))
     # --- unified ---
     if s.constraints.disaggregation != "required":
         for name, pool in pools:
@@ -326,8 +421,9 @@ def _plan(req: PlanRequest, progress=None) -> PlanResult:
                 found = decoding_role("serve", "unified", ul, pool, None)
                 if found is not None:
                     nu, z, est, role = found
-                    cands.append(unified_candidate(req, RoleChoice("unified", name, ul, nu),
-                                                    prefill_rate(role, pool, z), est, z))
+                    cands.append(unified_candidate(
+                        req, RoleChoice("unified", name, ul, nu, pinned(role)),
+                        prefill_rate(role, pool, z), est, z))
 
     unique: dict[str, Candidate] = {}
     for c in cands:   # the same roles reached twice (e.g. two splits of one pool): keep the best
@@ -384,13 +480,17 @@ def decode_estimate(req: PlanRequest, role: RoleInput, z: RoleSizing, pool,
     lay = role.layout
     pp = lay.pipeline
 
+    overlap = role.moe.overlap if role.moe is not None else None
+    fp8_attn = attention_fp8(s.engine.name, s.engine.version, role.serving.kvCacheDtype)
+
     def step(b):
-        return perf.decode_step(shape, gpu, batch=b, tensor=lay.tensor, data=lay.data,
-                                expert=lay.expert_parallel, nonexpert_bytes=nonexpert,
+        return perf.decode_step(shape, gpu, overlap=overlap, batch=b, tensor=lay.tensor,
+                                data=lay.data, expert=lay.expert_parallel,
+                                nonexpert_bytes=nonexpert,
                                 local_experts_per_layer=local if lay.expert_parallel else 0,
                                 ctx=ctx_avg, gpus_per_node=pool.gpusPerNode,
                                 inter_gbps=s.network.interNodeGbps, draft=k,
-                                bf16=s.model.weights == "bf16")
+                                bf16=s.model.weights == "bf16", attn_fp8=fp8_attn)
     if cap_b < 1:
         return None
     if per_rank_needed is not None:
@@ -430,6 +530,9 @@ class RoleChoice:
     pool: str
     layout: LayoutChoice
     instances: int
+    #: Serving settings the planner pinned for this role (SGLang's ``memFractionStatic`` where
+    #: its default formula leaves no room), or None.
+    serving: dict | None = None
 
     @property
     def gpus(self) -> int:
@@ -438,8 +541,11 @@ class RoleChoice:
 
     def as_json(self) -> dict:
         """The role as docs/spec.md §5 shows it."""
-        return {"mode": self.mode, "nodePool": self.pool, "replicas": self.instances,
-                "parallel": self.layout.as_json()}
+        doc = {"mode": self.mode, "nodePool": self.pool, "replicas": self.instances,
+               "parallel": self.layout.as_json()}
+        if self.serving:
+            doc["serving"] = dict(self.serving)
+        return doc
 
 
 def _max_utilisation(t_service: float, extra: float, ttft_slo_ms: float | None) -> float:
@@ -477,7 +583,7 @@ def pd_candidate(req: PlanRequest, prefill: RoleChoice, decode: RoleChoice,
     if wl.requestsPerSecond:
         sustains = rate >= wl.requestsPerSecond * 0.999
         rate = min(rate, wl.requestsPerSecond)
-    binding = {"prefill compute": prefill_cap * rho_max, est.bound: decode_cap}
+    binding = {pre.bound: prefill_cap * rho_max, est.bound: decode_cap}
     if wl.concurrency:
         binding["the workload's concurrency"] = wl.concurrency / (ttft + wl.outputTokens * est.tpot_s)
     bound = min(binding, key=binding.get)
@@ -512,7 +618,8 @@ def unified_candidate(req: PlanRequest, unified: RoleChoice, pre: perf.PrefillEs
     tpot = est.tpot_s / (1 - busy)
     ttft = pre.latency_s * (1 + busy / (2 * (1 - busy)))
     gpus = unified.gpus
-    bound = "prefill interrupting decode (shared GPUs)" if busy > 0.3 else est.bound
+    bound = f"prefill interrupting decode (shared GPUs; {pre.bound})" if busy > 0.3 \
+        else est.bound
     if not sustains:
         bound = f"offered load {wl.requestsPerSecond:g} req/s exceeds capacity ({bound})"
     return Candidate([unified.as_json()], gpus, z.kv_tokens_per_rank,

@@ -5,14 +5,17 @@ from __future__ import annotations
 import yaml
 
 from ..catalog import HF_IDS, arch_from_config, builtin_config
+from ..engines.registry import dialect_for
 from ..layout import min_redundant_experts
 from .request import PlanRequest
+from .search import all2all_for
 
 
 def spec_yaml(req: PlanRequest, cand) -> str:
     """YAML of an InferenceDeployment deploying ``cand`` (network fields to fill in are marked)."""
     s = req.spec
     arch = arch_from_config(builtin_config(s.model.architecture))
+    dialect = dialect_for(s.engine.name, s.engine.version)
     wl = s.workload
     max_len = min(arch.max_position_embeddings, wl.inputTokens + wl.outputTokens)
     image = (f"vllm/vllm-openai:v{s.engine.version}" if s.engine.name == "vllm"
@@ -27,8 +30,9 @@ def spec_yaml(req: PlanRequest, cand) -> str:
         if p["expert"] and arch.routed_experts:
             ep = p["tensor"] * p["data"]
             redundant = min_redundant_experts(arch.routed_experts, ep)
-            role["moe"] = {"all2all": "deepep_high_throughput" if r["mode"] == "prefill"
-                           else "deepep_low_latency"}
+            pool = s.nodePools[r["nodePool"]]
+            role["moe"] = {"all2all": all2all_for(pool.gpu, r["mode"], ep, pool.gpusPerNode,
+                                                  dialect.all2all_choices)}
             if redundant:
                 role["moe"]["eplb"] = {"enabled": True, "redundantExperts": redundant}
         if s.speculative and arch.mtp_layers and r["mode"] != "prefill":
@@ -36,6 +40,8 @@ def spec_yaml(req: PlanRequest, cand) -> str:
                                    "numSpeculativeTokens": s.speculative.numSpeculativeTokens}
         if pd:
             role["kvTransfer"] = {"connector": "nixl" if s.engine.name == "vllm" else "mooncake"}
+        if r.get("serving"):   # settings the planner pinned (SGLang's memFractionStatic)
+            role["serving"] = dict(r["serving"])
         if r["mode"] != "prefill" and wl.concurrency:
             role["sizing"] = {"concurrency": -(-wl.concurrency // r["replicas"])}
         roles.append(role)

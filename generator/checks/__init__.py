@@ -8,7 +8,10 @@ names       NAME: generated names and labels
 pools       POOL, TOP, SCHD: node pools, topology domains, gang schedulers
 layout      LAY, ENG001, SPD005: ranks on pods, heads, pipeline, context, group restarts
 moe         EP, A2A: expert parallelism, EPLB, all-to-all backends (DeepEP)
+gpu         GPU: what the pool's GPU runs (vendor all-to-all, DeepEP's NVLink/SM90 needs, FP8
+            cores, sparse-attention kernels)
 pd          PD, SPD003-004: prefill/decode pairs, connectors, speculative config, router
+routing     RTR: router kinds (which router routes which engine), the inference gateway
 serving     SRV: batch tokens and admitted sequences
 network     NET, PORT: bootstrap interface, derived environment, ports
 pod         POD, ENG002-003: pod memory and the image
@@ -24,6 +27,7 @@ a failing example under ``tests/invalid/`` (or a unit test): ``test_every_rule_h
 from . import (  # noqa: F401
     codes,
     engine,
+    gpu,
     layout,
     model,
     moe,
@@ -32,6 +36,7 @@ from . import (  # noqa: F401
     pd,
     pod,
     pools,
+    routing,
     serving,
     sizing,
 )

@@ -233,3 +233,63 @@ def _prefill_ll(ctx: Context):
             yield Hit(role_path(i, "moe", "all2all"),
                       f"prefill role {role.name!r} uses deepep_low_latency",
                       "use deepep_high_throughput for prefill")
+
+
+@rule("OVL001", E, "all-to-all overlap needs expert parallelism over data-parallel ranks",
+      "vLLM vllm/v1/worker/gpu/ubatch_utils.py (no micro-batches when data_parallel_size <= 1, "
+      "0.33.0); SGLang python/sglang/srt/layers/moe/utils.py (TBO/SBO hooks live in the "
+      "expert all-to-all dispatcher, 0.5.23)")
+def _overlap_needs_ep(ctx: Context):
+    for i, r in ctx.role_items():
+        moe = r.moe
+        if moe is None or moe.overlap is None:
+            continue
+        if not (r.layout.expert_parallel and r.layout.data > 1 and moe.all2all):
+            yield Hit(role_path(i, "moe", "overlap"),
+                      f"role {r.name!r}: overlap {moe.overlap!r} hides the expert all-to-all "
+                      f"behind computation, but this role has expert: "
+                      f"{str(r.layout.expert_parallel).lower()}, data: {r.layout.data}, "
+                      f"all2all: {moe.all2all or 'unset'}",
+                      "use it with parallel.expert: true, data > 1 and a moe.all2all backend, "
+                      "or drop moe.overlap")
+
+
+#: engine-neutral ``moe.overlap`` -> the flag each engine spells it with (None: no such mode).
+_OVERLAP_FLAG = {"vllm": {"two_batch": "--enable-dbo", "single_batch": None},
+                 "sglang": sg.OVERLAP}
+
+
+@rule("OVL002", E, "the engine release has the overlap mode",
+      "vLLM --enable-dbo (vllm/config/parallel.py ParallelConfig.enable_dbo; no single-batch "
+      "form); SGLang --enable-two-batch-overlap, --enable-single-batch-overlap (0.5.3+; "
+      "python/sglang/srt/server_args.py, every release's parser: "
+      "generator/engines/data/engine-options.json)")
+def _overlap_exists(ctx: Context):
+    if ctx.dialect is None:
+        return
+    flags = _OVERLAP_FLAG[ctx.engine]
+    for i, role in enumerate(ctx.spec.spec.roles):
+        mode = role.moe.overlap if role.moe else None
+        if mode is None:
+            continue
+        flag = flags[mode]
+        if flag is None or not ctx.dialect.has(flag):
+            have = [m for m, f in flags.items() if f and ctx.dialect.has(f)]
+            yield Hit(role_path(i, "moe", "overlap"),
+                      f"overlap {mode!r} does not exist in {ctx.engine} "
+                      f"{ctx.spec.spec.engine.version}"
+                      + (f" (no {flag})" if flag else " (the engine has no such mode)"),
+                      f"use one of: {', '.join(have)}" if have else "drop moe.overlap")
+
+
+@rule("OVL003", E, "SGLang's DeepEP v2 backend has no overlap hooks",
+      "SGLang python/sglang/srt/arg_groups/moe_hook.py (0.5.23): \"DeepEP v2 MoE has not "
+      "implemented the TBO/SBO overlap hooks yet\"", engines=("sglang",))
+def _overlap_deepep_v2(ctx: Context):
+    for i, role in enumerate(ctx.spec.spec.roles):
+        if role.moe and role.moe.overlap and role.moe.all2all == "deepep_v2":
+            yield Hit(role_path(i, "moe", "overlap"),
+                      f"role {role.name!r}: SGLang refuses overlap {role.moe.overlap!r} with "
+                      "the deepep_v2 all-to-all at start",
+                      "use deepep_low_latency (decode) or deepep_high_throughput (prefill), or "
+                      "drop moe.overlap")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from ..engines.routers import rendered_router
 from ..naming import MAX_CONTROLLER, MAX_LABEL, OWN_LABELS, OWN_PREFIX, object_names
 from .registry import Context, E, Hit, W, role_path, rule
 
@@ -51,14 +52,14 @@ def _own_labels(ctx: Context):
       "headless Service named after each LeaderWorkerSet (pkg/controllers)")
 def _unique_objects(ctx: Context):
     spec = ctx.spec.spec
-    modes = {r.mode for r in spec.roles}
-    router = {"prefill", "decode"} <= modes and spec.router.enabled
+    rendered = rendered_router(spec)
     roles = {r.name: (r.name, r.workload, r.replicas) for r in spec.roles}   # twice: NAME001
     seen: dict[tuple[str, str], str] = {}
-    for kind, name, what in object_names(ctx.spec.metadata.name, list(roles.values()), router):
+    for kind, name, what in object_names(ctx.spec.metadata.name, list(roles.values()),
+                                         rendered == "deployment", rendered == "gateway"):
         other = seen.setdefault((kind, name), what)
         if other != what:
             yield Hit(("spec", "roles"),
                       f"{kind} {name!r} of {what} is also the {kind} of {other}",
-                      "rename the role (role names ending in -api or -env, or named router, "
-                      "collide with the names moegen gives other objects)")
+                      "rename the role (role names ending in -api or -env, or named router or "
+                      "epp, collide with the names moegen gives other objects)")

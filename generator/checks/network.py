@@ -5,6 +5,7 @@ from __future__ import annotations
 from ..engines import sglang as sg
 from ..engines import vllm as v
 from ..engines.caches import CACHE_ENV_KEYS
+from ..engines.gateway import SIDECAR_ENGINE_PORT, has_sidecar
 from ..engines.network import network_env
 from ..layout import Spread
 from ..pods import effective_pod
@@ -110,7 +111,8 @@ def _env_lws(ctx: Context):
 
 @rule("PORT001", E, "ports a pod opens do not collide",
       "vLLM defaults: --port 8000, --data-parallel-rpc-port 29550, --master-port 29501, "
-      "NIXL 5600 + DP rank, Mooncake bootstrap 8998 (vllm/config/parallel.py, vllm/envs.py)")
+      "NIXL 5600 + DP rank, Mooncake bootstrap 8998 (vllm/config/parallel.py, vllm/envs.py); "
+      "the routing sidecar's engine port 8200 (generator/engines/gateway.py)")
 def _ports(ctx: Context):
     if ctx.dialect is None:
         return
@@ -133,6 +135,8 @@ def _ports(ctx: Context):
                     used.setdefault(p, "NIXL side channel")
             if r.kv_transfer is not None and r.kv_transfer.connector == "mooncake":
                 used.setdefault(v.MOONCAKE_BOOTSTRAP_PORT, "Mooncake bootstrap")
+        if has_sidecar(ctx.spec.spec, r.mode):
+            used.setdefault(SIDECAR_ENGINE_PORT, "engine port behind the routing sidecar")
         if http in used:
             yield Hit(serving_path(ctx, i, "port"),
                       f"HTTP port {http} of role {r.name!r} collides with the {used[http]} port",

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ..catalog import GPUS
-from ..engines.routers import ROUTER_METRICS_PORT
+from ..engines.routers import GATEWAY_KIND, ROUTER_METRICS_PORT, rendered_router, router_kind
 from .registry import (
     Context,
     E,
@@ -85,15 +85,19 @@ def _unified_connector(ctx: Context):
 
 @rule("PD006", E, "the PD router supports the KV connector",
       "vllm-router 0.1.17 --kv-connector choices nixl, mooncake, moriio "
-      "(vllm-project/router py_src/vllm_router/router_args.py); smg pairs by bootstrap port")
+      "(vllm-project/router py_src/vllm_router/router_args.py); smg pairs by bootstrap port; "
+      "the llm-d routing sidecar's lmcache protocol is deprecated (generator/engines/gateway.py)")
 def _router_connector(ctx: Context):
-    if not ctx.spec.spec.router.enabled:
+    r = ctx.spec.spec.router
+    if not r.enabled:
         return
+    kind = router_kind(ctx.engine, r.kind)
+    who = {"vllm-router": "the vLLM PD router (vllm-router)", "smg": "SGLang's PD router (smg)",
+           GATEWAY_KIND: "the inference gateway (llm-d routing sidecar)"}[kind]
     for i, role in enumerate(ctx.spec.spec.roles):
         if role.mode == "prefill" and role.kvTransfer and role.kvTransfer.connector == "lmcache":
             yield Hit(role_path(i, "kvTransfer", "connector"),
-                      ("the vLLM PD router (vllm-router)" if is_vllm(ctx) else "SGLang's PD router (smg)")
-                      + " cannot route LMCache prefill/decode pairs",
+                      f"{who} cannot route LMCache prefill/decode pairs",
                       "use nixl or mooncake, or set router.enabled: false and bring your own proxy")
 
 
@@ -163,8 +167,7 @@ def _mooncake_rdma(ctx: Context):
       "generator/engines/routers.py: --port and --prometheus-port 29000 on one container")
 def _router_ports(ctx: Context):
     r = ctx.spec.spec.router
-    pd = {x.mode for x in ctx.spec.spec.roles} >= {"prefill", "decode"}
-    if r.enabled and pd and r.port == ROUTER_METRICS_PORT:
+    if rendered_router(ctx.spec.spec) == "deployment" and r.port == ROUTER_METRICS_PORT:
         yield Hit(("spec", "router", "port"),
                   f"router.port {r.port} is the router's metrics port", "choose another port")
 

@@ -9,6 +9,7 @@ import math
 from ..catalog import GPUS
 from ..engines.base import RoleInput
 from ..sizing import RoleSizing, size_role
+from ..sizing.sglang_budget import fraction_with_room
 from ..sizing.vllm_budget import CUDA_CONTEXT_GIB
 from .registry import (
     SIZING,
@@ -58,19 +59,11 @@ def _what_if(ctx: Context, i: int, r: RoleInput, z: RoleSizing) -> list[str]:
     return out
 
 
-def _sglang_mfs_room(z: RoleSizing) -> float | None:
-    """The largest mem_fraction_static that still leaves activations, CUDA graphs and buffers
-    (+ 1 GiB) outside SGLang's static pool, if it is above the one planned."""
-    pre = z.budget / z.utilization
-    best = math.floor((1 - (z.activation + z.overhead + 1.0) / pre) * 1000) / 1000
-    return best if best > z.utilization + 0.005 else None
-
-
 def _freers(r: RoleInput, z: RoleSizing) -> list[str]:
     """Settings that free memory for the KV cache, as hint fragments."""
     out = []
     if z.engine == "sglang":
-        room = _sglang_mfs_room(z)
+        room = fraction_with_room(z)
         if room:
             out.append(f"memFractionStatic: {room:g} (SGLang's default reserve is conservative "
                        f"here; {z.activation + z.overhead:.1f} GiB must stay outside the pool)")
@@ -93,7 +86,7 @@ def _siz_fit(ctx: Context):
         if z.kv_cache <= 0:
             top = sorted(z.weights_by_component.items(), key=lambda kv: -kv[1])[:3]
             parts = ", ".join(f"{k} {v:.1f}" for k, v in top)
-            room = _sglang_mfs_room(z) if z.engine == "sglang" else None
+            room = fraction_with_room(z) if z.engine == "sglang" else None
             pinned = r.serving.memFractionStatic or r.serving.gpuMemoryUtilization
             if room and not pinned and room * z.budget / z.utilization > z.weights + 1.0:
                 # SGLang's own default fraction is the problem, not the model's size: its
@@ -140,8 +133,8 @@ def _siz_conc(ctx: Context):
             fits = int(z.max_concurrency) * z.data
             longest = z.longest_len_for(z.per_rank_required)
             options = _what_if(ctx, i, r, z) + [f"maxModelLen <= {longest}"]
-            if z.engine == "sglang" and _sglang_mfs_room(z):
-                options.insert(0, f"memFractionStatic: {_sglang_mfs_room(z):g}")
+            if z.engine == "sglang" and fraction_with_room(z):
+                options.insert(0, f"memFractionStatic: {fraction_with_room(z):g}")
             yield Hit(role_path(i, "sizing", "concurrency"),
                       f"role {r.name!r} must hold {z.required_concurrency} sequences of "
                       f"{z.max_model_len} tokens, {z.per_rank_required} per DP rank, but one rank's "

@@ -5,11 +5,13 @@ multiprocess mode), with one series per data-parallel engine. Counters are expos
 ``_total`` suffix (prometheus_client).
 
 * vLLM 0.33.0 (vllm/v1/metrics/loggers.py; kv_connector/v1/nixl/stats.py and mooncake/stats.py):
-  ``vllm:num_requests_running`` (gauge), ``vllm:generation_tokens`` (counter),
+  ``vllm:num_requests_running`` and ``vllm:num_requests_waiting`` (gauges),
+  ``vllm:generation_tokens`` (counter),
   ``vllm:kv_cache_usage_perc`` (gauge, 0-1), ``vllm:nixl_num_failed_transfers`` and
   ``vllm:mooncake_num_failed_transfers`` (counters).
 * SGLang 0.5.23 (sglang/srt/observability/metrics_collector.py), only with ``--enable-metrics``:
-  ``sglang:num_running_reqs`` (gauge), ``sglang:generation_tokens_total`` (counter),
+  ``sglang:num_running_reqs`` and ``sglang:num_queue_reqs`` (gauges),
+  ``sglang:generation_tokens_total`` (counter),
   ``sglang:token_usage`` (gauge, 0-1), ``sglang:num_transfer_failed_reqs_total`` (counter).
 """
 
@@ -26,6 +28,8 @@ class EngineMetrics:
     generated_total: str
     kv_usage: str
     transfer_failed_total: dict[str, str]
+    #: Requests queued, not yet scheduled (the endpoint picker's queue scorer reads it).
+    waiting: str = ""
 
 
 METRICS = {
@@ -34,13 +38,15 @@ METRICS = {
         generated_total="vllm:generation_tokens_total",
         kv_usage="vllm:kv_cache_usage_perc",
         transfer_failed_total={"nixl": "vllm:nixl_num_failed_transfers_total",
-                               "mooncake": "vllm:mooncake_num_failed_transfers_total"}),
+                               "mooncake": "vllm:mooncake_num_failed_transfers_total"},
+        waiting="vllm:num_requests_waiting"),
     "sglang": EngineMetrics(
         running="sglang:num_running_reqs",
         generated_total="sglang:generation_tokens_total",
         kv_usage="sglang:token_usage",
         transfer_failed_total={"mooncake": "sglang:num_transfer_failed_reqs_total",
-                               "nixl": "sglang:num_transfer_failed_reqs_total"}),
+                               "nixl": "sglang:num_transfer_failed_reqs_total"},
+        waiting="sglang:num_queue_reqs"),
 }
 #: The SGLang flag that turns its metrics on (sglang/srt/server_args.py ``enable_metrics``).
 SGLANG_METRICS_FLAG = "--enable-metrics"

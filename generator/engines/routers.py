@@ -12,6 +12,20 @@
 
 Both routers bind their port only once the workers answer their health checks: moegen passes
 the engines' startup budget as ``--worker-startup-timeout-secs``.
+
+``spec.router.kind`` (docs/routing.md) picks one of three: the engine's own router as a
+Deployment (the default), or ``inference-gateway`` (engines/gateway.py). A router of the other
+engine is refused (rule RTR003), decided from the routers' sources:
+
+* smg in front of vLLM: smg's parser takes ``--pd-disaggregation --prefill URL --decode URL``
+  for any worker, but smg's vLLM prefill/decode flow runs over gRPC only (vLLM workers started
+  as ``vllm.entrypoints.grpc_server``, ``grpc://`` URLs and ``--model-path``: lightseekorg/smg
+  docs/getting-started/pd-disaggregation.md, "vLLM vs SGLang PD at a Glance"); moegen's vLLM
+  pods serve HTTP (``vllm serve``), where smg sends SGLang's bootstrap protocol.
+* vllm-router in front of SGLang: vllm-router 0.1.17 has no SGLang mode (its only PD flag is
+  ``--vllm-pd-disaggregation``, ``--kv-connector {nixl,mooncake,moriio}``: prefill first, then
+  decode with the ``kv_transfer_params`` vLLM returns; py_src/vllm_router/router_args.py), while
+  SGLang pairs prefill and decode by a bootstrap room sent to both at once.
 """
 
 from __future__ import annotations
@@ -26,6 +40,12 @@ VLLM_ROUTER_IMAGE = "vllm/vllm-router:v0.1.17"
 SGLANG_ROUTER_IMAGE = "lightseekorg/smg:v1.13.0"
 #: ``--prometheus-port``: both routers' default metrics port.
 ROUTER_METRICS_PORT = 29000
+#: The router kind each engine gets by default, and the engines each kind can route.
+DEFAULT_KIND = {"vllm": "vllm-router", "sglang": "smg"}
+KIND_ENGINES = {"vllm-router": ("vllm",), "smg": ("sglang",),
+                "inference-gateway": ("vllm", "sglang")}
+#: The kind that renders the Gateway API Inference Extension objects instead of a Deployment.
+GATEWAY_KIND = "inference-gateway"
 #: kvTransfer.connector -> vllm-router ``--kv-connector`` (its choices: nixl, mooncake, moriio).
 VLLM_ROUTER_CONNECTORS = {"nixl": "nixl", "mooncake": "mooncake"}
 
@@ -45,6 +65,24 @@ class Discovery:
     prefill: dict[str, str]
     decode: dict[str, str]
     port: int
+
+
+def router_kind(engine: str, kind: str | None) -> str:
+    """``spec.router.kind``, or the engine's own router when it is unset."""
+    return kind or DEFAULT_KIND[engine]
+
+
+def rendered_router(spec) -> str | None:
+    """What the deployment renders in front of its engines (``spec``: a DeploymentSpec):
+    ``"deployment"`` (vllm-router or smg, for prefill/decode roles), ``"gateway"`` (kind
+    inference-gateway, any roles), or None (router disabled, or no prefill/decode pair)."""
+    r = spec.router
+    if not r.enabled:
+        return None
+    if router_kind(spec.engine.name, r.kind) == GATEWAY_KIND:
+        return "gateway"
+    modes = {role.mode for role in spec.roles}
+    return "deployment" if {"prefill", "decode"} <= modes else None
 
 
 def discovery_supported(engine: str, connector: str) -> bool:

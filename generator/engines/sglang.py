@@ -59,14 +59,22 @@ SUPPORTED = [SupportedRange((0, 5, 1), (0, 6, 0))]
 DIST_INIT_PORT = 20000
 #: ``--disaggregation-bootstrap-port``: SGLang's default (server_args.py), rendered explicitly.
 BOOTSTRAP_PORT = 8998
+#: engine-neutral ``moe.overlap`` -> SGLang flag (python/sglang/srt/server_args.py; 0.5.23
+#: arg_groups/fields/exec_.py ``exec.overlap``).
+OVERLAP = {"two_batch": "--enable-two-batch-overlap",
+           "single_batch": "--enable-single-batch-overlap"}
 #: SGLANG_DEEPEP_NUM_MAX_DISPATCH_TOKENS_PER_RANK default (python/sglang/srt/environ.py); the
 #: ceiling is DeepEP's (engines/deepep.py LL_MAX_TOKENS).
 DEEPEP_LL_DEFAULT_TOKENS = 128
-#: engine-neutral all2all -> (--moe-a2a-backend, --deepep-mode or None).
+#: engine-neutral all2all -> (--moe-a2a-backend, --deepep-mode or None). MoRI-EP (AMD) takes the
+#: DeepEP mode flag too ("Select the mode when enable DeepEP or MoriEP MoE", server_args.py
+#: 0.5.23); plain ``mori`` leaves it at ``auto`` (normal for prefill, low_latency for decode).
 A2A = {"deepep_low_latency": ("deepep", "low_latency"),
        "deepep_high_throughput": ("deepep", "normal"),
        "deepep_v2": ("deepep_v2", None), "nixl_ep": ("nixl", None), "pplx": ("pplx", None),
        "flashinfer_all2allv": ("flashinfer", None),
+       "mori": ("mori", None), "mori_high_throughput": ("mori", "normal"),
+       "mori_low_latency": ("mori", "low_latency"),
        "naive": ("none", None), "allgather_reducescatter": ("none", None)}
 #: ``SGLANG_HEALTH_CHECK_TIMEOUT``: how long /health waits for its one-token generation, s
 #: (SGLang's default 20, entrypoints/http_server.py); probes time out only after it.
@@ -152,6 +160,8 @@ DERIVED_FLAGS: dict[str, str] = {
     "--deepep-mode": "roles[].moe.all2all",
     "--enable-deepep-moe": "roles[].moe.all2all",
     "--enable-eplb": "roles[].moe.eplb",
+    "--enable-two-batch-overlap": "roles[].moe.overlap",
+    "--enable-single-batch-overlap": "roles[].moe.overlap",
     "--ep-num-redundant-experts": "roles[].moe.eplb.redundantExperts",
     "--eplb-rebalance-num-iterations": "roles[].moe.eplb.stepInterval",
     "--expert-distribution-recorder-buffer-size": "roles[].moe.eplb.windowSize",
@@ -277,6 +287,10 @@ class SglangDialect:
                 tokens = deepep_dispatch_tokens(role)
                 if tokens != DEEPEP_LL_DEFAULT_TOKENS:
                     env["SGLANG_DEEPEP_NUM_MAX_DISPATCH_TOKENS_PER_RANK"] = str(tokens)
+        if moe is not None and moe.overlap is not None:
+            # exec.overlap (arg_groups/fields/exec_.py, 0.5.23; server_args.py before 0.5.22):
+            # two-batch since 0.4.x, single-batch since 0.5.3 (checked by OVL002).
+            common += [OVERLAP[moe.overlap]]
         if moe is not None and moe.eplb is not None and moe.eplb.enabled:
             common += ["--enable-eplb",
                        "--ep-num-redundant-experts", str(moe.eplb.redundantExperts),

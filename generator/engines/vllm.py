@@ -134,6 +134,7 @@ DERIVED_FLAGS: dict[str, str] = {
     "--all2all-backend": "roles[].moe.all2all",
     "--enable-eplb": "roles[].moe.eplb",
     "--eplb-config": "roles[].moe.eplb",
+    "--enable-dbo": "roles[].moe.overlap",
     "--num-redundant-experts": "roles[].moe.eplb.redundantExperts",
     "--eplb-window-size": "roles[].moe.eplb.windowSize",
     "--eplb-step-interval": "roles[].moe.eplb.stepInterval",
@@ -283,6 +284,11 @@ class VllmDialect:
                 env["VLLM_ALL2ALL_BACKEND"] = moe.all2all
             else:
                 common += ["--all2all-backend", moe.all2all]
+        if moe is not None and moe.overlap == "two_batch":
+            # Dual batch overlap: two micro-batches when DP > 1 (ParallelConfig.enable_dbo,
+            # vllm/config/parallel.py; vllm/v1/worker/gpu/ubatch_utils.py). No single-batch
+            # form exists in vLLM (OVL002).
+            common += ["--enable-dbo"]
         if moe is not None and moe.eplb is not None and moe.eplb.enabled:
             eplb = {"window_size": moe.eplb.windowSize, "step_interval": moe.eplb.stepInterval,
                     "num_redundant_experts": moe.eplb.redundantExperts,

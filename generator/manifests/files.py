@@ -7,6 +7,9 @@ Files of an output directory (one object per file, named ``<role>-<kind>.yaml``)
   ``router-deployment.yaml``, ``router-service.yaml`` (+ ``router-role.yaml``,
   ``router-rolebinding.yaml``, ``router-serviceaccount.yaml`` when it discovers its engines),
 * ``podmonitor.yaml``, ``router-servicemonitor.yaml``, ``prometheusrule.yaml`` (monitoring),
+* router kind inference-gateway: ``inferencepool.yaml``, ``httproute.yaml``,
+  ``epp-deployment.yaml``, ``epp-service.yaml``, ``epp-configmap.yaml``, ``epp-role.yaml``,
+  ``epp-rolebinding.yaml`` (+ ``epp-serviceaccount.yaml`` unless spec.pod names one),
 * ``env/<role>.env`` (engine environment), ``kustomization.yaml``, ``kustomizeconfig.yaml``.
 """
 
@@ -53,6 +56,19 @@ def render_files(plan: DeploymentPlan) -> dict[str, str]:
         if plan.router.own_service_account:
             files["router-serviceaccount.yaml"] = render("router-serviceaccount.yaml.j2",
                                                          plan=plan, r=plan.router)
+    if plan.gateway is not None:
+        g = plan.gateway
+        for file, template in (("inferencepool.yaml", "inferencepool.yaml.j2"),
+                               ("httproute.yaml", "httproute.yaml.j2"),
+                               ("epp-deployment.yaml", "epp-deployment.yaml.j2"),
+                               ("epp-service.yaml", "epp-service.yaml.j2"),
+                               ("epp-configmap.yaml", "epp-configmap.yaml.j2"),
+                               ("epp-role.yaml", "epp-role.yaml.j2"),
+                               ("epp-rolebinding.yaml", "epp-rolebinding.yaml.j2")):
+            files[file] = render(template, plan=plan, g=g)
+        if g.own_service_account:
+            files["epp-serviceaccount.yaml"] = render("epp-serviceaccount.yaml.j2", plan=plan,
+                                                      g=g)
     for e in plan.env_files:
         files[e.path] = render("env.j2", plan=plan, e=e)
     resources = sorted(f for f in files if f.endswith(".yaml"))

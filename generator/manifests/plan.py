@@ -16,6 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from ..engines import gateway as gw
 from ..engines import sglang as sg
 from ..engines.base import Dialect, EngineLaunch, RoleInput
 from ..engines.caches import cache_env, cache_root
@@ -27,6 +28,7 @@ from ..engines.routers import (
     SMG_BOOTSTRAP_ANNOTATION,
     Discovery,
     discovery_supported,
+    rendered_router,
     router_launch,
 )
 from ..layout import RoleLayout
@@ -42,8 +44,11 @@ from ..naming import (
     LWS_WORKER_INDEX_LABEL,
     client_service,
     env_configmap,
+    epp_name,
     lws_name,
     lws_pod,
+    pool_name,
+    route_name,
     router_name,
     statefulset_name,
 )
@@ -216,6 +221,53 @@ class RouterPlan:
 
 
 @dataclass(frozen=True)
+class GatewayPlan:
+    """Router kind inference-gateway (engines/gateway.py): the InferencePool, its endpoint
+    picker (Deployment, Service, ConfigMap, ServiceAccount, Role, RoleBinding) and the
+    HTTPRoute from the user's Gateway. ``pool_spec``/``route_spec``/``service_ports`` are the
+    objects' specs as dicts; the EPP pod fields mirror :class:`RouterPlan`'s."""
+
+    pool: str
+    epp: str
+    route: str
+    labels: dict[str, str]
+    epp_labels: dict[str, str]
+    pool_spec: dict[str, Any]
+    route_spec: dict[str, Any]
+    selector: dict[str, str]
+    image: str
+    args: list[str]
+    replicas: int
+    ports: list[dict[str, Any]]
+    service_ports: list[dict[str, Any]]
+    probes: dict[str, Any]
+    resources: dict[str, Any]
+    config_file: str
+    config_dir: str
+    config_text: str
+    config_data: dict[str, str]
+    rules: list[dict[str, Any]]
+    service_account: str
+    own_service_account: bool
+    namespace_env: str = gw.EPP_NAMESPACE_ENV
+    grace_s: int = gw.EPP_GRACE_S
+    pool_api: str = gw.INFERENCE_POOL_API
+    route_api: str = gw.HTTPROUTE_API
+    security_context: dict[str, Any] = field(default_factory=dict)
+    image_pull_secrets: list[dict[str, str]] = field(default_factory=list)
+    priority_class: str | None = None
+    scheduler_name: str | None = None
+    sync_wave: str = ROUTER_SYNC_WAVE
+    pod_labels: dict[str, str] = field(default_factory=dict)
+    pod_annotations: dict[str, str] = field(default_factory=dict)
+    #: For the review page: the scheduling profiles and their scorers, the Gateway, the
+    #: sidecar's connector ("" without prefill/decode roles).
+    profiles: list[dict[str, Any]] = field(default_factory=list)
+    parent: str = ""
+    sidecar_connector: str = ""
+
+
+@dataclass(frozen=True)
 class EnvFilePlan:
     """One role's env file ``env/<role>.env`` and the ConfigMap generated from it."""
 
@@ -253,6 +305,7 @@ class DeploymentPlan:
         default_factory=lambda: dict(GENERATED_CONFIGMAP_ANNOTATIONS))
     pdbs: list[PdbPlan] = field(default_factory=list)
     monitoring: MonitoringPlan | None = None
+    gateway: GatewayPlan | None = None
 
 
 def build_plan(spec: InferenceDeployment, roles: list[RoleInput], dialect: Dialect,
@@ -278,8 +331,9 @@ def build_plan(spec: InferenceDeployment, roles: list[RoleInput], dialect: Diale
     # kustomize ``namespace:`` over the base moves the router and its engines together.
     endpoints: dict[str, list[str]] = {"prefill": [], "decode": [], "unified": []}
 
-    modes = {r.mode for r in roles}
-    pd_router = {"prefill", "decode"} <= modes and spec.spec.router.enabled
+    rendered = rendered_router(spec.spec)
+    pd_router = rendered == "deployment"
+    gateway = rendered == "gateway"
     monitored = spec.spec.monitoring is not None and spec.spec.monitoring.enabled
     connector = next((r.kv_transfer.connector for r in roles
                       if r.mode == "prefill" and r.kv_transfer is not None), "")
@@ -291,10 +345,20 @@ def build_plan(spec: InferenceDeployment, roles: list[RoleInput], dialect: Diale
                               decode={L_INSTANCE: base, L_MODE: "decode", L_API: "true"},
                               port=ports.pop())
 
+    sidecar_connector = gw.sidecar_connector(dialect.engine, connector) if gateway else None
     for role_spec, role, hplan in zip(spec.spec.roles, roles, host_plans):
+        port = role.serving.port
+        sidecar = None
+        if gw.has_sidecar(spec.spec, role.mode):
+            # The sidecar takes the role's port (the pool's target port); the engine moves
+            # behind it (checked by PORT001).
+            sidecar = gw.sidecar_container(dialect.engine, port, sidecar_connector or "",
+                                           sg.BOOTSTRAP_PORT)
+            role = replace(role, serving=replace(role.serving, port=gw.SIDECAR_ENGINE_PORT))
         launch = dialect.launch(role, sizing_by_role.get(role.name),
                                 hplan.startup_s if hplan is not None else None)
-        if monitored and dialect.engine == "sglang":   # SGLang serves /metrics only then
+        # SGLang serves /metrics only with the flag: for Prometheus and the endpoint picker.
+        if (monitored or gateway) and dialect.engine == "sglang":
             launch = replace(launch, common=(*launch.common, SGLANG_METRICS_FLAG))
         if role_spec.engineArgs:   # checked by ENG004/ENG005; after the derived flags
             common, serving = split_api_args(role_spec.engineArgs)
@@ -317,7 +381,7 @@ def build_plan(spec: InferenceDeployment, roles: list[RoleInput], dialect: Diale
                          launcher=launcher_context(launch, role.name,
                                                    f"{dialect.label} {dialect.version} dialect"),
                          configmap=configmap, pod=effective_pod(spec.spec, role_spec),
-                         host=hplan)
+                         host=hplan, sidecar=sidecar)
         topology = role_spec.placement.topologyKey if role_spec.placement else None
         gang_labels, gang_annotations, tas = _gang(spec, lay.multi_pod)
         api = {L_API: "true"}
@@ -325,7 +389,6 @@ def build_plan(spec: InferenceDeployment, roles: list[RoleInput], dialect: Diale
         bootstrap = ({SMG_BOOTSTRAP_ANNOTATION: str(sg.BOOTSTRAP_PORT)}
                      if discovery is not None and dialect.engine == "sglang"
                      and role.mode == "prefill" else {})
-        port = role.serving.port
         client_selector = {L_INSTANCE: base, L_ROLE: role.name}
         n_pods = len(lay.pods)
         if role_spec.workload in ("lws", "pod-per-rank"):
@@ -382,6 +445,10 @@ def build_plan(spec: InferenceDeployment, roles: list[RoleInput], dialect: Diale
         startup = max((h.startup_s for h in host_plans if h is not None),
                       default=ENGINE_STARTUP_S)
         router = _router_plan(spec, roles, endpoints, common_labels, startup, discovery)
+    gateway_plan = None
+    if gateway:
+        gateway_plan = _gateway_plan(spec, roles, dialect.engine, common_labels,
+                                     sidecar_connector or "")
     monitoring = None
     if monitored:
         monitoring = monitoring_plan(
@@ -391,7 +458,7 @@ def build_plan(spec: InferenceDeployment, roles: list[RoleInput], dialect: Diale
             sizing_by_role, router is not None)
     return DeploymentPlan(base, ns, common_labels, workloads, services, router, env_files,
                           role_plans, engine=dialect.engine, dialect=dialect.version, pdbs=pdbs,
-                          monitoring=monitoring)
+                          monitoring=monitoring, gateway=gateway_plan)
 
 
 def _gang(spec: InferenceDeployment, multi_pod: bool
@@ -423,7 +490,7 @@ def _router_plan(spec: InferenceDeployment, roles: list[RoleInput],
                            connector=connector, prefill_urls=endpoints["prefill"],
                            decode_urls=endpoints["decode"], startup_s=startup_s,
                            image=cfg.image, discovery=discovery)
-    defaults = spec.spec.pod   # the router takes the spec-level pod settings a platform enforces
+    defaults = spec.spec.pod
     labels = {**common_labels, L_COMPONENT: "router", L_ROLE: "router"}
     return RouterPlan(
         name=router_name(spec.metadata.name),
@@ -433,15 +500,89 @@ def _router_plan(spec: InferenceDeployment, roles: list[RoleInput],
         metrics_port=launch.metrics_port, replicas=cfg.replicas, command=list(launch.command),
         probes=router_probes(startup_s),
         resources={"requests": dict(ROUTER_RESOURCES), "limits": dict(ROUTER_RESOURCES)},
-        security_context={"allowPrivilegeEscalation": False, "capabilities": {"drop": ["ALL"]}},
-        image_pull_secrets=[{"name": n} for n in (defaults.imagePullSecrets or [])]
-        if defaults else [],
+        security_context=dict(CONTROL_SECURITY),
         service_account=(defaults.serviceAccountName if defaults else None)
         or (router_name(spec.metadata.name) if discovery is not None else None),
         own_service_account=discovery is not None
         and not (defaults and defaults.serviceAccountName),
         discovery=discovery is not None,
-        priority_class=defaults.priorityClassName if defaults else None,
-        scheduler_name=defaults.schedulerName if defaults else None,
-        pod_labels={**((defaults.labels or {}) if defaults else {}), **labels},
-        pod_annotations=dict((defaults.annotations or {}) if defaults else {}))
+        **_control_pod(spec, labels))
+
+
+#: securityContext of moegen's own control containers (router, endpoint picker).
+CONTROL_SECURITY = {"allowPrivilegeEscalation": False, "capabilities": {"drop": ["ALL"]}}
+
+
+def _control_pod(spec: InferenceDeployment, labels: dict[str, str],
+                 annotations: dict[str, str] | None = None) -> dict[str, Any]:
+    """The ``spec.pod`` settings a platform enforces that the router and the endpoint picker
+    take: pull secrets, priority class, scheduler, labels (under ``labels``) and annotations
+    (+ ``annotations``); not the engines' resources, volumes or affinity."""
+    d = spec.spec.pod
+    return {"image_pull_secrets": [{"name": n} for n in (d.imagePullSecrets or [])] if d else [],
+            "priority_class": d.priorityClassName if d else None,
+            "scheduler_name": d.schedulerName if d else None,
+            "pod_labels": {**((d.labels or {}) if d else {}), **labels},
+            "pod_annotations": {**((d.annotations or {}) if d else {}), **(annotations or {})}}
+
+
+def _gateway_plan(spec: InferenceDeployment, roles: list[RoleInput], engine: str,
+                  common_labels: dict[str, str], connector: str) -> GatewayPlan:
+    """Router kind inference-gateway: the pool over the pods that serve the API, the endpoint
+    picker (``spec.pod``'s pull secrets, service account, priority class, scheduler, labels
+    and annotations, as the router) and the route from ``router.gateway.parentRef``."""
+    base = spec.metadata.name
+    cfg = spec.spec.router
+    pd = {"prefill", "decode"} <= {r.mode for r in roles}
+    pool, epp, route = pool_name(base), epp_name(base), route_name(base)
+    ports = sorted({p for r in roles for p in gw.engine_api_ports(r)})
+    pool_spec = {
+        "selector": {"matchLabels": {L_INSTANCE: base, L_API: "true"}},
+        "targetPorts": [{"number": p} for p in ports],
+        "endpointPickerRef": {"name": epp, "port": {"number": gw.EPP_GRPC_PORT}},
+    }
+    ref = cfg.gateway.parentRef   # set: rule RTR001
+    parent = {"group": gw.GATEWAY_GROUP, "kind": "Gateway", "name": ref.name}
+    if ref.namespace is not None:
+        parent["namespace"] = ref.namespace
+    route_spec = {
+        "parentRefs": [parent],
+        "rules": [{"matches": [{"path": {"type": "PathPrefix", "value": "/"}}],
+                   "backendRefs": [{"group": gw.POOL_GROUP, "kind": "InferencePool",
+                                    "name": pool}],
+                   "timeouts": {"request": gw.ROUTE_REQUEST_TIMEOUT}}],
+    }
+    config = gw.epp_config(pd)
+    text = gw.config_text(config)
+    defaults = spec.spec.pod
+    labels = {**common_labels, L_COMPONENT: "endpoint-picker", L_ROLE: "endpoint-picker"}
+    own_sa = not (defaults and defaults.serviceAccountName)
+    grpc = {"grpc": {"port": gw.EPP_HEALTH_PORT, "service": gw.EPP_HEALTH_SERVICE},
+            "initialDelaySeconds": 5, "periodSeconds": 10}
+    profiles = [{"name": prof["name"],
+                 "scorers": [f"{p['pluginRef']} x{p['weight']}" for p in prof["plugins"]
+                             if "weight" in p]}
+                for prof in config["schedulingProfiles"]]
+    return GatewayPlan(
+        pool=pool, epp=epp, route=route, labels=dict(common_labels), epp_labels=labels,
+        pool_spec=pool_spec, route_spec=route_spec,
+        selector={L_INSTANCE: base, L_ROLE: "endpoint-picker"},
+        image=cfg.image or gw.EPP_IMAGE, args=gw.epp_args(engine, pool), replicas=cfg.replicas,
+        ports=[{"name": "grpc", "containerPort": gw.EPP_GRPC_PORT, "protocol": "TCP"},
+               {"name": "grpc-health", "containerPort": gw.EPP_HEALTH_PORT, "protocol": "TCP"},
+               {"name": "metrics", "containerPort": gw.EPP_METRICS_PORT, "protocol": "TCP"}],
+        service_ports=[{"name": "grpc-ext-proc", "port": gw.EPP_GRPC_PORT,
+                        "targetPort": "grpc", "protocol": "TCP", "appProtocol": "http2"},
+                       {"name": "http-metrics", "port": gw.EPP_METRICS_PORT,
+                        "targetPort": "metrics", "protocol": "TCP"}],
+        probes={"readinessProbe": grpc, "livenessProbe": grpc},
+        resources={"requests": dict(gw.EPP_RESOURCES), "limits": dict(gw.EPP_RESOURCES)},
+        config_file=gw.EPP_CONFIG_FILE, config_dir=gw.EPP_CONFIG_DIR, config_text=text,
+        config_data={gw.EPP_CONFIG_FILE: text},
+        rules=[dict(r) for r in gw.EPP_RULES],
+        service_account=(defaults.serviceAccountName if not own_sa else epp),
+        own_service_account=own_sa, security_context=dict(CONTROL_SECURITY),
+        **_control_pod(spec, labels, {gw.CONFIG_HASH_ANNOTATION: gw.config_hash(text)}),
+        profiles=profiles,
+        parent=f"{ref.namespace}/{ref.name}" if ref.namespace else ref.name,
+        sidecar_connector=connector if pd else "")

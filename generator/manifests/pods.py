@@ -10,6 +10,7 @@ import shlex
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..catalog import GPUS
 from ..engines.base import LEADER_IP, POD_IP, EngineLaunch, Port, RoleInput
 from ..engines.caches import CACHE_MOUNT
 from ..naming import L_INSTANCE, L_ROLE, LWS_GROUP_KEY_LABEL
@@ -65,6 +66,9 @@ class PodSpecPlan:
     service_account: str | None = None
     priority_class: str | None = None
     scheduler_name: str | None = None
+    #: Native sidecars (init containers with ``restartPolicy: Always``): the routing sidecar of
+    #: decode pods behind router kind inference-gateway (engines/gateway.py).
+    init_containers: list[dict[str, Any]] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -135,6 +139,8 @@ class PodContext:
     configmap: str
     pod: PodSettings
     host: HostPlan | None
+    #: The routing sidecar container of the role's API pods (None: no sidecar).
+    sidecar: dict[str, Any] | None = None
 
 
 def pod_plan(ctx: PodContext, spec: PodSpecPlan, extra_labels: dict[str, str] | None = None,
@@ -168,7 +174,8 @@ def _resources(ctx: PodContext, pods: range) -> dict[str, Any]:
                            ("ephemeral-storage", pod.limits.ephemeralStorage)):
             if value is not None:
                 limits[key] = value
-    limits["nvidia.com/gpu"] = role.layout.gpus_per_pod
+    # The pool's device-plugin resource: nvidia.com/gpu or amd.com/gpu (catalog Gpu.resource).
+    limits[GPUS[ctx.pool.gpu].resource] = role.layout.gpus_per_pod
     if net.rdma is not None:
         limits[net.rdma.resourceName] = net.rdma.resourceCount
     return {"limits": limits} | ({"requests": requests} if requests else {})
@@ -313,6 +320,7 @@ def pod_spec(ctx: PodContext, pods: range, index_label: str | None,
         service_account=ctx.pod.service_account,
         priority_class=ctx.pod.priority_class,
         scheduler_name=ctx.pod.scheduler_name or _gang_scheduler(ctx),
+        init_containers=[dict(ctx.sidecar)] if ctx.sidecar is not None and serves_api else [],
     )
 
 

@@ -3,7 +3,9 @@ prints, so the page never computes anything (every coordinate and number is made
 
 Sections: ``summary`` (model, engine, pools, roles, GPUs used of available), ``topology`` (pools ->
 nodes -> pods -> GPUs with their DP/TP/PP/EP ranks, leader/worker, and the prefill -> KV transfer
--> decode flow through the router, as SVG boxes; roles with more than :data:`MAX_NODES_DRAWN`
+-> decode flow through the router, or for router kind inference-gateway the Gateway ->
+InferencePool -> endpoint picker route with its profiles and scorers, as SVG boxes; roles with
+more than :data:`MAX_NODES_DRAWN`
 nodes draw the first ones and aggregate the rest), ``memory`` (per role the most loaded GPU as
 stacked segments against HBM with the engine's budget line), ``findings``, and ``plan`` (the
 planner's table when the input is a PlanRequest).
@@ -145,7 +147,74 @@ def _topology(checked, plan) -> dict:
         width = rx + 210
     else:
         router = None
-    return {"width": width, "height": y, "roles": roles_out, "router": router, "flows": flows}
+    gateway = None
+    if plan.gateway is not None and anchors:
+        gateway, gflows, width, y = _gateway_route(plan, checked, anchors, width, y)
+        flows = gflows
+    return {"width": width, "height": y, "roles": roles_out, "router": router, "flows": flows,
+            "gateway": gateway}
+
+
+#: Gateway column geometry, px: box width, box height, line height, gap between boxes.
+GW_W, GW_H, GW_LINE, GW_GAP = 560, 40, 15, 46
+
+
+def _gateway_route(plan, checked, anchors: dict, width: int, height: int):
+    """Router kind inference-gateway: the Gateway -> InferencePool -> endpoint picker column to
+    the right of the roles, the request to the decode (or unified) pods, the sidecar's prefill
+    leg and the KV transfer. Returns (boxes, flows, width, height)."""
+    g = plan.gateway
+    gx = width + 230
+    boxes = []
+    texts = [
+        [f"Gateway {g.parent}", f"HTTPRoute {g.route}, path /"],
+        [f"InferencePool {g.pool}",
+         "targetPorts " + ", ".join(str(p["number"]) for p in g.pool_spec["targetPorts"])],
+        [f"endpoint picker {g.epp}",
+         *(f"profile {p['name']}: " + ", ".join(p["scorers"]) for p in g.profiles)],
+    ]
+    y = 10
+    for lines in texts:
+        h = max(GW_H, 12 + GW_LINE * len(lines))
+        boxes.append({"x": gx, "y": y, "w": GW_W, "h": h,
+                      "lines": [{"x": gx + 8, "y": y + 18 + GW_LINE * k, "text": t,
+                                 "bold": k == 0}
+                                for k, t in enumerate(lines)]})
+        y += h + GW_GAP
+    gw_box, pool_box, epp_box = boxes
+    flows = [
+        {"x1": gx + 60, "y1": gw_box["y"] + gw_box["h"], "x2": gx + 60, "y2": pool_box["y"],
+         "tx": gx + 66, "ty": pool_box["y"] - 14, "label": "HTTPRoute"},
+        {"x1": gx + 200, "y1": pool_box["y"] + pool_box["h"], "x2": gx + 200,
+         "y2": epp_box["y"], "tx": gx + 206, "ty": epp_box["y"] - 14,
+         "label": "ext-proc: pick endpoints"},
+    ]
+    target = "decode" if "decode" in anchors else next(iter(anchors))
+    tx_, ty0, ty1 = anchors[target]
+    ty = (ty0 + ty1) // 2
+    pool_mid = pool_box["y"] + pool_box["h"] // 2
+    if g.sidecar_connector and "prefill" in anchors:
+        px_, py0, py1 = anchors["prefill"]
+        py = (py0 + py1) // 2
+        connector = next(r.kv_transfer.connector for r in checked.roles if r.kv_transfer)
+        kv_x = min(px_, tx_) - 60
+        down = py1 < ty0
+        ky1, ky2 = (py1, ty0 - LABEL_H) if down else (py0 - LABEL_H, ty1)
+        # The sidecar's prefill leg: from the decode block's top-right corner to the prefill
+        # block's right edge.
+        lx1, ly1 = tx_ - 20, (ty0 - LABEL_H if down else ty1)
+        flows += [
+            {"x1": gx, "y1": pool_mid, "x2": tx_ + 2, "y2": ty, "tx": tx_ + 10, "ty": ty + 16,
+             "label": "1. decode pod (routing sidecar)"},
+            {"x1": lx1, "y1": ly1, "x2": px_ + 2, "y2": py, "tx": (lx1 + px_) // 2 + 8,
+             "ty": (ly1 + py) // 2 - 6, "label": f"2. prefill leg ({g.sidecar_connector})"},
+            {"x1": kv_x, "y1": ky1, "x2": kv_x, "y2": ky2, "tx": kv_x + 6,
+             "ty": (ky1 + ky2) // 2 + 4, "label": f"3. KV ({connector})"},
+        ]
+    else:
+        flows.append({"x1": gx, "y1": pool_mid, "x2": tx_ + 2, "y2": ty, "tx": tx_ + 10,
+                      "ty": ty + 16, "label": f"request to a {target} pod"})
+    return boxes, flows, gx + GW_W + 10, max(height, y)
 
 
 def _memory(sizing: list) -> list[dict]:

@@ -47,6 +47,11 @@ def placement_for(role: RoleInput, engine: str) -> Placement:
     return Placement(tp=lay.tensor, moe_tp=lay.tensor * lay.data, **common)
 
 
+#: (id(config), format, placement) -> (config, stage weights); holding the config keeps its id
+#: unique. Stage weights are a pure function of the three.
+_STAGES: dict[tuple, tuple[dict, list]] = {}
+
+
 def size_role(role: RoleInput, gpu: Gpu, dialect: Dialect) -> RoleSizing:
     """Size one role on its pool's GPU with the budget of ``dialect``'s engine release.
 
@@ -56,7 +61,11 @@ def size_role(role: RoleInput, gpu: Gpu, dialect: Dialect) -> RoleSizing:
     cfg = role.arch.config
     inv = inventory(cfg)
     place = placement_for(role, dialect.engine)
-    stages = stage_weights(inv, cfg, role.model.weights, place)
+    key = (id(cfg), role.model.weights, place)
+    hit = _STAGES.get(key)
+    if hit is None:   # the planner sizes one placement many times (concurrency varies)
+        hit = _STAGES[key] = (cfg, stage_weights(inv, cfg, role.model.weights, place))
+    stages = hit[1]
     if dialect.engine == "sglang":
         return size_sglang(role, gpu, inv, cfg, stages, place, dialect.version)
     return size_vllm(role, gpu, dialect.version, dialect.gpu_memory_utilization_default,

@@ -24,6 +24,8 @@ engine after the memory outside the pool (activation, CUDA graphs, DeepEP buffer
 
 from __future__ import annotations
 
+import math
+
 from ..catalog import Gpu
 from ..engines import deepep
 from ..engines.base import RoleInput
@@ -136,3 +138,14 @@ def size_sglang(role: RoleInput, gpu: Gpu, inv, cfg: dict, stages, place,
         per_rank_required=per_rank, data=lay.data, batched_tokens=chunked, comm=comm,
         cuda_graph_outside=0.0, utilization=mfs, outside_pool=pre * (1 - mfs),
         seq_layout=seq_layout)
+
+
+def fraction_with_room(z: RoleSizing) -> float | None:
+    """The largest ``mem_fraction_static`` that still leaves activations, CUDA graphs and buffers
+    (+ 1 GiB) outside SGLang's static pool, if it is above the one ``z`` planned (``None``
+    otherwise). Rounded down to 0.001. This is the value SIZ001/SIZ003 hint at and that
+    ``gen plan`` pins for SGLang layouts its default formula would not fit."""
+    pre = z.budget / z.utilization
+    best = math.floor((1 - (z.activation + z.overhead + 1.0) / pre) * 1000) / 1000
+    return best if best > z.utilization + 0.005 else None
+

@@ -298,12 +298,19 @@ class Moe(_Model):
 
     all2all: Literal[
         "naive", "allgather_reducescatter", "deepep_high_throughput", "deepep_low_latency",
-        "deepep_v2", "pplx", "flashinfer_all2allv", "nixl_ep",
+        "deepep_v2", "pplx", "flashinfer_all2allv", "nixl_ep", "mori", "mori_high_throughput",
+        "mori_low_latency",
     ] | None = Field(None,
-        description="Expert all-to-all backend (engine-neutral name; rendered per engine release).")
+        description="Expert all-to-all backend (engine-neutral name; rendered per engine release). "
+                    "DeepEP/pplx/FlashInfer on NVIDIA; MoRI-EP (mori*) on AMD.")
     eplb: Eplb | None = Field(None, description="Expert-parallel load balancing.")
     placement: Literal["linear", "round_robin"] | None = Field(None,
         description="How experts map to EP ranks (vLLM --expert-placement-strategy).")
+    overlap: Literal["two_batch", "single_batch"] | None = Field(None,
+        description="Overlap the expert all-to-all with computation: two_batch splits each "
+                    "batch into two micro-batches (SGLang --enable-two-batch-overlap, vLLM "
+                    "--enable-dbo); single_batch overlaps within one batch (SGLang "
+                    "--enable-single-batch-overlap, 0.5.3+). Unset: the engine's default (off).")
 
 
 class Speculative(_Model):
@@ -433,16 +440,47 @@ class Role(_Model):
         description="Topology placement of the role's instances.")
 
 
-class Router(_Model):
-    """The PD router in front of prefill and decode."""
+class GatewayParentRef(_Model):
+    """The Gateway an HTTPRoute attaches to (Gateway API ``ParentReference``, kind Gateway)."""
 
-    enabled: bool = Field(True, description="Render the router (prefill/decode deployments).")
+    name: str = Field(min_length=1, max_length=253, pattern=DNS_SUBDOMAIN,
+                      description="The Gateway's name.")
+    namespace: str | None = Field(None, max_length=63, pattern=DNS_LABEL,
+                                  description="The Gateway's namespace (default: the "
+                                  "deployment's, which a kustomize namespace override moves). "
+                                  "The Gateway's listeners must allow routes from the "
+                                  "deployment's namespace.")
+
+
+class RouterGateway(_Model):
+    """Where ``kind: inference-gateway`` takes its traffic from (docs/routing.md)."""
+
+    parentRef: GatewayParentRef | None = Field(None, description="An existing Gateway "
+                                               "(Gateway API) that routes to the InferencePool.")
+
+
+class Router(_Model):
+    """The router in front of the engines (docs/spec.md §6.1, docs/routing.md)."""
+
+    enabled: bool = Field(True, description="Render the router (prefill/decode deployments; "
+                          "with kind inference-gateway every deployment).")
+    kind: Literal["vllm-router", "smg", "inference-gateway"] | None = Field(
+        None, description="vllm-router (vLLM's PD router) or smg (SGLang's) as a Deployment, "
+        "or inference-gateway: an InferencePool, its endpoint picker and an HTTPRoute from "
+        "gateway.parentRef (Gateway API Inference Extension). Default: the engine's router "
+        "(vllm-router for vLLM, smg for SGLang).")
+    gateway: RouterGateway | None = Field(None, description="kind inference-gateway only: the "
+                                          "Gateway that routes to the pool.")
     image: str | None = Field(None, min_length=1, max_length=512, pattern=IMAGE,
-                              description="Default per engine dialect.")
-    port: int = Field(8080, ge=1024, le=65535, description="Router HTTP port.")
-    replicas: int = Field(1, ge=1, le=64, description="Router replicas.")
+                              description="Default per kind (the router, or the endpoint "
+                              "picker of kind inference-gateway).")
+    port: int = Field(8080, ge=1024, le=65535, description="Router HTTP port (vllm-router, "
+                      "smg; the Gateway's listeners serve inference-gateway).")
+    replicas: int = Field(1, ge=1, le=64, description="Router replicas (endpoint picker "
+                          "replicas with kind inference-gateway).")
     policy: Literal["random", "round_robin", "cache_aware", "power_of_two"] = Field("round_robin",
-        description="Load-balancing policy.")
+        description="Load-balancing policy of vllm-router and smg (inference-gateway scores "
+        "endpoints instead: docs/routing.md).")
     discovery: bool = Field(
         True, description="The router finds its engine pods by label (Kubernetes API, a "
         "namespaced Role) instead of a rendered list of pod URLs, where the router can: smg, and "
