@@ -132,7 +132,12 @@ def role_inputs(spec: InferenceDeployment, arch: ModelArch | None) -> list[RoleI
 
 def check(spec_path: Path, overlays: list[Path] = ()) -> Checked:
     """Run every check on a spec and its overlays. Never raises for bad input."""
-    loaded = load_spec(Path(spec_path), [Path(o) for o in overlays])
+    return check_loaded(load_spec(Path(spec_path), [Path(o) for o in overlays]))
+
+
+def check_loaded(loaded: LoadedSpec) -> Checked:
+    """Run every check on a spec already read (a file's, or one built in memory, as
+    ``gen plan`` does for a fixed layout). Never raises for bad input."""
     result = Checked(loaded, findings=list(loaded.findings))
     if not result.ok:
         return _sorted(result)

@@ -52,21 +52,21 @@ def test_fixed_layout_is_evaluated_as_given():
 def test_prefill_per_node_is_the_compute_model_by_hand():
     """TP8 prefill of 4096 tokens on one H20-96GB node, every GPU busy. GPU-seconds per token:
     * GEMMs: 2 x active params (37.55e9: DeepSeek-V3 report's "37B activated") at 296 TFLOPS
-      FP8 x 0.72 (the H20's prefill GEMM efficiency);
+      FP8 x 0.80 (the H20's prefill GEMM efficiency);
     * attention: 2 x 61 layers x 128 heads x (4096 / 2 causal keys) x (192 + 128) head dims at
       148 TFLOPS BF16 x 0.67 (FlashMLA/FA3);
     * TP all-reduce: on each of 8 GPUs, 2 per layer x 61 x 7168 x 2 B x 2 x 7/8 over NVLink
-      900 GB/s x 0.7.
+      900 GB/s / 2 (one direction) x 0.78.
     Tokens/s per node = 8 GPUs / that."""
     res = plan(PlanRequest.model_validate(_doc()))
     pre = res.candidates[0].roles[0]
     active = model_shape(builtin_config("deepseek-r1"), "fp8", 0).active_params
     assert 37.0e9 < active < 38.0e9
     assert GPUS["H20-96GB"].fp8_tflops == 296 and GPUS["H20-96GB"].bf16_tflops == 148
-    assert perf.ETA_PREFILL_BY_GPU["H20-96GB"] == 0.72 and perf.ETA_ATTN == 0.67
-    gemm = 2 * active / (296e12 * 0.72)
+    assert perf.ETA_PREFILL_BY_GPU["H20-96GB"] == 0.80 and perf.ETA_ATTN == 0.67
+    gemm = 2 * active / (296e12 * 0.80)
     attn = 2 * 61 * 128 * (4096 / 2) * (192 + 128) / (148e12 * 0.67)
-    allreduce = 8 * (2 * 61 * 7168 * 2 * 2 * 7 / 8) / (900e9 * 0.7)
+    allreduce = 8 * (2 * 61 * 7168 * 2 * 2 * 7 / 8) / (900e9 / 2 * 0.78)
     by_hand = 8 / (gemm + attn + allreduce)
     assert pre["inputTokensPerSecPerNode"] == pytest.approx(by_hand, rel=0.002)
 
@@ -84,8 +84,9 @@ def test_layout_that_does_not_fit_is_rejected_with_its_location(tmp_path, capsys
     assert run(["plan", path, "--format", "json"]) == 1
     cand = json.loads(capsys.readouterr().out)["candidates"][0]
     assert cand["fits"] is False
-    assert [f["code"] for f in cand["findings"]] == ["SIZ001"]
-    assert cand["findings"][0]["line"] > 0
+    # The validator's rules run on the layout too: single-batch overlap without EP is OVL001.
+    assert [f["code"] for f in cand["findings"]] == ["OVL001", "SIZ001"]
+    assert all(f["line"] > 0 for f in cand["findings"])
 
 
 def test_concurrency_beyond_the_kv_cache_is_rejected(tmp_path, capsys):
@@ -138,3 +139,41 @@ def test_published_deployments_within_the_stated_band():
     assert all(1 / 1.35 <= x <= 1.35 for x in ratios), rows
     median = sorted(abs(x - 1) for x in ratios)[len(ratios) // 2]
     assert median <= 0.12, rows
+
+
+def test_fixed_layout_is_judged_by_the_validators_rules(tmp_path, capsys):
+    """The same rules as gen validate: 40 GPUs on a 24-GPU pool and 256 experts over EP24
+    (POOL002, EP003); an overlap mode vLLM does not have (OVL002)."""
+    doc = _doc()
+    doc["spec"]["roles"][1]["parallel"] = {"tensor": 1, "data": 24, "expert": True}
+    assert run(["plan", _write(tmp_path, doc)]) == 1
+    err = capsys.readouterr().err
+    assert "POOL002" in err and "EP003" in err and "r.yaml:" in err
+    doc = _doc()
+    doc["spec"]["engine"] = {"name": "vllm", "version": "0.33.0"}
+    doc["spec"]["serving"] = {"gpuMemoryUtilization": 0.9}
+    doc["spec"]["roles"][1]["engineArgs"] = []
+    for r in doc["spec"]["roles"]:
+        r["kvTransfer"] = {"connector": "nixl"}
+    assert run(["plan", _write(tmp_path, doc)]) == 1
+    assert "OVL002" in capsys.readouterr().err
+
+
+def test_workload_longer_than_max_model_len_is_refused(tmp_path, capsys):
+    doc = _doc()
+    doc["spec"]["serving"]["maxModelLen"] = 1000
+    assert run(["plan", _write(tmp_path, doc)]) == 1
+    err = capsys.readouterr().err
+    # prefill: 4096 input tokens; decode: 4096 + 1536 = 5632.
+    assert err.count("PLN003") == 2 and "5632-token requests" in err
+
+
+def test_the_roles_own_speculative_config_is_timed():
+    """MTP 3 on the decode role (request: MTP 1 at 0.85): more draft passes per step and
+    1 + 0.85 + 0.85^2 + 0.85^3 = 3.19 accepted tokens instead of 1.85."""
+    base = plan(PlanRequest.model_validate(_doc())).candidates[0]
+    doc = _doc()
+    doc["spec"]["roles"][1]["speculative"] = {"method": "mtp", "numSpeculativeTokens": 3}
+    mtp3 = plan(PlanRequest.model_validate(doc)).candidates[0]
+    assert mtp3.roles[1]["outputTokensPerSecPerNode"] != base.roles[1]["outputTokensPerSecPerNode"]
+    assert perf.accepted_per_step(3, 0.85) == pytest.approx(3.186, abs=1e-3)

@@ -5,8 +5,8 @@ residuals is bench/published_cases.yaml, held by tests/test_evaluate.py):
 * seed 000: 16 x H20, DeepSeek-V3 w4a8 + 8-bit KV, PD, MTP ~0.7, 3.5K in / 1.2K out, QPM 212
   = 15,800+ tokens/s (input + output) with TPOT < 50 ms. DEQUANT_4BIT_PREFILL is fitted to it
   together with seed 002's prefill: 10 % tolerance.
-* seed 002 (DeepSeek-V4-Pro, SGLang, H20-141GB, DSpark speculative decoding whose acceptance
-  the post does not give: assumed 3 draft tokens at 0.7): DP16-EP16 decode 4.67k output
+* seed 002 (DeepSeek-V4-Pro, SGLang, H20-141GB, DSpark block drafting whose block size and
+  acceptance the post does not give: assumed 3 draft tokens at 0.7): DP16-EP16 decode 4.67k output
   tokens/s per node at 27.4 ms mean TPOT; 271 tokens/s at batch 1 on one TP8 node; prefill
   8.45k input tokens/s per node (PP2-CP8-TP8 on H20-96GB). Not fitted except the two collective
   latencies: 15 % tolerance (20 % for prefill, whose context length the post does not give).
@@ -14,17 +14,22 @@ residuals is bench/published_cases.yaml, held by tests/test_evaluate.py):
 
 from __future__ import annotations
 
+import dataclasses
+import types
+
 import pytest
 import yaml
 
 from generator.capacity import perf
-from generator.capacity.request import PlanRequest
-from generator.capacity.search import _role_input, decode_estimate, model_shape, plan
+from generator.capacity.request import PlanRequest, request_findings
+from generator.capacity.search import (_layouts, _role_input, attention_fp8, decode_estimate,
+                                       drafter, effective_overlap, model_shape, plan)
 from generator.catalog import GPUS, arch_from_config, builtin_config
 from generator.cli import run
 from generator.engines import sglang
 from generator.sizing import size_role
 from generator.spec import models as sm
+from generator.spec.load import Provenance
 from tests.helpers import EXAMPLES
 
 PLANS = EXAMPLES / "plan"
@@ -51,7 +56,8 @@ def _v4_decode(layout, batch, pool_gpu="H20-141GB"):
                  "nodePools": {"p": {"gpu": pool_gpu, "gpusPerNode": 8, "nodes": 4}},
                  "workload": {"inputTokens": 3500, "outputTokens": 1500,
                               "concurrency": batch * layout[1]},
-                 "speculative": {"numSpeculativeTokens": 3, "acceptance": 0.7}}})
+                 "speculative": {"method": "dspark", "numSpeculativeTokens": 3,
+                                 "acceptance": 0.7}}})
     cfg = builtin_config("deepseek-v4-pro")
     arch = arch_from_config(cfg)
     model = sm.Model(name="m", architecture="deepseek-v4-pro", weights="mxfp4", path="/m")
@@ -260,3 +266,110 @@ def test_emitted_all2all_is_one_the_gpu_runs(tmp_path, gpu, decode_a2a):
     path = tmp_path / "s.yaml"
     path.write_text(yaml.safe_dump(doc))
     assert run(["validate", str(path)]) == 0
+
+
+def test_search_layouts_prefill_ep_only_where_deepep_normal_runs():
+    """DP-EP layouts over whole nodes (EP any multiple of 8 up to the experts); prefill EP only at
+    DeepEP normal mode's compiled rank counts (A2A009: 2-8, 16, 24, 32, 48, 64 at 64 GPUs)."""
+    dec = {c.data for c in _layouts(8, 64, 128, "decode", 256) if c.expert}
+    pre = {c.data for c in _layouts(8, 64, 128, "prefill", 256) if c.expert}
+    assert dec == {8, 16, 24, 32, 40, 48, 56, 64}
+    assert pre == {8, 16, 24, 32, 48, 64}
+    # Never more EP ranks than routed experts (Kimi-K2 has 384: EP 384 is the ceiling).
+    assert max(c.data for c in _layouts(8, 512, 64, "decode", 384) if c.expert) == 384
+
+
+def test_nvlink_domain_is_the_rack_on_nvl72():
+    assert perf.nvlink_domain(GPUS["GB200-186GB"], 4) == 72
+    assert perf.nvlink_domain(GPUS["H100-80GB"], 8) == 8
+    assert perf.nvlink_domain(GPUS["L40S-48GB"], 8) == 8     # PCIe cards: the node
+
+
+def test_v4_shape_uses_head_dim_for_attention():
+    """DeepSeek-V4 has no kv_lora_rank: its single latent head of head_dim (512, rope included)
+    is both the QK and the PV width; V3's absorbed MLA is 512 + 64 for QK and 512 for PV."""
+    v4 = model_shape(builtin_config("deepseek-v4-pro"), "mxfp4", 0)
+    assert (v4.qk_head, v4.latent, v4.latent_v) == (512, 512, 512)
+    v3 = model_shape(builtin_config("deepseek-v3"), "fp8", 0)
+    assert (v3.qk_head, v3.v_head, v3.latent, v3.latent_v) == (192, 128, 576, 512)
+
+
+def test_attention_fp8_per_engine():
+    assert attention_fp8("vllm", "fp8", sparse=False)
+    assert not attention_fp8("vllm", "auto", sparse=False)
+    assert not attention_fp8("vllm", "fp8", sparse=True)          # V3.2/V4: BF16 sparse kernels
+    assert not attention_fp8("sglang", "fp8", sparse=False)       # default backend: BF16
+    assert attention_fp8("sglang", "fp8_e4m3", False, ["--attention-backend", "flashmla"])
+    assert attention_fp8("sglang", "fp8", False, ["--decode-attention-backend=flashmla"])
+    assert not attention_fp8("sglang", "fp8", False, ["--attention-backend", "fa3"])
+
+
+def test_effective_overlap_drops_what_the_engine_skips():
+    cfg = builtin_config("deepseek-v3")
+    model = sm.Model(name="m", architecture="deepseek-v3", weights="fp8", path="/m")
+    serving = sm.ServingSettings(maxModelLen=8192, kvCacheDtype="fp8")
+    pool = PlanRequest.model_validate(yaml.safe_load(
+        (PLANS / "h20-16-seed000.yaml").read_text())).spec.nodePools["h20"]
+    role = _role_input("decode", "decode", model, arch_from_config(cfg), serving, (1, 16, 1, True),
+                       pool, 1, 0, None, 512, 0)
+    role = dataclasses.replace(role, moe=sm.Moe(all2all="deepep_low_latency",
+                                                  overlap="two_batch"))
+    # vLLM DBO engages at 32+ tokens per rank (ParallelConfig.dbo_decode_token_threshold).
+    assert effective_overlap("vllm", role, 31) is None
+    assert effective_overlap("vllm", role, 32) == "two_batch"
+    assert effective_overlap("sglang", role, 8) == "two_batch"
+
+
+def test_dspark_drafts_the_block_in_one_pass():
+    """Batch 1, TP8 on H20-141GB: DSpark's one three-layer forward per step costs less than four
+    MTP passes (SGLang's draft extend + 3), so the same acceptance gives more tokens/s."""
+    dspark = _v4_decode((8, 1, 1, False), 1).tokens_per_s_per_rank
+    req = PlanRequest.model_validate({
+        "apiVersion": "moegen.dev/v1alpha1", "kind": "PlanRequest", "metadata": {"name": "v4"},
+        "spec": {"model": {"architecture": "deepseek-v4-pro", "weights": "mxfp4"},
+                 "engine": {"name": "sglang", "version": "0.5.23"},
+                 "nodePools": {"p": {"gpu": "H20-141GB", "gpusPerNode": 8, "nodes": 1}},
+                 "workload": {"inputTokens": 3500, "outputTokens": 1500, "concurrency": 1},
+                 "speculative": {"numSpeculativeTokens": 3, "acceptance": 0.7}}})
+    role = types.SimpleNamespace(speculative=None)
+    assert drafter(req, role) == "sglang_mtp"
+    shape = model_shape(builtin_config("deepseek-v4-pro"), "mxfp4", 1000)
+    kw = dict(batch=1, tensor=8, data=1, expert=False, nonexpert_bytes=4e9,
+              local_experts_per_layer=384 / 8, ctx=4000, gpus_per_node=8, inter_gbps=400,
+              draft=3, bf16=False)
+    mtp = perf.decode_terms(shape, GPUS["H20-141GB"], drafter="sglang_mtp", **kw).draft
+    blk = perf.decode_terms(shape, GPUS["H20-141GB"], drafter="dspark", **kw).draft
+    assert blk < mtp and 240 < dspark < 300
+
+
+@pytest.mark.parametrize("engine,version,arch,ok", [
+    ("sglang", "0.5.23", "deepseek-v4-pro", True),
+    ("sglang", "0.5.15", "deepseek-v4-pro", False),     # --speculative-dspark-* from 0.5.16
+    ("vllm", "0.33.0", "deepseek-v4-pro", False),
+    ("sglang", "0.5.23", "deepseek-v3", False),
+])
+def test_dspark_only_where_it_exists(engine, version, arch, ok):
+    req = PlanRequest.model_validate({
+        "apiVersion": "moegen.dev/v1alpha1", "kind": "PlanRequest", "metadata": {"name": "d"},
+        "spec": {"model": {"architecture": arch, "weights": "fp8"},
+                 "engine": {"name": engine, "version": version},
+                 "nodePools": {"p": {"gpu": "H200-141GB", "gpusPerNode": 8, "nodes": 2}},
+                 "workload": {"inputTokens": 1000, "outputTokens": 500, "concurrency": 8},
+                 "speculative": {"method": "dspark", "numSpeculativeTokens": 3}}})
+    codes = [f.code for f in request_findings(req, Provenance())]
+    assert ("PLN004" not in codes) == ok
+
+
+def test_sglang_plan_at_dp88_scale_does_not_crash(tmp_path, capsys):
+    """13 H100 nodes, 18,432 sequences: the search reaches DP88-104 SGLang layouts whose default
+    mem_fraction_static is <= 0 (they are pinned or dropped, never a division by zero)."""
+    p = tmp_path / "r.yaml"
+    p.write_text(yaml.safe_dump({
+        "apiVersion": "moegen.dev/v1alpha1", "kind": "PlanRequest", "metadata": {"name": "z"},
+        "spec": {"model": {"architecture": "deepseek-v3", "weights": "fp8"},
+                 "engine": {"name": "sglang", "version": "0.5.23"},
+                 "nodePools": {"p": {"gpu": "H100-80GB", "gpusPerNode": 8, "nodes": 13}},
+                 "workload": {"inputTokens": 2000, "outputTokens": 500, "concurrency": 18432}}}))
+    assert run(["plan", str(p)]) == 0
+    out, err = capsys.readouterr()
+    assert "Traceback" not in err and "reachable: yes" in out

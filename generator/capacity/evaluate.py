@@ -25,6 +25,7 @@ from ..spec import models as sm
 from ..spec.load import Provenance, json_path
 from . import perf
 from .request import PlanRequest
+from .to_spec import default_image
 from .search import (
     Candidate,
     LayoutChoice,
@@ -60,6 +61,79 @@ def _role_input(req: PlanRequest, role: sm.Role, arch, model: sm.Model) -> RoleI
                      pd=role.mode != "unified", concurrency=1)
 
 
+#: Rule families of ``gen validate`` that judge a fixed layout (layout, pools, MoE, all-to-all,
+#: overlap, prefill/decode pairing, speculative decoding, quantization, GPU support, serving
+#: limits, context length). Sizing is evaluated here (SIZ001-003); what a PlanRequest cannot
+#: express (network, pods, names, images, volumes, routing, placement) is not judged.
+LAYOUT_FAMILIES = ("LAY", "POOL", "EP", "A2A", "OVL", "PD", "SPD", "QNT", "GPU", "SRV", "LEN",
+                   "MOD")
+#: Codes of those families about fields a PlanRequest does not have.
+NOT_JUDGED = frozenset({"POOL005", "MOD005"})
+
+
+def deployment_document(req: PlanRequest) -> dict:
+    """The InferenceDeployment a fixed-layout request describes: its pools, model, engine,
+    serving and roles as given; placeholders (a model volume, an RDMA NIC, a socket interface)
+    where an InferenceDeployment needs cluster facts the request does not carry. Role ``i`` of
+    the request is role ``i`` of the document, so findings keep their paths."""
+    s = req.spec
+    wl = s.workload
+    arch = arch_from_config(builtin_config(s.model.architecture))
+    serving = {"maxModelLen": min(arch.max_position_embeddings, wl.inputTokens + wl.outputTokens),
+               "kvCacheDtype": s.constraints.kvCacheDtype}
+    if s.serving is not None:
+        serving |= s.serving.model_dump(exclude_none=True)
+    ranks = sum(r.replicas * r.parallel.data for r in s.roles or () if r.mode != "prefill") or 1
+    roles = []
+    for r in s.roles or ():
+        doc = r.model_dump(exclude_none=True, exclude_defaults=False)
+        if r.mode != "prefill" and (r.sizing is None or r.sizing.concurrency is None):
+            # The sequences an instance holds: the workload's share (one without concurrency).
+            per_rank = -(-wl.concurrency // ranks) if wl.concurrency else 1
+            doc["sizing"] = doc.get("sizing", {}) | {"concurrency": per_rank * r.parallel.data}
+        if r.mode != "prefill" and r.speculative is None and s.speculative and arch.mtp_layers:
+            doc["speculative"] = {"method": "mtp",
+                                  "numSpeculativeTokens": s.speculative.numSpeculativeTokens}
+        roles.append(doc)
+    return {
+        "apiVersion": "moegen.dev/v1alpha1", "kind": "InferenceDeployment",
+        "metadata": {"name": req.metadata.name},
+        "spec": {
+            "model": {"name": s.model.name or s.model.architecture,
+                      "architecture": s.model.architecture, "weights": s.model.weights,
+                      "path": "/models/model",
+                      "volume": {"persistentVolumeClaim": {"claimName": "weights"}}},
+            "engine": {"name": s.engine.name, "version": s.engine.version,
+                       "image": default_image(s.engine.name, s.engine.version)},
+            "nodePools": {n: {"gpu": p.gpu, "gpusPerNode": p.gpusPerNode, "nodes": p.nodes}
+                          for n, p in s.nodePools.items()},
+            "network": {"socketInterface": "eth0",
+                        "rdma": {"resourceName": "rdma/hca", "devices": ["mlx5_0"]}},
+            "serving": serving,
+            "roles": roles,
+        },
+    }
+
+
+def validator_findings(req: PlanRequest, prov: Provenance | None) -> list[Finding]:
+    """What ``gen validate`` says about the layout of a fixed-layout request (the
+    :data:`LAYOUT_FAMILIES`), located in the request file."""
+    from ..pipeline import check_loaded
+    from ..spec.load import LoadedSpec
+    checked = check_loaded(LoadedSpec(deployment_document(req), prov or Provenance(),
+                                      ["<plan request>"]))
+    if checked.spec is None:   # the request's roles passed the same models: a moegen bug
+        raise RuntimeError("fixed-layout document: " + "; ".join(map(str, checked.findings)))
+    out = []
+    for f in checked.findings:
+        family = f.code.rstrip("0123456789")
+        if family in LAYOUT_FAMILIES and f.code not in NOT_JUDGED \
+                and f.path.startswith(("$.spec.roles", "$.spec.nodePools", "$.spec.serving",
+                                       "$.spec.model.weights", "$.spec.model.architecture")):
+            out.append(f)
+    return out
+
+
 def evaluate(req: PlanRequest, prov: Provenance | None = None) -> PlanResult:
     """The request's roles as the only candidate (see the module docstring); ``prov`` locates
     the findings of a layout that does not fit in the request file."""
@@ -75,7 +149,8 @@ def evaluate(req: PlanRequest, prov: Provenance | None = None) -> PlanResult:
     decoding = [(r, ri) for r, ri in zip(roles, inputs) if r.mode in ("decode", "unified")]
     ranks = sum(r.replicas * ri.layout.data for r, ri in decoding) or 1
     per_rank = -(-wl.concurrency // ranks) if wl.concurrency else None
-    findings: list[Finding] = []
+    judged = validator_findings(req, prov)
+    findings: list[Finding] = [f for f in judged if f.severity is Severity.ERROR]
 
     def finding(code: str, i: int, field: str, message: str, hint: str) -> None:
         path = ("spec", "roles", i, field)
@@ -97,6 +172,14 @@ def evaluate(req: PlanRequest, prov: Provenance | None = None) -> PlanResult:
                     f"role {r.name!r} does not fit: weights and buffers leave no KV cache in "
                     f"the {z.gpu} budget of {z.budget:.1f} GiB (short by {-z.kv_cache:.1f} GiB)",
                     "raise expert/tensor parallelism, quantize, or use a GPU with more memory")
+        need = wl.inputTokens + (wl.outputTokens if r.mode != "prefill" else 0)
+        if z.max_model_len < need:
+            finding("PLN003", i, "serving",
+                    f"role {r.name!r}: its maxModelLen {z.max_model_len} is shorter than the "
+                    f"workload's {need}-token requests, which the engine refuses",
+                    f"maxModelLen >= {need}, or shorter workload.inputTokens/outputTokens")
+        if z.kv_cache <= 0:
+            pass
         elif r.mode != "prefill" and per_rank and per_rank * z.max_model_len > z.kv_tokens_per_rank:
             finding("SIZ003", i, "parallel",
                     f"role {r.name!r}: {per_rank} sequences of {z.max_model_len} tokens per "
@@ -104,7 +187,9 @@ def evaluate(req: PlanRequest, prov: Provenance | None = None) -> PlanResult:
                     f"{z.kv_tokens_per_rank:,} KV tokens",
                     f"at most {z.kv_tokens_per_rank // z.max_model_len} sequences per rank: "
                     "lower workload.concurrency or add decode ranks")
-    notes = [f.message for f in findings]
+    findings = list({(f.code, f.path): f for f in findings}.values())   # one per code and field
+    warned = [f"warning {f.code}: {f.message}" for f in judged if f.severity is Severity.WARNING]
+    notes = [f.message for f in findings] + warned
     fits = not findings
     modes = sorted(r.mode for r in roles)   # request_findings (PLN002) checked the modes
     if not fits:
@@ -134,7 +219,8 @@ def evaluate(req: PlanRequest, prov: Provenance | None = None) -> PlanResult:
     dec_name = next(r.name for r in roles if r.mode in ("decode", "unified"))
     r, ri, z = sized[dec_name]
     pool = s.nodePools[r.nodePool]
-    est = decode_estimate(req, ri, z, pool, per_rank, ranks=r.replicas * ri.layout.data)
+    est = decode_estimate(req, ri, z, pool, per_rank, ranks=r.replicas * ri.layout.data,
+                          engine_args=r.engineArgs)
     if est is None:   # the KV cache holds less than one sequence of the mean context
         i = roles.index(r)
         finding("SIZ002", i, "parallel",
@@ -170,6 +256,7 @@ def evaluate(req: PlanRequest, prov: Provenance | None = None) -> PlanResult:
                 prefill_rate(x.name).requests_per_s * x.replicas * wl.inputTokens / nodes)
         per_role.append(doc)
     cand.roles = per_role
+    cand.notes += warned
     slo = s.slo
     cand.meets_slo = cand.fits and cand.sustains and \
         (not slo.tpotMs or cand.tpot_ms <= slo.tpotMs * 1.0001) and \

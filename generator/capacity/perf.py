@@ -4,27 +4,34 @@ Every estimate is a sum of physical costs divided by a named efficiency; the eff
 the only fitted numbers, each calibrated on a published figure (tests/test_planner.py states the
 figures and tolerances). Units: bytes, FLOPs, seconds.
 
-Decode step of one data-parallel rank holding ``b`` sequences (and its GPUs):
+Decode step of one data-parallel rank holding ``b`` sequences (and its GPUs), :class:`StepTerms`:
 
 * memory: the weights the step reads (every non-expert tensor of the GPU, and the local
   experts that at least one token of the step is routed to: with T tokens routed top-k over E
   experts, a given expert is hit with probability 1 - (1 - 1/E)^(T x k)) plus the KV cache of the
   rank's sequences (MLA latent, replicated per TP rank), at HBM bandwidth x :data:`ETA_HBM`;
-* compute: 2 x active parameters per token (+ MLA decode attention over the context, or over the
-  sparse-attention window for V3.2/V4) at the
-  GPU's dense FP8 (or BF16) throughput x :data:`ETA_DECODE_COMPUTE`;
+* compute: 2 x active parameters per token at the GPU's dense FP8 (or BF16) peak x
+  :data:`ETA_DECODE_COMPUTE` (per GPU family), plus absorbed-MLA attention over the context (or
+  the sparse-attention window of V3.2/V4) at the BF16 peak x :data:`ETA_ATTN`, x
+  :data:`ATTN_FP8_SPEEDUP` where the kernel computes in FP8;
 * communication: expert-parallel dispatch (FP8) + combine (BF16) of every token's top-k copies,
-  the inter-node share over the RDMA network x :data:`ETA_NET` and the rest over NVLink; TP
-  all-reduces (two per layer) over NVLink; plus a latency per collective;
+  the inter-node share over RDMA x :data:`ETA_A2A` and the rest over one NVLink direction x
+  :data:`ETA_NVLINK` (the NVLink domain is the node, or the rack on NVL72); TP all-reduces (two
+  per layer); a latency floor per collective (:data:`A2A_LATENCY_S`, :data:`ALLREDUCE_LATENCY_S`);
+* speculative decoding: the draft passes (MTP: SGLang's draft extend + k, vLLM k; DeepSeek-V4
+  DSpark: one forward of :data:`DSPARK_LAYERS` layers), each one layer's weights and the LM head;
 * a fixed per-step cost :data:`STEP_OVERHEAD_S` (scheduling, sampling, launch);
-* step = max(memory, compute) + communication + overhead; MTP with k draft tokens multiplies the
-  tokens per step by (1 + k) and yields 1 + a + a^2 + ... + a^k accepted tokens per step for an
-  acceptance rate a, so TPOT = step / accepted.
+* step = max(memory, compute) + communication + latencies + drafts + overhead, where two-batch
+  overlap (SGLang TBO, vLLM DBO) hides :data:`OVERLAP_TWO_BATCH` of the shorter of work and
+  all-to-all and single-batch overlap (SGLang SBO) :data:`OVERLAP_SINGLE_BATCH` of the combine;
+  with k draft tokens at acceptance a a step yields 1 + a + ... + a^k tokens per sequence, so
+  TPOT = step / that.
 
-Prefill of one request of ``isl`` tokens on an instance of G GPUs: 2 x active parameters x isl
-+ causal attention 2 x layers x heads x isl^2 / 2 x (qk_head + v_head) FLOPs at G x the FP8
-throughput x :data:`ETA_PREFILL`, plus TP all-reduce traffic over NVLink; TTFT adds the KV
-transfer to the decode side over the network.
+Prefill of one request of ``isl`` tokens on an instance (:func:`prefill`): dense and expert GEMMs
+at the FP8 (BF16) peak x :data:`ETA_PREFILL` (per GPU family; 4-bit experts on GPUs without FP4
+at :data:`DEQUANT_4BIT_PREFILL` of it), causal attention at the BF16 peak x :data:`ETA_ATTN`, TP
+all-reduce and DeepEP's node-deduplicated all-to-all; TTFT adds the KV transfer to the decode side
+over the network (:func:`kv_transfer_time`).
 """
 
 from __future__ import annotations
@@ -37,16 +44,21 @@ from ..catalog import Gpu
 #: Fraction of HBM bandwidth a decode step achieves (weights + KV streaming). Typical for
 #: large-batch GEMV/grouped-GEMM decode kernels on Hopper (DeepGEMM / FlashMLA reach 70-85 %).
 ETA_HBM = 0.75
-#: Fraction of dense FP8 peak a decode step's GEMMs reach (small M, grouped MoE GEMMs).
-ETA_DECODE_COMPUTE = 0.45
+#: Fraction of the dense FP8 (BF16) peak decode GEMMs reach (small M, grouped MoE GEMMs), per GPU
+#: family: the H20's tensor cores are 15 % of an H100's, fed by a faster memory system (4.0 vs
+#: 3.35 TB/s), so its GEMMs run nearer their peak. H20: fitted to Ant Group's EP16 decode on
+#: H20-96G (lmsys.org 2025-09-26: 714 and 675 output tokens/s per GPU at batch 48 and 32); other
+#: GPUs: to lmsys.org 2025-05-05's EP72 decode on H100 with and without two-batch overlap
+#: (22,310 and 22,310 / 1.255 tokens/s per node). bench/published_cases.yaml.
+ETA_DECODE_COMPUTE = 0.32
+ETA_DECODE_COMPUTE_BY_GPU = {"H20-96GB": 0.45, "H20-141GB": 0.45}
 #: Fraction of the dense FP8 (BF16) peak prefill GEMMs reach (dense + grouped MoE GEMMs), per
-#: GPU family: the H20's tensor throughput is 15 % of an H100's on the same memory system, so its
-#: GEMMs (and their FP8 scaling and elementwise neighbours) run much closer to peak. H20: fitted
-#: to Ant Group's TP8 prefill on H20-96G (lmsys.org 2025-09-26: 16.5k input tokens/s per node at
-#: 4,096 tokens); other GPUs: to lmsys.org 2025-05-05's EP32 prefill on H100 (57.7k / 54.5k /
-#: 50.3k input tokens/s per node at 1K / 2K / 4K tokens). bench/planner_residuals.py.
+#: GPU family as above. H20: fitted to Ant Group's TP8 prefill on H20-96G (16.5k input tokens/s
+#: per node at 4,096 tokens, with the TP all-reduce at one NVLink direction x ETA_NVLINK); other GPUs: to lmsys.org 2025-05-05's EP32 prefill on H100 (57.7k /
+#: 54.5k / 50.3k input tokens/s per node at 1K / 2K / 4K tokens, default EPLB: the constant
+#: absorbs its expert imbalance).
 ETA_PREFILL = 0.40
-ETA_PREFILL_BY_GPU = {"H20-96GB": 0.72, "H20-141GB": 0.72}
+ETA_PREFILL_BY_GPU = {"H20-96GB": 0.80, "H20-141GB": 0.80}
 #: Rate of compute-bound expert GEMMs with 4-bit weights (w4a8, MXFP4) on a GPU without FP4
 #: tensor cores, relative to FP8 weights: the kernels dequantize to FP8 in the main loop. Fitted
 #: to two independent H20 figures: seed 000 (vLLM, w4a8, 16 x H20: 15,800 tokens/s) and seed 002
@@ -54,26 +66,40 @@ ETA_PREFILL_BY_GPU = {"H20-96GB": 0.72, "H20-141GB": 0.72}
 #: Prefill only: decode's small-M expert GEMMs are bandwidth-bound.
 DEQUANT_4BIT_PREFILL = 0.5
 #: Fraction of the per-GPU RDMA line rate a KV transfer or a TP all-reduce across nodes
-#: achieves; of NVLink bandwidth.
-ETA_NET, ETA_NVLINK = 0.6, 0.7
-#: Fraction of the per-GPU RDMA line rate DeepEP's expert all-to-all reaches: deepseek-ai/DeepEP
-#: README (H800, ConnectX-7 400 Gbit/s = 50 GB/s per GPU): low-latency kernels 39-46 GB/s at
-#: EP 8-256, normal kernels 43-58 GB/s across nodes (NVLink forwarding within a node).
+#: achieves.
+ETA_NET = 0.6
+#: Fraction of the per-direction NVLink bandwidth (the catalog's figure counts both directions)
+#: all-to-all and all-reduce reach: deepseek-ai/DeepEP docs/legacy.md measures 153-158 GB/s of
+#: H800's 200 GB/s per direction for its intranode kernels (0.77-0.79); the DeepEP V2 README
+#: 726 GB/s of B200's 900 (0.81).
+ETA_NVLINK = 0.78
+#: Fraction of the per-GPU RDMA line rate DeepEP's expert all-to-all reaches across nodes:
+#: deepseek-ai/DeepEP docs/legacy.md (H800, ConnectX-7 400 Gbit/s = 50 GB/s per GPU): normal
+#: kernels 43-58 GB/s, low-latency kernels 39-46 GB/s at EP 64-256 (63-98 GB/s at EP 8-16, where
+#: part of the traffic stays within the node).
 ETA_A2A = 0.8
-#: Fraction of the BF16 (or FP8) peak MLA attention reaches: FlashMLA README (2025-04-22) 660
-#: TFLOPS on H800 SXM5 (989 dense BF16) in the compute-bound decode regime = 0.67; FA3 prefill
-#: attention is of the same order (FlashAttention-3 paper: 600-740 TFLOPS BF16 on H100).
+#: Fraction of the BF16 peak MLA attention reaches: FlashMLA README (2025-04-22) 660 TFLOPS on
+#: H800 SXM5 (989 dense BF16) in the compute-bound decode regime = 0.67; FA3 prefill attention is
+#: of the same order (FlashAttention-3 paper: 600-740 TFLOPS BF16 on H100).
 ETA_ATTN = 0.67
+#: Speed of FP8 MLA decode attention (FP8 Q and KV, FlashMLA's FP8 kernel) over BF16: Ant Group
+#: measured ~70 % at the kernel level on H20 (lmsys.org 2025-09-26, FlashMLA-FP8).
+ATTN_FP8_SPEEDUP = 1.7
 #: Fixed cost of one MTP draft pass (its own kernels, sampling, under CUDA graphs), s.
 DRAFT_PASS_S = 0.0005
-#: Share of the shorter of computation and expert all-to-all that micro-batch overlap hides
-#: (the rest is lost to the micro-batches' imbalance, the SMs the communication kernels take and
-#: half-size GEMMs). Prefill: lmsys.org 2025-05-05 (large-scale EP on 96 H100) reports two-batch
-#: overlap raising prefill throughput 27-35 %; 0.5 of the shorter term gives +30 % on its EP32
-#: prefill. Decode: fitted to the same post's EP72 decode (22,282 tokens/s per node) and the
-#: Ant Group H20 EP16 single-batch-overlap figures (bench/published_cases.yaml).
-OVERLAP_PREFILL = 0.5
-OVERLAP_DECODE = 0.15
+#: Decoder layers of DeepSeek-V4's DSpark drafter, run once per step for the whole block: "a
+#: three-stage MTP stack with a Markov head" (sgl-project/sglang#29538).
+DSPARK_LAYERS = 3
+#: Share of the shorter of computation and expert all-to-all that two-batch overlap (SGLang TBO,
+#: vLLM DBO) hides; the rest is lost to the micro-batches' imbalance, the SMs the communication
+#: kernels take and half-size GEMMs, and each micro-batch pays its own collective latencies.
+#: lmsys.org 2025-05-05 (96 H100): TBO raises prefill throughput 27-35 % and EP72 decode 25.5 %
+#: (22,310 tokens/s per node at 256 tokens per GPU); 0.5 reproduces both with this model.
+OVERLAP_TWO_BATCH = 0.5
+#: Share of the combine that single-batch overlap (SGLang SBO: the combine under the experts'
+#: down-projection GEMMs) hides: Ant Group measured SBO +8-10 % at batch 20-56 on H20 EP16
+#: (lmsys.org 2025-09-26).
+OVERLAP_SINGLE_BATCH = 0.7
 #: Fixed cost of a decode step, s (scheduler, sampler, kernel launches under CUDA graphs).
 STEP_OVERHEAD_S = 0.003
 #: Latency of one TP all-reduce of a decode step (one-shot custom all-reduce over NVLink), s,
@@ -94,12 +120,14 @@ class ModelShape:
         expert_params: parameters of one routed expert in one layer.
         kv_bytes_per_token: KV bytes of one token on one GPU (all layers of the GPU).
         qk_head, v_head: prefill attention head dims (MLA: nope + rope, v).
-        latent: MLA decode attention width per head (kv_lora + rope), for attention FLOPs.
+        latent: MLA decode query-key width per head (kv_lora + rope; DeepSeek-V4: head_dim, which
+            includes the rope dims), for attention FLOPs.
         attn_window: tokens one query attends to in sparse attention (V3.2/V4: the indexer's
             top-k + the sliding window), None for dense attention over the whole context.
         n_group, topk_group: group-limited routing (config ``n_group``, ``topk_group``; 0: none).
         lm_head_bytes: bytes of the LM head (vocabulary x hidden, BF16), read per MTP draft pass.
         expert_bits: bits per routed-expert weight of the checkpoint format (4: w4a8, MXFP4).
+        latent_v: MLA decode value width per head (kv_lora_rank; DeepSeek-V4: head_dim).
     """
 
     active_params: float
@@ -120,6 +148,7 @@ class ModelShape:
     topk_group: int = 0
     lm_head_bytes: float = 0.0
     expert_bits: int = 8
+    latent_v: int = 512
 
     def attended(self, ctx: float) -> float:
         """Tokens one decode query attends to at context ``ctx``."""
@@ -179,6 +208,8 @@ class StepTerms:
 
     Attributes:
         weights, kv: HBM reads of the weights (non-expert + hit local experts) and the KV cache.
+        weights_half: the weights one of two micro-batches reads (half the tokens hit fewer
+            experts).
         gemm, attn, moe_gemm: compute of the GEMMs (of which the routed experts') and attention.
         dispatch, combine: expert all-to-all transfer time (bandwidth part).
         latency: collective latency floors (all-to-all and all-reduce).
@@ -188,6 +219,7 @@ class StepTerms:
 
     weights: float
     kv: float
+    weights_half: float
     gemm: float
     moe_gemm: float
     attn: float
@@ -200,62 +232,77 @@ class StepTerms:
     def total(self, overlap: str | None) -> tuple[float, str]:
         """Step time (s) and the binding term's name under ``overlap``:
 
-        * none: max(memory, compute) + communication;
-        * ``two_batch`` (SGLang TBO, vLLM DBO): two micro-batches (each reads the weights), the
-          all-to-all of one under the computation of the other: :data:`OVERLAP_DECODE` of the
-          shorter of the two is hidden;
-        * ``single_batch`` (SGLang SBO): the combine runs under the experts' GEMMs:
-          :data:`OVERLAP_DECODE` of the shorter of the two is hidden."""
+        * none: max(memory, compute) + communication + latencies;
+        * ``two_batch`` (SGLang TBO, vLLM DBO): two micro-batches, each reading its weights and
+          paying its collective latencies; :data:`OVERLAP_TWO_BATCH` of the shorter of
+          computation and all-to-all is hidden;
+        * ``single_batch`` (SGLang SBO): :data:`OVERLAP_SINGLE_BATCH` of the combine, up to the
+          experts' GEMMs, is hidden."""
         mem = self.weights + self.kv
         comp = self.gemm + self.attn
-        comm = self.dispatch + self.combine + self.allreduce
+        a2a = self.dispatch + self.combine
+        comm = a2a + self.allreduce
         work = max(mem, comp)
-        if overlap == "two_batch":
-            work = max(2 * self.weights + self.kv, comp)
-            hidden = OVERLAP_DECODE * min(work, comm)
-        elif overlap == "single_batch":
-            hidden = OVERLAP_DECODE * min(self.combine, self.moe_gemm)
+        latency = self.latency
+        if overlap == "two_batch" and a2a:
+            work = max(2 * self.weights_half + self.kv, comp)
+            hidden = OVERLAP_TWO_BATCH * min(work, a2a)
+            latency = 2 * self.latency
+        elif overlap == "single_batch" and a2a:
+            hidden = OVERLAP_SINGLE_BATCH * min(self.combine, self.moe_gemm)
         else:
             hidden = 0.0
         bound = "decode HBM bandwidth" if mem >= comp else "decode compute"
         if comm > work:
             bound = "expert all-to-all network" if self.dispatch else "tensor all-reduce"
-        return work + comm - hidden + self.latency + self.draft + STEP_OVERHEAD_S, bound
+        return work + comm - hidden + latency + self.draft + STEP_OVERHEAD_S, bound
 
 
 def decode_terms(m: ModelShape, gpu: Gpu, *, batch: int, tensor: int, data: int, expert: bool,
                  nonexpert_bytes: float, local_experts_per_layer: float, ctx: float,
                  gpus_per_node: int, inter_gbps: float, draft: int, bf16: bool,
-                 attn_fp8: bool = False) -> StepTerms:
+                 attn_fp8: bool = False, drafter: str = "sglang_mtp") -> StepTerms:
     """The terms of one decode step of one DP rank holding ``batch`` sequences of mean context
     ``ctx`` tokens, with ``draft`` MTP tokens per sequence (bytes and FLOPs per the module
     docstring). ``attn_fp8``: the attention kernel computes in FP8 (FP8 KV cache with FP8
-    FlashMLA), else BF16."""
+    FlashMLA), else BF16. ``drafter``: ``sglang_mtp`` runs ``draft`` MTP passes after the draft
+    extend, ``vllm_mtp`` ``draft - 1``, ``dspark`` one forward of :data:`DSPARK_LAYERS` layers
+    over the block."""
     tokens_rank = batch * (1 + draft)                       # tokens this rank computes
+
+    def expert_bytes(tokens: float) -> float:
+        """Routed-expert bytes a step of ``tokens`` tokens per rank reads on one GPU."""
+        if expert:   # all ranks' tokens share the experts
+            return m.moe_layers * local_experts_per_layer * m.expert_bytes \
+                * _hit_fraction(tokens * data, m.topk, m.experts)
+        return m.moe_layers * m.experts * m.expert_bytes / tensor \
+            * _hit_fraction(tokens, m.topk, m.experts)
+
+    expert_read = expert_bytes(tokens_rank)
     if expert:
-        routed = tokens_rank * data                         # all ranks' tokens share the experts
-        hit = _hit_fraction(routed, m.topk, m.experts)
-        expert_read = m.moe_layers * local_experts_per_layer * hit * m.expert_bytes
-        expert_tokens = routed * m.topk / m.experts * local_experts_per_layer
+        expert_tokens = tokens_rank * data * m.topk / m.experts * local_experts_per_layer
     else:
-        hit = _hit_fraction(tokens_rank, m.topk, m.experts)
-        expert_read = m.moe_layers * m.experts * hit * m.expert_bytes / tensor
         expert_tokens = tokens_rank * m.topk / tensor
     hbm = gpu.hbm_gbps * 1e9 * ETA_HBM
     kv_read = batch * ctx * m.kv_bytes_per_token
     dense_flops = 2 * (m.active_params - m.topk * m.moe_layers * m.expert_params) \
         * tokens_rank / tensor
     moe_flops = 2 * m.moe_layers * expert_tokens * m.expert_params
-    attn_flops = 2 * m.layers * (m.heads / tensor) * tokens_rank * m.attended(ctx) * 2 * m.latent
-    peak = (gpu.bf16_tflops if bf16 else gpu.fp8_tflops) * 1e12 * ETA_DECODE_COMPUTE
-    attn_peak = (gpu.fp8_tflops if attn_fp8 else gpu.bf16_tflops) * 1e12 * ETA_ATTN
+    # Absorbed MLA: per query head and attended key, QK over the latent + rope dims, PV over
+    # the latent dims (FlashMLA's FLOP count).
+    attn_flops = 2 * m.layers * (m.heads / tensor) * tokens_rank * m.attended(ctx) \
+        * (m.latent + m.latent_v)
+    peak = (gpu.bf16_tflops if bf16 else gpu.fp8_tflops) * 1e12 \
+        * ETA_DECODE_COMPUTE_BY_GPU.get(gpu.id, ETA_DECODE_COMPUTE)
+    attn_peak = gpu.bf16_tflops * 1e12 * ETA_ATTN * (ATTN_FP8_SPEEDUP if attn_fp8 else 1.0)
+    domain = nvlink_domain(gpu, gpus_per_node)
     dispatch = combine = latency = allreduce = 0.0
     if expert:
         ep = tensor * data
         copies = m.moe_layers * tokens_rank * m.topk / tensor * m.hidden   # elements per step
-        remote = max(0, ep - gpus_per_node) / ep if ep > 1 else 0.0
+        remote = max(0, ep - domain) / ep if ep > 1 else 0.0
         rate = 1 / (remote / (inter_gbps / 8 * 1e9 * ETA_A2A)
-                    + (1 - remote) / (gpu.nvlink_gbps * 1e9 * ETA_NVLINK))
+                    + (1 - remote) / (gpu.nvlink_gbps / 2 * 1e9 * ETA_NVLINK))
         dispatch = copies * 1 / rate                      # FP8 activations
         combine = copies * 2 / rate                       # BF16 outputs
         latency += 2 * m.moe_layers * A2A_LATENCY_S
@@ -265,15 +312,26 @@ def decode_terms(m: ModelShape, gpu: Gpu, *, batch: int, tensor: int, data: int,
         latency += 2 * m.layers * ALLREDUCE_LATENCY_S
     draft_s = 0.0
     if draft:
-        # One pass of the MTP module per draft token over the batch: one decoder layer (its
-        # share of the non-expert weights and experts; its own all-to-all) and the LM head.
-        layer = (nonexpert_bytes / m.layers + expert_read / max(m.moe_layers, 1)
-                 + m.lm_head_bytes / tensor) / hbm
-        one = max(layer, (dense_flops + moe_flops) / tokens_rank * batch / m.layers / peak)
-        a2a = (2 * A2A_LATENCY_S + (dispatch + combine) / max(m.moe_layers, 1) / (1 + draft)) \
-            if expert else 0.0
-        draft_s = draft * (one + a2a + DRAFT_PASS_S)
+        # The MTP module's passes: one over the step's accepted and drafted tokens (SGLang's
+        # draft extend; vLLM's first propose step), then one per further draft token over the
+        # batch; each is one decoder layer (its share of the non-expert weights and experts, its
+        # own all-to-all) and the LM head. SGLang runs k draft passes after the extend
+        # (speculative/eagle_worker.py), vLLM k - 1 (v1/spec_decode/eagle.py propose). DSpark
+        # proposes the whole block in one forward of its layer stack (sgl-project/sglang#29538).
+        layer = (nonexpert_bytes / m.layers + expert_read / max(m.moe_layers, 1)) / hbm
+        head = m.lm_head_bytes / tensor / hbm
+        per_token = (dense_flops + moe_flops) / tokens_rank / m.layers / peak
+        a2a_token = (dispatch + combine) / max(m.moe_layers, 1) / tokens_rank
+        if drafter == "dspark":
+            passes = [(batch * draft, DSPARK_LAYERS)]
+        else:
+            passes = [(tokens_rank, 1)] + [(batch, 1)] * (
+                draft if drafter == "sglang_mtp" else draft - 1)
+        for tokens, layers in passes:
+            draft_s += max(layers * layer + head, layers * per_token * tokens) + DRAFT_PASS_S \
+                + (layers * (2 * A2A_LATENCY_S + a2a_token * tokens) if expert else 0.0)
     return StepTerms(weights=(nonexpert_bytes + expert_read) / hbm, kv=kv_read / hbm,
+                     weights_half=(nonexpert_bytes + expert_bytes(tokens_rank / 2)) / hbm,
                      gemm=(dense_flops + moe_flops) / peak, moe_gemm=moe_flops / peak,
                      attn=attn_flops / attn_peak, dispatch=dispatch, combine=combine,
                      latency=latency, allreduce=allreduce, draft=draft_s)
@@ -285,11 +343,18 @@ def decode_step(m: ModelShape, gpu: Gpu, *, overlap: str | None = None, **kw) ->
     return decode_terms(m, gpu, **kw).total(overlap)
 
 
+def nvlink_domain(gpu: Gpu, gpus_per_node: int) -> int:
+    """GPUs that reach each other over NVLink (or xGMI): the node, or the rack-scale domain of
+    an NVL72 system (catalog ``scaleup_gpus``: 72 for GB200/GB300) when larger."""
+    return max(gpus_per_node, gpu.scaleup_gpus if gpu.nvlink else 1)
+
+
 def _tp_link(gpu: Gpu, tensor: int, gpus_per_node: int, inter_gbps: float) -> float:
-    """Bytes/s of a TP all-reduce ring: NVLink within a node, the RDMA network across nodes."""
-    if tensor > gpus_per_node:
+    """Bytes/s of a TP all-reduce ring: NVLink (one direction of it) within the NVLink domain,
+    the RDMA network across it."""
+    if tensor > nvlink_domain(gpu, gpus_per_node):
         return inter_gbps / 8 * 1e9 * ETA_NET
-    return gpu.nvlink_gbps * 1e9 * ETA_NVLINK
+    return gpu.nvlink_gbps / 2 * 1e9 * ETA_NVLINK
 
 
 @dataclass(frozen=True)
@@ -311,13 +376,15 @@ def prefill(m: ModelShape, gpu: Gpu, *, isl: int, tensor: int, data: int, pipeli
     One request runs on one data-parallel rank (attention, dense layers) while its MoE layers
     spread over the expert-parallel group; pipeline stages overlap the chunks of a long prompt.
     GPU time per request: GEMMs (dense + routed experts, 2 x active parameters x isl) at the FP8
-    (BF16) peak x :data:`ETA_PREFILL`, causal attention at the BF16 peak x :data:`ETA_ATTN`, TP
-    all-reduces over NVLink (or RDMA), and the expert all-to-all across nodes: DeepEP's normal
-    kernels send a token once to each remote node holding one of its experts (:func:`_nodes_hit`)
-    then forward over NVLink, FP8 out and BF16 back, at the RDMA rate x :data:`ETA_A2A`.
+    (BF16) peak x :data:`ETA_PREFILL` (per GPU family; 4-bit experts on GPUs without FP4 at
+    :data:`DEQUANT_4BIT_PREFILL` of it), causal attention at the BF16 peak x :data:`ETA_ATTN`,
+    TP all-reduces over NVLink (or RDMA), and the expert all-to-all: DeepEP's normal kernels
+    send a token once to each remote node holding one of its experts (:func:`_nodes_hit`) at the
+    RDMA rate x :data:`ETA_A2A`, and to each GPU holding one within the NVLink domain at the
+    per-direction NVLink rate x :data:`ETA_NVLINK`, the two concurrently; FP8 out, BF16 back.
     Throughput keeps every GPU busy: GPUs / GPU time per request, where ``two_batch`` overlap
-    hides :data:`OVERLAP_PREFILL` of the shorter of computation and all-to-all. Latency is one request on
-    its rank, at least one read of the GPU's weights.
+    hides :data:`OVERLAP_TWO_BATCH` of the shorter of computation and all-to-all. Latency is one
+    request on its rank, at least one read of the GPU's weights.
     """
     gemm_peak = (gpu.bf16_tflops if bf16 else gpu.fp8_tflops) * 1e12 \
         * ETA_PREFILL_BY_GPU.get(gpu.id, ETA_PREFILL)
@@ -333,17 +400,24 @@ def prefill(m: ModelShape, gpu: Gpu, *, isl: int, tensor: int, data: int, pipeli
     if tensor > 1:
         per_gpu = 2 * m.layers / pipeline * isl * m.hidden * 2 * 2 * (tensor - 1) / tensor
         allreduce = rank_gpus * per_gpu / _tp_link(gpu, tensor, gpus_per_node, inter_gbps)
-    nodes = -(-tensor * data // gpus_per_node)
-    if expert and nodes > 1:
-        remote = _nodes_hit(m, nodes) * (nodes - 1) / nodes
-        a2a = isl * m.moe_layers * remote * m.hidden * 3 / (inter_gbps / 8 * 1e9 * ETA_A2A)
+    ep = tensor * data if expert else 1
+    if ep > 1:
+        domain = nvlink_domain(gpu, gpus_per_node)
+        nodes = -(-ep // domain)
+        per_copy = isl * m.moe_layers * m.hidden * 3                # FP8 out + BF16 back
+        rdma = per_copy * _nodes_hit(m, nodes) * (nodes - 1) / nodes \
+            / (inter_gbps / 8 * 1e9 * ETA_A2A) if nodes > 1 else 0.0
+        local = min(ep, domain)
+        gpus_hit = local * (1 - (1 - 1 / local) ** m.topk)          # within the token's domain
+        nvl = per_copy * gpus_hit * (1 - 1 / local) / (gpu.nvlink_gbps / 2 * 1e9 * ETA_NVLINK)
+        a2a = max(rdma, nvl)
     comm = allreduce + a2a
     rank_t = (dense / gemm_peak + attn / attn_peak) / rank_gpus + moe / (moe_gpus * moe_peak) \
         + comm / rank_gpus
     rank_t = max(rank_t, weights_bytes / (gpu.hbm_gbps * 1e9 * ETA_HBM))
     gpus = tensor * data * pipeline
-    busy = compute + comm - (OVERLAP_PREFILL * min(compute, comm) if overlap == "two_batch"
-                             else 0.0)
+    hidden = OVERLAP_TWO_BATCH * min(compute, a2a) if overlap == "two_batch" else 0.0
+    busy = compute + comm - hidden
     bound = "prefill compute" if compute >= comm else \
         "prefill expert all-to-all network" if a2a >= allreduce else "prefill tensor all-reduce"
     return PrefillEstimate(rank_t, gpus / busy, bound)

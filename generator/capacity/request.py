@@ -9,7 +9,7 @@ from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 
 from ..catalog import ARCHITECTURES, GPUS
 from ..engines.registry import dialect_for
-from ..engines.versions import UnsupportedVersion
+from ..engines.versions import UnsupportedVersion, parse_version
 from ..errors import Finding, Severity
 from ..spec.load import Provenance, json_path
 from ..spec.models import DNS_LABEL, Role, Serving
@@ -68,8 +68,14 @@ class Slo(_M):
 
 
 class Speculation(_M):
-    """MTP speculative decoding as an input: draft tokens and per-token acceptance rate."""
+    """Speculative decoding as an input: drafter, draft tokens and per-token acceptance rate."""
 
+    method: Literal["mtp", "dspark"] = Field(
+        "mtp", description="mtp: the checkpoint's MTP layer, one draft pass per token (vLLM "
+        "`mtp`, SGLang EAGLE/NEXTN); dspark: DeepSeek-V4's block drafter, one forward of its "
+        "three-layer MTP stack proposes the whole block (SGLang --speculative-algorithm DSPARK, "
+        "--speculative-dspark-block-size from 0.5.16; sgl-project/sglang#29538). SGLang "
+        "0.5.16+ and DeepSeek-V4 only (PLN004).")
     numSpeculativeTokens: int = Field(1, ge=1, le=8)
     acceptance: float = Field(0.7, ge=0, le=1)
 
@@ -117,7 +123,7 @@ class PlanRequest(_M):
 def request_findings(req: PlanRequest, prov: Provenance) -> list[Finding]:
     """Cross-field checks of a PlanRequest: a supported engine version (VER001); one load
     measure (PLN001); fixed roles (docs/spec.md §5.1) on known pools (POOL001), one prefill and
-    one decode role or one unified role (PLN002)."""
+    one decode role or one unified role (PLN002); DSpark drafting only where it exists (PLN004)."""
     out = []
     eng = req.spec.engine
     try:
@@ -141,6 +147,17 @@ def request_findings(req: PlanRequest, prov: Provenance) -> list[Finding]:
                            f"role; these roles are {', '.join(modes)}",
                            "evaluate each prefill/decode pair as its own request",
                            prov.locate(path)))
+    spec = req.spec.speculative
+    if spec is not None and spec.method == "dspark" and (
+            eng.name != "sglang" or parse_version(eng.version) < (0, 5, 16)
+            or not req.spec.model.architecture.startswith("deepseek-v4")):
+        path = ("spec", "speculative", "method")
+        out.append(Finding("PLN004", Severity.ERROR, json_path(path),
+                           f"DSpark drafting needs SGLang 0.5.16+ and a DeepSeek-V4 model; this "
+                           f"request is {eng.name} {eng.version}, "
+                           f"{req.spec.model.architecture}",
+                           "method: mtp (every engine), or engine sglang >= 0.5.16 with "
+                           "deepseek-v4-*", prov.locate(path)))
     wl = req.spec.workload
     if wl.concurrency is not None and wl.requestsPerSecond is not None:
         path = ("spec", "workload")

@@ -15,7 +15,9 @@ from dataclasses import dataclass, field, replace
 from typing import NamedTuple
 
 from ..catalog import GPUS, arch_from_config, builtin_config
+from ..engines import deepep
 from ..engines.base import RoleInput
+from ..engines.options import option_flags, option_value
 from ..engines.registry import dialect_for
 from ..engines.versions import parse_version
 from ..layout import compute_layout, min_redundant_experts
@@ -25,7 +27,7 @@ from ..sizing.sglang_budget import fraction_with_room
 from ..sizing.weights import tensor_bytes
 from ..spec import models as sm
 from . import perf
-from .request import PlanRequest
+from .request import PlanRequest, Speculation
 
 #: Upper bound of the decode batch per DP rank the search considers (SGLang/vLLM graph sizes).
 MAX_BATCH_PER_RANK = 512
@@ -88,20 +90,24 @@ class PlanResult:
 
 def assumptions(req: PlanRequest) -> list[str]:
     s = req.spec
-    spec_txt = (f"MTP {s.speculative.numSpeculativeTokens} token(s), acceptance "
+    spec_txt = (f"{'DSpark' if s.speculative.method == 'dspark' else 'MTP'} "
+                f"{s.speculative.numSpeculativeTokens} token(s), acceptance "
                 f"{s.speculative.acceptance}" if s.speculative else "no speculative decoding")
     return [
-        (f"decode: max(HBM {perf.ETA_HBM:.0%} of peak, GEMMs {perf.ETA_DECODE_COMPUTE:.0%} of the FP8 "
-        f"peak + MLA attention {perf.ETA_ATTN:.0%} of the BF16 peak, FP8 with an FP8 KV cache "
-        f"where the engine's kernel computes in FP8) + expert all-to-all (RDMA "
-        f"{perf.ETA_A2A:.0%}, NVLink {perf.ETA_NVLINK:.0%}) + TP all-reduce + collective "
-        f"latencies + MTP draft passes + {perf.STEP_OVERHEAD_S * 1000:.0f} ms per step; "
-        "no all-to-all overlap in the search (moe.overlap in a fixed-layout request hides "
-        f"{perf.OVERLAP_DECODE:.0%} of it)"),
+        (f"decode: max(HBM {perf.ETA_HBM:.0%} of peak, GEMMs {perf.ETA_DECODE_COMPUTE:.0%} of the "
+         f"FP8 peak (H20: {perf.ETA_DECODE_COMPUTE_BY_GPU['H20-96GB']:.0%}) + MLA attention "
+         f"{perf.ETA_ATTN:.0%} of the BF16 peak, x{perf.ATTN_FP8_SPEEDUP:g} with an FP8 KV cache "
+         "where the attention kernel computes in FP8) + expert all-to-all (RDMA "
+         f"{perf.ETA_A2A:.0%}, NVLink {perf.ETA_NVLINK:.0%} per direction) + TP all-reduce + "
+         "collective latencies + MTP draft passes + "
+         f"{perf.STEP_OVERHEAD_S * 1000:.0f} ms per step; the search assumes no all-to-all "
+         f"overlap (moe.overlap in a fixed layout: two_batch hides {perf.OVERLAP_TWO_BATCH:.0%} "
+         f"of the shorter of computation and all-to-all, single_batch "
+         f"{perf.OVERLAP_SINGLE_BATCH:.0%} of the combine)"),
         (f"prefill: GEMMs at {perf.ETA_PREFILL:.0%} of the FP8 peak (H20: "
-        f"{perf.ETA_PREFILL_BY_GPU['H20-96GB']:.0%}; 4-bit experts without FP4 cores at "
-        f"{perf.DEQUANT_4BIT_PREFILL:.0%} of that), attention at {perf.ETA_ATTN:.0%} of the BF16 "
-        "peak, plus TP all-reduce and DeepEP all-to-all across nodes (bench/published_cases.yaml)"),
+         f"{perf.ETA_PREFILL_BY_GPU['H20-96GB']:.0%}; 4-bit experts without FP4 cores at "
+         f"{perf.DEQUANT_4BIT_PREFILL:.0%} of that), attention at {perf.ETA_ATTN:.0%} of the BF16 "
+         "peak, plus TP all-reduce and DeepEP all-to-all (bench/published_cases.yaml)"),
         (f"context per sequence: input + output/2 = "
         f"{s.workload.inputTokens + s.workload.outputTokens // 2} tokens (mean); {spec_txt}"),
         f"inter-node RDMA {s.network.interNodeGbps:g} Gbit/s per GPU; KV cache {s.constraints.kvCacheDtype}",
@@ -109,19 +115,52 @@ def assumptions(req: PlanRequest) -> list[str]:
     ]
 
 
-#: First release whose MLA decode kernel computes in FP8 with an FP8 KV cache (Q quantized to
-#: FP8): vLLM vllm/v1/attention/backends/mla/flashmla.py ``flash_mla_with_kvcache_fp8`` (0.16.0);
-#: SGLang python/sglang/srt/layers/attention/flashmla_backend.py ``scaled_fp8_quant`` of q
-#: (0.5.6). Earlier releases dequantize the cache and compute in BF16.
-FP8_ATTENTION_SINCE = {"vllm": (0, 16, 0), "sglang": (0, 5, 6)}
+#: SGLang attention backends whose MLA decode computes in FP8 with an FP8 KV cache (q quantized
+#: to FP8: python/sglang/srt/layers/attention/flashmla_backend.py, 0.5.1-0.5.23). SGLang's
+#: default for MLA on Hopper is fa3, which upcasts the FP8 cache to BF16
+#: (layers/attention/flashattention_backend.py ``get_key_buffer(...).to(q.dtype)``).
+SGLANG_FP8_MLA_BACKENDS = frozenset({"flashmla"})
 
 
-def attention_fp8(engine: str, version: str, kv_cache_dtype: str | None) -> bool:
-    """Decode attention runs at the FP8 rate: an FP8 KV cache on a release whose MLA kernel
-    computes in FP8 (:data:`FP8_ATTENTION_SINCE`)."""
-    if not (kv_cache_dtype or "").startswith("fp8"):
+def attention_fp8(engine: str, kv_cache_dtype: str | None, sparse: bool,
+                  engine_args: list[str] | tuple = ()) -> bool:
+    """Decode attention runs at the FP8 rate: an FP8 KV cache with a dense-MLA kernel that
+    computes in FP8. vLLM: FlashMLA, its MLA backend on Hopper, quantizes q to FP8 with an FP8
+    cache in every supported release (vllm/v1/attention/backends/mla/common.py
+    ``scaled_fp8_quant``, 0.11.0; ``flash_mla_with_kvcache_fp8`` from 0.16.0). SGLang: only with
+    ``--attention-backend`` / ``--decode-attention-backend`` flashmla in the role's engineArgs
+    (:data:`SGLANG_FP8_MLA_BACKENDS`). Sparse attention (DeepSeek-V3.2/V4) dequantizes its FP8
+    cache and computes in BF16 (FlashMLA's sparse FP8 kernels) in both engines."""
+    if not (kv_cache_dtype or "").startswith("fp8") or sparse:
         return False
-    return parse_version(version) >= FP8_ATTENTION_SINCE[engine]
+    if engine == "vllm":
+        return True
+    args = list(engine_args)
+    for j, a in option_flags(args):
+        if a.partition("=")[0] in ("--attention-backend", "--decode-attention-backend") \
+                and option_value(args, j) in SGLANG_FP8_MLA_BACKENDS:
+            return True
+    return False
+
+
+#: vLLM's dual-batch overlap engages only above these tokens per rank per step
+#: (ParallelConfig.dbo_decode_token_threshold / dbo_prefill_token_threshold defaults,
+#: vllm/config/parallel.py; vllm/v1/worker/ubatch_utils.py).
+VLLM_DBO_DECODE_TOKENS = 32
+
+
+def effective_overlap(engine: str, role: RoleInput, tokens_per_rank: int) -> str | None:
+    """The overlap a decode step actually runs with: ``moe.overlap``, except where the engine
+    silently skips it: vLLM DBO below :data:`VLLM_DBO_DECODE_TOKENS` tokens per rank, SGLang
+    TBO on DeepSeek-V4 decode (prefill-only there: models/deepseek_v4.py ``_can_run_tbo``,
+    0.5.23)."""
+    mode = role.moe.overlap if role.moe is not None else None
+    if mode == "two_batch":
+        if engine == "vllm" and tokens_per_rank < VLLM_DBO_DECODE_TOKENS:
+            return None
+        if engine == "sglang" and role.arch.family == "deepseek_v4":
+            return None
+    return mode
 
 
 #: (id(config), format, KV bytes) -> (config, shape); holding the config keeps its id unique.
@@ -151,9 +190,17 @@ def _model_shape(cfg: dict, fmt: str, kv_bytes_per_token: float) -> perf.ModelSh
                      if any(t.component == "routed_experts" for t in inv.kinds[k]))
     active = total - routed + moe_layers * topk * expert_params
     heads = cfg["num_attention_heads"]
-    qk = (cfg.get("qk_nope_head_dim") or 0) + (cfg.get("qk_rope_head_dim") or 0) or cfg.get("head_dim", 128)
-    v = cfg.get("v_head_dim") or cfg.get("head_dim", 128)
-    latent = (cfg.get("kv_lora_rank") or cfg.get("head_dim", 512)) + (cfg.get("qk_rope_head_dim") or 0)
+    head_dim = cfg.get("head_dim", 128)
+    if cfg.get("qk_nope_head_dim"):      # MLA (V3, V3.2): nope + rope query-key dims
+        qk = cfg["qk_nope_head_dim"] + (cfg.get("qk_rope_head_dim") or 0)
+    else:                                 # DeepSeek-V4: head_dim includes the rope dims
+        qk = head_dim
+    v = cfg.get("v_head_dim") or head_dim
+    if cfg.get("kv_lora_rank"):
+        latent, latent_v = cfg["kv_lora_rank"] + (cfg.get("qk_rope_head_dim") or 0), \
+            cfg["kv_lora_rank"]
+    else:
+        latent = latent_v = head_dim
     window = None
     if cfg.get("index_topk"):  # sparse attention: indexer top-k (+ V4's sliding window)
         window = cfg["index_topk"] + (cfg.get("sliding_window") or 0)
@@ -165,7 +212,7 @@ def _model_shape(cfg: dict, fmt: str, kv_bytes_per_token: float) -> perf.ModelSh
                            n_group=cfg.get("n_group") or 0, topk_group=cfg.get("topk_group") or 0,
                            lm_head_bytes=2.0 * cfg["vocab_size"] * cfg["hidden_size"],
                            expert_bits=4 if fmt in ("w4a8", "mxfp4") else 16 if fmt == "bf16"
-                           else 8)
+                           else 8, latent_v=latent_v)
 
 
 class LayoutChoice(NamedTuple):
@@ -205,8 +252,11 @@ def _layouts(gpn: int, gpus: int, heads: int, mode: str,
     if 2 * gpn <= gpus and heads % gpn == 0:
         out.append(LayoutChoice(gpn, 1, 2, False))
     d = gpn
+    normal = set(deepep.normal_rank_counts(max(gpus, 1)))
     while d <= gpus and d <= experts:
-        out.append(LayoutChoice(1, d, 1, True))
+        # Prefill runs DeepEP's normal kernels, compiled for some rank counts only (A2A009).
+        if mode != "prefill" or d in normal:
+            out.append(LayoutChoice(1, d, 1, True))
         d += gpn
     return out
 
@@ -455,9 +505,31 @@ def _plan(req: PlanRequest, progress=None) -> PlanResult:
     return PlanResult(cands[:20], reachable, bound, assumptions(req))
 
 
+def draft_tokens(req: PlanRequest, role: RoleInput) -> int:
+    """MTP draft tokens per step of a decoding role: the role's own speculative config, else
+    the request's (0 without MTP layers or for prefill)."""
+    if role.mode == "prefill" or not role.arch.mtp_layers:
+        return 0
+    if role.speculative is not None:
+        return role.speculative.numSpeculativeTokens
+    return req.spec.speculative.numSpeculativeTokens if req.spec.speculative else 0
+
+
+def drafter(req: PlanRequest, role: RoleInput) -> str:
+    """The draft-pass pattern of a decoding role (:func:`perf.decode_terms`): ``dspark`` when the
+    request plans DSpark (for every decoding role; PLN004 limits it to SGLang), else the
+    engine's MTP loop."""
+    spec = req.spec.speculative
+    if spec is not None and spec.method == "dspark":
+        return "dspark"
+    return "sglang_mtp" if req.spec.engine.name == "sglang" else "vllm_mtp"
+
+
 def decode_estimate(req: PlanRequest, role: RoleInput, z: RoleSizing, pool,
-                    per_rank_needed: int | None, ranks: int = 1) -> perf.DecodeEstimate | None:
-    """Decode operating point of a sized role over ``ranks`` DP ranks in total.
+                    per_rank_needed: int | None, ranks: int = 1,
+                    engine_args: list[str] | tuple = ()) -> perf.DecodeEstimate | None:
+    """Decode operating point of a sized role over ``ranks`` DP ranks in total (``engine_args``:
+    the role's engineArgs, for the attention backend).
 
     * concurrency given: ``per_rank_needed`` sequences per rank (None if they do not fit the KV
       cache at maxModelLen, the validator's rule);
@@ -469,8 +541,10 @@ def decode_estimate(req: PlanRequest, role: RoleInput, z: RoleSizing, pool,
     cfg = role.arch.config
     wl = s.workload
     ctx_avg = wl.inputTokens + wl.outputTokens / 2
-    k = s.speculative.numSpeculativeTokens if s.speculative and role.arch.mtp_layers else 0
-    accepted = perf.accepted_per_step(k, s.speculative.acceptance) if k else 1.0
+    k = draft_tokens(req, role)
+    # A role with MTP in a request without spec.speculative: the request's default acceptance.
+    acceptance = (s.speculative or Speculation()).acceptance
+    accepted = perf.accepted_per_step(k, acceptance) if k else 1.0
     gpu = GPUS[pool.gpu]
     shape = model_shape(cfg, s.model.weights, z.kv_bytes_per_token)
     nonexpert = (z.weights - z.weights_by_component.get("routed_experts", 0)) * 2**30
@@ -480,17 +554,19 @@ def decode_estimate(req: PlanRequest, role: RoleInput, z: RoleSizing, pool,
     lay = role.layout
     pp = lay.pipeline
 
-    overlap = role.moe.overlap if role.moe is not None else None
-    fp8_attn = attention_fp8(s.engine.name, s.engine.version, role.serving.kvCacheDtype)
+    fp8_attn = attention_fp8(s.engine.name, role.serving.kvCacheDtype,
+                             shape.attn_window is not None, engine_args)
 
     def step(b):
+        overlap = effective_overlap(s.engine.name, role, b * (1 + k))
         return perf.decode_step(shape, gpu, overlap=overlap, batch=b, tensor=lay.tensor,
                                 data=lay.data, expert=lay.expert_parallel,
                                 nonexpert_bytes=nonexpert,
                                 local_experts_per_layer=local if lay.expert_parallel else 0,
                                 ctx=ctx_avg, gpus_per_node=pool.gpusPerNode,
                                 inter_gbps=s.network.interNodeGbps, draft=k,
-                                bf16=s.model.weights == "bf16", attn_fp8=fp8_attn)
+                                bf16=s.model.weights == "bf16", attn_fp8=fp8_attn,
+                                drafter=drafter(req, role))
     if cap_b < 1:
         return None
     if per_rank_needed is not None:

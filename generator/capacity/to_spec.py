@@ -11,6 +11,12 @@ from .request import PlanRequest
 from .search import all2all_for
 
 
+def default_image(engine: str, version: str) -> str:
+    """The engine release's official image (Docker Hub vllm/vllm-openai, lmsysorg/sglang)."""
+    return (f"vllm/vllm-openai:v{version}" if engine == "vllm"
+            else f"lmsysorg/sglang:v{version}")
+
+
 def spec_yaml(req: PlanRequest, cand) -> str:
     """YAML of an InferenceDeployment deploying ``cand`` (network fields to fill in are marked)."""
     s = req.spec
@@ -18,8 +24,7 @@ def spec_yaml(req: PlanRequest, cand) -> str:
     dialect = dialect_for(s.engine.name, s.engine.version)
     wl = s.workload
     max_len = min(arch.max_position_embeddings, wl.inputTokens + wl.outputTokens)
-    image = (f"vllm/vllm-openai:v{s.engine.version}" if s.engine.name == "vllm"
-             else f"lmsysorg/sglang:v{s.engine.version}")
+    image = default_image(s.engine.name, s.engine.version)
     pd = any(r["mode"] == "prefill" for r in cand.roles)
     roles = []
     for r in cand.roles:

@@ -3,8 +3,10 @@ DeepEP's compiled limits are in generator/engines/deepep.py."""
 
 from __future__ import annotations
 
+from ..catalog import GPUS
 from ..engines import deepep
 from ..engines import sglang as sg
+from ..engines.versions import parse_version
 from ..layout import min_redundant_experts
 from .registry import Context, E, Hit, W, is_vllm, role_path, rule
 
@@ -282,14 +284,113 @@ def _overlap_exists(ctx: Context):
                       f"use one of: {', '.join(have)}" if have else "drop moe.overlap")
 
 
-@rule("OVL003", E, "SGLang's DeepEP v2 backend has no overlap hooks",
-      "SGLang python/sglang/srt/arg_groups/moe_hook.py (0.5.23): \"DeepEP v2 MoE has not "
-      "implemented the TBO/SBO overlap hooks yet\"", engines=("sglang",))
-def _overlap_deepep_v2(ctx: Context):
+#: SGLang all-to-all backends without the overlap hooks TBO/SBO call (dispatch_a/combine_a).
+_SGLANG_NO_OVERLAP = {
+    "deepep_v2": "refuses it at start (arg_groups/moe_hook.py: \"DeepEP v2 MoE has not "
+                 "implemented the TBO/SBO overlap hooks yet\")",
+    "flashinfer_all2allv": "has no overlap path (layers/moe/token_dispatcher/flashinfer.py "
+                           "FlashinferDispatcher has no dispatch_a/combine_a)",
+}
+
+
+@rule("OVL003", E, "SGLang's all-to-all backend has overlap hooks",
+      "SGLang 0.5.23 python/sglang/srt/arg_groups/moe_hook.py (DeepEP v2 refused with TBO/SBO); "
+      "layers/moe/token_dispatcher/flashinfer.py (no dispatch_a/combine_a for TBO); "
+      "layers/moe/fused_moe_triton/layer.py (MaybeTboDeepEPDispatcher: deepep, mooncake, mori, "
+      "nixl, pplx)", engines=("sglang",))
+def _overlap_backend_sglang(ctx: Context):
     for i, role in enumerate(ctx.spec.spec.roles):
-        if role.moe and role.moe.overlap and role.moe.all2all == "deepep_v2":
+        moe = role.moe
+        if moe and moe.overlap and moe.all2all in _SGLANG_NO_OVERLAP:
             yield Hit(role_path(i, "moe", "overlap"),
-                      f"role {role.name!r}: SGLang refuses overlap {role.moe.overlap!r} with "
-                      "the deepep_v2 all-to-all at start",
+                      f"role {role.name!r}: overlap {moe.overlap!r} with the {moe.all2all} "
+                      f"all-to-all: SGLang {_SGLANG_NO_OVERLAP[moe.all2all]}",
                       "use deepep_low_latency (decode) or deepep_high_throughput (prefill), or "
                       "drop moe.overlap")
+
+
+def _vllm_dbo_backends(version: str, amd: bool) -> list[str] | None:
+    """All-to-all backends vLLM's dual-batch overlap accepts in ``version`` (None: unchecked)."""
+    v = parse_version(version)
+    if v < (0, 12, 0):
+        return None
+    out = ["deepep_low_latency", "deepep_high_throughput"]
+    if v >= (0, 24, 0):
+        out.append("nixl_ep")
+    if amd and v >= (0, 33, 0):
+        out.append("allgather_reducescatter")
+    return out
+
+
+@rule("OVL004", E, "vLLM's dual-batch overlap runs on a DeepEP (or NIXL-EP) all-to-all",
+      "vLLM vllm/config/vllm.py (0.12.0+: \"Microbatching currently only supports the "
+      "deepep_low_latency and deepep_high_throughput all2all backends\"; nixl_ep from 0.24.0; "
+      "allgather_reducescatter on ROCm in 0.33.0)", engines=("vllm",))
+def _dbo_backend(ctx: Context):
+    for i, r in ctx.role_items():
+        if r.moe is None or r.moe.overlap != "two_batch" or not r.moe.all2all:
+            continue   # without an all-to-all, OVL001 says what is missing
+        ok = _vllm_dbo_backends(ctx.spec.spec.engine.version,
+                                GPUS[ctx.spec.spec.nodePools[ctx.spec.spec.roles[i].nodePool]
+                                     .gpu].vendor == "amd")
+        if ok is not None and r.moe.all2all not in ok:
+            yield Hit(role_path(i, "moe", "all2all"),
+                      f"role {r.name!r}: vLLM {ctx.spec.spec.engine.version} refuses "
+                      f"--enable-dbo with all2all {r.moe.all2all or 'unset'} at start",
+                      f"use one of: {', '.join(ok)}")
+
+
+@rule("OVL005", W, "two-batch overlap has work to split",
+      "vLLM vllm/config/parallel.py dbo_decode_token_threshold = 32 (micro-batches only above "
+      "it, vllm/v1/worker/ubatch_utils.py); SGLang 0.5.23 python/sglang/srt/models/"
+      "deepseek_v4.py _can_run_tbo (DeepSeek-V4: prefill only, without pipeline or context "
+      "parallelism)")
+def _overlap_no_effect(ctx: Context):
+    for i, r, z in ctx.sized():
+        if r.moe is None or r.moe.overlap != "two_batch":
+            continue
+        k = r.speculative.numSpeculativeTokens if r.speculative and r.mode != "prefill" else 0
+        if ctx.engine == "vllm" and r.mode != "prefill":
+            tokens = z.per_rank_required * (1 + k)
+            if tokens < 32:
+                yield Hit(role_path(i, "moe", "overlap"),
+                          f"role {r.name!r}: at most {tokens} decode tokens per rank per step "
+                          f"({z.per_rank_required} sequences x {1 + k}); vLLM splits a step "
+                          "into micro-batches only from 32: --enable-dbo does nothing",
+                          "raise sizing.concurrency, or drop moe.overlap")
+        if ctx.engine == "sglang" and r.arch.family == "deepseek_v4" and (
+                r.mode != "prefill" or r.layout.pipeline > 1 or (r.parallel.context or 1) > 1):
+            yield Hit(role_path(i, "moe", "overlap"),
+                      f"role {r.name!r}: SGLang runs two-batch overlap for DeepSeek-V4 only in "
+                      "prefill without pipeline or context parallelism: the flag does nothing "
+                      "here", "drop moe.overlap")
+
+
+@rule("OVL006", E, "SGLang's two-batch overlap starts with DeepSeek-V3.2 (0.5.7+)",
+      "sgl-project/sglang#12698 (two-batch overlap with DeepSeek-V3.2 fails at start, "
+      "0.5.4.post1), fixed by sgl-project/sglang#14901 (first in 0.5.7)", engines=("sglang",))
+def _tbo_v32(ctx: Context):
+    if ctx.arch is None or ctx.arch.family != "deepseek_v32" or \
+            parse_version(ctx.spec.spec.engine.version) >= (0, 5, 7):
+        return
+    for i, role in enumerate(ctx.spec.spec.roles):
+        if role.moe and role.moe.overlap == "two_batch":
+            yield Hit(role_path(i, "moe", "overlap"),
+                      f"role {role.name!r}: SGLang {ctx.spec.spec.engine.version} fails to "
+                      "start two-batch overlap with DeepSeek-V3.2",
+                      "engine.version 0.5.7 or later, or drop moe.overlap")
+
+
+@rule("OVL007", E, "SGLang's single-batch overlap runs on DeepEP's low-latency kernels",
+      "SGLang 0.5.6-0.5.23 python/sglang/srt/batch_overlap/single_batch_overlap.py "
+      "compute_overlap_args (unpacks the low-latency dispatch layout: experts x tokens x "
+      "hidden; normal mode returns tokens x hidden)", engines=("sglang",))
+def _sbo_low_latency(ctx: Context):
+    for i, role in enumerate(ctx.spec.spec.roles):
+        moe = role.moe
+        if moe and moe.overlap == "single_batch" and moe.all2all != "deepep_low_latency":
+            yield Hit(role_path(i, "moe", "overlap"),
+                      f"role {role.name!r}: single-batch overlap with all2all "
+                      f"{moe.all2all or 'unset'}: SGLang's SBO hook expects DeepEP's "
+                      "low-latency dispatch layout", "use all2all deepep_low_latency (decode "
+                      "roles), two_batch overlap, or drop moe.overlap")

@@ -28,7 +28,7 @@ def _breakdown(z: RoleSizing) -> str:
     """The budget equation of a role's most loaded GPU, with its numbers (GiB)."""
     if z.engine == "sglang":
         return (f"weights {z.weights:.1f} GiB in a static pool of mem_fraction_static "
-                f"{z.utilization:g} x {z.budget / z.utilization:.1f} = {z.budget:.1f} GiB per "
+                f"{z.utilization:g} x {z.fraction_base:.1f} = {z.budget:.1f} GiB per "
                 f"{z.gpu}")
     return (f"weights {z.weights:.1f} + activation {z.activation:.1f} + overhead {z.overhead:.1f} "
             f"GiB against a budget of {z.utilization:g} x {z.gpu_memory:.2f} = {z.budget:.1f} GiB "
@@ -88,7 +88,7 @@ def _siz_fit(ctx: Context):
             parts = ", ".join(f"{k} {v:.1f}" for k, v in top)
             room = fraction_with_room(z) if z.engine == "sglang" else None
             pinned = r.serving.memFractionStatic or r.serving.gpuMemoryUtilization
-            if room and not pinned and room * z.budget / z.utilization > z.weights + 1.0:
+            if room and not pinned and room * z.fraction_base > z.weights + 1.0:
                 # SGLang's own default fraction is the problem, not the model's size: its
                 # reserve grows with cuda-graph batch x attention-DP ranks
                 # (arg_groups/memory_hook.py reserve_for_graph_mb).
@@ -163,7 +163,7 @@ def _siz_outside(ctx: Context):
                       f"{z.outside_pool:.1f} GiB outside the static pool, but activations "
                       f"({z.activation:.1f}), CUDA graphs and DeepEP buffers ({z.overhead:.1f}) "
                       f"need {need:.1f} GiB",
-                      f"use memFractionStatic <= {math.floor((1 - need / (z.budget / z.utilization)) * 1000) / 1000:g} "
+                      f"use memFractionStatic <= {math.floor((1 - need / z.fraction_base) * 1000) / 1000:g} "
                       "(or a lower gpuMemoryUtilization), or lower maxNumBatchedTokens / the decode batch")
 
 

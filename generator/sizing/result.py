@@ -77,6 +77,15 @@ class RoleSizing:
         return lo
 
     @property
+    def fraction_base(self) -> float:
+        """GiB the memory fraction multiplies: SGLang's memory at startup (static pool + what
+        stays outside it), vLLM's total GPU memory. Defined when the fraction is 0 (SGLang's
+        default formula rounds to 0 once its CUDA-graph reserve reaches the HBM size)."""
+        if self.engine == "sglang":
+            return self.budget + self.outside_pool
+        return self.gpu_memory
+
+    @property
     def fits(self) -> bool:
         """The role starts, holds its required concurrency at max_model_len, and (SGLang) has
         room outside the static pool for activations, CUDA graphs and buffers."""

@@ -145,7 +145,7 @@ def fraction_with_room(z: RoleSizing) -> float | None:
     (+ 1 GiB) outside SGLang's static pool, if it is above the one ``z`` planned (``None``
     otherwise). Rounded down to 0.001. This is the value SIZ001/SIZ003 hint at and that
     ``gen plan`` pins for SGLang layouts its default formula would not fit."""
-    pre = z.budget / z.utilization
+    pre = z.fraction_base
     best = math.floor((1 - (z.activation + z.overhead + 1.0) / pre) * 1000) / 1000
     return best if best > z.utilization + 0.005 else None
 
