@@ -160,10 +160,11 @@ def size(spec: Path, overlays: tuple[Path, ...], fmt: str) -> None:
     """Per-role, per-GPU HBM breakdown (GiB) and KV capacity; exit 1 if a role does not fit."""
     from .output import sizing_report
     checked = _checked(spec, overlays)
+    predicted = pipeline.performance(checked)
     if fmt == "json":
-        click.echo(json.dumps(sizing_report.sizing_json(checked), indent=2))
+        click.echo(json.dumps(sizing_report.sizing_json(checked, predicted), indent=2))
     else:
-        click.echo(sizing_report.sizing_text(checked), nl=False)
+        click.echo(sizing_report.sizing_text(checked, predicted), nl=False)
         if checked.findings:
             click.echo(report.text(checked.findings, colour=sys.stderr.isatty()), err=True)
     if not checked.ok:
@@ -286,7 +287,7 @@ def report_cmd(spec: Path, overlays: tuple[Path, ...], out: Path | None, fmt: st
     else:
         checked = _checked(spec, overlays)
         plan_obj = pipeline.deployment_plan(checked) if checked.ok else None
-        model = review_page.build(checked, plan_obj)
+        model = review_page.build(checked, plan_obj, pipeline.performance(checked))
     if fmt == "json":
         text = json.dumps(model, indent=2)
         if out is None:

@@ -174,3 +174,21 @@ def parallel_text(tensor: int, data: int, pipeline: int, expert: bool,
     if expert:
         parts.append(f"EP{tensor * data}")
     return sep.join(parts)
+
+
+def max_instances(tensor: int, data: int, pipeline: int, expert: bool, workload: str,
+                  gpus_per_node: int, free_nodes: int, limit: int = 4096) -> int:
+    """The most instances of this layout ``free_nodes`` nodes of the pool hold (0 when not
+    one): the largest replicas whose :func:`compute_layout` needs at most ``free_nodes`` nodes
+    (single-GPU ranks pack several instances per node; multi-node instances take whole nodes).
+    An autoscaler's ceiling for a role, with the other roles' nodes taken out."""
+    lo, hi = 0, limit
+    while lo < hi:   # nodes_needed grows with replicas: bisect the largest that fits
+        mid = (lo + hi + 1) // 2
+        need = compute_layout(tensor, data, pipeline, expert, workload, gpus_per_node,
+                              mid).nodes_needed
+        if need <= free_nodes:
+            lo = mid
+        else:
+            hi = mid - 1
+    return lo

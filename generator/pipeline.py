@@ -205,14 +205,26 @@ def _sorted(result: Checked) -> Checked:
     return result
 
 
+def performance(checked: Checked):
+    """The predicted TTFT, TPOT and tokens/s of each role of a spec that passed
+    (:func:`generator.capacity.predict.predict`), or None for a rejected spec."""
+    if not checked.ok or checked.spec is None:
+        return None
+    from .capacity.predict import predict
+    return predict(checked.spec)
+
+
 def deployment_plan(checked: Checked) -> DeploymentPlan:
     """The deployment plan of a spec that passed (``checked.ok`` must be true)."""
     from .manifests.plan import build_plan
     assert checked.ok and checked.spec is not None and checked.dialect is not None, \
         "deployment_plan() needs a spec without errors"
+    mon = checked.spec.spec.monitoring
+    prediction = performance(checked) if mon is not None and mon.enabled and mon.dashboard \
+        else None
     return build_plan(checked.spec, checked.roles, checked.dialect,
                       [z for z in checked.sizing if isinstance(z, RoleSizing)],
-                      [h for h in checked.host if h is not None])
+                      [h for h in checked.host if h is not None], prediction)
 
 
 def render(checked: Checked) -> tuple[DeploymentPlan, dict[str, str]]:

@@ -101,6 +101,9 @@ def _crds(checked) -> list[tuple[str, str]]:
     out = []
     if any(r.workload in ("lws", "pod-per-rank") for r in spec.roles):
         out.append(("leaderworkersets.leaderworkerset.x-k8s.io", "the LeaderWorkerSets"))
+    lws = spec.platform.lws if spec.platform else None
+    if lws is not None and lws.disaggregatedSet:
+        out.append(("disaggregatedsets.disaggregatedset.x-k8s.io", "platform.lws.disaggregatedSet"))
     if spec.monitoring is not None and spec.monitoring.enabled:
         out += [("podmonitors.monitoring.coreos.com", "spec.monitoring"),
                 ("servicemonitors.monitoring.coreos.com", "spec.monitoring"),

@@ -177,3 +177,56 @@ def test_the_roles_own_speculative_config_is_timed():
     mtp3 = plan(PlanRequest.model_validate(doc)).candidates[0]
     assert mtp3.roles[1]["outputTokensPerSecPerNode"] != base.roles[1]["outputTokensPerSecPerNode"]
     assert perf.accepted_per_step(3, 0.85) == pytest.approx(3.186, abs=1e-3)
+
+
+def test_a_deployment_spec_is_timed_as_the_equivalent_fixed_layout_request(tmp_path, capsys):
+    """gen size / gen report on S1 (spec.traffic 3.5K / 1.2K) give what gen plan gives for the
+    PlanRequest written by hand from the same spec: its pools, roles (TP8 prefill; DP16-EP16
+    decode with MTP 1, EPLB 32 redundant experts), serving settings, and workload concurrency =
+    decode sizing.concurrency 200 x 1 replica; acceptance 0.7 (Traffic's default)."""
+    spec = yaml.safe_load((EXAMPLES / "s1-16xh20-pd.yaml").read_text())["spec"]
+    req = {"apiVersion": "moegen.dev/v1alpha1", "kind": "PlanRequest",
+           "metadata": {"name": "s1"},
+           "spec": {"model": {"architecture": "deepseek-v3", "weights": "fp8"},
+                    "engine": {"name": "vllm", "version": "0.33.0"},
+                    "nodePools": {"prefill-h20": {"gpu": "H20-96GB", "gpusPerNode": 8,
+                                                  "nodes": 1},
+                                  "decode-h20": {"gpu": "H20-141GB", "gpusPerNode": 8,
+                                                 "nodes": 2}},
+                    "network": {"interNodeGbps": 400},
+                    "workload": {"inputTokens": 3500, "outputTokens": 1200, "concurrency": 200},
+                    "speculative": {"numSpeculativeTokens": 1, "acceptance": 0.7},
+                    "constraints": {"kvCacheDtype": "fp8"},
+                    "serving": spec["serving"], "roles": spec["roles"]}}
+    assert run(["plan", _write(tmp_path, req), "--format", "json"]) == 0
+    cand = json.loads(capsys.readouterr().out)["candidates"][0]
+    assert run(["size", str(EXAMPLES / "s1-16xh20-pd.yaml"), "--format", "json"]) == 0
+    size = json.loads(capsys.readouterr().out)
+    dec = next(r for r in size["roles"] if r["name"] == "decode")["predicted"]
+    pre = next(r for r in size["roles"] if r["name"] == "prefill")["predicted"]
+    assert dec["tpotMs"] == cand["tpotMs"] and pre["ttftMs"] == cand["ttftMs"]
+    assert dec["outputTokensPerSecPerNode"] == cand["roles"][1]["outputTokensPerSecPerNode"]
+    assert pre["inputTokensPerSecPerNode"] == cand["roles"][0]["inputTokensPerSecPerNode"]
+    assert size["prediction"]["totalTokensPerSec"] == cand["totalTokensPerSec"]
+    assert dec["outputTokensPerSec"] == cand["outputTokensPerSec"]
+
+
+def test_a_spec_without_traffic_or_concurrency_says_what_is_missing(tmp_path, capsys):
+    over = tmp_path / "o.yaml"
+    over.write_text("spec:\n  traffic: null\n")
+    assert run(["size", str(EXAMPLES / "s1-16xh20-pd.yaml"), "-f", str(over)]) == 0
+    assert "predicted: set spec.traffic" in capsys.readouterr().out
+    doc = yaml.safe_load((EXAMPLES / "s1-16xh20-pd.yaml").read_text())
+    del doc["spec"]["roles"][1]["sizing"]
+    assert run(["size", _write(tmp_path, doc), "--format", "json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert "sizing.concurrency on decode" in out["prediction"]["reason"]
+    assert "predicted" not in out["roles"][1]
+
+
+def test_review_page_shows_the_prediction_beside_the_memory_bars(tmp_path, capsys):
+    page = tmp_path / "r.html"
+    assert run(["report", str(EXAMPLES / "s1-16xh20-pd.yaml"), "-o", str(page)]) == 0
+    html = page.read_text()
+    assert 'class="predicted" data-role="decode">predicted: TPOT' in html
+    assert 'id="predicted">' in html and "binding: prefill compute" in html

@@ -28,7 +28,7 @@ VALUES = st.one_of(
     st.sampled_from([None, True, False, 0, 1, -1, 2, 3, 7, 8, 9, 16, 24, 32, 61, 64, 65535,
                      1 << 40, 0.5, 0.95, 1.5, "", "x", "a b", "0.33.0", "0.11.0", "latest",
                      "deepseek-v3", "kimi-k2", "deepseek-v4-flash", "nixl", "mooncake", "lmcache",
-                     "fp8", "bf16", "mxfp4", "w4a8", "auto", "lws", "statefulset",
+                     "fp8", "bf16", "mxfp4", "w4a8", "nvfp4", "w4a16", "auto", "lws", "statefulset",
                      "pod-per-rank", "prefill", "decode", "unified", "deepep_low_latency",
                      "deepep_high_throughput", "naive", "round_robin", "^lo", "eth0", "H20-96GB",
                      "H100-80GB", "B200-180GB", [], {}, ["a"], {"a": 1}]),

@@ -17,7 +17,7 @@ import pytest
 import yaml
 
 from generator.emit import write_tree
-from tests.helpers import EXAMPLES, K8S_VERSION, objects, render_spec, shared
+from tests.helpers import EXAMPLES, K8S_VERSION, ROOT, objects, render_spec, shared
 from tests.test_golden import cases
 
 IDS = [c[0] for c in cases()]
@@ -25,6 +25,7 @@ IDS = [c[0] for c in cases()]
 
 #: Custom resources moegen renders -> their CRD file in shared/reference/crds.
 CRDS = {"LeaderWorkerSet": "leaderworkerset.x-k8s.io_leaderworkersets.yaml",
+        "DisaggregatedSet": "disaggregatedset.x-k8s.io_disaggregatedsets.yaml",
         "PodMonitor": "monitoring.coreos.com_podmonitors.yaml",
         "ServiceMonitor": "monitoring.coreos.com_servicemonitors.yaml",
         "PrometheusRule": "monitoring.coreos.com_prometheusrules.yaml",
@@ -32,10 +33,18 @@ CRDS = {"LeaderWorkerSet": "leaderworkerset.x-k8s.io_leaderworkersets.yaml",
         "HTTPRoute": "gateway.networking.k8s.io_httproutes.yaml"}
 
 
+#: CRDs kept in this repository (tests/crds/, each file names its upstream commit) -> version.
+LOCAL_CRDS = {"ScaledObject": ("keda.sh_scaledobjects.yaml", "v1alpha1")}
+
+
 @functools.cache
 def _crd_schema(kind: str) -> dict:
-    crd = yaml.safe_load(shared("reference", "crds", CRDS[kind]).read_text())
-    version = next(v for v in crd["spec"]["versions"] if v["name"] == "v1")
+    if kind in LOCAL_CRDS:
+        file, name = LOCAL_CRDS[kind]
+        crd = yaml.safe_load((ROOT / "tests" / "crds" / file).read_text())
+    else:
+        crd, name = yaml.safe_load(shared("reference", "crds", CRDS[kind]).read_text()), "v1"
+    version = next(v for v in crd["spec"]["versions"] if v["name"] == name)
     return _strict(copy.deepcopy(version["schema"]["openAPIV3Schema"]))
 
 
@@ -81,7 +90,15 @@ def test_objects_pass_kubernetes_schemas(name, spec, overlays):
             for which in ("leaderTemplate", "workerTemplate"):
                 kubernetes_validate.validate(_pod_template(obj, lwt[which], which), K8S_VERSION,
                                              strict=True)
-        elif obj["kind"] in CRDS:
+        elif obj["kind"] == "DisaggregatedSet":
+            jsonschema.validate(obj, _crd_schema("DisaggregatedSet"))
+            for role in obj["spec"]["roles"]:
+                lwt = role["spec"]["leaderWorkerTemplate"]
+                for which in ("leaderTemplate", "workerTemplate"):
+                    kubernetes_validate.validate(
+                        _pod_template(obj, lwt[which], f"{role['name']}-{which}"), K8S_VERSION,
+                        strict=True)
+        elif obj["kind"] in CRDS or obj["kind"] in LOCAL_CRDS:
             jsonschema.validate(obj, _crd_schema(obj["kind"]))
         else:
             kubernetes_validate.validate(obj, K8S_VERSION, strict=True)
@@ -123,14 +140,20 @@ def test_kustomize_builds(name, spec, overlays, tmp_path):
     assert built.returncode == 0, built.stderr
     docs = [d for d in yaml.safe_load_all(built.stdout) if d]
     configmaps = {d["metadata"]["name"] for d in docs if d["kind"] == "ConfigMap"}
-    # The env ConfigMaps (generated, hashed) and the endpoint picker's configuration.
-    assert len(configmaps) == len(plan.env_files) + (plan.gateway is not None)
+    # The env ConfigMaps (generated, hashed), the endpoint picker's configuration and the
+    # Grafana dashboard.
+    assert len(configmaps) == len(plan.env_files) + (plan.gateway is not None) \
+        + (plan.dashboard is not None)
     # Every envFrom reference was rewritten to the hashed ConfigMap name (LWS included).
-    workload_docs = [d for d in docs if d["kind"] in ("LeaderWorkerSet", "StatefulSet")]
+    workload_docs = [d for d in docs
+                     if d["kind"] in ("LeaderWorkerSet", "StatefulSet", "DisaggregatedSet")]
+    assert workload_docs
     for d in workload_docs:
-        templates = ([d["spec"]["leaderWorkerTemplate"]["leaderTemplate"],
-                      d["spec"]["leaderWorkerTemplate"]["workerTemplate"]]
-                     if d["kind"] == "LeaderWorkerSet" else [d["spec"]["template"]])
+        lwts = ([r["spec"]["leaderWorkerTemplate"] for r in d["spec"]["roles"]]
+                if d["kind"] == "DisaggregatedSet" else
+                [d["spec"]["leaderWorkerTemplate"]] if d["kind"] == "LeaderWorkerSet" else [])
+        templates = ([t for lwt in lwts for t in (lwt["leaderTemplate"], lwt["workerTemplate"])]
+                     or [d["spec"]["template"]])
         for t in templates:
             for c in t["spec"]["containers"]:
                 for ef in c.get("envFrom", []):
@@ -164,3 +187,19 @@ def test_namespace_override_keeps_the_router_working(example, tmp_path):
     assert "http://" not in args and f".{plan.namespace}" not in args
     binding = next(d for d in docs if d["kind"] == "RoleBinding")
     assert [s["namespace"] for s in binding["subjects"]] == ["llm-prod"]
+
+
+def test_scaledobject_schema_is_strict_and_can_fail():
+    """The KEDA CRD check rejects a misspelled field and a wrong type."""
+    _, _, files = render_spec(EXAMPLES / "s1-16xh20-pd.yaml",
+                              [ROOT / "tests" / "golden" / "s1-autoscaling" / "autoscaling.yaml"])
+    so = yaml.safe_load(files["decode-scaledobject.yaml"])
+    jsonschema.validate(so, _crd_schema("ScaledObject"))
+    bad = copy.deepcopy(so)
+    bad["spec"]["maxReplicas"] = 3          # KEDA spells it maxReplicaCount
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate(bad, _crd_schema("ScaledObject"))
+    bad = copy.deepcopy(so)
+    bad["spec"]["triggers"][0]["metadata"]["threshold"] = 8   # metadata values are strings
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate(bad, _crd_schema("ScaledObject"))

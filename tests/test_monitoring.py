@@ -3,12 +3,14 @@ runs (their own sources, in the engines venv), and the alert thresholds follow t
 
 from __future__ import annotations
 
+import json
 import re
 import subprocess
 
 import pytest
 import yaml
 
+from generator import pipeline
 from generator.engines.metrics import METRICS
 from tests.conformance.runner import engines_python
 from tests.helpers import EXAMPLES, ROOT, render_spec
@@ -18,7 +20,8 @@ MON = ROOT / "tests" / "golden" / "s1-monitoring" / "monitoring.yaml"
 
 def _series(engine: str) -> set[str]:
     m = METRICS[engine]
-    return {m.running, m.generated_total, m.kv_usage, m.waiting, *m.transfer_failed_total.values()}
+    return {m.running, m.generated_total, m.kv_usage, m.waiting, m.prompt_total, m.ttft_seconds,
+            m.tpot_seconds, *m.transfer_failed_total.values()}
 
 
 @pytest.mark.skipif(engines_python() is None, reason="the engines venv is not built")
@@ -55,3 +58,64 @@ def test_sglang_engines_expose_metrics_only_when_monitored():
     assert "--enable-metrics" not in plain["decode-lws.yaml"]
     assert "--enable-metrics" in watched["decode-lws.yaml"]
     assert {"podmonitor.yaml", "router-servicemonitor.yaml", "prometheusrule.yaml"} <= set(watched)
+
+
+def _dashboard(spec, overlays=()):
+    _, _, files = render_spec(spec, [MON, *overlays])
+    cm = yaml.safe_load(files["grafana-dashboard.yaml"])
+    assert cm["metadata"]["labels"]["grafana_dashboard"] == "1"
+    (key, text), = cm["data"].items()
+    return key, json.loads(text)
+
+
+def _lines(dash) -> dict[str, float | None]:
+    """Panel title -> the value of its reference line (None: no line drawn)."""
+    out = {}
+    for p in dash["panels"]:
+        if p["type"] != "timeseries":
+            continue
+        d = p["fieldConfig"]["defaults"]
+        steps = d["thresholds"]["steps"]
+        on = d["custom"]["thresholdsStyle"]["mode"] == "line"
+        out[p["title"]] = steps[1]["value"] if on and len(steps) > 1 else None
+    return out
+
+
+def test_dashboard_reference_lines_are_the_sized_and_predicted_figures():
+    """S1 with spec.traffic (3.5K in / 1.2K out): the KV line is the planned usage of the HBM
+    check (13 x 32,768 / 1,769,772 = 0.2407: the alert's figure without its 1.1 margin), the
+    latency and rate lines are gen size's predictions for the same spec; prefill has no
+    sizing.concurrency, so no KV line there."""
+    key, dash = _dashboard(EXAMPLES / "s1-16xh20-pd.yaml")
+    assert key == "dsv3-pd.json" and dash["uid"] == "dsv3-pd"
+    lines = _lines(dash)
+    assert lines["decode: KV cache usage"] == round(13 * 32768 / 1_769_772, 4) == 0.2407
+    assert lines["prefill: KV cache usage"] is None
+    checked = pipeline.check(EXAMPLES / "s1-16xh20-pd.yaml")
+    pred = pipeline.performance(checked)
+    assert pred.reason is None
+    dec, pre = pred.roles["decode"], pred.roles["prefill"]
+    assert lines["decode: TPOT"] == round(dec.tpot_ms / 1000, 4)
+    assert lines["decode: TTFT"] == round(pre.ttft_ms / 1000, 4)
+    assert lines["decode: Output tokens/s"] == round(pred.output_tps)
+    assert lines["prefill: Input tokens/s"] == round(pred.total_tps - pred.output_tps)
+    # Series by the PodMonitor's target labels, never by namespace (kustomize override).
+    exprs = [t["expr"] for p in dash["panels"] for t in p.get("targets", [])]
+    assert exprs and all('moegen_dev_role="' in e and "namespace" not in e for e in exprs)
+    assert any("vllm:request_time_per_output_token_seconds_bucket" in e for e in exprs)
+
+
+def test_dashboard_without_traffic_draws_only_the_sizing_line(tmp_path):
+    plain = tmp_path / "no-traffic.yaml"
+    plain.write_text("spec:\n  traffic: null\n")
+    _, dash = _dashboard(EXAMPLES / "s1-16xh20-pd.yaml", [plain])
+    lines = _lines(dash)
+    assert lines["decode: KV cache usage"] == 0.2407
+    assert lines["decode: TPOT"] is None and lines["decode: TTFT"] is None
+
+
+def test_sglang_dashboard_uses_sglang_series():
+    _, dash = _dashboard(EXAMPLES / "s3-v4pro-pd-dp16.yaml")
+    exprs = " ".join(t["expr"] for p in dash["panels"] for t in p.get("targets", []))
+    assert "sglang:token_usage" in exprs and "sglang:time_to_first_token_seconds_bucket" in exprs
+    assert "vllm:" not in exprs

@@ -134,9 +134,10 @@ def validator_findings(req: PlanRequest, prov: Provenance | None) -> list[Findin
     return out
 
 
-def evaluate(req: PlanRequest, prov: Provenance | None = None) -> PlanResult:
+def evaluate(req: PlanRequest, prov: Provenance | None = None, judge: bool = True) -> PlanResult:
     """The request's roles as the only candidate (see the module docstring); ``prov`` locates
-    the findings of a layout that does not fit in the request file."""
+    the findings of a layout that does not fit in the request file. ``judge``: run the
+    validator's rules on the layout (off when the layout comes from a checked deployment)."""
     s = req.spec
     cfg = builtin_config(s.model.architecture)
     arch = arch_from_config(cfg)
@@ -149,7 +150,7 @@ def evaluate(req: PlanRequest, prov: Provenance | None = None) -> PlanResult:
     decoding = [(r, ri) for r, ri in zip(roles, inputs) if r.mode in ("decode", "unified")]
     ranks = sum(r.replicas * ri.layout.data for r, ri in decoding) or 1
     per_rank = -(-wl.concurrency // ranks) if wl.concurrency else None
-    judged = validator_findings(req, prov)
+    judged = validator_findings(req, prov) if judge else []
     findings: list[Finding] = [f for f in judged if f.severity is Severity.ERROR]
 
     def finding(code: str, i: int, field: str, message: str, hint: str) -> None:

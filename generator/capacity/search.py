@@ -211,7 +211,8 @@ def _model_shape(cfg: dict, fmt: str, kv_bytes_per_token: float) -> perf.ModelSh
                            qk_head=qk, v_head=v, latent=latent, attn_window=window,
                            n_group=cfg.get("n_group") or 0, topk_group=cfg.get("topk_group") or 0,
                            lm_head_bytes=2.0 * cfg["vocab_size"] * cfg["hidden_size"],
-                           expert_bits=4 if fmt in ("w4a8", "mxfp4") else 16 if fmt == "bf16"
+                           expert_bits=4 if fmt in ("w4a8", "mxfp4", "nvfp4", "w4a16")
+                           else 16 if fmt == "bf16"
                            else 8, latent_v=latent_v)
 
 

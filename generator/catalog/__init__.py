@@ -173,6 +173,7 @@ ARCHITECTURES: dict[str, str] = {
     "deepseek-v4-pro": "deepseek-v4-pro.config.json",
     "deepseek-v4-flash": "deepseek-v4-flash.config.json",
     "kimi-k2": "kimi-k2-instruct-0905.config.json",
+    "kimi-k2-thinking": "kimi-k2-thinking.config.json",
     "deepseek-v2-lite": "deepseek-v2-lite.config.json",
 }
 
@@ -186,6 +187,7 @@ HF_IDS: dict[str, str] = {
     "deepseek-v4-pro": "deepseek-ai/DeepSeek-V4-Pro",
     "deepseek-v4-flash": "deepseek-ai/DeepSeek-V4-Flash",
     "kimi-k2": "moonshotai/Kimi-K2-Instruct-0905",
+    "kimi-k2-thinking": "moonshotai/Kimi-K2-Thinking",
     "deepseek-v2-lite": "deepseek-ai/DeepSeek-V2-Lite",
 }
 

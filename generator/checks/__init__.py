@@ -6,12 +6,14 @@ module      rules
 model       MOD, LEN, QNT, SPD001-002: model source, context length, FP8 blocks, MTP module
 names       NAME: generated names and labels
 pools       POOL, TOP, SCHD: node pools, topology domains, gang schedulers
+lws         LWS: the LeaderWorkerSet release (platform.lws) and the DisaggregatedSet output
 layout      LAY, ENG001, SPD005: ranks on pods, heads, pipeline, context, group restarts
 moe         EP, A2A: expert parallelism, EPLB, all-to-all backends (DeepEP)
 gpu         GPU: what the pool's GPU runs (vendor all-to-all, DeepEP's NVLink/SM90 needs, FP8
             cores, sparse-attention kernels)
 pd          PD, SPD003-004: prefill/decode pairs, connectors, speculative config, router
 routing     RTR: router kinds (which router routes which engine), the inference gateway
+scaling     AUT: autoscaling bounds, scalable workloads, Prometheus, routers that find new pods
 serving     SRV: batch tokens and admitted sequences
 network     NET, PORT: bootstrap interface, derived environment, ports
 pod         POD, ENG002-003: pod memory and the image
@@ -29,6 +31,7 @@ from . import (  # noqa: F401
     engine,
     gpu,
     layout,
+    lws,
     model,
     moe,
     names,
@@ -37,6 +40,7 @@ from . import (  # noqa: F401
     pod,
     pools,
     routing,
+    scaling,
     serving,
     sizing,
 )

@@ -4,12 +4,16 @@ NVLink and SM90 needs, FP8 tensor cores, sparse-attention kernels.
 Each rule reads the GPU of the role's pool from the catalog (``generator/catalog/__init__.py``:
 ``vendor``, ``generation``, ``scaleup_gpus``, ``fp8``).
 
-No FP4 rule: moegen's ``mxfp4`` format is the DeepSeek-V4 checkpoints' FP4 experts, and the GPUs
+No MXFP4 rule: moegen's ``mxfp4`` format is the DeepSeek-V4 checkpoints' FP4 experts, and the GPUs
 without an FP4 path for them are the ones without V4's sparse attention (Ampere, Ada: GPU006).
 Hopper runs them without FP4 cores (the V4-Pro run on H200 that
 generator/sizing/vllm_budget.py calibrates to), Blackwell and CDNA4 natively, and vLLM serves V4 on CDNA3 through its
-ROCm sparse-MLA backend (vllm/v1/attention/backends/mla/rocm_aiter_mla_sparse.py). NVFP4 is not a
-``model.weights`` format.
+ROCm sparse-MLA backend (vllm/v1/attention/backends/mla/rocm_aiter_mla_sparse.py).
+
+``nvfp4`` and ``w4a16`` (QNT002-QNT004): the engines' kernel per GPU family is the table
+``generator/sizing/formats.py`` ``ENGINE_STORAGE`` (vLLM 0.33.0, SGLang 0.5.23, with their
+files). ``w4a16`` runs on every catalog GPU with both engines (Marlin on NVIDIA SM80+, Triton
+WNA16 on ROCm), so it has no rule.
 """
 
 from __future__ import annotations
@@ -20,6 +24,7 @@ from ..catalog import GPUS, Gpu
 from ..engines import deepep
 from ..engines.base import RoleInput
 from ..engines.options import option_value
+from ..sizing.formats import storage
 from .registry import Context, E, Hit, W, is_vllm, role_path, rule
 
 #: DeepEP's all-to-all backends (engine-neutral names).
@@ -194,3 +199,76 @@ def _sparse_attention(ctx: Context):
                       "sparse kernels need SM90 or newer",
                       "use Hopper or Blackwell GPUs (or AMD MI300X/MI325X/MI355X), or a dense-"
                       "attention model such as deepseek-v3.1")
+
+
+@rule("QNT002", E, "the engine has an MoE kernel for the checkpoint format on the pool's GPU",
+      "generator/sizing/formats.py ENGINE_STORAGE; SGLang 0.5.23 python/sglang/srt/layers/"
+      "quantization/modelopt_quant.py ModelOptNvFp4FusedMoEMethod.__init__ (\"Current platform "
+      "does not support NVFP4 quantization ... use Blackwell and above, or use "
+      "moe_runner_backend=marlin on SM80+\"; the Marlin fallback is CUDA-only)")
+def _format_kernel(ctx: Context):
+    fmt = ctx.spec.spec.model.weights
+    for i, r in ctx.role_items():
+        gpu = _gpu(ctx, i)
+        row = storage(ctx.engine, fmt, gpu)
+        if row is None or row.kernel or not r.arch.routed_experts:
+            continue
+        other = "vLLM" if ctx.engine == "sglang" else "SGLang"
+        yield Hit(("spec", "model", "weights"),
+                  f"role {r.name!r}: {ctx.engine} has no MoE kernel for {fmt} weights on "
+                  f"{gpu.id} ({gpu.vendor.upper()} {gpu.generation}): the engine refuses to "
+                  "load the experts",
+                  f"serve the model's FP8 or MXFP4 checkpoint on this GPU, or run {other}"
+                  + (" (vLLM emulates NVFP4 on ROCm)" if other == "vLLM" else ""))
+
+
+@rule("QNT003", W, "NVFP4 on a GPU without NVFP4 tensor cores runs weight-only or emulated",
+      "generator/sizing/formats.py ENGINE_STORAGE; vLLM 0.33 vllm/model_executor/layers/"
+      "quantization/utils/marlin_utils_fp4.py (\"Your GPU does not have native support for FP4 "
+      "computation ... Weight-only FP4 compression will be used leveraging the Marlin "
+      "kernel\"); vllm/model_executor/layers/fused_moe/experts/nvfp4_emulation_moe.py (ROCm); "
+      "SGLang 0.5.23 layers/quantization/fp4_utils.py (auto -> marlin on SM80-SM9x)")
+def _nvfp4_weight_only(ctx: Context):
+    if ctx.spec.spec.model.weights != "nvfp4":
+        return
+    for i, r in ctx.role_items():
+        gpu = _gpu(ctx, i)
+        row = storage(ctx.engine, "nvfp4", gpu)
+        if row is None or not row.kernel or row.compute == "native":
+            continue
+        how = ("dequantized to BF16 on every GEMM (emulation)" if row.compute == "emulated"
+               else "computed at the BF16 rate")
+        yield Hit(("spec", "model", "weights"),
+                  f"role {r.name!r}: {gpu.id} has no NVFP4 tensor cores: {ctx.engine} runs the "
+                  f"NVFP4 layers through {row.kernel}, 4.5 bits per weight in memory but {how} "
+                  f"({gpu.bf16_tflops:g} TFLOPS BF16)",
+                  "expected on this GPU; NVFP4 compute needs Blackwell (B200/B300/GB200/GB300)")
+
+
+def _truthy(v: str | None) -> bool:
+    return (v or "").strip().lower() in ("1", "true", "yes", "on")
+
+
+@rule("QNT004", W, "SGLANG_DSV4_FP4_DEQUANT=1 holds DeepSeek-V4's FP4 experts as block FP8",
+      "SGLang 0.5.23 python/sglang/srt/layers/quantization/fp8.py "
+      "process_weights_after_loading_block_quant (cast_e2m1fn_to_e4m3fn, FP32 block scales: "
+      "\"Dequantized FP4 expert weights to FP8\"); environ.py SGLANG_DSV4_FP4_DEQUANT (default "
+      "False); sglang#33583", engines=("sglang",))
+def _dsv4_dequant(ctx: Context):
+    if ctx.spec.spec.model.weights != "mxfp4":
+        return
+    net = ctx.spec.spec.network.env
+    for i, r in ctx.role_items():
+        env = {**net, **ctx.spec.spec.roles[i].env}
+        if not _truthy(env.get("SGLANG_DSV4_FP4_DEQUANT")) or not r.arch.routed_experts:
+            continue
+        where = (role_path(i, "env", "SGLANG_DSV4_FP4_DEQUANT")
+                 if "SGLANG_DSV4_FP4_DEQUANT" in ctx.spec.spec.roles[i].env
+                 else ("spec", "network", "env", "SGLANG_DSV4_FP4_DEQUANT"))
+        yield Hit(where,
+                  f"role {r.name!r}: SGLANG_DSV4_FP4_DEQUANT re-encodes the MXFP4 routed experts "
+                  "to block FP8 at load (1 byte per weight + an FP32 scale per 128 x 128 "
+                  "against 0.53125: 1.88x the expert bytes); moegen's HBM check sizes the "
+                  "MXFP4 experts the default path keeps",
+                  "leave room for ~1.9x the routed-expert weights (gen explain shows them), "
+                  "or unset it (the default flashinfer_mxfp4 / Marlin paths keep 4-bit experts)")

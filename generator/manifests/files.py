@@ -3,10 +3,13 @@
 Files of an output directory (one object per file, named ``<role>-<kind>.yaml``):
 
 * ``<role>-lws.yaml`` or ``<role>-<replica>-statefulset.yaml`` (+ ``-headless-service.yaml``),
+  or with ``platform.lws.disaggregatedSet`` one ``disaggregatedset.yaml`` for every role,
 * ``<role>-service.yaml`` (client Service), ``<role>-pdb.yaml`` (PodDisruptionBudget),
   ``router-deployment.yaml``, ``router-service.yaml`` (+ ``router-role.yaml``,
   ``router-rolebinding.yaml``, ``router-serviceaccount.yaml`` when it discovers its engines),
 * ``podmonitor.yaml``, ``router-servicemonitor.yaml``, ``prometheusrule.yaml`` (monitoring),
+  ``grafana-dashboard.yaml`` (``monitoring.dashboard``), ``<role>-scaledobject.yaml`` (KEDA,
+  ``roles[].autoscaling``),
 * router kind inference-gateway: ``inferencepool.yaml``, ``httproute.yaml``,
   ``epp-deployment.yaml``, ``epp-service.yaml``, ``epp-configmap.yaml``, ``epp-role.yaml``,
   ``epp-rolebinding.yaml`` (+ ``epp-serviceaccount.yaml`` unless spec.pod names one),
@@ -33,8 +36,13 @@ def render_files(plan: DeploymentPlan) -> dict[str, str]:
         for pod in (w.leader, w.worker):
             if pod is not None and pod.spec not in specs:
                 specs[pod.spec] = str(pod_spec(pod.spec))
+        if w.kind == "LeaderWorkerSet" and plan.disaggregated is not None:
+            continue   # a role of the DisaggregatedSet below
         template = "lws.yaml.j2" if w.kind == "LeaderWorkerSet" else "statefulset.yaml.j2"
         files[w.file] = render(template, plan=plan, w=w, specs=specs)
+    if plan.disaggregated is not None:
+        d = plan.disaggregated
+        files[d.file] = render("disaggregatedset.yaml.j2", plan=plan, d=d, specs=specs)
     for s in plan.services:
         files[s.file] = render("service.yaml.j2", plan=plan, s=s)
     for b in plan.pdbs:
@@ -46,6 +54,11 @@ def render_files(plan: DeploymentPlan) -> dict[str, str]:
         if m.service_monitor is not None:
             files["router-servicemonitor.yaml"] = render("servicemonitor.yaml.j2", plan=plan,
                                                          m=m)
+    for so in plan.scaled_objects:
+        files[so.file] = render("scaledobject.yaml.j2", plan=plan, so=so)
+    if plan.dashboard is not None:
+        files["grafana-dashboard.yaml"] = render("grafana-dashboard.yaml.j2", plan=plan,
+                                                 d=plan.dashboard)
     if plan.router is not None:
         files["router-deployment.yaml"] = render("router-deployment.yaml.j2", plan=plan, r=plan.router)
         files["router-service.yaml"] = render("router-service.yaml.j2", plan=plan, r=plan.router)

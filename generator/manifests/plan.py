@@ -56,6 +56,9 @@ from ..pods import effective_pod
 from ..sizing import RoleSizing
 from ..sizing.host import HostPlan
 from ..spec.models import InferenceDeployment
+from .dashboard import DashboardPlan, dashboard_plan
+from .scaling import ScaledObjectPlan, scaled_object
+from . import lws as lwsv
 from .monitoring import MonitoringPlan, monitoring_plan
 from .pods import (
     ENGINE_STARTUP_S,
@@ -162,9 +165,26 @@ class WorkloadPlan:
     annotations: dict[str, str] = field(default_factory=dict)
     startup_policy: str = LWS_STARTUP_POLICY
     restart_policy: str = LWS_RESTART_POLICY
+    #: An autoscaler owns the instance count: the manifest leaves ``spec.replicas`` out, so an
+    #: apply or a GitOps sync does not reset what the autoscaler set.
+    autoscaled: bool = False
     max_surge: int = LWS_MAX_SURGE
     max_unavailable: int = LWS_MAX_UNAVAILABLE
     pod_management: str = STS_POD_MANAGEMENT
+
+
+@dataclass(frozen=True)
+class DisaggregatedSetPlan:
+    """platform.lws.disaggregatedSet: the roles' LeaderWorkerSets as the roles of one
+    DisaggregatedSet (generator/manifests/lws.py; ``roles`` are the workloads' plans, rendered
+    under ``spec.roles[].spec`` instead of as LeaderWorkerSet files)."""
+
+    name: str
+    file: str
+    labels: dict[str, str]
+    roles: list[WorkloadPlan]
+    role_names: str = ""
+    api: str = lwsv.DS_API
 
 
 @dataclass(frozen=True)
@@ -305,16 +325,21 @@ class DeploymentPlan:
         default_factory=lambda: dict(GENERATED_CONFIGMAP_ANNOTATIONS))
     pdbs: list[PdbPlan] = field(default_factory=list)
     monitoring: MonitoringPlan | None = None
+    dashboard: DashboardPlan | None = None
+    scaled_objects: list[ScaledObjectPlan] = field(default_factory=list)
     gateway: GatewayPlan | None = None
+    disaggregated: DisaggregatedSetPlan | None = None
 
 
 def build_plan(spec: InferenceDeployment, roles: list[RoleInput], dialect: Dialect,
-               sizing: list[RoleSizing], host: list[HostPlan] | None = None) -> DeploymentPlan:
+               sizing: list[RoleSizing], host: list[HostPlan] | None = None,
+               prediction=None) -> DeploymentPlan:
     """Build the plan of a spec that passed every check (raises nothing for valid input).
 
     ``sizing``: the roles' memory plans (their numbers are pinned on the command lines);
     ``host``: the roles' host resources and startup budgets, in role order (pods then carry
-    only the user's requests when it is missing).
+    only the user's requests when it is missing); ``prediction``: the roles' predicted
+    figures (:mod:`generator.capacity.predict`), the dashboard's reference lines.
     """
     sizing_by_role = {z.name: z for z in sizing}
     host_plans = list(host) if host else [None] * len(roles)
@@ -322,6 +347,7 @@ def build_plan(spec: InferenceDeployment, roles: list[RoleInput], dialect: Diale
     base, ns = meta.name, meta.namespace
     common_labels = {**meta.labels, L_NAME: base, L_INSTANCE: base, L_MANAGED: "moegen"}
     workloads: list[WorkloadPlan] = []
+    scaled: list[ScaledObjectPlan] = []
     services: list[ServicePlan] = []
     pdbs: list[PdbPlan] = []
     env_files: list[EnvFilePlan] = []
@@ -346,6 +372,7 @@ def build_plan(spec: InferenceDeployment, roles: list[RoleInput], dialect: Diale
                               port=ports.pop())
 
     sidecar_connector = gw.sidecar_connector(dialect.engine, connector) if gateway else None
+    restart_policy, restart_annotations = _restart_policy(spec)
     for role_spec, role, hplan in zip(spec.spec.roles, roles, host_plans):
         port = role.serving.port
         sidecar = None
@@ -409,7 +436,19 @@ def build_plan(spec: InferenceDeployment, roles: list[RoleInput], dialect: Diale
                 if lay.multi_pod
                 else leader,
                 annotations={**gang_annotations,
-                             **({LWS_EXCLUSIVE_TOPOLOGY: topology} if topology else {})}))
+                             **({LWS_EXCLUSIVE_TOPOLOGY: topology} if topology else {}),
+                             **restart_annotations},
+                restart_policy=restart_policy, autoscaled=role_spec.autoscaling is not None))
+            if role_spec.autoscaling is not None:
+                pool_name = role_spec.nodePool
+                free = spec.spec.nodePools[pool_name].nodes - sum(
+                    o.layout.nodes_needed for o_spec, o in zip(spec.spec.roles, roles)
+                    if o_spec.nodePool == pool_name and o.name != role.name)
+                scaled.append(scaled_object(
+                    base, dialect.engine, role_spec, name, lay,
+                    spec.spec.nodePools[pool_name], free,
+                    hplan.startup_s if hplan is not None else ENGINE_STARTUP_S,
+                    spec.spec.monitoring.prometheusUrl))
             if not all(launch.serves_api):
                 client_selector = {**client_selector, LWS_WORKER_INDEX_LABEL: "0"}
             for g in range(role_spec.replicas):
@@ -456,9 +495,37 @@ def build_plan(spec: InferenceDeployment, roles: list[RoleInput], dialect: Diale
             [(r.name, r.mode, r.kv_transfer.connector if r.kv_transfer else "",
               r.admission is not None) for r in roles],
             sizing_by_role, router is not None)
+    dashboard = None
+    if monitored and spec.spec.monitoring.dashboard:
+        dashboard = dashboard_plan(base, dialect.engine,
+                                   [(r.name, r.mode, r.admission is not None) for r in roles],
+                                   sizing_by_role, prediction, common_labels)
+    platform = spec.spec.platform
+    disaggregated = None
+    if platform is not None and platform.lws is not None and platform.lws.disaggregatedSet:
+        # Checked: every role a LeaderWorkerSet (LWS005), the router selects by label (LWS006).
+        disaggregated = DisaggregatedSetPlan(
+            base, "disaggregatedset.yaml", dict(common_labels),
+            [w for w in workloads if w.kind == "LeaderWorkerSet"],
+            ", ".join(w.role for w in workloads if w.kind == "LeaderWorkerSet"))
     return DeploymentPlan(base, ns, common_labels, workloads, services, router, env_files,
                           role_plans, engine=dialect.engine, dialect=dialect.version, pdbs=pdbs,
-                          monitoring=monitoring, gateway=gateway_plan)
+                          monitoring=monitoring, gateway=gateway_plan,
+                          disaggregated=disaggregated, dashboard=dashboard,
+                          scaled_objects=scaled)
+
+
+def _restart_policy(spec: InferenceDeployment) -> tuple[str, dict[str, str]]:
+    """(restartPolicy, LeaderWorkerSet annotations) for ``platform.lws.restartPolicy``:
+    RecreateGroupAfterStart is a restartPolicy value from LWS v0.9 and an annotation over the
+    default policy in v0.8 (generator/manifests/lws.py; older releases: rule LWS003)."""
+    platform = spec.spec.platform
+    cfg = platform.lws if platform is not None else None
+    if cfg is None or cfg.restartPolicy == LWS_RESTART_POLICY:
+        return LWS_RESTART_POLICY, {}
+    if lwsv.has(cfg.version, "recreateGroupAfterStart"):
+        return cfg.restartPolicy, {}
+    return LWS_RESTART_POLICY, {lwsv.RECREATE_AFTER_START_ANNOTATION: "true"}
 
 
 def _gang(spec: InferenceDeployment, multi_pod: bool

@@ -265,8 +265,24 @@ def _memory(sizing: list) -> list[dict]:
     return out
 
 
-def build(checked, plan) -> dict:
-    """The review model of a checked spec (``plan`` None when the spec was rejected)."""
+def _predicted_text(p) -> str:
+    """One line of a role's predicted figures (:class:`~generator.capacity.predict.RolePrediction`)."""
+    parts = []
+    if p.ttft_ms is not None:
+        parts.append(f"TTFT {p.ttft_ms:,.0f} ms")
+    if p.tpot_ms is not None:
+        parts.append(f"TPOT {p.tpot_ms:,.1f} ms at batch {p.batch_per_rank} per rank")
+    if p.output_per_node is not None:
+        parts.append(f"{p.output_per_node:,} output tokens/s per node")
+    if p.input_per_node is not None:
+        parts.append(f"{p.input_per_node:,} input tokens/s per node")
+    return "predicted: " + ", ".join(parts)
+
+
+def build(checked, plan, prediction=None) -> dict:
+    """The review model of a checked spec (``plan`` None when the spec was rejected);
+    ``prediction``: the roles' predicted TTFT/TPOT/tokens/s (:mod:`generator.capacity.predict`),
+    shown beside each role's memory bar."""
     spec = checked.spec
     findings = [f.to_json() for f in checked.findings]
     if spec is None:
@@ -292,9 +308,19 @@ def build(checked, plan) -> dict:
         "gpusText": (f"{used} used of {available} available" if checked.roles
                      else f"{available} available"),
     }
+    memory = _memory(checked.sizing or [])
+    summary["predicted"] = None
+    for m in memory:
+        p = prediction.roles.get(m["role"]) if prediction is not None else None
+        m["predicted"] = _predicted_text(p) if p is not None else None
+    if prediction is not None:
+        summary["predicted"] = prediction.reason or (
+            f"{prediction.total_tps:,.0f} tokens/s (input + output), "
+            f"{prediction.output_tps:,.0f} output tokens/s at the sized load; binding: "
+            f"{prediction.bound}")
     return {"kind": "InferenceDeployment", "summary": summary,
             "topology": _topology(checked, plan) if plan is not None else None,
-            "memory": _memory(checked.sizing or []), "pods": _pods(checked),
+            "memory": memory, "pods": _pods(checked),
             "findings": findings, "plan": None, "ok": checked.ok,
             "verdict": {"ok": checked.ok,
                         "text": "passes every check" if checked.ok else "rejected"}}
@@ -335,7 +361,7 @@ def build_plan(req, result) -> dict:
                         "engine": s.engine.name, "version": s.engine.version, "dialect": None,
                         "pools": [{"name": n, "gpu": p.gpu, "nodes": p.nodes,
                                    "gpusPerNode": p.gpusPerNode} for n, p in s.nodePools.items()],
-                        "roles": [], "gpusUsed": None,
+                        "roles": [], "gpusUsed": None, "predicted": None,
                         "gpusAvailable": sum(p.gpusPerNode * p.nodes for p in s.nodePools.values()),
                         "gpusText": f"{sum(p.gpusPerNode * p.nodes for p in s.nodePools.values())}"
                                     " available"},

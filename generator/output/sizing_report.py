@@ -7,9 +7,11 @@ from ..sizing import RoleSizing
 from ..sizing.host import RENDEZVOUS_S, WARMUP_S, HostPlan
 
 
-def sizing_json(checked) -> dict:
+def sizing_json(checked, prediction=None) -> dict:
     """docs/spec.md §4: ``{"roles": [...]}`` with each role's findings attached. Every role of the spec
-    is listed; a role that could not be sized has ``"sized": false`` and the reason."""
+    is listed; a role that could not be sized has ``"sized": false`` and the reason. With a
+    ``prediction`` (:mod:`generator.capacity.predict`), each role has ``predicted`` (TTFT/TPOT
+    ms, tokens/s) and the report a ``prediction`` (deployment totals, or why there are none)."""
     roles = []
     spec = checked.spec
     names = [r.name for r in spec.spec.roles] if spec else []
@@ -27,19 +29,42 @@ def sizing_json(checked) -> dict:
             h = host[i] if i < len(host) else None
             if h is not None:
                 doc["host"] = host_json(h)
+            if prediction is not None and name in prediction.roles:
+                doc["predicted"] = prediction.roles[name].to_json()
             roles.append(doc)
         else:
             reason = z if isinstance(z, str) else \
                 "not sized: the spec has errors that make sizing meaningless (see findings)"
             roles.append({"name": name, "sized": False, "reason": reason, "fits": False,
                           "findings": [f.to_json() for f in own]})
-    return {"roles": roles, "ok": checked.ok, "spec": spec.metadata.name if spec else None,
-            "findings": [f.to_json() for f in checked.findings]}
+    out = {"roles": roles, "ok": checked.ok, "spec": spec.metadata.name if spec else None,
+           "findings": [f.to_json() for f in checked.findings]}
+    if prediction is not None:
+        out["prediction"] = prediction.to_json()
+    return out
 
 
-def sizing_text(checked) -> str:
+def predicted_rows(p) -> list[tuple[str, str]]:
+    """Rows of one role's predicted figures (:class:`~generator.capacity.predict.RolePrediction`)."""
+    rows = []
+    if p.ttft_ms is not None:
+        rows.append(("TTFT", f"{p.ttft_ms:,.0f} ms (predicted: prefill + KV transfer + queue)"))
+    if p.tpot_ms is not None:
+        rows.append(("TPOT", f"{p.tpot_ms:,.1f} ms (predicted, batch {p.batch_per_rank} per "
+                             "rank)"))
+    if p.output_per_node is not None:
+        rows.append(("output", f"{p.output_per_node:,} tokens/s per node at that batch; "
+                               f"{p.output_total:,} delivered at the sized load (predicted)"))
+    if p.input_per_node is not None:
+        rows.append(("input", f"{p.input_per_node:,} tokens/s per node with every GPU busy; "
+                              f"{p.input_total:,} delivered at the sized load (predicted)"))
+    return rows
+
+
+def sizing_text(checked, prediction=None) -> str:
     """A table per role: memory of the most loaded GPU and KV capacity, then the host
-    resources of its pods and its startup budget."""
+    resources of its pods and its startup budget, then (with a ``prediction``) its predicted
+    TTFT, TPOT and tokens/s; a last line gives the deployment's totals or why there are none."""
     out = []
     names = [r.name for r in checked.spec.spec.roles] if checked.spec else []
     hosts = {n: h for n, h in zip(names, checked.host or ()) if h is not None}
@@ -65,6 +90,14 @@ def sizing_text(checked) -> str:
         h = hosts.get(z.name)
         if h is not None:
             out += [f"  {k:<12} {v}" for k, v in host_rows(h)]
+        if prediction is not None and z.name in prediction.roles:
+            out += [f"  {k:<12} {v}" for k, v in predicted_rows(prediction.roles[z.name])]
+        out.append("")
+    if prediction is not None:
+        out.append(f"predicted: {prediction.reason}" if prediction.reason else
+                   f"predicted: {prediction.total_tps:,.0f} tokens/s (input + output), "
+                   f"{prediction.output_tps:,.0f} output tokens/s; binding: {prediction.bound} "
+                   "(generator/capacity/perf.py; gen plan for the assumptions)")
         out.append("")
     return "\n".join(out) + ("\n" if out else "")
 

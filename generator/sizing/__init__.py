@@ -8,11 +8,14 @@ rules) are in ``checks/sizing.py``. All memory figures are GiB (2^30 bytes).
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from ..catalog import Gpu
 from ..engines.base import Dialect, RoleInput
 from .params import inventory
 from .result import RoleSizing
 from .sglang_budget import size_sglang
+from .formats import held_encoding
 from .vllm_budget import size_vllm
 from .weights import Placement, stage_weights
 
@@ -61,6 +64,9 @@ def size_role(role: RoleInput, gpu: Gpu, dialect: Dialect) -> RoleSizing:
     cfg = role.arch.config
     inv = inventory(cfg)
     place = placement_for(role, dialect.engine)
+    held = held_encoding(dialect.engine, role.model.weights, gpu)   # formats.ENGINE_STORAGE
+    if held:
+        place = replace(place, experts_as=held)
     key = (id(cfg), role.model.weights, place)
     hit = _STAGES.get(key)
     if hit is None:   # the planner sizes one placement many times (concurrency varies)

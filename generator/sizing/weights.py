@@ -14,6 +14,14 @@ Formats (``spec.model.weights``), bytes per parameter of a *quantized* tensor:
 * ``mxfp4``: routed experts in MXFP4 (OCP MX: 4-bit E2M1 + one E8M0 scale per 32 values,
   0.5 + 1/32 B), every other quantized tensor block FP8 (DeepSeek-V4 checkpoints' ``expert_dtype:
   fp4``).
+* ``nvfp4``: ModelOpt NVFP4 (E2M1 + one FP8 E4M3 scale per 16, 0.5 + 1/16 B, plus two FP32
+  scalars per matrix) on the MLP linears (routed, shared experts, dense MLP), attention and the
+  MTP layer BF16 (nvidia/DeepSeek-R1-FP4); DeepSeek-V4's hybrid keeps its block-FP8 rest.
+* ``w4a16``: routed experts INT4 with a BF16 scale per 32 (0.5 + 2/32 B), everything else BF16
+  (moonshotai/Kimi-K2-Thinking's compressed-tensors ``ignore`` list).
+
+Which tensor has which encoding, with the sources, and how each engine holds each format per
+GPU family: ``sizing/formats.py``.
 
 Tensors the checkpoint keeps unquantized (embedding, lm_head, router, norms, V3.2's indexer
 ``weights_proj``) cost 2 bytes (FP32 ones 4).
@@ -40,32 +48,26 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from .formats import FP8_BLOCK, encoded_bytes, encoding
 from .params import Inventory, Tensor
 
 GIB = 2**30
-#: FP8 block size (DeepSeek quantization_config.weight_block_size).
-FP8_BLOCK = 128
-#: 4-bit group sizes: w4a8 (per-group BF16 scales, group 128) and MXFP4 (E8M0 scale per 32).
-W4A8_GROUP, MXFP4_GROUP = 128, 32
 
 
-def tensor_bytes(t: Tensor, fmt: str, scale_bytes: int = 4) -> float:
+def tensor_bytes(t: Tensor, fmt: str, scale_bytes: int = 4, *, v4: bool = False,
+                 mtp: bool = False, experts_as: str = "") -> float:
     """Bytes of tensor ``t`` (all its experts) in checkpoint format ``fmt``.
 
     ``scale_bytes``: bytes of one FP8 block scale: 4 (FP32, DeepSeek-V3) or 1 (UE8M0,
-    ``quantization_config.scale_fmt: ue8m0`` of V3.2/V4 checkpoints).
+    ``quantization_config.scale_fmt: ue8m0`` of V3.2/V4 checkpoints). ``v4``: the model is
+    DeepSeek-V4; ``mtp``: ``t`` belongs to the MTP module (both change the ``nvfp4`` layout,
+    ``sizing/formats.py``). ``experts_as``: the encoding the engine holds routed experts in
+    when it differs from the checkpoint's (``formats.held_encoding``).
     """
-    n = t.out_dim * t.in_dim
-    if not t.quantized or fmt == "bf16":
-        per = t.elem_bytes * n
-    elif t.component == "routed_experts" and fmt == "w4a8":
-        per = n * 0.5 + (n / W4A8_GROUP) * 2
-    elif t.component == "routed_experts" and fmt == "mxfp4":
-        per = n * 0.5 + n / MXFP4_GROUP
-    else:  # block FP8 (fp8 checkpoints, and the non-expert tensors of w4a8/mxfp4 ones)
-        blocks = -(-t.out_dim // FP8_BLOCK) * -(-t.in_dim // FP8_BLOCK)
-        per = n + scale_bytes * blocks
-    return per * t.experts
+    enc = encoding(t.component, t.quantized, fmt, v4=v4, mtp=mtp)
+    if experts_as and t.component == "routed_experts" and enc != "bf16":
+        enc = experts_as
+    return encoded_bytes(enc, t.out_dim, t.in_dim, t.elem_bytes, scale_bytes, t.parts) * t.experts
 
 
 @dataclass(frozen=True)
@@ -77,6 +79,8 @@ class Placement:
         pp: pipeline stages; redundant: EPLB redundant experts.
         mtp: the MTP module is loaded (speculative decoding on).
         mla_bf16_copies: the engine keeps BF16 W_UK/W_UV (vLLM; SGLang's w_kc/w_vc).
+        experts_as: the encoding the engine holds the routed experts in when it is not the
+            checkpoint's (``formats.held_encoding``; "" = the checkpoint's).
         dense_tp, shared_tp, moe_tp, vocab_tp: TP degree of the dense MLP, the shared experts,
             the routed experts without EP and the embedding/lm_head; 0 = the same as ``tp``.
             vLLM: MoE TP = tensor x data without EP (``flatten_tp_across_dp``,
@@ -95,6 +99,7 @@ class Placement:
     shared_tp: int = 0
     moe_tp: int = 0
     vocab_tp: int = 0
+    experts_as: str = ""
 
     def tp_of(self, t: Tensor) -> int:
         """The tensor-parallel degree that divides tensor ``t`` (1 for routed experts under EP)."""
@@ -142,23 +147,26 @@ def _add(acc: dict[str, float], key: str, value: float) -> None:
 
 def _layer_bytes(tensors: tuple[Tensor, ...], fmt: str, place: Placement, experts: int,
                  acc: dict[str, float], component_override: str | None = None,
-                 scale: int = 4) -> None:
+                 scale: int = 4, v4: bool = False) -> None:
+    mtp = component_override == "mtp"
     for t in tensors:
         comp = component_override or t.component
+        b = tensor_bytes(t, fmt, scale, v4=v4, mtp=mtp, experts_as=place.experts_as)
         if t.component == "routed_experts" and place.ep > 1:
             slots = -(-(experts + place.redundant) // place.ep)
-            _add(acc, comp, tensor_bytes(t, fmt, scale) / t.experts * slots)
+            _add(acc, comp, b / t.experts * slots)
         elif t.tp == "shard":
-            _add(acc, comp, tensor_bytes(t, fmt, scale) / place.tp_of(t))
+            _add(acc, comp, b / place.tp_of(t))
         else:
-            _add(acc, comp, tensor_bytes(t, fmt, scale))
+            _add(acc, comp, b)
 
 
 def block_misfits(inv: Inventory, fmt: str, place: Placement) -> list[tuple[Tensor, int, int]]:
     """Tensor-parallel shards that cut through FP8 quantization blocks.
 
     Block-FP8 weights (every quantized tensor of an ``fp8`` checkpoint, the non-expert ones of
-    ``w4a8``/``mxfp4``) keep one scale per 128 x 128 block; a shard must hold whole blocks along
+    ``w4a8``/``mxfp4`` and of DeepSeek-V4's ``nvfp4``; none of ``nvfp4`` V3/R1 or ``w4a16``
+    checkpoints, whose other tensors are BF16) keep one scale per 128 x 128 block; a shard must hold whole blocks along
     the split dimension, or the engines refuse to load (vLLM 0.33
     model_executor/layers/quantization/utils/fp8_utils.py ``validate_fp8_block_shape`` and
     ``validate_fp8_block_shape_moe``; SGLang layers/quantization/fp8_utils.py).
@@ -167,12 +175,15 @@ def block_misfits(inv: Inventory, fmt: str, place: Placement) -> list[tuple[Tens
     """
     if fmt == "bf16":
         return []
+    v4 = any(k[:1] == "r" and k[1:2].isdigit() for k in inv.kinds)  # V4 kinds: r4/r128/r0
     seen: dict[str, tuple[Tensor, int, int]] = {}
-    for t in [t for ts in inv.kinds.values() for t in ts] + list(inv.mtp_layer):
+    tensors = [(t, False) for ts in inv.kinds.values() for t in ts]
+    tensors += [(t, True) for t in inv.mtp_layer]
+    for t, mtp in tensors:
         if not t.quantized or t.tp != "shard" or t.name in seen:
             continue
-        if t.component == "routed_experts" and fmt != "fp8":
-            continue  # 4-bit expert formats: per-group scales, not 128 x 128 blocks
+        if encoding(t.component, t.quantized, fmt, v4=v4, mtp=mtp) != "fp8_block":
+            continue  # 4-bit formats' per-group scales, BF16 tensors: no 128 x 128 blocks
         tp = place.tp_of(t)
         if tp == 1:
             continue
@@ -180,6 +191,15 @@ def block_misfits(inv: Inventory, fmt: str, place: Placement) -> list[tuple[Tens
         if size % tp or (size // tp) % FP8_BLOCK:
             seen[t.name] = (t, tp, size / tp)
     return list(seen.values())
+
+
+def _kv_b_quantized(config: dict, fmt: str, mtp: bool) -> bool:
+    """``kv_b_proj`` is quantized in format ``fmt`` (vLLM then keeps BF16 W_UK/W_UV copies)."""
+    return encoding("attention", True, fmt, v4=_is_v4(config), mtp=mtp) != "bf16"
+
+
+def _is_v4(config: dict) -> bool:
+    return config.get("model_type") == "deepseek_v4"
 
 
 def _mla_copies(config: dict, place: Placement) -> float:
@@ -192,13 +212,16 @@ def stage_weights(inv: Inventory, config: dict, fmt: str, place: Placement) -> l
     """Weight bytes per GPU for every pipeline stage of a role."""
     experts = config.get("n_routed_experts") or 0
     scale = 1 if (config.get("quantization_config") or {}).get("scale_fmt") == "ue8m0" else 4
+    v4 = _is_v4(config)
     stages = []
     ranges = pp_partition(len(inv.layer_kinds), place.pp)
-    mla = place.mla_bf16_copies and fmt != "bf16" and "kv_lora_rank" in config
+    mla_on = place.mla_bf16_copies and "kv_lora_rank" in config
+    mla = mla_on and _kv_b_quantized(config, fmt, mtp=False)
+    mla_mtp = mla_on and _kv_b_quantized(config, fmt, mtp=True)
     per_kind: dict[str, dict[str, float]] = {}
     for kind in dict.fromkeys(inv.layer_kinds):
         one: dict[str, float] = {}
-        _layer_bytes(inv.kinds[kind], fmt, place, experts, one, scale=scale)
+        _layer_bytes(inv.kinds[kind], fmt, place, experts, one, scale=scale, v4=v4)
         if mla:
             _add(one, "attention", _mla_copies(config, place))
         per_kind[kind] = one
@@ -215,12 +238,12 @@ def stage_weights(inv: Inventory, config: dict, fmt: str, place: Placement) -> l
         for t in inv.outer:
             first, last = s == 0, s == len(ranges) - 1
             if (t.component == "embedding" and first) or (t.component != "embedding" and last):
-                _layer_bytes((t,), fmt, place, experts, acc, scale=scale)
+                _layer_bytes((t,), fmt, place, experts, acc, scale=scale, v4=v4)
         if place.mtp and s == len(ranges) - 1:
             for _ in range(inv.mtp_layers):
                 _layer_bytes(inv.mtp_layer, fmt, place, experts, acc, component_override="mtp",
-                             scale=scale)
-                if mla:
+                             scale=scale, v4=v4)
+                if mla_mtp:
                     _add(acc, "mtp", _mla_copies(config, place))
         stages.append(StageWeights(s, tuple(rng), acc))
     return stages
@@ -230,13 +253,14 @@ def checkpoint_bytes(inv: Inventory, config: dict, fmt: str, mtp: bool) -> tuple
     """Bytes of the checkpoint in format ``fmt``: (everything but the routed experts, the routed
     experts), the MTP module included when ``mtp`` (the engine loads it for speculation)."""
     scale = 1 if (config.get("quantization_config") or {}).get("scale_fmt") == "ue8m0" else 4
+    v4 = _is_v4(config)
     other = experts = 0.0
-    tensors = [(t, n) for kind, n in inv.kind_counts().items() for t in inv.kinds[kind]]
-    tensors += [(t, 1) for t in inv.outer]
+    tensors = [(t, n, False) for kind, n in inv.kind_counts().items() for t in inv.kinds[kind]]
+    tensors += [(t, 1, False) for t in inv.outer]
     if mtp:
-        tensors += [(t, inv.mtp_layers) for t in inv.mtp_layer]
-    for t, n in tensors:
-        b = n * tensor_bytes(t, fmt, scale)
+        tensors += [(t, inv.mtp_layers, True) for t in inv.mtp_layer]
+    for t, n, in_mtp in tensors:
+        b = n * tensor_bytes(t, fmt, scale, v4=v4, mtp=in_mtp)
         if t.component == "routed_experts":
             experts += b
         else:

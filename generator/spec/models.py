@@ -105,8 +105,10 @@ class Model(_Model):
         None, description="Built-in catalog id; or give `config`.")
     config: str | None = Field(
         None, description="Local HF config.json, relative to the file that sets it.")
-    weights: Literal["bf16", "fp8", "w4a8", "mxfp4"] = Field(
-        description="Checkpoint format of the weights.")
+    weights: Literal["bf16", "fp8", "w4a8", "mxfp4", "nvfp4", "w4a16"] = Field(
+        description="Checkpoint format of the weights (docs/spec.md §2: bf16, block fp8, "
+        "w4a8, mxfp4 (DeepSeek-V4 FP4 experts), nvfp4 (ModelOpt NVFP4), w4a16 "
+        "(compressed-tensors INT4 experts, Kimi-K2-Thinking)).")
     path: str = Field(pattern=r"^/[^\x00-\x1f\x7f-\x9f\u2028\u2029\ufeff\ufffe\uffff]*$",
                       max_length=1024,
                       description="Weights directory inside the container.")
@@ -244,6 +246,22 @@ class Network(_Model):
         description="RDMA NICs for NCCL, NVSHMEM/DeepEP and the KV transfer.")
     env: dict[EnvName, OneLine] = Field(default_factory=dict, max_length=256,
                                         description="Extra environment variables, applied last.")
+    interNodeGbps: float | None = Field(
+        None, gt=0, le=3200, allow_inf_nan=False,
+        description="RDMA bandwidth per GPU between nodes, Gbit/s, for the performance "
+        "estimate (gen report, gen size, the dashboard); default 400 (ConnectX-7).")
+
+
+class Traffic(_Model):
+    """The mean request shape moegen times the roles with (moegen's addition: gen size, gen
+    report and the Grafana dashboard show each role's predicted TTFT, TPOT and tokens/s, the
+    planner's model on this exact layout: docs/spec.md §5.1). The load is the decode roles'
+    ``sizing.concurrency``."""
+
+    inputTokens: int = Field(ge=1, le=2_000_000, description="Mean prompt length, tokens.")
+    outputTokens: int = Field(ge=1, le=1_000_000, description="Mean output length, tokens.")
+    acceptance: float = Field(0.7, ge=0, le=1, description="Per-token acceptance rate of the "
+                              "speculative draft tokens (MTP), if any.")
 
 
 class Serving(_Model):
@@ -406,6 +424,24 @@ class Placement(_Model):
         "(LWS exclusive-topology; pod affinity for StatefulSets).")
 
 
+class Autoscaling(_Model):
+    """KEDA autoscaling of a role's instances on the engines' own metrics (moegen's addition,
+    docs/spec.md §6.2): a ScaledObject (keda.sh/v1alpha1) on the role's LeaderWorkerSet, whose
+    scale subresource counts instances (groups)."""
+
+    minReplicas: int | None = Field(None, ge=1, le=4096,
+                                    description="Fewest instances; default: the role's replicas.")
+    maxReplicas: int | None = Field(
+        None, ge=1, le=4096, description="Most instances; default: as many as the pool's nodes "
+        "hold beside the other roles (more is AUT001).")
+    metric: Literal["waiting", "kvUsage"] = Field(
+        "waiting", description="waiting: requests queued in the role's engines, per instance; "
+        "kvUsage: the engines' mean KV cache usage (0-1).")
+    target: float = Field(gt=0, allow_inf_nan=False, description="The value per instance the "
+                          "autoscaler holds: queued requests (waiting) or a KV usage fraction "
+                          "(kvUsage, at most 1).")
+
+
 class Role(_Model):
     """One role of the deployment: engine instances of one mode on one node pool."""
 
@@ -438,6 +474,8 @@ class Role(_Model):
         description="Environment of this role's engine pods, after spec.network.env.")
     placement: Placement | None = Field(None,
         description="Topology placement of the role's instances.")
+    autoscaling: Autoscaling | None = Field(None, description="Scale the role's instances "
+                                            "with KEDA on its engines' queue or KV usage.")
 
 
 class GatewayParentRef(_Model):
@@ -509,9 +547,30 @@ class Scheduler(_Model):
                               description="Kueue LocalQueue, or Volcano queue.")
 
 
+class Lws(_Model):
+    """The LeaderWorkerSet controller the cluster runs (docs/spec.md §6.2; the release table:
+    generator/manifests/lws.py)."""
+
+    version: str = Field(pattern=r"^v?[0-9]+\.[0-9]+\.[0-9]+$", max_length=32,
+                         description="The LeaderWorkerSet release (e.g. 0.7.0, v0.10.0): "
+                         "moegen renders only what it has and refuses features it lacks "
+                         "(LWS002-004) and releases it does not know (LWS001).")
+    restartPolicy: Literal["RecreateGroupOnPodRestart", "RecreateGroupAfterStart"] = Field(
+        "RecreateGroupOnPodRestart", description="What LWS does when a pod of a group fails: "
+        "RecreateGroupOnPodRestart re-creates the group at once; RecreateGroupAfterStart waits "
+        "until no pod of the group is pending (slow image pulls, scheduling) before it does "
+        "(LWS >= 0.9; 0.8 through its experimental annotation).")
+    disaggregatedSet: bool = Field(False, description="Render the prefill and decode roles as "
+                                   "one DisaggregatedSet (disaggregatedset.x-k8s.io/v1, LWS >= "
+                                   "0.9): rollouts keep the P:D ratio; the router and Services "
+                                   "select pods by label.")
+
+
 class Platform(_Model):
     """What the cluster runs and enforces (docs/spec.md §6.2)."""
 
+    lws: Lws | None = Field(None, description="The LeaderWorkerSet release the cluster runs "
+                            "(unset: moegen's default output).")
     scheduler: Scheduler | None = Field(None, description="Gang scheduling of groups.")
 
     podSecurity: Literal["privileged", "baseline", "restricted"] | None = Field(
@@ -529,6 +588,14 @@ class Monitoring(_Model):
                           "(prometheus-operator monitoring.coreos.com/v1).")
     interval: str = Field("15s", pattern=r"^[0-9]+(ms|s|m)$",
                           description="Scrape interval.")
+    prometheusUrl: str | None = Field(
+        None, pattern=r"^https?://[^\s]+$", max_length=512,
+        description="The Prometheus that scrapes these pods, for KEDA's queries "
+        "(roles[].autoscaling), e.g. http://prometheus-operated.monitoring.svc:9090.")
+    dashboard: bool = Field(False, description="Render a Grafana dashboard ConfigMap (label "
+                            "grafana_dashboard: \"1\", for the Grafana sidecar) whose reference "
+                            "lines are moegen's predicted KV capacity, TTFT and TPOT (needs "
+                            "spec.traffic for the latencies).")
 
 
 class DeploymentSpec(_Model):
@@ -551,6 +618,8 @@ class DeploymentSpec(_Model):
     platform: Platform | None = Field(None, description="What the cluster enforces.")
     monitoring: Monitoring | None = Field(None, description="Monitoring objects (off by "
                                           "default).")
+    traffic: Traffic | None = Field(None, description="Mean request shape for the predicted "
+                                    "TTFT, TPOT and tokens/s of each role (moegen's addition).")
 
 
 Model.model_rebuild()

@@ -1,0 +1,117 @@
+"""Rules about autoscaling (``roles[].autoscaling``): bounds the pool can hold, a scalable
+workload, the Prometheus KEDA asks, a router that finds new instances."""
+
+from __future__ import annotations
+
+from ..engines.routers import discovery_supported, rendered_router
+from ..layout import max_instances
+from .registry import Context, E, Hit, role_path, rule
+
+
+def free_nodes(ctx: Context, i: int) -> int:
+    """Nodes of role ``i``'s pool that the other roles on the pool leave."""
+    spec = ctx.spec.spec
+    pool_name = spec.roles[i].nodePool
+    others = sum(r.layout.nodes_needed for j, r in ctx.role_items()
+                 if j != i and spec.roles[j].nodePool == pool_name)
+    return spec.nodePools[pool_name].nodes - others
+
+
+@rule("AUT001", E, "an autoscaled role's bounds fit its pool",
+      "docs/spec.md §6.2 (maxReplicas: the instances the pool's nodes hold beside the other "
+      "roles; an instance the scheduler cannot place stays Pending and holds its gang)")
+def _bounds(ctx: Context):
+    spec = ctx.spec.spec
+    for i, r in ctx.role_items():
+        a = spec.roles[i].autoscaling
+        if a is None:
+            continue
+        pool = spec.nodePools[spec.roles[i].nodePool]
+        lay = r.layout
+        most = max_instances(lay.tensor, lay.data, lay.pipeline, lay.expert_parallel,
+                             spec.roles[i].workload, pool.gpusPerNode, free_nodes(ctx, i))
+        low = a.minReplicas or spec.roles[i].replicas
+        high = a.maxReplicas or most
+        if high > most:
+            yield Hit(role_path(i, "autoscaling", "maxReplicas"),
+                      f"role {r.name!r}: maxReplicas {high}, but pool "
+                      f"{spec.roles[i].nodePool!r} ({pool.nodes} nodes of {pool.gpusPerNode} "
+                      f"GPUs) holds {most} instances of {lay.gpus_per_instance} GPUs beside "
+                      "the other roles",
+                      f"maxReplicas <= {most}, or add nodes to the pool")
+        if low > high:
+            yield Hit(role_path(i, "autoscaling", "minReplicas"),
+                      f"role {r.name!r}: minReplicas {low} is above maxReplicas {high}",
+                      "minReplicas <= maxReplicas")
+        if a.metric == "kvUsage" and a.target > 1:
+            yield Hit(role_path(i, "autoscaling", "target"),
+                      f"role {r.name!r}: kvUsage target {a.target:g} is a fraction of the KV "
+                      "cache, at most 1", "e.g. target: 0.8")
+
+
+@rule("AUT002", E, "autoscaling scales a LeaderWorkerSet",
+      "KEDA ScaledObject scaleTargetRef needs a /scale subresource counting instances: "
+      "LeaderWorkerSet has one (kubernetes-sigs/lws "
+      "api/leaderworkerset/v1/leaderworkerset_types.go, +kubebuilder:subresource:scale); "
+      "workload statefulset renders "
+      "one StatefulSet per instance")
+def _scalable(ctx: Context):
+    for i, role in enumerate(ctx.spec.spec.roles):
+        if role.autoscaling is not None and role.workload == "statefulset":
+            yield Hit(role_path(i, "workload"),
+                      f"role {role.name!r}: workload statefulset is one StatefulSet per "
+                      "instance, which no autoscaler can add", "workload: lws (or pod-per-rank)")
+
+
+@rule("AUT003", E, "autoscaling has the Prometheus it queries",
+      "KEDA prometheus scaler (https://keda.sh/docs/2.16/scalers/prometheus/: serverAddress "
+      "is required); "
+      "the queries select the PodMonitor's target labels, so monitoring must be on")
+def _prometheus(ctx: Context):
+    spec = ctx.spec.spec
+    mon = spec.monitoring
+    if not any(r.autoscaling for r in spec.roles):
+        return
+    if mon is None or not mon.enabled or not mon.prometheusUrl:
+        i = next(i for i, r in enumerate(spec.roles) if r.autoscaling)
+        yield Hit(role_path(i, "autoscaling"),
+                  f"role {spec.roles[i].name!r} autoscales on its engines' metrics, but "
+                  "spec.monitoring does not enable the PodMonitor with a prometheusUrl",
+                  "spec.monitoring: {enabled: true, prometheusUrl: "
+                  "http://prometheus-operated.monitoring.svc:9090}")
+
+
+@rule("AUT004", E, "the router routes to instances the autoscaler adds",
+      "generator/engines/routers.py discovery_supported (vllm-router with Mooncake reads a "
+      "static list at start: src/routers/vllm_pd_router.rs, 0.1.17)")
+def _router_finds_them(ctx: Context):
+    spec = ctx.spec.spec
+    if rendered_router(spec) != "deployment":
+        return
+    connectors = {r.kvTransfer.connector for r in spec.roles if r.kvTransfer}
+    finds = spec.router.discovery and all(discovery_supported(spec.engine.name, c)
+                                          for c in connectors)
+    for i, role in enumerate(spec.roles):
+        if role.autoscaling is not None and not finds:
+            yield Hit(role_path(i, "autoscaling"),
+                      f"role {role.name!r} autoscales, but the router has a static list of "
+                      "pods: the instances it adds would get no requests",
+                      "router.discovery: true with a connector the router discovers (NIXL "
+                      "for vllm-router; smg always)")
+
+
+@rule("AUT005", E, "autoscaling targets a LeaderWorkerSet moegen renders itself",
+      "kubernetes-sigs/lws api/disaggregatedset/v1/disaggregatedset_types.go: the "
+      "DisaggregatedSet controller owns its roles' LeaderWorkerSets and their replicas")
+def _not_disaggregated(ctx: Context):
+    platform = ctx.spec.spec.platform
+    lws = platform.lws if platform is not None else None
+    if lws is None or not getattr(lws, "disaggregatedSet", False):
+        return
+    for i, role in enumerate(ctx.spec.spec.roles):
+        if role.autoscaling is not None:
+            yield Hit(role_path(i, "autoscaling"),
+                      f"role {role.name!r}: with platform.lws.disaggregatedSet the "
+                      "DisaggregatedSet controller owns the role's LeaderWorkerSet; an "
+                      "autoscaler on it would fight the controller",
+                      "drop autoscaling, or render LeaderWorkerSets (disaggregatedSet: false)")

@@ -1,0 +1,87 @@
+"""KEDA ScaledObjects of the autoscaled roles (``roles[].autoscaling``).
+
+One ScaledObject (keda.sh/v1alpha1) per role targets the role's LeaderWorkerSet, whose /scale
+subresource counts instances (kubernetes-sigs/lws leaderworkerset_types.go,
+``+kubebuilder:subresource:scale``). KEDA's Prometheus scaler asks the deployment's Prometheus
+(``spec.monitoring.prometheusUrl``) for the role's engines, selected by the PodMonitor's target
+labels (never by namespace):
+
+* ``waiting``: ``sum`` of the requests queued in the role's engines, metricType ``AverageValue``:
+  the HPA keeps queued requests per instance at ``target``;
+* ``kvUsage``: ``avg`` of the engines' KV cache usage, metricType ``Value``: desired instances =
+  current x usage / ``target``.
+
+Bounds are moegen's numbers: ``maxReplicas`` defaults to the instances the pool's nodes hold
+beside the other roles (:func:`generator.layout.max_instances`; rule AUT001), and the scaling
+behaviour follows the role's cold start (sizing/host.py startup budget: checkpoint load, warm-up,
+rendezvous): at most one instance added per cold start, and the scale-down stabilization window
+at least one cold start, so a dip shorter than a restart does not drop an instance that would
+take that long to come back.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from ..engines.metrics import METRICS
+from ..layout import max_instances
+from .monitoring import P_INSTANCE, P_ROLE, _q
+
+#: HPA limits on the behaviour fields (k8s.io/api autoscaling/v2 HPAScalingRules:
+#: stabilizationWindowSeconds <= 3600, policy periodSeconds <= 1800).
+MAX_STABILIZATION_S, MAX_PERIOD_S = 3600, 1800
+#: The HPA's default scale-down stabilization window (autoscaling/v2), the floor moegen keeps.
+DEFAULT_SCALE_DOWN_S = 300
+#: KEDA's polling interval of the Prometheus query, s (KEDA's default is 30).
+POLLING_S = 30
+#: The LeaderWorkerSet API the scale target names.
+LWS_API = "leaderworkerset.x-k8s.io/v1"
+
+
+@dataclass(frozen=True)
+class ScaledObjectPlan:
+    """One ScaledObject: name, file and its ``spec``."""
+
+    name: str
+    file: str
+    role: str
+    spec: dict[str, Any]
+
+
+def scaled_object(base: str, engine: str, role_spec, target_name: str, layout, pool,
+                  free_nodes: int, startup_s: int, prometheus_url: str) -> ScaledObjectPlan:
+    """The ScaledObject of one autoscaled role (``role_spec``: its spec Role; ``layout``: its
+    RoleLayout; ``free_nodes``: the pool's nodes the other roles leave; ``startup_s``: its
+    pods' startup budget, s)."""
+    a = role_spec.autoscaling
+    m = METRICS[engine]
+    sel = _q({P_INSTANCE: base, P_ROLE: role_spec.name})
+    if a.metric == "waiting":
+        query, metric_type = f"sum({m.waiting}{sel})", "AverageValue"
+    else:
+        query, metric_type = f"avg({m.kv_usage}{sel})", "Value"
+    most = a.maxReplicas or max_instances(layout.tensor, layout.data, layout.pipeline,
+                                          layout.expert_parallel, role_spec.workload,
+                                          pool.gpusPerNode, free_nodes)
+    cold = max(1, int(startup_s))
+    spec = {
+        "scaleTargetRef": {"apiVersion": LWS_API, "kind": "LeaderWorkerSet",
+                           "name": target_name},
+        "minReplicaCount": a.minReplicas or role_spec.replicas,
+        "maxReplicaCount": most,
+        "pollingInterval": POLLING_S,
+        "advanced": {"horizontalPodAutoscalerConfig": {"behavior": {
+            "scaleUp": {"stabilizationWindowSeconds": 0,
+                        "policies": [{"type": "Pods", "value": 1,
+                                      "periodSeconds": min(cold, MAX_PERIOD_S)}]},
+            "scaleDown": {"stabilizationWindowSeconds":
+                          min(max(cold, DEFAULT_SCALE_DOWN_S), MAX_STABILIZATION_S),
+                          "policies": [{"type": "Pods", "value": 1,
+                                        "periodSeconds": min(cold, MAX_PERIOD_S)}]}}}},
+        "triggers": [{"type": "prometheus", "metricType": metric_type,
+                      "metadata": {"serverAddress": prometheus_url, "query": query,
+                                   "threshold": f"{a.target:g}"}}],
+    }
+    name = f"{target_name}"
+    return ScaledObjectPlan(name, f"{role_spec.name}-scaledobject.yaml", role_spec.name, spec)
