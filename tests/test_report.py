@@ -110,3 +110,23 @@ def test_page_renders_in_headless_chromium(tmp_path, name, gpus):
                     "--window-size=1500,1300", page.as_uri()], capture_output=True, timeout=120,
                    check=True)
     assert shot.stat().st_size > 20_000
+
+
+def test_page_shows_placement_gangs_and_the_operational_objects(tmp_path, capsys):
+    """#12 item 6: per role its domain, gang and scaling; the monitoring objects, dashboard,
+    autoscalers and budgets rendered beside the engines."""
+    golden = EXAMPLES.parent / "tests" / "golden"
+    assert run(["report", str(EXAMPLES / "s1-16xh20-pd.yaml"),
+                "-f", str(golden / "s1-kueue" / "kueue.yaml"), "--format", "json"]) == 0
+    model = json.loads(capsys.readouterr().out)
+    dec = next(p for p in model["placement"] if p["role"] == "decode")
+    assert dec["nodes"] == 2 and "one Workload per group" in dec["gang"]
+    assert "example.com/rack" in dec["domain"]
+    spec = EXAMPLES / "s1-16xh20-pd.yaml"
+    page = _report(tmp_path, spec, "-f", str(golden / "s1-autoscaling" / "autoscaling.yaml"),
+                   "-f", str(golden / "s1-monitoring" / "monitoring.yaml")).read_text()
+    assert 'id="placement"' in page and "KEDA 1-3 instances on waiting (target 8)" in page
+    for kind in ("PodMonitor", "ServiceMonitor", "PrometheusRule", "ScaledObject",
+                 "PodDisruptionBudget"):
+        assert f"<td>{kind}</td>" in page
+    assert "Grafana dashboard" in page and "KVCacheAboveSizing" in page

@@ -81,3 +81,31 @@ spec:
     printed = row["printed"]["max_concurrency_at_max_model_len_per_engine"]
     got = checked.sizing[0].max_concurrency
     assert got == pytest.approx(printed, rel=0.10), got
+
+
+def test_sglang_v4_pro_row_through_the_whole_pipeline(tmp_path):
+    """sglang#24523's row end to end: V4-Pro (FP8 + MXFP4 experts) on H200, attention DP8 with
+    EP8, mem_fraction_static 0.90, the 0.5.12-0.5.14 pool: the engine printed 186,368 full tokens
+    per rank. The pool is small (4.13 GiB of 138 GiB), so 0.1 GiB of weights moves the tokens
+    by 2.4 %; moegen counts SGLang's two 0.25 GiB RoPE tables (complex64 2^20 x 32 per distinct
+    RoPE: v4_rope_tables_gib) beside the weights. Within 10 %."""
+    row = _dev("sizing", "sglang-v4pro-prefill-dp8-h200")["printed"]
+    spec = tmp_path / "v4pro.yaml"
+    spec.write_text("""apiVersion: moegen.dev/v1alpha1
+kind: InferenceDeployment
+metadata: {name: v4pro}
+spec:
+  model: {name: deepseek-ai/DeepSeek-V4-Pro, architecture: deepseek-v4-pro, weights: mxfp4,
+          path: /m, volume: {persistentVolumeClaim: {claimName: w}}}
+  engine: {name: sglang, version: "0.5.14", image: "lmsysorg/sglang:v0.5.14"}
+  nodePools:
+    h200: {gpu: H200-141GB, gpusPerNode: 8, nodes: 1, nodeSelector: {pool: h200}}
+  serving: {maxModelLen: 65536, kvCacheDtype: fp8, memFractionStatic: 0.9}
+  roles:
+    - {name: serve, mode: unified, nodePool: h200, parallel: {tensor: 1, data: 8, expert: true},
+       moe: {all2all: deepep_high_throughput}, sizing: {concurrency: 8}}
+""")
+    checked = pipeline.check(spec)
+    z = checked.sizing[0]
+    assert z.weights_by_component["rope_tables"] == 2 * 2**20 * 32 * 8 / GIB == 0.5
+    assert z.kv_tokens_per_rank == pytest.approx(row["full_tokens_per_rank"], rel=0.10)

@@ -287,7 +287,7 @@ def build(checked, plan, prediction=None) -> dict:
     findings = [f.to_json() for f in checked.findings]
     if spec is None:
         return {"kind": "InferenceDeployment", "summary": None, "topology": None, "memory": [],
-                "pods": [], "findings": findings, "plan": None, "ok": False,
+                "pods": [], "placement": [], "objects": [], "findings": findings, "plan": None, "ok": False,
                 "verdict": {"ok": False, "text": "rejected"}}
     s = spec.spec
     used = sum(r.layout.gpus_per_instance * rs.replicas for rs, r in zip(s.roles, checked.roles))
@@ -321,9 +321,75 @@ def build(checked, plan, prediction=None) -> dict:
     return {"kind": "InferenceDeployment", "summary": summary,
             "topology": _topology(checked, plan) if plan is not None else None,
             "memory": memory, "pods": _pods(checked),
+            "placement": _placement(checked, plan) if plan is not None else [],
+            "objects": _objects(plan) if plan is not None else [],
             "findings": findings, "plan": None, "ok": checked.ok,
             "verdict": {"ok": checked.ok,
                         "text": "passes every check" if checked.ok else "rejected"}}
+
+
+def _placement(checked, plan) -> list[dict]:
+    """Per role: nodes per instance, its topology domain and whether a group fits it, the gang
+    scheduler that admits a group, and the autoscaler's bounds (docs/spec.md §6.2)."""
+    spec = checked.spec.spec
+    platform = spec.platform
+    sched = platform.scheduler if platform is not None else None
+    topo = platform.topology if platform is not None else None
+    scaled = {so.role: so.spec for so in plan.scaled_objects}
+    out = []
+    for role_spec, role in zip(spec.roles, checked.roles):
+        lay = role.layout
+        nodes = len(lay.pods) if lay.multi_pod else 1
+        if topo is not None and lay.multi_pod:
+            per = f", {topo.nodesPerDomain} nodes per domain" if topo.nodesPerDomain else ""
+            domain = f"each group's {nodes} pods in one {topo.key} domain{per}"
+        elif role_spec.placement is not None and role_spec.placement.topologyKey:
+            domain = f"exclusive {role_spec.placement.topologyKey} per group (LWS annotation)"
+        else:
+            domain = "none"
+        if sched is None or sched.kind == "default" or not lay.multi_pod:
+            gang = "none (the default scheduler places pods one by one)" if lay.multi_pod \
+                else "single-pod instances"
+        elif sched.kind == "kueue":
+            gang = (f"Kueue queue {sched.queue}: one Workload per group"
+                    + (" with topology-aware scheduling" if topo is not None else ""))
+        else:
+            gang = f"Volcano: one PodGroup per group (queue {sched.queue or 'default'})"
+        so = scaled.get(role_spec.name)
+        scaling = (f"KEDA {so['minReplicaCount']}-{so['maxReplicaCount']} instances on "
+                   f"{role_spec.autoscaling.metric} (target {role_spec.autoscaling.target:g})"
+                   if so else f"{role_spec.replicas} instance(s), fixed")
+        out.append({"role": role_spec.name, "nodes": nodes, "domain": domain, "gang": gang,
+                    "scaling": scaling})
+    return out
+
+
+def _objects(plan) -> list[dict]:
+    """The operational objects rendered beside the engines: monitoring, dashboards,
+    autoscalers, disruption budgets and the grouping object (kind, name, what it does)."""
+    out = []
+    if plan.disaggregated is not None:
+        out.append({"kind": "DisaggregatedSet", "name": plan.disaggregated.name,
+                    "what": f"roles {plan.disaggregated.role_names}"})
+    for b in plan.pdbs:
+        out.append({"kind": "PodDisruptionBudget", "name": b.name,
+                    "what": f"maxUnavailable {b.max_unavailable}"})
+    m = plan.monitoring
+    if m is not None:
+        out.append({"kind": "PodMonitor", "name": m.name, "what": "engine pods serving the API"})
+        if m.service_monitor is not None:
+            out.append({"kind": "ServiceMonitor", "name": m.router_name, "what": "the router"})
+        alerts = [r["alert"] for g in m.rule_groups for r in g["rules"]]
+        out.append({"kind": "PrometheusRule", "name": m.name,
+                    "what": "alerts: " + ", ".join(alerts)})
+    if plan.dashboard is not None:
+        out.append({"kind": "ConfigMap", "name": plan.dashboard.name,
+                    "what": "Grafana dashboard (sidecar label grafana_dashboard)"})
+    for so in plan.scaled_objects:
+        out.append({"kind": "ScaledObject", "name": so.name,
+                    "what": f"KEDA on {so.spec['scaleTargetRef']['kind']} "
+                            f"{so.spec['scaleTargetRef']['name']}"})
+    return out
 
 
 def _pods(checked) -> list[dict]:
@@ -365,7 +431,7 @@ def build_plan(req, result) -> dict:
                         "gpusAvailable": sum(p.gpusPerNode * p.nodes for p in s.nodePools.values()),
                         "gpusText": f"{sum(p.gpusPerNode * p.nodes for p in s.nodePools.values())}"
                                     " available"},
-            "topology": None, "memory": [], "pods": [], "findings": [],
+            "topology": None, "memory": [], "pods": [], "placement": [], "objects": [], "findings": [],
             "plan": _plan_rows(result),
             "ok": result.reachable,
             "verdict": {"ok": result.reachable,

@@ -75,6 +75,21 @@ SGLANG_INIT_GIB = 1.8
 SGLANG_CUDA_GRAPH_GIB = 1.7
 
 
+def v4_rope_tables_gib(cfg: dict) -> float:
+    """GiB of DeepSeek-V4's RoPE tables SGLang keeps on each GPU beside the weights: each
+    attention layer registers ``freqs_cis`` (complex64, ``max_position_embeddings`` x
+    ``qk_rope_head_dim / 2``) from ``precompute_freqs_cis``, which is ``lru_cache``d, so one table
+    per distinct RoPE: the sliding-window layers' (``rope_theta``, unscaled) and the compressed
+    layers' (``compress_rope_theta`` with YaRN) (SGLang 0.5.23 srt/models/deepseek_v4.py
+    ``DeepseekV4Attention.__init__``, kernels/ops/attention/dsv4/rope.py). V4-Pro: 2 x 2^20 x 32
+    x 8 B = 0.5 GiB, loaded with the model, so inside the static pool."""
+    if cfg.get("model_type") != "deepseek_v4":
+        return 0.0
+    ratios = cfg.get("compress_ratios") or []
+    kinds = {bool(r) for r in ratios} or {False}
+    return len(kinds) * cfg["max_position_embeddings"] * (cfg["qk_rope_head_dim"] // 2) * 8 / GIB
+
+
 #: SGLang's DeepSeek-V4 default of max_running_requests when the spec bounds nothing
 #: (sglang/srt/arg_groups/deepseek_v4_hook.py: 256 per instance).
 V4_DEFAULT_RUNNING = 256
@@ -126,13 +141,19 @@ def size_sglang(role: RoleInput, gpu: Gpu, inv, cfg: dict, stages, place,
         return V4Cache("sglang", "fixed-state", ratios.count(4), ratios.count(128),
                        len(ratios) + mtp, running_per_rank=running, mtp=mtp > 0)
 
+    rope = v4_rope_tables_gib(cfg)
     st, weights, pool, tokens, per_token, sequences, seq_layout = worst_stage(
-        stages, inv, cfg, place, s.kvCacheDtype, max_len, lambda w: pre * mfs - w, v4_cache)
+        stages, inv, cfg, place, s.kvCacheDtype, max_len, lambda w: pre * mfs - w - rope,
+        v4_cache)
+    by_component = {k: b / GIB for k, b in st.by_component.items()}
+    if rope:
+        weights += rope
+        by_component["rope_tables"] = rope
     per_rank = -(-role.concurrency // lay.data)
     return RoleSizing(
         name=role.name, gpu=gpu.id, engine="sglang", gpu_memory=gpu.torch_total_gib,
         budget=pre * mfs, weights=weights, activation=activation, overhead=overhead,
-        kv_cache=pool, weights_by_component={k: b / GIB for k, b in st.by_component.items()},
+        kv_cache=pool, weights_by_component=by_component,
         kv_bytes_per_token=per_token, kv_tokens_per_rank=tokens, max_model_len=max_len,
         max_concurrency=sequences, required_concurrency=role.concurrency,
         per_rank_required=per_rank, data=lay.data, batched_tokens=chunked, comm=comm,
