@@ -22,6 +22,10 @@ L_NAME, L_INSTANCE, L_COMPONENT, L_MANAGED = (
 L_ROLE, L_MODE, L_REPLICA = "moegen.dev/role", "moegen.dev/mode", "moegen.dev/replica"
 #: On the pods that serve the engine's HTTP API (the routers discover them by it).
 L_API = "moegen.dev/serves-api"
+#: On the engine pods that serve ``/metrics`` on their ``http`` port (the PodMonitor selects
+#: them; with ``spec.monitoring.enabled``): the API pods, and SGLang's nodes with
+#: ``node_rank >= 1``, which export their own schedulers' metrics.
+L_METRICS = "moegen.dev/metrics"
 #: Label keys a user's metadata.labels may not set (moegen would overwrite them).
 OWN_LABELS = (L_NAME, L_INSTANCE, L_COMPONENT, L_MANAGED)
 OWN_PREFIX = "moegen.dev/"

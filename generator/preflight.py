@@ -14,7 +14,8 @@ Reads the Kubernetes API with the official Python client (``kubernetes``; GET re
 * PRE005: the namespace exists; PRE006: the PersistentVolumeClaims exist, and a claim that pods
   on several nodes mount is ReadOnlyMany or ReadWriteMany (the weights) / ReadWriteMany (a
   shared cache); PRE007: the PriorityClass and ServiceAccount the pods name exist; PRE008: the
-  Kueue LocalQueue exists.
+  Kueue LocalQueue exists; PRE009: with ``platform.topology`` (no Kueue) the API server is
+  Kubernetes 1.31 or later (``/version``), whose podAffinity keeps ``matchLabelKeys``.
 
 Findings are errors (the deployment would not run) except PRE003, a warning when the labels are
 missing (no GPU feature discovery). Nothing is written to the cluster.
@@ -23,12 +24,14 @@ missing (no GPU feature discovery). Nothing is written to the cluster.
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass
 from typing import Any, Callable
 
 from .catalog import GPUS
 from .engines.routers import rendered_router
 from .errors import Finding, Location, Severity
+from .manifests.pods import MATCH_LABEL_KEYS_SINCE, group_affinity
 from .pods import effective_pod, quantity_cpu, quantity_gib
 
 #: GPU feature discovery labels (NVIDIA/k8s-device-plugin, gpu-feature-discovery).
@@ -135,7 +138,28 @@ def preflight(checked, api: Api) -> list[Finding]:
     out += _nodes(checked, api)
     out += _claims(checked, api)
     out += _references(checked, api)
+    out += _server_version(checked, api)
     return out
+
+
+def _server_version(checked, api: Api) -> list[Finding]:
+    """PRE009: the group pod affinity's ``matchLabelKeys`` needs Kubernetes >= 1.31."""
+    if not any(group_affinity(checked.spec, r.layout.multi_pod) for r in checked.roles):
+        return []
+    info = api.get("/version") or {}
+    # gitVersion "v1.30.4-eks-..." (minor alone may read "30+" on managed clusters).
+    m = re.match(r"v?(\d+)\.(\d+)", str(info.get("gitVersion", "")))
+    version = (int(m[1]), int(m[2])) if m else None
+    if version is None or version >= MATCH_LABEL_KEYS_SINCE:
+        return []
+    want = ".".join(map(str, MATCH_LABEL_KEYS_SINCE))
+    return [_finding("PRE009", ("spec", "platform", "topology"),
+                     f"the API server is Kubernetes {version[0]}.{version[1]}; podAffinity "
+                     f"matchLabelKeys (the group affinity of platform.topology) needs {want} "
+                     "(MatchLabelKeysInPodAffinity, KEP-3633): an older server drops it, and "
+                     "every group of the namespace is then held in one topology domain",
+                     f"upgrade the cluster to {want}+, or place groups with Kueue "
+                     "(platform.scheduler kind kueue) or without platform.topology")]
 
 
 def _pods_per_node(checked, role_index: int) -> int:

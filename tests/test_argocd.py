@@ -58,33 +58,75 @@ def test_docs_carry_the_same_lua(script):
 
 
 def _ds(generation=2, observed=2, roles=(("prefill", 1, 1, 1), ("decode", 2, 2, 2)),
-        conditions=(("Available", "True"),)):
-    return {"metadata": {"generation": generation},
-            "spec": {"roles": [{"name": r[0]} for r in roles]},
-            "status": {"observedGeneration": observed,
-                       "roleStatuses": [{"name": n, "replicas": want, "readyReplicas": ready,
-                                         "updatedReplicas": updated}
-                                        for n, want, ready, updated in roles],
-                       "conditions": [{"type": t, "status": s, "message": f"{t} says so"}
-                                      for t, s in conditions]}}
+        conditions=(("Available", "True"),), slices=None):
+    """A DisaggregatedSet with (name, replicas, ready, updated) per role: the spec wants
+    ``replicas`` groups per slice and the status reports ``replicas`` groups in all."""
+    spec = {"roles": [{"name": r[0], "spec": {"replicas": r[1]}} for r in roles]}
+    if slices is not None:
+        spec["slices"] = slices
+    status = {"observedGeneration": observed,
+              "roleStatuses": [{"name": n, "replicas": want, "readyReplicas": ready,
+                                "updatedReplicas": updated}
+                               for n, want, ready, updated in roles]}
+    if conditions:
+        status["conditions"] = [{"type": t, "status": s, "message": f"{t} says so"}
+                                for t, s in conditions]
+    return {"metadata": {"generation": generation}, "spec": spec, "status": status}
+
+
+def _role_status(obj: dict, name: str, **fields) -> dict:
+    """``obj`` with role ``name``'s status entry changed."""
+    for r in obj["status"]["roleStatuses"]:
+        if r["name"] == name:
+            r.update(fields)
+    return obj
+
+
+# LWS v0.9: no status at all (lws#868); v0.10: observedGeneration and roleStatuses (lws#933);
+# later releases: the Available/Progressing conditions too (lws#980).
+V09 = {"metadata": {"generation": 1},
+       "spec": {"roles": [{"name": "prefill", "spec": {"replicas": 1}},
+                          {"name": "decode", "spec": {"replicas": 2}}]}}
 
 
 @pytest.mark.parametrize("obj,status,text", [
-    ({"metadata": {"generation": 1}, "spec": {"roles": []}}, "Progressing", "controller"),
+    (V09, "Healthy", "reports no status (LWS < 0.10)"),
+    (V09 | {"status": {}}, "Healthy", "reports no status (LWS < 0.10)"),
     (_ds(observed=1), "Progressing", "generation 2"),
-    (_ds(roles=(("prefill", 1, 1, 1),)) | {"spec": {"roles": [{"name": "prefill"},
-                                                               {"name": "decode"}]}},
+    (_ds(observed=1, conditions=()), "Progressing", "generation 2"),
+    # v0.10: no conditions, judged by the role counts against spec.roles[].spec.replicas
+    (_ds(conditions=()), "Healthy", "All roles"),
+    (_ds(roles=(("prefill", 1, 1, 1),), conditions=()) | {"spec": {"roles": [
+        {"name": "prefill", "spec": {"replicas": 1}}, {"name": "decode"}]}},
      "Progressing", "Waiting for role decode"),
-    (_ds(roles=(("prefill", 1, 1, 1), ("decode", 2, 2, 1))), "Progressing",
+    (_ds(roles=(("prefill", 1, 1, 1), ("decode", 2, 2, 1)), conditions=()), "Progressing",
      "decode: 1 of 2 groups updated"),
-    (_ds(roles=(("prefill", 1, 0, 1), ("decode", 2, 2, 2))), "Progressing",
+    (_ds(roles=(("prefill", 1, 0, 1), ("decode", 2, 2, 2)), conditions=()), "Progressing",
      "prefill: 0 of 1 groups ready"),
-    (_ds(conditions=(("Available", "True"), ("Progressing", "True"))), "Progressing",
+    # a rolling update: 2 new groups ready, 1 old still draining
+    (_role_status(_ds(conditions=()), "decode", replicas=3), "Progressing",
+     "decode: 1 groups of an older revision left"),
+    # counts consistent but below what the spec wants (the controller is still scaling up)
+    (_role_status(_ds(conditions=()), "decode", replicas=1, readyReplicas=1,
+                  updatedReplicas=1), "Progressing", "decode: 1 of 2 groups updated"),
+    # 2 slices: every role wants twice its per-slice replicas
+    (_ds(conditions=(), slices=2), "Progressing", "prefill: 1 of 2 groups updated"),
+    # all roles paused at replicas 0 (the controller omits zero counts: omitempty)
+    (_ds(roles=(("prefill", 0, 0, 0), ("decode", 0, 0, 0)), conditions=()), "Healthy",
+     "All roles"),
+    ({"metadata": {"generation": 2},
+      "spec": {"roles": [{"name": "prefill", "spec": {"replicas": 0}}]},
+      "status": {"observedGeneration": 2, "roleStatuses": [{"name": "prefill"}]}}, "Healthy",
+     "All roles"),
+    # with conditions: Available decides
+    (_ds(conditions=(("Available", "False"), ("Progressing", "True"))), "Progressing",
      "Progressing says so"),
-    (_ds(conditions=()), "Progressing", "Available"),
+    (_ds(conditions=(("Available", "False"),)), "Progressing", "Available says so"),
+    # the controller's Available stands for the counts
+    (_ds(roles=(("prefill", 1, 0, 1), ("decode", 2, 2, 2))), "Healthy", "Available"),
     (_ds(conditions=(("Degraded", "True"),)), "Degraded", "Degraded says so"),
     (_ds(), "Healthy", "All roles"),
 ])
 def test_disaggregatedset_health_on_sample_statuses(obj, status, text):
     got_status, message = _health(obj, DS_LUA)
-    assert got_status == status and text in message
+    assert got_status == status and text in message, (got_status, message)

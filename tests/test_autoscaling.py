@@ -37,10 +37,22 @@ def test_decode_scaledobject_follows_the_pool_and_the_cold_start():
     assert behavior["scaleUp"]["policies"] == [{"type": "Pods", "value": 1, "periodSeconds": 1800}]
     (trigger,) = so["triggers"]
     assert trigger["metricType"] == "AverageValue" and trigger["metadata"]["threshold"] == "8"
+    # A vLLM 0.20+ decode role: only the requests waiting for capacity, not for their KV.
     assert trigger["metadata"]["query"] == (
-        'sum(vllm:num_requests_waiting{app_kubernetes_io_instance="dsv3-pd",'
-        'moegen_dev_role="decode"})')
+        'sum(vllm:num_requests_waiting_by_reason{app_kubernetes_io_instance="dsv3-pd",'
+        'moegen_dev_role="decode",reason="capacity"})')
     decode = yaml.safe_load(files["decode-lws.yaml"])
     prefill = yaml.safe_load(files["prefill-lws.yaml"])
     assert "replicas" not in decode["spec"] and prefill["spec"]["replicas"] == 1
     assert "prefill-scaledobject.yaml" not in files
+
+
+def test_bounds_that_cannot_scale_are_a_warning(tmp_path, capsys):
+    """S1's decode pool holds exactly its one instance: autoscaling between 1 and 1 is AUT006."""
+    from generator.cli import run
+    over = tmp_path / "o.yaml"
+    over.write_text("spec:\n  monitoring: {enabled: true, prometheusUrl: 'http://p:9090'}\n"
+                    "  roles:\n    - name: decode\n      autoscaling: {target: 8}\n")
+    assert run(["validate", str(EXAMPLES / "s1-16xh20-pd.yaml"), "-f", str(over)]) == 0
+    err = capsys.readouterr().err
+    assert "warning " + "AUT006" in err and "between 1 and 1 instances" in err

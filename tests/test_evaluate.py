@@ -44,9 +44,11 @@ def test_fixed_layout_is_evaluated_as_given():
     assert dec["batchPerRank"] == 48
     assert "outputTokensPerSecPerNode" not in pre and "inputTokensPerSecPerNode" not in dec
     # Decode per node: 16 ranks over 2 nodes = 8 ranks per node, each emitting one token per
-    # sequence of its batch every TPOT (TPOT already divides the step by the accepted tokens).
+    # sequence of its batch every TPOT at that batch (TPOT already divides the step by the
+    # accepted tokens). The candidate's own TPOT is at the batch prefill feeds (fewer).
     assert dec["outputTokensPerSecPerNode"] == pytest.approx(
-        8 * 48 / (c.tpot_ms / 1000), rel=0.01)
+        8 * 48 / (dec["tpotMsAtBatch"] / 1000), rel=0.01)
+    assert c.tpot_ms <= dec["tpotMsAtBatch"]
 
 
 def test_prefill_per_node_is_the_compute_model_by_hand():
@@ -230,3 +232,20 @@ def test_review_page_shows_the_prediction_beside_the_memory_bars(tmp_path, capsy
     html = page.read_text()
     assert 'class="predicted" data-role="decode">predicted: TPOT' in html
     assert 'id="predicted">' in html and "binding: prefill compute" in html
+
+
+def test_closed_loop_ttft_obeys_littles_law_when_prefill_binds(capsys):
+    """S1 at its sized load (200 sequences in flight, 3.5K / 1.2K): one TP8 prefill node feeds
+    R = output tokens/s / 1200 requests/s; the sequences decoding are R x 1200 x TPOT, spread
+    over 16 ranks (the batch TPOT is timed at), and the rest wait for prefill:
+    TTFT = 200 / R - 1200 x TPOT (Little's law over the whole loop)."""
+    assert run(["size", str(EXAMPLES / "s1-16xh20-pd.yaml"), "--format", "json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    pred = out["prediction"]
+    assert pred["bound"] == "prefill compute"
+    dec = next(r for r in out["roles"] if r["name"] == "decode")["predicted"]
+    pre = next(r for r in out["roles"] if r["name"] == "prefill")["predicted"]
+    rate = pred["outputTokensPerSec"] / 1200
+    tpot = dec["tpotMs"] / 1000
+    assert pre["ttftMs"] / 1000 == pytest.approx(200 / rate - 1200 * tpot, rel=0.01)
+    assert dec["fedBatchPerRank"] == -(-rate * 1200 * tpot // 16) < dec["batchPerRank"] == 13

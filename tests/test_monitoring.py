@@ -11,7 +11,7 @@ import pytest
 import yaml
 
 from generator import pipeline
-from generator.engines.metrics import METRICS
+from generator.engines.metrics import METRICS, VLLM_WAITING_BY_REASON
 from tests.conformance.runner import engines_python
 from tests.helpers import EXAMPLES, ROOT, render_spec
 
@@ -20,8 +20,9 @@ MON = ROOT / "tests" / "golden" / "s1-monitoring" / "monitoring.yaml"
 
 def _series(engine: str) -> set[str]:
     m = METRICS[engine]
+    extra = {VLLM_WAITING_BY_REASON} if engine == "vllm" else set()
     return {m.running, m.generated_total, m.kv_usage, m.waiting, m.prompt_total, m.ttft_seconds,
-            m.tpot_seconds, *m.transfer_failed_total.values()}
+            m.tpot_seconds, *m.transfer_failed_total.values()} | extra
 
 
 @pytest.mark.skipif(engines_python() is None, reason="the engines venv is not built")
@@ -49,7 +50,69 @@ def test_kv_alert_threshold_is_the_sized_usage():
     assert [r["labels"]["role"] for r in kv] == ["decode"]
     assert round(13 * 32768 / 1_769_772 * 1.1, 2) == 0.26
     assert kv[0]["expr"].endswith("> 0.26")
-    assert all("namespace" not in r["expr"] for r in rules)   # survives a namespace override
+    # No namespace matcher (grouping by namespace is fine): survives a namespace override.
+    assert not any(re.search(r"namespace\s*(=|!=|=~|!~)", r["expr"]) for r in rules)
+
+
+def test_group_restart_alert_counts_recreated_pods_outside_rollouts():
+    """A group LeaderWorkerSet re-creates starts at 0 restarts in new series: the alert also
+    fires when a pod name's creation time changes (re-created under its name), unless one of
+    the deployment's StatefulSets was between revisions (a rollout) in the window. Selected by
+    the pod-name prefix, never by namespace."""
+    _, _, files = render_spec(EXAMPLES / "s1-16xh20-pd.yaml", [MON])
+    rules = yaml.safe_load(files["prometheusrule.yaml"])["spec"]["groups"][0]["rules"]
+    (rule,) = [r for r in rules if r["alert"] == "EngineGroupRestarts"]
+    restarts, recreated = rule["expr"].split(" > 0 or ", 1)
+    assert restarts == ('sum by (namespace, pod) (increase(kube_pod_container_status_restarts'
+                        '_total{pod=~"dsv3-pd-.*",container="engine"}[15m]))')
+    assert recreated.startswith('(changes((max by (namespace, pod) (kube_pod_created'
+                                '{pod=~"dsv3-pd-.*"}))[15m:1m]) > 0 unless on (namespace) ')
+    assert ('kube_statefulset_status_update_revision{statefulset=~"dsv3-pd-.*"} unless on '
+            '(namespace, statefulset, revision) kube_statefulset_status_current_revision'
+            '{statefulset=~"dsv3-pd-.*"}') in recreated
+    assert recreated.count("(") == recreated.count(")")
+
+
+def _pods(files: dict[str, str], name: str) -> tuple[dict, dict]:
+    """(leader, worker) pod templates of a LeaderWorkerSet file."""
+    spec = yaml.safe_load(files[name])["spec"]["leaderWorkerTemplate"]
+    return spec["leaderTemplate"], spec["workerTemplate"]
+
+
+def _http(pod: dict) -> list[int]:
+    engine = next(c for c in pod["spec"]["containers"] if c["name"] == "engine")
+    return [p["containerPort"] for p in engine.get("ports", []) if p["name"] == "http"]
+
+
+def test_sglang_worker_pods_are_scraped_too():
+    """S3 decode (SGLang, DP16 over 2 pods): node 1 runs its own schedulers and serves their
+    /metrics on --port (sglang/srt/entrypoints/engine.py, node_rank >= 1), so its pod declares
+    the http port and carries moegen.dev/metrics, which the PodMonitor selects; it still has no
+    probes and no serves-api label (the client Service and the router skip it)."""
+    _, _, files = render_spec(EXAMPLES / "s3-v4pro-pd-dp16.yaml", [MON])
+    pm = yaml.safe_load(files["podmonitor.yaml"])["spec"]
+    assert pm["selector"]["matchLabels"] == {"app.kubernetes.io/instance": "dsv4-pd16",
+                                             "moegen.dev/metrics": "true"}
+    leader, worker = _pods(files, "decode-lws.yaml")
+    assert leader["metadata"]["labels"]["moegen.dev/metrics"] == "true"
+    assert worker["metadata"]["labels"]["moegen.dev/metrics"] == "true"
+    assert "moegen.dev/serves-api" not in worker["metadata"]["labels"]
+    assert _http(leader) == _http(worker) == [8000]
+    engine = next(c for c in worker["spec"]["containers"] if c["name"] == "engine")
+    assert not {"startupProbe", "readinessProbe", "livenessProbe"} & set(engine)
+    # Unmonitored: the port is declared (the engine binds it), the label is not.
+    _, _, plain = render_spec(EXAMPLES / "s3-v4pro-pd-dp16.yaml")
+    _, worker = _pods(plain, "decode-lws.yaml")
+    assert _http(worker) == [8000] and "moegen.dev/metrics" not in worker["metadata"]["labels"]
+
+
+def test_vllm_headless_workers_are_not_scraped():
+    """S1 decode (vLLM, DP16 over 2 pods): the headless engines send their stats to the leader's
+    API server, which serves every rank's metrics; workers bind no HTTP port."""
+    _, _, files = render_spec(EXAMPLES / "s1-16xh20-pd.yaml", [MON])
+    leader, worker = _pods(files, "decode-lws.yaml")
+    assert leader["metadata"]["labels"]["moegen.dev/metrics"] == "true"
+    assert "moegen.dev/metrics" not in worker["metadata"]["labels"] and _http(worker) == []
 
 
 def test_sglang_engines_expose_metrics_only_when_monitored():
@@ -96,7 +159,12 @@ def test_dashboard_reference_lines_are_the_sized_and_predicted_figures():
     assert pred.reason is None
     dec, pre = pred.roles["decode"], pred.roles["prefill"]
     assert lines["decode: TPOT"] == round(dec.tpot_ms / 1000, 4)
-    assert lines["decode: TTFT"] == round(pre.ttft_ms / 1000, 4)
+    # vLLM PD: the router sends to decode after prefill returned, so TTFT is compared where the
+    # prefill engine records it (queue + compute); decode's own TTFT starts after that.
+    assert lines["prefill: TTFT"] == round(pre.ttft_ms / 1000, 4)
+    assert "decode: TTFT" not in lines
+    ids = [p["id"] for p in dash["panels"]]
+    assert len(set(ids)) == len(ids) and 0 not in ids
     assert lines["decode: Output tokens/s"] == round(pred.output_tps)
     assert lines["prefill: Input tokens/s"] == round(pred.total_tps - pred.output_tps)
     # Series by the PodMonitor's target labels, never by namespace (kustomize override).
@@ -111,7 +179,7 @@ def test_dashboard_without_traffic_draws_only_the_sizing_line(tmp_path):
     _, dash = _dashboard(EXAMPLES / "s1-16xh20-pd.yaml", [plain])
     lines = _lines(dash)
     assert lines["decode: KV cache usage"] == 0.2407
-    assert lines["decode: TPOT"] is None and lines["decode: TTFT"] is None
+    assert lines["decode: TPOT"] is None and lines["prefill: TTFT"] is None
 
 
 def test_sglang_dashboard_uses_sglang_series():
@@ -119,3 +187,6 @@ def test_sglang_dashboard_uses_sglang_series():
     exprs = " ".join(t["expr"] for p in dash["panels"] for t in p.get("targets", []))
     assert "sglang:token_usage" in exprs and "sglang:time_to_first_token_seconds_bucket" in exprs
     assert "vllm:" not in exprs
+    # smg sends to prefill and decode at once: decode's engine sees the whole wait.
+    titles = [p["title"] for p in dash["panels"]]
+    assert "decode: TTFT" in titles and "prefill: TTFT" not in titles

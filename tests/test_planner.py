@@ -373,3 +373,87 @@ def test_sglang_plan_at_dp88_scale_does_not_crash(tmp_path, capsys):
     assert run(["plan", str(p)]) == 0
     out, err = capsys.readouterr()
     assert "Traceback" not in err and "reachable: yes" in out
+
+
+KIMI_SGL = {"apiVersion": "moegen.dev/v1alpha1", "kind": "PlanRequest",
+            "metadata": {"name": "kimi-sgl"},
+            "spec": {"model": {"architecture": "kimi-k2-thinking", "weights": "w4a16"},
+                     "engine": {"name": "sglang", "version": "0.5.23"},
+                     "nodePools": {"h20": {"gpu": "H20-141GB", "gpusPerNode": 8, "nodes": 4}},
+                     "workload": {"inputTokens": 3500, "outputTokens": 1200,
+                                  "concurrency": 256}}}
+
+
+def test_sglang_4bit_plans_deploy_no_deepep(tmp_path):
+    """SGLang has no W4A16/NVFP4 expert kernel behind DeepEP (QNT005): the planner deploys
+    all-gather / reduce-scatter for them, and every emitted spec validates; vLLM, whose DeepEP
+    path runs the format, keeps DeepEP, and so does SGLang with FP8."""
+    from generator.capacity.search import all2all_for
+    from generator.capacity.to_spec import spec_yaml
+    req = PlanRequest.model_validate(KIMI_SGL)
+    res = plan(req)
+    assert res.candidates
+    for i, cand in enumerate(res.candidates[:5]):
+        doc = yaml.safe_load(spec_yaml(req, cand))
+        a2a = {r.get("moe", {}).get("all2all") for r in doc["spec"]["roles"]} - {None}
+        assert not any(a.startswith("deepep") for a in a2a), (i, a2a)
+        doc["spec"]["network"]["rdma"] = {"resourceName": "rdma/hca", "devices": ["mlx5_0"]}
+        path = tmp_path / f"c{i}.yaml"
+        path.write_text(yaml.safe_dump(doc))
+        assert run(["validate", str(path)]) == 0, i
+    choices = sglang.A2A.keys()
+    assert all2all_for("H20-141GB", "decode", 16, 8, list(choices), engine="sglang",
+                       weights="nvfp4") == "allgather_reducescatter"
+    assert all2all_for("H20-141GB", "decode", 16, 8, list(choices), engine="sglang",
+                       weights="fp8") == "deepep_low_latency"
+    assert all2all_for("H20-141GB", "decode", 16, 8, ["deepep_low_latency"], engine="vllm",
+                       weights="w4a16") == "deepep_low_latency"
+
+
+def test_w4a16_gemms_run_at_the_bf16_peak():
+    """w4a16 is weight-only: BF16 activations, so every GEMM at the BF16 peak. Kimi-K2-Thinking
+    prefill on one H20-141GB (BF16 148, FP8 296 TFLOPS, prefill efficiency 0.8 on H20):
+    the routed experts took 296 x 0.5 (4-bit dequant) = 148 TFLOPS before and take 148 now; the
+    other GEMMs (attention projections, shared experts, dense MLP, lm_head) move from 296 to 148,
+    so one request costs dense / (296e12 x 0.8) GPU-seconds more, dense = 2 x active x isl minus
+    the routed experts' 2 x topk x moe_layers x expert_params x isl."""
+    from generator.capacity.search import bf16_compute
+    assert bf16_compute("bf16") and bf16_compute("w4a16")
+    assert not any(bf16_compute(w) for w in ("fp8", "w4a8", "mxfp4", "nvfp4"))
+    shape = model_shape(builtin_config("kimi-k2-thinking"), "w4a16", 0)
+    isl = 4096
+    kw = {"isl": isl, "tensor": 1, "data": 1, "pipeline": 1, "expert": False,
+          "gpus_per_node": 8, "inter_gbps": 400, "weights_bytes": 0}
+    h20 = GPUS["H20-141GB"]
+    new = perf.prefill(shape, h20, bf16=bf16_compute("w4a16"), **kw)
+    old = perf.prefill(shape, h20, bf16=False, **kw)
+    moe = 2 * shape.topk * shape.moe_layers * shape.expert_params * isl
+    dense = 2 * shape.active_params * isl - moe
+    assert 1 / new.requests_per_s - 1 / old.requests_per_s == pytest.approx(
+        dense / (296e12 * 0.8), rel=1e-9)
+
+
+def test_requests_longer_than_the_context_are_refused(tmp_path, capsys):
+    """DeepSeek-V3's context is 163,840 tokens (config.json max_position_embeddings)."""
+    doc = yaml.safe_load((PLANS / "h20-16-seed000.yaml").read_text())
+    doc["spec"]["workload"]["inputTokens"] = 163_840
+    p = tmp_path / "r.yaml"
+    p.write_text(yaml.safe_dump(doc))
+    assert run(["plan", str(p)]) == 1
+    err = capsys.readouterr().err
+    assert "PLN005" in err and "163,841" not in err and "context of 163,840 tokens" in err
+    codes = [f.code for f in request_findings(PlanRequest.model_validate(doc), Provenance())]
+    assert codes == ["PLN005"]
+
+
+def test_pools_whose_gpu_cannot_run_the_format_are_left_out():
+    """SGLang has no NVFP4 MoE kernel on AMD (QNT002): the planner plans nothing there."""
+    req = PlanRequest.model_validate({
+        "apiVersion": "moegen.dev/v1alpha1", "kind": "PlanRequest", "metadata": {"name": "a"},
+        "spec": {"model": {"architecture": "deepseek-r1", "weights": "nvfp4"},
+                 "engine": {"name": "sglang", "version": "0.5.23"},
+                 "nodePools": {"mi": {"gpu": "MI300X-192GB", "gpusPerNode": 8, "nodes": 2}},
+                 "workload": {"inputTokens": 2000, "outputTokens": 500, "concurrency": 64}}})
+    res = plan(req)
+    assert not res.reachable and not res.candidates
+    assert "no MoE kernel for nvfp4 on MI300X-192GB" in res.bound

@@ -3,7 +3,7 @@
 No API server can run on these machines: ``tests/preflight/*.json`` hold cluster states written
 by hand in the Kubernetes JSON form (Node objects with their GPU feature discovery labels and
 allocatable resources, PersistentVolumeClaims, the CRDs, namespaces, priority classes, service
-accounts, Kueue LocalQueues), and :class:`_Cluster` serves them on the API paths the official
+accounts, Kueue LocalQueues, the server's ``/version``), and :class:`_Cluster` serves them on the API paths the official
 client calls (label selectors on nodes included). The client, its kubeconfig handling and its
 deserialisation are the real ones.
 """
@@ -73,6 +73,8 @@ class _Cluster:
         if parts[:3] == ["api", "v1", "namespaces"] and len(parts) == 4:
             return {"kind": "Namespace", "metadata": {"name": parts[3]}} \
                 if parts[3] in st["namespaces"] else None
+        if url.path == "/version":
+            return st.get("version")
         if "persistentvolumeclaims" in parts:
             return st["pvcs"].get(f"{parts[3]}/{parts[-1]}")
         for kind in ("priorityclasses", "serviceaccounts", "localqueues"):
@@ -174,3 +176,31 @@ def test_amd_pools_need_amd_gpus(cluster, api, tmp_path):
     findings = preflight(pipeline.check(S1, [overlay]), api)
     assert {f.code for f in findings} == {"PRE004"}, findings
     assert all("allocatable amd.com/gpu 0 < 8" in f.message for f in findings), findings
+
+
+TOPOLOGY = ROOT / "tests" / "golden" / "s1-topology" / "topology.yaml"
+
+
+@pytest.mark.parametrize("git_version,codes", [
+    ("v1.31.2", []),
+    ("v1.30.4-eks-a737599", ["PRE009"]),
+])
+def test_group_affinity_needs_kubernetes_1_31(git_version, codes):
+    """S1 with platform.topology: the multi-node decode groups' pod affinity uses matchLabelKeys,
+    which API servers before 1.31 drop (MatchLabelKeysInPodAffinity off)."""
+    state = json.loads((STATES / "ready.json").read_text())
+    state["version"] = {**state["version"], "minor": git_version.split(".")[1],
+                        "gitVersion": git_version}
+    c = _Cluster(state)
+    try:
+        api = api_for(kubernetes.client.ApiClient(kubernetes.client.Configuration(host=c.url)))
+        findings = preflight(pipeline.check(S1, [TOPOLOGY]), api)
+        assert [f.code for f in findings] == codes, findings
+        assert all("Kubernetes 1.30" in f.message for f in findings)
+        # Without platform.topology the server's version is not asked.
+        c.requests.clear()
+        assert preflight(pipeline.check(S1), api) == []
+        assert ("GET", "/version") not in c.requests
+        api.close()
+    finally:
+        c.close()

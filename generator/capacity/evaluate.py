@@ -32,10 +32,12 @@ from .search import (
     PlanResult,
     RoleChoice,
     assumptions,
+    bf16_compute,
     decode_estimate,
     model_shape,
     pd_candidate,
     unified_candidate,
+    workload_max_len,
 )
 
 
@@ -48,8 +50,7 @@ def _role_input(req: PlanRequest, role: sm.Role, arch, model: sm.Model) -> RoleI
     # The request's constraints are the defaults its serving blocks override.
     wl = s.workload
     base = sm.Serving(kvCacheDtype=s.constraints.kvCacheDtype,
-                      maxModelLen=min(arch.max_position_embeddings,
-                                      wl.inputTokens + wl.outputTokens))
+                      maxModelLen=workload_max_len(arch, wl))
     serving = sm.merged_serving(base, s.serving, role.serving)
     speculative = role.speculative
     if speculative is None and s.speculative and arch.mtp_layers and role.mode != "prefill":
@@ -79,7 +80,7 @@ def deployment_document(req: PlanRequest) -> dict:
     s = req.spec
     wl = s.workload
     arch = arch_from_config(builtin_config(s.model.architecture))
-    serving = {"maxModelLen": min(arch.max_position_embeddings, wl.inputTokens + wl.outputTokens),
+    serving = {"maxModelLen": workload_max_len(arch, wl),
                "kvCacheDtype": s.constraints.kvCacheDtype}
     if s.serving is not None:
         serving |= s.serving.model_dump(exclude_none=True)
@@ -214,7 +215,7 @@ def evaluate(req: PlanRequest, prov: Provenance | None = None, judge: bool = Tru
                             pipeline=lay.pipeline, expert=lay.expert_parallel,
                             gpus_per_node=pool.gpusPerNode,
                             inter_gbps=s.network.interNodeGbps, weights_bytes=z.weights * 2**30,
-                            bf16=s.model.weights == "bf16",
+                            bf16=bf16_compute(s.model.weights),
                             overlap=ri.moe.overlap if ri.moe else None)
 
     dec_name = next(r.name for r in roles if r.mode in ("decode", "unified"))
@@ -239,7 +240,9 @@ def evaluate(req: PlanRequest, prov: Provenance | None = None, judge: bool = Tru
     else:
         pre_name = next(x.name for x in roles if x.mode == "prefill")
         cand = pd_candidate(req, choice(pre_name), choice(dec_name), prefill_rate(pre_name),
-                            est, z)
+                            est, z, retime=lambda b: decode_estimate(
+                                req, ri, z, pool, b, ranks=r.replicas * ri.layout.data,
+                                engine_args=r.engineArgs))
     # Per role, its own capacity at the evaluated operating point (what a published per-node
     # figure measures): decode tokens/s of its ranks at their batch; prefill input tokens/s with
     # every GPU busy. The deployment's end-to-end rate is totalTokensPerSec.
@@ -252,6 +255,7 @@ def evaluate(req: PlanRequest, prov: Provenance | None = None, judge: bool = Tru
             doc["outputTokensPerSecPerNode"] = round(
                 est.tokens_per_s_per_rank * x.replicas * xi.layout.data / nodes)
             doc["batchPerRank"] = est.batch_per_rank
+            doc["tpotMsAtBatch"] = round(est.tpot_s * 1000, 1)   # the candidate's is at its load
         if x.mode in ("prefill", "unified"):
             doc["inputTokensPerSecPerNode"] = round(
                 prefill_rate(x.name).requests_per_s * x.replicas * wl.inputTokens / nodes)

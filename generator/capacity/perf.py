@@ -60,7 +60,9 @@ ETA_DECODE_COMPUTE_BY_GPU = {"H20-96GB": 0.45, "H20-141GB": 0.45}
 ETA_PREFILL = 0.40
 ETA_PREFILL_BY_GPU = {"H20-96GB": 0.80, "H20-141GB": 0.80}
 #: Rate of compute-bound expert GEMMs with 4-bit weights (w4a8, MXFP4) on a GPU without FP4
-#: tensor cores, relative to FP8 weights: the kernels dequantize to FP8 in the main loop. Fitted
+#: tensor cores, relative to FP8 weights: the kernels dequantize to FP8 in the main loop. Not
+#: applied to weight-only ``w4a16`` (BF16 activations), whose GEMMs are timed at the BF16 peak
+#: (capacity/search.py ``bf16_compute``): its W4A16 kernels dequantize to BF16. Fitted
 #: to two independent H20 figures: seed 000 (vLLM, w4a8, 16 x H20: 15,800 tokens/s) and seed 002
 #: (SGLang, DeepSeek-V4-Pro MXFP4 experts, PP2-CP8-TP8 prefill: 8.45k tokens/s per node).
 #: Prefill only: decode's small-M expert GEMMs are bandwidth-bound.
@@ -394,7 +396,9 @@ def prefill(m: ModelShape, gpu: Gpu, *, isl: int, tensor: int, data: int, pipeli
     attn = 2 * m.layers * m.heads * m.causal_pairs(isl) * (m.qk_head + m.v_head)
     rank_gpus = tensor * pipeline
     moe_gpus = rank_gpus * (data if expert else 1)
-    moe_peak = gemm_peak * (DEQUANT_4BIT_PREFILL if m.expert_bits == 4 and not gpu.fp4 else 1.0)
+    # w4a16 (bf16) dequantizes its 4-bit experts to BF16 and runs at the BF16 peak already.
+    moe_peak = gemm_peak * (DEQUANT_4BIT_PREFILL if m.expert_bits == 4 and not gpu.fp4
+                            and not bf16 else 1.0)
     compute = dense / gemm_peak + moe / moe_peak + attn / attn_peak    # GPU-seconds per request
     allreduce = a2a = 0.0                                           # GPU-seconds per request
     if tensor > 1:

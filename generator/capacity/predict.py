@@ -39,7 +39,9 @@ class RolePrediction:
             the sum of its pods' ``generation_tokens`` rates reaches: the deployment's output
             rate, below the role's capacity when prefill binds).
         input_total: prefill/unified input tokens/s the role processes at that load.
-        batch_per_rank: sequences per decode rank.
+        batch_per_rank: sequences per decode rank the role is sized for (``sizing.concurrency``).
+        fed_batch: sequences per decode rank at the predicted operating point (fewer when
+            prefill cannot feed the sized batch); TPOT is timed at this batch.
     """
 
     name: str
@@ -51,6 +53,7 @@ class RolePrediction:
     output_total: int | None = None
     input_total: int | None = None
     batch_per_rank: int | None = None
+    fed_batch: int | None = None
 
     def to_json(self) -> dict:
         """Camel-case JSON, absent figures left out."""
@@ -59,7 +62,7 @@ class RolePrediction:
                "inputTokensPerSecPerNode": self.input_per_node,
                "outputTokensPerSec": self.output_total,
                "inputTokensPerSec": self.input_total,
-               "batchPerRank": self.batch_per_rank}
+               "batchPerRank": self.batch_per_rank, "fedBatchPerRank": self.fed_batch}
         return {k: v for k, v in out.items() if v is not None}
 
 
@@ -163,6 +166,7 @@ def predict(doc: InferenceDeployment) -> Prediction:
             p.input_total = round(cand.total_tps - cand.output_tps)
         if r.mode != "prefill":
             p.tpot_ms = round(cand.tpot_ms, 1)
+            p.fed_batch = cand.decode_batch or p.batch_per_rank
             p.output_total = round(cand.output_tps)
         out.roles[r.name] = p
     return out

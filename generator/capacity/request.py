@@ -7,7 +7,7 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 
-from ..catalog import ARCHITECTURES, GPUS
+from ..catalog import ARCHITECTURES, GPUS, arch_from_config, builtin_config
 from ..engines.registry import dialect_for
 from ..engines.versions import UnsupportedVersion, parse_version
 from ..errors import Finding, Severity
@@ -123,7 +123,8 @@ class PlanRequest(_M):
 def request_findings(req: PlanRequest, prov: Provenance) -> list[Finding]:
     """Cross-field checks of a PlanRequest: a supported engine version (VER001); one load
     measure (PLN001); fixed roles (docs/spec.md §5.1) on known pools (POOL001), one prefill and
-    one decode role or one unified role (PLN002); DSpark drafting only where it exists (PLN004)."""
+    one decode role or one unified role (PLN002); DSpark drafting only where it exists (PLN004);
+    requests within the model's context (PLN005)."""
     out = []
     eng = req.spec.engine
     try:
@@ -159,6 +160,15 @@ def request_findings(req: PlanRequest, prov: Provenance) -> list[Finding]:
                            "method: mtp (every engine), or engine sglang >= 0.5.16 with "
                            "deepseek-v4-*", prov.locate(path)))
     wl = req.spec.workload
+    context = arch_from_config(builtin_config(req.spec.model.architecture)) \
+        .max_position_embeddings
+    if wl.inputTokens + wl.outputTokens > context:
+        path = ("spec", "workload")
+        out.append(Finding("PLN005", Severity.ERROR, json_path(path),
+                           f"requests of {wl.inputTokens:,} + {wl.outputTokens:,} tokens exceed "
+                           f"{req.spec.model.architecture}'s context of {context:,} tokens: the "
+                           "engine refuses them", f"inputTokens + outputTokens <= {context:,}",
+                           prov.locate(path)))
     if wl.concurrency is not None and wl.requestsPerSecond is not None:
         path = ("spec", "workload")
         out.append(Finding("PLN001", Severity.ERROR, json_path(path),

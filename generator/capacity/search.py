@@ -22,6 +22,7 @@ from ..engines.registry import dialect_for
 from ..engines.versions import parse_version
 from ..layout import compute_layout, min_redundant_experts
 from ..sizing import RoleSizing, size_role
+from ..sizing.formats import storage
 from ..sizing.params import inventory
 from ..sizing.sglang_budget import fraction_with_room
 from ..sizing.weights import tensor_bytes
@@ -54,6 +55,9 @@ class Candidate:
     #: :class:`~generator.errors.Finding` objects with the validator's rule codes (LAY001,
     #: SIZ001, SIZ003) at the request's field paths.
     findings: list = field(default_factory=list)
+    #: Sequences per decode rank at the operating point (below the sized batch when prefill
+    #: cannot feed it); 0 when not computed.
+    decode_batch: int = 0
 
     def to_json(self) -> dict:
         """The candidate as docs/spec.md §5 shows it."""
@@ -93,9 +97,10 @@ def assumptions(req: PlanRequest) -> list[str]:
     spec_txt = (f"{'DSpark' if s.speculative.method == 'dspark' else 'MTP'} "
                 f"{s.speculative.numSpeculativeTokens} token(s), acceptance "
                 f"{s.speculative.acceptance}" if s.speculative else "no speculative decoding")
+    peak = "BF16" if bf16_compute(s.model.weights) else "FP8"
     return [
         (f"decode: max(HBM {perf.ETA_HBM:.0%} of peak, GEMMs {perf.ETA_DECODE_COMPUTE:.0%} of the "
-         f"FP8 peak (H20: {perf.ETA_DECODE_COMPUTE_BY_GPU['H20-96GB']:.0%}) + MLA attention "
+         f"{peak} peak (H20: {perf.ETA_DECODE_COMPUTE_BY_GPU['H20-96GB']:.0%}) + MLA attention "
          f"{perf.ETA_ATTN:.0%} of the BF16 peak, x{perf.ATTN_FP8_SPEEDUP:g} with an FP8 KV cache "
          "where the attention kernel computes in FP8) + expert all-to-all (RDMA "
          f"{perf.ETA_A2A:.0%}, NVLink {perf.ETA_NVLINK:.0%} per direction) + TP all-reduce + "
@@ -104,7 +109,7 @@ def assumptions(req: PlanRequest) -> list[str]:
          f"overlap (moe.overlap in a fixed layout: two_batch hides {perf.OVERLAP_TWO_BATCH:.0%} "
          f"of the shorter of computation and all-to-all, single_batch "
          f"{perf.OVERLAP_SINGLE_BATCH:.0%} of the combine)"),
-        (f"prefill: GEMMs at {perf.ETA_PREFILL:.0%} of the FP8 peak (H20: "
+        (f"prefill: GEMMs at {perf.ETA_PREFILL:.0%} of the {peak} peak (H20: "
          f"{perf.ETA_PREFILL_BY_GPU['H20-96GB']:.0%}; 4-bit experts without FP4 cores at "
          f"{perf.DEQUANT_4BIT_PREFILL:.0%} of that), attention at {perf.ETA_ATTN:.0%} of the BF16 "
          "peak, plus TP all-reduce and DeepEP all-to-all (bench/published_cases.yaml)"),
@@ -262,17 +267,33 @@ def _layouts(gpn: int, gpus: int, heads: int, mode: str,
     return out
 
 
+#: Checkpoint formats whose GEMMs run in BF16: unquantized, and weight-only 4-bit (``w4a16``:
+#: BF16 activations, the INT4 experts dequantized in the Marlin/Humming/Triton W4A16 kernels,
+#: every other tensor BF16; generator/sizing/formats.py).
+BF16_COMPUTE = ("bf16", "w4a16")
+
+
+def bf16_compute(weights: str) -> bool:
+    """Whether the perf model times ``weights``' GEMMs at the BF16 peak (else the FP8 one)."""
+    return weights in BF16_COMPUTE
+
+
 def all2all_for(gpu_id: str, mode: str, ep: int, gpus_per_node: int,
-                choices: list[str]) -> str:
+                choices: list[str], engine: str = "", weights: str = "") -> str:
     """The expert all-to-all backend the planner deploys on ``gpu_id`` (engine-neutral name,
     one of the release's ``choices``), by what the GPU can run (rules GPU001-GPU003):
     DeepEP low-latency for decode, normal for prefill, on NVLink-connected NVIDIA Hopper and
     newer; on AMD MoRI-EP (``mori_low_latency``/``mori_high_throughput``, or ``mori`` in vLLM
     0.15-0.22); on Ampere DeepEP normal within one node only; elsewhere (PCIe cards, releases
-    without the backend) the engine's all-gather / reduce-scatter."""
+    without the backend) the engine's all-gather / reduce-scatter. SGLang (``engine``) with
+    ``nvfp4``/``w4a16`` checkpoints (``weights``) gets all-gather / reduce-scatter everywhere:
+    its DeepEP/MoRI MoE layer has no kernel for them (rule QNT005; the one exception needs an
+    engine argument the planner does not write)."""
     g = GPUS[gpu_id]
     decode = mode != "prefill"
-    if g.vendor == "amd":
+    if engine == "sglang" and weights in ("nvfp4", "w4a16"):
+        want = []
+    elif g.vendor == "amd":
         want = ["mori_low_latency" if decode else "mori_high_throughput", "mori"]
     elif not g.nvlink:
         want = []
@@ -284,14 +305,15 @@ def all2all_for(gpu_id: str, mode: str, ep: int, gpus_per_node: int,
 
 
 def _role_input(name, mode, model, arch, serving, layout_args: LayoutChoice, pool, replicas,
-                spec_tokens, kv_transfer, concurrency, redundant, choices=None):
+                spec_tokens, kv_transfer, concurrency, redundant, choices=None, engine=""):
     t, d, p, ep = layout_args
     lay = compute_layout(t, d, p, ep, "lws", pool.gpusPerNode, replicas)
     moe = None
     if ep and arch.routed_experts:
         all2all = all2all_for(pool.gpu, mode, t * d, pool.gpusPerNode,
                               choices if choices is not None else
-                              ["deepep_low_latency", "deepep_high_throughput"])
+                              ["deepep_low_latency", "deepep_high_throughput"],
+                              engine=engine, weights=model.weights)
         moe = sm.Moe(all2all=all2all,
                      eplb=sm.Eplb(enabled=True, redundantExperts=redundant) if redundant else None)
     spec = sm.Speculative(method="mtp", numSpeculativeTokens=spec_tokens) \
@@ -348,14 +370,20 @@ def _plan(req: PlanRequest, progress=None) -> PlanResult:
     model = sm.Model(name=s.model.name or s.model.architecture, architecture=s.model.architecture,
                      weights=s.model.weights, path="/models/model")
     wl = s.workload
-    max_len = min(arch.max_position_embeddings, wl.inputTokens + wl.outputTokens)
+    max_len = workload_max_len(arch, wl)
     serving = sm.merged_serving(sm.Serving(maxModelLen=max_len,
                                            kvCacheDtype=s.constraints.kvCacheDtype), s.serving)
     k = s.speculative.numSpeculativeTokens if s.speculative and arch.mtp_layers else 0
-    bf16 = s.model.weights == "bf16"
-    pools = list(s.nodePools.items())
+    bf16 = bf16_compute(s.model.weights)
     cands: list[Candidate] = []
     rejected: Counter = Counter()
+    pools = []
+    for name, pool in s.nodePools.items():
+        row = storage(engine, s.model.weights, GPUS[pool.gpu])
+        if row is not None and not row.kernel and arch.routed_experts:   # rule QNT002
+            rejected[f"{engine} has no MoE kernel for {s.model.weights} on {pool.gpu}"] += 1
+        else:
+            pools.append((name, pool))
 
     def fits(z: RoleSizing) -> bool:
         return z.kv_cache > 0 and z.kv_tokens_per_rank >= max_len
@@ -392,6 +420,8 @@ def _plan(req: PlanRequest, progress=None) -> PlanResult:
 
     memo: dict = {}
 
+    dspark = s.speculative is not None and s.speculative.method == "dspark"
+
     def decoding_role(name, mode, lay, pool, conn):
         """Instances, sizing and decode point of a decoding role on ``pool`` (None, with the
         reason counted in ``rejected``, when it cannot be placed, sized or hold the load);
@@ -407,8 +437,16 @@ def _plan(req: PlanRequest, progress=None) -> PlanResult:
             return None
         red = min_redundant_experts(arch.routed_experts, lay.ep) if lay.expert else 0
         per_rank = -(-wl.concurrency // (n * lay.data)) if wl.concurrency else None
+        choices = dialect.all2all_choices
+        if dspark:
+            if lay.pipeline > 1:
+                rejected["DSpark decodes without pipeline parallelism"] += 1
+                return None
+            if lay.data > 1:   # DSpark with attention DP: TP MoE, MegaMoE or MoRI, no DeepEP
+                choices = [c for c in choices if c in DSPARK_DP_ALL2ALL]
         role = _role_input(name, mode, model, arch, serving, lay, pool, n, k, conn,
-                           per_rank * lay.data if per_rank else 1, red, dialect.all2all_choices)
+                           per_rank * lay.data if per_rank else 1, red, choices,
+                           engine=engine)
         if role.layout.problem:
             return None
         role, z = sized(role, pool)
@@ -448,7 +486,8 @@ def _plan(req: PlanRequest, progress=None) -> PlanResult:
                     continue
                 red_p = min_redundant_experts(arch.routed_experts, pl.ep) if pl.expert else 0
                 prole = _role_input("prefill", "prefill", model, arch, serving, pl, ppool, np_, 0,
-                                    conn, 1, red_p, dialect.all2all_choices)
+                                    conn, 1, red_p, dialect.all2all_choices,
+                                    engine=engine)
                 if prole.layout.problem:
                     continue
                 prole, zp = sized(prole, ppool)
@@ -463,7 +502,9 @@ def _plan(req: PlanRequest, progress=None) -> PlanResult:
                         nd, z, est, drole = found
                         cands.append(pd_candidate(
                             req, RoleChoice("prefill", pname, pl, np_, pinned(prole)),
-                            RoleChoice("decode", dname, dl, nd, pinned(drole)), t_p, est, z))
+                            RoleChoice("decode", dname, dl, nd, pinned(drole)), t_p, est, z,
+                            retime=lambda b, drole=drole, z=z, dpool=dpool, n=nd * dl.data:
+                            decode_estimate(req, drole, z, dpool, b, ranks=n)))
     # --- unified ---
     if s.constraints.disaggregation != "required":
         for name, pool in pools:
@@ -516,6 +557,23 @@ def draft_tokens(req: PlanRequest, role: RoleInput) -> int:
     return req.spec.speculative.numSpeculativeTokens if req.spec.speculative else 0
 
 
+#: The smallest maxModelLen the spec takes (docs/spec.md §2 ``serving.maxModelLen`` >= 16).
+MIN_MODEL_LEN = 16
+
+
+def workload_max_len(arch, wl) -> int:
+    """The maxModelLen a request shape needs: input + output tokens, within the model's context
+    and at least :data:`MIN_MODEL_LEN`."""
+    return max(MIN_MODEL_LEN, min(arch.max_position_embeddings, wl.inputTokens + wl.outputTokens))
+
+
+#: The expert all-to-all SGLang runs DSpark with under attention DP (0.5.23
+#: arg_groups/speculative_hook.py ``_handle_dspark``: moe_a2a_backend none, megamoe or mori, and
+#: --enable-dp-lm-head), in moegen's names; DeepEP is refused at start.
+DSPARK_DP_ALL2ALL = ("allgather_reducescatter", "mori", "mori_low_latency",
+                     "mori_high_throughput")
+
+
 def drafter(req: PlanRequest, role: RoleInput) -> str:
     """The draft-pass pattern of a decoding role (:func:`perf.decode_terms`): ``dspark`` when the
     request plans DSpark (for every decoding role; PLN004 limits it to SGLang), else the
@@ -566,7 +624,7 @@ def decode_estimate(req: PlanRequest, role: RoleInput, z: RoleSizing, pool,
                                 local_experts_per_layer=local if lay.expert_parallel else 0,
                                 ctx=ctx_avg, gpus_per_node=pool.gpusPerNode,
                                 inter_gbps=s.network.interNodeGbps, draft=k,
-                                bf16=s.model.weights == "bf16", attn_fp8=fp8_attn,
+                                bf16=bf16_compute(s.model.weights), attn_fp8=fp8_attn,
                                 drafter=drafter(req, role))
     if cap_b < 1:
         return None
@@ -637,32 +695,55 @@ def _max_utilisation(t_service: float, extra: float, ttft_slo_ms: float | None) 
 
 
 def pd_candidate(req: PlanRequest, prefill: RoleChoice, decode: RoleChoice,
-                  pre: perf.PrefillEstimate, est: perf.DecodeEstimate, z: RoleSizing) -> Candidate:
-    """Disaggregated: prefill instances feed decode instances; the request rate is the least of
-    the prefill rate that keeps TTFT within its SLO, the decode rate (Little's law over the
-    sequences in flight) and, with a fixed concurrency, concurrency / (TTFT + OSL x TPOT)."""
+                  pre: perf.PrefillEstimate, est: perf.DecodeEstimate, z: RoleSizing,
+                  retime=None) -> Candidate:
+    """Disaggregated: prefill instances feed decode instances.
+
+    Open load (``requestsPerSecond``, or no load: capacity): the rate is the least of the
+    prefill rate that keeps TTFT within its SLO (M/D/1 at prefill) and the decode rate (Little's
+    law over the sequences in flight). Fixed ``concurrency`` (a closed loop of that many
+    sequences): the rate is the least of prefill at 95 % busy, decode, and concurrency / (TTFT +
+    OSL x TPOT); sequences the rate does not keep decoding wait for prefill, so TTFT =
+    concurrency / rate - OSL x TPOT when that exceeds the M/D/1 figure, and decode runs the
+    batch it is actually fed: ``retime(batch per rank)`` re-times the decode step there (None:
+    keep ``est``, the sized batch, an upper bound on TPOT)."""
     wl = req.spec.workload
     kv_t = perf.kv_transfer_time(wl.inputTokens, z.kv_bytes_per_token,
                                  req.spec.network.interNodeGbps)
     prefill_cap = prefill.instances * pre.requests_per_s
-    rho_max = _max_utilisation(pre.latency_s, kv_t, req.spec.slo.ttftMs)
     dl = decode.layout
-    seqs = _in_flight(wl, decode.instances * dl.data * est.batch_per_rank * dl.pipeline)
+    ranks = decode.instances * dl.data
+    seqs = _in_flight(wl, ranks * est.batch_per_rank * dl.pipeline)
     decode_cap = seqs / (wl.outputTokens * est.tpot_s)
-    rate = min(prefill_cap * rho_max, decode_cap)
-    ttft = pre.latency_s + kv_t
-    for _ in range(3):   # closed loop: a fixed concurrency bounds the rate through TTFT
-        if wl.concurrency:
-            rate = min(rate, wl.concurrency / (ttft + wl.outputTokens * est.tpot_s))
-        rho = min(rate / prefill_cap, 0.95) if prefill_cap else 0.95
-        ttft = pre.latency_s * (1 + rho / (2 * (1 - rho))) + kv_t   # M/D/1 at prefill
+    if wl.concurrency:
+        rho_max = 0.95
+        rate = min(prefill_cap * rho_max, decode_cap)
+        ttft = pre.latency_s + kv_t
+        for _ in range(4):
+            rate = min(prefill_cap * rho_max, decode_cap,
+                       wl.concurrency / (ttft + wl.outputTokens * est.tpot_s))
+            rho = min(rate / prefill_cap, rho_max) if prefill_cap else rho_max
+            ttft = pre.latency_s * (1 + rho / (2 * (1 - rho))) + kv_t   # M/D/1 at prefill
+            fed = -(-rate * wl.outputTokens * est.tpot_s // (ranks * dl.pipeline))
+            if retime is not None and 1 <= fed < est.batch_per_rank:
+                est = retime(int(fed)) or est
+        ttft_open = ttft
+        if rate:   # the sequences the rate does not keep decoding queue at prefill
+            ttft = max(ttft, wl.concurrency / rate - wl.outputTokens * est.tpot_s)
+    else:
+        rho_max = _max_utilisation(pre.latency_s, kv_t, req.spec.slo.ttftMs)
+        rate = min(prefill_cap * rho_max, decode_cap)
+        offered = min(rate, wl.requestsPerSecond) if wl.requestsPerSecond else rate
+        rho = min(offered / prefill_cap, 0.95) if prefill_cap else 0.95
+        ttft = ttft_open = pre.latency_s * (1 + rho / (2 * (1 - rho))) + kv_t
     sustains = True
     if wl.requestsPerSecond:
         sustains = rate >= wl.requestsPerSecond * 0.999
         rate = min(rate, wl.requestsPerSecond)
     binding = {pre.bound: prefill_cap * rho_max, est.bound: decode_cap}
     if wl.concurrency:
-        binding["the workload's concurrency"] = wl.concurrency / (ttft + wl.outputTokens * est.tpot_s)
+        binding["the workload's concurrency"] = wl.concurrency / (ttft_open
+                                                                 + wl.outputTokens * est.tpot_s)
     bound = min(binding, key=binding.get)
     if not sustains:
         bound = f"offered load {wl.requestsPerSecond:g} req/s exceeds capacity ({bound})"
@@ -673,7 +754,7 @@ def pd_candidate(req: PlanRequest, prefill: RoleChoice, decode: RoleChoice,
              f"prefill {min(rate / prefill_cap, 1):.0%} busy" if prefill_cap else "prefill idle"]
     return Candidate(roles, gpus, z.kv_tokens_per_rank, ttft * 1000, est.tpot_s * 1000,
                      rate * wl.outputTokens, rate * (wl.inputTokens + wl.outputTokens), True,
-                     False, bound, notes, sustains=sustains)
+                     False, bound, notes, sustains=sustains, decode_batch=est.batch_per_rank)
 
 
 def unified_candidate(req: PlanRequest, unified: RoleChoice, pre: perf.PrefillEstimate,

@@ -45,6 +45,9 @@ for _code, _sev, _summary, _source in (
      "docs/spec.md §5.1; the engines refuse longer requests (vLLM and SGLang max model length)"),
     ("PLN004", E, "DSpark drafting is planned on SGLang 0.5.16+ with DeepSeek-V4 only",
      "SGLang 0.5.16 server_args.py (--speculative-dspark-block-size); sgl-project/sglang#29538"),
+    ("PLN005", E, "a PlanRequest's requests fit the model's context",
+     "the model's config.json max_position_embeddings (the engines' default and ceiling of "
+     "max model length: vLLM vllm/config/model.py, SGLang python/sglang/srt/configs/model_config.py)"),
     ("PRE001", E, "the CRDs the output needs are installed (gen preflight)",
      "generator/preflight.py (apiextensions.k8s.io/v1 CustomResourceDefinitions)"),
     ("PRE002", E, "each pool's nodeSelector matches its nodes (gen preflight)",
@@ -61,5 +64,9 @@ for _code, _sev, _summary, _source in (
      "generator/preflight.py"),
     ("PRE008", E, "the Kueue LocalQueue exists (gen preflight)",
      "generator/preflight.py (https://kueue.sigs.k8s.io/docs/concepts/local_queue/)"),
+    ("PRE009", E, "the API server keeps podAffinity matchLabelKeys (platform.topology; gen "
+                  "preflight)",
+     "generator/preflight.py; Kubernetes KEP-3633 (MatchLabelKeysInPodAffinity beta, on by "
+     "default, from 1.31)"),
 ):
     external(_code, _sev, _summary, _source)

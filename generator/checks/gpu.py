@@ -10,10 +10,28 @@ Hopper runs them without FP4 cores (the V4-Pro run on H200 that
 generator/sizing/vllm_budget.py calibrates to), Blackwell and CDNA4 natively, and vLLM serves V4 on CDNA3 through its
 ROCm sparse-MLA backend (vllm/v1/attention/backends/mla/rocm_aiter_mla_sparse.py).
 
-``nvfp4`` and ``w4a16`` (QNT002-QNT004): the engines' kernel per GPU family is the table
+``nvfp4`` and ``w4a16`` (QNT002-QNT006): the engines' kernel per GPU family is the table
 ``generator/sizing/formats.py`` ``ENGINE_STORAGE`` (vLLM 0.33.0, SGLang 0.5.23, with their
-files). ``w4a16`` runs on every catalog GPU with both engines (Marlin on NVIDIA SM80+, Triton
-WNA16 on ROCm), so it has no rule.
+files). ``w4a16`` runs on every catalog GPU with both engines (Humming on vLLM/SM90, Marlin on
+other NVIDIA SM80+ and in SGLang, FlashInfer TRT-LLM MxInt4 on vLLM/Blackwell, Triton WNA16 on
+SGLang/Blackwell and on ROCm), so the GPU alone refuses nothing; the all-to-all can (QNT005).
+
+The all-to-all with 4-bit expert formats. SGLang 0.5.23 runs every expert-parallel all-to-all
+but its own all-gather (``none``) and FlashInfer's through ``DeepEPMoE``
+(python/sglang/srt/layers/moe/ep_moe/layer.py ``get_moe_impl_class``), whose runner needs a fused
+function registered for the a2a backend: Marlin (NVFP4 on SM80-SM9x, every W4A16 on CUDA) and
+FlashInfer TRT-LLM (NVFP4 on Blackwell) register ``none``/``flashinfer`` only
+(layers/moe/moe_runner/marlin.py, flashinfer_trtllm.py), and ``MoeRunner`` raises
+NotImplementedError at load (moe_runner/runner.py); Triton WNA16 (W4A16 on SM100 and ROCm) has no
+DeepEP-format permute and ``DeepEPMoE.run_moe_core`` asserts for any quantization but FP8/W4AFP8.
+The one NVFP4 path through DeepEP is ``--moe-runner-backend flashinfer_cutedsl`` with the
+low-latency mode (arg_groups/moe_hook.py; moe_runner/flashinfer_cutedsl.py
+``@register_fused_func("deepep", "flashinfer_cutedsl")``). vLLM 0.33 has no such gap: its
+modular kernels pick a batched expert kernel for DeepEP low-latency and a standard one for
+high-throughput/V2 (vllm/model_executor/layers/fused_moe/oracle/nvfp4.py and int_wna16.py:
+Humming's ``BatchedHummingGroupedExperts`` on SM90, ``BatchedMarlinExperts``,
+``FlashInferCuteDSLBatchedExperts`` on Blackwell; ``MarlinExperts`` and the Humming kernels
+accept every parallel config), so QNT005 is SGLang's only.
 """
 
 from __future__ import annotations
@@ -24,7 +42,7 @@ from ..catalog import GPUS, Gpu
 from ..engines import deepep
 from ..engines.base import RoleInput
 from ..engines.options import option_value
-from ..sizing.formats import storage
+from ..sizing.formats import kernel_on, storage
 from .registry import Context, E, Hit, W, is_vllm, role_path, rule
 
 #: DeepEP's all-to-all backends (engine-neutral names).
@@ -39,6 +57,12 @@ SPARSE_FAMILIES = {"deepseek_v32": "DeepSeek-V3.2", "deepseek_v4": "DeepSeek-V4"
 #: vLLM's MoE kernel choice (in every release's parser from 0.17.0,
 #: generator/engines/data/engine-options.json).
 MOE_BACKEND_FLAG = "--moe-backend"
+#: SGLang's MoE kernel choice (``--moe-runner-backend``, generator/engines/data/engine-options.json).
+SGLANG_RUNNER_FLAG = "--moe-runner-backend"
+#: SGLang all-to-all backends (engine-neutral names) whose MoE layer is ``DeepEPMoE`` with a
+#: DeepEP-format dispatch (DeepEP, MoRI-EP, NIXL-EP, pplx: ep_moe/layer.py get_moe_impl_class;
+#: token_dispatcher/moriep.py, nixl.py, pplx.py return DeepEP normal/low-latency outputs).
+SGLANG_EP_LAYER = DEEPEP + MORI + ("nixl_ep", "pplx")
 
 
 def _gpu(ctx: Context, i: int) -> Gpu:
@@ -224,10 +248,13 @@ def _format_kernel(ctx: Context):
 
 @rule("QNT003", W, "NVFP4 on a GPU without NVFP4 tensor cores runs weight-only or emulated",
       "generator/sizing/formats.py ENGINE_STORAGE; vLLM 0.33 vllm/model_executor/layers/"
+      "fused_moe/oracle/nvfp4.py select_nvfp4_moe_backend (prioritize_humming: Humming ahead "
+      "of Marlin on SM90, quantization/utils/humming/priority.py); "
       "quantization/utils/marlin_utils_fp4.py (\"Your GPU does not have native support for FP4 "
       "computation ... Weight-only FP4 compression will be used leveraging the Marlin "
-      "kernel\"); vllm/model_executor/layers/fused_moe/experts/nvfp4_emulation_moe.py (ROCm); "
-      "SGLang 0.5.23 layers/quantization/fp4_utils.py (auto -> marlin on SM80-SM9x)")
+      "kernel\", SM80/SM89); vllm/model_executor/layers/fused_moe/experts/"
+      "nvfp4_emulation_moe.py (ROCm); SGLang 0.5.23 layers/quantization/fp4_utils.py (auto -> "
+      "marlin on SM80-SM9x)")
 def _nvfp4_weight_only(ctx: Context):
     if ctx.spec.spec.model.weights != "nvfp4":
         return
@@ -240,7 +267,8 @@ def _nvfp4_weight_only(ctx: Context):
                else "computed at the BF16 rate")
         yield Hit(("spec", "model", "weights"),
                   f"role {r.name!r}: {gpu.id} has no NVFP4 tensor cores: {ctx.engine} runs the "
-                  f"NVFP4 layers through {row.kernel}, 4.5 bits per weight in memory but {how} "
+                  f"NVFP4 layers through {kernel_on(row, gpu)}, 4.5 bits per weight in memory "
+                  f"but {how} "
                   f"({gpu.bf16_tflops:g} TFLOPS BF16)",
                   "expected on this GPU; NVFP4 compute needs Blackwell (B200/B300/GB200/GB300)")
 
@@ -272,3 +300,87 @@ def _dsv4_dequant(ctx: Context):
                   "MXFP4 experts the default path keeps",
                   "leave room for ~1.9x the routed-expert weights (gen explain shows them), "
                   "or unset it (the default flashinfer_mxfp4 / Marlin paths keep 4-bit experts)")
+
+
+@rule("QNT005", E, "SGLang has no NVFP4/W4A16 expert kernel behind an expert-parallel all-to-all",
+      "SGLang 0.5.23 python/sglang/srt/layers/moe/moe_runner/runner.py (\"Runner backend ... "
+      "requires a fused func for a2a backend ...\"; deepep_v2 needs the deep_gemm runner); "
+      "moe_runner/marlin.py and flashinfer_trtllm.py (fused funcs for a2a none/flashinfer only); "
+      "layers/quantization/compressed_tensors/schemes/compressed_tensors_wNa16_moe.py (MARLIN "
+      "runner; TRITON on SM100/ROCm, no DeepEP permute); ep_moe/layer.py DeepEPMoE.run_moe_core "
+      "(\"forward_deepgemm_masked is deprecated\"); arg_groups/moe_hook.py (flashinfer_cutedsl "
+      "FP4 MoE: DeepEP low_latency only)", engines=("sglang",))
+def _sglang_4bit_a2a(ctx: Context):
+    fmt = ctx.spec.spec.model.weights
+    if fmt not in ("nvfp4", "w4a16"):
+        return
+    for i, r, a2a, gpu in _a2a_roles(ctx, SGLANG_EP_LAYER + ("flashinfer_all2allv",)):
+        row = storage(ctx.engine, fmt, gpu)
+        if not r.arch.routed_experts or (row is not None and not row.kernel):
+            continue   # QNT002: no kernel for the format on this GPU at all
+        blackwell = fmt == "nvfp4" and gpu.vendor == "nvidia" and gpu.fp4
+        runner = _engine_arg(ctx, i, SGLANG_RUNNER_FLAG)
+        if blackwell and (a2a == "flashinfer_all2allv" or (
+                a2a == "deepep_low_latency" and runner == "flashinfer_cutedsl")):
+            continue
+        kernel = kernel_on(row, gpu) if row is not None else "its MoE kernel"
+        who = f"--moe-runner-backend {runner}" if runner else f"the default runner ({kernel})"
+        if blackwell and a2a == "deepep_low_latency":
+            why = (f"{who} registers no fused function for a2a deepep (MoeRunner raises "
+                   "NotImplementedError at load)")
+            hint = ("add engineArgs: [--moe-runner-backend, flashinfer_cutedsl] (CuTe-DSL FP4 "
+                    "masked GEMM, DeepEP low-latency only), or use allgather_reducescatter")
+        elif blackwell:
+            why = (f"{who} has no DeepEP-format path"
+                   + (": deepep_v2 needs the deep_gemm runner" if a2a == "deepep_v2" else
+                      "; flashinfer_cutedsl, the one FP4 kernel DeepEP feeds, refuses DeepEP's "
+                      "normal mode" if a2a == "deepep_high_throughput" else ""))
+            hint = ("use deepep_low_latency with engineArgs: [--moe-runner-backend, "
+                    "flashinfer_cutedsl], flashinfer_all2allv, or allgather_reducescatter")
+        else:
+            why = (f"{kernel} has no DeepEP-format path (MoeRunner raises NotImplementedError "
+                   "at load, or DeepEPMoE asserts at the first forward)")
+            hint = ("use allgather_reducescatter (SGLang --moe-a2a-backend none), or serve "
+                    "the model with vLLM, whose DeepEP path runs these formats")
+        yield Hit(role_path(i, "moe", "all2all"),
+                  f"role {r.name!r}: SGLang runs {fmt} experts on {gpu.id} behind {a2a} "
+                  f"through its DeepEPMoE layer, and {why}: the engine does not start",
+                  hint)
+
+
+@rule("QNT006", E, "DeepSeek-V4's NVFP4 hybrid checkpoint needs Blackwell under SGLang",
+      "SGLang 0.5.23 python/sglang/srt/arg_groups/model_overrides/deepseek_v4.py (hybrid "
+      "FP8+NVFP4: moe_runner_backend flashinfer_trtllm_routed, no GPU check); "
+      "layers/quantization/modelopt_quant.py ModelOptNvFp4FusedMoEMethod.__init__ (Marlin "
+      "fallback only for runner auto/marlin) and HybridFp8NvFp4Config.get_quant_method (MTP "
+      "experts: Mxfp4FlashinferTrtllmMoEMethod); FlashInfer's TRT-LLM-gen MoE is SM100-family "
+      "only (vLLM 0.33 vllm/model_executor/layers/fused_moe/experts/trtllm_mxfp4_moe.py "
+      "_supports_current_device)", engines=("sglang",))
+def _dsv4_nvfp4_hopper(ctx: Context):
+    if ctx.spec.spec.model.weights != "nvfp4":
+        return
+    for i, r in ctx.role_items():
+        gpu = _gpu(ctx, i)
+        if r.arch.family != "deepseek_v4" or gpu.vendor != "nvidia" or gpu.fp4 \
+                or not r.arch.routed_experts:
+            continue
+        marlin = _engine_arg(ctx, i, SGLANG_RUNNER_FLAG) == "marlin"
+        if marlin and r.speculative is None:
+            continue   # the NVFP4 experts run Marlin W4A16; no MTP layer is built
+        if marlin:
+            why = ("--moe-runner-backend marlin loads the NVFP4 experts, but the MTP layer's "
+                   "MXFP4 experts always take FlashInfer's TRT-LLM MXFP4 MoE, an SM100-only "
+                   "kernel")
+            hint = ("drop speculative (MTP), or serve the MXFP4 checkpoint (weights: mxfp4, "
+                    "deepseek-ai/DeepSeek-V4-*), whose MTP runs on Hopper, or use Blackwell")
+        else:
+            why = ("SGLang forces --moe-runner-backend flashinfer_trtllm_routed for this "
+                   "checkpoint, and ModelOptNvFp4FusedMoEMethod refuses it without FP4 tensor "
+                   "cores (\"Current platform does not support NVFP4 quantization\"); its MTP "
+                   "layer's MXFP4 experts need FlashInfer's SM100-only TRT-LLM kernel too")
+            hint = ("serve the MXFP4 checkpoint (weights: mxfp4) on this GPU, or use Blackwell; "
+                    "without speculative, engineArgs: [--moe-runner-backend, marlin] starts it "
+                    "weight-only")
+        yield Hit(("spec", "model", "weights"),
+                  f"role {r.name!r}: DeepSeek-V4's NVFP4 hybrid checkpoint on {gpu.id} "
+                  f"({gpu.generation}): {why}", hint)

@@ -6,6 +6,7 @@ from __future__ import annotations
 from ..engines.routers import discovery_supported, rendered_router
 from ..manifests import lws
 from ..naming import MAX_CONTROLLER, MAX_LABEL
+from .names import highest_group
 from .registry import Context, E, Hit, role_path, rule
 
 LWS_PATH = ("spec", "platform", "lws")
@@ -137,7 +138,8 @@ def _ds_router(ctx: Context):
 @rule("LWS007", E, "DisaggregatedSet child names fit Kubernetes limits",
       "kubernetes-sigs/lws pkg/utils/disaggregatedset/utils.go (<set>-<slice>-<8-char "
       "revision>-<role>, Service <lws>-prv), pkg/utils/pod/pod_utils.go (pods <lws>-<group>-"
-      "<index>); Kubernetes: hostnames <= 63, controller names + 11 <= 63")
+      "<index>); Kubernetes: hostnames <= 63, controller names + 11 <= 63; an autoscaled "
+      "role's highest group is maxReplicas - 1 (docs/spec.md §6.2)")
 def _ds_names(ctx: Context):
     cfg = _lws(ctx)
     if cfg is None or not cfg.disaggregatedSet:
@@ -146,7 +148,7 @@ def _ds_names(ctx: Context):
     for i, r in ctx.role_items():
         role = ctx.spec.spec.roles[i]
         child = lws.ds_child_name(base, role.name)
-        controller = f"{child}-{role.replicas - 1}"
+        controller = f"{child}-{highest_group(ctx, i, r)}"
         pod = f"{controller}-{len(r.layout.pods) - 1}"
         for what, name, limit in (("pod", pod, MAX_LABEL),
                                   ("controller", controller, MAX_CONTROLLER),

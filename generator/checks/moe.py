@@ -145,16 +145,18 @@ def _deepep_hidden(ctx: Context):
                       f"supported: {', '.join(map(str, deepep.HIDDEN_SIZES))}; use allgather_reducescatter")
 
 
-@rule("A2A004", E, "DeepEP across pods needs RDMA NICs in the pods",
+@rule("A2A004", E, "DeepEP or MoRI across pods needs RDMA NICs in the pods",
       "DeepEP internode kernels run over NVSHMEM (IBGDA for low-latency: GPU-initiated RDMA, "
-      "deepseek-ai/DeepEP README); without NICs NVSHMEM fails at init (sglang#12533)")
+      "deepseek-ai/DeepEP README); without NICs NVSHMEM fails at init (sglang#12533). MoRI-EP's "
+      "inter-node kernels run XGMI + RDMA (IBGDA) (ROCm/mori README.md, MORI-EP)")
 def _deepep_rdma(ctx: Context):
     for i, r in ctx.role_items():
-        if r.moe and r.moe.all2all and r.moe.all2all.startswith("deepep") \
+        if r.moe and r.moe.all2all and r.moe.all2all.startswith(("deepep", "mori")) \
                 and r.layout.multi_pod and ctx.spec.spec.network.rdma is None:
+            lib = "NVSHMEM" if r.moe.all2all.startswith("deepep") else "MoRI"
             yield Hit(role_path(i, "moe", "all2all"),
                       f"{r.moe.all2all} spans {len(r.layout.pods)} pods but network.rdma is unset: "
-                      "NVSHMEM has no RDMA NIC to reach the other pods",
+                      f"{lib} has no RDMA NIC to reach the other pods",
                       "declare network.rdma (resourceName, devices), or use "
                       "allgather_reducescatter across pods")
 

@@ -2,9 +2,29 @@
 
 from __future__ import annotations
 
+from ..engines.base import RoleInput
 from ..engines.routers import rendered_router
+from ..layout import max_instances
 from ..naming import MAX_CONTROLLER, MAX_LABEL, OWN_LABELS, OWN_PREFIX, object_names
 from .registry import Context, E, Hit, W, role_path, rule
+from .scaling import free_nodes
+
+
+def highest_group(ctx: Context, i: int, r: RoleInput) -> int:
+    """The highest group (LeaderWorkerSet) or instance (StatefulSet) index role ``i`` reaches:
+    ``replicas - 1``, or with ``roles[].autoscaling`` ``maxReplicas - 1`` when larger (its
+    default: the instances the pool holds beside the other roles, as rule AUT001 and the
+    ScaledObject count them: generator/layout.py max_instances)."""
+    role = ctx.spec.spec.roles[i]
+    most = role.replicas
+    a = role.autoscaling
+    if a is not None:
+        lay = r.layout
+        pool = ctx.spec.spec.nodePools[role.nodePool]
+        most = max(most, a.maxReplicas or max_instances(
+            lay.tensor, lay.data, lay.pipeline, lay.expert_parallel, role.workload,
+            pool.gpusPerNode, free_nodes(ctx, i)))
+    return most - 1
 
 
 @rule("NAME001", E, "role names are unique",
@@ -22,12 +42,13 @@ def _unique_roles(ctx: Context):
 @rule("NAME002", E, "generated pod and controller names fit Kubernetes limits",
       "Kubernetes: a pod hostname is an RFC 1123 label (<= 63); controller names + 11 <= 63 "
       "(controller-revision-hash label); LWS pods are <lws>-<group>-<index> "
-      "(kubernetes-sigs/lws pkg/utils/pod/pod_utils.go)")
+      "(kubernetes-sigs/lws pkg/utils/pod/pod_utils.go); the highest group of an autoscaled "
+      "role is maxReplicas - 1 (docs/spec.md §6.2)")
 def _name_length(ctx: Context):
     base = ctx.spec.metadata.name
     for i, r in ctx.role_items():
         role = ctx.spec.spec.roles[i]
-        controller = f"{base}-{role.name}-{role.replicas - 1}"
+        controller = f"{base}-{role.name}-{highest_group(ctx, i, r)}"
         pod = f"{controller}-{len(r.layout.pods) - 1}"
         for what, name, limit in (("pod", pod, MAX_LABEL), ("controller", controller, MAX_CONTROLLER)):
             if len(name) > limit:

@@ -4,8 +4,8 @@ workload, the Prometheus KEDA asks, a router that finds new instances."""
 from __future__ import annotations
 
 from ..engines.routers import discovery_supported, rendered_router
-from ..layout import max_instances
-from .registry import Context, E, Hit, role_path, rule
+from ..layout import compute_layout, max_instances
+from .registry import Context, E, Hit, W, role_path, rule
 
 
 def free_nodes(ctx: Context, i: int) -> int:
@@ -43,6 +43,8 @@ def _bounds(ctx: Context):
             yield Hit(role_path(i, "autoscaling", "minReplicas"),
                       f"role {r.name!r}: minReplicas {low} is above maxReplicas {high}",
                       "minReplicas <= maxReplicas")
+        if low == high:
+            continue   # AUT006 says it cannot scale
         if a.metric == "kvUsage" and a.target > 1:
             yield Hit(role_path(i, "autoscaling", "target"),
                       f"role {r.name!r}: kvUsage target {a.target:g} is a fraction of the KV "
@@ -115,3 +117,59 @@ def _not_disaggregated(ctx: Context):
                       "DisaggregatedSet controller owns the role's LeaderWorkerSet; an "
                       "autoscaler on it would fight the controller",
                       "drop autoscaling, or render LeaderWorkerSets (disaggregatedSet: false)")
+
+
+@rule("AUT006", W, "an autoscaled role has room to scale",
+      "KEDA ScaledObject minReplicaCount / maxReplicaCount (https://keda.sh/docs/2.16/reference/"
+      "scaledobject-spec/): equal bounds leave the instance count fixed")
+def _room(ctx: Context):
+    spec = ctx.spec.spec
+    for i, r in ctx.role_items():
+        a = spec.roles[i].autoscaling
+        if a is None:
+            continue
+        pool = spec.nodePools[spec.roles[i].nodePool]
+        lay = r.layout
+        high = a.maxReplicas or max_instances(lay.tensor, lay.data, lay.pipeline,
+                                              lay.expert_parallel, spec.roles[i].workload,
+                                              pool.gpusPerNode, free_nodes(ctx, i))
+        low = a.minReplicas or spec.roles[i].replicas
+        if low == high:
+            yield Hit(role_path(i, "autoscaling"),
+                      f"role {r.name!r} autoscales between {low} and {high} instances: the "
+                      "autoscaler can never change the count",
+                      "raise maxReplicas (add nodes to the pool), or drop autoscaling")
+
+
+@rule("AUT007", E, "autoscaled roles sharing a pool fit it together at their maxima",
+      "docs/spec.md §6.2 (each role's default maxReplicas takes the nodes the others leave at "
+      "their current size, so two autoscaled roles on one pool must bound themselves)")
+def _shared_pool(ctx: Context):
+    spec = ctx.spec.spec
+    by_pool: dict[str, list[int]] = {}
+    for i, _ in ctx.role_items():
+        by_pool.setdefault(spec.roles[i].nodePool, []).append(i)
+    roles = dict(ctx.role_items())
+    for pool_name, idx in by_pool.items():
+        scaled = [i for i in idx if spec.roles[i].autoscaling is not None]
+        if len(scaled) < 2:
+            continue
+        pool = spec.nodePools[pool_name]
+        unset = [i for i in scaled if spec.roles[i].autoscaling.maxReplicas is None]
+        for i in unset:
+            yield Hit(role_path(i, "autoscaling", "maxReplicas"),
+                      f"roles {', '.join(spec.roles[j].name for j in scaled)} all autoscale on "
+                      f"pool {pool_name!r}: each default maxReplicas would take the whole pool",
+                      "set maxReplicas on each so their nodes add up to the pool")
+        if unset:
+            continue
+        need = 0
+        for i in idx:
+            lay = roles[i].layout
+            n = spec.roles[i].autoscaling.maxReplicas if i in scaled else spec.roles[i].replicas
+            need += compute_layout(lay.tensor, lay.data, lay.pipeline, lay.expert_parallel,
+                                   spec.roles[i].workload, pool.gpusPerNode, n).nodes_needed
+        if need > pool.nodes:
+            yield Hit(("spec", "nodePools", pool_name, "nodes"),
+                      f"at their maxReplicas the roles on pool {pool_name!r} need {need} nodes; "
+                      f"it has {pool.nodes}", "lower maxReplicas, or add nodes to the pool")

@@ -61,3 +61,55 @@ def _sglang_concurrency(ctx: Context):
                       "runs: moegen renders --max-running-requests, CUDA graphs and DeepEP "
                       "buffers from sizing.concurrency",
                       "set sizing.concurrency (sequences of maxModelLen one instance holds)")
+
+
+@rule("SRV005", E, "spec.traffic's requests fit every role's maxModelLen",
+      "the engines refuse longer requests (vLLM vllm/config/model.py max_model_len; SGLang "
+      "--context-length, python/sglang/srt/configs/model_config.py); docs/spec.md §4 (traffic)")
+def _traffic_fits(ctx: Context):
+    traffic = ctx.spec.spec.traffic
+    if traffic is None:
+        return
+    short = []
+    for i, r in ctx.role_items():
+        need = traffic.inputTokens + (traffic.outputTokens if r.mode != "prefill" else 0)
+        z = ctx.sizing[i] if i < len(ctx.sizing) else None
+        limit = z.max_model_len if isinstance(z, RoleSizing) else r.serving.maxModelLen
+        if limit and need > limit:
+            short.append((r.name, limit, need))
+    if short:
+        name, limit, need = max(short, key=lambda x: x[2] - x[1])
+        yield Hit(("spec", "traffic"),
+                  f"spec.traffic's requests ({need:,} tokens) are longer than the maxModelLen "
+                  f"{limit:,} of role {name!r}: the engine refuses them, so they cannot be timed",
+                  f"serving.maxModelLen >= {need:,}, or shorter traffic")
+
+
+@rule("SRV006", E, "monitoring settings apply only with monitoring.enabled",
+      "docs/spec.md §6.2: the dashboard and KEDA read the PodMonitor's series (prometheus-operator "
+      "podTargetLabels)")
+def _monitoring_enabled(ctx: Context):
+    mon = ctx.spec.spec.monitoring
+    if mon is None or mon.enabled:
+        return
+    if mon.dashboard:
+        yield Hit(("spec", "monitoring", "dashboard"),
+                  "dashboard: true without enabled: true renders no dashboard (its panels read "
+                  "the series the PodMonitor scrapes)", "set monitoring.enabled: true")
+
+
+@rule("SRV007", E, "the scrape interval leaves two samples in the 5-minute rate windows",
+      "Prometheus rate() needs two samples in its window "
+      "(https://prometheus.io/docs/prometheus/latest/querying/functions/#rate); moegen's alerts, "
+      "dashboard and KEDA queries use 5-minute windows (generator/manifests/dashboard.py WINDOW)")
+def _interval(ctx: Context):
+    mon = ctx.spec.spec.monitoring
+    if mon is None:
+        return
+    value, unit = int(mon.interval.rstrip("mshms") or 0), mon.interval.lstrip("0123456789")
+    seconds = value / 1000 if unit == "ms" else value * (60 if unit == "m" else 1)
+    if not 1 <= seconds <= 150:
+        yield Hit(("spec", "monitoring", "interval"),
+                  f"scrape interval {mon.interval} is {'below 1 s' if seconds < 1 else 'above 150 s'}:"
+                  " the 5-minute rate windows of the alerts, dashboard and autoscaler need two "
+                  "samples", "e.g. interval: 15s (1s to 150s)")

@@ -98,6 +98,11 @@ class EngineLaunch:
         common: arguments of every pod.
         per_pod: extra arguments of pod ``i`` (index = pod index; leader first).
         serves_api: whether pod ``i`` runs the HTTP API (probes, client Service).
+        http_pods: whether pod ``i`` binds the HTTP port (``serving.port``), API or not:
+            SGLang's nodes with ``node_rank >= 1`` serve ``/health`` and their schedulers'
+            ``/metrics`` there (sglang/srt/entrypoints/engine.py, 0.5.23:
+            ``launch_dummy_health_check_server(host, port, enable_metrics)``). Empty: the pods
+            that serve the API.
         env: static environment of the engine (engine variables; network ones are added by
             the plan), rendered into the role's env file.
         ports: container ports of every pod.
@@ -117,11 +122,17 @@ class EngineLaunch:
     per_pod: tuple[tuple[str, ...], ...]
     serves_api: tuple[bool, ...]
     env: dict[str, str] = field(default_factory=dict)
+    http_pods: tuple[bool, ...] = ()
     ports: tuple[Port, ...] = ()
     pod_ports: tuple[tuple[Port, ...], ...] = ()
     rendezvous_port: int | None = None
     health_timeout_s: int = 5
     notes: tuple[str, ...] = ()
+
+    def binds_http(self, pod: int) -> bool:
+        """Whether pod ``pod`` listens on the HTTP port (the API, or a health and metrics
+        server): where the engine serves ``/metrics``."""
+        return self.http_pods[pod] if self.http_pods else self.serves_api[pod]
 
     def ports_of(self, pod: int) -> tuple[Port, ...]:
         """Every container port pod ``pod`` opens (common ports first)."""

@@ -63,5 +63,13 @@ METRICS = {
         ttft_seconds="sglang:time_to_first_token_seconds",
         tpot_seconds="sglang:request_time_per_output_token_seconds"),
 }
+#: vLLM's queue split by reason (``capacity``: waiting for scheduling room; ``deferred``: held by
+#: transient constraints, KV transfers from a prefill included): vllm/v1/metrics/loggers.py
+#: ``vllm:num_requests_waiting_by_reason``, from 0.20.0 (absent in 0.19.1's loggers.py). On a
+#: decode role every request waits in WAITING_FOR_REMOTE_KVS while its KV arrives, which the
+#: plain ``num_requests_waiting`` counts.
+VLLM_WAITING_BY_REASON = "vllm:num_requests_waiting_by_reason"
+VLLM_WAITING_BY_REASON_SINCE = (0, 20, 0)
+
 #: The SGLang flag that turns its metrics on (sglang/srt/server_args.py ``enable_metrics``).
 SGLANG_METRICS_FLAG = "--enable-metrics"

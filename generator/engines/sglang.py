@@ -354,6 +354,10 @@ class SglangDialect:
                 per_pod.append(shared + ["--node-rank", str(pod.index),
                                          "--dist-init-addr", f"{LEADER_IP}:{DIST_INIT_PORT}"])
             serves = [True] + [False] * (n - 1)
+            # Nodes 1.. run no API but bind --port too: a health server that serves their
+            # schedulers' /metrics with --enable-metrics (entrypoints/engine.py, node_rank >= 1:
+            # launch_dummy_health_check_server; utils/common.py adds the Prometheus route; the
+            # metrics since sgl-project/sglang#7720, 2025-07, before 0.5.0).
             pod_ports = [(*bootstrap, Port("dist-init", DIST_INIT_PORT))] + [()] * (n - 1)
             rendezvous = DIST_INIT_PORT
             notes.append(f"{n} nodes of one SGLang instance (tp {group}, pp {lay.pipeline}); "
@@ -363,6 +367,7 @@ class SglangDialect:
             common=tuple(common),
             per_pod=tuple(tuple(a) for a in per_pod),
             serves_api=tuple(serves),
+            http_pods=tuple(True for _ in per_pod),
             env=env,
             ports=tuple(ports),
             pod_ports=tuple(pod_ports),

@@ -7,9 +7,10 @@ Per role, from the API pods' series (selected by the pod labels the PodMonitor c
 
 * KV cache usage per pod, with a line at the usage the HBM check planned for the role's
   ``sizing.concurrency`` (per rank, at maxModelLen: what the KVCacheAboveSizing alert uses);
-* decode/unified roles: TPOT p50/p90 (``request_time_per_output_token_seconds``) and TTFT p50/p90
-  (``time_to_first_token_seconds``, as the engine that serves the request records it) with lines
-  at the predicted TPOT and TTFT (``spec.traffic``, :mod:`generator.capacity.predict`), and
+* decode/unified roles: TPOT p50/p90 (``request_time_per_output_token_seconds``) with a line at
+  the predicted TPOT (``spec.traffic``, :mod:`generator.capacity.predict`); TTFT p50/p90
+  (``time_to_first_token_seconds``) on the role whose engine sees the whole wait (vLLM PD: the
+  prefill role; SGLang PD: decode; unified: itself) with a line at the predicted TTFT; and
   output tokens/s of the role with a line at the output rate predicted at the sized load;
 * prefill roles: input tokens/s with a line at the input rate predicted at that load.
 
@@ -95,11 +96,12 @@ def dashboard_plan(base: str, engine: str, roles: list[tuple[str, str, bool]],
          .time("now-6h", "now").refresh("30s")
          .with_variable(dashboard.DatasourceVariable("datasource").type("prometheus")))
     predicted = prediction.roles if prediction is not None and not prediction.reason else {}
-    y = 0
+    y = panel_id = 0
     for name, mode, sized in roles:
         sel = _q({P_INSTANCE: base, P_ROLE: name})
         z = sizing.get(name)
-        d = d.with_row(dashboard.Row(f"{name} ({mode})"))
+        panel_id += 1
+        d = d.with_row(dashboard.Row(f"{name} ({mode})").id(panel_id))
         y += 1
         panels = []
         planned = None
@@ -112,16 +114,23 @@ def dashboard_plan(base: str, engine: str, roles: list[tuple[str, str, bool]],
                        [(f"max by (pod) ({m.kv_usage}{sel})", "{{pod}}")], "percentunit",
                        planned))
         p = predicted.get(name)
+        ttft = _ttft(predicted)
+        # Where TTFT is recorded: vLLM's router sends a PD request to decode only after prefill
+        # returned (vllm-router 0.1.17 NIXL flow), so decode's TTFT starts after prefill and the
+        # prefill engine's (its queue + compute) is the one to compare; smg (SGLang) sends to
+        # both at once, so the decode engine's TTFT covers the whole wait.
+        ttft_here = mode == "unified" or (mode == "prefill") == (engine == "vllm")
         if mode != "prefill":
             panels.append(("TPOT", "per-request time per output token; the line: moegen's "
                            "predicted TPOT at the sized load (spec.traffic)",
                            _quantiles(m.tpot_seconds, sel), "s",
                            round(p.tpot_ms / 1000, 4) if p and p.tpot_ms else None))
-            ttft = _ttft(predicted)
+        if ttft_here:
             panels.append(("TTFT", "time to first token as this role's engine records it; "
-                           "the line: moegen's predicted TTFT (prefill + KV transfer + queue)",
-                           _quantiles(m.ttft_seconds, sel), "s",
+                           "the line: moegen's predicted TTFT (prefill queue + compute + KV "
+                           "transfer)", _quantiles(m.ttft_seconds, sel), "s",
                            round(ttft / 1000, 4) if ttft else None))
+        if mode != "prefill":
             panels.append(("Output tokens/s", "all pods of the role; the line: the output "
                            "rate predicted at the sized load",
                            [(f"sum(rate({m.generated_total}{sel}[{WINDOW}]))", name)],
@@ -135,7 +144,9 @@ def dashboard_plan(base: str, engine: str, roles: list[tuple[str, str, bool]],
             x = (i % 3) * PANEL_W
             if i and i % 3 == 0:
                 y += PANEL_H
-            d = d.with_panel(_panel(f"{name}: {title}", desc, queries, unit, ref, x, y))
+            panel_id += 1
+            d = d.with_panel(_panel(f"{name}: {title}", desc, queries, unit, ref, x, y)
+                             .id(panel_id))
         y += PANEL_H
     text = json.dumps(d.build(), cls=JSONEncoder, sort_keys=True, indent=2)
     return DashboardPlan(f"{base}-dashboard", dict(labels) | dict([DASHBOARD_LABEL]),

@@ -1,7 +1,9 @@
 """Monitoring objects of a deployment (``spec.monitoring.enabled``): a PodMonitor over the engine
-pods that serve the API (every DP rank's metrics come through its pod's HTTP port), a
-ServiceMonitor over the router's metrics port, and a PrometheusRule whose alerts cover the
-failure modes of docs/field-failures.md and moegen's own sizing:
+pods that serve ``/metrics`` on their ``http`` port (label ``moegen.dev/metrics``: vLLM's API
+pods, whose front end aggregates every DP rank of the instance; every pod of an SGLang instance,
+since nodes with ``node_rank >= 1`` export their own schedulers' metrics, sglang/srt/entrypoints/
+engine.py 0.5.23), a ServiceMonitor over the router's metrics port, and a PrometheusRule whose
+alerts cover the failure modes of docs/field-failures.md and moegen's own sizing:
 
 * ``EngineStalled``: requests running but no token generated for 10 minutes (a hung collective:
   a DeepEP/NCCL peer lost, docs/field-failures.md #5/#6);
@@ -9,8 +11,19 @@ failure modes of docs/field-failures.md and moegen's own sizing:
   #17, #24: side-channel host, UCX devices, mismatched connectors);
 * ``KVCacheAboveSizing``: a rank's KV usage above what moegen's HBM check planned for the role's
   ``sizing.concurrency`` (the load exceeds the plan; preemptions follow);
-* ``EngineGroupRestarts``: engine containers restarted (LeaderWorkerSet then re-creates the whole
-  group; kube-state-metrics ``kube_pod_container_status_restarts_total``).
+* ``EngineGroupRestarts``: an engine container restarted (kube-state-metrics
+  ``kube_pod_container_status_restarts_total``), or an engine pod was re-created under its own
+  name outside a rollout. LeaderWorkerSet re-creates the whole group when a container restarts
+  (its replacement pods start at 0 restarts, in new series) or a pod is deleted, evicted or lost
+  with its node; the StatefulSets then re-create the pods under the same names, so the creation
+  time of a pod name changes (``kube_pod_created``, one series per pod uid). Rollouts re-create
+  pods too: they are left out while, and 15 minutes after, a StatefulSet of the deployment is
+  between revisions (``kube_statefulset_status_update_revision`` not the current one; every
+  LWS rollout moves its leader StatefulSet). Limits: pods are selected by the name prefix
+  ``<name>-`` (kube-state-metrics exports pod labels only for an allowlist,
+  ``--metric-labels-allowlist``), so another workload whose name starts so is counted too; a
+  rollout anywhere in the namespace's matching StatefulSets hides re-creations during it; an
+  instance scaled in and out again within 15 minutes looks re-created.
 
 Series are selected by the pod labels the monitors copy onto them (``app_kubernetes_io_instance``,
 ``moegen_dev_role``: Prometheus label names of ``podTargetLabels``), never by namespace, so a
@@ -24,7 +37,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..engines.metrics import METRICS
-from ..naming import L_API, L_COMPONENT, L_INSTANCE, L_ROLE, router_name
+from ..naming import L_COMPONENT, L_INSTANCE, L_METRICS, L_ROLE, router_name
 from ..sizing import RoleSizing
 
 #: The Prometheus label names of moegen's pod labels (``podTargetLabels`` sanitises the keys).
@@ -32,6 +45,8 @@ P_INSTANCE, P_ROLE = "app_kubernetes_io_instance", "moegen_dev_role"
 #: Alert windows: a stall must last 10 minutes (a long prefill or a rebalance pauses output for
 #: seconds, a lost peer forever); transfer failures over 10 minutes; KV usage over 15 minutes.
 STALL_FOR, TRANSFER_WINDOW, KV_FOR = "10m", "10m", "15m"
+#: Restarts and re-creations are reported for 15 minutes (a group reloads its weights longer).
+RESTART_WINDOW = "15m"
 #: Margin over the planned KV usage before alerting (the plan is per rank at maxModelLen; real
 #: sequences are shorter, so reaching the plan already means more sequences than sized).
 KV_MARGIN = 1.1
@@ -46,6 +61,8 @@ class MonitoringPlan:
     pod_monitor: dict[str, Any]
     service_monitor: dict[str, Any] | None
     rule_groups: list[dict[str, Any]] = field(default_factory=list)
+    #: The deployment's labels and ``spec.monitoring.labels`` (monitoring objects only).
+    labels: dict[str, str] = field(default_factory=dict)
 
 
 def _q(labels: dict[str, str]) -> str:
@@ -59,7 +76,7 @@ def monitoring_plan(base: str, engine: str, interval: str,
     covers the roles whose concurrency the spec sizes; ``sizing``: the roles' memory plans."""
     m = METRICS[engine]
     pod_monitor = {
-        "selector": {"matchLabels": {L_INSTANCE: base, L_API: "true"}},
+        "selector": {"matchLabels": {L_INSTANCE: base, L_METRICS: "true"}},
         "podTargetLabels": [L_INSTANCE, L_ROLE],
         "podMetricsEndpoints": [{"port": "http", "path": "/metrics", "interval": interval}],
     }
@@ -112,15 +129,25 @@ def monitoring_plan(base: str, engine: str, interval: str,
                                            f"{z.kv_tokens_per_rank:,} KV tokens; more load than "
                                            "that preempts requests. Raise sizing.concurrency "
                                            "and re-render, or add replicas."}})
+    pods, sets = f'pod=~"{base}-.*"', f'statefulset=~"{base}-.*"'
+    rolling = (f"kube_statefulset_status_update_revision{{{sets}}} unless on "
+               f"(namespace, statefulset, revision) "
+               f"kube_statefulset_status_current_revision{{{sets}}}")
     rules.append({
         "alert": "EngineGroupRestarts",
-        "expr": "sum by (pod) (increase(kube_pod_container_status_restarts_total"
-                f'{{pod=~"{base}-.*",container="engine"}}[15m])) > 0',
+        "expr": "sum by (namespace, pod) (increase(kube_pod_container_status_restarts_total"
+                f'{{{pods},container="engine"}}[{RESTART_WINDOW}])) > 0 or '
+                f"(changes((max by (namespace, pod) (kube_pod_created{{{pods}}}))"
+                f"[{RESTART_WINDOW}:1m]) > 0 unless on (namespace) "
+                f"max_over_time((count by (namespace) ({rolling}))[{RESTART_WINDOW}:1m]))",
         "labels": {"severity": "warning"},
-        "annotations": {"summary": f"{base}: engine container restarted on {{{{ $labels.pod }}}}",
-                        "description": "LeaderWorkerSet re-creates the whole group; each "
-                                       "restart reloads the weights and recompiles without a "
-                                       "cache volume."}})
+        "annotations": {"summary": f"{base}: engine pod {{{{ $labels.pod }}}} restarted or "
+                                   "was re-created",
+                        "description": "LeaderWorkerSet re-creates the whole group when a "
+                                       "container restarts or a pod is lost (evicted, deleted, "
+                                       "its node gone); each re-creation reloads the weights "
+                                       "and recompiles without a cache volume. Pods re-created "
+                                       "by a rollout are not counted."}})
     return MonitoringPlan(base, router_name(base), pod_monitor, service_monitor,
                           [{"name": f"{base}.moegen", "rules": rules}])
 

@@ -13,6 +13,8 @@ only substitute and loop over. Object names and labels follow ``generator/naming
 
 from __future__ import annotations
 
+import dataclasses
+
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -37,6 +39,7 @@ from ..naming import (
     L_COMPONENT,
     L_INSTANCE,
     L_MANAGED,
+    L_METRICS,
     L_MODE,
     L_NAME,
     L_REPLICA,
@@ -412,6 +415,9 @@ def build_plan(spec: InferenceDeployment, roles: list[RoleInput], dialect: Diale
         topology = role_spec.placement.topologyKey if role_spec.placement else None
         gang_labels, gang_annotations, tas = _gang(spec, lay.multi_pod)
         api = {L_API: "true"}
+        # The pods whose /metrics the PodMonitor scrapes (SGLang: every node; vLLM: the API
+        # pods, whose front end aggregates every DP rank).
+        metrics = {L_METRICS: "true"} if monitored else {}
         # smg reads a discovered prefill pod's bootstrap port from this annotation.
         bootstrap = ({SMG_BOOTSTRAP_ANNOTATION: str(sg.BOOTSTRAP_PORT)}
                      if discovery is not None and dialect.engine == "sglang"
@@ -423,15 +429,18 @@ def build_plan(spec: InferenceDeployment, roles: list[RoleInput], dialect: Diale
             host = "$(LWS_LEADER_ADDRESS)" if lay.multi_pod else None
             index_label = LWS_WORKER_INDEX_LABEL if lay.multi_pod else None
             leader = pod_plan(ctx, pod_spec(ctx, range(0, 1), index_label, host),
-                              api if launch.serves_api[0] else None,
+                              {**(api if launch.serves_api[0] else {}),
+                               **(metrics if launch.binds_http(0) else {})},
                               {**tas, **(bootstrap if launch.serves_api[0] else {})})
             worker_serves = any(launch.serves_api[1:])
+            worker_metrics = any(launch.binds_http(i) for i in range(1, n_pods))
             workloads.append(WorkloadPlan(
                 kind="LeaderWorkerSet", name=name, file=f"{role.name}-lws.yaml", role=role.name,
                 labels=rlabels | gang_labels, replicas=role_spec.replicas, size=n_pods,
                 leader=leader,
                 worker=pod_plan(ctx, pod_spec(ctx, range(1, n_pods), index_label, host),
-                                api if worker_serves else None,
+                                {**(api if worker_serves else {}),
+                                 **(metrics if worker_metrics else {})},
                                 {**tas, **(bootstrap if worker_serves else {})})
                 if lay.multi_pod
                 else leader,
@@ -448,7 +457,7 @@ def build_plan(spec: InferenceDeployment, roles: list[RoleInput], dialect: Diale
                     base, dialect.engine, role_spec, name, lay,
                     spec.spec.nodePools[pool_name], free,
                     hplan.startup_s if hplan is not None else ENGINE_STARTUP_S,
-                    spec.spec.monitoring.prometheusUrl))
+                    spec.spec.monitoring.prometheusUrl, spec.spec.engine.version))
             if not all(launch.serves_api):
                 client_selector = {**client_selector, LWS_WORKER_INDEX_LABEL: "0"}
             for g in range(role_spec.replicas):
@@ -465,7 +474,7 @@ def build_plan(spec: InferenceDeployment, roles: list[RoleInput], dialect: Diale
                 workloads.append(WorkloadPlan(
                     kind="StatefulSet", name=name, file=f"{role.name}-{r}-statefulset.yaml",
                     role=role.name, labels=rlabels | replica | gang_labels, replicas=1, size=1,
-                    leader=pod_plan(ctx, shared, {**replica, **api}, bootstrap),
+                    leader=pod_plan(ctx, shared, {**replica, **api, **metrics}, bootstrap),
                     selector=selector, service_name=name))
                 services.append(ServicePlan(
                     name, f"{role.name}-{r}-headless-service.yaml", rlabels | replica, selector,
@@ -495,11 +504,14 @@ def build_plan(spec: InferenceDeployment, roles: list[RoleInput], dialect: Diale
             [(r.name, r.mode, r.kv_transfer.connector if r.kv_transfer else "",
               r.admission is not None) for r in roles],
             sizing_by_role, router is not None)
+        monitoring = dataclasses.replace(
+            monitoring, labels=dict(common_labels) | dict(spec.spec.monitoring.labels))
     dashboard = None
     if monitored and spec.spec.monitoring.dashboard:
         dashboard = dashboard_plan(base, dialect.engine,
                                    [(r.name, r.mode, r.admission is not None) for r in roles],
-                                   sizing_by_role, prediction, common_labels)
+                                   sizing_by_role, prediction,
+                                   dict(common_labels) | dict(spec.spec.monitoring.labels))
     platform = spec.spec.platform
     disaggregated = None
     if platform is not None and platform.lws is not None and platform.lws.disaggregatedSet:

@@ -195,6 +195,23 @@ def container_security(ctx: PodContext) -> dict[str, Any]:
     return {"allowPrivilegeEscalation": False, "capabilities": caps}
 
 
+#: The first Kubernetes release whose API server keeps podAffinity ``matchLabelKeys``
+#: (feature gate MatchLabelKeysInPodAffinity: alpha, off, in 1.29-1.30; beta, on, from 1.31:
+#: KEP-3633). An older server drops the field, and the group term then holds every LWS group
+#: of the namespace in one domain (checked by ``gen preflight``, PRE009).
+MATCH_LABEL_KEYS_SINCE = (1, 31)
+
+
+def group_affinity(spec: InferenceDeployment, multi_pod: bool) -> bool:
+    """Whether a role's pods carry the group pod affinity on ``matchLabelKeys``:
+    ``platform.topology`` set, a multi-pod group, and no Kueue (whose topology-aware
+    scheduling places the group instead)."""
+    platform = spec.spec.platform
+    kueue = platform is not None and platform.scheduler is not None \
+        and platform.scheduler.kind == "kueue"
+    return platform is not None and platform.topology is not None and multi_pod and not kueue
+
+
 def _affinity(ctx: PodContext) -> dict[str, Any] | None:
     """The user's ``pod.affinity``; with ``platform.topology``, the pods of a multi-pod group in
     one domain; for single-pod StatefulSet instances with
@@ -203,10 +220,7 @@ def _affinity(ctx: PodContext) -> dict[str, Any] | None:
     anti-affinity term never matches itself)."""
     aff = dict(ctx.pod.affinity) if ctx.pod.affinity else None
     platform = ctx.spec.spec.platform
-    kueue = platform is not None and platform.scheduler is not None \
-        and platform.scheduler.kind == "kueue"
-    if platform is not None and platform.topology is not None and ctx.role.layout.multi_pod \
-            and not kueue:   # Kueue's topology-aware scheduling places the group instead
+    if group_affinity(ctx.spec, ctx.role.layout.multi_pod):
 
         # Every pod of a LeaderWorkerSet group in the domain of its group's other pods: required
         # pod affinity on the group's own key (matchLabelKeys, Kubernetes >= 1.31 default on:
@@ -266,7 +280,7 @@ def pod_spec(ctx: PodContext, pods: range, index_label: str | None,
     ports: list[Port] = []
     for i in pods:
         ports += [p for p in launch.ports_of(i) if p not in ports]
-    if not serves_api:
+    if not any(launch.binds_http(i) for i in pods):
         ports = [p for p in ports if p.name != "http"]
     resources = _resources(ctx, pods)
     volumes: list[dict[str, Any]] = [{"name": "dshm", "emptyDir": {

@@ -7,9 +7,12 @@ subresource counts instances (kubernetes-sigs/lws leaderworkerset_types.go,
 labels (never by namespace):
 
 * ``waiting``: ``sum`` of the requests queued in the role's engines, metricType ``AverageValue``:
-  the HPA keeps queued requests per instance at ``target``;
+  the HPA divides by the LeaderWorkerSet's ``status.replicas`` (its groups), so it keeps queued
+  requests per instance at ``target``. A vLLM decode role (0.20+) counts only the requests
+  waiting for capacity, not those waiting for their KV from prefill (``reason="capacity"``);
 * ``kvUsage``: ``avg`` of the engines' KV cache usage, metricType ``Value``: desired instances =
-  current x usage / ``target``.
+  ready leaders x usage / ``target`` (the HPA counts the Ready pods of the scale's selector, the
+  LeaderWorkerSet's ``hpaPodSelector``: its leaders; an instance still loading is not counted).
 
 Bounds are moegen's numbers: ``maxReplicas`` defaults to the instances the pool's nodes hold
 beside the other roles (:func:`generator.layout.max_instances`; rule AUT001), and the scaling
@@ -24,7 +27,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from ..engines.metrics import METRICS
+from ..engines.metrics import METRICS, VLLM_WAITING_BY_REASON, VLLM_WAITING_BY_REASON_SINCE
+from ..engines.versions import parse_version
 from ..layout import max_instances
 from .monitoring import P_INSTANCE, P_ROLE, _q
 
@@ -50,7 +54,8 @@ class ScaledObjectPlan:
 
 
 def scaled_object(base: str, engine: str, role_spec, target_name: str, layout, pool,
-                  free_nodes: int, startup_s: int, prometheus_url: str) -> ScaledObjectPlan:
+                  free_nodes: int, startup_s: int, prometheus_url: str,
+                  engine_version: str = "0.33.0") -> ScaledObjectPlan:
     """The ScaledObject of one autoscaled role (``role_spec``: its spec Role; ``layout``: its
     RoleLayout; ``free_nodes``: the pool's nodes the other roles leave; ``startup_s``: its
     pods' startup budget, s)."""
@@ -59,6 +64,10 @@ def scaled_object(base: str, engine: str, role_spec, target_name: str, layout, p
     sel = _q({P_INSTANCE: base, P_ROLE: role_spec.name})
     if a.metric == "waiting":
         query, metric_type = f"sum({m.waiting}{sel})", "AverageValue"
+        if engine == "vllm" and role_spec.mode == "decode" and role_spec.kvTransfer is not None \
+                and parse_version(engine_version) >= VLLM_WAITING_BY_REASON_SINCE:
+            capacity = _q({P_INSTANCE: base, P_ROLE: role_spec.name, "reason": "capacity"})
+            query = f"sum({VLLM_WAITING_BY_REASON}{capacity})"
     else:
         query, metric_type = f"avg({m.kv_usage}{sel})", "Value"
     most = a.maxReplicas or max_instances(layout.tensor, layout.data, layout.pipeline,

@@ -271,7 +271,9 @@ def _predicted_text(p) -> str:
     if p.ttft_ms is not None:
         parts.append(f"TTFT {p.ttft_ms:,.0f} ms")
     if p.tpot_ms is not None:
-        parts.append(f"TPOT {p.tpot_ms:,.1f} ms at batch {p.batch_per_rank} per rank")
+        parts.append(f"TPOT {p.tpot_ms:,.1f} ms at batch {p.fed_batch} per rank"
+                     + ("" if p.fed_batch == p.batch_per_rank
+                        else f" (sized for {p.batch_per_rank}; prefill feeds fewer)"))
     if p.output_per_node is not None:
         parts.append(f"{p.output_per_node:,} output tokens/s per node")
     if p.input_per_node is not None:
@@ -318,7 +320,11 @@ def build(checked, plan, prediction=None) -> dict:
             f"{prediction.total_tps:,.0f} tokens/s (input + output), "
             f"{prediction.output_tps:,.0f} output tokens/s at the sized load; binding: "
             f"{prediction.bound}")
-    return {"kind": "InferenceDeployment", "summary": summary,
+    predicted = None
+    if prediction is not None:
+        predicted = prediction.to_json() | {
+            "roles": {n: p.to_json() for n, p in prediction.roles.items()}}
+    return {"kind": "InferenceDeployment", "summary": summary, "prediction": predicted,
             "topology": _topology(checked, plan) if plan is not None else None,
             "memory": memory, "pods": _pods(checked),
             "placement": _placement(checked, plan) if plan is not None else [],

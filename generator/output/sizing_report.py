@@ -50,11 +50,13 @@ def predicted_rows(p) -> list[tuple[str, str]]:
     if p.ttft_ms is not None:
         rows.append(("TTFT", f"{p.ttft_ms:,.0f} ms (predicted: prefill + KV transfer + queue)"))
     if p.tpot_ms is not None:
-        rows.append(("TPOT", f"{p.tpot_ms:,.1f} ms (predicted, batch {p.batch_per_rank} per "
-                             "rank)"))
+        fed = "" if p.fed_batch == p.batch_per_rank else \
+            f"; sized for {p.batch_per_rank}, prefill feeds fewer"
+        rows.append(("TPOT", f"{p.tpot_ms:,.1f} ms (predicted at batch {p.fed_batch} per "
+                             f"rank{fed})"))
     if p.output_per_node is not None:
-        rows.append(("output", f"{p.output_per_node:,} tokens/s per node at that batch; "
-                               f"{p.output_total:,} delivered at the sized load (predicted)"))
+        rows.append(("output", f"{p.output_per_node:,} tokens/s per node at the sized batch "
+                               f"{p.batch_per_rank}; {p.output_total:,} delivered (predicted)"))
     if p.input_per_node is not None:
         rows.append(("input", f"{p.input_per_node:,} tokens/s per node with every GPU busy; "
                               f"{p.input_total:,} delivered at the sized load (predicted)"))

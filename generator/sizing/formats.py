@@ -130,6 +130,10 @@ class Storage:
         engine: ``vllm`` | ``sglang``; fmt: the checkpoint format; platform: ``blackwell``
             (NVIDIA with FP4 tensor cores), ``nvidia`` (Ampere/Ada/Hopper) or ``amd``.
         kernel: the MoE path the engine selects by default (``""``: none, it refuses).
+        sm90_kernel: the path on Hopper (SM90) when it differs from ``kernel`` (vLLM 0.33
+            ranks its Humming kernels ahead of Marlin on SM90 only:
+            vllm/model_executor/layers/quantization/utils/humming/priority.py
+            ``_HUMMING_PREFERRED_CAPABILITIES = {90}``); :func:`kernel_on` picks.
         held: the encoding of the resident routed experts (the checkpoint's unless noted).
         compute: ``native`` | ``weight-only`` (4-bit weights, BF16 math: Marlin W4A16) |
             ``emulated`` (dequantized to BF16 per GEMM in Triton/PyTorch).
@@ -143,6 +147,7 @@ class Storage:
     held: str
     compute: str
     source: str
+    sm90_kernel: str = ""
 
 
 #: Per engine, format and GPU family: the routed experts' kernel and resident encoding (vLLM
@@ -158,7 +163,12 @@ ENGINE_STORAGE: tuple[Storage, ...] = (
             "get_min_capability 75; utils/marlin_utils_fp4.py prepare_nvfp4_moe_layer_for_marlin "
             "(\"Weight-only FP4 compression will be used leveraging the Marlin kernel\"; "
             "weights repacked 4-bit, E4M3 scales re-encoded to 1-byte S0E5M3 by "
-            "nvfp4_marlin_process_scales; N padded to 64, none for DeepSeek/Kimi shapes)"),
+            "nvfp4_marlin_process_scales; N padded to 64, none for DeepSeek/Kimi shapes). On "
+            "SM90 fused_moe/oracle/nvfp4.py select_nvfp4_moe_backend calls prioritize_humming "
+            "(Humming ahead of Marlin; fused_moe/experts/fused_humming_moe.py supports "
+            "(kNvfp4Static, kNvfp4Dynamic), BF16 math; humming-kernels is a hard requirement of "
+            "vLLM 0.33): A100/L20/L40S run Marlin, H20/H100/H200/H800 Humming",
+            sm90_kernel="Humming NVFP4 (W4A16)"),
     Storage("vllm", "nvfp4", "amd", "NVFP4 emulation (Triton)", "nvfp4", "emulated",
             "vllm/platforms/rocm.py supported_quantization lists modelopt_fp4; "
             "fused_moe/experts/nvfp4_emulation_moe.py Nvfp4QuantizationEmulationTritonExperts "
@@ -191,14 +201,27 @@ ENGINE_STORAGE: tuple[Storage, ...] = (
             "process_weights_after_loading_block_quant, cast_e2m1fn_to_e4m3fn): QNT004"),
     Storage("vllm", "w4a16", "nvidia", "Marlin INT4 (W4A16)", "int4_g32", "weight-only",
             "vllm/model_executor/layers/fused_moe/oracle/int_wna16.py _get_priority_backends "
-            "(FLASHINFER_TRTLLM, MARLIN, ..., TRITON); quantization/compressed_tensors/"
-            "compressed_tensors_moe/compressed_tensors_moe_wna16.py"),
+            "(FLASHINFER_TRTLLM, MARLIN, BATCHED_MARLIN, TRITON, HUMMING, ..., reordered by "
+            "prioritize_humming: Humming ahead of Marlin on SM90, "
+            "fused_moe/experts/fused_humming_moe.py _is_supported_wna16_weight_key); "
+            "quantization/compressed_tensors/compressed_tensors_moe/compressed_tensors_moe_wna16.py",
+            sm90_kernel="Humming INT4 (W4A16)"),
+    Storage("vllm", "w4a16", "blackwell", "FlashInfer TRT-LLM MxInt4 (W4A16)", "int4_g32",
+            "weight-only", "vllm/model_executor/layers/fused_moe/experts/trtllm_mxint4_moe.py "
+            "(kInt4Static32 weights, SM100 family; refuses expert-parallel all-to-all kernels "
+            "but allgather/reducescatter, where Marlin / BatchedMarlin run instead); "
+            "fused_moe/oracle/int_wna16.py (BF16 group scales: same bytes)"),
     Storage("vllm", "w4a16", "amd", "Triton WNA16", "int4_g32", "weight-only",
             "vllm/model_executor/layers/fused_moe/experts/triton_moe.py TritonWNA16Experts "
             "(_supports_current_device: is_cuda_alike, ROCm included)"),
     Storage("sglang", "w4a16", "nvidia", "Marlin INT4 (W4A16)", "int4_g32", "weight-only",
             "python/sglang/srt/layers/quantization/compressed_tensors/schemes/"
             "compressed_tensors_wNa16_moe.py CompressedTensorsWNA16MoE (get_min_capability 80)"),
+    Storage("sglang", "w4a16", "blackwell", "Triton WNA16 (W4A16)", "int4_g32", "weight-only",
+            "python/sglang/srt/layers/quantization/compressed_tensors/compressed_tensors.py "
+            "(\"Using CompressedTensorsWNA16TritonMoE (SM100/SM103 auto default)\" for "
+            "symmetric INT4 group 32/128); schemes/compressed_tensors_wNa16_moe.py "
+            "CompressedTensorsWNA16TritonMoE (int32 packing viewed as uint8, same bytes)"),
     Storage("sglang", "w4a16", "amd", "Triton WNA16", "int4_g32", "weight-only",
             "python/sglang/srt/layers/quantization/compressed_tensors/compressed_tensors.py "
             "(\"Using CompressedTensorsWNA16TritonMoE (ROCm)\"; int32 packing viewed as uint8, "
@@ -221,6 +244,11 @@ def storage(engine: str, fmt: str, gpu: Gpu) -> Storage | None:
         if s.engine == engine and s.fmt == fmt and s.platform == plat:
             return s
     return None
+
+
+def kernel_on(row: Storage, gpu: Gpu) -> str:
+    """The MoE kernel ``row``'s engine runs on ``gpu`` (the SM90 one on Hopper)."""
+    return row.sm90_kernel if row.sm90_kernel and gpu.generation == "hopper" else row.kernel
 
 
 def held_encoding(engine: str, fmt: str, gpu: Gpu) -> str | None:

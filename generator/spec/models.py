@@ -551,7 +551,7 @@ class Lws(_Model):
     """The LeaderWorkerSet controller the cluster runs (docs/spec.md §6.2; the release table:
     generator/manifests/lws.py)."""
 
-    version: str = Field(pattern=r"^v?[0-9]+\.[0-9]+\.[0-9]+$", max_length=32,
+    version: str = Field(pattern=r"^v?(0|[1-9][0-9]{0,3})\.(0|[1-9][0-9]{0,3})\.(0|[1-9][0-9]{0,3})$", max_length=32,
                          description="The LeaderWorkerSet release (e.g. 0.7.0, v0.10.0): "
                          "moegen renders only what it has and refuses features it lacks "
                          "(LWS002-004) and releases it does not know (LWS001).")
@@ -588,8 +588,12 @@ class Monitoring(_Model):
                           "(prometheus-operator monitoring.coreos.com/v1).")
     interval: str = Field("15s", pattern=r"^[0-9]+(ms|s|m)$",
                           description="Scrape interval.")
+    labels: Labels = Field(default_factory=dict, description="Labels only on the monitoring "
+                           "objects (PodMonitor, ServiceMonitor, PrometheusRule, dashboard), e.g. "
+                           "{release: kube-prometheus-stack} for its Prometheus' selectors.")
     prometheusUrl: str | None = Field(
-        None, pattern=r"^https?://[^\s]+$", max_length=512,
+        None, pattern=r"^https?://[A-Za-z0-9.-]+(:[0-9]{1,5})?(/[A-Za-z0-9._~%/-]*)?$",
+        max_length=512,
         description="The Prometheus that scrapes these pods, for KEDA's queries "
         "(roles[].autoscaling), e.g. http://prometheus-operated.monitoring.svc:9090.")
     dashboard: bool = Field(False, description="Render a Grafana dashboard ConfigMap (label "
