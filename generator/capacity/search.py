@@ -9,6 +9,7 @@ sizing validator (``generator.sizing.size_role``: the same code ``gen validate``
 
 from __future__ import annotations
 
+import bisect
 import math
 from collections import Counter
 from dataclasses import dataclass, field, replace
@@ -421,6 +422,17 @@ def _plan(req: PlanRequest, progress=None) -> PlanResult:
     memo: dict = {}
 
     dspark = s.speculative is not None and s.speculative.method == "dspark"
+    retimed: dict = {}
+
+    def retimer(drole, z, dpool, ranks):
+        """The decode step at a smaller batch than sized (pd_candidate's closed loop),
+        memoized per decode role and batch: it does not depend on the prefill side."""
+        def retime(b):
+            key = (id(drole), b)
+            if key not in retimed:
+                retimed[key] = decode_estimate(req, drole, z, dpool, b, ranks=ranks)
+            return retimed[key]
+        return retime
 
     def decoding_role(name, mode, lay, pool, conn):
         """Instances, sizing and decode point of a decoding role on ``pool`` (None, with the
@@ -503,8 +515,7 @@ def _plan(req: PlanRequest, progress=None) -> PlanResult:
                         cands.append(pd_candidate(
                             req, RoleChoice("prefill", pname, pl, np_, pinned(prole)),
                             RoleChoice("decode", dname, dl, nd, pinned(drole)), t_p, est, z,
-                            retime=lambda b, drole=drole, z=z, dpool=dpool, n=nd * dl.data:
-                            decode_estimate(req, drole, z, dpool, b, ranks=n)))
+                            retime=retimer(drole, z, dpool, nd * dl.data)))
     # --- unified ---
     if s.constraints.disaggregation != "required":
         for name, pool in pools:
@@ -694,6 +705,26 @@ def _max_utilisation(t_service: float, extra: float, ttft_slo_ms: float | None) 
     return min(0.95, 2 * x / (1 + 2 * x))
 
 
+#: Decode batch sizes the engines capture CUDA graphs for, below 256: vLLM
+#: vllm/config/vllm.py default cudagraph_capture_sizes ``[1, 2, 4] + range(8, 256, 8)`` (0.33);
+#: SGLang python/sglang/srt/arg_groups/cuda_graph_hook.py
+#: ``generate_decode_cuda_graph_batch_sizes`` (0.5.23), finer with speculative decoding.
+GRAPH_BATCHES = {
+    "vllm": [1, 2, 4, *range(8, 256, 8)],
+    "sglang": [1, 2, 4, 8, 12, *range(16, 257, 8)],
+    "sglang-spec": [*range(1, 9), *range(10, 33, 2), *range(40, 65, 4), *range(72, 257, 8)],
+}
+
+
+def graph_batch(b: float, engine: str = "vllm", speculative: bool = False) -> int:
+    """The decode batch a step actually runs: ``b`` padded up to the next CUDA-graph capture
+    size of the engine (:data:`GRAPH_BATCHES`; beyond the list, ``b`` itself)."""
+    b = max(1, math.ceil(b))
+    sizes = GRAPH_BATCHES["sglang-spec" if engine == "sglang" and speculative else engine]
+    i = bisect.bisect_left(sizes, b)
+    return sizes[i] if i < len(sizes) else b
+
+
 def pd_candidate(req: PlanRequest, prefill: RoleChoice, decode: RoleChoice,
                   pre: perf.PrefillEstimate, est: perf.DecodeEstimate, z: RoleSizing,
                   retime=None) -> Candidate:
@@ -724,9 +755,14 @@ def pd_candidate(req: PlanRequest, prefill: RoleChoice, decode: RoleChoice,
                        wl.concurrency / (ttft + wl.outputTokens * est.tpot_s))
             rho = min(rate / prefill_cap, rho_max) if prefill_cap else rho_max
             ttft = pre.latency_s * (1 + rho / (2 * (1 - rho))) + kv_t   # M/D/1 at prefill
-            fed = -(-rate * wl.outputTokens * est.tpot_s // (ranks * dl.pipeline))
-            if retime is not None and 1 <= fed < est.batch_per_rank:
-                est = retime(int(fed)) or est
+        # Decode runs the batch the rate keeps in flight: re-time the step there until the
+        # batch stops moving (a smaller batch is a shorter step, which keeps fewer in flight).
+        for _ in range(3):
+            fed = graph_batch(rate * wl.outputTokens * est.tpot_s / (ranks * dl.pipeline),
+                              req.spec.engine.name, req.spec.speculative is not None)
+            if retime is None or not 1 <= fed < est.batch_per_rank:
+                break
+            est = retime(fed) or est
         ttft_open = ttft
         if rate:   # the sequences the rate does not keep decoding queue at prefill
             ttft = max(ttft, wl.concurrency / rate - wl.outputTokens * est.tpot_s)

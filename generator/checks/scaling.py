@@ -17,6 +17,18 @@ def free_nodes(ctx: Context, i: int) -> int:
     return spec.nodePools[pool_name].nodes - others
 
 
+def bounds(ctx: Context, i: int) -> tuple[int, int, int]:
+    """(minReplicas, maxReplicas, most the pool holds) of autoscaled role ``i``: the spec's
+    bounds or their defaults (the role's replicas; :func:`max_instances` in the free nodes)."""
+    spec = ctx.spec.spec
+    role, lay = spec.roles[i], ctx.roles[i].layout
+    pool = spec.nodePools[role.nodePool]
+    most = max_instances(lay.tensor, lay.data, lay.pipeline, lay.expert_parallel, role.workload,
+                         pool.gpusPerNode, free_nodes(ctx, i))
+    a = role.autoscaling
+    return a.minReplicas or role.replicas, a.maxReplicas or most, most
+
+
 @rule("AUT001", E, "an autoscaled role's bounds fit its pool",
       "docs/spec.md §6.2 (maxReplicas: the instances the pool's nodes hold beside the other "
       "roles; an instance the scheduler cannot place stays Pending and holds its gang)")
@@ -28,10 +40,7 @@ def _bounds(ctx: Context):
             continue
         pool = spec.nodePools[spec.roles[i].nodePool]
         lay = r.layout
-        most = max_instances(lay.tensor, lay.data, lay.pipeline, lay.expert_parallel,
-                             spec.roles[i].workload, pool.gpusPerNode, free_nodes(ctx, i))
-        low = a.minReplicas or spec.roles[i].replicas
-        high = a.maxReplicas or most
+        low, high, most = bounds(ctx, i)
         if high > most:
             yield Hit(role_path(i, "autoscaling", "maxReplicas"),
                       f"role {r.name!r}: maxReplicas {high}, but pool "
@@ -123,17 +132,10 @@ def _not_disaggregated(ctx: Context):
       "KEDA ScaledObject minReplicaCount / maxReplicaCount (https://keda.sh/docs/2.16/reference/"
       "scaledobject-spec/): equal bounds leave the instance count fixed")
 def _room(ctx: Context):
-    spec = ctx.spec.spec
     for i, r in ctx.role_items():
-        a = spec.roles[i].autoscaling
-        if a is None:
+        if ctx.spec.spec.roles[i].autoscaling is None:
             continue
-        pool = spec.nodePools[spec.roles[i].nodePool]
-        lay = r.layout
-        high = a.maxReplicas or max_instances(lay.tensor, lay.data, lay.pipeline,
-                                              lay.expert_parallel, spec.roles[i].workload,
-                                              pool.gpusPerNode, free_nodes(ctx, i))
-        low = a.minReplicas or spec.roles[i].replicas
+        low, high, _ = bounds(ctx, i)
         if low == high:
             yield Hit(role_path(i, "autoscaling"),
                       f"role {r.name!r} autoscales between {low} and {high} instances: the "
