@@ -320,3 +320,18 @@ def test_pins_are_tagged_images_with_their_sources():
         assert re.search(r"(at [0-9a-f]{7,}|v\d+\.\d+\.\d+)", source), (key, source)
     for image in (gw.EPP_IMAGE, gw.SIDECAR_IMAGE):
         assert re.fullmatch(r"ghcr\.io/llm-d/[a-z-]+:v\d+\.\d+\.\d+", image), image
+
+
+def test_monitored_endpoint_picker_is_scraped_without_cluster_rbac():
+    """The EPP authenticates metric scrapes by TokenReview unless told not to; moegen's RBAC is
+    namespaced, so a monitored EPP serves them openly and a ServiceMonitor scrapes its Service."""
+    gw_overlay = ROOT / "overlays" / "inference-gateway.yaml"
+    mon = ROOT / "tests" / "golden" / "s3-monitoring" / "monitoring.yaml"
+    _, _, plain = render_spec(EXAMPLES / "s3-v4pro-pd-dp16.yaml", [gw_overlay])
+    _, _, watched = render_spec(EXAMPLES / "s3-v4pro-pd-dp16.yaml", [gw_overlay, mon])
+    assert "--metrics-endpoint-auth=false" not in plain["epp-deployment.yaml"]
+    assert "--metrics-endpoint-auth=false" in watched["epp-deployment.yaml"]
+    sm = yaml.safe_load(watched["epp-servicemonitor.yaml"])
+    svc = yaml.safe_load(watched["epp-service.yaml"])
+    assert sm["spec"]["endpoints"][0]["port"] in [p["name"] for p in svc["spec"]["ports"]]
+    assert sm["spec"]["selector"]["matchLabels"].items() <= svc["metadata"]["labels"].items()

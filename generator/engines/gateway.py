@@ -192,16 +192,27 @@ def config_hash(text: str) -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
-def epp_args(engine: str, pool: str) -> list[str]:
+#: The EPP authenticates scrapes of its metrics endpoint by default (TokenReview and
+#: SubjectAccessReview: kubernetes-sigs/gateway-api-inference-extension cmd/epp/runner/runner.go
+#: ``metrics-endpoint-auth`` default true), which needs cluster-scoped RBAC and a token Secret
+#: (the chart's epp-sa-token-secret.yaml); moegen's RBAC stays namespaced, so a monitored EPP
+#: serves its metrics (scheduling and pool statistics, no request content) without it.
+EPP_OPEN_METRICS_FLAG = "--metrics-endpoint-auth=false"
+
+
+def epp_args(engine: str, pool: str, monitored: bool = False) -> list[str]:
     """The EPP's command line: its pool (the namespace comes from ``NAMESPACE``), its
     configuration file and the engine's metric names (queue depth, KV-cache usage; SGLang has no
-    LoRA or cache-info series: empty names turn them off, values_sglang.yaml)."""
+    LoRA or cache-info series: empty names turn them off, values_sglang.yaml); ``monitored``:
+    :data:`EPP_OPEN_METRICS_FLAG`, so the ServiceMonitor can scrape it."""
     m = METRICS[engine]
     args = ["--pool-name", pool, "--config-file", f"{EPP_CONFIG_DIR}/{EPP_CONFIG_FILE}",
             "--total-queued-requests-metric", m.waiting,
             "--kv-cache-usage-percentage-metric", m.kv_usage]
     if engine == "sglang":
         args += ["--lora-info-metric", "", "--cache-info-metric", ""]
+    if monitored:
+        args.append(EPP_OPEN_METRICS_FLAG)
     return args
 
 

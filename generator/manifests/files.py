@@ -54,6 +54,9 @@ def render_files(plan: DeploymentPlan) -> dict[str, str]:
         if m.service_monitor is not None:
             files["router-servicemonitor.yaml"] = render("servicemonitor.yaml.j2", plan=plan,
                                                          m=m)
+    if plan.monitoring is not None and plan.monitoring.epp_monitor is not None:
+        files["epp-servicemonitor.yaml"] = render("epp-servicemonitor.yaml.j2", plan=plan,
+                                                  m=plan.monitoring)
     for so in plan.scaled_objects:
         files[so.file] = render("scaledobject.yaml.j2", plan=plan, so=so)
     if plan.dashboard is not None:

@@ -61,6 +61,9 @@ class MonitoringPlan:
     pod_monitor: dict[str, Any]
     service_monitor: dict[str, Any] | None
     rule_groups: list[dict[str, Any]] = field(default_factory=list)
+    #: ServiceMonitor over the endpoint picker's metrics (router kind inference-gateway).
+    epp_monitor: dict[str, Any] | None = None
+    epp_monitor_name: str = ""
     #: The deployment's labels and ``spec.monitoring.labels`` (monitoring objects only).
     labels: dict[str, str] = field(default_factory=dict)
 
@@ -71,7 +74,7 @@ def _q(labels: dict[str, str]) -> str:
 
 def monitoring_plan(base: str, engine: str, interval: str,
                     roles: list[tuple[str, str, str, bool]], sizing: dict[str, RoleSizing],
-                    router: bool) -> MonitoringPlan:
+                    router: bool, epp: bool = False) -> MonitoringPlan:
     """``roles``: (name, mode, connector or "", sizing.concurrency set) per role: the KV alert
     covers the roles whose concurrency the spec sizes; ``sizing``: the roles' memory plans."""
     m = METRICS[engine]
@@ -86,6 +89,13 @@ def monitoring_plan(base: str, engine: str, interval: str,
             "selector": {"matchLabels": {L_INSTANCE: base, L_COMPONENT: "router"}},
             "targetLabels": [L_INSTANCE],
             "endpoints": [{"port": "metrics", "path": "/metrics", "interval": interval}],
+        }
+    epp_monitor = None
+    if epp:   # the EPP Service's metrics port (gateway-api-inference-extension chart epp-service)
+        epp_monitor = {
+            "selector": {"matchLabels": {L_INSTANCE: base, L_COMPONENT: "endpoint-picker"}},
+            "targetLabels": [L_INSTANCE],
+            "endpoints": [{"port": "http-metrics", "path": "/metrics", "interval": interval}],
         }
     rules = []
     every = _q({P_INSTANCE: base})
@@ -149,5 +159,6 @@ def monitoring_plan(base: str, engine: str, interval: str,
                                        "and recompiles without a cache volume. Pods re-created "
                                        "by a rollout are not counted."}})
     return MonitoringPlan(base, router_name(base), pod_monitor, service_monitor,
-                          [{"name": f"{base}.moegen", "rules": rules}])
+                          [{"name": f"{base}.moegen", "rules": rules}], epp_monitor=epp_monitor,
+                          epp_monitor_name=f"{base}-epp" if epp_monitor else "")
 

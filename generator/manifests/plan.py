@@ -503,7 +503,7 @@ def build_plan(spec: InferenceDeployment, roles: list[RoleInput], dialect: Diale
             base, dialect.engine, spec.spec.monitoring.interval,
             [(r.name, r.mode, r.kv_transfer.connector if r.kv_transfer else "",
               r.admission is not None) for r in roles],
-            sizing_by_role, router is not None)
+            sizing_by_role, router is not None, gateway_plan is not None)
         monitoring = dataclasses.replace(
             monitoring, labels=dict(common_labels) | dict(spec.spec.monitoring.labels))
     dashboard = None
@@ -646,7 +646,9 @@ def _gateway_plan(spec: InferenceDeployment, roles: list[RoleInput], engine: str
         pool=pool, epp=epp, route=route, labels=dict(common_labels), epp_labels=labels,
         pool_spec=pool_spec, route_spec=route_spec,
         selector={L_INSTANCE: base, L_ROLE: "endpoint-picker"},
-        image=cfg.image or gw.EPP_IMAGE, args=gw.epp_args(engine, pool), replicas=cfg.replicas,
+        image=cfg.image or gw.EPP_IMAGE,
+        args=gw.epp_args(engine, pool, spec.spec.monitoring is not None
+                         and spec.spec.monitoring.enabled), replicas=cfg.replicas,
         ports=[{"name": "grpc", "containerPort": gw.EPP_GRPC_PORT, "protocol": "TCP"},
                {"name": "grpc-health", "containerPort": gw.EPP_HEALTH_PORT, "protocol": "TCP"},
                {"name": "metrics", "containerPort": gw.EPP_METRICS_PORT, "protocol": "TCP"}],

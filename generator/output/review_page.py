@@ -385,6 +385,9 @@ def _objects(plan) -> list[dict]:
         out.append({"kind": "PodMonitor", "name": m.name, "what": "engine pods serving the API"})
         if m.service_monitor is not None:
             out.append({"kind": "ServiceMonitor", "name": m.router_name, "what": "the router"})
+        if m.epp_monitor is not None:
+            out.append({"kind": "ServiceMonitor", "name": m.epp_monitor_name,
+                        "what": "the endpoint picker"})
         alerts = [r["alert"] for g in m.rule_groups for r in g["rules"]]
         out.append({"kind": "PrometheusRule", "name": m.name,
                     "what": "alerts: " + ", ".join(alerts)})
