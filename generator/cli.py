@@ -235,24 +235,30 @@ def plan(request: Path, fmt: str, emit_path: Path | None) -> None:
               help="kubeconfig file (default: $KUBECONFIG or ~/.kube/config).")
 @click.option("--format", "fmt", type=click.Choice(["text", "json", "github", "sarif"]),
               default="text")
+@click.option("--dry-run", "dry_run", is_flag=True,
+              help="Also submit every rendered object as a server-side dry run (what kubectl "
+                   "apply --server-side --dry-run=server sends; nothing is stored).")
 def preflight(spec: Path, overlays: tuple[Path, ...], context: str | None,
-              kubeconfig: str | None, fmt: str) -> None:
+              kubeconfig: str | None, fmt: str, dry_run: bool) -> None:
     """Read-only checks of the target cluster: CRDs, nodes and their GPUs and allocatable
-    resources, namespace, volumes, references (exit 1 on a finding that blocks the deployment)."""
+    resources, namespace, volumes, references (exit 1 on a finding that blocks the deployment).
+    With --dry-run, the API server also validates and admits every rendered object (PRE010)."""
     from .preflight import client_api
     from .preflight import preflight as run_preflight
     checked = _checked(spec, overlays)
     if not checked.ok:
         _emit_findings(checked, fmt)
         raise SpecRejected(checked.findings)
+    files = pipeline.render(checked)[1] if dry_run else None   # a render error is a bug (4)
     try:
         api = client_api(context, kubeconfig)
     except Exception as exc:  # noqa: BLE001 - kubeconfig problems are the user's environment
         raise UsageError(f"cannot reach the cluster: {exc}") from None
     try:
-        checked.findings = run_preflight(checked, api)
+        checked.findings = run_preflight(checked, api, dry_run=dry_run, files=files)
     except Exception as exc:  # noqa: BLE001 - API errors (auth, network) are not bugs
-        raise UsageError(f"the cluster refused a read: {exc}") from None
+        raise UsageError(f"the cluster refused a {'request' if dry_run else 'read'}: {exc}") \
+            from None
     finally:
         api.close()
     _emit_findings(checked, fmt)

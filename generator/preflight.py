@@ -17,8 +17,17 @@ Reads the Kubernetes API with the official Python client (``kubernetes``; GET re
   Kueue LocalQueue exists; PRE009: with ``platform.topology`` (no Kueue) the API server is
   Kubernetes 1.31 or later (``/version``), whose podAffinity keeps ``matchLabelKeys``.
 
+With ``dry_run`` (``gen preflight --dry-run``) it also submits every object of the render
+(:func:`generator.pipeline.render`) as ``kubectl apply --server-side --dry-run=server`` would
+(:data:`APPLY_QUERY`): PRE010 when the API server rejects one (validation, admission webhooks,
+policies, quotas, field-manager conflicts). The kustomization's ``resources`` are sent as rendered;
+its configMapGenerator ConfigMaps are built from their env files as kustomize builds them, under
+their unhashed names (the LeaderWorkerSets name them so before kustomize's nameReference rewrite).
+
 Findings are errors (the deployment would not run) except PRE003, a warning when the labels are
-missing (no GPU feature discovery). Nothing is written to the cluster.
+missing (no GPU feature discovery). Nothing is written to the cluster: every request but GETs is a
+server-side apply with ``dryRun=All``, which the API server runs through validation and
+admission and never persists.
 """
 
 from __future__ import annotations
@@ -27,6 +36,8 @@ import json
 import re
 from dataclasses import dataclass
 from typing import Any, Callable
+
+import yaml
 
 from .catalog import GPUS
 from .engines.routers import rendered_router
@@ -49,6 +60,35 @@ class Api:
     get: Callable[..., dict[str, Any] | None]
     #: Release the connections.
     close: Callable[[], None] = lambda: None
+    #: Server-side apply of an object to its ``path`` with ``dryRun=All`` (never persisted) ->
+    #: (HTTP status, JSON body: the object as it would be stored, or a Status).
+    dry_run_apply: Callable[[str, dict], tuple[int, Any]] | None = None
+
+
+#: What ``kubectl apply --server-side --dry-run=server`` sends for every object, new or existing:
+#: one PATCH of type ``application/apply-patch+yaml`` to the object's own path (kubernetes
+#: staging/src/k8s.io/kubectl/pkg/cmd/apply/apply.go, ``applyOneObject``: ``helper.Patch(...,
+#: types.ApplyPatchType, data, &metav1.PatchOptions{Force: &o.ForceConflicts})``, field manager
+#: ``kubectl`` (``fieldManagerServerSideApply``), ``--force-conflicts`` off; cli-runtime
+#: pkg/resource/helper.go ``Patch`` adds ``dryRun=All`` and the field manager; ``--validate``
+#: defaults to ``strict``: ``fieldValidation=Strict``, kubectl pkg/cmd/util/helpers.go
+#: ``GetValidationDirective``). Server-side apply creates an object that does not exist and
+#: merges into one that does, so no GET or POST is needed first
+#: (https://kubernetes.io/docs/reference/using-api/server-side-apply/).
+APPLY_CONTENT_TYPE = "application/apply-patch+yaml"
+APPLY_QUERY = {"dryRun": "All", "fieldManager": "kubectl", "fieldValidation": "Strict",
+               "force": "false"}
+
+
+def _json_body(data) -> Any:
+    """A response body as JSON (a Status, usually), or its text as a Status message."""
+    if not data:
+        return None
+    try:
+        return json.loads(data)
+    except (ValueError, TypeError):
+        text = data.decode("utf-8", "replace") if isinstance(data, bytes) else str(data)
+        return {"kind": "Status", "message": text[:500]}
 
 
 def client_api(context: str | None = None, kubeconfig: str | None = None) -> Api:
@@ -85,7 +125,33 @@ def api_for(api_client) -> Api:
                 return None
             raise
 
-    return Api(get, api_client.close)
+    def dry_run_apply(path: str, obj: dict) -> tuple[int, Any]:
+        # dryRun=All is part of every request this function makes: it cannot persist anything.
+        params = list(APPLY_QUERY.items())
+        headers = {"Content-Type": APPLY_CONTENT_TYPE, "Accept": "application/json"}
+        body = json.dumps(obj)   # JSON is YAML: the apply patch as text, sent as is
+        try:
+            if hasattr(api_client, "param_serialize"):   # kubernetes >= 35
+                request = api_client.param_serialize("PATCH", path, query_params=params,
+                                                     header_params=headers, body=body,
+                                                     auth_settings=["BearerToken"])
+                response = api_client.call_api(*request)
+                response.read()
+                status, data = response.status, _json_body(response.data)
+            else:
+                data = api_client.call_api(path, "PATCH", query_params=params,
+                                           header_params=headers, body=body,
+                                           response_type="object",
+                                           auth_settings=["BearerToken"],
+                                           _return_http_data_only=True)
+                status = 200
+        except ApiException as exc:
+            status, data = exc.status, _json_body(exc.body)
+        if status == 401:   # credentials, not the object: a usage error like a refused read
+            raise ApiException(status=401, reason="Unauthorized")
+        return status, data
+
+    return Api(get, api_client.close, dry_run_apply)
 
 
 def _finding(code: str, path: tuple, message: str, hint: str = "",
@@ -122,8 +188,11 @@ def _crds(checked) -> list[tuple[str, str]]:
     return out
 
 
-def preflight(checked, api: Api) -> list[Finding]:
-    """Every finding about the cluster ``api`` reads, for a spec that passed every check."""
+def preflight(checked, api: Api, dry_run: bool = False,
+              files: dict[str, str] | None = None) -> list[Finding]:
+    """Every finding about the cluster ``api`` reads, for a spec that passed every check; with
+    ``dry_run``, also the API server's answer to a server-side dry run of every rendered object
+    (PRE010; ``files``: the render of ``checked``, rendered here when not given)."""
     spec = checked.spec
     s = spec.spec
     ns = spec.metadata.namespace
@@ -132,13 +201,126 @@ def preflight(checked, api: Api) -> list[Finding]:
         if api.get(f"/apis/apiextensions.k8s.io/v1/customresourcedefinitions/{name}") is None:
             out.append(_finding("PRE001", ("spec",), f"CRD {name} is not installed ({why} "
                                 "needs it)", "install its controller before applying"))
-    if api.get(f"/api/v1/namespaces/{ns}") is None:
+    namespace_exists = api.get(f"/api/v1/namespaces/{ns}") is not None
+    if not namespace_exists:
         out.append(_finding("PRE005", ("metadata", "namespace"), f"namespace {ns!r} does not exist",
                             f"kubectl create namespace {ns}"))
     out += _nodes(checked, api)
     out += _claims(checked, api)
     out += _references(checked, api)
     out += _server_version(checked, api)
+    if dry_run:
+        if files is None:
+            from .pipeline import render
+            _, files = render(checked)
+        out += dry_run_findings(files, api, ns, namespace_exists)
+    return out
+
+
+def rendered_objects(files: dict[str, str], namespace: str) -> list[tuple[str, dict]]:
+    """(file, object) of everything ``kubectl apply -k`` would send for the rendered files:
+    the kustomization's ``resources`` (every YAML document), then its configMapGenerator
+    ConfigMaps built as kustomize builds them (env files: kubernetes-sigs/kustomize api/kv/kv.go
+    ``keyValuesFromLine``: leading whitespace trimmed, blank and ``#`` lines skipped, split at the
+    first ``=``, no ``=`` means an empty value; ``options`` labels and annotations), named without
+    kustomize's content hash (a dry run stores nothing; the rendered LeaderWorkerSets name the
+    unhashed ConfigMap until kustomize rewrites both). The file of a generated ConfigMap is its
+    env file. An object without ``metadata.namespace`` gets the kustomization's ``namespace``
+    (else ``namespace``); the rendered ones carry it already."""
+    kust = yaml.safe_load(files.get("kustomization.yaml") or "{}") or {}
+    ns = kust.get("namespace") or namespace
+    resources = kust.get("resources") or sorted(
+        f for f in files if f.endswith(".yaml") and not f.startswith("kustomiz"))
+    out: list[tuple[str, dict]] = []
+    for file in resources:
+        for doc in yaml.safe_load_all(files.get(file, "")):
+            if isinstance(doc, dict) and doc.get("kind"):
+                out.append((file, doc))
+    for gen in kust.get("configMapGenerator") or []:
+        data: dict[str, str] = {}
+        for env in gen.get("envs") or []:
+            for i, raw in enumerate(files.get(env, "").splitlines()):
+                line = (raw.removeprefix("\ufeff") if i == 0 else raw).lstrip()
+                if not line or line.startswith("#"):
+                    continue
+                key, _, value = line.partition("=")
+                data[key] = value
+        options = gen.get("options") or {}
+        meta = {"name": gen["name"], "namespace": ns}
+        for field in ("labels", "annotations"):
+            if options.get(field):
+                meta[field] = dict(options[field])
+        file = (gen.get("envs") or ["kustomization.yaml"])[0]
+        out.append((file, {"apiVersion": "v1", "kind": "ConfigMap", "metadata": meta,
+                           "data": data}))
+    for _, obj in out:
+        obj.setdefault("metadata", {}).setdefault("namespace", ns)
+    return out
+
+
+def _served(api: Api, api_version: str, cache: dict) -> dict[str, tuple[str, bool]] | None:
+    """kind -> (resource, namespaced) the API server serves for ``api_version``, from discovery
+    (``/api/v1``, ``/apis/<group>/<version>``: APIResourceList, subresources left out), or None
+    when it does not serve the group version."""
+    if api_version not in cache:
+        doc = api.get("/api/v1" if api_version == "v1" else f"/apis/{api_version}")
+        cache[api_version] = None if doc is None else {
+            r["kind"]: (r["name"], bool(r.get("namespaced")))
+            for r in doc.get("resources") or [] if "/" not in r.get("name", "/")}
+    return cache[api_version]
+
+
+#: What to do about a rejection, by HTTP status of the API server's Status.
+_DRY_RUN_HINTS = {
+    403: "the kubeconfig's user may not apply it: ask for RBAC to create and patch it",
+    404: "create what it lives in first (namespace, CRD: PRE001, PRE005)",
+    409: "other field managers own these fields: kubectl apply --server-side stops here; "
+         "apply with --force-conflicts to take them over, or drop them from the object",
+}
+
+
+def dry_run_findings(files: dict[str, str], api: Api, namespace: str,
+                     namespace_exists: bool = True) -> list[Finding]:
+    """PRE010: every rendered object the API server refuses in a server-side dry run.
+    Namespaced objects are not sent while their namespace is missing (PRE005 says so; the
+    server would answer NotFound for each)."""
+    if api.dry_run_apply is None:
+        raise RuntimeError("this Api cannot send dry runs")
+    out: list[Finding] = []
+    cache: dict = {}
+    for file, obj in rendered_objects(files, namespace):
+        kind, version = obj.get("kind"), obj.get("apiVersion", "")
+        meta = obj.get("metadata") or {}
+        name, ns = meta.get("name", "?"), meta.get("namespace")
+        served = _served(api, version, cache)
+        if served is None or kind not in served:
+            out.append(Finding(
+                "PRE010", Severity.ERROR, "$.kind",
+                f"{kind} {name}: the API server serves no {kind} in {version} (no matches for "
+                "kind)", "install the CRD that defines it (PRE001)", Location(file, 0, 0)))
+            continue
+        resource, namespaced = served[kind]
+        if namespaced and not namespace_exists:
+            continue
+        base = "/api/v1" if version == "v1" else f"/apis/{version}"
+        where = f"/namespaces/{ns}" if namespaced else ""
+        if not namespaced:
+            obj = {**obj, "metadata": {k: v for k, v in meta.items() if k != "namespace"}}
+        status, body = api.dry_run_apply(f"{base}{where}/{resource}/{name}", obj)
+        if 200 <= status < 300:
+            continue
+        body = body if isinstance(body, dict) else {}
+        reason = body.get("reason") or ""
+        causes = (body.get("details") or {}).get("causes") or []
+        fields = [c["field"] for c in causes if isinstance(c, dict) and c.get("field")]
+        path = f"$.{fields[0]}" if len(fields) == 1 else "$"
+        out.append(Finding(
+            "PRE010", Severity.ERROR, path,
+            f"{kind} {name}: the API server rejects it (HTTP {status}"
+            f"{' ' + reason if reason else ''}): {body.get('message') or 'no message'}",
+            _DRY_RUN_HINTS.get(status, "fix the spec, or the cluster's admission webhooks, "
+                               "policies or quotas, before applying"),
+            Location(file, 0, 0)))
     return out
 
 

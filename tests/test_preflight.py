@@ -6,6 +6,13 @@ allocatable resources, PersistentVolumeClaims, the CRDs, namespaces, priority cl
 accounts, Kueue LocalQueues, the server's ``/version``), and :class:`_Cluster` serves them on the API paths the official
 client calls (label selectors on nodes included). The client, its kubeconfig handling and its
 deserialisation are the real ones.
+
+``gen preflight --dry-run`` also reads discovery (``tests/preflight/discovery.json``: built-in
+APIResourceLists, and those of the CRDs a state installs) and PATCHes every rendered object as a
+server-side apply; the server answers a request with ``dryRun=All`` like the API server (201 and
+the object for a new one, 200 for one the state holds, a Status from
+``tests/preflight/dry-run-rejections.json`` for one it rejects, 404 for a missing namespace) and
+refuses any write without it.
 """
 
 from __future__ import annotations
@@ -33,12 +40,23 @@ def _matches(labels: dict, selector: str) -> bool:
     return all(labels.get(k) == v for k, v in pairs)
 
 
+DISCOVERY = json.loads((STATES / "discovery.json").read_text())
+REJECTIONS = json.loads((STATES / "dry-run-rejections.json").read_text())
+
+
+def _status(code: int, reason: str, message: str) -> dict:
+    return {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
+            "message": message, "reason": reason, "code": code}
+
+
 class _Cluster:
-    """Serves one cluster state; ``requests`` records every request (method, path)."""
+    """Serves one cluster state; ``requests`` records every request (method, path), ``writes``
+    every request that is not a GET (method, path, query, Content-Type, JSON body)."""
 
     def __init__(self, state: dict):
         self.state = state
         self.requests: list[tuple[str, str]] = []
+        self.writes: list[dict] = []
         cluster = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -54,14 +72,72 @@ class _Cluster:
                 self.wfile.write(json.dumps(body if body is not None else
                                             {"kind": "Status", "code": 404}).encode())
 
+            def _write(self, method: str):
+                cluster.requests.append((method, self.path))
+                raw = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                url = urlparse(self.path)
+                write = {"method": method, "path": url.path, "query": parse_qs(url.query),
+                         "content_type": self.headers.get("Content-Type"),
+                         "body": json.loads(raw or b"null")}
+                cluster.writes.append(write)
+                code, body = cluster.dry_run(write)
+                self.send_response(code)
+                self.send_header("Content-Type", "application/json")
+                self.end_headers()
+                self.wfile.write(json.dumps(body).encode())
+
+            def do_PATCH(self):  # noqa: N802 - http.server hook
+                self._write("PATCH")
+
+            def do_POST(self):  # noqa: N802 - http.server hook
+                self._write("POST")
+
+            def do_PUT(self):  # noqa: N802 - http.server hook
+                self._write("PUT")
+
+            def do_DELETE(self):  # noqa: N802 - http.server hook
+                self._write("DELETE")
+
         self.server = HTTPServer(("127.0.0.1", 0), Handler)
         threading.Thread(target=self.server.serve_forever, daemon=True).start()
         self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+
+    def discovery(self, path: str):
+        """The APIResourceList of ``/api/v1`` or ``/apis/<group>/<version>``, or None."""
+        gv = "v1" if path == "/api/v1" else path.removeprefix("/apis/")
+        if gv in DISCOVERY["builtin"]:
+            return DISCOVERY["builtin"][gv]
+        resources = [r for name, crd in DISCOVERY["crds"].items()
+                     if name in self.state["crds"] and crd["groupVersion"] == gv
+                     for r in crd["resources"]]
+        return {"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": gv,
+                "resources": resources} if resources else None
+
+    def dry_run(self, write: dict) -> tuple[int, dict]:
+        """(HTTP status, body) of a write: only a dry run is accepted."""
+        if write["query"].get("dryRun") != ["All"]:
+            return 500, _status(500, "InternalError", "this test server refuses real writes")
+        parts = write["path"].strip("/").split("/")
+        if "namespaces" in parts and parts[parts.index("namespaces") + 1] \
+                not in self.state["namespaces"]:
+            ns = parts[parts.index("namespaces") + 1]
+            return 404, _status(404, "NotFound", f'namespaces "{ns}" not found')
+        obj = write["body"]
+        key = f"{obj['kind']}/{obj['metadata']['name']}"
+        if key in self.state.get("rejections", {}):
+            status = self.state["rejections"][key]
+            return status["code"], status
+        exists = key in self.state.get("objects", [])
+        stored = {**obj, "metadata": {**obj["metadata"], "uid": "00000000-dry-run",
+                                      "creationTimestamp": "2026-01-01T00:00:00Z"}}
+        return (200 if exists else 201), stored
 
     def answer(self, raw: str):
         url = urlparse(raw)
         parts = url.path.strip("/").split("/")
         st = self.state
+        if url.path == "/api/v1" or url.path.startswith("/apis/") and len(parts) == 3:
+            return self.discovery(url.path)
         if url.path == "/api/v1/nodes":
             sel = parse_qs(url.query).get("labelSelector", [""])[0]
             items = [n for n in st["nodes"]["items"] if _matches(n["metadata"]["labels"], sel)]
@@ -202,5 +278,135 @@ def test_group_affinity_needs_kubernetes_1_31(git_version, codes):
         assert preflight(pipeline.check(S1), api) == []
         assert ("GET", "/version") not in c.requests
         api.close()
+    finally:
+        c.close()
+
+
+# --- gen preflight --dry-run ------------------------------------------------------------------
+
+#: What S1 renders (tests/golden/s1-16xh20-pd, kustomization.yaml): its resources, then the two
+#: ConfigMaps its configMapGenerator builds from env/<role>.env.
+S1_OBJECTS = {
+    ("LeaderWorkerSet", "dsv3-pd-decode"): "/apis/leaderworkerset.x-k8s.io/v1/namespaces/llm/"
+                                          "leaderworkersets/dsv3-pd-decode",
+    ("LeaderWorkerSet", "dsv3-pd-prefill"): "/apis/leaderworkerset.x-k8s.io/v1/namespaces/llm/"
+                                           "leaderworkersets/dsv3-pd-prefill",
+    ("PodDisruptionBudget", "dsv3-pd-decode"): "/apis/policy/v1/namespaces/llm/"
+                                              "poddisruptionbudgets/dsv3-pd-decode",
+    ("PodDisruptionBudget", "dsv3-pd-prefill"): "/apis/policy/v1/namespaces/llm/"
+                                               "poddisruptionbudgets/dsv3-pd-prefill",
+    ("Service", "dsv3-pd-decode-api"): "/api/v1/namespaces/llm/services/dsv3-pd-decode-api",
+    ("Service", "dsv3-pd-prefill-api"): "/api/v1/namespaces/llm/services/dsv3-pd-prefill-api",
+    ("Service", "dsv3-pd-router"): "/api/v1/namespaces/llm/services/dsv3-pd-router",
+    ("Deployment", "dsv3-pd-router"): "/apis/apps/v1/namespaces/llm/deployments/dsv3-pd-router",
+    ("Role", "dsv3-pd-router"): "/apis/rbac.authorization.k8s.io/v1/namespaces/llm/roles/"
+                                "dsv3-pd-router",
+    ("RoleBinding", "dsv3-pd-router"): "/apis/rbac.authorization.k8s.io/v1/namespaces/llm/"
+                                       "rolebindings/dsv3-pd-router",
+    ("ServiceAccount", "dsv3-pd-router"): "/api/v1/namespaces/llm/serviceaccounts/dsv3-pd-router",
+    ("ConfigMap", "dsv3-pd-prefill-env"): "/api/v1/namespaces/llm/configmaps/dsv3-pd-prefill-env",
+    ("ConfigMap", "dsv3-pd-decode-env"): "/api/v1/namespaces/llm/configmaps/dsv3-pd-decode-env",
+}
+
+
+def _rejecting_cluster() -> _Cluster:
+    """The ready cluster, with the admission policy that denies S1's decode LeaderWorkerSet, and
+    S1's router Service already applied (its dry run answers 200, not 201)."""
+    state = json.loads((STATES / "ready.json").read_text())
+    state["rejections"] = {k: v for k, v in REJECTIONS.items() if not k.startswith("_")}
+    state["objects"] = ["Service/dsv3-pd-router"]
+    return _Cluster(state)
+
+
+def _kubeconfig(tmp_path, url: str):
+    path = tmp_path / "config"
+    path.write_text(f"""apiVersion: v1
+kind: Config
+clusters:
+- name: test
+  cluster: {{server: "{url}"}}
+users:
+- name: test
+  user: {{token: x}}
+contexts:
+- name: gpu-cluster
+  context: {{cluster: test, user: test, namespace: llm}}
+current-context: gpu-cluster
+""")
+    return path
+
+
+def test_dry_run_applies_every_object_server_side():
+    """Every object of the render is one server-side apply with dryRun=All (what kubectl apply
+    --server-side --dry-run=server sends), and the one the cluster's admission policy denies is
+    PRE010 on its file, with the API server's message."""
+    c = _rejecting_cluster()
+    try:
+        api = api_for(kubernetes.client.ApiClient(kubernetes.client.Configuration(host=c.url)))
+        findings = preflight(pipeline.check(S1), api, dry_run=True)
+        api.close()
+    finally:
+        c.close()
+    assert [f.code for f in findings] == ["PRE010"], findings
+    f = findings[0]
+    assert f.location.file == "decode-lws.yaml"
+    assert f.path == "$.spec.leaderWorkerTemplate.size"   # the Status cause's field
+    assert f.message.startswith("LeaderWorkerSet dsv3-pd-decode: the API server rejects it "
+                                "(HTTP 422 Invalid): ")
+    assert "ValidatingAdmissionPolicy 'max-group-size'" in f.message
+    # One PATCH per object, no POST, PUT or DELETE; each a dry-run server-side apply.
+    assert {w["method"] for w in c.writes} == {"PATCH"}
+    sent = {(w["body"]["kind"], w["body"]["metadata"]["name"]): w["path"] for w in c.writes}
+    assert sent == S1_OBJECTS
+    assert len(c.writes) == len(S1_OBJECTS) == 13    # 11 resources + 2 generated ConfigMaps
+    for w in c.writes:
+        assert w["content_type"] == "application/apply-patch+yaml"
+        assert w["query"] == {"dryRun": ["All"], "fieldManager": ["kubectl"],
+                              "fieldValidation": ["Strict"], "force": ["false"]}
+        assert w["body"]["metadata"]["namespace"] == "llm"
+    # The generated ConfigMap as kustomize builds it from env/decode.env: split at the first
+    # "=" (NCCL_IB_HCA==mlx5_0,... is the value "=mlx5_0,...", NCCL's exact-match prefix),
+    # comment lines dropped, the generator's labels and annotations.
+    cm = next(w["body"] for w in c.writes if w["body"]["metadata"]["name"] == "dsv3-pd-decode-env")
+    assert cm["data"]["NCCL_IB_HCA"] == "=mlx5_0,mlx5_1,mlx5_2,mlx5_3"
+    assert cm["data"]["GLOO_SOCKET_IFNAME"] == "eth0"
+    assert not any(k.startswith("#") for k in cm["data"])
+    assert cm["metadata"]["labels"]["app.kubernetes.io/managed-by"] == "moegen"
+    assert cm["metadata"]["annotations"]["argocd.argoproj.io/sync-wave"] == "-1"
+
+
+@pytest.mark.parametrize("cluster", ["broken"], indirect=True)
+def test_dry_run_sends_nothing_into_a_missing_namespace(cluster, api):
+    """On the broken cluster (no namespace llm, no LWS CRD) no object is sent: every one is
+    namespaced (PRE005 says why) and LeaderWorkerSet is not served (PRE010, as kubectl's "no
+    matches for kind")."""
+    findings = preflight(pipeline.check(S1), api, dry_run=True)
+    assert cluster.writes == []
+    pre10 = sorted((f.location.file, f.message) for f in findings if f.code == "PRE010")
+    assert [file for file, _ in pre10] == ["decode-lws.yaml", "prefill-lws.yaml"]
+    assert all("serves no LeaderWorkerSet in leaderworkerset.x-k8s.io/v1" in m for _, m in pre10)
+    assert "PRE005" in {f.code for f in findings}
+
+
+def test_cli_dry_run_finding_and_exit_code(tmp_path, capsys):
+    """gen preflight --dry-run: the rejection in every format's file field, exit 1; without
+    --dry-run the same cluster sees only GETs and passes (exit 0)."""
+    c = _rejecting_cluster()
+    try:
+        kubeconfig = _kubeconfig(tmp_path, c.url)
+        assert run(["preflight", str(S1), "--kubeconfig", str(kubeconfig)]) == 0
+        assert c.writes == [] and all(m == "GET" for m, _ in c.requests)
+        capsys.readouterr()
+        assert run(["preflight", str(S1), "--kubeconfig", str(kubeconfig), "--dry-run",
+                    "--format", "json"]) == 1
+        doc = json.loads(capsys.readouterr().out)
+        assert doc["ok"] is False
+        assert [(f["code"], f["file"]) for f in doc["findings"]] == [("PRE010",
+                                                                      "decode-lws.yaml")]
+        assert len(c.writes) == 13
+        assert run(["preflight", str(S1), "--kubeconfig", str(kubeconfig), "--dry-run"]) == 1
+        err = capsys.readouterr().err
+        assert "decode-lws.yaml: error PRE010 $.spec.leaderWorkerTemplate.size: LeaderWorkerSet " \
+               "dsv3-pd-decode: the API server rejects it (HTTP 422 Invalid)" in err
     finally:
         c.close()

@@ -68,5 +68,10 @@ for _code, _sev, _summary, _source in (
                   "preflight)",
      "generator/preflight.py; Kubernetes KEP-3633 (MatchLabelKeysInPodAffinity beta, on by "
      "default, from 1.31)"),
+    ("PRE010", E, "the API server accepts every rendered object in a server-side dry run (gen "
+                  "preflight --dry-run)",
+     "generator/preflight.py (kubectl apply --server-side --dry-run=server: kubernetes "
+     "staging/src/k8s.io/kubectl/pkg/cmd/apply/apply.go; "
+     "https://kubernetes.io/docs/reference/using-api/api-concepts/#dry-run)"),
 ):
     external(_code, _sev, _summary, _source)
