@@ -34,6 +34,7 @@ from .search import (
     assumptions,
     bf16_compute,
     decode_estimate,
+    draft_tokens,
     model_shape,
     pd_candidate,
     unified_candidate,
@@ -236,13 +237,16 @@ def evaluate(req: PlanRequest, prov: Provenance | None = None, judge: bool = Tru
         return PlanResult([cand], False, "the KV cache cannot hold the sequences",
                           assumptions(req))
     if modes == ["unified"]:
-        cand = unified_candidate(req, choice(dec_name), prefill_rate(dec_name), est, z)
+        cand = unified_candidate(req, choice(dec_name), prefill_rate(dec_name), est, z,
+                                 retime=lambda b: decode_estimate(
+                                     req, ri, z, pool, b, ranks=r.replicas * ri.layout.data,
+                                     engine_args=r.engineArgs), draft=draft_tokens(req, ri))
     else:
         pre_name = next(x.name for x in roles if x.mode == "prefill")
         cand = pd_candidate(req, choice(pre_name), choice(dec_name), prefill_rate(pre_name),
                             est, z, retime=lambda b: decode_estimate(
                                 req, ri, z, pool, b, ranks=r.replicas * ri.layout.data,
-                                engine_args=r.engineArgs))
+                                engine_args=r.engineArgs), draft=draft_tokens(req, ri))
     # Per role, its own capacity at the evaluated operating point (what a published per-node
     # figure measures): decode tokens/s of its ranks at their batch; prefill input tokens/s with
     # every GPU busy. The deployment's end-to-end rate is totalTokensPerSec.

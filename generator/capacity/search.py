@@ -10,6 +10,7 @@ sizing validator (``generator.sizing.size_role``: the same code ``gen validate``
 from __future__ import annotations
 
 import bisect
+import functools
 import math
 from collections import Counter
 from dataclasses import dataclass, field, replace
@@ -515,7 +516,7 @@ def _plan(req: PlanRequest, progress=None) -> PlanResult:
                         cands.append(pd_candidate(
                             req, RoleChoice("prefill", pname, pl, np_, pinned(prole)),
                             RoleChoice("decode", dname, dl, nd, pinned(drole)), t_p, est, z,
-                            retime=retimer(drole, z, dpool, nd * dl.data)))
+                            retime=retimer(drole, z, dpool, nd * dl.data), draft=k))
     # --- unified ---
     if s.constraints.disaggregation != "required":
         for name, pool in pools:
@@ -526,7 +527,8 @@ def _plan(req: PlanRequest, progress=None) -> PlanResult:
                     nu, z, est, role = found
                     cands.append(unified_candidate(
                         req, RoleChoice("unified", name, ul, nu, pinned(role)),
-                        prefill_rate(role, pool, z), est, z))
+                        prefill_rate(role, pool, z), est, z,
+                        retime=retimer(role, z, pool, nu * ul.data), draft=k))
 
     unique: dict[str, Candidate] = {}
     for c in cands:   # the same roles reached twice (e.g. two splits of one pool): keep the best
@@ -716,62 +718,157 @@ GRAPH_BATCHES = {
 }
 
 
-def graph_batch(b: float, engine: str = "vllm", speculative: bool = False) -> int:
+def graph_batch(b: float, engine: str = "vllm", draft: int = 0) -> int:
     """The decode batch a step actually runs: ``b`` padded up to the next CUDA-graph capture
-    size of the engine (:data:`GRAPH_BATCHES`; beyond the list, ``b`` itself)."""
-    b = max(1, math.ceil(b))
-    sizes = GRAPH_BATCHES["sglang-spec" if engine == "sglang" and speculative else engine]
+    size of the engine (:data:`GRAPH_BATCHES`; beyond the list, ``b`` itself). vLLM captures
+    tokens: with ``draft`` speculative tokens a step of b sequences is b x (1 + draft) tokens,
+    padded to the next capture size rounded up to a multiple of 1 + draft
+    (vllm/config/compilation.py ``adjust_cudagraph_sizes_for_spec_decode``); SGLang captures
+    sequences, from its finer list when it drafts."""
+    b = max(1, math.ceil(b - 1e-9))
+    sizes = _graph_sequences(engine, draft)
     i = bisect.bisect_left(sizes, b)
     return sizes[i] if i < len(sizes) else b
 
 
+@functools.lru_cache(maxsize=None)
+def _graph_sequences(engine: str, draft: int) -> tuple[int, ...]:
+    """:func:`graph_batch`'s capture sizes in sequences per step."""
+    if engine == "vllm" and draft:
+        q = 1 + draft
+        return tuple(sorted({-(-s // q) for s in GRAPH_BATCHES["vllm"]}))
+    return tuple(GRAPH_BATCHES["sglang-spec" if engine == "sglang" and draft else engine])
+
+
+class DecodeCurve:
+    """TPOT of a decode role as a function of its batch per rank: affine between batch 1 and
+    the sized batch B (the step is weights + per-sequence KV and compute; both ends are timed
+    by the performance model), the batch padded up to the engine's next CUDA-graph size.
+    ``ranks``: DP ranks x pipeline stages holding sequences. (A plain class with its slope and
+    capture sizes precomputed: the planner evaluates it ~10^5 times per search.)"""
+
+    __slots__ = ("t1", "tb", "b_max", "ranks", "slope", "sizes")
+
+    def __init__(self, t1: float, tb: float, b_max: int, ranks: int, engine: str, draft: int):
+        self.t1, self.tb, self.b_max, self.ranks = t1, tb, b_max, ranks
+        self.slope = (tb - t1) / (b_max - 1) if b_max > 1 else 0.0
+        self.sizes = _graph_sequences(engine, draft)
+
+    def tpot(self, b: int) -> float:
+        """TPOT (s) at ``b`` sequences per rank."""
+        return self.t1 + self.slope * (b - 1) if self.b_max > 1 else self.tb
+
+    def fed(self, rate: float, osl: int, stretch: float = 1.0) -> int | None:
+        """The batch per rank that keeps ``rate`` requests/s decoding (Little's law: rate x OSL
+        x TPOT(b) x stretch = ranks x b), padded to the next capture size, or None beyond the
+        sized batch. ``stretch``: TPOT's slowdown by interleaved prefill (unified roles)."""
+        a = rate * osl * stretch / self.ranks
+        if self.b_max > 1:
+            if a * self.slope >= 1:
+                return None
+            b = a * (self.t1 - self.slope) / (1 - a * self.slope)
+        else:
+            b = a * self.tb
+        if b > self.b_max * (1 + 1e-9):
+            return None
+        n = math.ceil(b - 1e-9) if b > 1 else 1
+        i = bisect.bisect_left(self.sizes, n)
+        return min(self.sizes[i] if i < len(self.sizes) else n, self.b_max)
+
+
+def decode_curve(req: PlanRequest, est: perf.DecodeEstimate, ranks: int, retime,
+                 draft: int = 0) -> DecodeCurve:
+    """The :class:`DecodeCurve` of a decode operating point ``est`` (its sized batch) over
+    ``ranks``, ``draft`` speculative tokens per step; ``retime(batch)`` times batch 1 (None: a
+    flat curve at ``est``)."""
+    one = retime(1) if retime is not None and est.batch_per_rank > 1 else None
+    return DecodeCurve(one.tpot_s if one else est.tpot_s, est.tpot_s, est.batch_per_rank,
+                       ranks, req.spec.engine.name, draft)
+
+
+def _solve_closed_loop(concurrency: int, r_max: float, in_loop) -> tuple[float, bool]:
+    """The request rate R of a closed loop of ``concurrency`` sequences: ``in_loop(R)``, the
+    sequences the system holds at rate R (R x (TTFT + OSL x TPOT), increasing in R), equals
+    the concurrency (regula falsi); when even ``r_max`` (the capacity) holds fewer, R = r_max and
+    the rest wait for prefill. Returns (R, capacity binds)."""
+    if r_max <= 0:
+        return 0.0, True
+    if in_loop(r_max) <= concurrency:
+        return r_max, True
+    # Regula falsi (Illinois) on the increasing in_loop(R) - concurrency, bracketed in
+    # [0, r_max]: a few evaluations to 0.1 % of the concurrency (far inside the model's error).
+    lo, f_lo = 0.0, -float(concurrency)
+    hi, f_hi = r_max, in_loop(r_max) - concurrency
+    side = 0
+    for _ in range(60):
+        mid = hi - f_hi * (hi - lo) / (f_hi - f_lo)
+        f_mid = in_loop(mid) - concurrency
+        if abs(f_mid) <= 1e-3 * concurrency or hi - lo <= 1e-4 * r_max:
+            return mid, False
+        if f_mid < 0:
+            lo, f_lo = mid, f_mid
+            if side == -1:
+                f_hi /= 2
+            side = -1
+        else:
+            hi, f_hi = mid, f_mid
+            if side == 1:
+                f_lo /= 2
+            side = 1
+    return lo, False
+
+
 def pd_candidate(req: PlanRequest, prefill: RoleChoice, decode: RoleChoice,
                   pre: perf.PrefillEstimate, est: perf.DecodeEstimate, z: RoleSizing,
-                  retime=None) -> Candidate:
+                  retime=None, draft: int = 0) -> Candidate:
     """Disaggregated: prefill instances feed decode instances.
 
     Open load (``requestsPerSecond``, or no load: capacity): the rate is the least of the
-    prefill rate that keeps TTFT within its SLO (M/D/1 at prefill) and the decode rate (Little's
-    law over the sequences in flight). Fixed ``concurrency`` (a closed loop of that many
-    sequences): the rate is the least of prefill at 95 % busy, decode, and concurrency / (TTFT +
-    OSL x TPOT); sequences the rate does not keep decoding wait for prefill, so TTFT =
-    concurrency / rate - OSL x TPOT when that exceeds the M/D/1 figure, and decode runs the
-    batch it is actually fed: ``retime(batch per rank)`` re-times the decode step there (None:
-    keep ``est``, the sized batch, an upper bound on TPOT)."""
+    prefill rate that keeps TTFT within its SLO (M/D/1 at prefill) and the decode capacity.
+    Fixed ``concurrency`` (a closed loop of that many sequences): the rate R at which the
+    sequences in the loop, R x (TTFT(R) + OSL x TPOT(R)), equal the concurrency, with TTFT the
+    M/D/1 wait at prefill + the KV transfer and TPOT timed at the batch R keeps decoding
+    (:class:`DecodeCurve`, ``retime`` times batch 1); when prefill at 95 % busy or decode at
+    its sized batch cannot reach that, R is that capacity and the remaining sequences wait
+    for prefill: TTFT = concurrency / R - OSL x TPOT."""
     wl = req.spec.workload
+    osl = wl.outputTokens
     kv_t = perf.kv_transfer_time(wl.inputTokens, z.kv_bytes_per_token,
                                  req.spec.network.interNodeGbps)
     prefill_cap = prefill.instances * pre.requests_per_s
     dl = decode.layout
-    ranks = decode.instances * dl.data
-    seqs = _in_flight(wl, ranks * est.batch_per_rank * dl.pipeline)
-    decode_cap = seqs / (wl.outputTokens * est.tpot_s)
+    ranks = decode.instances * dl.data * dl.pipeline
+    decode_cap = ranks * est.batch_per_rank / (osl * est.tpot_s)
+
+    def wait(rate: float) -> float:
+        rho = min(rate / prefill_cap, 0.95) if prefill_cap else 0.95
+        return pre.latency_s * (1 + rho / (2 * (1 - rho))) + kv_t   # M/D/1 at prefill
+
     if wl.concurrency:
         rho_max = 0.95
-        rate = min(prefill_cap * rho_max, decode_cap)
-        ttft = pre.latency_s + kv_t
-        for _ in range(4):
-            rate = min(prefill_cap * rho_max, decode_cap,
-                       wl.concurrency / (ttft + wl.outputTokens * est.tpot_s))
-            rho = min(rate / prefill_cap, rho_max) if prefill_cap else rho_max
-            ttft = pre.latency_s * (1 + rho / (2 * (1 - rho))) + kv_t   # M/D/1 at prefill
-        # Decode runs the batch the rate keeps in flight: re-time the step there until the
-        # batch stops moving (a smaller batch is a shorter step, which keeps fewer in flight).
-        for _ in range(3):
-            fed = graph_batch(rate * wl.outputTokens * est.tpot_s / (ranks * dl.pipeline),
-                              req.spec.engine.name, req.spec.speculative is not None)
-            if retime is None or not 1 <= fed < est.batch_per_rank:
-                break
-            est = retime(fed) or est
-        ttft_open = ttft
-        if rate:   # the sequences the rate does not keep decoding queue at prefill
-            ttft = max(ttft, wl.concurrency / rate - wl.outputTokens * est.tpot_s)
+        curve = decode_curve(req, est, ranks, retime, draft)
+
+        lat, fed_at, tpot_of, b_max = pre.latency_s, curve.fed, curve.tpot, curve.b_max
+
+        def in_loop(r: float) -> float:   # wait(r) + OSL x TPOT at the fed batch, inlined
+            rho = min(r / prefill_cap, 0.95)
+            b = fed_at(r, osl)
+            return r * (lat * (1 + rho / (2 * (1 - rho))) + kv_t
+                        + osl * tpot_of(b if b is not None else b_max))
+
+        r_max = min(prefill_cap * rho_max, decode_cap)
+        rate, capped = _solve_closed_loop(wl.concurrency, r_max, in_loop)
+        fed = curve.fed(rate, osl) or curve.b_max
+        tpot_s = curve.tpot(fed)
+        ttft = ttft_open = wait(rate)
+        if capped and rate:   # the sequences the capacity does not keep decoding wait
+            ttft = max(ttft, wl.concurrency / rate - osl * tpot_s)
+        est = perf.DecodeEstimate(fed, est.step_s, tpot_s, est.tokens_per_s_per_rank, est.bound)
     else:
         rho_max = _max_utilisation(pre.latency_s, kv_t, req.spec.slo.ttftMs)
         rate = min(prefill_cap * rho_max, decode_cap)
         offered = min(rate, wl.requestsPerSecond) if wl.requestsPerSecond else rate
-        rho = min(offered / prefill_cap, 0.95) if prefill_cap else 0.95
-        ttft = ttft_open = pre.latency_s * (1 + rho / (2 * (1 - rho))) + kv_t
+        ttft = ttft_open = wait(offered)
     sustains = True
     if wl.requestsPerSecond:
         sustains = rate >= wl.requestsPerSecond * 0.999
@@ -794,23 +891,58 @@ def pd_candidate(req: PlanRequest, prefill: RoleChoice, decode: RoleChoice,
 
 
 def unified_candidate(req: PlanRequest, unified: RoleChoice, pre: perf.PrefillEstimate,
-                       est: perf.DecodeEstimate, z: RoleSizing) -> Candidate:
+                       est: perf.DecodeEstimate, z: RoleSizing, retime=None,
+                       draft: int = 0) -> Candidate:
     """Prefill and decode share the GPUs: prefill work takes a fraction busy = R / (n x prefill
-    requests/s) of the instances, during which decode stalls. With S sequences decoding at TPOT
-    t: R = S (1 - busy) / (OSL x t), hence R = S / (OSL x t + S / (n x prefill req/s)); TPOT
-    stretches to t / (1 - busy)."""
+    requests/s) of the instances, during which decode stalls, so TPOT stretches to
+    t / (1 - busy) and R = S (1 - busy) / (OSL x t) for S sequences decoding at TPOT t.
+
+    Open load: S is the sized batch over the ranks (capacity), R = S / (OSL x t + S / (n x
+    prefill req/s)). Fixed ``concurrency`` (a closed loop): the sequences decoding and those
+    waiting for prefill add up to it, R x (TTFT(R) + OSL x t(b) / (1 - busy)) = concurrency,
+    with t timed at the batch b that R keeps decoding (:class:`DecodeCurve`); beyond the
+    capacity the rest wait: TTFT = concurrency / R - OSL x TPOT."""
     wl = req.spec.workload
+    osl = wl.outputTokens
     ul = unified.layout
-    seqs = _in_flight(wl, unified.instances * ul.data * est.batch_per_rank * ul.pipeline)
+    ranks = unified.instances * ul.data * ul.pipeline
     cap = unified.instances * pre.requests_per_s
-    rate = seqs / (wl.outputTokens * est.tpot_s + seqs / cap)
-    sustains = True
-    if wl.requestsPerSecond:
-        sustains = rate >= wl.requestsPerSecond * 0.999
-        rate = min(rate, wl.requestsPerSecond)
-    busy = min(rate / cap, 0.95)
-    tpot = est.tpot_s / (1 - busy)
-    ttft = pre.latency_s * (1 + busy / (2 * (1 - busy)))
+
+    def wait(busy: float) -> float:
+        return pre.latency_s * (1 + busy / (2 * (1 - busy)))
+
+    if wl.concurrency:
+        curve = decode_curve(req, est, ranks, retime, draft)
+        # Decode at its sized batch: R x OSL x t_B / (1 - R / cap) = ranks x B.
+        r_dec = ranks * est.batch_per_rank / (osl * est.tpot_s + ranks * est.batch_per_rank
+                                              / cap)
+
+        def in_loop(r: float) -> float:
+            busy = min(r / cap, 0.95)
+            b = curve.fed(r, osl, 1 / (1 - busy))
+            t = curve.tpot(b if b is not None else curve.b_max)
+            return r * (wait(busy) + osl * t / (1 - busy))
+
+        rate, capped = _solve_closed_loop(wl.concurrency, min(0.95 * cap, r_dec), in_loop)
+        busy = min(rate / cap, 0.95)
+        fed = curve.fed(rate, osl, 1 / (1 - busy)) or curve.b_max
+        tpot = curve.tpot(fed) / (1 - busy)
+        ttft = wait(busy)
+        if capped and rate:
+            ttft = max(ttft, wl.concurrency / rate - osl * tpot)
+        batch = fed
+        sustains = True
+    else:
+        seqs = _in_flight(wl, ranks * est.batch_per_rank)
+        rate = seqs / (osl * est.tpot_s + seqs / cap)
+        sustains = True
+        if wl.requestsPerSecond:
+            sustains = rate >= wl.requestsPerSecond * 0.999
+            rate = min(rate, wl.requestsPerSecond)
+        busy = min(rate / cap, 0.95)
+        tpot = est.tpot_s / (1 - busy)
+        ttft = wait(busy)
+        batch = est.batch_per_rank
     gpus = unified.gpus
     bound = f"prefill interrupting decode (shared GPUs; {pre.bound})" if busy > 0.3 \
         else est.bound
@@ -819,5 +951,5 @@ def unified_candidate(req: PlanRequest, unified: RoleChoice, pre: perf.PrefillEs
     return Candidate([unified.as_json()], gpus, z.kv_tokens_per_rank,
                      ttft * 1000, tpot * 1000, rate * wl.outputTokens,
                      rate * (wl.inputTokens + wl.outputTokens), True, False, bound,
-                     [f"{busy:.0%} of the time in prefill", f"batch {est.batch_per_rank} per rank"],
-                     sustains=sustains)
+                     [f"{busy:.0%} of the time in prefill", f"batch {batch} per rank"],
+                     sustains=sustains, decode_batch=batch)
