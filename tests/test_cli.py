@@ -193,3 +193,13 @@ def test_every_schema_field_is_described():
                for prop, ps in d.get("properties", {}).items() if "description" not in ps]
     missing += [p for p, ps in schema["properties"].items() if "description" not in ps]
     assert not missing, missing
+
+
+def test_readme_prediction_excerpt_matches(capsys):
+    """The README's two `gen size` prediction lines are what the commands print."""
+    readme = (ROOT / "README.md").read_text()
+    for extra in ([], ["-f", str(ROOT / "overlays" / "s1-two-prefill-nodes.yaml")]):
+        assert run(["size", str(EXAMPLES / "s1-16xh20-pd.yaml"), *extra]) == 0
+        line = next(x for x in capsys.readouterr().out.splitlines()
+                    if x.startswith("predicted:"))
+        assert line in readme
