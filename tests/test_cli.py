@@ -203,3 +203,21 @@ def test_readme_prediction_excerpt_matches(capsys):
         line = next(x for x in capsys.readouterr().out.splitlines()
                     if x.startswith("predicted:"))
         assert line in readme
+
+
+def test_spec_from_standard_input(monkeypatch, capsys):
+    """`gen validate -` reads the spec from standard input; findings name it <stdin>; a command
+    that parses its input twice (gen report, gen plan) reads it once."""
+    import io
+    from generator.spec import load
+    text = (EXAMPLES / "s1-16xh20-pd.yaml").read_text().replace("tensor: 8, data: 1",
+                                                                "tensor: 3, data: 1")
+    monkeypatch.setattr(load, "_stdin_cache", {})
+    monkeypatch.setattr("sys.stdin", io.TextIOWrapper(io.BytesIO(text.encode())))
+    assert run(["validate", "-"]) == 1
+    assert "<stdin>:52:18: error LAY002" in capsys.readouterr().err
+    monkeypatch.setattr(load, "_stdin_cache", {})
+    plan_text = (EXAMPLES / "plan" / "h20-96-fixed-layout.yaml").read_text()
+    monkeypatch.setattr("sys.stdin", io.TextIOWrapper(io.BytesIO(plan_text.encode())))
+    assert run(["plan", "-"]) == 0
+    assert "decode: 5,717 output tokens/s per node" in capsys.readouterr().out

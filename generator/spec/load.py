@@ -20,6 +20,7 @@ from __future__ import annotations
 import difflib
 import io
 import json
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -119,13 +120,34 @@ def _finding(code: str, file: str, message: str, hint: str = "", line: int = 0,
     return Finding(code, Severity.ERROR, path, message, hint, Location(file, line, column))
 
 
+#: The path that means standard input (``gen validate -``), and the name findings give it.
+STDIN, STDIN_NAME = "-", "<stdin>"
+#: Standard input, read once (a command may parse its input twice: gen report, gen plan).
+_stdin_cache: dict[int, bytes] = {}
+
+
+def _read_stdin(limit: int) -> bytes:
+    if limit not in _stdin_cache:
+        _stdin_cache[limit] = sys.stdin.buffer.read(limit + 1)
+    return _stdin_cache[limit]
+
+
+def display_name(path: Path) -> str:
+    """How findings name an input file (standard input: ``<stdin>``)."""
+    return STDIN_NAME if str(path) == STDIN else str(path)
+
+
 def _read_text(path: Path, display: str, limit: int) -> tuple[str | None, Finding | None]:
-    """Read at most ``limit`` bytes of UTF-8 text (pipes such as ``<(...)`` are fine)."""
-    if path.is_dir():
+    """Read at most ``limit`` bytes of UTF-8 text (pipes such as ``<(...)`` are fine; ``-`` is
+    standard input)."""
+    if str(path) != STDIN and path.is_dir():
         return None, _finding("LOAD001", display, f"{display} is a directory, not a file")
     try:
-        with open(path, "rb") as fh:
-            raw = fh.read(limit + 1)
+        if str(path) == STDIN:
+            raw = _read_stdin(limit)
+        else:
+            with open(path, "rb") as fh:
+                raw = fh.read(limit + 1)
     except OSError as exc:
         return None, _finding("LOAD001", display, f"cannot read {display}: {exc.strerror}",
                               "check the path (it is relative to the current directory)")
@@ -299,7 +321,7 @@ def _plain(node: Any, path: PathKey, display: str, prov: Provenance) -> Any:
 def parse_yaml_file(path: Path, overlay: bool = False) -> tuple[Any, Provenance, list[Finding]]:
     """Read one YAML file safely. Returns (data, provenance, findings); data is None on error.
     ``overlay``: the file is an overlay (only the hint of a non-mapping document differs)."""
-    display = str(path)
+    display = display_name(path)
     text, err = _read_text(path, display, MAX_BYTES)
     if err:
         return None, Provenance(), [err]
@@ -420,7 +442,7 @@ def load_spec(spec_path: Path, overlays: list[Path] = ()) -> LoadedSpec:
 
     Never raises for bad input: problems are returned in ``LoadedSpec.findings``.
     """
-    files = [str(spec_path), *map(str, overlays)]
+    files = [display_name(spec_path), *map(str, overlays)]
     data, prov, findings = parse_yaml_file(spec_path)
     if data is None:
         return LoadedSpec({}, prov, files, None, findings)
