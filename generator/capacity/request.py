@@ -62,9 +62,9 @@ class Workload(_M):
 class Slo(_M):
     """Service-level objectives (milliseconds) and an optional throughput goal."""
 
-    ttftMs: float | None = Field(None, gt=0)
-    tpotMs: float | None = Field(None, gt=0)
-    throughputTokensPerSec: float | None = Field(None, gt=0)
+    ttftMs: float | None = Field(None, gt=0, allow_inf_nan=False)
+    tpotMs: float | None = Field(None, gt=0, allow_inf_nan=False)
+    throughputTokensPerSec: float | None = Field(None, gt=0, allow_inf_nan=False)
 
 
 class Speculation(_M):
@@ -77,7 +77,7 @@ class Speculation(_M):
         "--speculative-dspark-block-size from 0.5.16; sgl-project/sglang#29538). SGLang "
         "0.5.16+ and DeepSeek-V4 only (PLN004).")
     numSpeculativeTokens: int = Field(1, ge=1, le=8)
-    acceptance: float = Field(0.7, ge=0, le=1)
+    acceptance: float = Field(0.7, ge=0, le=1, allow_inf_nan=False)
 
 
 class Constraints(_M):

@@ -118,7 +118,7 @@ class Model(_Model):
     tokenSecret: SecretKeyRef | None = Field(
         None, description="Secret key holding a Hugging Face token (HF_TOKEN).")
     loadGBps: float | None = Field(
-        None, gt=0, le=1000,
+        None, gt=0, le=1000, allow_inf_nan=False,
         description="Read bandwidth of the weights volume per pod, GB/s (default 1.0: a "
         "network file system; local NVMe reads 3-7). Sets the startup budget.")
 
@@ -260,7 +260,8 @@ class Traffic(_Model):
 
     inputTokens: int = Field(ge=1, le=2_000_000, description="Mean prompt length, tokens.")
     outputTokens: int = Field(ge=1, le=1_000_000, description="Mean output length, tokens.")
-    acceptance: float = Field(0.7, ge=0, le=1, description="Per-token acceptance rate of the "
+    acceptance: float = Field(0.7, ge=0, le=1, allow_inf_nan=False,
+                              description="Per-token acceptance rate of the "
                               "speculative draft tokens (MTP), if any.")
 
 
@@ -271,10 +272,10 @@ class Serving(_Model):
         description="Longest sequence (prompt + output), tokens; default: the model's context.")
     kvCacheDtype: Literal["auto", "fp8"] | None = Field(None,
         description="KV-cache dtype: auto (the model's) or fp8.")
-    gpuMemoryUtilization: float | None = Field(None, gt=0.0, le=1.0,
+    gpuMemoryUtilization: float | None = Field(None, gt=0.0, le=1.0, allow_inf_nan=False,
         description="vLLM: fraction of GPU memory the engine may use (default: the release's).")
     memFractionStatic: float | None = Field(
-        None, gt=0.0, lt=1.0,
+        None, gt=0.0, lt=1.0, allow_inf_nan=False,
         description="SGLang only: pin --mem-fraction-static (else derived by the sizing plan).")
     port: int | None = Field(None, ge=1024, le=65535,
         description="Engine HTTP port (default 8000).")
