@@ -3,6 +3,8 @@ queries on the PodMonitor's labels, and a LeaderWorkerSet that leaves replicas t
 
 from __future__ import annotations
 
+import json
+
 import yaml
 
 from generator.layout import max_instances
@@ -53,6 +55,8 @@ def test_bounds_that_cannot_scale_are_a_warning(tmp_path, capsys):
     over = tmp_path / "o.yaml"
     over.write_text("spec:\n  monitoring: {enabled: true, prometheusUrl: 'http://p:9090'}\n"
                     "  roles:\n    - name: decode\n      autoscaling: {target: 8}\n")
-    assert run(["validate", str(EXAMPLES / "s1-16xh20-pd.yaml"), "-f", str(over)]) == 0
-    err = capsys.readouterr().err
-    assert "warning " + "AUT006" in err and "between 1 and 1 instances" in err
+    assert run(["validate", str(EXAMPLES / "s1-16xh20-pd.yaml"), "-f", str(over),
+                "--format", "json"]) == 0
+    findings = json.loads(capsys.readouterr().out)["findings"]
+    assert [f["code"] for f in findings] == ["AUT006"]
+    assert "between 1 and 1 instances" in findings[0]["message"]

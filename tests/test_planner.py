@@ -15,7 +15,6 @@ residuals is bench/published_cases.yaml, held by tests/test_evaluate.py):
 from __future__ import annotations
 
 import dataclasses
-import types
 
 import pytest
 import yaml
@@ -334,8 +333,7 @@ def test_dspark_drafts_the_block_in_one_pass():
                  "nodePools": {"p": {"gpu": "H20-141GB", "gpusPerNode": 8, "nodes": 1}},
                  "workload": {"inputTokens": 3500, "outputTokens": 1500, "concurrency": 1},
                  "speculative": {"numSpeculativeTokens": 3, "acceptance": 0.7}}})
-    role = types.SimpleNamespace(speculative=None)
-    assert drafter(req, role) == "sglang_mtp"
+    assert drafter(req) == "sglang_mtp"
     shape = model_shape(builtin_config("deepseek-v4-pro"), "mxfp4", 1000)
     kw = dict(batch=1, tensor=8, data=1, expert=False, nonexpert_bytes=4e9,
               local_experts_per_layer=384 / 8, ctx=4000, gpus_per_node=8, inter_gbps=400,

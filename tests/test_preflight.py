@@ -202,20 +202,7 @@ def test_broken_cluster_findings(cluster, api):
 
 @pytest.mark.parametrize("cluster", ["broken"], indirect=True)
 def test_cli_reads_the_kubeconfig_context(cluster, tmp_path, capsys):
-    kubeconfig = tmp_path / "config"
-    kubeconfig.write_text(f"""apiVersion: v1
-kind: Config
-clusters:
-- name: test
-  cluster: {{server: "{cluster.url}"}}
-users:
-- name: test
-  user: {{token: x}}
-contexts:
-- name: gpu-cluster
-  context: {{cluster: test, user: test, namespace: llm}}
-current-context: other
-""")
+    kubeconfig = _kubeconfig(tmp_path, cluster.url, current="other")
     assert run(["preflight", str(S1), "--kubeconfig", str(kubeconfig),
                 "--context", "gpu-cluster", "--format", "json"]) == 1
     doc = json.loads(capsys.readouterr().out)
@@ -318,7 +305,7 @@ def _rejecting_cluster() -> _Cluster:
     return _Cluster(state)
 
 
-def _kubeconfig(tmp_path, url: str):
+def _kubeconfig(tmp_path, url: str, current: str = "gpu-cluster"):
     path = tmp_path / "config"
     path.write_text(f"""apiVersion: v1
 kind: Config
@@ -331,7 +318,7 @@ users:
 contexts:
 - name: gpu-cluster
   context: {{cluster: test, user: test, namespace: llm}}
-current-context: gpu-cluster
+current-context: {current}
 """)
     return path
 

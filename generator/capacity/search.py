@@ -587,8 +587,8 @@ DSPARK_DP_ALL2ALL = ("allgather_reducescatter", "mori", "mori_low_latency",
                      "mori_high_throughput")
 
 
-def drafter(req: PlanRequest, role: RoleInput) -> str:
-    """The draft-pass pattern of a decoding role (:func:`perf.decode_terms`): ``dspark`` when the
+def drafter(req: PlanRequest) -> str:
+    """The draft-pass pattern of the decoding roles (:func:`perf.decode_terms`): ``dspark`` when the
     request plans DSpark (for every decoding role; PLN004 limits it to SGLang), else the
     engine's MTP loop."""
     spec = req.spec.speculative
@@ -638,7 +638,7 @@ def decode_estimate(req: PlanRequest, role: RoleInput, z: RoleSizing, pool,
                                 ctx=ctx_avg, gpus_per_node=pool.gpusPerNode,
                                 inter_gbps=s.network.interNodeGbps, draft=k,
                                 bf16=bf16_compute(s.model.weights), attn_fp8=fp8_attn,
-                                drafter=drafter(req, role))
+                                drafter=drafter(req))
     if cap_b < 1:
         return None
     if per_rank_needed is not None:
@@ -718,22 +718,14 @@ GRAPH_BATCHES = {
 }
 
 
-def graph_batch(b: float, engine: str = "vllm", draft: int = 0) -> int:
-    """The decode batch a step actually runs: ``b`` padded up to the next CUDA-graph capture
-    size of the engine (:data:`GRAPH_BATCHES`; beyond the list, ``b`` itself). vLLM captures
-    tokens: with ``draft`` speculative tokens a step of b sequences is b x (1 + draft) tokens,
-    padded to the next capture size rounded up to a multiple of 1 + draft
-    (vllm/config/compilation.py ``adjust_cudagraph_sizes_for_spec_decode``); SGLang captures
-    sequences, from its finer list when it drafts."""
-    b = max(1, math.ceil(b - 1e-9))
-    sizes = _graph_sequences(engine, draft)
-    i = bisect.bisect_left(sizes, b)
-    return sizes[i] if i < len(sizes) else b
-
-
 @functools.lru_cache(maxsize=None)
 def _graph_sequences(engine: str, draft: int) -> tuple[int, ...]:
-    """:func:`graph_batch`'s capture sizes in sequences per step."""
+    """The decode batches (sequences per step) the engine captures CUDA graphs for, below 256
+    (:data:`GRAPH_BATCHES`): a step of b sequences runs at the next one. vLLM captures tokens:
+    with ``draft`` speculative tokens a step of b sequences is b x (1 + draft) tokens, padded to
+    the next capture size rounded up to a multiple of 1 + draft (vllm/config/compilation.py
+    ``adjust_cudagraph_sizes_for_spec_decode``); SGLang captures sequences, from its finer list
+    when it drafts."""
     if engine == "vllm" and draft:
         q = 1 + draft
         return tuple(sorted({-(-s // q) for s in GRAPH_BATCHES["vllm"]}))

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 from ..sizing import RoleSizing
 from .registry import Context, E, Hit, is_vllm, role_path, rule, serving_path
 
@@ -98,18 +100,26 @@ def _monitoring_enabled(ctx: Context):
                   "the series the PodMonitor scrapes)", "set monitoring.enabled: true")
 
 
+#: Scrape intervals the rate windows can use, s: two samples in generator/manifests/
+#: monitoring.py RATE_WINDOW (5 minutes) need at most 150 s; Prometheus scrapes no faster than 1 s.
+SCRAPE_RANGE_S = (1, 150)
+_UNIT_S = {"ms": 0.001, "s": 1, "m": 60}
+
+
 @rule("SRV007", E, "the scrape interval leaves two samples in the 5-minute rate windows",
       "Prometheus rate() needs two samples in its window "
-      "(https://prometheus.io/docs/prometheus/latest/querying/functions/#rate); moegen's alerts, "
-      "dashboard and KEDA queries use 5-minute windows (generator/manifests/dashboard.py WINDOW)")
+      "(https://prometheus.io/docs/prometheus/latest/querying/functions/#rate); moegen's alerts "
+      "and dashboard use 5-minute windows (generator/manifests/monitoring.py RATE_WINDOW)")
 def _interval(ctx: Context):
     mon = ctx.spec.spec.monitoring
     if mon is None:
         return
-    value, unit = int(mon.interval.rstrip("mshms") or 0), mon.interval.lstrip("0123456789")
-    seconds = value / 1000 if unit == "ms" else value * (60 if unit == "m" else 1)
-    if not 1 <= seconds <= 150:
+    m = re.fullmatch(r"([0-9]+)(ms|s|m)", mon.interval)   # the schema's pattern
+    seconds = int(m.group(1)) * _UNIT_S[m.group(2)]
+    low, high = SCRAPE_RANGE_S
+    if not low <= seconds <= high:
         yield Hit(("spec", "monitoring", "interval"),
-                  f"scrape interval {mon.interval} is {'below 1 s' if seconds < 1 else 'above 150 s'}:"
-                  " the 5-minute rate windows of the alerts, dashboard and autoscaler need two "
-                  "samples", "e.g. interval: 15s (1s to 150s)")
+                  f"scrape interval {mon.interval} is "
+                  f"{f'below {low} s' if seconds < low else f'above {high} s'}: the 5-minute "
+                  "rate windows of the alerts and dashboard need two samples",
+                  f"e.g. interval: 15s ({low}s to {high}s)")

@@ -36,6 +36,10 @@ POD_IP = "${MOEGEN_POD_IP}"
 #: The leader pod's IP, resolved by the launcher from the leader's DNS name with a bounded retry
 #: (a DNS name given to a ZMQ bind crashes vLLM: kserve PR#5155, llm-d-modelservice#7).
 LEADER_IP = "${MOEGEN_LEADER_IP}"
+#: What sets a derived flag (the engines' DERIVED_FLAGS tables, rule ENG005): the layout, and
+#: for listener options, the HTTP port the probes, Services and router speak to.
+DERIVED_BY_LAYOUT = "the layout (roles[].parallel, workload and the pool)"
+DERIVED_LISTENER = "(the probes, Services and router speak HTTP on serving.port)"
 #: Placeholders and the example values conformance tests substitute for them.
 PLACEHOLDER_EXAMPLES = {POD_IP: "10.0.0.11", LEADER_IP: "10.0.0.10"}
 

@@ -45,7 +45,16 @@ from typing import TYPE_CHECKING, ClassVar
 
 from ..layout import Spread
 from ..resources import package_text
-from .base import LEADER_IP, POD_IP, EngineLaunch, PodProcesses, Port, RoleInput
+from .base import (
+    DERIVED_BY_LAYOUT as _LAYOUT,
+    DERIVED_LISTENER as _LISTENER,
+    LEADER_IP,
+    POD_IP,
+    EngineLaunch,
+    PodProcesses,
+    Port,
+    RoleInput,
+)
 from .options import release_options
 from .versions import SupportedRange, parse_version, select_known
 
@@ -133,9 +142,6 @@ def deepep_dispatch_tokens(role: RoleInput) -> int:
     return max(DEEPEP_LL_DEFAULT_TOKENS, batch * draft_tokens(role))
 
 
-_LAYOUT = "the layout (roles[].parallel, workload and the pool)"
-#: Listener options: the probes, Services and router speak plain HTTP to serving.port.
-_LISTENER = "(the probes, Services and router speak HTTP on serving.port)"
 #: Flags moegen derives for SGLang, by canonical name (``engines/options.py`` folds aliases such
 #: as ``--tensor-parallel-size``), with the spec field that sets each: ``roles[].engineArgs`` may
 #: not set them (rule ENG005). Options are those of sglang/srt/server_args.py.

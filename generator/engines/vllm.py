@@ -57,7 +57,16 @@ from typing import TYPE_CHECKING, ClassVar
 from ..layout import Spread
 from ..pods import DRAIN_S
 from ..resources import package_text
-from .base import LEADER_IP, POD_IP, EngineLaunch, PodProcesses, Port, RoleInput
+from .base import (
+    DERIVED_BY_LAYOUT as _LAYOUT,
+    DERIVED_LISTENER as _LISTENER,
+    LEADER_IP,
+    POD_IP,
+    EngineLaunch,
+    PodProcesses,
+    Port,
+    RoleInput,
+)
 from .options import release_options
 from .versions import SupportedRange, parse_version, select_known
 
@@ -109,9 +118,6 @@ def known_versions() -> list[str]:
     return list(_releases())
 
 
-_LAYOUT = "the layout (roles[].parallel, workload and the pool)"
-#: Listener options: the probes, Services and router speak plain HTTP to serving.port.
-_LISTENER = "(the probes, Services and router speak HTTP on serving.port)"
 #: Flags moegen derives for vLLM, by canonical name (``engines/options.py`` folds aliases such as
 #: ``-tp``), with the spec field that sets each: ``roles[].engineArgs`` may not set them (rule
 #: ENG005). Options are those of vllm/engine/arg_utils.py and entrypoints/openai/cli_args.py.

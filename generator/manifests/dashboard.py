@@ -27,13 +27,13 @@ from dataclasses import dataclass
 
 from ..engines.metrics import METRICS
 from ..sizing import RoleSizing
-from .monitoring import P_INSTANCE, P_ROLE, _q
+from .monitoring import P_INSTANCE, P_ROLE, RATE_WINDOW, _q
 
 #: The Grafana sidecar's default dashboard label (grafana/helm-charts charts/grafana/values.yaml
 #: ``sidecar.dashboards.label: grafana_dashboard``, ``labelValue: "1"``).
 DASHBOARD_LABEL = ("grafana_dashboard", "1")
-#: Rate window of the panels' queries.
-WINDOW = "5m"
+#: Rate window of the panels' queries (the alerts').
+WINDOW = RATE_WINDOW
 #: Panel size on Grafana's 24-column grid.
 PANEL_W, PANEL_H = 8, 8
 

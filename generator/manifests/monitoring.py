@@ -45,6 +45,9 @@ P_INSTANCE, P_ROLE = "app_kubernetes_io_instance", "moegen_dev_role"
 #: Alert windows: a stall must last 10 minutes (a long prefill or a rebalance pauses output for
 #: seconds, a lost peer forever); transfer failures over 10 minutes; KV usage over 15 minutes.
 STALL_FOR, TRANSFER_WINDOW, KV_FOR = "10m", "10m", "15m"
+#: The rate window of every query moegen renders (alerts, dashboard): long enough for two
+#: samples at the slowest scrape interval rule SRV007 allows (150 s).
+RATE_WINDOW = "5m"
 #: Restarts and re-creations are reported for 15 minutes (a group reloads its weights longer).
 RESTART_WINDOW = "15m"
 #: Margin over the planned KV usage before alerting (the plan is per rank at maxModelLen; real
@@ -102,7 +105,7 @@ def monitoring_plan(base: str, engine: str, interval: str,
     rules.append({
         "alert": "EngineStalled",
         "expr": f"sum by (pod) ({m.running}{every}) > 0 and "
-                f"sum by (pod) (rate({m.generated_total}{every}[5m])) == 0",
+                f"sum by (pod) (rate({m.generated_total}{every}[{RATE_WINDOW}])) == 0",
         "for": STALL_FOR, "labels": {"severity": "critical"},
         "annotations": {"summary": f"{base}: requests are running on {{{{ $labels.pod }}}} "
                                    "but no token was generated for 10 minutes",

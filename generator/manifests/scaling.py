@@ -32,12 +32,16 @@ from ..engines.versions import parse_version
 from ..layout import max_instances
 from .monitoring import P_INSTANCE, P_ROLE, _q
 
-#: HPA limits on the behaviour fields (k8s.io/api autoscaling/v2 HPAScalingRules:
-#: stabilizationWindowSeconds <= 3600, policy periodSeconds <= 1800).
+#: HPA limits on the behaviour fields (k8s.io/api autoscaling/v2 types.go HPAScalingRules:
+#: stabilizationWindowSeconds <= 3600, HPAScalingPolicy periodSeconds <= 1800; validated in
+#: kubernetes pkg/apis/autoscaling/validation/validation.go).
 MAX_STABILIZATION_S, MAX_PERIOD_S = 3600, 1800
-#: The HPA's default scale-down stabilization window (autoscaling/v2), the floor moegen keeps.
+#: The HPA's default scale-down stabilization window, the floor moegen keeps
+#: (https://kubernetes.io/docs/tasks/run-application/horizontal-pod-autoscale/#default-behavior:
+#: 300 s).
 DEFAULT_SCALE_DOWN_S = 300
-#: KEDA's polling interval of the Prometheus query, s (KEDA's default is 30).
+#: KEDA's polling interval of the Prometheus query, s: KEDA's default
+#: (https://keda.sh/docs/2.16/reference/scaledobject-spec/#pollinginterval: 30), written out.
 POLLING_S = 30
 #: The LeaderWorkerSet API the scale target names.
 LWS_API = "leaderworkerset.x-k8s.io/v1"
