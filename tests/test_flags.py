@@ -84,7 +84,7 @@ def test_s1_32_unified_four_pods():
     starts = [_opts(launch.argv(i)[3:]).get("--data-parallel-start-rank") for i in range(4)]
     assert starts == [None, "8", "16", "24"]
     opts = _opts(launch.argv(0)[3:])
-    assert opts["--max-num-seqs"] == "200" and opts["--gpu-memory-utilization"] == "0.9"
+    assert opts["--max-num-seqs"] == "7" and opts["--gpu-memory-utilization"] == "0.9"
     assert json.loads(opts["--eplb-config"])["num_redundant_experts"] == 32
     assert "--kv-transfer-config" not in opts
 

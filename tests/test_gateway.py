@@ -147,8 +147,8 @@ def test_s1_vllm_route_objects():
     assert route["spec"]["rules"][0]["backendRefs"] == [
         {"group": "inference.networking.k8s.io", "kind": "InferencePool", "name": "dsv3-pd-pool"}]
     epp = _obj(files, "epp-deployment.yaml")["spec"]["template"]["spec"]["containers"][0]
-    assert epp["args"][:4] == ["--pool-name", "dsv3-pd-pool", "--config-file",
-                               "/config/epp-config.yaml"]
+    assert epp["args"][:6] == ["--pool-name", "dsv3-pd-pool", "--pool-namespace", "$(NAMESPACE)",
+                               "--config-file", "/config/epp-config.yaml"]
     assert "vllm:num_requests_waiting" in epp["args"] and "vllm:kv_cache_usage_perc" in epp["args"]
     assert epp["env"] == [{"name": "NAMESPACE", "valueFrom": {"fieldRef": {
         "fieldPath": "metadata.namespace"}}}]
@@ -335,3 +335,19 @@ def test_monitored_endpoint_picker_is_scraped_without_cluster_rbac():
     svc = yaml.safe_load(watched["epp-service.yaml"])
     assert sm["spec"]["endpoints"][0]["port"] in [p["name"] for p in svc["spec"]["ports"]]
     assert sm["spec"]["selector"]["matchLabels"].items() <= svc["metadata"]["labels"].items()
+
+
+def test_decode_client_service_goes_through_the_sidecar():
+    """Behind the gateway the decode engine listens on 8200 behind the routing sidecar, which
+    alone runs the P/D protocol: the decode client Service targets the sidecar's port."""
+    _, _, files = render_spec(S1, [IGW])
+    svc = yaml.safe_load(files["decode-service.yaml"])
+    lws = yaml.safe_load(files["decode-lws.yaml"])
+    leader = lws["spec"]["leaderWorkerTemplate"]["leaderTemplate"]["spec"]
+    sidecar = next(c for c in leader["initContainers"] if c["name"] == "routing-sidecar")
+    (port,) = svc["spec"]["ports"]
+    assert port["targetPort"] == sidecar["ports"][0]["name"] == "sidecar"
+    assert sidecar["ports"][0]["containerPort"] == port["port"] == 8000
+    epp = yaml.safe_load(files["epp-deployment.yaml"])["spec"]["template"]["spec"]
+    args = epp["containers"][0]["args"]
+    assert args[args.index("--pool-namespace") + 1] == "$(NAMESPACE)"

@@ -4,8 +4,12 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from generator import pipeline
 from generator.catalog import builtin_config
+from generator.cli import run
+from tests.helpers import EXAMPLES
 
 SPEC = """\
 apiVersion: moegen.dev/v1alpha1
@@ -83,3 +87,35 @@ def test_rtr006_pool_ports_above_the_crd_maximum(tmp_path, monkeypatch):
                         lambda role: tuple(8000 + r for r in range(9)))
     found = [f for f in pipeline.check(spec, [overlay]).findings if f.code == "RTR006"]
     assert found and "9 HTTP ports" in found[0].message and "at most 8" in found[0].message
+
+
+def test_srv008_max_num_seqs_per_rank(tmp_path, capsys):
+    """S1 unified (DP32, sizing.concurrency 200) with maxNumSeqs 200: vLLM admits 200 per DP
+    rank, 32 x 200 = 6,400 per instance; moegen's own value is ceil(200 / 32) = 7."""
+    over = tmp_path / "o.yaml"
+    over.write_text("spec:\n  serving: {maxNumSeqs: 200}\n")
+    assert run(["validate", str(EXAMPLES / "s1-32xh20-unified.yaml"), "-f", str(over),
+                "--format", "json"]) == 0
+    findings = json.loads(capsys.readouterr().out)["findings"]
+    assert [f["code"] for f in findings] == ["SRV008"]
+    assert "6,400 sequences" in findings[0]["message"] and "--max-num-seqs 7" in findings[0]["hint"]
+
+
+@pytest.mark.parametrize("field,value,says", [
+    ("num_hidden_layers", "61", "num_hidden_layers is '61', not an integer"),
+    ("num_hidden_layers", 61.5, "not an integer"),
+    ("hidden_size", True, "hidden_size is True, not an integer"),
+    ("n_routed_experts", -256, "n_routed_experts is -256, outside 1.."),
+    ("num_attention_heads", 0, "outside 1.."),
+    ("vocab_size", 1 << 40, "outside 1.."),
+    ("num_experts_per_tok", 1000, "num_experts_per_tok 1000 exceeds n_routed_experts 256"),
+])
+def test_mod003_unusable_config_values(tmp_path, field, value, says):
+    """A config.json whose counts are not positive integers, or whose top-k exceeds its experts,
+    is one MOD003 finding (it used to crash sizing, or size negative weights)."""
+    cfg = dict(builtin_config("deepseek-v3"), **{field: value})
+    (tmp_path / "config.json").write_text(json.dumps(cfg))
+    spec = tmp_path / "spec.yaml"
+    spec.write_text(SPEC.format(extra=""))
+    findings = pipeline.check(spec).findings
+    assert [f.code for f in findings] == ["MOD003"] and says in findings[0].message

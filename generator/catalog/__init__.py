@@ -231,18 +231,62 @@ class UnknownArchitecture(ValueError):
     """The config's ``model_type`` is not a family moegen can size and render."""
 
 
+#: The integer fields of a DeepSeek/Kimi config.json that sizing reads (the models' own
+#: configuration_deepseek*.py): a count or width, so a positive integer when present.
+POSITIVE_INT_FIELDS = (
+    "hidden_size", "num_attention_heads", "num_hidden_layers", "vocab_size",
+    "max_position_embeddings", "intermediate_size", "moe_intermediate_size", "n_routed_experts",
+    "num_experts_per_tok", "kv_lora_rank", "q_lora_rank", "qk_nope_head_dim", "qk_rope_head_dim",
+    "v_head_dim", "head_dim", "index_head_dim", "index_n_heads", "index_topk", "o_lora_rank",
+    "o_groups", "hc_mult", "n_group", "topk_group", "moe_layer_freq", "sliding_window",
+    "num_key_value_heads")
+#: Integer fields where 0 is meaningful (no shared experts, no dense layers, no MTP layers).
+COUNT_FIELDS = ("n_shared_experts", "first_k_dense_replace", "num_nextn_predict_layers",
+                "num_hash_layers")
+#: A bound no real config reaches, so the arithmetic stays finite.
+MAX_CONFIG_INT = 1 << 31
+
+
+def config_problems(config: dict) -> list[str]:
+    """What makes a config.json unusable for sizing: each field of
+    :data:`POSITIVE_INT_FIELDS` / :data:`COUNT_FIELDS` that is present must be an integer (not a
+    boolean or a float) in range; top-k within the experts and groups."""
+    out = []
+    for key in POSITIVE_INT_FIELDS + COUNT_FIELDS:
+        if key not in config or config[key] is None:
+            continue
+        v = config[key]
+        low = 1 if key in POSITIVE_INT_FIELDS else 0
+        if isinstance(v, bool) or not isinstance(v, int):
+            out.append(f"{key} is {v!r}, not an integer")
+        elif not low <= v < MAX_CONFIG_INT:
+            out.append(f"{key} is {v}, outside {low}..{MAX_CONFIG_INT - 1}")
+    if not out:
+        experts, topk = config.get("n_routed_experts"), config.get("num_experts_per_tok")
+        if experts and topk and topk > experts:
+            out.append(f"num_experts_per_tok {topk} exceeds n_routed_experts {experts}")
+        groups, topk_group = config.get("n_group"), config.get("topk_group")
+        if groups and topk_group and topk_group > groups:
+            out.append(f"topk_group {topk_group} exceeds n_group {groups}")
+    return out
+
+
 def arch_from_config(config: dict) -> ModelArch:
     """Build a :class:`ModelArch` from a parsed HF config.
 
     Raises:
         UnknownArchitecture: ``model_type`` is missing or not in :data:`FAMILIES`.
-        KeyError / TypeError: a required key is missing or of the wrong type.
+        KeyError: a required key is missing.
+        ValueError: a field is unusable (:func:`config_problems`).
     """
     model_type = config.get("model_type")
     if model_type not in FAMILIES:
         raise UnknownArchitecture(
             f"model_type {model_type!r} is not supported (supported: {', '.join(sorted(FAMILIES))})"
         )
+    problems = config_problems(config)
+    if problems:
+        raise ValueError("; ".join(problems))
     return ModelArch(
         family=FAMILIES[model_type],
         hidden_size=int(config["hidden_size"]),

@@ -33,8 +33,16 @@ def _shm_limit(ctx: Context):
                       f"raise pod.memory well above {pod.shm_gib}Gi, or lower pod.shmSizeGiB")
 
 
-#: The release in an image tag (``v0.33.0``, ``0.5.23-cu129``).
-_TAG_VERSION = re.compile(r"v?(\d+\.\d+\.\d+)")
+#: The release in an image tag or engine.version, pre- and post-release included (``v0.33.0``,
+#: ``0.33.0rc1``, ``v0.5.6.post1-cu129`` -> ``0.5.6.post1``): PEP 440 pre/post/dev segments
+#: name other releases; a build flavour after ``-`` or ``+`` (``-cu129``) does not.
+_TAG_VERSION = re.compile(r"v?(\d+\.\d+\.\d+(?:[.-]?(?:rc|a|b|alpha|beta|dev|post)\d*)*)",
+                          re.IGNORECASE)
+
+
+def _release(text: str) -> str | None:
+    m = _TAG_VERSION.match(text)
+    return m.group(1).lower().replace("-", ".") if m else None
 
 
 def _image_tag(image: str) -> str:
@@ -55,12 +63,12 @@ def _image_version(ctx: Context):
                   f"image {eng.image!r} looks like a {other} image but engine.name is {eng.name}",
                   f"use a {eng.name} image, or set engine.name: {other}")
         return
-    m = _TAG_VERSION.match(_image_tag(eng.image))
-    if m and m.group(1) != eng.version.split("+")[0][: len(m.group(1))]:
+    tag = _release(_image_tag(eng.image))
+    if tag and tag != _release(eng.version):
         yield Hit(("spec", "engine", "image"),
-                  f"image tag {_image_tag(eng.image)!r} is {eng.name} {m.group(1)}, but the "
+                  f"image tag {_image_tag(eng.image)!r} is {eng.name} {tag}, but the "
                   f"flags are rendered for engine.version {eng.version}",
-                  f"set engine.version: \"{m.group(1)}\" (if moegen knows that release), or use "
+                  f"set engine.version: \"{tag}\" (if moegen knows that release), or use "
                   f"the {eng.version} image")
 
 
@@ -137,6 +145,33 @@ def _cpu_floor(ctx: Context):
                       f"role {role.name!r}: cpu {pod.cpu} is below the {need} cores the pod's "
                       "processes need",
                       f"raise pod.cpu to {need}, or unset it to use the derived request")
+
+
+@rule("POD006", E, "container limits are not below the requests",
+      "Kubernetes validation (pkg/apis/core/validation/validation.go ValidateResourceRequirements: "
+      "\"must be less than or equal to <resource> limit\"): the API server refuses the pod")
+def _limits_above_requests(ctx: Context):
+    for i, role in enumerate(ctx.spec.spec.roles):
+        plan = ctx.host[i] if i < len(ctx.host) else None
+        pod = effective_pod(ctx.spec.spec, role)
+        if pod.limits is None:
+            continue
+        # The requests moegen renders: the user's, else the largest pod's derived ones.
+        derived = max(plan.pods, key=lambda r: (r.memory_gib, r.cpu)) if plan else None
+        rows = (("cpu", pod.cpu or (str(derived.cpu) if derived else None), pod.limits.cpu,
+                 quantity_cpu),
+                ("memory", pod.memory or (f"{derived.memory_gib}Gi" if derived else None),
+                 pod.limits.memory, quantity_gib),
+                ("ephemeralStorage", pod.ephemeral_storage
+                 or (f"{derived.ephemeral_gib}Gi" if derived else None),
+                 pod.limits.ephemeralStorage, quantity_gib))
+        for key, request, limit, value in rows:
+            if request and limit and value(limit) < value(request):
+                yield Hit(pod_path(pod, i, "limits"),
+                          f"role {role.name!r}: limits.{key} {limit} is below the {key} "
+                          f"request {request}: the API server refuses the pod",
+                          f"raise limits.{key} to at least {request}, or drop it (limits equal "
+                          "the requests)")
 
 
 #: Volumes and mount paths moegen declares in every engine pod (manifests/pods.py).

@@ -52,8 +52,6 @@ def _bounds(ctx: Context):
             yield Hit(role_path(i, "autoscaling", "minReplicas"),
                       f"role {r.name!r}: minReplicas {low} is above maxReplicas {high}",
                       "minReplicas <= maxReplicas")
-        if low == high:
-            continue   # AUT006 says it cannot scale
         if a.metric == "kvUsage" and a.target > 1:
             yield Hit(role_path(i, "autoscaling", "target"),
                       f"role {r.name!r}: kvUsage target {a.target:g} is a fraction of the KV "

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import re
 
+from ..engines.vllm import max_num_seqs as vllm_max_num_seqs
 from ..sizing import RoleSizing
-from .registry import Context, E, Hit, is_vllm, role_path, rule, serving_path
+from .registry import Context, E, Hit, W, is_vllm, role_path, rule, serving_path
 
 
 @rule("SRV001", E, "maxNumBatchedTokens is at least maxNumSeqs",
@@ -13,13 +14,16 @@ from .registry import Context, E, Hit, is_vllm, role_path, rule, serving_path
       "must be >= max_num_seqs", engines=("vllm",))
 def _batched_vs_seqs(ctx: Context):
     for i, r in ctx.role_items():
-        seqs, batched = r.serving.maxNumSeqs, r.serving.maxNumBatchedTokens
+        # What moegen renders: the spec's maxNumSeqs or the one it derives from sizing.
+        seqs, batched = vllm_max_num_seqs(r), r.serving.maxNumBatchedTokens
         z = ctx.sizing[i] if i < len(ctx.sizing) else None
         if batched is None and isinstance(z, RoleSizing):
             batched = z.batched_tokens   # the default moegen renders (vLLM's own for this GPU)
         if seqs is not None and batched is not None and batched < seqs:
+            whose = "maxNumSeqs" if r.serving.maxNumSeqs is not None else \
+                "the --max-num-seqs moegen derives from sizing.concurrency,"
             yield Hit(serving_path(ctx, i, "maxNumBatchedTokens"),
-                      f"role {r.name!r}: maxNumBatchedTokens {batched} is below maxNumSeqs "
+                      f"role {r.name!r}: maxNumBatchedTokens {batched} is below {whose} "
                       f"{seqs}: vLLM refuses to start", f"use maxNumBatchedTokens >= {seqs}")
 
 
@@ -98,6 +102,23 @@ def _monitoring_enabled(ctx: Context):
         yield Hit(("spec", "monitoring", "dashboard"),
                   "dashboard: true without enabled: true renders no dashboard (its panels read "
                   "the series the PodMonitor scrapes)", "set monitoring.enabled: true")
+
+
+@rule("SRV008", W, "vLLM's maxNumSeqs is per data-parallel rank",
+      "vLLM vllm/config/scheduler.py SchedulerConfig.max_num_seqs (per engine); each DP rank runs "
+      "its own engine core and scheduler (vllm/v1/engine/core.py DPEngineCoreProc)",
+      engines=("vllm",))
+def _seqs_per_rank(ctx: Context):
+    for i, r in ctx.role_items():
+        cap, data = r.serving.maxNumSeqs, r.layout.data
+        if cap is None or data < 2 or r.admission is None or cap < r.admission:
+            continue
+        yield Hit(serving_path(ctx, i, "maxNumSeqs"),
+                  f"role {r.name!r}: maxNumSeqs {cap} applies to each of its {data} DP ranks: "
+                  f"up to {cap * data:,} sequences per instance, where sizing.concurrency sizes "
+                  f"the KV cache for {r.admission}",
+                  f"drop maxNumSeqs (moegen renders --max-num-seqs "
+                  f"{-(-r.admission // data)} from sizing.concurrency), or set the per-rank value")
 
 
 #: Scrape intervals the rate windows can use, s: two samples in generator/manifests/

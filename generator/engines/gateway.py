@@ -206,7 +206,11 @@ def epp_args(engine: str, pool: str, monitored: bool = False) -> list[str]:
     LoRA or cache-info series: empty names turn them off, values_sglang.yaml); ``monitored``:
     :data:`EPP_OPEN_METRICS_FLAG`, so the ServiceMonitor can scrape it."""
     m = METRICS[engine]
-    args = ["--pool-name", pool, "--config-file", f"{EPP_CONFIG_DIR}/{EPP_CONFIG_FILE}",
+    # The pool's namespace explicitly: releases read it from NAMESPACE (the chart at 04a97e6)
+    # or POD_NAMESPACE (later runner options), else fall back to "default"
+    # (gateway-api-inference-extension cmd/epp/runner --pool-namespace).
+    args = ["--pool-name", pool, "--pool-namespace", f"$({EPP_NAMESPACE_ENV})",
+            "--config-file", f"{EPP_CONFIG_DIR}/{EPP_CONFIG_FILE}",
             "--total-queued-requests-metric", m.waiting,
             "--kv-cache-usage-percentage-metric", m.kv_usage]
     if engine == "sglang":
@@ -214,6 +218,10 @@ def epp_args(engine: str, pool: str, monitored: bool = False) -> list[str]:
     if monitored:
         args.append(EPP_OPEN_METRICS_FLAG)
     return args
+
+
+#: The routing sidecar's container port name (the decode pods' API behind the gateway).
+SIDECAR_PORT_NAME = "sidecar"
 
 
 def sidecar_args(port: int, engine_port: int, connector: str) -> list[str]:
@@ -241,8 +249,8 @@ def sidecar_container(engine: str, port: int, connector: str, bootstrap_port: in
         "name": "routing-sidecar",
         "image": SIDECAR_IMAGE,
         "args": sidecar_args(port, SIDECAR_ENGINE_PORT, connector),
-        "ports": [{"name": "sidecar", "containerPort": port, "protocol": "TCP"}],
-        "readinessProbe": {"httpGet": {"path": "/health", "port": "sidecar"},
+        "ports": [{"name": SIDECAR_PORT_NAME, "containerPort": port, "protocol": "TCP"}],
+        "readinessProbe": {"httpGet": {"path": "/health", "port": SIDECAR_PORT_NAME},
                            "periodSeconds": 10},
         "resources": {"requests": dict(SIDECAR_RESOURCES), "limits": dict(SIDECAR_RESOURCES)},
         "restartPolicy": "Always",

@@ -113,6 +113,17 @@ def _releases() -> dict:
     return json.loads(text)["releases"]
 
 
+def max_num_seqs(role: RoleInput) -> int | None:
+    """The ``--max-num-seqs`` moegen renders (per DP rank: vllm/config/scheduler.py
+    max_num_seqs): ``serving.maxNumSeqs``, else ceil(sizing.concurrency / data), what the HBM
+    check guarantees each rank holds at maxModelLen; None: the engine's default."""
+    if role.serving.maxNumSeqs is not None:
+        return role.serving.maxNumSeqs
+    if role.admission is not None:
+        return -(-role.admission // role.layout.data)
+    return None
+
+
 def known_versions() -> list[str]:
     """Every vLLM release moegen has read (0.11.0 .. 0.33.0)."""
     return list(_releases())
@@ -318,12 +329,9 @@ class VllmDialect:
         common += ["--max-model-len", str(max_len),
                    "--gpu-memory-utilization", _num(gmu),
                    "--kv-cache-dtype", s.kvCacheDtype]
-        if s.maxNumSeqs is not None:
-            common += ["--max-num-seqs", str(s.maxNumSeqs)]
-        elif role.admission is not None:
-            # Per DP rank (vllm/config/scheduler.py max_num_seqs): ceil(concurrency / data),
-            # what the HBM check guarantees each rank holds at maxModelLen.
-            common += ["--max-num-seqs", str(-(-role.admission // lay.data))]
+        seqs = max_num_seqs(role)
+        if seqs is not None:
+            common += ["--max-num-seqs", str(seqs)]
         planned = s.maxNumBatchedTokens or batched_tokens
         if planned is not None:
             common += ["--max-num-batched-tokens", str(planned)]

@@ -483,9 +483,13 @@ def build_plan(spec: InferenceDeployment, roles: list[RoleInput], dialect: Diale
                 endpoints[role.mode].append(f"http://{name}-0.{name}:{port}")
         pdbs.append(PdbPlan(f"{base}-{role.name}", f"{role.name}-pdb.yaml", rlabels,
                             {L_INSTANCE: base, L_ROLE: role.name}))
+        # With the routing sidecar (decode behind the inference gateway) the role's API is the
+        # sidecar: the engine behind it moved to gw.SIDECAR_ENGINE_PORT, and only the sidecar
+        # runs the P/D protocol (llm-d routing sidecar: prefill first, then the local decode).
+        target = gw.SIDECAR_PORT_NAME if sidecar is not None else "http"
         services.append(ServicePlan(
             client_service(base, role.name), f"{role.name}-service.yaml", rlabels, client_selector,
-            [{"name": "http", "port": port, "targetPort": "http", "protocol": "TCP"}],
+            [{"name": "http", "port": port, "targetPort": target, "protocol": "TCP"}],
             headless=False))
 
     router = None

@@ -118,7 +118,7 @@ class Model(_Model):
     tokenSecret: SecretKeyRef | None = Field(
         None, description="Secret key holding a Hugging Face token (HF_TOKEN).")
     loadGBps: float | None = Field(
-        None, gt=0, le=1000, allow_inf_nan=False,
+        None, ge=0.01, le=1000, allow_inf_nan=False,
         description="Read bandwidth of the weights volume per pod, GB/s (default 1.0: a "
         "network file system; local NVMe reads 3-7). Sets the startup budget.")
 
