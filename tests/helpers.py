@@ -56,3 +56,22 @@ def shared(*parts: str) -> Path:
     if not path.exists():
         pytest.skip(f"{path} not present (shared/ reference data is beside the checkout in CI)")
     return path
+
+
+def materialise_case(case: Path, tmp: Path) -> tuple[Path, list[Path], dict]:
+    """A case directory's ``case.yaml`` as (spec path, overlay paths, metadata).
+
+    ``spec:`` is an example path from the repository root with optional ``overlay:`` text merged
+    over it, or ``inline`` with the whole document in ``inline:`` (tests/invalid, tests/field).
+    """
+    meta = yaml.safe_load((case / "case.yaml").read_text())
+    if meta["spec"] == "inline":
+        spec = tmp / "spec.yaml"
+        spec.write_text(meta["inline"])
+        return spec, [], meta
+    overlays = []
+    if meta.get("overlay"):
+        overlay = tmp / "overlay.yaml"
+        overlay.write_text(meta["overlay"])
+        overlays.append(overlay)
+    return ROOT / meta["spec"], overlays, meta

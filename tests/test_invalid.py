@@ -17,30 +17,17 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
-import yaml
-
 from generator import pipeline
 from generator.cli import run
-from tests.helpers import ROOT
+from tests.helpers import ROOT, materialise_case
 
 INVALID = ROOT / "tests" / "invalid"
 CASES = sorted(p.parent for p in INVALID.glob("*/case.yaml"))
 
 
-def _materialise(case: Path, tmp: Path) -> tuple[Path, list[Path], dict]:
-    meta = yaml.safe_load((case / "case.yaml").read_text())
-    if meta["spec"] == "inline":
-        spec = tmp / "spec.yaml"
-        spec.write_text(meta["inline"])
-        return spec, [], meta
-    overlay = tmp / "overlay.yaml"
-    overlay.write_text(meta["overlay"])
-    return ROOT / meta["spec"], [overlay], meta
-
-
 @pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
 def test_invalid_case(case: Path, tmp_path: Path, capsys) -> None:
-    spec, overlays, meta = _materialise(case, tmp_path)
+    spec, overlays, meta = materialise_case(case, tmp_path)
     checked = pipeline.check(spec, overlays)
     errors = [f for f in checked.findings if f.severity.value == "error"]
     want = Counter(e["code"] for e in meta["expect"])

@@ -1,0 +1,57 @@
+"""Public field failures (``tests/field/<case>/case.yaml``, format in tests/field/README.md).
+
+Each case is a real report from an upstream tracker written as a spec: either moegen rejects or
+warns with the exact finding set, or it renders the fix (``render:`` assertions on the files).
+Every case also runs through the CLI: no traceback.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from generator import pipeline
+from generator.cli import run
+from tests.helpers import ROOT, materialise_case
+
+FIELD = ROOT / "tests" / "field"
+CASES = sorted(p.parent for p in FIELD.glob("*/case.yaml"))
+REQUIRED = ("source", "engine", "component", "class", "failed", "root_cause", "failed_before",
+            "spec")
+CLASSES = {"timeout-pair", "restart-path", "version-skew", "release-regression",
+           "hardware-capability", "model-requirement", "router-policy", "handshake", "memory",
+           "network", "probe", "rank-wiring", "config-parse"}
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
+def test_field_case(case: Path, tmp_path: Path, capsys) -> None:
+    spec, overlays, meta = materialise_case(case, tmp_path)
+    missing = [k for k in REQUIRED if not meta.get(k)]
+    assert not missing, f"{case.name}: case.yaml lacks {missing}"
+    assert meta["class"] in CLASSES, meta["class"]
+    assert "expect" in meta or "warnings" in meta or "render" in meta, case.name
+    checked = pipeline.check(spec, overlays)
+    errors = Counter(f.code for f in checked.findings if f.severity.value == "error")
+    warnings = Counter(f.code for f in checked.findings if f.severity.value == "warning")
+    report = "\n".join(map(str, checked.findings))
+    assert errors == Counter(e["code"] for e in meta.get("expect", [])), report
+    assert warnings == Counter(meta.get("warnings", [])), report
+    for exp in meta.get("expect", []):
+        hits = [f for f in checked.findings if f.code == exp["code"]]
+        for text in exp.get("contains", []):
+            assert any(text in (f.message + " " + f.hint) for f in hits), (text, hits)
+    if meta.get("render"):
+        assert not errors, report
+        _, files = pipeline.render(checked)
+        for check in meta["render"]:
+            assert check["file"] in files, (check["file"], sorted(files))
+            text = files[check["file"]]
+            for want in check.get("contains", []):
+                assert want in text, f"{check['file']} lacks {want!r}"
+            for bad in check.get("absent", []):
+                assert bad not in text, f"{check['file']} holds {bad!r}"
+    args = ["validate", str(spec)] + [a for o in overlays for a in ("-f", str(o))]
+    assert run(args) == (1 if errors else 0)
+    assert "Traceback" not in capsys.readouterr().err
