@@ -41,25 +41,32 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from functools import cache
-from typing import TYPE_CHECKING, ClassVar
+from typing import ClassVar
 
+from ..facts.batches import (
+    DEEPEP_LL_DEFAULT_TOKENS,
+    cuda_graph_batch,
+    deepep_dispatch_tokens,
+)
+from ..facts.versions import SupportedRange, parse_version, select_known
 from ..layout import Spread
 from ..resources import package_text
+from ..roles import RoleInput
+from ..sizing import RoleSizing
+from ..sizing.host import PodProcesses
 from .base import (
     DERIVED_BY_LAYOUT as _LAYOUT,
+)
+from .base import (
     DERIVED_LISTENER as _LISTENER,
+)
+from .base import (
     LEADER_IP,
     POD_IP,
     EngineLaunch,
-    PodProcesses,
     Port,
-    RoleInput,
 )
 from .options import release_options
-from .versions import SupportedRange, parse_version, select_known
-
-if TYPE_CHECKING:
-    from ..sizing import RoleSizing
 
 #: SGLang releases moegen supports: the 0.5 series (docs/spec.md §2), 0.5.1 being the first known.
 SUPPORTED = [SupportedRange((0, 5, 1), (0, 6, 0))]
@@ -72,9 +79,6 @@ BOOTSTRAP_PORT = 8998
 #: arg_groups/fields/exec_.py ``exec.overlap``).
 OVERLAP = {"two_batch": "--enable-two-batch-overlap",
            "single_batch": "--enable-single-batch-overlap"}
-#: SGLANG_DEEPEP_NUM_MAX_DISPATCH_TOKENS_PER_RANK default (python/sglang/srt/environ.py); the
-#: ceiling is DeepEP's (engines/deepep.py LL_MAX_TOKENS).
-DEEPEP_LL_DEFAULT_TOKENS = 128
 #: engine-neutral all2all -> (--moe-a2a-backend, --deepep-mode or None). MoRI-EP (AMD) takes the
 #: DeepEP mode flag too ("Select the mode when enable DeepEP or MoriEP MoE", server_args.py
 #: 0.5.23); plain ``mori`` leaves it at ``auto`` (normal for prefill, low_latency for decode).
@@ -111,35 +115,6 @@ def _data() -> dict:
 def known_versions() -> list[str]:
     """Every SGLang release moegen has read (0.5.1 .. 0.5.23)."""
     return sorted(_data()["releases"], key=parse_version)
-
-
-def cuda_graph_batch(role: RoleInput) -> int:
-    """Decode CUDA-graph batch per DP rank: the role's per-rank concurrency, rounded up to a
-    multiple of 8 (SGLang captures batch sizes in steps of 8), at least 8."""
-    per_rank = -(-role.concurrency // role.layout.data)
-    return max(8, -(-per_rank // 8) * 8)
-
-
-def admitted_per_rank(role: RoleInput) -> int:
-    """Decode batch one DP rank can be given: max-running-requests over the DP ranks (SGLang
-    divides it among DP-attention ranks), which moegen renders as the role's concurrency unless
-    maxNumSeqs pins it."""
-    cap = role.serving.maxNumSeqs or role.concurrency
-    return -(-cap // role.layout.data)
-
-
-def draft_tokens(role: RoleInput) -> int:
-    """Tokens per request per decode step: 1, or num_steps + 1 with MTP/EAGLE and topk 1
-    (sglang arg_groups/speculative_hook.py)."""
-    return role.speculative.numSpeculativeTokens + 1 if role.speculative else 1
-
-
-def deepep_dispatch_tokens(role: RoleInput) -> int:
-    """DeepEP low-latency dispatch tokens per rank a decode role needs: the largest batch a rank
-    can run (graph batch, or what max-running-requests admits) x draft tokens
-    (docs/field-failures.md #11), at least SGLang's default."""
-    batch = max(cuda_graph_batch(role), admitted_per_rank(role))
-    return max(DEEPEP_LL_DEFAULT_TOKENS, batch * draft_tokens(role))
 
 
 #: Flags moegen derives for SGLang, by canonical name (``engines/options.py`` folds aliases such
@@ -201,6 +176,9 @@ class SglangDialect:
     engine: ClassVar[str] = "sglang"
     label: ClassVar[str] = "SGLang"
     derived_flags: ClassVar[dict[str, str]] = DERIVED_FLAGS
+    #: SGLang has no ``--gpu-memory-utilization``: its ``--mem-fraction-static`` is sized
+    #: (generator/sizing/sglang_budget.py); the sizing's EngineRelease protocol reads None.
+    gpu_memory_utilization_default: ClassVar[None] = None
 
     @property
     def options(self) -> frozenset[str]:
@@ -252,7 +230,7 @@ class SglangDialect:
             out.append(PodProcesses(gpu=pod.gpus, api=api, other=other))
         return tuple(out)
 
-    def launch(self, role: RoleInput, sizing: "RoleSizing | None",
+    def launch(self, role: RoleInput, sizing: RoleSizing | None,
                startup_s: int | None = None) -> EngineLaunch:
         """Build the launch of one instance of ``role`` (the role must have passed the rules);
         ``sizing`` is the role's memory plan, whose ``--mem-fraction-static`` is rendered."""

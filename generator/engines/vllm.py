@@ -52,26 +52,28 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from functools import cache
-from typing import TYPE_CHECKING, ClassVar
+from typing import ClassVar
 
+from ..facts.versions import SupportedRange, parse_version, select_known
 from ..layout import Spread
 from ..pods import DRAIN_S
 from ..resources import package_text
+from ..roles import RoleInput
+from ..sizing import RoleSizing
+from ..sizing.host import PodProcesses
 from .base import (
     DERIVED_BY_LAYOUT as _LAYOUT,
+)
+from .base import (
     DERIVED_LISTENER as _LISTENER,
+)
+from .base import (
     LEADER_IP,
     POD_IP,
     EngineLaunch,
-    PodProcesses,
     Port,
-    RoleInput,
 )
 from .options import release_options
-from .versions import SupportedRange, parse_version, select_known
-
-if TYPE_CHECKING:
-    from ..sizing import RoleSizing
 
 #: vLLM releases moegen supports: 0.11.0 up to the 0.33.x series (docs/spec.md §2).
 SUPPORTED = [SupportedRange((0, 11, 0), (0, 34, 0))]
@@ -270,7 +272,7 @@ class VllmDialect:
         return NIXL_SIDE_CHANNEL_PORT + min(ranks) * scale, NIXL_SIDE_CHANNEL_PORT + max(ranks) * scale
 
     # -- rendering --------------------------------------------------------------------------
-    def launch(self, role: RoleInput, sizing: "RoleSizing | None" = None,
+    def launch(self, role: RoleInput, sizing: RoleSizing | None = None,
                startup_s: int | None = None) -> EngineLaunch:
         """Build the launch of one instance of ``role`` (the role must have passed the rules).
 

@@ -550,7 +550,7 @@ class Scheduler(_Model):
 
 class Lws(_Model):
     """The LeaderWorkerSet controller the cluster runs (docs/spec.md §6.2; the release table:
-    generator/manifests/lws.py)."""
+    generator/facts/lws.py)."""
 
     version: str = Field(pattern=r"^v?(0|[1-9][0-9]{0,3})\.(0|[1-9][0-9]{0,3})\.(0|[1-9][0-9]{0,3})$", max_length=32,
                          description="The LeaderWorkerSet release (e.g. 0.7.0, v0.10.0): "
