@@ -328,24 +328,7 @@ class SglangDialect:
         # (python/sglang/srt/disaggregation/ bootstrap server, started by the node-0 scheduler).
         bootstrap = (Port("kv-bootstrap", BOOTSTRAP_PORT),) \
             if role.kv_transfer is not None and role.mode == "prefill" else ()
-        if lay.spread is Spread.SINGLE:
-            per_pod, serves, pod_ports, rendezvous = [[]], [True], [bootstrap], None
-        else:
-            n = len(lay.pods)
-            shared = ["--nnodes", str(n)]
-            per_pod = [shared + ["--node-rank", "0", "--dist-init-addr", f"{POD_IP}:{DIST_INIT_PORT}"]]
-            for pod in lay.pods[1:]:
-                per_pod.append(shared + ["--node-rank", str(pod.index),
-                                         "--dist-init-addr", f"{LEADER_IP}:{DIST_INIT_PORT}"])
-            serves = [True] + [False] * (n - 1)
-            # Nodes 1.. run no API but bind --port too: a health server that serves their
-            # schedulers' /metrics with --enable-metrics (entrypoints/engine.py, node_rank >= 1:
-            # launch_dummy_health_check_server; utils/common.py adds the Prometheus route; the
-            # metrics since sgl-project/sglang#7720, 2025-07, before 0.5.0).
-            pod_ports = [(*bootstrap, Port("dist-init", DIST_INIT_PORT))] + [()] * (n - 1)
-            rendezvous = DIST_INIT_PORT
-            notes.append(f"{n} nodes of one SGLang instance (tp {group}, pp {lay.pipeline}); "
-                         "node 0 serves the API")
+        per_pod, serves, pod_ports, rendezvous = _pod_args(role, bootstrap, notes)
         return EngineLaunch(
             program=("python3", "-m", "sglang.launch_server"),
             common=tuple(common),
@@ -359,6 +342,30 @@ class SglangDialect:
             health_timeout_s=HEALTH_CHECK_TIMEOUT_S + 5,
             notes=tuple(notes),
         )
+
+
+def _pod_args(role: RoleInput, bootstrap: tuple[Port, ...], notes: list[str]):
+    """(per-pod arguments, which pods serve the API, per-pod ports, rendezvous port) of one
+    instance: node ranks and ``--dist-init-addr`` over the leader's address for a multi-node
+    instance (a note appended to ``notes``)."""
+    lay = role.layout
+    if lay.spread is Spread.SINGLE:
+        return [[]], [True], [bootstrap], None
+    n = len(lay.pods)
+    shared = ["--nnodes", str(n)]
+    per_pod = [shared + ["--node-rank", "0", "--dist-init-addr", f"{POD_IP}:{DIST_INIT_PORT}"]]
+    for pod in lay.pods[1:]:
+        per_pod.append(shared + ["--node-rank", str(pod.index),
+                                 "--dist-init-addr", f"{LEADER_IP}:{DIST_INIT_PORT}"])
+    serves = [True] + [False] * (n - 1)
+    # Nodes 1.. run no API but bind --port too: a health server that serves their
+    # schedulers' /metrics with --enable-metrics (entrypoints/engine.py, node_rank >= 1:
+    # launch_dummy_health_check_server; utils/common.py adds the Prometheus route; the
+    # metrics since sgl-project/sglang#7720, 2025-07, before 0.5.0).
+    pod_ports = [(*bootstrap, Port("dist-init", DIST_INIT_PORT))] + [()] * (n - 1)
+    notes.append(f"{n} nodes of one SGLang instance (tp {lay.tensor * lay.data}, "
+                 f"pp {lay.pipeline}); node 0 serves the API")
+    return per_pod, serves, pod_ports, DIST_INIT_PORT
 
 
 def dialect(requested: str) -> SglangDialect:

@@ -77,41 +77,8 @@ def evaluate(req: PlanRequest, prov: Provenance | None = None,
     per_rank = -(-wl.concurrency // ranks) if wl.concurrency else None
     findings: list[Finding] = [f for f in judged if f.severity is Severity.ERROR]
 
-    def finding(code: str, i: int, field: str, message: str, hint: str) -> None:
-        path = ("spec", "roles", i, field)
-        findings.append(Finding(code, Severity.ERROR, json_path(path), message, hint,
-                                prov.locate(path) if prov else Location()))
-
-    sized = {}
-    for i, (r, ri) in enumerate(zip(roles, inputs)):
-        if ri.layout.problem:
-            finding("LAY001", i, "parallel", f"role {r.name!r}: {ri.layout.problem}",
-                    "change tensor/data/pipeline or the pool's gpusPerNode")
-            continue
-        ri = replace(ri, concurrency=per_rank * ri.layout.data
-                     if per_rank and r.mode != "prefill" else 1)
-        z = size_role(ri, GPUS[s.nodePools[r.nodePool].gpu], dialect)
-        sized[r.name] = (r, ri, z)
-        if z.kv_cache <= 0:
-            finding("SIZ001", i, "parallel",
-                    f"role {r.name!r} does not fit: weights and buffers leave no KV cache in "
-                    f"the {z.gpu} budget of {z.budget:.1f} GiB (short by {-z.kv_cache:.1f} GiB)",
-                    "raise expert/tensor parallelism, quantize, or use a GPU with more memory")
-        need = wl.inputTokens + (wl.outputTokens if r.mode != "prefill" else 0)
-        if z.max_model_len < need:
-            finding("PLN003", i, "serving",
-                    f"role {r.name!r}: its maxModelLen {z.max_model_len} is shorter than the "
-                    f"workload's {need}-token requests, which the engine refuses",
-                    f"maxModelLen >= {need}, or shorter workload.inputTokens/outputTokens")
-        if z.kv_cache <= 0:
-            pass
-        elif r.mode != "prefill" and per_rank and per_rank * z.max_model_len > z.kv_tokens_per_rank:
-            finding("SIZ003", i, "parallel",
-                    f"role {r.name!r}: {per_rank} sequences of {z.max_model_len} tokens per "
-                    f"rank (workload.concurrency over {ranks} decode ranks) exceed its "
-                    f"{z.kv_tokens_per_rank:,} KV tokens",
-                    f"at most {z.kv_tokens_per_rank // z.max_model_len} sequences per rank: "
-                    "lower workload.concurrency or add decode ranks")
+    finding = _finder(findings, prov)
+    sized = _size_fixed(req, roles, inputs, dialect, per_rank, ranks, finding)
     findings = list({(f.code, f.path): f for f in findings}.values())   # one per code and field
     warned = [f"warning {f.code}: {f.message}" for f in judged if f.severity is Severity.WARNING]
     notes = [f.message for f in findings] + warned
@@ -205,3 +172,53 @@ def _role_json(r: sm.Role) -> dict:
 
 def _gpus(roles, inputs) -> int:
     return sum(r.replicas * ri.layout.gpus_per_instance for r, ri in zip(roles, inputs))
+
+
+def _finder(findings: list[Finding], prov: Provenance | None):
+    """A function appending an error finding at ``spec.roles[i].<field>`` to ``findings``."""
+    def finding(code: str, i: int, field: str, message: str, hint: str) -> None:
+        path = ("spec", "roles", i, field)
+        findings.append(Finding(code, Severity.ERROR, json_path(path), message, hint,
+                                prov.locate(path) if prov else Location()))
+    return finding
+
+
+def _size_fixed(req: PlanRequest, roles: list, inputs: list[RoleInput], dialect,
+                per_rank: int | None, ranks: int, finding) -> dict:
+    """Size each fixed role with the validator's code; report through ``finding`` a layout
+    that is impossible (LAY001), does not fit (SIZ001), cannot take the workload's requests
+    (PLN003) or cannot hold its share of the sequences at maxModelLen (SIZ003). Returns
+    {role name: (role, role input at its concurrency, sizing)} of the roles sized."""
+    s = req.spec
+    wl = s.workload
+    sized = {}
+    for i, (r, ri) in enumerate(zip(roles, inputs)):
+        if ri.layout.problem:
+            finding("LAY001", i, "parallel", f"role {r.name!r}: {ri.layout.problem}",
+                    "change tensor/data/pipeline or the pool's gpusPerNode")
+            continue
+        ri = replace(ri, concurrency=per_rank * ri.layout.data
+                     if per_rank and r.mode != "prefill" else 1)
+        z = size_role(ri, GPUS[s.nodePools[r.nodePool].gpu], dialect)
+        sized[r.name] = (r, ri, z)
+        if z.kv_cache <= 0:
+            finding("SIZ001", i, "parallel",
+                    f"role {r.name!r} does not fit: weights and buffers leave no KV cache in "
+                    f"the {z.gpu} budget of {z.budget:.1f} GiB (short by {-z.kv_cache:.1f} GiB)",
+                    "raise expert/tensor parallelism, quantize, or use a GPU with more memory")
+        need = wl.inputTokens + (wl.outputTokens if r.mode != "prefill" else 0)
+        if z.max_model_len < need:
+            finding("PLN003", i, "serving",
+                    f"role {r.name!r}: its maxModelLen {z.max_model_len} is shorter than the "
+                    f"workload's {need}-token requests, which the engine refuses",
+                    f"maxModelLen >= {need}, or shorter workload.inputTokens/outputTokens")
+        if z.kv_cache <= 0:
+            pass
+        elif r.mode != "prefill" and per_rank and per_rank * z.max_model_len > z.kv_tokens_per_rank:
+            finding("SIZ003", i, "parallel",
+                    f"role {r.name!r}: {per_rank} sequences of {z.max_model_len} tokens per "
+                    f"rank (workload.concurrency over {ranks} decode ranks) exceed its "
+                    f"{z.kv_tokens_per_rank:,} KV tokens",
+                    f"at most {z.kv_tokens_per_rank // z.max_model_len} sequences per rank: "
+                    "lower workload.concurrency or add decode ranks")
+    return sized

@@ -9,7 +9,8 @@ from typing import Annotated, Literal
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 
 from ..catalog import ARCHITECTURES, GPUS
-from .models import DNS_LABEL, Role, Serving
+from .fields import DNS_LABEL
+from .models import Role, Serving
 
 PoolName = Annotated[str, StringConstraints(pattern=DNS_LABEL, max_length=40)]
 
