@@ -74,3 +74,19 @@ def test_named_router_account_follows_a_namespace_override(gateway, tmp_path):
     assert binding["metadata"]["namespace"] == "llm-prod"
     assert binding["subjects"] == [{"kind": "ServiceAccount", "name": "platform-router"}]
     assert not any(d["kind"] == "ServiceAccount" for d in docs)
+
+
+# --- 4: workload statefulset is one StatefulSet per role, replicas = instances --------------
+
+def test_statefulset_role_is_one_statefulset_that_rolls_one_instance_at_a_time(tmp_path):
+    text = ("spec:\n  nodePools:\n    prefill-h20: {nodes: 2}\n  roles:\n    - name: prefill\n"
+            "      replicas: 2\n      workload: statefulset\n")
+    _, plan, files = render_spec(S1, [_overlay(tmp_path, text)])
+    sets = [o for o in objects(files) if o["kind"] == "StatefulSet"]
+    # Before: dsv3-pd-prefill-0 and dsv3-pd-prefill-1, one replica each, which roll together.
+    assert [(s["metadata"]["name"], s["spec"]["replicas"]) for s in sets] == [("dsv3-pd-prefill", 2)]
+    assert sets[0]["spec"]["serviceName"] == "dsv3-pd-prefill"
+    assert "updateStrategy" not in sets[0]["spec"]   # RollingUpdate, partition 0: one at a time
+    headless = [o for o in objects(files) if o["kind"] == "Service"
+                and o["spec"].get("clusterIP") == "None"]
+    assert [h["metadata"]["name"] for h in headless] == ["dsv3-pd-prefill"]

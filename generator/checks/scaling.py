@@ -62,14 +62,14 @@ def _bounds(ctx: Context):
       "KEDA ScaledObject scaleTargetRef needs a /scale subresource counting instances: "
       "LeaderWorkerSet has one (kubernetes-sigs/lws "
       "api/leaderworkerset/v1/leaderworkerset_types.go, +kubebuilder:subresource:scale); "
-      "workload statefulset renders "
-      "one StatefulSet per instance")
+      "moegen's ScaledObjects (generator/manifests/scaling.py) count LeaderWorkerSet groups "
+      "and select their leaders (hpaPodSelector); a StatefulSet role is not rendered with one")
 def _scalable(ctx: Context):
     for i, role in enumerate(ctx.spec.spec.roles):
         if role.autoscaling is not None and role.workload == "statefulset":
             yield Hit(role_path(i, "workload"),
-                      f"role {role.name!r}: workload statefulset is one StatefulSet per "
-                      "instance, which no autoscaler can add", "workload: lws (or pod-per-rank)")
+                      f"role {role.name!r}: moegen renders autoscaling for LeaderWorkerSet roles "
+                      "only", "workload: lws (or pod-per-rank)")
 
 
 @rule("AUT003", E, "autoscaling has the Prometheus it queries",

@@ -40,7 +40,7 @@ RESOLVE_TRIES, RESOLVE_SLEEP_S = 240, 5
 @dataclass(frozen=True, eq=False)
 class PodSpecPlan:
     """The spec of a pod template, shared by every template of a role that runs the same pods
-    (the single-pod StatefulSets of one role share one object, rendered once). ``env`` is a list
+    (a role's workloads share one object, rendered once). ``env`` is a list
     of Kubernetes EnvVar dicts (order kept: later entries may reference earlier ones); every other
     mapping is emitted with sorted keys. Compared and hashed by identity (the renderer keys its
     rendered specs by object)."""
@@ -215,7 +215,7 @@ def group_affinity(spec: InferenceDeployment, multi_pod: bool) -> bool:
 
 def _affinity(ctx: PodContext) -> dict[str, Any] | None:
     """The user's ``pod.affinity``; with ``platform.topology``, the pods of a multi-pod group in
-    one domain; for single-pod StatefulSet instances with
+    one domain; for a StatefulSet role (single-pod instances) with
     ``placement.topologyKey``, a required pod anti-affinity that keeps one instance of the role
     per topology domain (what LWS's exclusive-topology annotation does for groups; a pod's own
     anti-affinity term never matches itself)."""
