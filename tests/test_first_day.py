@@ -129,3 +129,15 @@ def test_generated_pull_secret_and_prefix_reach_the_lws_templates(tmp_path):
             assert "blue-jit-cache" in claims and "jit-cache" not in claims
     epp = next(d for d in docs if d["kind"] == "Deployment")
     assert epp["spec"]["template"]["spec"]["imagePullSecrets"] == [{"name": secret}]
+
+
+# --- 7: SGLang pods advertise their own address ------------------------------------------------
+
+def test_sglang_pods_get_their_own_host_ip():
+    _, _, files = render_spec(EXAMPLES / "s3-v4pro-pd-dp16.yaml")
+    for lws in (o for o in objects(files) if o["kind"] == "LeaderWorkerSet"):
+        for which in ("leaderTemplate", "workerTemplate"):
+            env = lws["spec"]["leaderWorkerTemplate"][which]["spec"]["containers"][0]["env"]
+            host = [e for e in env if e["name"] == "SGLANG_HOST_IP"]
+            assert host == [{"name": "SGLANG_HOST_IP",
+                             "valueFrom": {"fieldRef": {"fieldPath": "status.podIP"}}}]

@@ -273,6 +273,14 @@ def pod_spec(ctx: PodContext, pods: range, index_label: str | None,
         # (vllm/envs.py default "localhost"; dynamo#2706, vllm PR#41806).
         env.append({"name": "VLLM_NIXL_SIDE_CHANNEL_HOST",
                     "valueFrom": {"fieldRef": {"fieldPath": "status.podIP"}}})
+    if spec.spec.engine.name == "sglang":
+        # The address SGLang advertises for KV transfer and its bootstrap: without it a UDP probe
+        # to 8.8.8.8 picks it, which fails without a default route and picks the default
+        # route's NIC on multi-homed hostNetwork nodes (sgl-project/sglang@v0.5.23:
+        # python/sglang/srt/utils/network.py get_local_ip_auto: SGLANG_HOST_IP, then the NIC
+        # SGLANG_LOCAL_IP_NIC names, then the probe).
+        env.append({"name": "SGLANG_HOST_IP",
+                    "valueFrom": {"fieldRef": {"fieldPath": "status.podIP"}}})
     if spec.spec.model.tokenSecret is not None:
         ref = spec.spec.model.tokenSecret
         env.append({"name": "HF_TOKEN",
