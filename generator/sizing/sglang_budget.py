@@ -69,7 +69,8 @@ def default_mem_fraction_static(gpu_mb: int, tp: int, pp: int, dp: int, dp_atten
 
 
 #: Memory taken before SGLang measures free memory (CUDA context + NCCL/custom all-reduce at init),
-#: GiB; 1.8 reproduces the 2 x 8 H20 TP16 run of groundtruth-dev.yaml (712,400 tokens) to 0.6 %.
+#: GiB; 1.8 reproduces the 2 x 8 H20 TP16 start-up log in SGLang's Kubernetes guide
+#: (sgl-project/sglang@308122c9:docs/references/deploy_on_k8s.md: 712,400 tokens) to 0.6 %.
 SGLANG_INIT_GIB = 1.8
 #: CUDA graphs of a decode role, GiB (outside the static pool); SGLang disables them for
 #: disaggregated prefill (server_args.py).

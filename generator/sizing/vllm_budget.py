@@ -17,8 +17,9 @@ engine-printed numbers are printed by ``bench/sizing_residuals.py``):
 * activation peak: the profile run pushes ``max_num_batched_tokens`` tokens through the model;
   its peak grows with the token count and the hidden size.
   :data:`ACT_BYTES_PER_TOKEN_HIDDEN` bytes per token per hidden unit, fitted to the TP8
-  DeepSeek-R1/V3.2/Kimi runs of groundtruth-dev.yaml (H200/B200, 8192 tokens: 4.4-7.3 GiB of
-  activation + non-torch memory).
+  DeepSeek-R1/V3.2/Kimi start-up logs collected in
+  ashishkamra/vllm-memory-estimator@8b0e21d1:test_data/validation_db.json (H200/B200, 8192 tokens: 4.4-7.3 GiB of
+  activation + non-torch memory; replayed by bench/sizing_residuals.py).
 * non-torch memory created after vLLM's start snapshot (NCCL communicators and their buffers,
   custom all-reduce IPC buffers, cuBLAS workspaces): :data:`NON_TORCH_GIB`.
 * CUDA graphs: subtracted before KV sizing only when the release estimates them
@@ -47,7 +48,8 @@ from .weights import Placement, StageWeights
 
 #: Activation peak per token of the profile batch per hidden unit, bytes (about 44 BF16
 #: hidden-sized tensors live at the peak: residual, norms, MLA up-projections, MoE dispatch and
-#: combine buffers, the sampler's share). Fitted to the TP8 runs of groundtruth-dev.yaml at 8192
+#: combine buffers, the sampler's share). Fitted to the TP8 start-up logs of
+#: ashishkamra/vllm-memory-estimator@8b0e21d1:test_data/validation_db.json at 8192
 #: tokens (R1 H200 0.11.2 / 0.18.0, R1 B200 0.18.0, V3.2 H200 0.16.0): residuals -1.7 % to +3.3 %
 #: in KV tokens (bench/sizing_residuals.py).
 ACT_BYTES_PER_TOKEN_HIDDEN = 88
@@ -65,7 +67,8 @@ MOE_DP_CHUNK = 256
 #: DeepSeek-V4 prefill gather buffer, bytes: 4 x (ceil(max_model_len / 4) + 128 +
 #: max_num_batched_tokens) x 512 x 2 (BF16), vLLM deepseek_v4_attention.py.
 #: DeepSeek-V4 kernel workspaces beyond that (sparse FlashMLA, DeepGEMM/MoE), GiB: fitted to the
-#: one V4 run in groundtruth-dev.yaml (V4-Pro TP8/EP8 on H200, vLLM 0.20.2: 7.4 GiB of
+#: one V4 start-up log in ashishkamra/vllm-memory-estimator@8b0e21d1:test_data/validation_db.json
+#: (V4-Pro TP8/EP8 on H200, vLLM 0.20.2: 7.4 GiB of
 #: activation + non-torch memory at 512 batched tokens); a single-case calibration.
 V4_WORKSPACE_GIB = 5.0
 
