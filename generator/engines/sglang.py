@@ -106,6 +106,15 @@ TRANSFER = {"nixl": "nixl", "mooncake": "mooncake"}
 KV_DTYPE = {"auto": "auto", "fp8": "fp8_e4m3"}
 
 
+#: Options that change what a request may contain or which tokens its prompt becomes (rule
+#: PD090): sglang@v0.5.23 python/sglang/srt/entrypoints/openai/serving_chat.py renders tools into
+#: the prompt by --tool-call-parser and applies the --chat-template; both legs of a PD pair
+#: tokenize the request themselves (the router sends it to both), and the bootstrap pairs their
+#: KV by position.
+REQUEST_SHAPING = ("--tool-call-parser", "--chat-template", "--tokenizer-path", "--tokenizer-mode",
+                   "--trust-remote-code", "--skip-tokenizer-init")
+
+
 @cache
 def _data() -> dict:
     text = package_text("engines", "data", "sglang-releases.json")

@@ -109,6 +109,22 @@ KV_ROLES = {"prefill": "kv_producer", "decode": "kv_consumer", "unified": "kv_bo
 NIXL_HASHES_SPECULATIVE = (0, 28, 0)
 
 
+#: Options that change what a request may contain or which tokens its prompt becomes: in
+#: prefill/decode disaggregation each leg renders and validates the request itself, so both must
+#: run them alike (rule PD090). vllm@0.33.0 vllm/renderers/online_renderer.py: tool_choice
+#: "auto" without --enable-auto-tool-choice and --tool-call-parser is a 400 (and "required" or a
+#: named tool without a parser); the chat template, its content format and default kwargs, the
+#: tools left in the prompt (exclude_tools_when_tool_choice_none) and the tokenizer make the
+#: prompt's tokens, whose KV the decode leg pulls by block; --max-logprobs and
+#: --enable-prompt-embeds bound what a request may ask (vllm/sampling_params.py "greater than max
+#: allowed"; vllm/renderers/base.py "You must set `--enable-prompt-embeds`").
+REQUEST_SHAPING = ("--enable-auto-tool-choice", "--tool-call-parser", "--tool-parser-plugin",
+                   "--chat-template", "--chat-template-content-format",
+                   "--default-chat-template-kwargs", "--trust-request-chat-template",
+                   "--exclude-tools-when-tool-choice-none", "--tokenizer", "--tokenizer-mode",
+                   "--trust-remote-code", "--max-logprobs", "--enable-prompt-embeds")
+
+
 @cache
 def _releases() -> dict:
     text = package_text("engines", "data", "vllm-releases.json")

@@ -261,8 +261,10 @@ def _router_plan(spec: InferenceDeployment, roles: list[RoleInput],
                  endpoints: dict[str, list[str]], common_labels: dict[str, str],
                  startup_s: int, discovery: Discovery | None) -> RouterPlan:
     """The router: waits ``startup_s`` (the slowest role's cold start) for its engines; runs with
-    ``spec.pod``'s pull secrets, service account, priority class, scheduler, labels and
-    annotations (not its resources, volumes or affinity: those are the engines')."""
+    ``spec.pod``'s pull secrets, priority class, scheduler, labels and annotations (not its
+    resources, volumes, affinity or service account: those are the engines'), under
+    ``router.serviceAccountName`` or, when it discovers its engines, its own ServiceAccount (the
+    pod-watch Role is bound to it, never to the engines' account)."""
     cfg = spec.spec.router
     connector = next(r.kv_transfer.connector for r in roles
                      if r.mode == "prefill" and r.kv_transfer is not None)
@@ -270,7 +272,6 @@ def _router_plan(spec: InferenceDeployment, roles: list[RoleInput],
                            connector=connector, prefill_urls=endpoints["prefill"],
                            decode_urls=endpoints["decode"], startup_s=startup_s,
                            image=cfg.image, discovery=discovery)
-    defaults = spec.spec.pod
     labels = {**common_labels, L_COMPONENT: "router", L_ROLE: "router"}
     return RouterPlan(
         name=router_name(spec.metadata.name),
@@ -281,10 +282,9 @@ def _router_plan(spec: InferenceDeployment, roles: list[RoleInput],
         probes=router_probes(startup_s),
         resources={"requests": dict(ROUTER_RESOURCES), "limits": dict(ROUTER_RESOURCES)},
         security_context=dict(CONTROL_SECURITY),
-        service_account=(defaults.serviceAccountName if defaults else None)
+        service_account=cfg.serviceAccountName
         or (router_name(spec.metadata.name) if discovery is not None else None),
-        own_service_account=discovery is not None
-        and not (defaults and defaults.serviceAccountName),
+        own_service_account=discovery is not None and not cfg.serviceAccountName,
         discovery=discovery is not None,
         **_control_pod(spec, labels))
 
@@ -309,8 +309,9 @@ def _control_pod(spec: InferenceDeployment, labels: dict[str, str],
 def _gateway_plan(spec: InferenceDeployment, roles: list[RoleInput], engine: str,
                   common_labels: dict[str, str], connector: str) -> GatewayPlan:
     """Router kind inference-gateway: the pool over the pods that serve the API, the endpoint
-    picker (``spec.pod``'s pull secrets, service account, priority class, scheduler, labels
-    and annotations, as the router) and the route from ``router.gateway.parentRef``."""
+    picker (``spec.pod``'s pull secrets, priority class, scheduler, labels and annotations, as
+    the router; ``router.serviceAccountName`` or its own ServiceAccount) and the route from
+    ``router.gateway.parentRef``."""
     base = spec.metadata.name
     cfg = spec.spec.router
     pd = {"prefill", "decode"} <= {r.mode for r in roles}
@@ -334,9 +335,8 @@ def _gateway_plan(spec: InferenceDeployment, roles: list[RoleInput], engine: str
     }
     config = gw.epp_config(pd)
     text = gw.config_text(config)
-    defaults = spec.spec.pod
     labels = {**common_labels, L_COMPONENT: "endpoint-picker", L_ROLE: "endpoint-picker"}
-    own_sa = not (defaults and defaults.serviceAccountName)
+    own_sa = not cfg.serviceAccountName
     grpc = {"grpc": {"port": gw.EPP_HEALTH_PORT, "service": gw.EPP_HEALTH_SERVICE},
             "initialDelaySeconds": 5, "periodSeconds": 10}
     profiles = [{"name": prof["name"],
@@ -362,7 +362,7 @@ def _gateway_plan(spec: InferenceDeployment, roles: list[RoleInput], engine: str
         config_file=gw.EPP_CONFIG_FILE, config_dir=gw.EPP_CONFIG_DIR, config_text=text,
         config_data={gw.EPP_CONFIG_FILE: text},
         rules=[dict(r) for r in gw.EPP_RULES],
-        service_account=(defaults.serviceAccountName if not own_sa else epp),
+        service_account=cfg.serviceAccountName or epp,
         own_service_account=own_sa, security_context=dict(CONTROL_SECURITY),
         **_control_pod(spec, labels, {gw.CONFIG_HASH_ANNOTATION: gw.config_hash(text)}),
         profiles=profiles,

@@ -22,6 +22,7 @@ from ..catalog import ARCHITECTURES, GPUS
 from .fields import (
     DNS_LABEL,
     IMAGE,
+    DnsSubdomain,
     ONE_LINE,
     EngineArg,
     EnvName,
@@ -314,6 +315,10 @@ class Router(_Model):
         True, description="The router finds its engine pods by label (Kubernetes API, a "
         "namespaced Role) instead of a rendered list of pod URLs, where the router can: smg, and "
         "vllm-router with NIXL (its Mooncake mode needs the static list).")
+    serviceAccountName: DnsSubdomain | None = Field(
+        None, description="ServiceAccount of the router / endpoint picker pods, which the "
+        "rendered Role (watch pods) is bound to. Default: their own, rendered in the base; "
+        "spec.pod.serviceAccountName is the engines' only.")
 
 
 class DeploymentSpec(_Model):
