@@ -77,7 +77,7 @@ def _image_version(ctx: Context):
 @rule("ENG003", W, "the image tag is pinned to a release",
       "a moving tag (latest, nightly) names another image on the next pull "
       "(https://kubernetes.io/docs/concepts/containers/images/#image-pull-policy), so another "
-      "release with flags the rendered command does not match (docs/design.md, pinned releases)")
+      "release with flags the rendered command does not match (docs/design.md §2)")
 def _image_pinned(ctx: Context):
     eng = ctx.spec.spec.engine
     tag = _image_tag(eng.image)
