@@ -92,8 +92,7 @@ LWS_EXCLUSIVE_TOPOLOGY = "leaderworkerset.sigs.k8s.io/exclusive-topology"
 #: LeaderWorkerSet policies (kubernetes-sigs/lws api/leaderworkerset/v1/leaderworkerset_types.go):
 #: * startupPolicy LeaderCreated: workers start with the leader and wait for its rendezvous port
 #:   in the launcher; LeaderReady would wait for the leader's readiness, which needs the workers
-#:   (vLLM/SGLang serve /health only once every rank joined): a deadlock (docs/field-failures.md
-#:   #5).
+#:   (vLLM/SGLang serve /health only once every rank joined): a deadlock (docs/design.md §4).
 #: * restartPolicy RecreateGroupOnPodRestart: any container restart recreates the whole group;
 #:   the engines rendezvous only at start (rule LAY009).
 #: * rollout maxSurge 0, maxUnavailable 1: a surge group would need a whole extra set of GPU
