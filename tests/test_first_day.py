@@ -141,3 +141,39 @@ def test_sglang_pods_get_their_own_host_ip():
             host = [e for e in env if e["name"] == "SGLANG_HOST_IP"]
             assert host == [{"name": "SGLANG_HOST_IP",
                              "valueFrom": {"fieldRef": {"fieldPath": "status.podIP"}}}]
+
+
+# --- 8: every pod declares the NIXL ports its engines bind -----------------------------------
+
+def test_pod_per_rank_pods_bind_the_nixl_ports_they_declare():
+    """vLLM binds VLLM_NIXL_SIDE_CHANNEL_PORT + DP rank (vllm 0.33 nixl/base_scheduler.py
+    ``data_parallel_index``). Before: rank N bound 5600+N while the one worker template declared
+    5601-5615 on every worker. Now each pod exports base = 5600 - its rank: 5600 + N - N."""
+    overlay = ROOT / "tests" / "golden" / "s1-pod-per-rank" / "overlay.yaml"
+    _, plan, files = render_spec(S1, [overlay])
+    decode = next(r for r in plan.roles if r.name == "decode")
+    launch = decode.launch
+    assert len(launch.per_pod) == 16
+    for i in range(16):
+        rank = int(launch.per_pod[i][launch.per_pod[i].index("--data-parallel-rank") + 1]) \
+            if i else 0
+        env = dict(launch.pod_env[i])
+        base = int(env.get("VLLM_NIXL_SIDE_CHANNEL_PORT", "5600"))
+        assert base + rank == 5600                      # what the engine binds
+        assert [p.port for p in launch.ports_of(i) if p.name.startswith("nixl")] == [5600]
+    lws = next(o for o in objects(files) if o["kind"] == "LeaderWorkerSet"
+               and o["metadata"]["name"] == "dsv3-pd-decode")
+    worker = lws["spec"]["leaderWorkerTemplate"]["workerTemplate"]["spec"]["containers"][0]
+    assert [p["containerPort"] for p in worker["ports"] if p["name"].startswith("nixl")] == [5600]
+    script = worker["args"][-1] if worker.get("args") else worker["command"][-1]
+    assert "export VLLM_NIXL_SIDE_CHANNEL_PORT=5585" in script   # rank 15
+
+
+def test_multi_pod_dp_ranks_bind_the_same_ports_on_every_pod():
+    """S1 decode: DP16 over two pods of 8 ranks; pod 1 (ranks 8-15) exports 5592."""
+    _, plan, _ = render_spec(S1)
+    launch = next(r for r in plan.roles if r.name == "decode").launch
+    assert [dict(e).get("VLLM_NIXL_SIDE_CHANNEL_PORT") for e in launch.pod_env] == [None, "5592"]
+    for i in (0, 1):
+        assert [p.port for p in launch.ports_of(i) if p.name.startswith("nixl")] == \
+            list(range(5600, 5608))

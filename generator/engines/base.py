@@ -60,6 +60,9 @@ class EngineLaunch:
         ports: container ports of every pod.
         pod_ports: extra ports of pod ``i`` (index = pod index): the leader's rendezvous port,
             the NIXL side channel of each DP rank the pod hosts.
+        pod_env: environment that differs per pod (index = pod index; sorted name/value pairs),
+            exported by the launcher before the engine starts (e.g. vLLM's NIXL base port, so
+            every pod of a role binds the same side-channel ports). Empty: none.
         rendezvous_port: the port on the leader that the other pods of an instance dial at
             start (vLLM DP RPC or torch.distributed master, SGLang dist-init); workers wait,
             bounded, until it accepts connections. ``None`` for single-pod instances and for
@@ -77,6 +80,7 @@ class EngineLaunch:
     http_pods: tuple[bool, ...] = ()
     ports: tuple[Port, ...] = ()
     pod_ports: tuple[tuple[Port, ...], ...] = ()
+    pod_env: tuple[tuple[tuple[str, str], ...], ...] = ()
     rendezvous_port: int | None = None
     health_timeout_s: int = 5
     notes: tuple[str, ...] = ()

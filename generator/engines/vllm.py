@@ -267,25 +267,30 @@ class VllmDialect:
         """The NIXL handshake compares prefill's and decode's speculative configs (>= 0.28.0)."""
         return self._v() >= NIXL_HASHES_SPECULATIVE
 
-    def nixl_ports(self, ranks: tuple[int, ...], tensor: int) -> list[int]:
-        """NIXL side-channel ports the engines of DP ``ranks`` open (one per rank).
+    def _nixl_scale(self, tensor: int) -> int:
+        """Port step per DP rank: 1 from 0.11.1 (``data_parallel_index``;
+        vllm/distributed/kv_transfer/kv_connector/v1/nixl/base_scheduler.py); TP in 0.11.0
+        (nixl_connector.py)."""
+        return tensor if self._v() < (0, 11, 1) else 1
 
-        >= 0.11.1: base + DP rank (``data_parallel_index``;
-        vllm/distributed/kv_transfer/kv_connector/v1/nixl/base_scheduler.py); 0.11.0: base +
-        DP rank x TP (nixl_connector.py).
-        """
-        scale = tensor if self._v() < (0, 11, 1) else 1
-        return [NIXL_SIDE_CHANNEL_PORT + r * scale for r in (ranks or (0,))]
+    def nixl_base(self, ranks: tuple[int, ...], tensor: int) -> int:
+        """The ``VLLM_NIXL_SIDE_CHANNEL_PORT`` a pod hosting DP ``ranks`` runs with: the engine of
+        rank r binds base + r x step, so a pod whose first rank is s gets base - s x step and its
+        engines bind :data:`NIXL_SIDE_CHANNEL_PORT` onward, the same ports on every pod of a
+        role (one LWS worker template declares them for all workers). The port is advertised in
+        the request's ``kv_transfer_params`` (remote_port), so no peer assumes a base."""
+        return NIXL_SIDE_CHANNEL_PORT - min(ranks or (0,)) * self._nixl_scale(tensor)
+
+    def nixl_ports(self, ranks: tuple[int, ...], tensor: int) -> list[int]:
+        """NIXL side-channel ports the engines of DP ``ranks`` open on their pod (one per rank;
+        :meth:`nixl_base`)."""
+        base, step = self.nixl_base(ranks, tensor), self._nixl_scale(tensor)
+        return [base + r * step for r in (ranks or (0,))]
 
     def nixl_port_range(self, layout) -> tuple[int, int]:
-        """NIXL side-channel ports one pod opens, ``[first, last]`` (inclusive).
-
-        >= 0.11.1: base + DP rank (vllm/distributed/kv_transfer/kv_connector/v1/nixl_connector.py);
-        0.11.0: base + DP rank x TP.
-        """
-        ranks = [r for pod in layout.pods for r in pod.dp_ranks] or [0]
-        scale = layout.tensor if self._v() < (0, 11, 1) else 1
-        return NIXL_SIDE_CHANNEL_PORT + min(ranks) * scale, NIXL_SIDE_CHANNEL_PORT + max(ranks) * scale
+        """NIXL side-channel ports a pod of ``layout`` opens, ``[first, last]`` (inclusive)."""
+        ports = [p for pod in layout.pods for p in self.nixl_ports(pod.dp_ranks, layout.tensor)]
+        return min(ports), max(ports)
 
     # -- rendering --------------------------------------------------------------------------
     def launch(self, role: RoleInput, sizing: RoleSizing | None = None,
@@ -368,18 +373,27 @@ class VllmDialect:
         per_pod, serves, rendezvous = self._rank_args(role, notes)
         ports = [Port("http", s.port)]
         mooncake = role.kv_transfer is not None and role.kv_transfer.connector == "mooncake"
-        pod_ports = []
+        pod_ports, pod_env = [], []
         for pod in role.layout.pods:
             extra = [Port(rendezvous[0], rendezvous[1])] if rendezvous and pod.index == 0 else []
             # The Mooncake bootstrap server runs on DP rank 0 (internal LB) or on every rank's
             # pod (external LB) (mooncake_connector.py should_launch_bootstrap_server).
             if mooncake and (pod.index == 0 or role.layout.spread is Spread.PER_RANK):
                 extra.insert(0, Port("kv-bootstrap", MOONCAKE_BOOTSTRAP_PORT))
+            env_of_pod: dict[str, str] = {}
             if role.kv_transfer is not None and role.kv_transfer.connector == "nixl":
                 nixl = self.nixl_ports(pod.dp_ranks, role.layout.tensor)
-                extra += [Port(f"nixl-{r}" if role.layout.data > 1 else "nixl", p)
-                          for r, p in zip(pod.dp_ranks or (0,), nixl)]
+                extra += [Port(f"nixl-{k}" if role.layout.data > 1 else "nixl", p)
+                          for k, p in enumerate(nixl)]
+                base = self.nixl_base(pod.dp_ranks, role.layout.tensor)
+                if base != NIXL_SIDE_CHANNEL_PORT:
+                    env_of_pod["VLLM_NIXL_SIDE_CHANNEL_PORT"] = str(base)
             pod_ports.append(tuple(extra))
+            pod_env.append(tuple(sorted(env_of_pod.items())))
+        if any(pod_env):
+            notes.append(f"VLLM_NIXL_SIDE_CHANNEL_PORT per pod = {NIXL_SIDE_CHANNEL_PORT} - its "
+                         "first DP rank: rank r binds that + r, so every pod binds "
+                         f"{NIXL_SIDE_CHANNEL_PORT} onward (nixl/base_scheduler.py)")
         return EngineLaunch(
             program=("vllm", "serve", role.model.path),
             common=tuple(common),
@@ -388,6 +402,7 @@ class VllmDialect:
             env=env,
             ports=tuple(ports),
             pod_ports=tuple(pod_ports),
+            pod_env=tuple(pod_env) if any(pod_env) else (),
             rendezvous_port=rendezvous[1] if rendezvous and len(role.layout.pods) > 1 else None,
             notes=tuple(notes),
         )

@@ -107,7 +107,10 @@ def launcher_context(launch: EngineLaunch, role: str, engine: str) -> dict[str, 
     """
     multi = len(launch.per_pod) > 1
     cases = [{"index": str(i), "resolve": any(LEADER_IP in a for a in extra),
-              "args": " ".join(_q(a) for a in extra)} for i, extra in enumerate(launch.per_pod)]
+              "args": " ".join(_q(a) for a in extra),
+              "env": [f"{k}={_q(v)}" for k, v in
+                      (launch.pod_env[i] if i < len(launch.pod_env) else ())]}
+             for i, extra in enumerate(launch.per_pod)]
     port = launch.rendezvous_port
     return {
         "role": role,
