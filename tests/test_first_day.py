@@ -10,7 +10,7 @@ import pytest
 import yaml
 
 from generator.emit import write_tree
-from tests.helpers import EXAMPLES, ROOT, objects, render_spec
+from tests.helpers import EXAMPLES, ROOT, lws_templates, objects, render_spec
 
 S1 = EXAMPLES / "s1-16xh20-pd.yaml"
 IGW = ROOT / "overlays" / "inference-gateway.yaml"
@@ -56,7 +56,7 @@ def test_router_rbac_is_its_own_and_not_the_engines(gateway, tmp_path):
     assert any(o["kind"] == "ServiceAccount" and o["metadata"]["name"] == sa for o in objs)
     engines = [o for o in objs if o["kind"] == "LeaderWorkerSet"]
     for lws in engines:
-        tmpl = lws["spec"]["leaderWorkerTemplate"]["leaderTemplate"]["spec"]
+        tmpl = lws_templates(lws)["leader"]["spec"]
         assert tmpl["serviceAccountName"] == "llm-serving"
 
 
@@ -120,8 +120,8 @@ def test_generated_pull_secret_and_prefix_reach_the_lws_templates(tmp_path):
     lws = [d for d in docs if d["kind"] == "LeaderWorkerSet"]
     assert len(lws) == 2
     for obj in lws:
-        for which in ("leaderTemplate", "workerTemplate"):
-            pod = obj["spec"]["leaderWorkerTemplate"][which]["spec"]
+        for which, template in lws_templates(obj).items():
+            pod = template["spec"]
             assert pod["imagePullSecrets"] == [{"name": secret}], (obj["metadata"]["name"], which)
             assert pod["serviceAccountName"] == "blue-llm-serving"
             claims = [v["persistentVolumeClaim"]["claimName"] for v in pod["volumes"]
@@ -136,8 +136,8 @@ def test_generated_pull_secret_and_prefix_reach_the_lws_templates(tmp_path):
 def test_sglang_pods_get_their_own_host_ip():
     _, _, files = render_spec(EXAMPLES / "s3-v4pro-pd-dp16.yaml")
     for lws in (o for o in objects(files) if o["kind"] == "LeaderWorkerSet"):
-        for which in ("leaderTemplate", "workerTemplate"):
-            env = lws["spec"]["leaderWorkerTemplate"][which]["spec"]["containers"][0]["env"]
+        for template in lws_templates(lws).values():
+            env = template["spec"]["containers"][0]["env"]
             host = [e for e in env if e["name"] == "SGLANG_HOST_IP"]
             assert host == [{"name": "SGLANG_HOST_IP",
                              "valueFrom": {"fieldRef": {"fieldPath": "status.podIP"}}}]

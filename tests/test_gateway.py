@@ -17,7 +17,7 @@ from generator import pipeline
 from generator.emit import write_tree
 from generator.engines import gateway as gw
 from generator.preflight import Api, preflight
-from tests.helpers import EXAMPLES, ROOT, objects, render_spec
+from tests.helpers import EXAMPLES, ROOT, lws_templates, objects, render_spec
 from tests.test_manifests_valid import _crd_schema
 
 IGW = ROOT / "overlays" / "inference-gateway.yaml"
@@ -158,8 +158,8 @@ def test_s1_vllm_route_objects():
 
 
 def _templates(files, name):
-    lwt = _obj(files, name)["spec"]["leaderWorkerTemplate"]
-    return lwt["leaderTemplate"]["spec"], lwt["workerTemplate"]["spec"]
+    t = lws_templates(_obj(files, name))
+    return t["leader"]["spec"], t.get("worker", t["leader"])["spec"]
 
 
 def test_sidecar_fronts_the_decode_api_pod_only():
@@ -343,7 +343,7 @@ def test_decode_client_service_goes_through_the_sidecar():
     _, _, files = render_spec(S1, [IGW])
     svc = yaml.safe_load(files["decode-service.yaml"])
     lws = yaml.safe_load(files["decode-lws.yaml"])
-    leader = lws["spec"]["leaderWorkerTemplate"]["leaderTemplate"]["spec"]
+    leader = lws_templates(lws)["leader"]["spec"]
     sidecar = next(c for c in leader["initContainers"] if c["name"] == "routing-sidecar")
     (port,) = svc["spec"]["ports"]
     assert port["targetPort"] == sidecar["ports"][0]["name"] == "sidecar"

@@ -13,7 +13,7 @@ import yaml
 from generator import pipeline
 from generator.engines.metrics import METRICS, VLLM_WAITING_BY_REASON
 from tests.conformance.runner import engines_python
-from tests.helpers import EXAMPLES, ROOT, render_spec
+from tests.helpers import EXAMPLES, ROOT, lws_templates, render_spec
 
 MON = ROOT / "tests" / "golden" / "s1-monitoring" / "monitoring.yaml"
 
@@ -75,8 +75,8 @@ def test_group_restart_alert_counts_recreated_pods_outside_rollouts():
 
 def _pods(files: dict[str, str], name: str) -> tuple[dict, dict]:
     """(leader, worker) pod templates of a LeaderWorkerSet file."""
-    spec = yaml.safe_load(files[name])["spec"]["leaderWorkerTemplate"]
-    return spec["leaderTemplate"], spec["workerTemplate"]
+    t = lws_templates(yaml.safe_load(files[name]))
+    return t["leader"], t.get("worker", t["leader"])
 
 
 def _http(pod: dict) -> list[int]:

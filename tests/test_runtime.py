@@ -19,7 +19,7 @@ import pytest
 import yaml
 
 from generator.engines import vllm
-from tests.helpers import EXAMPLES, ROOT, render_spec
+from tests.helpers import EXAMPLES, ROOT, lws_templates, render_spec
 
 S1 = EXAMPLES / "s1-16xh20-pd.yaml"
 S3 = EXAMPLES / "s3-v4pro-pd-dp16.yaml"
@@ -80,7 +80,7 @@ def test_router_waits_for_the_engines(spec: Path, command: list[str]):
     wait_s = int(args[args.index("--worker-startup-timeout-secs") + 1])
     budgets = []
     for role in ("prefill", "decode"):
-        engine = _doc(files, f"{role}-lws.yaml")["spec"]["leaderWorkerTemplate"]["leaderTemplate"]
+        engine = lws_templates(_doc(files, f"{role}-lws.yaml"))["leader"]
         startup = engine["spec"]["containers"][0]["startupProbe"]
         budgets.append(startup["periodSeconds"] * startup["failureThreshold"])
     assert budgets == [h.startup_s for h in checked.host]
@@ -166,7 +166,7 @@ def test_sglang_probes_outlast_the_health_generation():
     _, plan, files = render_spec(S3)
     env = dict(next(e for e in plan.env_files if e.role == "decode").items)
     health_s = int(env["SGLANG_HEALTH_CHECK_TIMEOUT"])
-    leader = _doc(files, "decode-lws.yaml")["spec"]["leaderWorkerTemplate"]["leaderTemplate"]
+    leader = lws_templates(_doc(files, "decode-lws.yaml"))["leader"]
     container = leader["spec"]["containers"][0]
     for probe in ("startupProbe", "readinessProbe", "livenessProbe"):
         assert container[probe]["timeoutSeconds"] > health_s, probe

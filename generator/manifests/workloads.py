@@ -110,8 +110,11 @@ STS_POD_MANAGEMENT = "Parallel"
 class WorkloadPlan:
     """A LeaderWorkerSet or StatefulSet of one role (one file).
 
-    ``size``: pods per instance; ``worker``: the LWS worker template (the leader's for
-    single-pod instances: LWS requires one); ``selector``/``service_name``: StatefulSet only;
+    ``size``: pods per instance; ``worker``: the LWS worker template, None for single-pod
+    instances (the LeaderWorkerSet then has only a workerTemplate, which LWS uses for the
+    leader when leaderTemplate is unset: kubernetes-sigs/lws@v0.10.0:pkg/controllers/
+    leaderworkerset_controller.go constructLeaderStatefulSetApplyConfiguration, the same since
+    v0.3.0); ``selector``/``service_name``: StatefulSet only;
     the policies: see :data:`LWS_STARTUP_POLICY` and the constants beside it.
     """
 
@@ -386,8 +389,7 @@ def _add_lws(out: RoleObjects, shared: SharedInputs, ctx: PodContext, rlabels: d
                         {**(api if worker_serves else {}),
                          **(metrics if worker_metrics else {})},
                         {**tas, **(bootstrap if worker_serves else {})})
-        if lay.multi_pod
-        else leader,
+        if lay.multi_pod else None,
         annotations={**gang_annotations,
                      **({LWS_EXCLUSIVE_TOPOLOGY: topology} if topology else {}),
                      **shared.restart_annotations},
