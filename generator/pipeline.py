@@ -21,6 +21,7 @@ from .catalog import (
 )
 from .checks import Context, run_rules
 from .engines.base import Dialect, RoleInput
+from .engines.gateway import with_rank_ports
 from .engines.registry import dialect_for
 from .engines.versions import UnsupportedVersion
 from .errors import Finding, Severity
@@ -156,7 +157,7 @@ def check_loaded(loaded: LoadedSpec) -> Checked:
     result.dialect = dialect
     arch, findings = _arch(loaded, spec)
     result.findings += findings
-    roles = role_inputs(spec, arch)
+    roles = with_rank_ports(spec.spec, role_inputs(spec, arch), dialect)
     result.sizing = _size_roles(spec, roles, dialect)
     result.host = _host_plans(spec, roles, dialect)
     ctx = Context(spec, loaded.provenance, dialect, arch, tuple(roles), result.sizing,
@@ -219,9 +220,8 @@ def deployment_plan(checked: Checked) -> DeploymentPlan:
     from .manifests.plan import build_plan
     assert checked.ok and checked.spec is not None and checked.dialect is not None, \
         "deployment_plan() needs a spec without errors"
-    mon = checked.spec.spec.monitoring
-    prediction = performance(checked) if mon is not None and mon.enabled and mon.dashboard \
-        else None
+    # The prediction times the routers' drain and draws the dashboard's reference lines.
+    prediction = performance(checked)
     return build_plan(checked.spec, checked.roles, checked.dialect,
                       [z for z in checked.sizing if isinstance(z, RoleSizing)],
                       [h for h in checked.host if h is not None], prediction)

@@ -66,6 +66,9 @@ class RoleInput:
             carries ("" when the role's own, or none). Prefill must run the decode's MTP/EAGLE
             config: vLLM >= 0.28.0 refuses a NIXL handshake otherwise, and both engines only
             transfer the draft layer's KV / hidden states when prefill computes them.
+        rank_ports: HTTP API ports per serving pod: 1, or one per local DP rank (vLLM's DP
+            supervisor behind the inference gateway: ``serving.port + rank``,
+            engines/gateway.py ``rank_ports``).
     """
 
     name: str
@@ -83,6 +86,7 @@ class RoleInput:
     concurrency: int = 1
     speculative_from: str = ""
     admission: int | None = None
+    rank_ports: int = 1
 
 
 @dataclass(frozen=True)
@@ -118,6 +122,8 @@ class EngineLaunch:
             instances whose pods do not dial the leader.
         health_timeout_s: how long a ``/health`` request may take before a probe counts it as
             failed, s (vLLM's answers at once; SGLang's runs a one-token generation).
+        probe_port: the container port name the probes' ``/health`` requests go to
+            (``http``; vLLM's DP supervisor answers for all its ranks on its own port).
         notes: one-line explanations rendered as comments in the launcher.
     """
 
@@ -131,6 +137,7 @@ class EngineLaunch:
     pod_ports: tuple[tuple[Port, ...], ...] = ()
     rendezvous_port: int | None = None
     health_timeout_s: int = 5
+    probe_port: str = "http"
     notes: tuple[str, ...] = ()
 
     def binds_http(self, pod: int) -> bool:
