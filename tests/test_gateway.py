@@ -504,3 +504,115 @@ def test_decode_client_service_goes_through_the_sidecar():
     epp = yaml.safe_load(files["epp-deployment.yaml"])["spec"]["template"]["spec"]
     args = epp["containers"][0]["args"]
     assert args[args.index("--pool-namespace") + 1] == "$(NAMESPACE)"
+
+
+@pytest.mark.parametrize("component", ["vllm-router", "smg"])
+def test_router_flags_exist_at_every_release(component):
+    """Every option router_launch renders (static URLs and discovery) is one of the release's
+    router_args.py options, and its image tag is the release."""
+    from generator.engines.routers import Discovery, router_launch
+    engine = "vllm" if component == "vllm-router" else "sglang"
+    for version in known(component):
+        for discovery in (None, Discovery({"a": "b"}, {"a": "c"}, 8000)):
+            launch = router_launch(engine, port=8080, policy="round_robin", connector="nixl",
+                                   prefill_urls=["http://p:8000"], decode_urls=["http://d:8000"],
+                                   startup_s=600, discovery=discovery, version=version,
+                                   drain_s=88)
+            options = [a for a in launch.args if a.startswith("--")]
+            assert options and all(launch.release.has(o) for o in options), (version, options)
+            assert launch.image.endswith(f":v{version}")
+
+
+def test_routers_stay_up():
+    """Two routers behind a PodDisruptionBudget; readiness is /readiness (healthy engines
+    registered); the drain outlives S1's predicted request: 2 x (21.96 s TTFT + 1200 x 18.2 ms
+    TPOT) = 87.6 -> 88 s, grace = 10 s preStop + 88 + 5 = 103 s (the 30 s default cut it).
+    S3 (smg): 2 x (7.46 s + 1500 x 28.4 ms) = 100.1 -> 101 s, passed as
+    --shutdown-grace-period-secs, and smg's worker health check waits 25 s > SGLang's
+    generating /health (20 s; smg's default 5 s)."""
+    _, plan, files = render_spec(S1)
+    dep = yaml.safe_load(files["router-deployment.yaml"])["spec"]
+    assert dep["replicas"] == 2
+    pod = dep["template"]["spec"]
+    assert pod["terminationGracePeriodSeconds"] == 103
+    (router,) = pod["containers"]
+    assert router["lifecycle"] == {"preStop": {"sleep": {"seconds": 10}}}
+    assert router["readinessProbe"]["httpGet"] == {"path": "/readiness", "port": "http"}
+    assert "tcpSocket" in router["livenessProbe"]
+    pdb = yaml.safe_load(files["router-pdb.yaml"])
+    assert pdb["spec"]["maxUnavailable"] == 1
+    assert pdb["spec"]["selector"]["matchLabels"] == dep["selector"]["matchLabels"]
+    _, _, files = render_spec(S3)
+    args = yaml.safe_load(files["router-deployment.yaml"])["spec"]["template"]["spec"][
+        "containers"][0]["args"]
+    assert args[args.index("--shutdown-grace-period-secs") + 1] == "101"
+    assert args[args.index("--health-check-timeout-secs") + 1] == "25"
+    one = render_spec(S1, [_overlay_file("router: {replicas: 1}")])[2]
+    assert "router-pdb.yaml" not in one
+
+
+def test_epp_replicas_elect_a_leader():
+    """Two endpoint pickers run with leader election (GIE chart epplib at v1.5.0): the flag,
+    lease RBAC, and the liveness/readiness gRPC health services."""
+    _, _, files = render_spec(S1, [IGW, _overlay_file("router: {replicas: 2}")])
+    dep = yaml.safe_load(files["epp-deployment.yaml"])["spec"]
+    (epp,) = dep["template"]["spec"]["containers"]
+    assert dep["replicas"] == 2 and gw.EPP_HA_FLAG in epp["args"]
+    assert epp["readinessProbe"]["grpc"]["service"] == "readiness"
+    assert epp["livenessProbe"]["grpc"]["service"] == "liveness"
+    role = yaml.safe_load(files["epp-role.yaml"])
+    assert any("leases" in r["resources"] for r in role["rules"])
+    single = yaml.safe_load(render_spec(S1, [IGW])[2]["epp-deployment.yaml"])["spec"]
+    assert gw.EPP_HA_FLAG not in single["template"]["spec"]["containers"][0]["args"]
+
+
+def test_unified_dp_serves_one_endpoint_per_rank():
+    """s1-32xh20-unified: DP32 over 4 pods, 8 ranks each. Behind the gateway every pod runs
+    vLLM's DP supervisor (0.33.0 has --data-parallel-multi-port-external-lb, first in 0.22.0):
+    ranks 8p..8p+7 on ports 8000-8007, probed on the supervisor's 9256; the pool targets the 8
+    ports, so the picker scores each engine; rankEndpoints: false keeps one port."""
+    checked, plan, files = render_spec(UNIFIED, [IGW])
+    assert [f.code for f in checked.findings] == []
+    pool = yaml.safe_load(files["inferencepool.yaml"])["spec"]
+    assert pool["targetPorts"] == [{"number": 8000 + i} for i in range(8)]
+    lwt = yaml.safe_load(files["serve-lws.yaml"])["spec"]["leaderWorkerTemplate"]
+    for which, start in (("leaderTemplate", 0), ("workerTemplate", 8)):
+        spec = lwt[which]
+        assert spec["metadata"]["labels"]["moegen.dev/serves-api"] == "true"
+        (engine,) = spec["spec"]["containers"]
+        ports = {p["name"]: p["containerPort"] for p in engine["ports"]}
+        assert [ports["http"]] + [ports[f"http-{i}"] for i in range(1, 8)] == \
+            list(range(8000, 8008))
+        assert ports["dp-supervisor"] == 9256
+        assert engine["readinessProbe"]["httpGet"] == {"path": "/health",
+                                                        "port": "dp-supervisor"}
+        script = engine["command"][2]
+        assert "--data-parallel-multi-port-external-lb --data-parallel-size-local 8 " \
+               f"--data-parallel-start-rank {start} " in script
+        assert "--headless" not in script
+    off = render_spec(UNIFIED, [IGW, _overlay_file(
+        "router: {gateway: {parentRef: {name: inference-gateway, namespace: gateway-system}, "
+        "rankEndpoints: false}}")])
+    assert yaml.safe_load(off[2]["inferencepool.yaml"])["spec"]["targetPorts"] == [
+        {"number": 8000}]
+    assert [f.code for f in off[0].findings] == ["RTR012"]
+
+
+def test_rank_endpoints_need_vllm_022():
+    """vLLM 0.21.0 has no DP supervisor: rankEndpoints: true is refused with the reason."""
+    checked = pipeline.check(UNIFIED, [IGW, _overlay_file(
+        "engine: {version: '0.21.0', image: 'vllm/vllm-openai:v0.21.0'}\n"
+        "  router: {gateway: {parentRef: {name: g}, rankEndpoints: true}}")])
+    hits = [f for f in checked.findings if f.code == "RTR011"]
+    assert len(hits) == 1 and "first in 0.22.0" in hits[0].message
+
+
+def test_sidecar_fronts_every_rank_port():
+    """With rank endpoints the decode sidecar listens on 8000-8007 (--data-parallel-size=8,
+    pkg/sidecar/proxy/data_parallel.go: port + i -> engine port + i) on the pod's IP."""
+    c = gw.sidecar_container(PickerRelease("0.10.0"), "vllm", 8000, "nixlv2", 8998, ranks=8)
+    assert [p["containerPort"] for p in c["ports"]] == list(range(8000, 8008))
+    assert c["args"][-1] == "--data-parallel-size=8"
+    assert c["env"] == [{"name": "POD_IP", "valueFrom": {"fieldRef": {
+        "fieldPath": "status.podIP"}}}]
+    assert PickerRelease("0.10.0").facts["sidecar"]["dataParallelEnv"] == ["POD_IP"]

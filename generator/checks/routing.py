@@ -195,7 +195,8 @@ def _rank_endpoints(ctx: Context):
 def _one_engine_scored(ctx: Context):
     if not _gateway(ctx) or ctx.engine != "vllm" or not _known_release(ctx):
         return
-    selection = release_for(ctx.spec.spec).metrics_selection
+    release = release_for(ctx.spec.spec)
+    selection = release.metrics_selection
     if not selection or selection["selection"] != "latest-timestamp":
         return
     for i, r in _pool_roles(ctx):
@@ -205,7 +206,8 @@ def _one_engine_scored(ctx: Context):
             yield Hit(role_path(i, "parallel", "data"),
                       f"role {r.name!r} puts {r.layout.data} DP engines behind one API server "
                       "per instance; the endpoint picker keeps one series per metric and "
-                      f"endpoint (the latest timestamp: {selection['source']}), so its queue "
+                      f"endpoint (the latest timestamp: llm-d-router {release.tag} "
+                      f"{selection['source']}), so its queue "
                       "and KV-cache scorers see engine 0 only and keep sending traffic to a "
                       "busy instance",
                       "give every role of the pool the same 2-8 DP ranks per pod (one endpoint "
