@@ -7,6 +7,7 @@ from ..engines import router_releases as rr
 from ..engines.gateway import engine_api_ports, rank_blocker, release_for, sidecar_connector
 from ..engines.routers import DEFAULT_KIND, GATEWAY_KIND, KIND_ENGINES, router_kind
 from ..layout import Spread
+from .pod import _image_tag, _release
 from .registry import Context, E, Hit, W, role_path, rule, serving_path
 
 #: Why a router kind cannot route an engine's prefill/decode pairs (engines/routers.py).
@@ -213,3 +214,27 @@ def _one_engine_scored(ctx: Context):
                       "give every role of the pool the same 2-8 DP ranks per pod (one endpoint "
                       "per rank, vLLM >= 0.22.0: router.gateway.rankEndpoints), or workload "
                       "pod-per-rank")
+
+
+@rule("RTR013", E, "router.image is the release router.version renders for",
+      "opendatahub-io/kserve#1445 (the routing sidecar's --connector -> --kv-connector rename "
+      "had to follow the image tag); generator/engines/data/router-releases.json: flags, "
+      "plugin types and the config group change between releases")
+def _router_image_release(ctx: Context):
+    r = ctx.spec.spec.router
+    if not r.enabled or r.image is None or ctx.engine not in DEFAULT_KIND:
+        return
+    kind = router_kind(ctx.engine, r.kind)
+    if kind not in rr.COMPONENT or not _known_release(ctx):
+        return
+    tag = _release(_image_tag(r.image))
+    selected = rr.resolve(kind, r.version)
+    if tag and tag != selected:
+        what = "the endpoint picker's" if kind == GATEWAY_KIND else f"{kind}'s"
+        yield Hit(("spec", "router", "image"),
+                  f"router.image tag {_image_tag(r.image)!r} is {rr.COMPONENT[kind]} {tag}, but "
+                  f"{what} arguments{' and configuration' if kind == GATEWAY_KIND else ''} are "
+                  f"rendered for {selected}"
+                  + ("" if r.version else " (the newest known: router.version is unset)"),
+                  f"set router.version: \"{tag}\" (releases: {', '.join(rr.known(rr.COMPONENT[kind]))}), "
+                  f"or use the {selected} image")
