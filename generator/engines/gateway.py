@@ -109,10 +109,11 @@ CONFIG_HASH_ANNOTATION = "moegen.dev/epp-config-hash"
 EPP_NAMESPACE_ENV = "NAMESPACE"
 #: The engine port behind the decode sidecar (llm-d guides: vLLM and SGLang decode on 8200).
 SIDECAR_ENGINE_PORT = 8200
-#: kvTransfer.connector -> the sidecar's KV protocol per engine. vLLM's Mooncake has no sidecar
-#: protocol before v0.9.0 (``mooncake`` joins the sidecar's connectors there, for SGLang-style
-#: bootstrap: router-releases.json ``kvConnectors``); SGLang's protocol (bootstrap host, port and
-#: room on both legs) is the same for its Mooncake and NIXL transfer backends.
+#: kvTransfer.connector -> the sidecar's KV protocol per engine. vLLM's Mooncake: the sidecar
+#: speaks it from v0.9.0 (``mooncake`` in router-releases.json ``kvConnectors``:
+#: pkg/sidecar/proxy/connector_mooncake.go queries the prefill's bootstrap ``/query``); moegen
+#: does not render it yet (RTR004). SGLang's protocol (bootstrap host, port and room on both
+#: legs) is the same for its Mooncake and NIXL transfer backends.
 SIDECAR_CONNECTORS = {("vllm", "nixl"): "nixlv2",
                       ("sglang", "nixl"): "sglang", ("sglang", "mooncake"): "sglang"}
 #: Sidecar container resources, requests = limits so engine pods stay Guaranteed QoS: a Go
