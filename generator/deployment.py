@@ -22,6 +22,7 @@ from .catalog import (
     builtin_config,
 )
 from .engines.base import Dialect
+from .engines.gateway import with_rank_ports
 from .engines.registry import dialect_for
 from .errors import Finding, Severity
 from .facts.versions import UnsupportedVersion
@@ -120,7 +121,7 @@ def build(spec: InferenceDeployment, provenance: Provenance,
                                  str(exc), exc.hint))
     arch, found = _arch(spec, model_config, provenance)
     findings += found
-    roles = role_inputs(spec, arch)
+    roles = with_rank_ports(spec.spec, role_inputs(spec, arch), dialect)
     return Deployment(spec, provenance, dialect, arch, tuple(roles),
                       _size_roles(spec, roles, dialect), _host_plans(spec, roles, dialect),
                       tuple(findings))

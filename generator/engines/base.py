@@ -70,6 +70,8 @@ class EngineLaunch:
         health_timeout_s: how long a ``/health`` request may take before a probe counts it as
             failed, s (vLLM's answers at once; SGLang's runs a one-token generation).
         notes: one-line explanations rendered as comments in the launcher.
+        probe_port: the container port name the probes' ``/health`` requests go to
+            (``http``; vLLM's DP supervisor answers for all its ranks on its own port).
     """
 
     program: tuple[str, ...]
@@ -84,6 +86,7 @@ class EngineLaunch:
     rendezvous_port: int | None = None
     health_timeout_s: int = 5
     notes: tuple[str, ...] = ()
+    probe_port: str = "http"
 
     def binds_http(self, pod: int) -> bool:
         """Whether pod ``pod`` listens on the HTTP port (the API, or a health and metrics

@@ -83,6 +83,9 @@ SUPPORTED = [SupportedRange((0, 11, 0), (0, 34, 0))]
 DP_RPC_PORT = 29550
 #: ``--master-port`` for multi-node TP/PP: vLLM's default 29501 (vllm/config/parallel.py).
 MASTER_PORT = 29501
+#: ``--data-parallel-supervisor-port``: vLLM's default (0.22.0+, the DP supervisor's aggregated
+#: ``/health``: vllm/entrypoints/launchers/dp_supervisor.py), rendered explicitly.
+DP_SUPERVISOR_PORT = 9256
 #: ``VLLM_NIXL_SIDE_CHANNEL_PORT``: the >= 0.11.1 default, pinned so the 0.11.0 default (5557)
 #: and docs that still say 5557 never disagree with what the pods open (vllm/envs.py).
 NIXL_SIDE_CHANNEL_PORT = 5600
@@ -166,6 +169,8 @@ DERIVED_FLAGS: dict[str, str] = {
         "--data-parallel-address", "--data-parallel-rpc-port", "--data-parallel-backend",
         "--data-parallel-hybrid-lb", "--data-parallel-external-lb", "--headless", "--nnodes",
         "--node-rank", "--master-addr", "--master-port", "--distributed-executor-backend")},
+    **{f: "router.gateway.rankEndpoints (one endpoint per DP rank behind the inference gateway)"
+       for f in ("--data-parallel-multi-port-external-lb", "--data-parallel-supervisor-port")},
     "--all2all-backend": "roles[].moe.all2all",
     "--enable-eplb": "roles[].moe.eplb",
     "--eplb-config": "roles[].moe.eplb",
@@ -372,6 +377,9 @@ class VllmDialect:
                          "layer's KV")
         per_pod, serves, rendezvous = self._rank_args(role, notes)
         ports = [Port("http", s.port)]
+        if role.rank_ports > 1:   # the DP supervisor: one API server per local rank
+            ports += [Port(f"http-{i}", s.port + i) for i in range(1, role.rank_ports)]
+            ports.append(Port("dp-supervisor", DP_SUPERVISOR_PORT))
         mooncake = role.kv_transfer is not None and role.kv_transfer.connector == "mooncake"
         pod_ports, pod_env = [], []
         for pod in role.layout.pods:
@@ -404,6 +412,7 @@ class VllmDialect:
             pod_ports=tuple(pod_ports),
             pod_env=tuple(pod_env) if any(pod_env) else (),
             rendezvous_port=rendezvous[1] if rendezvous and len(role.layout.pods) > 1 else None,
+            probe_port="dp-supervisor" if role.rank_ports > 1 else "http",
             notes=tuple(notes),
         )
 
@@ -426,8 +435,10 @@ class VllmDialect:
         dp_default = lay.data if self._v() >= (0, 16, 0) else 1
         out = []
         for pod in lay.pods:
-            serves = pod.index == 0 or lay.spread is Spread.PER_RANK
-            if lay.spread is Spread.PER_RANK:
+            serves = pod.index == 0 or lay.spread is Spread.PER_RANK or role.rank_ports > 1
+            if role.rank_ports > 1:   # the DP supervisor starts one API server per rank
+                api = role.rank_ports
+            elif lay.spread is Spread.PER_RANK:
                 api = api_servers or 1
             elif lay.spread is Spread.MODEL:
                 api = (api_servers or 1) if serves else 0
@@ -462,6 +473,8 @@ class VllmDialect:
         """
         lay = role.layout
         pods = lay.pods
+        if role.rank_ports > 1:
+            return self._supervised_rank_args(role, notes)
         if lay.spread is Spread.SINGLE:
             return [[]], [True], None
         if lay.spread is Spread.DATA:
@@ -492,6 +505,30 @@ class VllmDialect:
                             "--data-parallel-address", addr])
         notes.append(f"external load balancing: {lay.data} DP ranks, one pod and API server each")
         return per_pod, [True] * len(pods), ("dp-rpc", DP_RPC_PORT)
+
+    def _supervised_rank_args(self, role: RoleInput, notes: list[str]):
+        """Every pod runs vLLM's DP supervisor (``--data-parallel-multi-port-external-lb``,
+        vllm/entrypoints/launchers/dp_supervisor.py, 0.22.0+): one external-LB API server per
+        local rank on ``--port + i`` (rank = ``--data-parallel-start-rank + i``), aggregated
+        ``/health`` on ``--data-parallel-supervisor-port``; the supervisor refuses
+        ``--data-parallel-rank``, ``--headless``-style external/hybrid LB flags and an
+        ``--api-server-count`` other than 1 (``validate_multi_port_external_lb_args``)."""
+        lay = role.layout
+        per_pod = []
+        for pod in lay.pods:
+            addr = POD_IP if pod.index == 0 else LEADER_IP
+            per_pod.append(["--data-parallel-multi-port-external-lb",
+                            "--data-parallel-size-local", str(lay.dp_local),
+                            "--data-parallel-start-rank", str(pod.dp_start),
+                            "--data-parallel-supervisor-port", str(DP_SUPERVISOR_PORT),
+                            "--data-parallel-rpc-port", str(DP_RPC_PORT),
+                            "--data-parallel-address", addr])
+        notes.append(f"DP supervisor: {lay.data} DP ranks, {lay.dp_local} per pod, one API "
+                     f"server each on ports {role.serving.port}-"
+                     f"{role.serving.port + lay.dp_local - 1} (rank endpoints for the "
+                     "inference gateway)")
+        rendezvous = ("dp-rpc", DP_RPC_PORT) if len(lay.pods) > 1 or lay.data > 1 else None
+        return per_pod, [True] * len(lay.pods), rendezvous
 
 
 def _json(obj: dict) -> str:

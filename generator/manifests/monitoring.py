@@ -6,8 +6,10 @@ engine.py 0.5.23), a ServiceMonitor over the router's metrics port, and a Promet
 alerts cover failures the checks cannot see before the pods run (docs/design.md §6) and moegen's
 own sizing:
 
-* ``EngineStalled``: requests running but no token generated for 10 minutes (a hung collective:
-  a DeepEP/NCCL peer lost: vllm-project/vllm#32136, gpustack/gpustack#6221);
+* ``EngineStalled``: requests running or waiting but no token generated for 10 minutes (a hung
+  collective: a DeepEP/NCCL peer lost: vllm-project/vllm#32136, gpustack/gpustack#6221; the
+  waiting gauge too, since a wedged engine's running gauge can read 0 while requests queue:
+  vllm-project/vllm#46811);
 * ``KVTransferFailures``: the KV connector reports failed transfers (side-channel host:
   ai-dynamo/dynamo#2706; UCX devices: ai-dynamo/nixl#299; mismatched connectors: kserve/kserve#5987);
 * ``KVCacheAboveSizing``: a rank's KV usage above what moegen's HBM check planned for the role's
@@ -105,11 +107,13 @@ def monitoring_plan(base: str, engine: str, interval: str,
     every = _q({P_INSTANCE: base})
     rules.append({
         "alert": "EngineStalled",
-        "expr": f"sum by (pod) ({m.running}{every}) > 0 and "
+        "expr": f"(sum by (pod) ({m.running}{every}) > 0 or "
+                f"sum by (pod) ({m.waiting}{every}) > 0) and "
                 f"sum by (pod) (rate({m.generated_total}{every}[{RATE_WINDOW}])) == 0",
         "for": STALL_FOR, "labels": {"severity": "critical"},
-        "annotations": {"summary": f"{base}: requests are running on {{{{ $labels.pod }}}} "
-                                   "but no token was generated for 10 minutes",
+        "annotations": {"summary": f"{base}: requests are running or waiting on "
+                                   "{{ $labels.pod }} but no token was generated for 10 "
+                                   "minutes",
                         "description": "A hung collective (a lost DeepEP/NCCL peer) stalls the "
                                        "whole instance; restart the group."}})
     connectors = sorted({c for _, _, c, _ in roles if c})

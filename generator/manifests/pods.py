@@ -310,7 +310,7 @@ def pod_spec(ctx: PodContext, pods: range, index_label: str | None,
     probes: dict[str, Any] = {}
     startup_s = ctx.host.startup_s if ctx.host is not None else ENGINE_STARTUP_S
     if serves_api:
-        check = {"httpGet": {"path": "/health", "port": "http"}}
+        check = {"httpGet": {"path": "/health", "port": launch.probe_port}}
         timeout = launch.health_timeout_s
         probes = {
             "startupProbe": {**check, "periodSeconds": STARTUP_PERIOD_S,

@@ -224,6 +224,8 @@ class SharedInputs:
         monitored: ``spec.monitoring.enabled``.
         discovery: the router finds its engines by label (None: static URLs).
         sidecar_connector: the routing sidecar's connector (inference gateway), else None.
+        picker: the llm-d-router release of the endpoint picker and routing sidecar
+            (``router.version``, engines/gateway.py ``release_for``), else None.
         restart_policy, restart_annotations: the LeaderWorkerSets' (:func:`_restart_policy`).
     """
 
@@ -237,6 +239,7 @@ class SharedInputs:
     monitored: bool
     discovery: Discovery | None
     sidecar_connector: str | None
+    picker: Any
     restart_policy: str
     restart_annotations: dict[str, str]
 
@@ -265,6 +268,7 @@ def shared_inputs(spec: InferenceDeployment, roles: list[RoleInput],
         monitored=spec.spec.monitoring is not None and spec.spec.monitoring.enabled,
         discovery=discovery,
         sidecar_connector=gw.sidecar_connector(dialect.engine, connector) if gateway else None,
+        picker=gw.release_for(spec.spec) if gateway else None,
         restart_policy=restart_policy, restart_annotations=restart_annotations)
 
 
@@ -296,8 +300,9 @@ def role_launch(shared: SharedInputs, role_spec: Role, role: RoleInput,
     if gw.has_sidecar(shared.spec.spec, role.mode):
         # The sidecar takes the role's port (the pool's target port); the engine moves
         # behind it (checked by PORT001).
-        sidecar = gw.sidecar_container(dialect.engine, role.serving.port,
-                                       shared.sidecar_connector or "", sg.BOOTSTRAP_PORT)
+        sidecar = gw.sidecar_container(shared.picker, dialect.engine, role.serving.port,
+                                       shared.sidecar_connector or "", sg.BOOTSTRAP_PORT,
+                                       role.rank_ports)
         role = replace(role, serving=replace(role.serving, port=gw.SIDECAR_ENGINE_PORT))
     launch = dialect.launch(role, sizing, hplan.startup_s if hplan is not None else None)
     # SGLang serves /metrics only with the flag: for Prometheus and the endpoint picker.
