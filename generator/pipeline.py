@@ -20,6 +20,7 @@ from .catalog import (
     builtin_config,
 )
 from .checks import Context, run_rules
+from .durations import Durations, deployment_durations
 from .engines.base import Dialect, RoleInput
 from .engines.registry import dialect_for
 from .engines.versions import UnsupportedVersion
@@ -50,6 +51,8 @@ class Checked:
             None (no pool, model or layout to size).
         host: per role of the spec, its pods' host resources and startup budget (None where
             the layout is impossible).
+        durations: the deployment's predicted durations and the timeouts derived from them
+            (generator/durations.py).
     """
 
     loaded: LoadedSpec
@@ -59,6 +62,7 @@ class Checked:
     dialect: Dialect | None = None
     sizing: tuple[RoleSizing | str | None, ...] = ()
     host: tuple[HostPlan | None, ...] = ()
+    durations: Durations = field(default_factory=Durations)
 
     @property
     def ok(self) -> bool:
@@ -159,8 +163,9 @@ def check_loaded(loaded: LoadedSpec) -> Checked:
     roles = role_inputs(spec, arch)
     result.sizing = _size_roles(spec, roles, dialect)
     result.host = _host_plans(spec, roles, dialect)
+    result.durations = deployment_durations(spec, roles, result.sizing, result.host)
     ctx = Context(spec, loaded.provenance, dialect, arch, tuple(roles), result.sizing,
-                  host=result.host)
+                  host=result.host, durations=result.durations)
     result.findings += run_rules(ctx)
     if result.ok and dialect is not None and arch is not None:
         result.roles = [r for r in roles if r is not None]
@@ -224,7 +229,8 @@ def deployment_plan(checked: Checked) -> DeploymentPlan:
         else None
     return build_plan(checked.spec, checked.roles, checked.dialect,
                       [z for z in checked.sizing if isinstance(z, RoleSizing)],
-                      [h for h in checked.host if h is not None], prediction)
+                      [h for h in checked.host if h is not None], prediction,
+                      durations=checked.durations)
 
 
 def render(checked: Checked) -> tuple[DeploymentPlan, dict[str, str]]:

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field, replace
 from typing import Callable, Iterator
 
 from ..catalog import ModelArch
+from ..durations import Durations
 from ..engines.base import Dialect, RoleInput
 from ..errors import Finding, Severity
 from ..sizing import RoleSizing
@@ -70,6 +71,8 @@ class Context:
         unsized: roles the sizing phase leaves out (set by :func:`run_rules`).
         host: per role, its pods' host resources and startup budget (``None`` where the
             layout is impossible).
+        durations: the deployment's predicted durations and derived timeouts
+            (generator/durations.py).
     """
 
     spec: InferenceDeployment
@@ -80,6 +83,7 @@ class Context:
     sizing: tuple[RoleSizing | str | None, ...] = ()
     unsized: frozenset[int] = field(default_factory=frozenset)
     host: tuple[HostPlan | None, ...] = ()
+    durations: Durations = field(default_factory=Durations)
 
     @property
     def engine(self) -> str:
@@ -136,6 +140,23 @@ def role_sets(ctx: Context, i: int, name: str) -> bool:
 def serving_path(ctx: Context, i: int, name: str) -> tuple:
     """Where serving field ``name`` of role ``i`` is set: the role's block or spec.serving."""
     return role_path(i, "serving", name) if role_sets(ctx, i, name) else ("spec", "serving", name)
+
+
+def role_env(ctx: Context, i: int, key: str) -> tuple[tuple, int] | None:
+    """The integer value of variable ``key`` that role ``i``'s engines get from the user
+    (``roles[].env`` over ``spec.network.env``) and where it is set, or None (unset, or not an
+    integer: the engines parse these with int())."""
+    role = ctx.spec.spec.roles[i]
+    if key in role.env:
+        path, text = role_path(i, "env", key), role.env[key]
+    elif key in ctx.spec.spec.network.env:
+        path, text = ("spec", "network", "env", key), ctx.spec.spec.network.env[key]
+    else:
+        return None
+    try:
+        return path, int(text.strip())
+    except ValueError:
+        return None
 
 
 def is_vllm(ctx: Context) -> bool:

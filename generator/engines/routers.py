@@ -48,6 +48,13 @@ KIND_ENGINES = {"vllm-router": ("vllm",), "smg": ("sglang",),
 GATEWAY_KIND = "inference-gateway"
 #: kvTransfer.connector -> vllm-router ``--kv-connector`` (its choices: nixl, mooncake, moriio).
 VLLM_ROUTER_CONNECTORS = {"nixl": "nixl", "mooncake": "mooncake"}
+#: How long each router keeps an idle upstream connection pooled, s: vllm-router builds its
+#: reqwest client with ``pool_idle_timeout(50 s)``, fixed (vllm-project/router src/server.rs at
+#: e17f94e); smg 1.13.0 ``--upstream-pool-idle-timeout-secs`` defaults to 3, below the engines'
+#: 5 s keep-alive, since smg-project/smg PR#2162 found the same 50 s pool resetting requests
+#: (py_src/smg/router_args.py). An engine that closes idle connections first makes the router's
+#: next request on one fail.
+POOL_IDLE_S = {"vllm-router": 50, "smg": 3}
 
 
 #: Pod annotations the routers read a prefill pod's bootstrap port from when they discover
@@ -108,9 +115,12 @@ class RouterLaunch:
 
 def router_launch(engine: str, *, port: int, policy: str, connector: str,
                   prefill_urls: list[str], decode_urls: list[str], startup_s: int,
-                  image: str | None = None, discovery: Discovery | None = None) -> RouterLaunch:
+                  image: str | None = None, discovery: Discovery | None = None,
+                  request_timeout_s: int = 1800) -> RouterLaunch:
     """The router of a PD deployment of ``engine`` (``connector``: the prefill roles'
-    kvTransfer.connector; ``startup_s``: how long the engines may take to become healthy).
+    kvTransfer.connector; ``startup_s``: how long the engines may take to become healthy;
+    ``request_timeout_s``: how long one request may take, ``--request-timeout-secs`` of both
+    routers, default 1800: generator/durations.py derives it from the longest request).
 
     With ``discovery`` the router watches the pods of its namespace (``--service-discovery``,
     smg 1.13.0 / vllm-router 0.1.17: a pod joins when Ready and leaves when it is not) and the
@@ -119,7 +129,8 @@ def router_launch(engine: str, *, port: int, policy: str, connector: str,
     """
     common = ["--host", "0.0.0.0", "--port", str(port), "--policy", policy]
     metrics = ["--prometheus-host", "0.0.0.0", "--prometheus-port", str(ROUTER_METRICS_PORT)]
-    wait = ["--worker-startup-timeout-secs", str(startup_s)]
+    wait = ["--worker-startup-timeout-secs", str(startup_s),
+            "--request-timeout-secs", str(request_timeout_s)]
     found = []
     if discovery is not None:
         found = ["--service-discovery", "--service-discovery-namespace", f"$({NAMESPACE_ENV})",

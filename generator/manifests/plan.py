@@ -55,7 +55,10 @@ from ..naming import (
     router_name,
     statefulset_name,
 )
-from ..pods import effective_pod
+from ..durations import Durations, timing_env
+from ..lifecycle import client_service as has_client_service
+from ..lifecycle import rollout
+from ..pods import effective_pod, termination_grace
 from ..sizing import RoleSizing
 from ..sizing.host import HostPlan
 from ..spec.models import InferenceDeployment
@@ -336,14 +339,17 @@ class DeploymentPlan:
 
 def build_plan(spec: InferenceDeployment, roles: list[RoleInput], dialect: Dialect,
                sizing: list[RoleSizing], host: list[HostPlan] | None = None,
-               prediction=None) -> DeploymentPlan:
+               prediction=None, durations: Durations | None = None) -> DeploymentPlan:
     """Build the plan of a spec that passed every check (raises nothing for valid input).
 
     ``sizing``: the roles' memory plans (their numbers are pinned on the command lines);
     ``host``: the roles' host resources and startup budgets, in role order (pods then carry
     only the user's requests when it is missing); ``prediction``: the roles' predicted
-    figures (:mod:`generator.capacity.predict`), the dashboard's reference lines.
+    figures (:mod:`generator.capacity.predict`), the dashboard's reference lines;
+    ``durations``: the predicted durations every timeout pair is derived from
+    (generator/durations.py; the components' defaults without it).
     """
+    durations = durations or Durations()
     sizing_by_role = {z.name: z for z in sizing}
     host_plans = list(host) if host else [None] * len(roles)
     meta = spec.metadata
@@ -386,7 +392,11 @@ def build_plan(spec: InferenceDeployment, roles: list[RoleInput], dialect: Diale
                                            sg.BOOTSTRAP_PORT)
             role = replace(role, serving=replace(role.serving, port=gw.SIDECAR_ENGINE_PORT))
         launch = dialect.launch(role, sizing_by_role.get(role.name),
-                                hplan.startup_s if hplan is not None else None)
+                                hplan.startup_s if hplan is not None else None,
+                                drain_s=durations.drain_s)
+        # Timeouts paired with another component (generator/durations.py).
+        launch = replace(launch, env={**launch.env,
+                                      **timing_env(spec, dialect.engine, role.mode, durations)})
         # SGLang serves /metrics only with the flag: for Prometheus and the endpoint picker.
         if (monitored or gateway) and dialect.engine == "sglang":
             launch = replace(launch, common=(*launch.common, SGLANG_METRICS_FLAG))
@@ -411,7 +421,7 @@ def build_plan(spec: InferenceDeployment, roles: list[RoleInput], dialect: Diale
                          launcher=launcher_context(launch, role.name,
                                                    f"{dialect.label} {dialect.version} dialect"),
                          configmap=configmap, pod=effective_pod(spec.spec, role_spec),
-                         host=hplan, sidecar=sidecar)
+                         host=hplan, sidecar=sidecar, drain_s=durations.drain_s)
         topology = role_spec.placement.topologyKey if role_spec.placement else None
         gang_labels, gang_annotations, tas = _gang(spec, lay.multi_pod)
         api = {L_API: "true"}
@@ -447,7 +457,9 @@ def build_plan(spec: InferenceDeployment, roles: list[RoleInput], dialect: Diale
                 annotations={**gang_annotations,
                              **({LWS_EXCLUSIVE_TOPOLOGY: topology} if topology else {}),
                              **restart_annotations},
-                restart_policy=restart_policy, autoscaled=role_spec.autoscaling is not None))
+                restart_policy=restart_policy, autoscaled=role_spec.autoscaling is not None,
+                **dict(zip(("max_surge", "max_unavailable"),
+                           _rollout(spec, roles, role.name)))))
             if role_spec.autoscaling is not None:
                 pool_name = role_spec.nodePool
                 free = spec.spec.nodePools[pool_name].nodes - sum(
@@ -487,20 +499,23 @@ def build_plan(spec: InferenceDeployment, roles: list[RoleInput], dialect: Diale
         # sidecar: the engine behind it moved to gw.SIDECAR_ENGINE_PORT, and only the sidecar
         # runs the P/D protocol (llm-d routing sidecar: prefill first, then the local decode).
         target = gw.SIDECAR_PORT_NAME if sidecar is not None else "http"
-        services.append(ServicePlan(
-            client_service(base, role.name), f"{role.name}-service.yaml", rlabels, client_selector,
-            [{"name": "http", "port": port, "targetPort": target, "protocol": "TCP"}],
-            headless=False))
+        if has_client_service(spec, role.mode, sidecar is not None):   # generator/lifecycle.py
+            services.append(ServicePlan(
+                client_service(base, role.name), f"{role.name}-service.yaml", rlabels,
+                client_selector,
+                [{"name": "http", "port": port, "targetPort": target, "protocol": "TCP"}],
+                headless=False))
 
     router = None
     if pd_router:
         startup = max((h.startup_s for h in host_plans if h is not None),
                       default=ENGINE_STARTUP_S)
-        router = _router_plan(spec, roles, endpoints, common_labels, startup, discovery)
+        router = _router_plan(spec, roles, endpoints, common_labels, startup, discovery,
+                              durations.request_timeout_s)
     gateway_plan = None
     if gateway:
         gateway_plan = _gateway_plan(spec, roles, dialect.engine, common_labels,
-                                     sidecar_connector or "")
+                                     sidecar_connector or "", durations)
     monitoring = None
     if monitored:
         monitoring = monitoring_plan(
@@ -529,6 +544,13 @@ def build_plan(spec: InferenceDeployment, roles: list[RoleInput], dialect: Diale
                           monitoring=monitoring, gateway=gateway_plan,
                           disaggregated=disaggregated, dashboard=dashboard,
                           scaled_objects=scaled)
+
+
+def _rollout(spec: InferenceDeployment, roles: list[RoleInput], name: str) -> tuple[int, int]:
+    """(maxSurge, maxUnavailable) of role ``name``'s LeaderWorkerSet (generator/lifecycle.py)."""
+    i = next(j for j, r in enumerate(spec.spec.roles) if r.name == name)
+    plan = rollout(spec, roles, i)
+    return plan.max_surge, plan.max_unavailable
 
 
 def _restart_policy(spec: InferenceDeployment) -> tuple[str, dict[str, str]]:
@@ -562,8 +584,10 @@ def _gang(spec: InferenceDeployment, multi_pod: bool
 
 def _router_plan(spec: InferenceDeployment, roles: list[RoleInput],
                  endpoints: dict[str, list[str]], common_labels: dict[str, str],
-                 startup_s: int, discovery: Discovery | None) -> RouterPlan:
-    """The router: waits ``startup_s`` (the slowest role's cold start) for its engines; runs with
+                 startup_s: int, discovery: Discovery | None,
+                 request_timeout_s: int) -> RouterPlan:
+    """The router: waits ``startup_s`` (the slowest role's cold start) for its engines and
+    ``request_timeout_s`` for a request (generator/durations.py: the longest request); runs with
     ``spec.pod``'s pull secrets, service account, priority class, scheduler, labels and
     annotations (not its resources, volumes or affinity: those are the engines')."""
     cfg = spec.spec.router
@@ -572,7 +596,8 @@ def _router_plan(spec: InferenceDeployment, roles: list[RoleInput],
     launch = router_launch(spec.spec.engine.name, port=cfg.port, policy=cfg.policy,
                            connector=connector, prefill_urls=endpoints["prefill"],
                            decode_urls=endpoints["decode"], startup_s=startup_s,
-                           image=cfg.image, discovery=discovery)
+                           image=cfg.image, discovery=discovery,
+                           request_timeout_s=request_timeout_s)
     defaults = spec.spec.pod
     labels = {**common_labels, L_COMPONENT: "router", L_ROLE: "router"}
     return RouterPlan(
@@ -610,7 +635,8 @@ def _control_pod(spec: InferenceDeployment, labels: dict[str, str],
 
 
 def _gateway_plan(spec: InferenceDeployment, roles: list[RoleInput], engine: str,
-                  common_labels: dict[str, str], connector: str) -> GatewayPlan:
+                  common_labels: dict[str, str], connector: str,
+                  durations: Durations) -> GatewayPlan:
     """Router kind inference-gateway: the pool over the pods that serve the API, the endpoint
     picker (``spec.pod``'s pull secrets, service account, priority class, scheduler, labels
     and annotations, as the router) and the route from ``router.gateway.parentRef``."""
@@ -633,7 +659,9 @@ def _gateway_plan(spec: InferenceDeployment, roles: list[RoleInput], engine: str
         "rules": [{"matches": [{"path": {"type": "PathPrefix", "value": "/"}}],
                    "backendRefs": [{"group": gw.POOL_GROUP, "kind": "InferencePool",
                                     "name": pool}],
-                   "timeouts": {"request": gw.ROUTE_REQUEST_TIMEOUT}}],
+                   "timeouts": {"request": gw.route_timeout(
+                       durations.request_timeout_s if durations.longest_request_s is not None
+                       else None)}}],
     }
     config = gw.epp_config(pd)
     text = gw.config_text(config)
@@ -667,6 +695,7 @@ def _gateway_plan(spec: InferenceDeployment, roles: list[RoleInput], engine: str
         rules=[dict(r) for r in gw.EPP_RULES],
         service_account=(defaults.serviceAccountName if not own_sa else epp),
         own_service_account=own_sa, security_context=dict(CONTROL_SECURITY),
+        grace_s=max(gw.EPP_GRACE_S, termination_grace(durations.drain_s)),
         **_control_pod(spec, labels, {gw.CONFIG_HASH_ANNOTATION: gw.config_hash(text)}),
         profiles=profiles,
         parent=f"{ref.namespace}/{ref.name}" if ref.namespace else ref.name,
