@@ -32,8 +32,8 @@ router --request-timeout-secs (vllm-router  ``request_timeout_s`` = max(1800, ma
 0.1.17, smg 1.13: default 1800)              longest request), rounded up to a minute
 HTTPRoute timeouts.request (inference        ``request_timeout_s``
 gateway)
-SGLANG_DISAGGREGATION_WAITING_TIMEOUT,       ``kv_wait_s`` = max(300, margin x longest
-SGLANG_DISAGGREGATION_BOOTSTRAP_TIMEOUT      prefill); a lower user value: PD060
+SGLANG_DISAGGREGATION_WAITING_TIMEOUT        ``kv_wait_s`` = max(300, margin x longest
+(decode)                                     prefill); a lower user value: PD060
 vLLM --shutdown-timeout, pod                 ``drain_s`` = max(60, margin x mean request),
 terminationGracePeriodSeconds                at most :data:`MAX_DRAIN_S`
 engine HTTP keep-alive (VLLM_HTTP_TIMEOUT_   the idle time of the pooled client in front +
@@ -60,10 +60,12 @@ MARGIN = 1.5
 #: ``request_timeout_secs``; lightseekorg/smg py_src/smg/router_args.py); moegen never renders
 #: less.
 ROUTER_REQUEST_TIMEOUT_DEFAULT_S = 1800
-#: SGLang's KV-transfer timeouts: SGLANG_DISAGGREGATION_BOOTSTRAP_TIMEOUT (prefill waits for
-#: decode's KV indices) and SGLANG_DISAGGREGATION_WAITING_TIMEOUT (decode waits for the
-#: transfer after bootstrapping), both EnvInt(300) (sglang 0.5.23 python/sglang/srt/environ.py;
-#: read in disaggregation/common/conn.py).
+#: SGLang's decode-side KV wait: SGLANG_DISAGGREGATION_WAITING_TIMEOUT, EnvInt(300) (sglang
+#: 0.5.23 python/sglang/srt/environ.py): decode aborts a request whose transfer has not finished
+#: that long after it sent prefill its KV indices (disaggregation/common/conn.py
+#: ``_check_waiting_timeout``), which spans prefill's queue, its compute and the transfer. Its
+#: prefill-side sibling SGLANG_DISAGGREGATION_BOOTSTRAP_TIMEOUT times decode's admission (the
+#: wait for KV room on decode), which no duration of the model bounds: left at SGLang's default.
 SGLANG_KV_TIMEOUT_DEFAULT_S = 300
 #: Graceful drain bounds, s: the floor is moegen's long-standing drain (generator/pods.py
 #: DRAIN_S); the ceiling keeps a rollout of many groups finite (each group waits for it).
@@ -77,8 +79,7 @@ KEEPALIVE_MARGIN_S = 30
 #: python/sglang/srt/environ.py, passed to uvicorn in entrypoints/http_server.py).
 ENGINE_KEEPALIVE_DEFAULT_S = 5
 KEEPALIVE_ENV = {"vllm": "VLLM_HTTP_TIMEOUT_KEEP_ALIVE", "sglang": "SGLANG_TIMEOUT_KEEP_ALIVE"}
-SGLANG_KV_TIMEOUT_ENV = ("SGLANG_DISAGGREGATION_BOOTSTRAP_TIMEOUT",
-                         "SGLANG_DISAGGREGATION_WAITING_TIMEOUT")
+SGLANG_KV_TIMEOUT_ENV = "SGLANG_DISAGGREGATION_WAITING_TIMEOUT"
 
 
 @dataclass(frozen=True)
@@ -119,7 +120,7 @@ class Durations:
     mean_request_s: float | None = None
     #: Derived: router --request-timeout-secs and the HTTPRoute request timeout.
     request_timeout_s: int = ROUTER_REQUEST_TIMEOUT_DEFAULT_S
-    #: Derived: SGLang's KV-transfer timeouts (bootstrap, waiting).
+    #: Derived: SGLang decode's KV wait (SGLANG_DISAGGREGATION_WAITING_TIMEOUT).
     kv_wait_s: int = SGLANG_KV_TIMEOUT_DEFAULT_S
     #: Derived: the engines' graceful drain after SIGTERM.
     drain_s: int = MIN_DRAIN_S
@@ -291,12 +292,11 @@ def front_idle_s(spec, mode: str) -> int | None:
 def timing_env(spec, engine: str, mode: str, d: Durations) -> dict[str, str]:
     """Engine variables of a role of ``mode`` that pair with another component (module
     docstring): the HTTP keep-alive above the pooled client in front (:func:`front_idle_s`), and
-    SGLang's KV-transfer timeouts (:attr:`Durations.kv_wait_s`) on prefill/decode roles."""
+    SGLang decode's KV wait (:attr:`Durations.kv_wait_s`)."""
     env: dict[str, str] = {}
     keep = keepalive_s(front_idle_s(spec, mode))
     if keep is not None:
         env[KEEPALIVE_ENV[engine]] = str(keep)
-    if engine == "sglang" and mode in ("prefill", "decode"):
-        for name in SGLANG_KV_TIMEOUT_ENV:
-            env[name] = str(d.kv_wait_s)
+    if engine == "sglang" and mode == "decode":
+        env[SGLANG_KV_TIMEOUT_ENV] = str(d.kv_wait_s)
     return env

@@ -219,31 +219,30 @@ def _spec_decodes_agree(ctx: Context):
                       "give every decode role the same speculative block")
 
 
-@rule("PD060", E, "SGLang's KV-transfer timeouts outlast the longest prefill",
-      "sglang python/sglang/srt/disaggregation/common/conn.py: prefill aborts a request whose "
-      "decode has not bootstrapped within SGLANG_DISAGGREGATION_BOOTSTRAP_TIMEOUT, decode one "
-      "whose transfer has not finished within SGLANG_DISAGGREGATION_WAITING_TIMEOUT (both 300 s, "
-      "python/sglang/srt/environ.py; sglang PR#7846); the longest prefill: generator/durations.py",
+@rule("PD060", E, "SGLang decode waits for KV longer than the longest prefill takes",
+      "sglang python/sglang/srt/disaggregation/common/conn.py _check_waiting_timeout: decode "
+      "aborts a request whose transfer has not finished SGLANG_DISAGGREGATION_WAITING_TIMEOUT "
+      "(300 s, python/sglang/srt/environ.py) after bootstrapping, a span holding prefill's "
+      "compute (sglang PR#7846); the longest prefill: generator/durations.py",
       engines=("sglang",))
 def _kv_timeouts(ctx: Context):
     longest = ctx.durations.longest_prefill_s
     if longest is None:
         return
     for i, r in ctx.role_items():
-        if r.mode not in ("prefill", "decode"):
+        if r.mode != "decode":
             continue
-        for name in SGLANG_KV_TIMEOUT_ENV:
-            found = role_env(ctx, i, name)
-            if found is None or found[1] >= longest:
-                continue
-            path, value = found
-            yield Hit(path,
-                      f"role {r.name!r}: {name}={value} s, but one prompt of maxModelLen "
-                      f"{r.serving.maxModelLen or r.arch.max_position_embeddings} tokens takes "
-                      f"{longest:.0f} s to prefill and transfer (predicted): every such request "
-                      "is aborted",
-                      f"drop the variable (moegen sets {ctx.durations.kv_wait_s} s) or raise it "
-                      f"above {longest:.0f}")
+        found = role_env(ctx, i, SGLANG_KV_TIMEOUT_ENV)
+        if found is None or found[1] >= longest:
+            continue
+        path, value = found
+        yield Hit(path,
+                  f"decode role {r.name!r}: {SGLANG_KV_TIMEOUT_ENV}={value} s, but one prompt of "
+                  f"maxModelLen {r.serving.maxModelLen or r.arch.max_position_embeddings} tokens "
+                  f"takes {longest:.0f} s to prefill and transfer (predicted): decode aborts "
+                  "every such request",
+                  f"drop the variable (moegen sets {ctx.durations.kv_wait_s} s) or raise it above "
+                  f"{longest:.0f}")
 
 
 @rule("PD061", W, "a scaled-down prefill does not fail the requests decode still loads",
