@@ -18,7 +18,7 @@ paths"). moegen sets both sides from one model of the deployment's predicted dur
 * **mean request** (``mean_request_s``, with ``spec.traffic``): the mean prompt's prefill, then
   the mean output at the step of the mean context, with the stated draft acceptance.
 
-The prefill and decode times are the planner's physical model (generator/capacity/perf.py:
+The prefill and decode times are the planner's physical model (generator/perf/terms.py:
 ``prefill``, ``decode_step``), on the role's own layout, GPU and memory plan. Every derived
 timeout is that prediction x :data:`MARGIN`, never below the component's own default:
 
@@ -176,9 +176,9 @@ def _max_len(role) -> int:
 
 
 def _role_times(spec, role_spec, role, z, startup, pd: bool) -> RoleTimes:
-    """One role's predictions from the planner's physical model (capacity/perf.py)."""
-    from .capacity import perf
-    from .capacity.search import attention_fp8, bf16_compute, effective_overlap, model_shape
+    """One role's predictions from the planner's physical model (perf/terms.py)."""
+    from .perf import terms as perf
+    from .perf.decode import attention_fp8, bf16_compute, effective_overlap, model_shape
     s = spec.spec
     pool = s.nodePools[role_spec.nodePool]
     gpu = GPUS[pool.gpu]
@@ -236,7 +236,7 @@ def _role_times(spec, role_spec, role, z, startup, pd: bool) -> RoleTimes:
 
 
 def _default_gbps() -> float:
-    from .capacity.predict import DEFAULT_INTER_NODE_GBPS
+    from .perf.predict import DEFAULT_INTER_NODE_GBPS
     return DEFAULT_INTER_NODE_GBPS
 
 

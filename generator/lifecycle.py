@@ -34,7 +34,7 @@ from dataclasses import dataclass
 
 from .engines.routers import rendered_router
 from .layout import compute_layout
-from .manifests import lws as lwsv
+from .facts import lws as lwsv
 
 #: The rollout moegen renders without room for a surge instance (manifests/plan.py
 #: LWS_MAX_SURGE, LWS_MAX_UNAVAILABLE): groups are replaced one at a time.

@@ -2,7 +2,7 @@
 every timeout pair from one set of predicted durations, every rollout from the pool's room.
 
 Expected numbers are derived by hand below; the physical prefill/decode times come from the
-planner's model (generator/capacity/perf.py, calibrated in tests/test_planner.py), called here
+planner's model (generator/perf/terms.py, calibrated in tests/test_planner.py), called here
 directly so the composition is checked on its own.
 """
 
@@ -13,8 +13,8 @@ import math
 import yaml
 
 from generator import pipeline
-from generator.capacity import perf
-from generator.capacity.search import bf16_compute, model_shape
+from generator.perf import terms as perf
+from generator.perf.decode import bf16_compute, model_shape
 from generator.catalog import GPUS
 from generator.durations import (
     MARGIN,
@@ -83,7 +83,7 @@ def test_s1_durations_compose_the_planners_prefill_and_decode(tmp_path):
     spec = c.spec.spec
     pre, dec = c.roles
     zp, zd = c.sizing
-    gbps = 400.0   # network.interNodeGbps unset: capacity/predict.py DEFAULT_INTER_NODE_GBPS
+    gbps = 400.0   # network.interNodeGbps unset: perf/predict.py DEFAULT_INTER_NODE_GBPS
     h96, h141 = GPUS["H20-96GB"], GPUS["H20-141GB"]
     shp = model_shape(pre.arch.config, "fp8", zp.kv_bytes_per_token)
     prefill = perf.prefill(shp, h96, isl=32768, tensor=8, data=1, pipeline=1, expert=False,
@@ -98,7 +98,7 @@ def test_s1_durations_compose_the_planners_prefill_and_decode(tmp_path):
         local_experts_per_layer=routed / (shd.expert_bytes * shd.moe_layers), ctx=16384,
         gpus_per_node=8, inter_gbps=gbps, draft=1, bf16=False, attn_fp8=True,
         drafter="vllm_mtp")[0]
-    d = c.durations
+    d = c.model.durations
     assert math.isclose(d.longest_prefill_s, prefill + transfer)
     assert math.isclose(d.longest_request_s, prefill + transfer + 32768 * step)
     assert d.request_timeout_s == math.ceil(MARGIN * (prefill + transfer + 32768 * step) / 60) * 60
@@ -121,15 +121,15 @@ def test_front_idle_and_timing_env_per_mode(tmp_path):
     assert (front_idle_s(s1.spec, "prefill"), front_idle_s(s1.spec, "decode")) == (50, 50)
     s3 = _checked(S3, tmp_path)
     assert front_idle_s(s3.spec, "decode") == 3   # smg
-    assert timing_env(s3.spec, "sglang", "decode", s3.durations) == {
-        "SGLANG_DISAGGREGATION_WAITING_TIMEOUT": str(s3.durations.kv_wait_s)}
-    assert timing_env(s3.spec, "sglang", "prefill", s3.durations) == {}
+    assert timing_env(s3.spec, "sglang", "decode", s3.model.durations) == {
+        "SGLANG_DISAGGREGATION_WAITING_TIMEOUT": str(s3.model.durations.kv_wait_s)}
+    assert timing_env(s3.spec, "sglang", "prefill", s3.model.durations) == {}
     s3g = _checked(S3, tmp_path, igw)
-    assert timing_env(s3g.spec, "sglang", "prefill", s3g.durations) == {
+    assert timing_env(s3g.spec, "sglang", "prefill", s3g.model.durations) == {
         "SGLANG_TIMEOUT_KEEP_ALIVE": "120"}
     uni = _checked(UNIFIED, tmp_path)
     assert front_idle_s(uni.spec, "unified") is None
-    assert timing_env(uni.spec, "vllm", "unified", uni.durations) == {}
+    assert timing_env(uni.spec, "vllm", "unified", uni.model.durations) == {}
 
 
 def test_route_timeout_and_router_flag():

@@ -7,7 +7,7 @@ import json
 import pytest
 
 from generator.engines import vllm
-from generator.engines.versions import UnsupportedVersion
+from generator.facts.versions import UnsupportedVersion
 from tests.helpers import EXAMPLES, ROOT, render_spec
 
 

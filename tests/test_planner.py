@@ -19,16 +19,24 @@ import dataclasses
 import pytest
 import yaml
 
-from generator.capacity import perf
-from generator.capacity.request import PlanRequest, request_findings
-from generator.capacity.search import (_layouts, _role_input, attention_fp8, decode_estimate,
-                                       drafter, effective_overlap, model_shape, plan)
+from generator.capacity.layouts import _layouts, _role_input
+from generator.capacity.request import request_findings
+from generator.capacity.search import plan
 from generator.catalog import GPUS, arch_from_config, builtin_config
 from generator.cli import run
 from generator.engines import sglang
+from generator.perf import terms as perf
+from generator.perf.decode import (
+    attention_fp8,
+    decode_estimate,
+    drafter,
+    effective_overlap,
+    model_shape,
+)
 from generator.sizing import size_role
 from generator.spec import models as sm
 from generator.spec.load import Provenance
+from generator.spec.request import PlanRequest
 from tests.helpers import EXAMPLES
 
 PLANS = EXAMPLES / "plan"
@@ -188,7 +196,8 @@ def test_many_nodes_do_not_crash(tmp_path, capsys):
 def test_layouts_take_any_whole_number_of_nodes():
     """EP over 9 nodes (LMSYS's EP72 decode) and 18 (DeepSeek's EP144) are searched, prefill EP
     up to the pool (EP32 on 4 nodes); never more EP ranks than routed experts."""
-    from generator.capacity.search import LayoutChoice, _layouts
+    from generator.capacity.layouts import _layouts
+    from generator.perf.candidate import LayoutChoice
     dec = _layouts(8, 9 * 8, 128, "decode", 256)
     assert LayoutChoice(1, 72, 1, True) in dec and LayoutChoice(1, 64, 1, True) in dec
     assert LayoutChoice(1, 144, 1, True) in _layouts(8, 18 * 8, 128, "decode", 256)
@@ -389,7 +398,7 @@ def test_sglang_4bit_plans_deploy_no_deepep(tmp_path):
     """SGLang has no W4A16/NVFP4 expert kernel behind DeepEP (QNT005): the planner deploys
     all-gather / reduce-scatter for them, and every emitted spec validates; vLLM, whose DeepEP
     path runs the format, keeps DeepEP, and so does SGLang with FP8."""
-    from generator.capacity.search import all2all_for
+    from generator.capacity.layouts import all2all_for
     from generator.capacity.to_spec import spec_yaml
     req = PlanRequest.model_validate(KIMI_SGL)
     res = plan(req)
@@ -418,7 +427,7 @@ def test_w4a16_gemms_run_at_the_bf16_peak():
     other GEMMs (attention projections, shared experts, dense MLP, lm_head) move from 296 to 148,
     so one request costs dense / (296e12 x 0.8) GPU-seconds more, dense = 2 x active x isl minus
     the routed experts' 2 x topk x moe_layers x expert_params x isl."""
-    from generator.capacity.search import bf16_compute
+    from generator.perf.decode import bf16_compute
     assert bf16_compute("bf16") and bf16_compute("w4a16")
     assert not any(bf16_compute(w) for w in ("fp8", "w4a8", "mxfp4", "nvfp4"))
     shape = model_shape(builtin_config("kimi-k2-thinking"), "w4a16", 0)

@@ -7,8 +7,9 @@ import yaml
 from ..catalog import HF_IDS, arch_from_config, builtin_config
 from ..engines.registry import dialect_for
 from ..layout import min_redundant_experts
-from .request import PlanRequest
-from .search import DSPARK_DP_ALL2ALL, all2all_for, workload_max_len
+from ..perf.decode import workload_max_len
+from ..spec.request import PlanRequest
+from .layouts import DSPARK_DP_ALL2ALL, all2all_for
 
 
 def default_image(engine: str, version: str) -> str:

@@ -40,7 +40,7 @@ for _code, _sev, _summary, _source in (
     ("PLN001", E, "a PlanRequest gives concurrency or requestsPerSecond, not both",
      "docs/spec.md §5 (workload)"),
     ("PLN002", E, "a PlanRequest's fixed roles are one prefill + one decode, or one unified",
-     "docs/spec.md §5.1; generator/capacity/evaluate.py"),
+     "docs/spec.md §5.1; generator/perf/evaluate.py"),
     ("PLN003", E, "a fixed layout's maxModelLen holds the workload's requests",
      "docs/spec.md §5.1; the engines refuse longer requests (vLLM and SGLang max model length)"),
     ("PLN004", E, "DSpark drafting is planned on SGLang 0.5.16+ with DeepSeek-V4 only",

@@ -39,9 +39,9 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from ..catalog import GPUS, Gpu
-from ..engines import deepep
-from ..engines.base import RoleInput
 from ..engines.options import option_value
+from ..facts import deepep
+from ..roles import RoleInput
 from ..sizing.formats import kernel_on, storage
 from .registry import Context, E, Hit, W, is_vllm, role_path, rule
 

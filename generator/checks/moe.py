@@ -1,12 +1,12 @@
 """Rules about MoE execution: expert parallelism, EPLB, and the all-to-all backends (DeepEP).
-DeepEP's compiled limits are in generator/engines/deepep.py."""
+DeepEP's compiled limits are in generator/facts/deepep.py."""
 
 from __future__ import annotations
 
 from ..catalog import GPUS
-from ..engines import deepep
 from ..engines import sglang as sg
-from ..engines.versions import parse_version
+from ..facts import batches, deepep
+from ..facts.versions import parse_version
 from ..layout import min_redundant_experts
 from .registry import Context, E, Hit, W, is_vllm, role_path, rule
 
@@ -204,12 +204,12 @@ def _deepep_tokens(ctx: Context):
 def _sglang_deepep_tokens(ctx: Context):
     for i, r in ctx.role_items():
         if r.moe and r.moe.all2all == "deepep_low_latency" and r.mode != "prefill":
-            need = sg.deepep_dispatch_tokens(r)
+            need = batches.deepep_dispatch_tokens(r)
             if need > deepep.LL_MAX_TOKENS:
                 yield Hit(role_path(i, "sizing", "concurrency"),
                           f"role {r.name!r}: a decode batch of "
-                          f"{max(sg.cuda_graph_batch(r), sg.admitted_per_rank(r))} per rank x "
-                          f"{sg.draft_tokens(r)} tokens per request = {need} DeepEP dispatch tokens "
+                          f"{max(batches.cuda_graph_batch(r), batches.admitted_per_rank(r))} per rank x "
+                          f"{batches.draft_tokens(r)} tokens per request = {need} DeepEP dispatch tokens "
                           f"per rank, above DeepEP's {deepep.LL_MAX_TOKENS}",
                           "spread the concurrency over more data-parallel ranks, or use fewer "
                           "speculative tokens")
@@ -230,7 +230,7 @@ def _sglang_deepep_normal_decode(ctx: Context):
 @rule("A2A008", W, "prefill roles use DeepEP's high-throughput kernels",
       "DeepEP low-latency buffers hold at most 1,024 tokens per rank; prefill chunks are "
       "thousands (https://github.com/deepseek-ai/DeepEP README: normal kernels for prefill, "
-      "low-latency for decode; generator/engines/deepep.py)")
+      "low-latency for decode; generator/facts/deepep.py)")
 def _prefill_ll(ctx: Context):
     for i, role in enumerate(ctx.spec.spec.roles):
         if role.mode == "prefill" and role.moe and role.moe.all2all == "deepep_low_latency":

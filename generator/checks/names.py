@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from ..engines.base import RoleInput
 from ..engines.routers import rendered_router
 from ..layout import max_instances
 from ..naming import MAX_CONTROLLER, MAX_LABEL, OWN_LABELS, OWN_PREFIX, object_names
+from ..roles import RoleInput
 from .registry import Context, E, Hit, W, role_path, rule
 from .scaling import free_nodes
 

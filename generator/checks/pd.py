@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from ..catalog import GPUS
 from ..durations import SGLANG_KV_TIMEOUT_ENV
+from ..engines import sglang, vllm
+from ..engines.options import option_flags, option_value, release_options
 from ..engines.routers import GATEWAY_KIND, ROUTER_METRICS_PORT, rendered_router, router_kind
 from .registry import (
     Context,
@@ -217,6 +219,51 @@ def _spec_decodes_agree(ctx: Context):
                       f"decode role {role.name!r} speculates differently from decode role "
                       f"{first.name!r} (roles[{first_i}])",
                       "give every decode role the same speculative block")
+
+
+#: Per engine, the options that shape a request (engines/vllm.py, engines/sglang.py
+#: REQUEST_SHAPING, with their sources).
+REQUEST_SHAPING = {"vllm": vllm.REQUEST_SHAPING, "sglang": sglang.REQUEST_SHAPING}
+
+
+def _shaping_args(ctx: Context, args: list[str]) -> dict[str, str]:
+    """The request-shaping options of an engineArgs list: canonical name -> the option as
+    written, with its value (``--tool-call-parser deepseek_v3``; a negation stays itself)."""
+    opts = release_options(ctx.engine, ctx.dialect.version) if ctx.dialect else None
+    wanted = {(opts.canonical(f) if opts else None) or f for f in REQUEST_SHAPING[ctx.engine]}
+    out = {}
+    for j, a in option_flags(args):
+        written = a.partition("=")[0]
+        name = (opts.canonical(a) if opts else None) or written
+        if name in wanted:
+            value = option_value(args, j)
+            out[name] = written if value is None else f"{written} {value}"
+    return out
+
+
+@rule("PD090", E, "options that shape a request are the same on prefill and decode",
+      "each leg of a PD pair renders, validates and tokenizes the request itself: vLLM answers a "
+      "tools request with 400 at prefill without --enable-auto-tool-choice/--tool-call-parser "
+      "(vllm-project/vllm@v0.33.0:vllm/renderers/online_renderer.py) and both engines make the "
+      "prompt's tokens from the chat template and tool parser (sgl-project/sglang@v0.5.23:"
+      "python/sglang/srt/entrypoints/openai/serving_chat.py); generator/engines/vllm.py "
+      "REQUEST_SHAPING")
+def _request_shaping_on_both_legs(ctx: Context):
+    roles = ctx.spec.spec.roles
+    for i, _, j, _ in pd_pairs(ctx):
+        pre, dec = _shaping_args(ctx, roles[i].engineArgs), _shaping_args(ctx, roles[j].engineArgs)
+        for name in sorted(set(pre) | set(dec)):
+            if pre.get(name) == dec.get(name):
+                continue
+            shown = (dec.get(name) or pre[name]).split(" ")[0]
+            k = j if name in dec else i
+            yield Hit(role_path(k, "engineArgs"),
+                      f"{shown} differs between prefill role {roles[i].name!r} "
+                      f"({pre.get(name, 'unset')}) and decode role {roles[j].name!r} "
+                      f"({dec.get(name, 'unset')}): each leg renders and validates the request "
+                      "itself, so a request the one accepts the other refuses, or tokenizes "
+                      "differently from the KV it hands over",
+                      f"give both roles the same {shown} in engineArgs")
 
 
 @rule("PD060", E, "SGLang decode waits for KV longer than the longest prefill takes",

@@ -7,7 +7,7 @@ import dataclasses
 import math
 
 from ..catalog import GPUS
-from ..engines.base import RoleInput
+from ..roles import RoleInput
 from ..sizing import RoleSizing, size_role
 from ..sizing.sglang_budget import fraction_with_room
 from ..sizing.vllm_budget import CUDA_CONTEXT_GIB

@@ -55,26 +55,28 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from functools import cache
-from typing import TYPE_CHECKING, ClassVar
+from typing import ClassVar
 
+from ..facts.versions import SupportedRange, parse_version, select_known
 from ..layout import Spread
 from ..pods import DRAIN_S
 from ..resources import package_text
+from ..roles import RoleInput
+from ..sizing import RoleSizing
+from ..sizing.host import PodProcesses
 from .base import (
     DERIVED_BY_LAYOUT as _LAYOUT,
+)
+from .base import (
     DERIVED_LISTENER as _LISTENER,
+)
+from .base import (
     LEADER_IP,
     POD_IP,
     EngineLaunch,
-    PodProcesses,
     Port,
-    RoleInput,
 )
 from .options import release_options
-from .versions import SupportedRange, parse_version, select_known
-
-if TYPE_CHECKING:
-    from ..sizing import RoleSizing
 
 #: vLLM releases moegen supports: 0.11.0 up to the 0.33.x series (docs/spec.md §2).
 SUPPORTED = [SupportedRange((0, 11, 0), (0, 34, 0))]
@@ -116,6 +118,22 @@ KV_LOAD_FAILURE_POLICY = "recompute"
 #: speculative configuration compatibility"), vllm/distributed/kv_transfer/kv_connector/v1/
 #: nixl/metadata.py.
 NIXL_HASHES_SPECULATIVE = (0, 28, 0)
+
+
+#: Options that change what a request may contain or which tokens its prompt becomes: in
+#: prefill/decode disaggregation each leg renders and validates the request itself, so both must
+#: run them alike (rule PD090). vllm@0.33.0 vllm/renderers/online_renderer.py: tool_choice
+#: "auto" without --enable-auto-tool-choice and --tool-call-parser is a 400 (and "required" or a
+#: named tool without a parser); the chat template, its content format and default kwargs, the
+#: tools left in the prompt (exclude_tools_when_tool_choice_none) and the tokenizer make the
+#: prompt's tokens, whose KV the decode leg pulls by block; --max-logprobs and
+#: --enable-prompt-embeds bound what a request may ask (vllm/sampling_params.py "greater than max
+#: allowed"; vllm/renderers/base.py "You must set `--enable-prompt-embeds`").
+REQUEST_SHAPING = ("--enable-auto-tool-choice", "--tool-call-parser", "--tool-parser-plugin",
+                   "--chat-template", "--chat-template-content-format",
+                   "--default-chat-template-kwargs", "--trust-request-chat-template",
+                   "--exclude-tools-when-tool-choice-none", "--tokenizer", "--tokenizer-mode",
+                   "--trust-remote-code", "--max-logprobs", "--enable-prompt-embeds")
 
 
 @cache
@@ -286,7 +304,7 @@ class VllmDialect:
         return NIXL_SIDE_CHANNEL_PORT + min(ranks) * scale, NIXL_SIDE_CHANNEL_PORT + max(ranks) * scale
 
     # -- rendering --------------------------------------------------------------------------
-    def launch(self, role: RoleInput, sizing: "RoleSizing | None" = None,
+    def launch(self, role: RoleInput, sizing: RoleSizing | None = None,
                startup_s: int | None = None, drain_s: int = DRAIN_S) -> EngineLaunch:
         """Build the launch of one instance of ``role`` (the role must have passed the rules).
 

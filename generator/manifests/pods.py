@@ -11,10 +11,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..catalog import GPUS
-from ..engines.base import LEADER_IP, POD_IP, EngineLaunch, Port, RoleInput
+from ..engines.base import LEADER_IP, POD_IP, EngineLaunch, Port
 from ..engines.caches import CACHE_MOUNT
 from ..naming import L_INSTANCE, L_ROLE, LWS_GROUP_KEY_LABEL
 from ..pods import DRAIN_S, PRESTOP_S, STARTUP_PERIOD_S, PodSettings, termination_grace
+from ..roles import RoleInput
 from ..sizing.host import HostPlan, PodResources
 from ..spec.models import InferenceDeployment, NodePool, Role
 

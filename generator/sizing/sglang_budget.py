@@ -27,10 +27,10 @@ from __future__ import annotations
 import math
 
 from ..catalog import Gpu
-from ..engines import deepep
-from ..engines.base import RoleInput
-from ..engines.sglang import cuda_graph_batch, deepep_dispatch_tokens
-from ..engines.versions import parse_version
+from ..facts import deepep
+from ..facts.batches import cuda_graph_batch, deepep_dispatch_tokens
+from ..facts.versions import parse_version
+from ..roles import RoleInput
 from .kv import V4Cache
 from .result import GIB, RoleSizing
 from .stages import worst_stage

@@ -37,9 +37,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..catalog import Gpu
-from ..engines import deepep
-from ..engines.base import RoleInput
-from ..engines.versions import parse_version
+from ..facts import deepep
+from ..facts.versions import parse_version
+from ..roles import RoleInput
 from .kv import V4Cache
 from .result import GIB, RoleSizing
 from .stages import worst_stage

@@ -1,4 +1,6 @@
-"""Plan -> output files (``{relative path: text}``). No I/O, no computation: templates only.
+"""The ``kubernetes`` target: the plan as LeaderWorkerSets (or StatefulSets), Services, the router
+or the inference gateway, monitoring objects and a kustomize base (``{relative path: text}``).
+No I/O, no computation: templates only.
 
 Files of an output directory (one object per file, named ``<role>-<kind>.yaml``):
 
@@ -18,8 +20,10 @@ Files of an output directory (one object per file, named ``<role>-<kind>.yaml``)
 
 from __future__ import annotations
 
-from .plan import DeploymentPlan
-from .pods import PodSpecPlan
+from ..deployment import Deployment
+from ..errors import Finding
+from ..manifests.plan import DeploymentPlan
+from ..manifests.pods import PodSpecPlan
 from .templates import macro, render
 
 
@@ -91,3 +95,20 @@ def render_files(plan: DeploymentPlan) -> dict[str, str]:
     files["kustomizeconfig.yaml"] = render("kustomizeconfig.yaml.j2", plan=plan)
     files["kustomization.yaml"] = render("kustomization.yaml.j2", plan=plan, resources=resources)
     return dict(sorted(files.items()))
+
+
+class KubernetesTarget:
+    """Plain Kubernetes objects and a kustomize base: expresses every spec moegen accepts."""
+
+    name = "kubernetes"
+
+    def findings(self, deployment: Deployment) -> list[Finding]:
+        """Nothing: every checked spec renders for plain Kubernetes."""
+        return []
+
+    def render(self, plan: DeploymentPlan) -> dict[str, str]:
+        """:func:`render_files`."""
+        return render_files(plan)
+
+
+TARGET = KubernetesTarget()

@@ -16,30 +16,24 @@ from __future__ import annotations
 from dataclasses import replace
 
 from ..catalog import GPUS, arch_from_config, builtin_config
-from ..engines.base import RoleInput
 from ..engines.registry import dialect_for
 from ..errors import Finding, Location, Severity
 from ..layout import compute_layout
+from ..roles import RoleInput
 from ..sizing import size_role
 from ..spec import models as sm
 from ..spec.load import Provenance, json_path
-from . import perf
-from .request import PlanRequest
-from .to_spec import default_image
-from .search import (
-    Candidate,
-    LayoutChoice,
-    PlanResult,
-    RoleChoice,
-    assumptions,
+from ..spec.request import PlanRequest
+from . import terms as perf
+from .candidate import Candidate, LayoutChoice, PlanResult, RoleChoice, assumptions
+from .decode import (
     bf16_compute,
     decode_estimate,
     draft_tokens,
     model_shape,
-    pd_candidate,
-    unified_candidate,
     workload_max_len,
 )
+from .loop import pd_candidate, unified_candidate
 
 
 def _role_input(req: PlanRequest, role: sm.Role, arch, model: sm.Model) -> RoleInput:
@@ -63,83 +57,12 @@ def _role_input(req: PlanRequest, role: sm.Role, arch, model: sm.Model) -> RoleI
                      pd=role.mode != "unified", concurrency=1)
 
 
-#: Rule families of ``gen validate`` that judge a fixed layout (layout, pools, MoE, all-to-all,
-#: overlap, prefill/decode pairing, speculative decoding, quantization, GPU support, serving
-#: limits, context length). Sizing is evaluated here (SIZ001-003); what a PlanRequest cannot
-#: express (network, pods, names, images, volumes, routing, placement) is not judged.
-LAYOUT_FAMILIES = ("LAY", "POOL", "EP", "A2A", "OVL", "PD", "SPD", "QNT", "GPU", "SRV", "LEN",
-                   "MOD")
-#: Codes of those families about fields a PlanRequest does not have.
-NOT_JUDGED = frozenset({"POOL005", "MOD005"})
-
-
-def deployment_document(req: PlanRequest) -> dict:
-    """The InferenceDeployment a fixed-layout request describes: its pools, model, engine,
-    serving and roles as given; placeholders (a model volume, an RDMA NIC, a socket interface)
-    where an InferenceDeployment needs cluster facts the request does not carry. Role ``i`` of
-    the request is role ``i`` of the document, so findings keep their paths."""
-    s = req.spec
-    wl = s.workload
-    arch = arch_from_config(builtin_config(s.model.architecture))
-    serving = {"maxModelLen": workload_max_len(arch, wl),
-               "kvCacheDtype": s.constraints.kvCacheDtype}
-    if s.serving is not None:
-        serving |= s.serving.model_dump(exclude_none=True)
-    ranks = sum(r.replicas * r.parallel.data for r in s.roles or () if r.mode != "prefill") or 1
-    roles = []
-    for r in s.roles or ():
-        doc = r.model_dump(exclude_none=True, exclude_defaults=False)
-        if r.mode != "prefill" and (r.sizing is None or r.sizing.concurrency is None):
-            # The sequences an instance holds: the workload's share (one without concurrency).
-            per_rank = -(-wl.concurrency // ranks) if wl.concurrency else 1
-            doc["sizing"] = doc.get("sizing", {}) | {"concurrency": per_rank * r.parallel.data}
-        if r.mode != "prefill" and r.speculative is None and s.speculative and arch.mtp_layers:
-            doc["speculative"] = {"method": "mtp",
-                                  "numSpeculativeTokens": s.speculative.numSpeculativeTokens}
-        roles.append(doc)
-    return {
-        "apiVersion": "moegen.dev/v1alpha1", "kind": "InferenceDeployment",
-        "metadata": {"name": req.metadata.name},
-        "spec": {
-            "model": {"name": s.model.name or s.model.architecture,
-                      "architecture": s.model.architecture, "weights": s.model.weights,
-                      "path": "/models/model",
-                      "volume": {"persistentVolumeClaim": {"claimName": "weights"}}},
-            "engine": {"name": s.engine.name, "version": s.engine.version,
-                       "image": default_image(s.engine.name, s.engine.version)},
-            "nodePools": {n: {"gpu": p.gpu, "gpusPerNode": p.gpusPerNode, "nodes": p.nodes}
-                          for n, p in s.nodePools.items()},
-            "network": {"socketInterface": "eth0",
-                        "rdma": {"resourceName": "rdma/hca", "devices": ["mlx5_0"]}},
-            "serving": serving,
-            "roles": roles,
-        },
-    }
-
-
-def validator_findings(req: PlanRequest, prov: Provenance | None) -> list[Finding]:
-    """What ``gen validate`` says about the layout of a fixed-layout request (the
-    :data:`LAYOUT_FAMILIES`), located in the request file."""
-    from ..pipeline import check_loaded
-    from ..spec.load import LoadedSpec
-    checked = check_loaded(LoadedSpec(deployment_document(req), prov or Provenance(),
-                                      ["<plan request>"]))
-    if checked.spec is None:   # the request's roles passed the same models: a moegen bug
-        raise RuntimeError("fixed-layout document: " + "; ".join(map(str, checked.findings)))
-    out = []
-    for f in checked.findings:
-        family = f.code.rstrip("0123456789")
-        if family in LAYOUT_FAMILIES and f.code not in NOT_JUDGED \
-                and f.path.startswith(("$.spec.roles", "$.spec.nodePools", "$.spec.serving",
-                                       "$.spec.model.weights", "$.spec.model.architecture")):
-            out.append(f)
-    return out
-
-
-def evaluate(req: PlanRequest, prov: Provenance | None = None, judge: bool = True) -> PlanResult:
+def evaluate(req: PlanRequest, prov: Provenance | None = None,
+             judged: list[Finding] | tuple = ()) -> PlanResult:
     """The request's roles as the only candidate (see the module docstring); ``prov`` locates
-    the findings of a layout that does not fit in the request file. ``judge``: run the
-    validator's rules on the layout (off when the layout comes from a checked deployment)."""
+    the findings of a layout that does not fit in the request file. ``judged``: what the
+    validator's rules say about the layout (``generator.capacity.judge.validator_findings``;
+    empty when the layout comes from a checked deployment)."""
     s = req.spec
     cfg = builtin_config(s.model.architecture)
     arch = arch_from_config(cfg)
@@ -152,44 +75,10 @@ def evaluate(req: PlanRequest, prov: Provenance | None = None, judge: bool = Tru
     decoding = [(r, ri) for r, ri in zip(roles, inputs) if r.mode in ("decode", "unified")]
     ranks = sum(r.replicas * ri.layout.data for r, ri in decoding) or 1
     per_rank = -(-wl.concurrency // ranks) if wl.concurrency else None
-    judged = validator_findings(req, prov) if judge else []
     findings: list[Finding] = [f for f in judged if f.severity is Severity.ERROR]
 
-    def finding(code: str, i: int, field: str, message: str, hint: str) -> None:
-        path = ("spec", "roles", i, field)
-        findings.append(Finding(code, Severity.ERROR, json_path(path), message, hint,
-                                prov.locate(path) if prov else Location()))
-
-    sized = {}
-    for i, (r, ri) in enumerate(zip(roles, inputs)):
-        if ri.layout.problem:
-            finding("LAY001", i, "parallel", f"role {r.name!r}: {ri.layout.problem}",
-                    "change tensor/data/pipeline or the pool's gpusPerNode")
-            continue
-        ri = replace(ri, concurrency=per_rank * ri.layout.data
-                     if per_rank and r.mode != "prefill" else 1)
-        z = size_role(ri, GPUS[s.nodePools[r.nodePool].gpu], dialect)
-        sized[r.name] = (r, ri, z)
-        if z.kv_cache <= 0:
-            finding("SIZ001", i, "parallel",
-                    f"role {r.name!r} does not fit: weights and buffers leave no KV cache in "
-                    f"the {z.gpu} budget of {z.budget:.1f} GiB (short by {-z.kv_cache:.1f} GiB)",
-                    "raise expert/tensor parallelism, quantize, or use a GPU with more memory")
-        need = wl.inputTokens + (wl.outputTokens if r.mode != "prefill" else 0)
-        if z.max_model_len < need:
-            finding("PLN003", i, "serving",
-                    f"role {r.name!r}: its maxModelLen {z.max_model_len} is shorter than the "
-                    f"workload's {need}-token requests, which the engine refuses",
-                    f"maxModelLen >= {need}, or shorter workload.inputTokens/outputTokens")
-        if z.kv_cache <= 0:
-            pass
-        elif r.mode != "prefill" and per_rank and per_rank * z.max_model_len > z.kv_tokens_per_rank:
-            finding("SIZ003", i, "parallel",
-                    f"role {r.name!r}: {per_rank} sequences of {z.max_model_len} tokens per "
-                    f"rank (workload.concurrency over {ranks} decode ranks) exceed its "
-                    f"{z.kv_tokens_per_rank:,} KV tokens",
-                    f"at most {z.kv_tokens_per_rank // z.max_model_len} sequences per rank: "
-                    "lower workload.concurrency or add decode ranks")
+    finding = _finder(findings, prov)
+    sized = _size_fixed(req, roles, inputs, dialect, per_rank, ranks, finding)
     findings = list({(f.code, f.path): f for f in findings}.values())   # one per code and field
     warned = [f"warning {f.code}: {f.message}" for f in judged if f.severity is Severity.WARNING]
     notes = [f.message for f in findings] + warned
@@ -283,3 +172,53 @@ def _role_json(r: sm.Role) -> dict:
 
 def _gpus(roles, inputs) -> int:
     return sum(r.replicas * ri.layout.gpus_per_instance for r, ri in zip(roles, inputs))
+
+
+def _finder(findings: list[Finding], prov: Provenance | None):
+    """A function appending an error finding at ``spec.roles[i].<field>`` to ``findings``."""
+    def finding(code: str, i: int, field: str, message: str, hint: str) -> None:
+        path = ("spec", "roles", i, field)
+        findings.append(Finding(code, Severity.ERROR, json_path(path), message, hint,
+                                prov.locate(path) if prov else Location()))
+    return finding
+
+
+def _size_fixed(req: PlanRequest, roles: list, inputs: list[RoleInput], dialect,
+                per_rank: int | None, ranks: int, finding) -> dict:
+    """Size each fixed role with the validator's code; report through ``finding`` a layout
+    that is impossible (LAY001), does not fit (SIZ001), cannot take the workload's requests
+    (PLN003) or cannot hold its share of the sequences at maxModelLen (SIZ003). Returns
+    {role name: (role, role input at its concurrency, sizing)} of the roles sized."""
+    s = req.spec
+    wl = s.workload
+    sized = {}
+    for i, (r, ri) in enumerate(zip(roles, inputs)):
+        if ri.layout.problem:
+            finding("LAY001", i, "parallel", f"role {r.name!r}: {ri.layout.problem}",
+                    "change tensor/data/pipeline or the pool's gpusPerNode")
+            continue
+        ri = replace(ri, concurrency=per_rank * ri.layout.data
+                     if per_rank and r.mode != "prefill" else 1)
+        z = size_role(ri, GPUS[s.nodePools[r.nodePool].gpu], dialect)
+        sized[r.name] = (r, ri, z)
+        if z.kv_cache <= 0:
+            finding("SIZ001", i, "parallel",
+                    f"role {r.name!r} does not fit: weights and buffers leave no KV cache in "
+                    f"the {z.gpu} budget of {z.budget:.1f} GiB (short by {-z.kv_cache:.1f} GiB)",
+                    "raise expert/tensor parallelism, quantize, or use a GPU with more memory")
+        need = wl.inputTokens + (wl.outputTokens if r.mode != "prefill" else 0)
+        if z.max_model_len < need:
+            finding("PLN003", i, "serving",
+                    f"role {r.name!r}: its maxModelLen {z.max_model_len} is shorter than the "
+                    f"workload's {need}-token requests, which the engine refuses",
+                    f"maxModelLen >= {need}, or shorter workload.inputTokens/outputTokens")
+        if z.kv_cache <= 0:
+            pass
+        elif r.mode != "prefill" and per_rank and per_rank * z.max_model_len > z.kv_tokens_per_rank:
+            finding("SIZ003", i, "parallel",
+                    f"role {r.name!r}: {per_rank} sequences of {z.max_model_len} tokens per "
+                    f"rank (workload.concurrency over {ranks} decode ranks) exceed its "
+                    f"{z.kv_tokens_per_rank:,} KV tokens",
+                    f"at most {z.kv_tokens_per_rank // z.max_model_len} sequences per rank: "
+                    "lower workload.concurrency or add decode ranks")
+    return sized

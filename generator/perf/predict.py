@@ -16,8 +16,8 @@ from pydantic import ValidationError
 
 from ..catalog import ARCHITECTURES
 from ..spec.models import InferenceDeployment
+from ..spec.request import PlanRequest
 from .evaluate import evaluate
-from .request import PlanRequest
 
 #: RDMA bandwidth per GPU when the spec does not give ``network.interNodeGbps`` (Gbit/s): one
 #: ConnectX-7 NDR port per GPU, as in the HGX H100/H20 reference designs.
@@ -150,7 +150,7 @@ def predict(doc: InferenceDeployment) -> Prediction:
     req = plan_request(doc)
     if isinstance(req, str):
         return Prediction(reason=req)
-    res = evaluate(req, judge=False)
+    res = evaluate(req)
     cand = res.candidates[0]
     if not cand.fits:
         return Prediction(reason=f"not timed: {cand.bound}")
