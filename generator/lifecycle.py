@@ -72,7 +72,8 @@ def rollout(spec, role_inputs, i: int) -> Rollout:
       maxSurge + maxUnavailable (kubernetes-sigs/lws#776, PR#781) and keeps surge groups until the
       rolled one is ready (PR#778); before, a StatefulSet with maxUnavailable 0 is refused;
     * the role's pool holds one more instance beside every role's peak (autoscaling maxReplicas
-      or replicas);
+      or replicas; a role on the pool that autoscales without maxReplicas may take every node,
+      and a surge group that cannot be placed stalls a maxUnavailable-0 rollout for good);
     * no DisaggregatedSet owns the rollout and no Kueue admits the groups (a surge group waits
       for quota, and Kueue's LeaderWorkerSet integration stalled surge rollouts:
       kubernetes-sigs/kueue PR#8801).
@@ -97,6 +98,11 @@ def rollout(spec, role_inputs, i: int) -> Rollout:
                        "quota)")
     pool_name = role.nodePool
     pool = spec.spec.nodePools[pool_name]
+    unbounded = [r.name for r in spec.spec.roles if r.nodePool == pool_name
+                 and r.autoscaling is not None and r.autoscaling.maxReplicas is None]
+    if unbounded:
+        return Rollout(*DEFAULT_ROLLOUT, f"role {unbounded[0]!r} may autoscale over pool "
+                       f"{pool_name!r} (no maxReplicas)")
     used = sum(_peak_nodes(spec, role_inputs, j) for j, r in enumerate(spec.spec.roles)
                if r.nodePool == pool_name and role_inputs[j] is not None)
     lay = role_inputs[i].layout

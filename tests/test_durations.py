@@ -161,6 +161,20 @@ def test_rollout_surges_only_where_the_pool_and_the_lws_release_allow(tmp_path):
     assert plan(4, "0.10.0", "    scheduler: {kind: kueue, queue: q}\n") == (0, 1)
 
 
+def test_rollout_leaves_no_surge_where_an_autoscaler_may_take_the_pool(tmp_path):
+    """An autoscaled decode without maxReplicas may grow over every node of its pool: a surge
+    group would stay Pending and a maxUnavailable-0 rollout never finish. maxReplicas 1 on a
+    4-node pool leaves 2 nodes: surge."""
+    base = ("spec:\n  platform:\n    lws: {version: \"0.10.0\"}\n  monitoring: {enabled: true, "
+            "prometheusUrl: \"http://p:9090\"}\n  nodePools:\n    decode-h20: {nodes: 4}\n"
+            "  roles:\n    - name: decode\n      autoscaling: {metric: waiting, target: 4%s}\n")
+    open_ended = _checked(S1, tmp_path, base % "")
+    bounded = _checked(S1, tmp_path, base % ", maxReplicas: 1")
+    assert open_ended.ok and bounded.ok, (open_ended.findings, bounded.findings)
+    assert rollout(open_ended.spec, open_ended.roles, 1).max_surge == 0
+    assert rollout(bounded.spec, bounded.roles, 1).max_surge == 1
+
+
 def test_client_services_only_where_they_are_an_entry_point(tmp_path):
     s1 = _checked(S1, tmp_path)
     assert not client_service(s1.spec, "prefill", False)
