@@ -4,8 +4,8 @@ Components in front of, beside and behind the engines each bound a duration with
 retry or a health check: a probe bounds the cold start, a router bounds a request, the KV
 transfer bounds how long prefill holds a request for decode, the kubelet bounds a drain, a
 pooled HTTP client bounds how long it reuses an idle connection. Each pair fails when one side
-is set from a different guess than the other (docs/field-failures.md, "Timeout pairs and restart
-paths"). moegen sets both sides from one model of the deployment's predicted durations:
+is set from a different guess than the other (docs/design.md §9). moegen sets both sides from
+one model of the deployment's predicted durations:
 
 * **cold start** (``startup_s``): sizing/host.py's startup budget (checkpoint share at the
   volume's read bandwidth + JIT warm-up + rendezvous), per role;

@@ -1,6 +1,5 @@
 """What happens to a deployment over its life: every restart, upgrade and scale-down path, and
-what moegen renders so each one recovers (docs/field-failures.md, "Timeout pairs and restart
-paths").
+what moegen renders so each one recovers (docs/design.md §9).
 
 ==============================  ==========================================================
 path                            what recovers it

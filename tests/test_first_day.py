@@ -26,10 +26,10 @@ def _overlay(tmp_path, text: str, name: str = "overlay.yaml"):
 def _kustomize(tmp_path, files, overlay: str) -> list[dict]:
     write_tree(tmp_path / "base", files)
     over = tmp_path / "over"
-    over.mkdir()
+    over.mkdir(exist_ok=True)
     (over / "kustomization.yaml").write_text(
         "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\n" + overlay
-        + "resources:\n- ../base\n")
+        + ("" if "resources:" in overlay else "resources:\n") + "- ../base\n")
     built = subprocess.run([KUBECTL, "kustomize", str(over)], capture_output=True, text=True,
                            check=False)
     assert built.returncode == 0, built.stderr
@@ -74,3 +74,70 @@ def test_named_router_account_follows_a_namespace_override(gateway, tmp_path):
     assert binding["metadata"]["namespace"] == "llm-prod"
     assert binding["subjects"] == [{"kind": "ServiceAccount", "name": "platform-router"}]
     assert not any(d["kind"] == "ServiceAccount" for d in docs)
+
+
+# --- 4: workload statefulset is one StatefulSet per role, replicas = instances --------------
+
+def test_statefulset_role_is_one_statefulset_that_rolls_one_instance_at_a_time(tmp_path):
+    text = ("spec:\n  nodePools:\n    prefill-h20: {nodes: 2}\n  roles:\n    - name: prefill\n"
+            "      replicas: 2\n      workload: statefulset\n")
+    _, plan, files = render_spec(S1, [_overlay(tmp_path, text)])
+    sets = [o for o in objects(files) if o["kind"] == "StatefulSet"]
+    # Before: dsv3-pd-prefill-0 and dsv3-pd-prefill-1, one replica each, which roll together.
+    assert [(s["metadata"]["name"], s["spec"]["replicas"]) for s in sets] == [("dsv3-pd-prefill", 2)]
+    assert sets[0]["spec"]["serviceName"] == "dsv3-pd-prefill"
+    assert "updateStrategy" not in sets[0]["spec"]   # RollingUpdate, partition 0: one at a time
+    headless = [o for o in objects(files) if o["kind"] == "Service"
+                and o["spec"].get("clusterIP") == "None"]
+    assert [h["metadata"]["name"] for h in headless] == ["dsv3-pd-prefill"]
+
+
+# --- 5: names inside LeaderWorkerSet templates follow kustomize's generators and prefixes ---
+
+@pytest.mark.skipif(KUBECTL is None, reason="kubectl (with built-in kustomize) is not installed")
+def test_generated_pull_secret_and_prefix_reach_the_lws_templates(tmp_path):
+    """A secretGenerator, a ServiceAccount and a PVC added beside the rendered objects (as
+    ``kustomize edit add secret`` / ``add resource`` in the output directory do: kustomize
+    rewrites a name only in objects of the same kustomization or an overlay of it, never in a
+    base's objects for an overlay's, tried with kubectl 1.32 / kustomize v5.5.0): the pull secret
+    gets a hashed name, an overlay's namePrefix renames all three. Before: the EPP Deployment
+    followed, both LWS templates kept 'regcred' (ImagePullBackOff)."""
+    text = ("spec:\n  pod:\n    imagePullSecrets: [regcred]\n    serviceAccountName: llm-serving\n"
+            "    cache:\n      volume: {persistentVolumeClaim: {claimName: jit-cache}}\n")
+    _, _, files = render_spec(S1, [_overlay(tmp_path, text), IGW])
+    files = dict(files)
+    files["extra.yaml"] = (
+        "apiVersion: v1\nkind: ServiceAccount\nmetadata: {name: llm-serving}\n---\n"
+        "apiVersion: v1\nkind: PersistentVolumeClaim\nmetadata: {name: jit-cache}\n"
+        "spec: {accessModes: [ReadWriteMany], resources: {requests: {storage: 1Gi}}}\n")
+    files["kustomization.yaml"] = files["kustomization.yaml"].replace(
+        "resources:\n", "resources:\n- extra.yaml\n") + (
+        "secretGenerator:\n- name: regcred\n  type: kubernetes.io/dockerconfigjson\n"
+        "  literals: ['.dockerconfigjson={}']\n")
+    docs = _kustomize(tmp_path, files, "namePrefix: blue-\n")
+    secret = next(d["metadata"]["name"] for d in docs if d["kind"] == "Secret")
+    assert secret.startswith("blue-regcred-") and secret != "blue-regcred"
+    lws = [d for d in docs if d["kind"] == "LeaderWorkerSet"]
+    assert len(lws) == 2
+    for obj in lws:
+        for which in ("leaderTemplate", "workerTemplate"):
+            pod = obj["spec"]["leaderWorkerTemplate"][which]["spec"]
+            assert pod["imagePullSecrets"] == [{"name": secret}], (obj["metadata"]["name"], which)
+            assert pod["serviceAccountName"] == "blue-llm-serving"
+            claims = [v["persistentVolumeClaim"]["claimName"] for v in pod["volumes"]
+                      if "persistentVolumeClaim" in v]
+            assert "blue-jit-cache" in claims and "jit-cache" not in claims
+    epp = next(d for d in docs if d["kind"] == "Deployment")
+    assert epp["spec"]["template"]["spec"]["imagePullSecrets"] == [{"name": secret}]
+
+
+# --- 7: SGLang pods advertise their own address ------------------------------------------------
+
+def test_sglang_pods_get_their_own_host_ip():
+    _, _, files = render_spec(EXAMPLES / "s3-v4pro-pd-dp16.yaml")
+    for lws in (o for o in objects(files) if o["kind"] == "LeaderWorkerSet"):
+        for which in ("leaderTemplate", "workerTemplate"):
+            env = lws["spec"]["leaderWorkerTemplate"][which]["spec"]["containers"][0]["env"]
+            host = [e for e in env if e["name"] == "SGLANG_HOST_IP"]
+            assert host == [{"name": "SGLANG_HOST_IP",
+                             "valueFrom": {"fieldRef": {"fieldPath": "status.podIP"}}}]

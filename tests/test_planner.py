@@ -1,6 +1,6 @@
 """gen plan: calibration against the public record (stated tolerances), honest answers, emit.
 
-Published figures (docs/brief.md §2, seeds 000 and 002; the whole development set with its
+Published figures (docs/design.md §1, seeds 000 and 002; the whole development set with its
 residuals is bench/published_cases.yaml, held by tests/test_evaluate.py):
 * seed 000: 16 x H20, DeepSeek-V3 w4a8 + 8-bit KV, PD, MTP ~0.7, 3.5K in / 1.2K out, QPM 212
   = 15,800+ tokens/s (input + output) with TPOT < 50 ms. DEQUANT_4BIT_PREFILL is fitted to it

@@ -30,8 +30,9 @@ def _pool_roles(ctx: Context):
 
 
 @rule("RTR001", E, "kind inference-gateway names the Gateway that routes to it",
-      "docs/routing.md; Gateway API HTTPRoute spec.parentRefs (kubernetes-sigs/gateway-api "
-      "apis/v1/httproute_types.go): the route attaches to an existing Gateway")
+      "docs/routing.md; Gateway API HTTPRoute spec.parentRefs "
+      "(kubernetes-sigs/gateway-api@v1.6.1:apis/v1/httproute_types.go): the route attaches to an "
+      "existing Gateway")
 def _parent_ref(ctx: Context):
     r = ctx.spec.spec.router
     if _gateway(ctx) and (r.gateway is None or r.gateway.parentRef is None):
@@ -74,8 +75,8 @@ def _kind_engine(ctx: Context):
 
 
 @rule("RTR004", E, "inference-gateway has a decode sidecar protocol for the KV connector",
-      "llm-d/llm-d-inference-scheduler cmd/pd-sidecar/main.go (--connector: nixlv2, lmcache, "
-      "sglang); generator/engines/gateway.py")
+      "llm-d/llm-d-inference-scheduler@10df70b:cmd/pd-sidecar/main.go (--connector: nixlv2, "
+      "lmcache, sglang); generator/engines/gateway.py")
 def _sidecar_protocol(ctx: Context):
     if not _gateway(ctx):
         return
@@ -96,9 +97,9 @@ def _sidecar_protocol(ctx: Context):
 
 
 @rule("RTR005", E, "the InferencePool's pods serve the API on one port",
-      "InferencePool spec.targetPorts apply to every selected pod (kubernetes-sigs/"
-      "gateway-api-inference-extension api/v1/inferencepool_types.go: each port is an endpoint "
-      "podIP:port)")
+      "InferencePool spec.targetPorts apply to every selected pod "
+      "(kubernetes-sigs/gateway-api-inference-extension@v1.6.0:api/v1/inferencepool_types.go: "
+      "each port is an endpoint podIP:port)")
 def _one_port(ctx: Context):
     first: tuple[int, str] | None = None
     for i, r in _pool_roles(ctx):
@@ -112,9 +113,9 @@ def _one_port(ctx: Context):
 
 
 @rule("RTR006", E, "the InferencePool's target ports fit its CRD",
-      "kubernetes-sigs/gateway-api-inference-extension config/crd/bases/"
-      "inference.networking.k8s.io_inferencepools.yaml (targetPorts maxItems 8; one port per "
-      "local DP rank: gateway-api-inference-extension#1336)")
+      "kubernetes-sigs/gateway-api-inference-extension@v1.6.0:config/crd/bases/inference.networking.k8s.io_inferencepools.yaml:190 "
+      "(targetPorts maxItems 8; one port per local DP rank: "
+      "kubernetes-sigs/gateway-api-inference-extension#1336)")
 def _port_count(ctx: Context):
     for i, r in _pool_roles(ctx):
         ports = engine_api_ports(r)

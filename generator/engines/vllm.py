@@ -94,7 +94,7 @@ MOONCAKE_BOOTSTRAP_PORT = 8998
 #: ``VLLM_ENGINE_READY_TIMEOUT_S``: how long the API servers wait for the engine cores' READY,
 #: which with several API servers covers weight load, compile and graph capture
 #: (vllm/v1/engine/core_client.py; docs/platform-facts.md §4). The default 600 s is shorter than a
-#: DeepSeek-V3 load over DP16 across nodes (7-10 min seen, docs/anchors-k8s.md §7.7): moegen sets
+#: DeepSeek load over DP16 across nodes (7-10 min in llm-d's wide-EP guide, docs/design.md §4): moegen sets
 #: the role's startup budget (sizing/host.py); 1800 s when there is none.
 ENGINE_READY_TIMEOUT_S = 1800
 
@@ -102,7 +102,7 @@ ENGINE_READY_TIMEOUT_S = 1800
 #: vllm/distributed/kv_transfer/kv_connector/factory.py).
 CONNECTORS = {"nixl": "NixlConnector", "mooncake": "MooncakeConnector",
               "lmcache": "LMCacheConnectorV1"}
-#: Role mode -> kv_role. Producer/consumer, not kv_both: docs/field-failures.md #24.
+#: Role mode -> kv_role. Producer/consumer, not kv_both: docs/design.md §3.
 KV_ROLES = {"prefill": "kv_producer", "decode": "kv_consumer", "unified": "kv_both"}
 #: What a decode engine does when the KV of a request cannot be loaded from its prefill (the
 #: prefill instance went away: scale-down, rollout, group re-creation, node failure; its NIXL
@@ -459,7 +459,7 @@ class VllmDialect:
           and binds ``--data-parallel-address`` on its own IP; workers add ``--headless`` and
           ``--data-parallel-start-rank``. No start rank on the leader: a start rank on a
           non-headless node switches vLLM to hybrid LB, which rejects headless workers
-          (vllm/engine/arg_utils.py; docs/field-failures.md #6).
+          (vllm-project/vllm@v0.33.0:vllm/engine/arg_utils.py; gpustack/gpustack#6221).
         * MODEL spread (data == 1): ``--nnodes/--node-rank/--master-addr/--master-port``;
           workers are ``--headless``.
         * PER_RANK: external load balancing; every pod is one DP rank with its own API server,

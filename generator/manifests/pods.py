@@ -40,7 +40,7 @@ RESOLVE_TRIES, RESOLVE_SLEEP_S = 240, 5
 @dataclass(frozen=True, eq=False)
 class PodSpecPlan:
     """The spec of a pod template, shared by every template of a role that runs the same pods
-    (the single-pod StatefulSets of one role share one object, rendered once). ``env`` is a list
+    (a role's workloads share one object, rendered once). ``env`` is a list
     of Kubernetes EnvVar dicts (order kept: later entries may reference earlier ones); every other
     mapping is emitted with sorted keys. Compared and hashed by identity (the renderer keys its
     rendered specs by object)."""
@@ -217,7 +217,7 @@ def group_affinity(spec: InferenceDeployment, multi_pod: bool) -> bool:
 
 def _affinity(ctx: PodContext) -> dict[str, Any] | None:
     """The user's ``pod.affinity``; with ``platform.topology``, the pods of a multi-pod group in
-    one domain; for single-pod StatefulSet instances with
+    one domain; for a StatefulSet role (single-pod instances) with
     ``placement.topologyKey``, a required pod anti-affinity that keeps one instance of the role
     per topology domain (what LWS's exclusive-topology annotation does for groups; a pod's own
     anti-affinity term never matches itself)."""
@@ -274,6 +274,14 @@ def pod_spec(ctx: PodContext, pods: range, index_label: str | None,
         # Each pod's own IP: a host copied across pods breaks the NIXL handshake
         # (vllm/envs.py default "localhost"; dynamo#2706, vllm PR#41806).
         env.append({"name": "VLLM_NIXL_SIDE_CHANNEL_HOST",
+                    "valueFrom": {"fieldRef": {"fieldPath": "status.podIP"}}})
+    if spec.spec.engine.name == "sglang":
+        # The address SGLang advertises for KV transfer and its bootstrap: without it a UDP probe
+        # to 8.8.8.8 picks it, which fails without a default route and picks the default
+        # route's NIC on multi-homed hostNetwork nodes (sgl-project/sglang@v0.5.23:
+        # python/sglang/srt/utils/network.py get_local_ip_auto: SGLANG_HOST_IP, then the NIC
+        # SGLANG_LOCAL_IP_NIC names, then the probe).
+        env.append({"name": "SGLANG_HOST_IP",
                     "valueFrom": {"fieldRef": {"fieldPath": "status.podIP"}}})
     if spec.spec.model.tokenSecret is not None:
         ref = spec.spec.model.tokenSecret

@@ -7,8 +7,8 @@ deployment model (the role's layout, memory plan and host plan already computed 
 * ``lws`` and ``pod-per-rank`` workloads: one LeaderWorkerSet per role (size = pods per
   instance: one per node, or one per data-parallel rank); LWS restarts an instance as a group
   (``RecreateGroupOnPodRestart``).
-* ``statefulset`` (single-node instances only, rule LAY009): one StatefulSet per instance with
-  its headless Service.
+* ``statefulset`` (single-node instances only, rule LAY009): one StatefulSet per role, one pod
+  per instance, with its headless Service.
 """
 
 from __future__ import annotations
@@ -40,7 +40,6 @@ from ..naming import (
     L_METRICS,
     L_MODE,
     L_NAME,
-    L_REPLICA,
     L_ROLE,
     LWS_WORKER_INDEX_LABEL,
     client_service,
@@ -48,6 +47,7 @@ from ..naming import (
     lws_name,
     lws_pod,
     statefulset_name,
+    statefulset_pod,
 )
 from ..lifecycle import client_service as has_client_service
 from ..lifecycle import rollout
@@ -95,8 +95,7 @@ LWS_EXCLUSIVE_TOPOLOGY = "leaderworkerset.sigs.k8s.io/exclusive-topology"
 #: LeaderWorkerSet policies (kubernetes-sigs/lws api/leaderworkerset/v1/leaderworkerset_types.go):
 #: * startupPolicy LeaderCreated: workers start with the leader and wait for its rendezvous port
 #:   in the launcher; LeaderReady would wait for the leader's readiness, which needs the workers
-#:   (vLLM/SGLang serve /health only once every rank joined): a deadlock (docs/field-failures.md
-#:   #5).
+#:   (vLLM/SGLang serve /health only once every rank joined): a deadlock (docs/design.md §4).
 #: * restartPolicy RecreateGroupOnPodRestart: any container restart recreates the whole group;
 #:   the engines rendezvous only at start (rule LAY009).
 #: * rollout maxSurge 0, maxUnavailable 1: a surge group would need a whole extra set of GPU
@@ -435,23 +434,24 @@ def _add_lws(out: RoleObjects, shared: SharedInputs, ctx: PodContext, rlabels: d
 def _add_statefulsets(out: RoleObjects, shared: SharedInputs, ctx: PodContext,
                       rlabels: dict[str, str], metrics: dict[str, str],
                       bootstrap: dict[str, str], port: int) -> None:
-    """statefulset: one single-pod StatefulSet per instance (LAY009) with its headless Service,
-    and the router's engine URLs."""
+    """statefulset: one StatefulSet per role (single-node instances, LAY009; ``replicas`` =
+    instances, so a template change rolls one instance at a time: Kubernetes apps/v1
+    RollingUpdate, in reverse ordinal order; podManagementPolicy only affects scaling) with
+    its headless Service, and the router's engine URLs (pod ``<name>-<r>``)."""
     base, role, role_spec, launch = shared.base, ctx.role, ctx.role_spec, ctx.launch
     gang_labels = _gang(shared.spec, False)[0]
-    api = {L_API: "true"}
-    pod = pod_spec(ctx, range(0, 1), None, None)
+    name = statefulset_name(base, role.name)
+    selector = {L_INSTANCE: base, L_ROLE: role.name}
+    out.workloads.append(WorkloadPlan(
+        kind="StatefulSet", name=name, file=f"{role.name}-statefulset.yaml",
+        role=role.name, labels=rlabels | gang_labels, replicas=role_spec.replicas, size=1,
+        leader=pod_plan(ctx, pod_spec(ctx, range(0, 1), None, None),
+                        {L_API: "true", **metrics}, bootstrap),
+        selector=selector, service_name=name))
+    out.services.append(ServicePlan(
+        name, f"{role.name}-headless-service.yaml", rlabels, selector,
+        [{"name": p.name, "port": p.port, "targetPort": p.port, "protocol": "TCP"}
+         for p in launch.ports_of(0)], headless=True))
     for r in range(role_spec.replicas):
-        name = statefulset_name(base, role.name, r)
-        replica = {L_REPLICA: str(r)}
-        selector = {L_INSTANCE: base, L_ROLE: role.name, **replica}
-        out.workloads.append(WorkloadPlan(
-            kind="StatefulSet", name=name, file=f"{role.name}-{r}-statefulset.yaml",
-            role=role.name, labels=rlabels | replica | gang_labels, replicas=1, size=1,
-            leader=pod_plan(ctx, pod, {**replica, **api, **metrics}, bootstrap),
-            selector=selector, service_name=name))
-        out.services.append(ServicePlan(
-            name, f"{role.name}-{r}-headless-service.yaml", rlabels | replica, selector,
-            [{"name": p.name, "port": p.port, "targetPort": p.port, "protocol": "TCP"}
-             for p in launch.ports_of(0)], headless=True))
-        out.endpoints[role.mode].append(f"http://{name}-0.{name}:{port}")
+        out.endpoints[role.mode].append(
+            f"http://{statefulset_pod(base, role.name, r)}.{name}:{port}")
