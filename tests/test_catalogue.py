@@ -191,8 +191,10 @@ UNIT_TESTED = {"tests/test_load.py": None, "tests/test_rules.py": None, "tests/t
 
 
 def _case_codes() -> set[str]:
+    """Codes an invalid case (tests/invalid) or a field case (tests/field) expects."""
     codes = set()
-    for case in (ROOT / "tests" / "invalid").glob("*/case.yaml"):
+    for case in [*(ROOT / "tests" / "invalid").glob("*/case.yaml"),
+                 *(ROOT / "tests" / "field").glob("*/case.yaml")]:
         meta = yaml.safe_load(case.read_text())
         codes |= {e["code"] for e in meta.get("expect") or []}
         codes |= set(meta.get("warnings") or [])

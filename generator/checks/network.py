@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from ..durations import timing_env
 from ..engines import sglang as sg
 from ..engines import vllm as v
 from ..engines.caches import CACHE_ENV_KEYS
@@ -93,6 +94,7 @@ def _env_override(ctx: Context):
     derived = set(ENGINE_ENV)
     for _, r in ctx.role_items():
         derived |= {k for k, _ in network_env(r.network, r.moe, r.kv_transfer)}
+        derived |= set(timing_env(ctx.spec, ctx.engine, r.mode, ctx.durations))
     for path, key in _user_env(ctx):
         if key in derived:
             yield Hit(path, f"{key} is derived by moegen; {path[-2]} overrides it",

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from ..catalog import GPUS
+from ..durations import SGLANG_KV_TIMEOUT_ENV
 from ..engines import sglang, vllm
 from ..engines.options import option_flags, option_value, release_options
 from ..engines.routers import GATEWAY_KIND, ROUTER_METRICS_PORT, rendered_router, router_kind
@@ -10,8 +11,10 @@ from .registry import (
     Context,
     E,
     Hit,
+    W,
     is_vllm,
     pd_pairs,
+    role_env,
     role_path,
     role_sets,
     rule,
@@ -268,3 +271,69 @@ def _request_shaping_on_both_legs(ctx: Context):
                       "itself, so a request the one accepts the other refuses, or tokenizes "
                       "differently from the KV it hands over",
                       f"give both roles the same {shown} in engineArgs")
+
+
+@rule("PD060", E, "SGLang decode waits for KV longer than the longest prefill takes",
+      "sgl-project/sglang@v0.5.23:python/sglang/srt/disaggregation/common/conn.py:2888-2900 "
+      "(_check_waiting_timeout): decode aborts a request whose transfer has not finished "
+      "SGLANG_DISAGGREGATION_WAITING_TIMEOUT (300 s, sgl-project/sglang@v0.5.23:"
+      "python/sglang/srt/environ.py:763) after bootstrapping, a span holding prefill's compute "
+      "(sgl-project/sglang PR#7846); the longest prefill: generator/durations.py",
+      engines=("sglang",))
+def _kv_timeouts(ctx: Context):
+    longest = ctx.durations.longest_prefill_s
+    if longest is None:
+        return
+    for i, r in ctx.role_items():
+        if r.mode != "decode":
+            continue
+        found = role_env(ctx, i, SGLANG_KV_TIMEOUT_ENV)
+        if found is None or found[1] >= longest:
+            continue
+        path, value = found
+        yield Hit(path,
+                  f"decode role {r.name!r}: {SGLANG_KV_TIMEOUT_ENV}={value} s, but one prompt of "
+                  f"maxModelLen {r.serving.maxModelLen or r.arch.max_position_embeddings} tokens "
+                  f"takes {longest:.0f} s to prefill and transfer (predicted): decode aborts "
+                  "every such request",
+                  f"drop the variable (moegen sets {ctx.durations.kv_wait_s} s) or raise it above "
+                  f"{longest:.0f}")
+
+
+@rule("PD061", W, "a scaled-down prefill does not fail the requests decode still loads",
+      "kv_load_failure_policy arrived in vLLM 0.13.0 (vllm-project/vllm PR#26813; "
+      "vllm-project/vllm@v0.33.0:vllm/config/kv_transfer.py:88): before it a decode whose "
+      "prefill instance goes away (KEDA scale-down: llm-d/llm-d PR#1138) fails the requests "
+      "whose KV it had not pulled; generator/lifecycle.py", engines=("vllm",))
+def _scaled_prefill(ctx: Context):
+    if ctx.dialect is None or getattr(ctx.dialect, "kv_load_failure_policy", True):
+        return
+    for i, role in enumerate(ctx.spec.spec.roles):
+        if role.mode == "prefill" and role.autoscaling is not None:
+            yield Hit(role_path(i, "autoscaling"),
+                      f"prefill role {role.name!r} autoscales on vLLM "
+                      f"{ctx.spec.spec.engine.version}, whose decode cannot recompute a lost "
+                      "prefill: each scale-down fails the in-flight requests whose KV decode has "
+                      "not pulled yet",
+                      "use vLLM >= 0.13.0 (moegen then renders kv_load_failure_policy: recompute "
+                      "on decode), or drop autoscaling from the prefill role")
+
+
+@rule("PD062", E, "SGLang decode refuses what prefill refuses",
+      "smg sends a request to prefill and decode at once and answers with decode's response "
+      "(lightseekorg/smg@v1.9.0:model_gateway/src/routers/http/pd_router.rs "
+      "execute_dual_dispatch_internal; sgl-project/sglang#9726): a prompt longer than "
+      "prefill's context length is refused by prefill, while a decode with a longer one "
+      "pre-allocates and waits for KV until SGLANG_DISAGGREGATION_WAITING_TIMEOUT "
+      "(SemiAnalysisAI/InferenceX PR#2293)",
+      engines=("sglang",))
+def _sglang_len(ctx: Context):
+    for _, p, j, d in pd_pairs(ctx):
+        lp = p.serving.maxModelLen or p.arch.max_position_embeddings
+        ld = d.serving.maxModelLen or d.arch.max_position_embeddings
+        if ld > lp:
+            yield Hit(serving_path(ctx, j, "maxModelLen"),
+                      f"decode role {d.name!r} accepts {ld} tokens but prefill role {p.name!r} "
+                      f"only {lp}: a longer prompt is refused by prefill and hangs on decode "
+                      f"until its KV wait times out ({ctx.durations.kv_wait_s} s)",
+                      f"give both maxModelLen {lp}")

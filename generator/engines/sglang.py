@@ -240,9 +240,11 @@ class SglangDialect:
         return tuple(out)
 
     def launch(self, role: RoleInput, sizing: RoleSizing | None,
-               startup_s: int | None = None) -> EngineLaunch:
+               startup_s: int | None = None, drain_s: int | None = None) -> EngineLaunch:
         """Build the launch of one instance of ``role`` (the role must have passed the rules);
-        ``sizing`` is the role's memory plan, whose ``--mem-fraction-static`` is rendered."""
+        ``sizing`` is the role's memory plan, whose ``--mem-fraction-static`` is rendered.
+        ``drain_s`` is unused: SGLang drains until its requests finish, within the pod's grace
+        period (tokenizer_manager.py ``sigterm_watchdog``)."""
         mem_fraction_static = sizing.utilization
         lay = role.layout
         s = role.serving

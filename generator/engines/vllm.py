@@ -19,6 +19,9 @@ NIXL side-channel port     0.11.0       base 5557 + DP rank x TP (vllm/envs.py, 
                            >= 0.11.1    base 5600 + DP rank
 MooncakeConnector          >= 0.13.0    ``VLLM_MOONCAKE_BOOTSTRAP_PORT`` (8998)
 engine ready timeout       >= 0.14.0    ``VLLM_ENGINE_READY_TIMEOUT_S`` (default 600 s)
+KV load failure policy     >= 0.13.0    ``kv_load_failure_policy`` in --kv-transfer-config
+                                        (vllm/config/kv_transfer.py; default recompute,
+                                        ``fail`` from 0.17.0): decode renders ``recompute``
 NIXL compatibility hash    >= 0.13.0    ``compute_nixl_compatibility_hash``: model, dtype,
                                         KV dtype, attention backend, vLLM version, HMA
                                         (vllm/distributed/kv_transfer/kv_connector/v1/
@@ -104,6 +107,14 @@ CONNECTORS = {"nixl": "NixlConnector", "mooncake": "MooncakeConnector",
               "lmcache": "LMCacheConnectorV1"}
 #: Role mode -> kv_role. Producer/consumer, not kv_both: docs/design.md §3.
 KV_ROLES = {"prefill": "kv_producer", "decode": "kv_consumer", "unified": "kv_both"}
+#: What a decode engine does when the KV of a request cannot be loaded from its prefill (the
+#: prefill instance went away: scale-down, rollout, group re-creation, node failure; its NIXL
+#: handshake failed, e.g. a prefill of another vLLM version mid-upgrade; its blocks expired):
+#: ``recompute`` the missing blocks locally (vllm/v1/core/sched/scheduler.py
+#: ``recompute_kv_load_failures``) instead of failing the request, the default from 0.17.0
+#: (vllm PR#34896). Rendered on decode roles of the releases that have the key (>= 0.13.0,
+#: vllm PR#26813). generator/lifecycle.py lists the paths it covers.
+KV_LOAD_FAILURE_POLICY = "recompute"
 #: First release whose NIXL compatibility hash covers the speculative (EAGLE/MTP) config, so a
 #: prefill without the decode's MTP refuses the handshake. Read from every release's sdist:
 #: ``NIXL_CONNECTOR_VERSION`` 5 in 0.27.1, 7 in 0.28.0 (version 6 = "Validate EAGLE/MTP
@@ -232,6 +243,11 @@ class VllmDialect:
         return self.facts["multinodeFlags"]
 
     @property
+    def kv_load_failure_policy(self) -> bool:
+        """``--kv-transfer-config`` takes ``kv_load_failure_policy`` (>= 0.13.0)."""
+        return "kv_load_failure_policy" in self.facts["kvTransfer"]["keys"]
+
+    @property
     def connector_classes(self) -> list[str]:
         """Registered KV connector classes of the release (factory.py)."""
         return self.facts["kvTransfer"]["connectors"]
@@ -299,14 +315,16 @@ class VllmDialect:
 
     # -- rendering --------------------------------------------------------------------------
     def launch(self, role: RoleInput, sizing: RoleSizing | None = None,
-               startup_s: int | None = None) -> EngineLaunch:
+               startup_s: int | None = None, drain_s: int = DRAIN_S) -> EngineLaunch:
         """Build the launch of one instance of ``role`` (the role must have passed the rules).
 
         ``sizing``: the role's memory plan; its ``batched_tokens`` (vLLM's own
         ``--max-num-batched-tokens`` default for that GPU and backend when the spec leaves it
         unset) is rendered, which pins the activation budget the plan was computed with.
         ``startup_s``: the role's cold-start budget (``sizing/host.py``), for
-        VLLM_ENGINE_READY_TIMEOUT_S (else :data:`ENGINE_READY_TIMEOUT_S`).
+        VLLM_ENGINE_READY_TIMEOUT_S (else :data:`ENGINE_READY_TIMEOUT_S`). ``drain_s``: how long
+        the engine drains in-flight requests on SIGTERM (``--shutdown-timeout``, >= 0.18.0;
+        generator/durations.py).
         """
         batched_tokens = sizing.batched_tokens if sizing is not None else None
         lay = role.layout
@@ -344,6 +362,8 @@ class VllmDialect:
         if role.kv_transfer is not None:
             kvt = {"kv_connector": CONNECTORS[role.kv_transfer.connector],
                    "kv_role": KV_ROLES[role.mode]}
+            if role.mode == "decode" and self.kv_load_failure_policy:
+                kvt["kv_load_failure_policy"] = KV_LOAD_FAILURE_POLICY
             common += ["--kv-transfer-config", _json(kvt)]
             if role.kv_transfer.connector == "nixl":
                 env["VLLM_NIXL_SIDE_CHANNEL_PORT"] = str(NIXL_SIDE_CHANNEL_PORT)
@@ -367,7 +387,7 @@ class VllmDialect:
             common += ["--enforce-eager"]
         if self._v() >= (0, 18, 0):
             # Drain in-flight requests on SIGTERM (default 0 aborts them; vllm/config/vllm.py).
-            common += ["--shutdown-timeout", str(DRAIN_S)]
+            common += ["--shutdown-timeout", str(drain_s)]
         if self._v() >= (0, 14, 0):
             env["VLLM_ENGINE_READY_TIMEOUT_S"] = str(startup_s or ENGINE_READY_TIMEOUT_S)
 
@@ -380,6 +400,25 @@ class VllmDialect:
         if role.rank_ports > 1:   # the DP supervisor: one API server per local rank
             ports += [Port(f"http-{i}", s.port + i) for i in range(1, role.rank_ports)]
             ports.append(Port("dp-supervisor", DP_SUPERVISOR_PORT))
+        pod_ports, pod_env = self._pod_ports(role, rendezvous, notes)
+        return EngineLaunch(
+            program=("vllm", "serve", role.model.path),
+            common=tuple(common),
+            per_pod=tuple(tuple(a) for a in per_pod),
+            serves_api=tuple(serves),
+            env=env,
+            ports=tuple(ports),
+            pod_ports=tuple(pod_ports),
+            pod_env=tuple(pod_env) if any(pod_env) else (),
+            rendezvous_port=rendezvous[1] if rendezvous and len(role.layout.pods) > 1 else None,
+            probe_port="dp-supervisor" if role.rank_ports > 1 else "http",
+            notes=tuple(notes),
+        )
+
+    def _pod_ports(self, role: RoleInput, rendezvous, notes: list[str]):
+        """(extra ports, extra env) of each pod of one instance: the leader's rendezvous port,
+        the Mooncake bootstrap server, and the NIXL side channel of each DP rank the pod hosts
+        at a per-pod base (:meth:`nixl_base`; a note appended to ``notes``)."""
         mooncake = role.kv_transfer is not None and role.kv_transfer.connector == "mooncake"
         pod_ports, pod_env = [], []
         for pod in role.layout.pods:
@@ -402,19 +441,7 @@ class VllmDialect:
             notes.append(f"VLLM_NIXL_SIDE_CHANNEL_PORT per pod = {NIXL_SIDE_CHANNEL_PORT} - its "
                          "first DP rank: rank r binds that + r, so every pod binds "
                          f"{NIXL_SIDE_CHANNEL_PORT} onward (nixl/base_scheduler.py)")
-        return EngineLaunch(
-            program=("vllm", "serve", role.model.path),
-            common=tuple(common),
-            per_pod=tuple(tuple(a) for a in per_pod),
-            serves_api=tuple(serves),
-            env=env,
-            ports=tuple(ports),
-            pod_ports=tuple(pod_ports),
-            pod_env=tuple(pod_env) if any(pod_env) else (),
-            rendezvous_port=rendezvous[1] if rendezvous and len(role.layout.pods) > 1 else None,
-            probe_port="dp-supervisor" if role.rank_ports > 1 else "http",
-            notes=tuple(notes),
-        )
+        return pod_ports, pod_env
 
     def processes(self, role: RoleInput, api_servers: int | None) -> tuple[PodProcesses, ...]:
         """The processes of each pod (vLLM 0.33 vllm/entrypoints/cli/serve.py, v1/engine/utils.py,

@@ -14,7 +14,7 @@ from ..catalog import GPUS
 from ..engines.base import LEADER_IP, POD_IP, EngineLaunch, Port
 from ..engines.caches import CACHE_MOUNT
 from ..naming import L_INSTANCE, L_ROLE, LWS_GROUP_KEY_LABEL
-from ..pods import PRESTOP_S, STARTUP_PERIOD_S, TERMINATION_GRACE_S, PodSettings
+from ..pods import DRAIN_S, PRESTOP_S, STARTUP_PERIOD_S, PodSettings, termination_grace
 from ..roles import RoleInput
 from ..sizing.host import HostPlan, PodResources
 from ..spec.models import InferenceDeployment, NodePool, Role
@@ -145,6 +145,8 @@ class PodContext:
     host: HostPlan | None
     #: The routing sidecar container of the role's API pods (None: no sidecar).
     sidecar: dict[str, Any] | None = None
+    #: The engines' graceful drain, s (generator/durations.py); the grace period covers it.
+    drain_s: int = DRAIN_S
 
 
 def pod_plan(ctx: PodContext, spec: PodSpecPlan, extra_labels: dict[str, str] | None = None,
@@ -334,7 +336,7 @@ def pod_spec(ctx: PodContext, pods: range, index_label: str | None,
         security_context=container_security(ctx),
         pod_security_context={"seccompProfile": {"type": "RuntimeDefault"},
                               **(ctx.pod.security_context or {})},
-        termination_grace_s=TERMINATION_GRACE_S,
+        termination_grace_s=termination_grace(ctx.drain_s),
         host_network=net.hostNetwork,
         dns_policy="ClusterFirstWithHostNet" if net.hostNetwork else None,
         node_selector=dict(ctx.pool.nodeSelector),
