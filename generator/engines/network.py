@@ -9,11 +9,24 @@
   device: sglang PR#40641, nixl#299).
 * NVSHMEM_*: DeepEP's NVSHMEM transport (NVSHMEM env docs; llm-d wide-EP manifests): IBGDA
   remote transport, bootstrap NIC, HCA list and GID index.
+* The RoCE GID index (``network.rdma.gidIndex``) goes to every RDMA library the role's pods run
+  (:data:`GID_INDEX_ENV`), not to one: NCCL, NVSHMEM (DeepEP), UCX (NIXL's backend) and the
+  Mooncake transfer engine each pick a GID of their own otherwise, and on a bonded RoCE NIC
+  Mooncake's automatic choice returns none, so every KV transfer fails (sgl-project/sglang
+  PR#30737; tests/field/mooncake-roce-gid-vllm).
 """
 
 from __future__ import annotations
 
 from ..spec.models import KvTransfer, Moe, Network
+
+#: The GID-index variable of each RDMA library, by the component that loads it: NCCL (NCCL env
+#: docs: NCCL_IB_GID_INDEX), NVSHMEM (NVSHMEM env docs: NVSHMEM_IB_GID_INDEX), UCX
+#: (openucx/ucx src/uct/ib/base/ib_iface.c ``GID_INDEX``, default auto: UCX_IB_GID_INDEX), the
+#: Mooncake transfer engine (kvcache-ai/Mooncake mooncake-transfer-engine/src/transport/
+#: rdma_transport/rdma_context.cpp reads MC_GID_INDEX; sgl-project/sglang PR#30737).
+GID_INDEX_ENV = {"nccl": "NCCL_IB_GID_INDEX", "nvshmem": "NVSHMEM_IB_GID_INDEX",
+                 "ucx": "UCX_IB_GID_INDEX", "mooncake": "MC_GID_INDEX"}
 
 
 def network_env(net: Network, moe: Moe | None,
@@ -24,20 +37,25 @@ def network_env(net: Network, moe: Moe | None,
         out += [("GLOO_SOCKET_IFNAME", net.socketInterface),
                 ("NCCL_SOCKET_IFNAME", net.socketInterface)]
     deepep = bool(moe and moe.all2all and moe.all2all.startswith("deepep"))
+    gid = net.rdma.gidIndex if net.rdma is not None else None
     if net.rdma is not None:
         out.append(("NCCL_IB_HCA", "=" + ",".join(net.rdma.devices)))
-        if net.rdma.gidIndex is not None:
-            out.append(("NCCL_IB_GID_INDEX", str(net.rdma.gidIndex)))
+        if gid is not None:
+            out.append((GID_INDEX_ENV["nccl"], str(gid)))
         if kv_transfer is not None:
             out.append(("UCX_NET_DEVICES", ",".join(f"{d}:1" for d in net.rdma.devices) + ",lo"))
+            if gid is not None:
+                out.append((GID_INDEX_ENV["ucx"], str(gid)))
+                if kv_transfer.connector == "mooncake":
+                    out.append((GID_INDEX_ENV["mooncake"], str(gid)))
     if deepep:
         if net.socketInterface:
             out.append(("NVSHMEM_BOOTSTRAP_UID_SOCK_IFNAME", net.socketInterface))
         if net.rdma is not None:
             out += [("NVSHMEM_REMOTE_TRANSPORT", "ibgda"), ("NVSHMEM_IB_ENABLE_IBGDA", "1"),
                     ("NVSHMEM_HCA_LIST", ",".join(f"{d}:1" for d in net.rdma.devices))]
-            if net.rdma.gidIndex is not None:
-                out.append(("NVSHMEM_IB_GID_INDEX", str(net.rdma.gidIndex)))
+            if gid is not None:
+                out.append((GID_INDEX_ENV["nvshmem"], str(gid)))
     return out
 
 

@@ -43,6 +43,7 @@ from dataclasses import dataclass
 from functools import cache
 from typing import TYPE_CHECKING, ClassVar
 
+from ..catalog.requirements import required_flags
 from ..layout import Spread
 from ..resources import package_text
 from .base import (
@@ -267,6 +268,8 @@ class SglangDialect:
             "--port", str(s.port),
             "--tp-size", str(group),
         ]
+        # What the model needs on every command line (catalog/requirements.py).
+        common += required_flags(self.engine, self.version, role.arch.config)
         if lay.pipeline > 1:
             common += ["--pp-size", str(lay.pipeline)]
         if lay.data > 1:
@@ -337,9 +340,6 @@ class SglangDialect:
             flag = ("--cuda-graph-max-bs-decode" if self.has("--cuda-graph-max-bs-decode")
                     else "--cuda-graph-max-bs")
             common += [flag, str(cuda_graph_batch(role))]
-        if role.kv_transfer is not None and role.kv_transfer.connector == "mooncake" \
-                and role.network.rdma is not None and role.network.rdma.gidIndex is not None:
-            env["MC_GID_INDEX"] = str(role.network.rdma.gidIndex)
 
         notes: list[str] = []
         if role.speculative is not None and role.speculative_from:

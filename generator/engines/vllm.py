@@ -54,6 +54,7 @@ from dataclasses import dataclass
 from functools import cache
 from typing import TYPE_CHECKING, ClassVar
 
+from ..catalog.requirements import required_flags
 from ..layout import Spread
 from ..pods import DRAIN_S
 from ..resources import package_text
@@ -289,6 +290,8 @@ class VllmDialect:
             "--tensor-parallel-size", str(lay.tensor),
             "--pipeline-parallel-size", str(lay.pipeline),
         ]
+        # What the model needs on every command line (catalog/requirements.py).
+        common += required_flags(self.engine, self.version, role.arch.config)
         env: dict[str, str] = {}
         notes: list[str] = []
         if lay.data > 1:
@@ -316,6 +319,12 @@ class VllmDialect:
         if role.kv_transfer is not None:
             kvt = {"kv_connector": CONNECTORS[role.kv_transfer.connector],
                    "kv_role": KV_ROLES[role.mode]}
+            if role.kv_transfer.connector == "mooncake" and role.network.rdma is not None:
+                # The spec's HCAs, as SGLang's --disaggregation-ib-device gives them: Mooncake
+                # otherwise opens every device it finds ("device_name" "" = all;
+                # mooncake_connector.py register_kv_caches, engine.initialize).
+                kvt["kv_connector_extra_config"] = {
+                    "device_name": ",".join(role.network.rdma.devices)}
             common += ["--kv-transfer-config", _json(kvt)]
             if role.kv_transfer.connector == "nixl":
                 env["VLLM_NIXL_SIDE_CHANNEL_PORT"] = str(NIXL_SIDE_CHANNEL_PORT)

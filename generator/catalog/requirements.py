@@ -1,0 +1,89 @@
+"""What a model needs from the engine command line, by Hugging Face ``model_type``: one table for
+every architecture moegen serves, read by both dialects (``engines/vllm.py``,
+``engines/sglang.py``) and by the rules that refuse what no flag can fix (``checks/model.py``).
+
+A row applies to a ``model_type`` (the catalog's shipped configs and any ``model.config`` a user
+gives), an engine and a release range; it either names flags moegen renders (``flags``) or says
+that the combination cannot start (``refuse``, with the spec fields that trigger it). Each row
+cites the engine file and release that makes it a requirement, and the public report that shows
+what happens without it (tests/field/ holds the report as a case).
+
+=============  ======  ==========  ===================  ====================================
+model_type     engine  releases    need                 source
+=============  ======  ==========  ===================  ====================================
+kimi_k2        vllm    all         --trust-remote-code  vLLM 0.33.0 vllm/tokenizers/registry.py
+                                                        :48-57 (no built-in kimi_k2 tokenizer
+                                                        mode), vllm/tokenizers/hf.py:191-208;
+                                                        vllm-project/recipes PR#116
+kimi_k2        sglang  all         --trust-remote-code  SGLang 0.5.23 srt/utils/hf_transformers/
+                                                        tokenizer.py:474 (get_tokenizer passes
+                                                        trust_remote_code to AutoTokenizer);
+                                                        sgl-project/sglang PR#13725
+=============  ======  ==========  ===================  ====================================
+
+Kimi-K2's tokenizer is Moonshot's own tiktoken class (``tokenizer_config.json`` ``auto_map`` ->
+``tokenization_kimi.TikTokenTokenizer``): without trusting remote code transformers refuses to
+execute it, and the API server dies loading the tokenizer before it serves anything.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..engines.versions import parse_version
+
+
+@dataclass(frozen=True)
+class Requirement:
+    """One row of :data:`REQUIREMENTS`.
+
+    Attributes:
+        model_types: HF ``model_type`` values the row applies to.
+        engine: ``vllm`` or ``sglang``.
+        flags: engine options moegen renders for the model (each a separate argv item).
+        why: what fails without them, for notes and findings.
+        source: engine file and release, and the public report.
+        first, fixed: the release range ``[first, fixed)`` the row applies to (None: open).
+    """
+
+    model_types: frozenset[str]
+    engine: str
+    flags: tuple[str, ...]
+    why: str
+    source: str
+    first: tuple[int, int, int] | None = None
+    fixed: tuple[int, int, int] | None = None
+
+    def applies(self, engine: str, version: str, model_type: str | None) -> bool:
+        """The row holds for ``engine`` at ``version`` serving ``model_type``."""
+        if engine != self.engine or model_type not in self.model_types:
+            return False
+        v = parse_version(version)
+        return (self.first is None or v >= self.first) and (self.fixed is None or v < self.fixed)
+
+
+_KIMI_TOKENIZER = ("Kimi-K2's tokenizer is custom code (tokenizer_config.json auto_map -> "
+                   "tokenization_kimi.TikTokenTokenizer): without --trust-remote-code the "
+                   "tokenizer does not load and the server never starts")
+
+#: Every model requirement moegen knows (see the module docstring for the table).
+REQUIREMENTS: tuple[Requirement, ...] = (
+    Requirement(frozenset({"kimi_k2"}), "vllm", ("--trust-remote-code",), _KIMI_TOKENIZER,
+                "vLLM 0.33.0 vllm/tokenizers/registry.py:48-57 (tokenizer modes: kimi_audio, "
+                "kimi_k3, no kimi_k2), vllm/tokenizers/hf.py:191-208 (\"Failed to load the "
+                "tokenizer ... --trust-remote-code\"); vllm-project/recipes PR#116"),
+    Requirement(frozenset({"kimi_k2"}), "sglang", ("--trust-remote-code",), _KIMI_TOKENIZER,
+                "SGLang 0.5.23 python/sglang/srt/utils/hf_transformers/tokenizer.py:474 "
+                "(get_tokenizer(trust_remote_code=server_args.trust_remote_code)); "
+                "sgl-project/sglang PR#13725 (Kimi-K2-Thinking launched with --trust-remote-code)"),
+)
+
+
+def required_flags(engine: str, version: str, config: dict) -> list[str]:
+    """The flags the model of ``config`` (its ``model_type``) needs on ``engine`` ``version``,
+    in table order, each once."""
+    out: list[str] = []
+    for req in REQUIREMENTS:
+        if req.applies(engine, version, config.get("model_type")):
+            out += [f for f in req.flags if f not in out]
+    return out
