@@ -17,7 +17,8 @@ scaling     AUT: autoscaling bounds, scalable workloads, Prometheus, routers tha
 serving     SRV: batch tokens and admitted sequences
 network     NET, PORT: bootstrap interface, derived environment, ports
 pod         POD, ENG002-003: pod memory and the image
-engine      ENG004-005: engineArgs (options of the pinned release, not derived ones)
+engine      ENG004-005, ENG030: engineArgs (options of the pinned release, not derived ones);
+            known-bad release x feature combinations (engines/known_bad.py)
 sizing      SIZ: HBM sizing (phase ``sizing``: runs after the others)
 codes       codes raised outside the rule functions (loader, schema, pipeline, planner)
 =========== ==============================================================================

@@ -1,0 +1,143 @@
+"""Known-bad engine releases: a release range x a feature combination that fails, as data.
+
+Each :class:`KnownBad` row names an engine, the first release that has the bug and the first
+that does not (``[first, fixed)``), the features of a role that trigger it (:class:`Match`: every
+field given must hold; a field left ``None`` matches anything), what the user sees, and its
+sources: the upstream report, the fixing change and the engine file:line at a bad and a fixed
+release, read in the released wheels or sdists. Rule ENG030 (``checks/engine.py``) reads the table:
+one rule for every row, so a new regression is one row here plus its field case under
+``tests/field/``.
+
+Rows are added when the root cause was read in the released source, not on a report alone.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .base import RoleInput
+from .versions import Version, parse_version
+
+
+@dataclass(frozen=True)
+class Match:
+    """The role features a row needs (``None``: any). All given fields must hold.
+
+    Attributes:
+        weights: ``model.weights`` formats.
+        all2all: ``moe.all2all`` backends (engine-neutral names).
+        modes: role modes (``prefill``, ``decode``, ``unified``).
+        speculative: the role speculates (MTP) or not.
+        families: model families (``catalog.FAMILIES`` values).
+        connectors: ``kvTransfer.connector`` names.
+        expert_parallel: ``parallel.expert``.
+        data_parallel: more than one data-parallel rank.
+        eplb: EPLB enabled.
+        kv_dtypes: ``serving.kvCacheDtype`` values.
+        multi_node: the instance spans pods.
+        generations: GPU generations of the role's pool (``catalog.Gpu.generation``).
+    """
+
+    weights: frozenset[str] | None = None
+    all2all: frozenset[str] | None = None
+    modes: frozenset[str] | None = None
+    speculative: bool | None = None
+    families: frozenset[str] | None = None
+    connectors: frozenset[str] | None = None
+    expert_parallel: bool | None = None
+    data_parallel: bool | None = None
+    eplb: bool | None = None
+    kv_dtypes: frozenset[str] | None = None
+    multi_node: bool | None = None
+    generations: frozenset[str] | None = None
+
+    def holds(self, role: RoleInput, weights: str, generation: str) -> bool:
+        """Every given feature holds for ``role`` (checkpoint ``weights``, pool GPU
+        ``generation``)."""
+        moe = role.moe
+        eplb = bool(moe and moe.eplb and moe.eplb.enabled)
+        checks = (
+            (self.weights, weights),
+            (self.all2all, moe.all2all if moe else None),
+            (self.modes, role.mode),
+            (self.families, role.arch.family),
+            (self.connectors, role.kv_transfer.connector if role.kv_transfer else None),
+            (self.kv_dtypes, role.serving.kvCacheDtype),
+            (self.generations, generation),
+        )
+        if any(want is not None and have not in want for want, have in checks):
+            return False
+        flags = ((self.speculative, role.speculative is not None),
+                 (self.expert_parallel, role.layout.expert_parallel),
+                 (self.data_parallel, role.layout.data > 1),
+                 (self.eplb, eplb),
+                 (self.multi_node, role.layout.multi_pod))
+        return all(want is None or want == have for want, have in flags)
+
+
+@dataclass(frozen=True)
+class KnownBad:
+    """One known-bad release range x feature combination (see the module docstring).
+
+    Attributes:
+        engine: ``vllm`` or ``sglang``.
+        first: first release with the bug.
+        fixed: first release without it (None: not fixed in any release moegen knows).
+        match: the features that trigger it.
+        field: the role field the finding points at (a path below ``spec.roles[i]``).
+        what: what fails, as the user sees it.
+        source: upstream report, fixing change, engine file:line at a bad and a fixed release.
+        hint: what to do instead.
+    """
+
+    engine: str
+    first: Version
+    fixed: Version | None
+    match: Match
+    field: tuple[str, ...]
+    what: str
+    source: str
+    hint: str
+
+    def covers(self, engine: str, version: str) -> bool:
+        """``engine`` at ``version`` is in the bad range."""
+        v = parse_version(version)
+        return engine == self.engine and v >= self.first and (self.fixed is None
+                                                               or v < self.fixed)
+
+    @property
+    def releases(self) -> str:
+        """The bad range as text (``0.5.16-0.5.17``-style: ``>= first, < fixed``)."""
+        first = ".".join(map(str, self.first))
+        return f"{first} .. before {'.'.join(map(str, self.fixed))}" if self.fixed \
+            else f"{first} and later"
+
+
+def _f(*names: str) -> frozenset[str]:
+    return frozenset(names)
+
+
+#: Every known-bad row (see the module docstring). Keep rows ordered by engine, then release.
+KNOWN_BAD: tuple[KnownBad, ...] = (
+    KnownBad(
+        "sglang", (0, 5, 16), (0, 5, 18),
+        Match(weights=_f("w4a8"), all2all=_f("deepep_high_throughput"),
+              expert_parallel=True),
+        ("moe", "all2all"),
+        "W4AFP8 experts behind DeepEP's normal (high-throughput) dispatch crash every rank at "
+        "the first prefill batch: TypeError \"missing 1 required positional argument: "
+        "'routed_scaling_factor'\"",
+        "sgl-project/sglang#33660, fixed by PR#33669; SGLang 0.5.17 python/sglang/srt/layers/"
+        "moe/cutlass_w4a8_moe.py:420-429 calls deepep_post_reorder_triton_kernel without the "
+        "routed_scaling_factor that sglang/kernels/ops/moe/ep_moe_kernels.py:110-118 requires "
+        "since 0.5.16 (0.5.15's kernel had no such parameter); 0.5.18 passes 1.0 "
+        "(cutlass_w4a8_moe.py:420-430)",
+        "use SGLang 0.5.18 or later, or deepep_low_latency / allgather_reducescatter"),
+)
+
+
+def known_bad(engine: str, version: str, role: RoleInput, weights: str,
+              generation: str) -> list[KnownBad]:
+    """The rows of :data:`KNOWN_BAD` that ``role`` hits on ``engine`` ``version``."""
+    return [row for row in KNOWN_BAD
+            if row.covers(engine, version) and row.match.holds(role, weights, generation)]
