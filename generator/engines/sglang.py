@@ -86,6 +86,13 @@ A2A = {"deepep_low_latency": ("deepep", "low_latency"),
        "mori": ("mori", None), "mori_high_throughput": ("mori", "normal"),
        "mori_low_latency": ("mori", "low_latency"),
        "naive": ("none", None), "allgather_reducescatter": ("none", None)}
+#: Target all-to-all backends the MTP draft may not inherit -> the draft's
+#: ``--speculative-moe-a2a-backend``. The draft inherits the target's backend when the flag is
+#: unset, and 0.5.23 refuses a DeepEP v2 draft at start (arg_groups/moe_hook.py:624-638
+#: validate_deepep_v2_speculative_draft: "DeepEP v2 MoE is not validated as a speculative draft
+#: backend"); ``none`` runs the draft's MoE layer on the standard all-gather path, as SGLang does
+#: itself for drafts of a flashinfer_megamoe target (server_args help of the flag).
+DRAFT_A2A = {"deepep_v2": "none"}
 #: ``SGLANG_HEALTH_CHECK_TIMEOUT``: how long /health waits for its one-token generation, s
 #: (SGLang's default 20, entrypoints/http_server.py); probes time out only after it.
 HEALTH_CHECK_TIMEOUT_S = 20
@@ -143,6 +150,25 @@ def deepep_dispatch_tokens(role: RoleInput) -> int:
     return max(DEEPEP_LL_DEFAULT_TOKENS, batch * draft_tokens(role))
 
 
+#: SGLANG_DEEPEP_V2_NUM_MAX_DISPATCH_TOKENS_PER_RANK default (python/sglang/srt/environ.py, 0.5.23).
+DEEPEP_V2_DEFAULT_TOKENS = 128
+
+
+def deepep_v2_dispatch_tokens(role: RoleInput, chunked: int) -> int:
+    """DeepEP v2 dispatch tokens per rank a role needs, at least SGLang's default: its largest
+    prefill chunk on one rank (``chunked`` = the role's chunked-prefill size, which SGLang divides
+    by the attention-DP size: arg_groups/parallel_hook.py:327-335) unless it is a decode role, and
+    its largest decode graph (graph batch x draft tokens) unless it is a prefill role. SGLang
+    0.5.23 refuses to start below either (arg_groups/moe_hook.py:679-706
+    validate_deepep_v2_dispatch_token_budget; sgl-project/sglang PR#35634)."""
+    need = DEEPEP_V2_DEFAULT_TOKENS
+    if role.mode != "decode":
+        need = max(need, chunked // role.layout.data if role.layout.data > 1 else chunked)
+    if role.mode != "prefill" and not role.serving.enforceEager:
+        need = max(need, min(cuda_graph_batch(role), admitted_per_rank(role)) * draft_tokens(role))
+    return need
+
+
 #: Flags moegen derives for SGLang, by canonical name (``engines/options.py`` folds aliases such
 #: as ``--tensor-parallel-size``), with the spec field that sets each: ``roles[].engineArgs`` may
 #: not set them (rule ENG005). Options are those of sglang/srt/server_args.py.
@@ -165,6 +191,7 @@ DERIVED_FLAGS: dict[str, str] = {
                             "--disaggregation-bootstrap-port")},
     "--moe-a2a-backend": "roles[].moe.all2all",
     "--deepep-mode": "roles[].moe.all2all",
+    "--deepep-v2-mode": "roles[].moe.all2all (hybrid when a deepep_v2 instance spans nodes)",
     "--enable-deepep-moe": "roles[].moe.all2all",
     "--enable-eplb": "roles[].moe.eplb",
     "--enable-two-batch-overlap": "roles[].moe.overlap",
@@ -179,6 +206,7 @@ DERIVED_FLAGS: dict[str, str] = {
     "--speculative-num-steps": "roles[].speculative.numSpeculativeTokens",
     "--speculative-eagle-topk": "roles[].speculative",
     "--speculative-num-draft-tokens": "roles[].speculative.numSpeculativeTokens",
+    "--speculative-moe-a2a-backend": "roles[].moe.all2all (the MTP draft of a deepep_v2 target)",
     "--mem-fraction-static": "serving.memFractionStatic (else derived by the HBM check)",
     "--context-length": "serving.maxModelLen",
     "--kv-cache-dtype": "serving.kvCacheDtype",
@@ -292,10 +320,18 @@ class SglangDialect:
                 common += ["--moe-a2a-backend", backend]
             if mode:
                 common += ["--deepep-mode", mode]
+            if moe.all2all == "deepep_v2" and lay.multi_pod and self.has("--deepep-v2-mode"):
+                # The default "direct" is NVLink-only: 0.5.23 arg_groups/moe_hook.py:432-436
+                # refuses it with nnodes > 1 ("pass --deepep-v2-mode hybrid").
+                common += ["--deepep-v2-mode", "hybrid"]
             if moe.all2all == "deepep_low_latency" and role.mode != "prefill":
                 tokens = deepep_dispatch_tokens(role)
                 if tokens != DEEPEP_LL_DEFAULT_TOKENS:
                     env["SGLANG_DEEPEP_NUM_MAX_DISPATCH_TOKENS_PER_RANK"] = str(tokens)
+            if moe.all2all == "deepep_v2" and sizing is not None:
+                tokens = deepep_v2_dispatch_tokens(role, sizing.batched_tokens)
+                if tokens != DEEPEP_V2_DEFAULT_TOKENS:
+                    env["SGLANG_DEEPEP_V2_NUM_MAX_DISPATCH_TOKENS_PER_RANK"] = str(tokens)
         if moe is not None and moe.overlap is not None:
             # exec.overlap (arg_groups/fields/exec_.py, 0.5.23; server_args.py before 0.5.22):
             # two-batch since 0.4.x, single-batch since 0.5.3 (checked by OVL002).
@@ -317,6 +353,9 @@ class SglangDialect:
             common += ["--speculative-algorithm", "EAGLE", "--speculative-num-steps", str(steps),
                        "--speculative-eagle-topk", "1",
                        "--speculative-num-draft-tokens", str(steps + 1)]
+            draft_a2a = DRAFT_A2A.get(moe.all2all) if moe is not None and moe.all2all else None
+            if draft_a2a and self.has("--speculative-moe-a2a-backend"):
+                common += ["--speculative-moe-a2a-backend", draft_a2a]
         max_len = s.maxModelLen or role.arch.max_position_embeddings
         common += ["--context-length", str(max_len),
                    "--kv-cache-dtype", KV_DTYPE[s.kvCacheDtype],
