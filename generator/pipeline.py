@@ -21,6 +21,7 @@ from .catalog import (
 )
 from .checks import Context, run_rules
 from .engines.base import Dialect, RoleInput
+from .engines.network import uses_mnnvl
 from .engines.registry import dialect_for
 from .engines.versions import UnsupportedVersion
 from .errors import Finding, Severity
@@ -126,7 +127,8 @@ def role_inputs(spec: InferenceDeployment, arch: ModelArch | None) -> list[RoleI
             speculative=speculative, kv_transfer=role.kvTransfer,
             network=spec.spec.network, layout=layout, pd=pd,
             concurrency=role.sizing.concurrency or 1, speculative_from=source,
-            admission=role.sizing.concurrency))
+            admission=role.sizing.concurrency,
+            mnnvl=uses_mnnvl(spec.spec.network, GPUS[pool.gpu], pool.gpusPerNode)))
     return roles
 
 

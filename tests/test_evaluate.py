@@ -252,3 +252,15 @@ def test_closed_loop_ttft_obeys_littles_law_when_prefill_binds(capsys):
     fed = -(-rate * 1200 * tpot // 16)
     padded = next(g for g in (1, 2, 4, *range(8, 256, 8)) if g >= fed)
     assert dec["fedBatchPerRank"] == padded < dec["batchPerRank"] == 13
+
+
+def test_nvl72_domain_needs_the_imex_channel():
+    """GB200 trays of 4 GPUs: the NVLink domain is the 72-GPU rack only when the pods claim the
+    ComputeDomain channel (PlanRequest network.mnnvl; gen size sets it from
+    network.computeDomain), else the tray: DeepEP/NCCL cross trays over the NIC (vllm PR#27328)."""
+    from generator.capacity.perf import nvlink_domain
+    from generator.catalog import GPUS
+    gb200, h200 = GPUS["GB200-186GB"], GPUS["H200-141GB"]
+    assert nvlink_domain(gb200, 4) == 72
+    assert nvlink_domain(gb200, 4, mnnvl=False) == 4
+    assert nvlink_domain(h200, 8, mnnvl=False) == nvlink_domain(h200, 8) == 8

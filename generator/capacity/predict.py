@@ -119,7 +119,8 @@ def plan_request(doc: InferenceDeployment) -> PlanRequest | str:
         "engine": {"name": s.engine.name, "version": s.engine.version},
         "nodePools": {n: {"gpu": p.gpu, "gpusPerNode": p.gpusPerNode, "nodes": p.nodes}
                       for n, p in s.nodePools.items()},
-        "network": {"interNodeGbps": s.network.interNodeGbps or DEFAULT_INTER_NODE_GBPS},
+        "network": {"interNodeGbps": s.network.interNodeGbps or DEFAULT_INTER_NODE_GBPS,
+                    "mnnvl": s.network.computeDomain is not None},
         "workload": {"inputTokens": s.traffic.inputTokens,
                      "outputTokens": s.traffic.outputTokens, "concurrency": concurrency},
         "roles": [r.model_dump(exclude_none=True) for r in s.roles],

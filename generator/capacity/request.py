@@ -48,6 +48,9 @@ class PlanNetwork(_M):
     """Inter-node network: RDMA bandwidth per GPU, Gbit/s (NVLink comes from the GPU catalog)."""
 
     interNodeGbps: float = Field(400, gt=0, le=3200, allow_inf_nan=False)
+    mnnvl: bool = Field(True, description="NVL72 pools (GB200/GB300): instances spanning "
+                        "trays talk over multi-node NVLink (the pods claim a ComputeDomain); "
+                        "false prices that traffic at interNodeGbps")
 
 
 class Workload(_M):

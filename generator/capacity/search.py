@@ -418,7 +418,8 @@ def _plan(req: PlanRequest, progress=None) -> PlanResult:
                             tensor=lay.tensor, data=lay.data, pipeline=lay.pipeline,
                             expert=lay.expert_parallel, gpus_per_node=pool.gpusPerNode,
                             inter_gbps=s.network.interNodeGbps, weights_bytes=z.weights * 2**30,
-                            bf16=bf16, overlap=role.moe.overlap if role.moe else None)
+                            bf16=bf16, overlap=role.moe.overlap if role.moe else None,
+                            mnnvl=s.network.mnnvl)
 
     memo: dict = {}
 
@@ -638,7 +639,7 @@ def decode_estimate(req: PlanRequest, role: RoleInput, z: RoleSizing, pool,
                                 ctx=ctx_avg, gpus_per_node=pool.gpusPerNode,
                                 inter_gbps=s.network.interNodeGbps, draft=k,
                                 bf16=bf16_compute(s.model.weights), attn_fp8=fp8_attn,
-                                drafter=drafter(req))
+                                drafter=drafter(req), mnnvl=s.network.mnnvl)
     if cap_b < 1:
         return None
     if per_rank_needed is not None:

@@ -41,6 +41,7 @@ from collections.abc import Iterator
 from ..catalog import GPUS, Gpu
 from ..engines import deepep
 from ..engines.base import RoleInput
+from ..engines.network import nvl72
 from ..engines.options import option_value
 from ..sizing.formats import kernel_on, storage
 from .registry import Context, E, Hit, W, is_vllm, role_path, rule
@@ -384,3 +385,30 @@ def _dsv4_nvfp4_hopper(ctx: Context):
         yield Hit(("spec", "model", "weights"),
                   f"role {r.name!r}: DeepSeek-V4's NVFP4 hybrid checkpoint on {gpu.id} "
                   f"({gpu.generation}): {why}", hint)
+
+
+@rule("GPU030", W, "an instance spanning NVL72 trays claims the multi-node NVLink channel",
+      "ai-dynamo/dynamo PR#6364 (GB200: \"the ComputeDomain resource required for MNNVL NVLink "
+      "shared memory\"), PR#8811; vllm PR#27328 (VLLM_DEEPEP_LOW_LATENCY_USE_MNNVL, off by "
+      "default: DeepEP's inter-tray traffic goes over RDMA), vllm PR#16992 (without MNNVL NCCL "
+      "uses TCP or IB across nodes); deepseek-ai/DeepEP deep_ep/buffers/legacy.py:124-126 "
+      "(NVSHMEM_DISABLE_MNNVL=1 unless allowed)")
+def _mnnvl_channel(ctx: Context):
+    net = ctx.spec.spec.network
+    if net.computeDomain is not None:
+        return
+    for i, r in ctx.role_items():
+        gpu = _gpu(ctx, i)
+        pool = ctx.spec.spec.nodePools[ctx.spec.spec.roles[i].nodePool]
+        if not (nvl72(gpu, pool.gpusPerNode) and r.layout.multi_pod):
+            continue
+        what = (f"expert all-to-all of {r.layout.ep_size} ranks" if r.layout.expert_parallel
+                else f"tensor x pipeline group of {r.layout.tensor * r.layout.pipeline} GPUs")
+        yield Hit(role_path(i, "nodePool"),
+                  f"role {r.name!r}: the {what} spans {len(r.layout.pods)} {gpu.id} trays of "
+                  f"{pool.gpusPerNode}, but the pods claim no IMEX channel: NCCL and DeepEP cross "
+                  "trays over the NIC, not the NVL72 fabric (gen size prices it so)",
+                  "create an NVIDIA DRA ComputeDomain and set network.computeDomain."
+                  "resourceClaimTemplate to its channel template (moegen then renders the pods' "
+                  "resourceClaims and the NCCL/DeepEP MNNVL switches), or keep each instance in "
+                  "one tray")

@@ -72,6 +72,7 @@ def _iface_exists(ctx: Context):
 #: the network ones (engines/network.py); a user value replaces moegen's.
 ENGINE_ENV = ("VLLM_NIXL_SIDE_CHANNEL_HOST", "VLLM_NIXL_SIDE_CHANNEL_PORT",
               "VLLM_MOONCAKE_BOOTSTRAP_PORT", "VLLM_ALL2ALL_BACKEND", "VLLM_ENGINE_READY_TIMEOUT_S",
+              v.MNNVL_SWITCH,
               "SGLANG_HEALTH_CHECK_TIMEOUT", "SGLANG_DEEPEP_NUM_MAX_DISPATCH_TOKENS_PER_RANK",
               "SGLANG_DEEPEP_V2_NUM_MAX_DISPATCH_TOKENS_PER_RANK",
               *CACHE_ENV_KEYS)
@@ -92,7 +93,7 @@ def _user_env(ctx: Context):
 def _env_override(ctx: Context):
     derived = set(ENGINE_ENV)
     for _, r in ctx.role_items():
-        derived |= {k for k, _ in network_env(r.network, r.moe, r.kv_transfer)}
+        derived |= {k for k, _ in network_env(r.network, r.moe, r.kv_transfer, r.mnnvl)}
     for path, key in _user_env(ctx):
         if key in derived:
             yield Hit(path, f"{key} is derived by moegen; {path[-2]} overrides it",

@@ -62,6 +62,9 @@ class RoleInput:
         admission: ``sizing.concurrency`` when the spec sets it: the engine then admits that
             many sequences per instance (``--max-num-seqs`` per DP rank, SGLang
             ``--max-running-requests``) so the HBM guarantee holds; ``None`` when unset.
+        mnnvl: the pods reach their peers over multi-node NVLink: an NVL72 pool (GB200/GB300,
+            more GPUs in the NVLink domain than on a node) whose pods claim the spec's
+            ``network.computeDomain`` IMEX channel (engines/network.py ``uses_mnnvl``).
         speculative_from: name of the decode role whose speculative config a prefill role
             carries ("" when the role's own, or none). Prefill must run the decode's MTP/EAGLE
             config: vLLM >= 0.28.0 refuses a NIXL handshake otherwise, and both engines only
@@ -83,6 +86,7 @@ class RoleInput:
     concurrency: int = 1
     speculative_from: str = ""
     admission: int | None = None
+    mnnvl: bool = False
 
 
 @dataclass(frozen=True)

@@ -18,6 +18,7 @@
 
 from __future__ import annotations
 
+from ..catalog import Gpu
 from ..spec.models import KvTransfer, Moe, Network
 
 #: The GID-index variable of each RDMA library, by the component that loads it: NCCL (NCCL env
@@ -29,9 +30,30 @@ GID_INDEX_ENV = {"nccl": "NCCL_IB_GID_INDEX", "nvshmem": "NVSHMEM_IB_GID_INDEX",
                  "ucx": "UCX_IB_GID_INDEX", "mooncake": "MC_GID_INDEX"}
 
 
+#: NCCL's multi-node NVLink switches, rendered when the pods claim an IMEX channel
+#: (``network.computeDomain``): NCCL_MNNVL_ENABLE (NCCL env docs; vllm PR#16992: without it
+#: "NCCL will use TCP or IB for cross-node communication") and NCCL_CUMEM_ENABLE (MNNVL buffers
+#: are cuMem fabric allocations); both in the llm-d GB200 manifests (docs/anchors-k8s.md §3).
+MNNVL_ENV = (("NCCL_MNNVL_ENABLE", "1"), ("NCCL_CUMEM_ENABLE", "1"))
+
+
+def nvl72(gpu: Gpu, gpus_per_node: int) -> bool:
+    """The pool's NVLink domain is larger than a node (GB200/GB300 NVL72 trays of 4): an
+    instance that spans pods can stay on NVLink, given an IMEX channel."""
+    return gpu.nvlink and gpu.scaleup_gpus > gpus_per_node
+
+
+def uses_mnnvl(net: Network, gpu: Gpu, gpus_per_node: int) -> bool:
+    """Pods of a pool talk over multi-node NVLink: an NVL72 pool whose pods claim the spec's
+    ``network.computeDomain`` channel (NVIDIA DRA driver ComputeDomain; ai-dynamo/dynamo
+    PR#6364, PR#8811)."""
+    return net.computeDomain is not None and nvl72(gpu, gpus_per_node)
+
+
 def network_env(net: Network, moe: Moe | None,
-                kv_transfer: KvTransfer | None) -> list[tuple[str, str]]:
-    """The role's network variables, in a fixed order (see the module docstring)."""
+                kv_transfer: KvTransfer | None, mnnvl: bool = False) -> list[tuple[str, str]]:
+    """The role's network variables, in a fixed order (see the module docstring); ``mnnvl``:
+    the role's pods use multi-node NVLink (:func:`uses_mnnvl`)."""
     out: list[tuple[str, str]] = []
     if net.socketInterface:
         out += [("GLOO_SOCKET_IFNAME", net.socketInterface),
@@ -56,6 +78,8 @@ def network_env(net: Network, moe: Moe | None,
                     ("NVSHMEM_HCA_LIST", ",".join(f"{d}:1" for d in net.rdma.devices))]
             if gid is not None:
                 out.append((GID_INDEX_ENV["nvshmem"], str(gid)))
+    if mnnvl:
+        out += list(MNNVL_ENV)
     return out
 
 

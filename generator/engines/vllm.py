@@ -94,6 +94,9 @@ MOONCAKE_BOOTSTRAP_PORT = 8998
 #: the role's startup budget (sizing/host.py); 1800 s when there is none.
 ENGINE_READY_TIMEOUT_S = 1800
 
+#: vLLM's switch that lets DeepEP's low-latency kernels use multi-node NVLink (vllm/envs.py, in
+#: every release 0.11.0-0.33.0: data/vllm-releases.json env).
+MNNVL_SWITCH = "VLLM_DEEPEP_LOW_LATENCY_USE_MNNVL"
 #: moegen's kvTransfer.connector -> vLLM connector class (registered names, vLLM
 #: vllm/distributed/kv_transfer/kv_connector/factory.py).
 CONNECTORS = {"nixl": "NixlConnector", "mooncake": "MooncakeConnector",
@@ -304,6 +307,13 @@ class VllmDialect:
                 env["VLLM_ALL2ALL_BACKEND"] = moe.all2all
             else:
                 common += ["--all2all-backend", moe.all2all]
+        if role.mnnvl and moe is not None and moe.all2all == "deepep_low_latency" \
+                and self.facts["env"].get(MNNVL_SWITCH) is not None:
+            # DeepEP's low-latency kernels over the NVL72 fabric: off by default (vllm/envs.py
+            # VLLM_DEEPEP_LOW_LATENCY_USE_MNNVL False; all2all.py passes it as allow_mnnvl and
+            # DeepEP then sets NVSHMEM_DISABLE_MNNVL=1, deep_ep/buffers/legacy.py:124-126);
+            # vllm PR#27328.
+            env[MNNVL_SWITCH] = "1"
         if moe is not None and moe.overlap == "two_batch":
             # Dual batch overlap: two micro-batches when DP > 1 (ParallelConfig.enable_dbo,
             # vllm/config/parallel.py; vllm/v1/worker/gpu/ubatch_utils.py). No single-batch
