@@ -213,7 +213,11 @@ def performance(checked: Checked):
     if not checked.ok or checked.spec is None:
         return None
     from .capacity.predict import predict
-    return predict(checked.spec)
+    out = predict(checked.spec)
+    out.findings = [Finding(code, Severity.WARNING, json_path(path), message, hint,
+                            checked.loaded.provenance.locate(path))
+                    for code, path, message, hint in out.sanity]
+    return out
 
 
 def deployment_plan(checked: Checked) -> DeploymentPlan:

@@ -14,7 +14,7 @@ from generator.capacity.request import PlanRequest
 from generator.capacity.search import model_shape
 from generator.catalog import GPUS, builtin_config
 from generator.cli import run
-from tests.helpers import EXAMPLES, load_script
+from tests.helpers import EXAMPLES, ROOT, load_script
 
 FIXED = EXAMPLES / "plan" / "h20-96-fixed-layout.yaml"
 
@@ -264,3 +264,19 @@ def test_nvl72_domain_needs_the_imex_channel():
     assert nvlink_domain(gb200, 4) == 72
     assert nvlink_domain(gb200, 4, mnnvl=False) == 4
     assert nvlink_domain(h200, 8, mnnvl=False) == nvlink_domain(h200, 8) == 8
+
+
+def test_predicted_ttft_beyond_the_queue_bound_is_flagged(capsys):
+    """PRF030: S1 as shipped predicts a TTFT ~100x that of a request alone (its one prefill node
+    is the bottleneck, hence overlays/s1-two-prefill-nodes.yaml); the model's steady state allows
+    at most the M/D/1 wait at 95 % busy, 1 + 0.95 / (2 x 0.05) = 10.5x. With the second prefill
+    node the prediction is an operating point and nothing is flagged."""
+    from generator import pipeline
+    from generator.capacity.predict import QUEUE_BOUND
+    assert QUEUE_BOUND == pytest.approx(10.5)
+    s1 = pipeline.check(EXAMPLES / "s1-16xh20-pd.yaml", [])
+    pred = pipeline.performance(s1)
+    assert [f.code for f in pred.findings] == ["PRF030"]
+    assert pred.findings[0].path == "$.spec.roles[1].sizing.concurrency"
+    two = pipeline.check(EXAMPLES / "s1-16xh20-pd.yaml", [ROOT / "overlays" / "s1-two-prefill-nodes.yaml"])
+    assert pipeline.performance(two).findings == []
