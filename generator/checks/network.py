@@ -6,7 +6,7 @@ from ..engines import sglang as sg
 from ..engines import vllm as v
 from ..engines.caches import CACHE_ENV_KEYS
 from ..engines.gateway import SIDECAR_ENGINE_PORT, has_sidecar
-from ..engines.network import network_env
+from ..engines.network import network_env, nic_family
 from ..layout import Spread
 from ..pods import effective_pod
 from .registry import Context, E, Hit, W, is_vllm, role_path, rule, serving_path
@@ -160,3 +160,25 @@ def _host_ports(ctx: Context):
                       "bind the same host ports",
                       "use pods that take whole nodes (workload: lws or statefulset with "
                       "tensor x data x pipeline a multiple of gpusPerNode), or hostNetwork: false")
+
+
+@rule("NET030", E, "DeepEP V1 across pods runs on NICs with IBGDA (mlx5)",
+      "deepseek-ai/DeepEP csrc/kernels/legacy/ibgda_device.cuh:69 (the internode and "
+      "low-latency kernels build mlx5 work requests: NVSHMEM IBGDA is mlx5-only, "
+      "deepseek-ai/DeepEP#759); deepseek-ai/DeepEP#369 and vllm-project/vllm#27898 (AWS EFA: no "
+      "IBGDA, no DeepEP across nodes); generator/engines/network.py NICS")
+def _deepep_nic(ctx: Context):
+    nic = nic_family(ctx.spec.spec.network.rdma)
+    if nic is None or nic.ibgda:
+        return
+    for i, r in ctx.role_items():
+        a2a = r.moe.all2all if r.moe else None
+        if a2a in ("deepep_low_latency", "deepep_high_throughput") and r.layout.multi_pod:
+            alt = [c for c in ("deepep_v2", "pplx", "allgather_reducescatter")
+                   if ctx.dialect is None or c in ctx.dialect.all2all_choices]
+            yield Hit(role_path(i, "moe", "all2all"),
+                      f"role {r.name!r}: {a2a} spans {len(r.layout.pods)} pods over "
+                      f"{nic.name} NICs ({', '.join(ctx.spec.spec.network.rdma.devices)}): "
+                      "DeepEP's V1 internode kernels need NVSHMEM IBGDA, which drives mlx5 NICs "
+                      f"only ({nic.source})",
+                      f"use {' or '.join(alt)} across pods, or keep each instance in one node")

@@ -46,6 +46,7 @@ from typing import TYPE_CHECKING, ClassVar
 from ..catalog.requirements import required_flags
 from ..layout import Spread
 from ..resources import package_text
+from .network import nic_family
 from .base import (
     DERIVED_BY_LAYOUT as _LAYOUT,
     DERIVED_LISTENER as _LISTENER,
@@ -104,6 +105,9 @@ HEALTH_CHECK_TIMEOUT_S = 20
 PP_SPECULATIVE_PREFILL = (0, 5, 21)
 #: ``--cp-strategy`` for prefill context parallelism (see the module docstring).
 CP_STRATEGY = "interleave"
+#: First release read with SGLANG_DISAGGREGATION_NIXL_BACKEND (srt/environ.py in the 0.5.15,
+#: 0.5.16 and 0.5.23 wheels).
+NIXL_BACKEND_ENV_SINCE = (0, 5, 15)
 #: kvTransfer.connector -> --disaggregation-transfer-backend.
 TRANSFER = {"nixl": "nixl", "mooncake": "mooncake"}
 #: serving.kvCacheDtype -> --kv-cache-dtype (0.5.23 choices have no plain "fp8").
@@ -346,6 +350,13 @@ class SglangDialect:
                        "--disaggregation-transfer-backend", TRANSFER[role.kv_transfer.connector]]
             if role.network.rdma is not None:
                 common += ["--disaggregation-ib-device", ",".join(role.network.rdma.devices)]
+            nic = nic_family(role.network.rdma)
+            if role.kv_transfer.connector == "nixl" and nic is not None \
+                    and nic.nixl_backend != "UCX" \
+                    and parse_version(self.version) >= NIXL_BACKEND_ENV_SINCE:
+                # SGLANG_DISAGGREGATION_NIXL_BACKEND defaults to UCX (srt/environ.py:766), which
+                # cannot do RDMA on EFA (vllm#41814, nixl#909).
+                env["SGLANG_DISAGGREGATION_NIXL_BACKEND"] = nic.nixl_backend
             if role.mode == "prefill":
                 common += ["--disaggregation-bootstrap-port", str(BOOTSTRAP_PORT)]
         if role.speculative is not None:

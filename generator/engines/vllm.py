@@ -58,6 +58,7 @@ from ..catalog.requirements import required_flags
 from ..layout import Spread
 from ..pods import DRAIN_S
 from ..resources import package_text
+from .network import nic_family
 from .base import (
     DERIVED_BY_LAYOUT as _LAYOUT,
     DERIVED_LISTENER as _LISTENER,
@@ -329,6 +330,12 @@ class VllmDialect:
         if role.kv_transfer is not None:
             kvt = {"kv_connector": CONNECTORS[role.kv_transfer.connector],
                    "kv_role": KV_ROLES[role.mode]}
+            nic = nic_family(role.network.rdma)
+            if role.kv_transfer.connector == "nixl" and nic is not None \
+                    and nic.nixl_backend != "UCX":
+                # NixlConnector's default backends ["UCX"] (nixl/base_worker.py:624-626) cannot
+                # do RDMA on EFA (vllm#41814, nixl#909): LIBFABRIC can.
+                kvt["kv_connector_extra_config"] = {"backends": [nic.nixl_backend]}
             if role.kv_transfer.connector == "mooncake" and role.network.rdma is not None:
                 # The spec's HCAs, as SGLang's --disaggregation-ib-device gives them: Mooncake
                 # otherwise opens every device it finds ("device_name" "" = all;
