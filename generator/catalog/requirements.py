@@ -19,6 +19,9 @@ kimi_k2        sglang  all         --trust-remote-code  SGLang 0.5.23 srt/utils/
                                                         tokenizer.py:474 (get_tokenizer passes
                                                         trust_remote_code to AutoTokenizer);
                                                         sgl-project/sglang PR#13725
+deepseek_v32,  sglang  all         refuse deepep_v2     SGLang 0.5.23 srt/configs/
+deepseek_v2                                             moe_model_registry.py:20-28;
+                                                        sgl-project/sglang PR#39408
 =============  ======  ==========  ===================  ====================================
 
 Kimi-K2's tokenizer is Moonshot's own tiktoken class (``tokenizer_config.json`` ``auto_map`` ->
@@ -30,6 +33,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ..engines.known_bad import Match
 from ..engines.versions import parse_version
 
 
@@ -44,6 +48,9 @@ class Requirement:
         why: what fails without them, for notes and findings.
         source: engine file and release, and the public report.
         first, fixed: the release range ``[first, fixed)`` the row applies to (None: open).
+        refuse: the row is a combination the engine refuses (rule MOD030), for roles whose
+            features ``match`` (``engines/known_bad.py`` Match), pointing at ``field`` (a path
+            below ``spec.roles[i]``) with ``hint``; ``flags`` is then empty.
     """
 
     model_types: frozenset[str]
@@ -53,6 +60,10 @@ class Requirement:
     source: str
     first: tuple[int, int, int] | None = None
     fixed: tuple[int, int, int] | None = None
+    refuse: bool = False
+    match: Match | None = None
+    field: tuple[str, ...] = ()
+    hint: str = ""
 
     def applies(self, engine: str, version: str, model_type: str | None) -> bool:
         """The row holds for ``engine`` at ``version`` serving ``model_type``."""
@@ -76,7 +87,28 @@ REQUIREMENTS: tuple[Requirement, ...] = (
                 "SGLang 0.5.23 python/sglang/srt/utils/hf_transformers/tokenizer.py:474 "
                 "(get_tokenizer(trust_remote_code=server_args.trust_remote_code)); "
                 "sgl-project/sglang PR#13725 (Kimi-K2-Thinking launched with --trust-remote-code)"),
+    # SGLang keys its DeepEP v2 registry by the config's architectures[0]: DeepseekV3ForCausalLM
+    # (deepseek_v3, kimi_k2) and DeepseekV4ForCausalLM are in it, DeepseekV32ForCausalLM and
+    # DeepseekV2ForCausalLM are not.
+    Requirement(frozenset({"deepseek_v32", "deepseek_v2"}), "sglang", (),
+                "SGLang runs --moe-a2a-backend deepep_v2 only for architectures registered as "
+                "validated (\"DeepEP v2 MoE is not validated for 'DeepseekV32ForCausalLM'\"): "
+                "the server refuses to start",
+                "SGLang 0.5.23 python/sglang/srt/configs/moe_model_registry.py:20-28 "
+                "(_DEEPEP_V2_MODELS), arg_groups/moe_hook.py:709-732 "
+                "validate_deepep_v2_model_architecture; sgl-project/sglang PR#39408 (the same "
+                "refusal for Qwen3.5)",
+                refuse=True, match=Match(all2all=frozenset({"deepep_v2"})),
+                field=("moe", "all2all"),
+                hint="use deepep_low_latency (decode) or deepep_high_throughput (prefill)"),
 )
+
+
+def refusals(engine: str, version: str, config: dict) -> list[Requirement]:
+    """The refusing rows (MOD030) for the model of ``config`` on ``engine`` ``version``; the
+    caller checks each row's ``match`` against the role."""
+    return [r for r in REQUIREMENTS
+            if r.refuse and r.applies(engine, version, config.get("model_type"))]
 
 
 def required_flags(engine: str, version: str, config: dict) -> list[str]:
@@ -84,6 +116,6 @@ def required_flags(engine: str, version: str, config: dict) -> list[str]:
     in table order, each once."""
     out: list[str] = []
     for req in REQUIREMENTS:
-        if req.applies(engine, version, config.get("model_type")):
+        if not req.refuse and req.applies(engine, version, config.get("model_type")):
             out += [f for f in req.flags if f not in out]
     return out

@@ -84,7 +84,7 @@ def _known_bad(ctx: Context):
     for i, r in ctx.role_items():
         gpu = GPUS[spec.nodePools[spec.roles[i].nodePool].gpu]
         for row in known_bad(ctx.engine, spec.engine.version, r, spec.model.weights,
-                             gpu.generation):
+                             gpu.generation, spec.roles[i].engineArgs):
             yield Hit(role_path(i, *row.field),
                       f"role {r.name!r}: {ctx.dialect.label if ctx.dialect else ctx.engine} "
                       f"{spec.engine.version} (known bad {row.releases}): {row.what} "

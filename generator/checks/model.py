@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from ..catalog import GPUS
+from ..catalog.requirements import refusals
 from ..pods import effective_pod
 from ..sizing import placement_for
 from ..sizing.params import inventory
@@ -116,3 +118,22 @@ def _weights_mounted(ctx: Context):
                   "pod.extraVolumeMounts covers it",
                   "set model.volume (e.g. {persistentVolumeClaim: {claimName: weights}}), or "
                   "mount the weights with pod.extraVolumes/extraVolumeMounts")
+
+
+@rule("MOD030", E, "the engine runs the model with the role's features",
+      "generator/catalog/requirements.py REQUIREMENTS (one table of model requirements keyed by "
+      "model_type, each row citing the engine file; e.g. SGLang 0.5.23 "
+      "python/sglang/srt/configs/moe_model_registry.py, sgl-project/sglang PR#39408)")
+def _model_refusals(ctx: Context):
+    if ctx.arch is None or ctx.dialect is None:
+        return
+    spec = ctx.spec.spec
+    rows = refusals(ctx.engine, spec.engine.version, ctx.arch.config)
+    for i, r in ctx.role_items():
+        gpu = GPUS[spec.nodePools[spec.roles[i].nodePool].gpu]
+        for row in rows:
+            if row.match is None or row.match.holds(r, spec.model.weights, gpu.generation):
+                yield Hit(role_path(i, *row.field),
+                          f"role {r.name!r}: {ctx.arch.config.get('model_type')} on "
+                          f"{ctx.dialect.label} {spec.engine.version}: {row.why} ({row.source})",
+                          row.hint)

@@ -88,6 +88,8 @@ class KnownBad:
         what: what fails, as the user sees it.
         source: upstream report, fixing change, engine file:line at a bad and a fixed release.
         hint: what to do instead.
+        unless_arg: ``(option, value)`` in the role's engineArgs that avoids the bug (a kernel
+            choice), or None.
     """
 
     engine: str
@@ -98,6 +100,7 @@ class KnownBad:
     what: str
     source: str
     hint: str
+    unless_arg: tuple[str, str] | None = None
 
     def covers(self, engine: str, version: str) -> bool:
         """``engine`` at ``version`` is in the bad range."""
@@ -133,11 +136,36 @@ KNOWN_BAD: tuple[KnownBad, ...] = (
         "since 0.5.16 (0.5.15's kernel had no such parameter); 0.5.18 passes 1.0 "
         "(cutlass_w4a8_moe.py:420-430)",
         "use SGLang 0.5.18 or later, or deepep_low_latency / allgather_reducescatter"),
+    KnownBad(
+        "vllm", (0, 11, 0), None,
+        Match(weights=_f("w4a16"), eplb=True, expert_parallel=True),
+        ("moe", "eplb", "enabled"),
+        "EPLB with INT4 (W4A16, compressed-tensors WNA16) experts: 0.33.0 refuses the model at "
+        "load (NotImplementedError \"EPLB is not supported CompressedTensorsWNA16MoEMethod\") "
+        "unless the experts run the Triton WNA16 kernel, which vLLM picks after Marlin, Humming "
+        "and FlashInfer; 0.11 ran it through Marlin and gave wrong outputs",
+        "vllm-project/vllm#32388 (0.11.0: wrong outputs with EPLB on "
+        "CompressedTensorsWNA16MarlinMoEMethod); vLLM 0.33.0 vllm/model_executor/layers/"
+        "quantization/compressed_tensors/compressed_tensors_moe/compressed_tensors_moe_wna16.py:"
+        "562-563 (supports_eplb only for WNA16MoEBackend.TRITON), "
+        "vllm/model_executor/layers/fused_moe/routed_experts.py:186-199, "
+        "fused_moe/oracle/int_wna16.py:126-143 (backend priority)",
+        "drop EPLB (moe.eplb.enabled: false), or add engineArgs: [--moe-backend, triton]",
+        unless_arg=("--moe-backend", "triton")),
 )
 
 
-def known_bad(engine: str, version: str, role: RoleInput, weights: str,
-              generation: str) -> list[KnownBad]:
-    """The rows of :data:`KNOWN_BAD` that ``role`` hits on ``engine`` ``version``."""
+def known_bad(engine: str, version: str, role: RoleInput, weights: str, generation: str,
+              engine_args: list[str] | tuple[str, ...] = ()) -> list[KnownBad]:
+    """The rows of :data:`KNOWN_BAD` that ``role`` hits on ``engine`` ``version`` (with its
+    ``engine_args``, which may avoid a row: ``unless_arg``)."""
+    def avoided(row: KnownBad) -> bool:
+        if row.unless_arg is None:
+            return False
+        opt, val = row.unless_arg
+        args = list(engine_args)
+        return any(a == f"{opt}={val}" or (a == opt and i + 1 < len(args) and args[i + 1] == val)
+                   for i, a in enumerate(args))
     return [row for row in KNOWN_BAD
-            if row.covers(engine, version) and row.match.holds(role, weights, generation)]
+            if row.covers(engine, version) and row.match.holds(role, weights, generation)
+            and not avoided(row)]
