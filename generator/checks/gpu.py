@@ -43,6 +43,7 @@ from ..engines import deepep
 from ..engines.base import RoleInput
 from ..engines.network import nvl72
 from ..engines.options import option_value
+from ..engines.versions import parse_version
 from ..sizing.formats import kernel_on, storage
 from .registry import Context, E, Hit, W, is_vllm, role_path, rule
 
@@ -412,3 +413,51 @@ def _mnnvl_channel(ctx: Context):
                   "resourceClaimTemplate to its channel template (moegen then renders the pods' "
                   "resourceClaims and the NCCL/DeepEP MNNVL switches), or keep each instance in "
                   "one tray")
+
+
+#: SGLang runners that take DeepSeek-V4's MXFP4 experts behind DeepEP V1 on Hopper-class GPUs:
+#: Humming (moe_runner/humming.py:839-914 registers deepep_ll/deepep_normal, from 0.5.16; the
+#: LMSYS H20 DeepSeek-V4-Pro deployment, sgl-project/sglang PR#23754).
+DSV4_DEEPEP_RUNNERS = {"humming": (0, 5, 16)}
+
+
+@rule("QNT030", E, "SGLang runs DeepSeek-V4's MXFP4 experts behind DeepEP only on Blackwell, "
+      "unless a runner or the FP8 re-encode takes them",
+      "sgl-project/sglang#35557 (DeepSeek-V4-Flash + DeepEP on H100/H20, 0.5.12 and 0.5.15.post1: "
+      "DeepGEMM asserts \"ab.scalar_type() == kPackedFP4 and arch_major == 10\" at graph "
+      "capture); SGLang 0.5.23 python/sglang/srt/arg_groups/moe_hook.py (auto -> deep_gemm with "
+      "DeepEP), layers/moe/moe_runner/deep_gemm.py:334-335 (FP8 x FP4 recipe), "
+      "moe_runner/humming.py:839-914 (DeepEP layouts), layers/quantization/fp8.py:425-429 "
+      "(SGLANG_DSV4_FP4_DEQUANT)", engines=("sglang",))
+def _dsv4_fp4_deepep(ctx: Context):
+    if ctx.spec.spec.model.weights != "mxfp4":
+        return
+    version = parse_version(ctx.spec.spec.engine.version)
+    net_env = ctx.spec.spec.network.env
+    for i, r, a2a, gpu in _a2a_roles(ctx, ("deepep_low_latency", "deepep_high_throughput")):
+        if r.arch.family != "deepseek_v4" or gpu.vendor != "nvidia" or gpu.fp4 \
+                or not r.layout.expert_parallel:
+            continue
+        env = {**net_env, **ctx.spec.spec.roles[i].env}
+        runner = _engine_arg(ctx, i, SGLANG_RUNNER_FLAG)
+        ok = [n for n, since in DSV4_DEEPEP_RUNNERS.items() if version >= since]
+        if _truthy(env.get("SGLANG_DSV4_FP4_DEQUANT")) or runner in ok:
+            continue
+        if runner in DSV4_DEEPEP_RUNNERS:
+            since = ".".join(map(str, DSV4_DEEPEP_RUNNERS[runner]))
+            why = (f"--moe-runner-backend {runner} takes DeepEP's layouts only from SGLang "
+                   f"{since} (this is {ctx.spec.spec.engine.version}), and the default runner "
+                   "(deep_gemm) runs DeepGEMM's FP8 x FP4 grouped GEMM, which is SM100-only")
+        else:
+            who = f"--moe-runner-backend {runner}" if runner else "the default runner (deep_gemm)"
+            why = (f"{who} runs DeepGEMM's FP8 x FP4 grouped GEMM, which is SM100-only" if not
+                   runner or runner == "deep_gemm" else
+                   f"{who} has no DeepEP path for these experts (moe_runner/runner.py)")
+        yield Hit(role_path(i, "moe", "all2all"),
+                  f"role {r.name!r}: DeepSeek-V4's MXFP4 experts behind {a2a} on {gpu.id} "
+                  f"({gpu.generation}): {why}: every rank dies at start or CUDA-graph capture",
+                  (f"add engineArgs: [--moe-runner-backend, {ok[0]}] (Humming MXFP4, DeepEP "
+                   "layouts), or " if ok else "use SGLang 0.5.16 or later with "
+                   "--moe-runner-backend humming, or ")
+                  + "set SGLANG_DSV4_FP4_DEQUANT=1 in roles[].env (FP8 experts, ~1.9x their "
+                  "memory), or run the all-to-all as allgather_reducescatter")

@@ -267,3 +267,26 @@ def _spec_decodes_agree(ctx: Context):
                       f"decode role {role.name!r} speculates differently from decode role "
                       f"{first.name!r} (roles[{first_i}])",
                       "give every decode role the same speculative block")
+
+
+@rule("PD030", E, "vLLM's NIXL transfer supports the prefill/decode tensor sizes",
+      "vLLM 0.11.0-0.13.0 vllm/distributed/kv_transfer/kv_connector/v1/nixl_connector.py (0.11.0:968 "
+      "and 0.13.0:1577 assert \"Decode TP cannot be smaller than prefill TP\"; 0.11.1/0.12.0 "
+      "kv_topo.tp_ratio asserts divisibility, :726-730); P TP > D TP from 0.14.0 (vllm PR#27274, "
+      "vllm-project/vllm#43523)", engines=("vllm",))
+def _nixl_tp_ratio(ctx: Context):
+    if ctx.dialect is None or getattr(ctx.dialect, "nixl_smaller_decode_tp", True):
+        return
+    for i, p, j, d in pd_pairs(ctx):
+        if not (p.kv_transfer and d.kv_transfer and p.kv_transfer.connector == "nixl"
+                and d.kv_transfer.connector == "nixl"):
+            continue
+        if d.layout.tensor < p.layout.tensor or d.layout.tensor % p.layout.tensor:
+            yield Hit(role_path(j, "parallel", "tensor"),
+                      f"decode role {d.name!r} runs tensor {d.layout.tensor} per engine, prefill "
+                      f"role {p.name!r} tensor {p.layout.tensor}: vLLM "
+                      f"{ctx.spec.spec.engine.version}'s NIXL handshake needs the decode tensor "
+                      "size to be a multiple of prefill's (\"Decode TP cannot be smaller than "
+                      "prefill TP\"); every KV transfer fails",
+                      "use vLLM 0.14.0 or later, or give decode a tensor size that is a multiple "
+                      f"of {p.layout.tensor} (data-parallel decode ranks count 1 each)")

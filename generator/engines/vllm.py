@@ -95,6 +95,13 @@ MOONCAKE_BOOTSTRAP_PORT = 8998
 #: the role's startup budget (sizing/host.py); 1800 s when there is none.
 ENGINE_READY_TIMEOUT_S = 1800
 
+#: First release whose NixlConnector lets a decode instance run a smaller tensor-parallel size
+#: than prefill (P TP > D TP, vllm PR#27274: the ``tp_ratio < 0`` paths of
+#: nixl_connector.py:1576-1693 in 0.14.0). 0.11.0-0.13.0 assert "Decode TP cannot be smaller
+#: than prefill TP" in the handshake (nixl_connector.py:968 at 0.11.0, :1577 at 0.13.0; 0.11.1
+#: and 0.12.0 already fail tp_ratio's "is not divisible" assertion, :726-730): read in each
+#: release's wheel. vllm-project/vllm#43523.
+NIXL_SMALLER_DECODE_TP = (0, 14, 0)
 #: vLLM's switch that lets DeepEP's low-latency kernels use multi-node NVLink (vllm/envs.py, in
 #: every release 0.11.0-0.33.0: data/vllm-releases.json env).
 MNNVL_SWITCH = "VLLM_DEEPEP_LOW_LATENCY_USE_MNNVL"
@@ -248,6 +255,11 @@ class VllmDialect:
         (``engines/options.py``), else the ones it tracks (plus the serve-level ``--port``)."""
         full = release_options("vllm", self.version)
         return full.options if full is not None else frozenset(self.facts["options"]) | {"--port"}
+
+    @property
+    def nixl_smaller_decode_tp(self) -> bool:
+        """NIXL transfers KV from a prefill TP group to a smaller decode TP group (>= 0.14.0)."""
+        return self._v() >= NIXL_SMALLER_DECODE_TP
 
     @property
     def nixl_hash_covers_speculative(self) -> bool:
