@@ -396,3 +396,33 @@ def _sbo_low_latency(ctx: Context):
                       f"{moe.all2all or 'unset'}: SGLang's SBO hook expects DeepEP's "
                       "low-latency dispatch layout", "use all2all deepep_low_latency (decode "
                       "roles), two_batch overlap, or drop moe.overlap")
+
+
+@rule("A2A030", E, "DeepEP V1's buffer fits the expert-parallel group onto nodes of 8 GPUs",
+      "deepseek-ai/DeepEP csrc/legacy/buffer.hpp:113-120 (dd758ca: num_ranks < 8 or num_ranks % 8 "
+      "== 0 in every mode; rdma_rank = rank / 8), csrc/kernels/legacy/internode.cu:25 (normal "
+      "kernels: 8 NVLink peers per node); deepseek-ai/DeepEP#392, #477, #50")
+def _deepep_nvl_groups(ctx: Context):
+    for i, r in ctx.role_items():
+        a2a = r.moe.all2all if r.moe else None
+        if a2a not in ("deepep_low_latency", "deepep_high_throughput") \
+                or not r.layout.expert_parallel:
+            continue
+        ep = r.layout.ep_size
+        per_node = ctx.spec.spec.nodePools[ctx.spec.spec.roles[i].nodePool].gpusPerNode
+        if ep >= deepep.NVL_PEERS and ep % deepep.NVL_PEERS:
+            yield Hit(role_path(i, "parallel"),
+                      f"role {r.name!r}: {a2a} over {ep} expert-parallel ranks: DeepEP's buffer "
+                      f"groups ranks by {deepep.NVL_PEERS} and refuses a group of 8 or more that "
+                      f"is not a multiple of {deepep.NVL_PEERS} at start",
+                      f"use an expert-parallel size below {deepep.NVL_PEERS} or a multiple of "
+                      f"{deepep.NVL_PEERS}, or allgather_reducescatter")
+        elif a2a == "deepep_high_throughput" and r.layout.multi_pod \
+                and per_node != deepep.NVL_PEERS:
+            yield Hit(role_path(i, "moe", "all2all"),
+                      f"role {r.name!r}: DeepEP's normal kernels take each {deepep.NVL_PEERS} "
+                      f"consecutive ranks as NVLink peers of one node, but pool nodes have "
+                      f"{per_node} GPUs and the group spans {len(r.layout.pods)} pods: the "
+                      "dispatch reaches GPUs of another node over NVLink handles it cannot open",
+                      "use deepep_low_latency across pods (it talks RDMA/MNNVL per rank), keep "
+                      "the group inside one node, or use 8-GPU nodes")

@@ -18,6 +18,13 @@ NORMAL_INTRANODE_RANKS = (2, 4, 8)
 NORMAL_NODES = (2, 3, 4, 6, 8, 12, 16, 18, 20)
 NVL_PEERS = 8
 LL_MAX_TOKENS = 1024
+#: The V1 buffer groups ranks into NVLink "nodes" of NVL_PEERS (rdma_rank = rank / 8): it asserts
+#: ``num_ranks < 8 or num_ranks % 8 == 0`` in every mode, and the normal (high-throughput)
+#: kernels take the 8 consecutive ranks of such a group as NVLink peers (csrc/legacy/buffer.hpp
+#: :113-120, csrc/kernels/legacy/internode.cu:25 EP_STATIC_ASSERT(LEGACY_NUM_MAX_NVL_PEERS == 8),
+#: compiled.cuh:5-6, at dd758ca). Pools with fewer GPUs per node: deepseek-ai/DeepEP#50, #477,
+#: #392 ("normal kernels limit the number of GPUs per node to 8, the normal mode doesn't support
+#: GB200 yet").
 
 
 def normal_rank_counts(limit: int = 256) -> list[int]:

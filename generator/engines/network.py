@@ -98,9 +98,10 @@ def nic_family(rdma: Rdma | None) -> NicFamily | None:
 
 
 def nvl72(gpu: Gpu, gpus_per_node: int) -> bool:
-    """The pool's NVLink domain is larger than a node (GB200/GB300 NVL72 trays of 4): an
-    instance that spans pods can stay on NVLink, given an IMEX channel."""
-    return gpu.nvlink and gpu.scaleup_gpus > gpus_per_node
+    """The pool's NVLink domain is rack-scale and larger than a node (GB200/GB300 NVL72 trays of
+    4; not an 8-GPU HGX board split into smaller nodes): an instance that spans pods can stay on
+    NVLink, given an IMEX channel."""
+    return gpu.nvlink and gpu.scaleup_gpus > max(gpus_per_node, 8)
 
 
 def uses_mnnvl(net: Network, gpu: Gpu, gpus_per_node: int) -> bool:
