@@ -36,6 +36,7 @@ class Match:
         kv_dtypes: ``serving.kvCacheDtype`` values.
         multi_node: the instance spans pods.
         generations: GPU generations of the role's pool (``catalog.Gpu.generation``).
+        min_tensor: the role's tensor-parallel size is at least this.
     """
 
     weights: frozenset[str] | None = None
@@ -50,6 +51,7 @@ class Match:
     kv_dtypes: frozenset[str] | None = None
     multi_node: bool | None = None
     generations: frozenset[str] | None = None
+    min_tensor: int | None = None
 
     def holds(self, role: RoleInput, weights: str, generation: str) -> bool:
         """Every given feature holds for ``role`` (checkpoint ``weights``, pool GPU
@@ -66,6 +68,8 @@ class Match:
             (self.generations, generation),
         )
         if any(want is not None and have not in want for want, have in checks):
+            return False
+        if self.min_tensor is not None and role.layout.tensor < self.min_tensor:
             return False
         flags = ((self.speculative, role.speculative is not None),
                  (self.expert_parallel, role.layout.expert_parallel),
@@ -136,6 +140,22 @@ KNOWN_BAD: tuple[KnownBad, ...] = (
         "since 0.5.16 (0.5.15's kernel had no such parameter); 0.5.18 passes 1.0 "
         "(cutlass_w4a8_moe.py:420-430)",
         "use SGLang 0.5.18 or later, or deepep_low_latency / allgather_reducescatter"),
+    KnownBad(
+        "sglang", (0, 5, 9), (0, 5, 11),
+        Match(families=_f("deepseek_v32"), kv_dtypes=_f("fp8"), generations=_f("hopper"),
+              min_tensor=4),
+        ("parallel", "tensor"),
+        "DeepSeek-V3.2 with an FP8 KV cache on Hopper decodes with FlashMLA's FP8 sparse kernel "
+        "(nsa decode backend flashmla_kv), which takes 64 or 128 query heads: tensor 4 or more "
+        "leaves 128 / tensor heads per GPU and the kernel refuses them",
+        "sgl-project/sglang PR#22372 (\"FlashMLA requires q heads to be 64 or 128, but with "
+        "tensor parallelism the per-GPU head count gets divided ... DeepSeek V3.2's 128 heads / "
+        "TP8 = 16\"; adds the padding); SGLang 0.5.10 python/sglang/srt/server_args.py:1463-1473 "
+        "(fp8_e4m3 on sm90: decode flashmla_kv), srt/layers/attention/nsa_backend.py:1700-1740 "
+        "(_forward_flashmla_kv passes layer.tp_q_head_num unpadded); 0.5.11 pads "
+        "(nsa_backend.py:330-335, :1744); read in the 0.5.9, 0.5.10 and 0.5.11 wheels",
+        "use SGLang 0.5.11 or later, run attention data-parallel (parallel.data, tensor 1 or 2), "
+        "or serve the KV cache in BF16 (kvCacheDtype: auto)"),
     KnownBad(
         "vllm", (0, 11, 0), None,
         Match(weights=_f("w4a16"), eplb=True, expert_parallel=True),
