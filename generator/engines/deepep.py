@@ -37,3 +37,18 @@ def ll_buffer_bytes(experts: int, tokens: int, hidden: int) -> int:
     """DeepEP low-latency RDMA buffer of one rank, bytes (``experts`` physical experts,
     ``tokens`` dispatch tokens per rank)."""
     return 4 * experts * tokens * 2 * hidden
+
+
+#: NVSHMEM_QP_DEPTH DeepEP leaves in place (deep_ep/buffers/legacy.py:113-114, dd758ca), and the
+#: low-latency dispatch's check against it: depth >= (num_max_dispatch_tokens_per_rank + 1) x 2
+#: (legacy.py:609 and :665, since deepseek-ai/DeepEP PR#430, d981409 2025-09-25): from 512 dispatch
+#: tokens the default fails at the first dispatch unless the engine raises it (SGLang does from
+#: 0.5.19, token_dispatcher/deepep.py _set_nvshmem_qp_depth; vLLM 0.33.0 does not).
+QP_DEPTH_DEFAULT = 1024
+
+
+def qp_depth(tokens: int) -> int | None:
+    """The NVSHMEM_QP_DEPTH a low-latency dispatch of ``tokens`` per rank needs, or None when
+    DeepEP's default holds it."""
+    need = 2 * (tokens + 1)
+    return need if need > QP_DEPTH_DEFAULT else None

@@ -46,6 +46,7 @@ from typing import TYPE_CHECKING, ClassVar
 from ..catalog.requirements import required_flags
 from ..layout import Spread
 from ..resources import package_text
+from .deepep import qp_depth as deepep_qp_depth
 from .network import nic_family
 from .base import (
     DERIVED_BY_LAYOUT as _LAYOUT,
@@ -105,6 +106,9 @@ HEALTH_CHECK_TIMEOUT_S = 20
 PP_SPECULATIVE_PREFILL = (0, 5, 21)
 #: ``--cp-strategy`` for prefill context parallelism (see the module docstring).
 CP_STRATEGY = "interleave"
+#: First release that raises NVSHMEM_QP_DEPTH for its DeepEP low-latency dispatch itself
+#: (token_dispatcher/deepep.py _set_nvshmem_qp_depth; absent in the 0.5.15-0.5.18 wheels).
+SETS_QP_DEPTH = (0, 5, 19)
 #: First release read with SGLANG_DISAGGREGATION_NIXL_BACKEND (srt/environ.py in the 0.5.15,
 #: 0.5.16 and 0.5.23 wheels).
 NIXL_BACKEND_ENV_SINCE = (0, 5, 15)
@@ -332,6 +336,9 @@ class SglangDialect:
                 tokens = deepep_dispatch_tokens(role)
                 if tokens != DEEPEP_LL_DEFAULT_TOKENS:
                     env["SGLANG_DEEPEP_NUM_MAX_DISPATCH_TOKENS_PER_RANK"] = str(tokens)
+                depth = deepep_qp_depth(tokens)
+                if depth is not None and parse_version(self.version) < SETS_QP_DEPTH:
+                    env["NVSHMEM_QP_DEPTH"] = str(depth)
             if moe.all2all == "deepep_v2" and sizing is not None:
                 tokens = deepep_v2_dispatch_tokens(role, sizing.batched_tokens)
                 if tokens != DEEPEP_V2_DEFAULT_TOKENS:

@@ -58,6 +58,7 @@ from ..catalog.requirements import required_flags
 from ..layout import Spread
 from ..pods import DRAIN_S
 from ..resources import package_text
+from .deepep import qp_depth as deepep_qp_depth
 from .network import nic_family
 from .base import (
     DERIVED_BY_LAYOUT as _LAYOUT,
@@ -375,6 +376,14 @@ class VllmDialect:
             common += ["--max-num-batched-tokens", str(planned)]
         if s.enforceEager:
             common += ["--enforce-eager"]
+        if moe is not None and moe.all2all == "deepep_low_latency" and planned \
+                and self._v() >= (0, 20, 0):
+            # DeepEP's low-latency buffer takes max_num_batched_tokens dispatch tokens per rank
+            # (fused_moe/all2all_utils.py moe.max_num_tokens; before 0.20 VLLM_MOE_DP_CHUNK_SIZE
+            # 256), and vLLM leaves NVSHMEM_QP_DEPTH at DeepEP's 1024 (engines/deepep.py).
+            depth = deepep_qp_depth(planned)
+            if depth is not None:
+                env["NVSHMEM_QP_DEPTH"] = str(depth)
         if self._v() >= (0, 18, 0):
             # Drain in-flight requests on SIGTERM (default 0 aborts them; vllm/config/vllm.py).
             common += ["--shutdown-timeout", str(DRAIN_S)]
