@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from ..engines import sglang as sg
+from ..engines.versions import parse_version
 from ..engines import vllm as v
 from ..engines.caches import CACHE_ENV_KEYS
 from ..engines.gateway import SIDECAR_ENGINE_PORT, has_sidecar
@@ -75,6 +76,7 @@ ENGINE_ENV = ("VLLM_NIXL_SIDE_CHANNEL_HOST", "VLLM_NIXL_SIDE_CHANNEL_PORT",
               v.MNNVL_SWITCH,
               "SGLANG_HEALTH_CHECK_TIMEOUT", "SGLANG_DEEPEP_NUM_MAX_DISPATCH_TOKENS_PER_RANK",
               "SGLANG_DEEPEP_V2_NUM_MAX_DISPATCH_TOKENS_PER_RANK", "NVSHMEM_QP_DEPTH",
+              "SGLANG_DISAGGREGATION_NIXL_BACKEND", "MOONCAKE_PROTOCOL",
               *CACHE_ENV_KEYS)
 
 
@@ -182,3 +184,25 @@ def _deepep_nic(ctx: Context):
                       "DeepEP's V1 internode kernels need NVSHMEM IBGDA, which drives mlx5 NICs "
                       f"only ({nic.source})",
                       f"use {' or '.join(alt)} across pods, or keep each instance in one node")
+
+
+@rule("NET031", E, "SGLang's Mooncake transfer runs the protocol of the pods' NICs",
+      "sgl-project/sglang#24838 (AWS EFA: \"Failed to create QP: Operation not supported\", then "
+      "a segmentation fault at the first transfer: the rdma protocol was hard-coded), fixed by "
+      "PR#25083 (MOONCAKE_PROTOCOL, SGLang 0.5.13; python/sglang/srt/distributed/"
+      "device_communicators/mooncake_transfer_engine.py); generator/engines/network.py NICS",
+      engines=("sglang",))
+def _mooncake_protocol(ctx: Context):
+    nic = nic_family(ctx.spec.spec.network.rdma)
+    if nic is None or nic.mooncake_protocol == "rdma" \
+            or parse_version(ctx.spec.spec.engine.version) >= sg.MOONCAKE_PROTOCOL_SINCE:
+        return
+    for i, role in enumerate(ctx.spec.spec.roles):
+        if role.kvTransfer is not None and role.kvTransfer.connector == "mooncake":
+            yield Hit(role_path(i, "kvTransfer", "connector"),
+                      f"role {role.name!r}: SGLang {ctx.spec.spec.engine.version} starts "
+                      "Mooncake with the rdma protocol whatever the NIC, and "
+                      f"{nic.name} refuses verbs RC queue pairs: the first KV transfer crashes",
+                      f"use SGLang 0.5.13 or later (moegen renders MOONCAKE_PROTOCOL="
+                      f"{nic.mooncake_protocol}; the image needs Mooncake built with EFA), or "
+                      "connector: nixl (NIXL's LIBFABRIC backend)")

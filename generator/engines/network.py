@@ -55,6 +55,9 @@ class NicFamily:
         nixl_backend: the NIXL backend KV transfer needs on it (UCX speaks verbs RC; EFA has no
             RC queue pairs and needs NIXL's LIBFABRIC plugin).
         source: where that comes from.
+        mooncake_protocol: the Mooncake transfer-engine protocol on it ("rdma" opens verbs RC
+            queue pairs, which EFA refuses with EOPNOTSUPP; "efa" is Mooncake's libfabric
+            transport, kvcache-ai/Mooncake PR#1509; sgl-project/sglang#24838).
     """
 
     name: str
@@ -63,6 +66,7 @@ class NicFamily:
     ibgda: bool
     nixl_backend: str
     source: str
+    mooncake_protocol: str = "rdma"
 
 
 #: RDMA NIC families by vendor. A device list whose names match none of them is taken as mlx5's
@@ -74,7 +78,9 @@ NICS: tuple[NicFamily, ...] = (
     NicFamily("AWS EFA", ("rdmap", "efa"), ("vpc.amazonaws.com/efa",), False, "LIBFABRIC",
               "deepseek-ai/DeepEP#369 (no EFA support), vllm-project/vllm#27898 (multi-node EP "
               "on EFA: no IBGDA/DeepEP), vllm-project/vllm#41814 and ai-dynamo/nixl#909 (NIXL's "
-              "UCX backend cannot do RDMA on EFA; the LIBFABRIC backend can)"),
+              "UCX backend cannot do RDMA on EFA; the LIBFABRIC backend can); "
+              "sgl-project/sglang#24838 (Mooncake's rdma protocol: \"Failed to create QP: "
+              "Operation not supported\")", mooncake_protocol="efa"),
     NicFamily("Alibaba Cloud eRDMA", ("erdma",), ("aliyun/erdma",), False, "UCX",
               "deepseek-ai/DeepEP#759 (IBGDA is mlx5-only: internode_ll unusable on eRDMA; "
               "NCCL over it works)"),

@@ -106,6 +106,10 @@ HEALTH_CHECK_TIMEOUT_S = 20
 PP_SPECULATIVE_PREFILL = (0, 5, 21)
 #: ``--cp-strategy`` for prefill context parallelism (see the module docstring).
 CP_STRATEGY = "interleave"
+#: First release whose Mooncake transfer engine takes its protocol from MOONCAKE_PROTOCOL
+#: (sgl-project/sglang PR#25083, fixing #24838); 0.5.1-0.5.12 pass "rdma" hard-coded
+#: (mooncake_transfer_engine.py:191-197 at 0.5.11). Read in the 0.5.11-0.5.14 wheels.
+MOONCAKE_PROTOCOL_SINCE = (0, 5, 13)
 #: First release that raises NVSHMEM_QP_DEPTH for its DeepEP low-latency dispatch itself
 #: (token_dispatcher/deepep.py _set_nvshmem_qp_depth; absent in the 0.5.15-0.5.18 wheels).
 SETS_QP_DEPTH = (0, 5, 19)
@@ -364,6 +368,12 @@ class SglangDialect:
                 # SGLANG_DISAGGREGATION_NIXL_BACKEND defaults to UCX (srt/environ.py:766), which
                 # cannot do RDMA on EFA (vllm#41814, nixl#909).
                 env["SGLANG_DISAGGREGATION_NIXL_BACKEND"] = nic.nixl_backend
+            if role.kv_transfer.connector == "mooncake" and nic is not None \
+                    and nic.mooncake_protocol != "rdma" \
+                    and parse_version(self.version) >= MOONCAKE_PROTOCOL_SINCE:
+                # MOONCAKE_PROTOCOL (default rdma) selects the transfer engine's transport
+                # (distributed/device_communicators/mooncake_transfer_engine.py:207-209, 0.5.23).
+                env["MOONCAKE_PROTOCOL"] = nic.mooncake_protocol
             if role.mode == "prefill":
                 common += ["--disaggregation-bootstrap-port", str(BOOTSTRAP_PORT)]
         if role.speculative is not None:

@@ -352,9 +352,12 @@ class VllmDialect:
             if role.kv_transfer.connector == "mooncake" and role.network.rdma is not None:
                 # The spec's HCAs, as SGLang's --disaggregation-ib-device gives them: Mooncake
                 # otherwise opens every device it finds ("device_name" "" = all;
-                # mooncake_connector.py register_kv_caches, engine.initialize).
-                kvt["kv_connector_extra_config"] = {
-                    "device_name": ",".join(role.network.rdma.devices)}
+                # mooncake_connector.py register_kv_caches, engine.initialize), and the NIC's
+                # protocol ("mooncake_protocol", default "rdma": EFA needs "efa").
+                extra = {"device_name": ",".join(role.network.rdma.devices)}
+                if nic.mooncake_protocol != "rdma":
+                    extra["mooncake_protocol"] = nic.mooncake_protocol
+                kvt["kv_connector_extra_config"] = extra
             common += ["--kv-transfer-config", _json(kvt)]
             if role.kv_transfer.connector == "nixl":
                 env["VLLM_NIXL_SIDE_CHANNEL_PORT"] = str(NIXL_SIDE_CHANNEL_PORT)
