@@ -206,3 +206,34 @@ def _mooncake_protocol(ctx: Context):
                       f"use SGLang 0.5.13 or later (moegen renders MOONCAKE_PROTOCOL="
                       f"{nic.mooncake_protocol}; the image needs Mooncake built with EFA), or "
                       "connector: nixl (NIXL's LIBFABRIC backend)")
+
+
+#: Connectors that register the KV cache with the NIC once (ibv_reg_mr) and then move it by RDMA.
+PINNED_KV_CONNECTORS = ("nixl", "mooncake")
+
+
+@rule("NET032", E, "the KV cache an RDMA connector registers stays on fixed physical pages",
+      "vLLM 0.33.0 vllm/config/vllm.py:1262-1300 (\"KV connector ... is incompatible with "
+      "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True\": the CUDA VMM allocator remaps the KV "
+      "cache behind the NIC's memory registration), added by vllm PR#41237 (before it: "
+      "IBV_WC_REM_ACCESS_ERR / NIXL_ERR_REMOTE_DISCONNECT at the first inter-node transfer); "
+      "sgl-project/sglang PR#39973 (Mooncake: the same allocator refused under EFA)")
+def _expandable_segments(ctx: Context):
+    for path, key in _user_env(ctx):
+        if key not in ("PYTORCH_CUDA_ALLOC_CONF", "PYTORCH_ALLOC_CONF"):
+            continue
+        value = (ctx.spec.spec.network.env.get(key) if path[1] == "network"
+                 else ctx.spec.spec.roles[path[2]].env.get(key)) or ""
+        if "expandable_segments:true" not in value.replace(" ", "").lower():
+            continue
+        roles = [r for j, r in enumerate(ctx.spec.spec.roles)
+                 if (path[1] == "network" or j == path[2]) and r.kvTransfer is not None
+                 and r.kvTransfer.connector in PINNED_KV_CONNECTORS]
+        if roles:
+            yield Hit(path,
+                      f"{key}=expandable_segments:True with {roles[0].kvTransfer.connector} KV "
+                      f"transfer on {', '.join(repr(r.name) for r in roles)}: the allocator may "
+                      "remap the KV cache to other physical pages after the connector registered "
+                      "it with the NIC, so transfers read stale memory (vLLM refuses the "
+                      "combination at start)",
+                      "drop expandable_segments:True from the KV-transfer roles' environment")
