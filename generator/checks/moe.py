@@ -215,11 +215,16 @@ def _sglang_deepep_tokens(ctx: Context):
                           "speculative tokens")
 
 
-@rule("A2A007", W, "SGLang decode with DeepEP normal mode runs without CUDA graphs",
+@rule("A2A007", W, "decode with DeepEP normal mode runs without CUDA graphs",
       "SGLang arg_groups/moe_hook.py disables CUDA graphs when deepep_mode is normal "
-      "(sglang PR#5014); moegen renders --disable-cuda-graph explicitly", engines=("sglang",))
+      "(sglang PR#5014; moegen renders --disable-cuda-graph explicitly); vLLM 0.33.0 "
+      "vllm/config/compilation.py:1242-1258 sets cudagraph_mode NONE for "
+      "deepep_high_throughput with data parallelism (\"incompatible with CUDA Graphs\", vllm "
+      "PR#25093)")
 def _sglang_deepep_normal_decode(ctx: Context):
     for i, r in ctx.role_items():
+        if is_vllm(ctx) and r.layout.data <= 1:
+            continue   # vLLM disables graphs for DeepEP normal only with data parallelism
         if r.mode != "prefill" and r.moe and r.moe.all2all == "deepep_high_throughput":
             yield Hit(role_path(i, "moe", "all2all"),
                       f"role {r.name!r}: DeepEP normal (high-throughput) kernels cannot be "
