@@ -19,6 +19,10 @@ kimi_k2        sglang  all         --trust-remote-code  SGLang 0.5.23 srt/utils/
                                                         tokenizer.py:474 (get_tokenizer passes
                                                         trust_remote_code to AutoTokenizer);
                                                         sgl-project/sglang PR#13725
+deepseek_v32   vllm    0.13-0.17   --tokenizer-mode     vLLM vllm/tokenizers/registry.py, vllm/
+                                   deepseek_v32         config/model.py (default from 0.18.0);
+                                                        vllm-project/vllm#29849, #30933
+deepseek_v32   vllm    < 0.13      warn (chat fails)    vllm-project/vllm#30933
 deepseek_v32,  sglang  all         refuse deepep_v2     SGLang 0.5.23 srt/configs/
 deepseek_v2                                             moe_model_registry.py:20-28;
                                                         sgl-project/sglang PR#39408
@@ -51,6 +55,7 @@ class Requirement:
         refuse: the row is a combination the engine refuses (rule MOD030), for roles whose
             features ``match`` (``engines/known_bad.py`` Match), pointing at ``field`` (a path
             below ``spec.roles[i]``) with ``hint``; ``flags`` is then empty.
+        warn: a refusing row that breaks part of the API only (rule MOD031, a warning).
     """
 
     model_types: frozenset[str]
@@ -64,6 +69,7 @@ class Requirement:
     match: Match | None = None
     field: tuple[str, ...] = ()
     hint: str = ""
+    warn: bool = False
 
     def applies(self, engine: str, version: str, model_type: str | None) -> bool:
         """The row holds for ``engine`` at ``version`` serving ``model_type``."""
@@ -87,6 +93,26 @@ REQUIREMENTS: tuple[Requirement, ...] = (
                 "SGLang 0.5.23 python/sglang/srt/utils/hf_transformers/tokenizer.py:474 "
                 "(get_tokenizer(trust_remote_code=server_args.trust_remote_code)); "
                 "sgl-project/sglang PR#13725 (Kimi-K2-Thinking launched with --trust-remote-code)"),
+    # DeepSeek-V3.2's repository ships no Jinja chat template: its encoder is the tokenizer mode
+    # deepseek_v32, which vLLM defaults from 0.18.0 (config/model.py, DeepseekV32ForCausalLM).
+    Requirement(frozenset({"deepseek_v32"}), "vllm", ("--tokenizer-mode", "deepseek_v32"),
+                "DeepSeek-V3.2's tokenizer has no chat template: chat completions fail (\"As of "
+                "transformers v4.44, default chat template is no longer allowed\") unless the "
+                "deepseek_v32 tokenizer mode renders the prompts",
+                "vLLM 0.13.0-0.17.1 vllm/tokenizers/registry.py (deepseek_v32 mode registered) and "
+                "vllm/config/model.py (not defaulted; 0.18.0 defaults it for "
+                "DeepseekV32ForCausalLM), read in each release's wheel; vllm-project/vllm#29849, "
+                "#30933", first=(0, 13, 0), fixed=(0, 18, 0)),
+    Requirement(frozenset({"deepseek_v32"}), "vllm", (),
+                "vLLM before 0.13.0 has no deepseek_v32 tokenizer mode (\"No tokenizer registered "
+                "for tokenizer_mode='deepseek_v32'\") and DeepSeek-V3.2 no chat template: "
+                "/v1/chat/completions fails on every request (\"default chat template is no "
+                "longer allowed\"); /v1/completions works",
+                "vllm-project/vllm#29849 (0.11.2), #30933 (0.12.0); vLLM 0.11.0-0.12.0 "
+                "vllm/transformers_utils (no deepseek_v32 tokenizer), read in the wheels",
+                fixed=(0, 13, 0), refuse=True, warn=True, match=Match(), field=("name",),
+                hint="use vLLM 0.13.0 or later (moegen renders --tokenizer-mode deepseek_v32), or "
+                     "pass a chat template: engineArgs [--chat-template, <file>]"),
     # SGLang keys its DeepEP v2 registry by the config's architectures[0]: DeepseekV3ForCausalLM
     # (deepseek_v3, kimi_k2) and DeepseekV4ForCausalLM are in it, DeepseekV32ForCausalLM and
     # DeepseekV2ForCausalLM are not.
