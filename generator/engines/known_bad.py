@@ -141,6 +141,19 @@ KNOWN_BAD: tuple[KnownBad, ...] = (
         "(cutlass_w4a8_moe.py:420-430)",
         "use SGLang 0.5.18 or later, or deepep_low_latency / allgather_reducescatter"),
     KnownBad(
+        "sglang", (0, 5, 12), (0, 5, 13),
+        Match(families=_f("deepseek_v4"), eplb=True, expert_parallel=True),
+        ("moe", "eplb", "enabled"),
+        "EPLB with DeepSeek-V4: the model's forward sets no current layer for the expert "
+        "distribution recorder, so its layer index is None: prefill crashes, decode records "
+        "wrong statistics and rebalances on them",
+        "sgl-project/sglang PR#25948 (\"[dsv4] support eplb\": \"Without the context, the "
+        "layer_idx used in eplb distribution gatherer is None which causes crash in prefill node "
+        "and stats inaccuracy issue in decode node\"); SGLang 0.5.12 python/sglang/srt/models/"
+        "deepseek_v4.py:988 (layer loop without the recorder context), 0.5.13 :1678-1682 "
+        "(with_current_layer); read in the 0.5.12 and 0.5.13 wheels",
+        "use SGLang 0.5.13 or later, or disable EPLB"),
+    KnownBad(
         "sglang", (0, 5, 9), (0, 5, 11),
         Match(families=_f("deepseek_v32"), kv_dtypes=_f("fp8"), generations=_f("hopper"),
               min_tensor=4),
