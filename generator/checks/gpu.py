@@ -279,18 +279,22 @@ def _truthy(v: str | None) -> bool:
     return (v or "").strip().lower() in ("1", "true", "yes", "on")
 
 
+def _dsv4_dequant(ctx: Context, i: int) -> bool:
+    """Role ``i`` sets SGLANG_DSV4_FP4_DEQUANT (its env over network.env)."""
+    env = {**ctx.spec.spec.network.env, **ctx.spec.spec.roles[i].env}
+    return _truthy(env.get("SGLANG_DSV4_FP4_DEQUANT"))
+
+
 @rule("QNT004", W, "SGLANG_DSV4_FP4_DEQUANT=1 holds DeepSeek-V4's FP4 experts as block FP8",
       "SGLang 0.5.23 python/sglang/srt/layers/quantization/fp8.py "
       "process_weights_after_loading_block_quant (cast_e2m1fn_to_e4m3fn, FP32 block scales: "
       "\"Dequantized FP4 expert weights to FP8\"); environ.py SGLANG_DSV4_FP4_DEQUANT (default "
       "False); sglang#33583", engines=("sglang",))
-def _dsv4_dequant(ctx: Context):
+def _dsv4_dequant_memory(ctx: Context):
     if ctx.spec.spec.model.weights != "mxfp4":
         return
-    net = ctx.spec.spec.network.env
     for i, r in ctx.role_items():
-        env = {**net, **ctx.spec.spec.roles[i].env}
-        if not _truthy(env.get("SGLANG_DSV4_FP4_DEQUANT")) or not r.arch.routed_experts:
+        if not _dsv4_dequant(ctx, i) or not r.arch.routed_experts:
             continue
         where = (role_path(i, "env", "SGLANG_DSV4_FP4_DEQUANT")
                  if "SGLANG_DSV4_FP4_DEQUANT" in ctx.spec.spec.roles[i].env
@@ -433,15 +437,13 @@ def _dsv4_fp4_deepep(ctx: Context):
     if ctx.spec.spec.model.weights != "mxfp4":
         return
     version = parse_version(ctx.spec.spec.engine.version)
-    net_env = ctx.spec.spec.network.env
     for i, r, a2a, gpu in _a2a_roles(ctx, ("deepep_low_latency", "deepep_high_throughput")):
         if r.arch.family != "deepseek_v4" or gpu.vendor != "nvidia" or gpu.fp4 \
                 or not r.layout.expert_parallel:
             continue
-        env = {**net_env, **ctx.spec.spec.roles[i].env}
         runner = _engine_arg(ctx, i, SGLANG_RUNNER_FLAG)
         ok = [n for n, since in DSV4_DEEPEP_RUNNERS.items() if version >= since]
-        if _truthy(env.get("SGLANG_DSV4_FP4_DEQUANT")) or runner in ok:
+        if _dsv4_dequant(ctx, i) or runner in ok:
             continue
         if runner in DSV4_DEEPEP_RUNNERS:
             since = ".".join(map(str, DSV4_DEEPEP_RUNNERS[runner]))
