@@ -12,6 +12,7 @@ from __future__ import annotations
 import copy
 import functools
 import os
+import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -233,3 +234,42 @@ def test_target_output_is_a_kustomize_base(name: str, tmp_path: Path) -> None:
     docs = [d for d in yaml.safe_load_all(built.stdout) if d]
     assert len(docs) == len(files) - 1
     assert {d["metadata"]["namespace"] for d in docs} == {plan.namespace}
+
+
+# --- every example on every platform ----------------------------------------------------------
+
+#: What each platform refuses of the shipped examples (error codes), derived by hand:
+#: KServe's presets run vLLM only (the S3 examples are SGLang); Dynamo 1.4.0's runtime images
+#: bundle vLLM 0.26.0 and SGLang 0.5.16, and every example pins vLLM 0.33.0 or SGLang 0.5.23.
+REFUSED = {**{("kserve", e): {"TGT002"} for e in ("s3-v4pro-pd-dp16", "s3-v4pro-pd-dp32",
+                                                  "s3-v4pro-pd-lowlat", "s3-v4pro-tp8-ref")},
+           **{("dynamo", p.stem): {"TGT032"} for p in sorted(EXAMPLES.glob("*.yaml"))}}
+
+
+@pytest.mark.parametrize("platform", PLATFORMS)
+def test_every_example_renders_or_is_refused_with_a_finding(platform: str, tmp_path: Path,
+                                                            capsys) -> None:
+    """``gen render --target X`` on every example: the files, each platform object valid
+    against its CRD; or exit 1 with exactly the refusals of :data:`REFUSED`."""
+    for example in example_specs():
+        out = tmp_path / example.stem
+        code = run(["render", str(example), "--target", platform, "-o", str(out)])
+        err = capsys.readouterr().err
+        want = REFUSED.get((platform, example.stem), set())
+        errors = set(re.findall(r" error ([A-Z]+[0-9]+) ", err))
+        assert errors == want, (example.stem, err)
+        if want:
+            assert code == 1 and all(c in err for c in want), (example.stem, err)
+            assert not out.exists()
+            continue
+        assert code == 0, (example.stem, err)
+        for path in sorted(out.glob("*.yaml")):
+            obj = yaml.safe_load(path.read_text())
+            if obj["kind"] in PLATFORM_CRDS:
+                jsonschema.validate(obj, platform_schema(obj["kind"]))
+
+
+def test_unknown_target_name_is_a_finding(capsys) -> None:
+    code = run(["validate", str(EXAMPLES / "s1-16xh20-pd.yaml"), "--target", "kserv"])
+    err = capsys.readouterr().err
+    assert code == 1 and "SCH004" in err and "--target" in err

@@ -36,7 +36,7 @@ from ..layout import Spread
 from ..manifests.plan import DeploymentPlan
 from ..manifests.pods import INDEX_ENV, LEADER_HOST_ENV, PodSpecPlan, group_args
 from ..naming import L_API, L_METRICS
-from ..pods import STARTUP_PERIOD_S
+from ..pods import STARTUP_PERIOD_S, effective_pod
 from .common import E, W, Findings, common_findings, document, env_items, kustomization, \
     release, roles_by_mode
 
@@ -218,20 +218,19 @@ def _replaced(d: Deployment, rel: str, found: Findings) -> None:
         found.add("TGT011", W, ("spec", "platform", "lws"),
                   "KServe creates the LeaderWorkerSets; platform.lws is not applied",
                   "remove platform.lws")
-    for i, role in d.role_items():
-        pod = d.spec.spec.roles[i]
-        from ..pods import effective_pod
-        settings = effective_pod(spec, pod)
-        sc = settings.security_context or {}
-        if not settings.privileged and "runAsUser" not in sc:
-            c = _facts(rel, "presets", "kserve-config-llm-template", "template")
-            if c["runAsNonRoot"]["value"]:
-                found.add("TGT011", W, ("spec", "roles", i, "pod"),
-                          f"role {role.name!r}: KServe's presets run the engine container with "
-                          f"runAsNonRoot ({c['runAsNonRoot']['source']}); an image that runs as root (as "
-                          "vllm/vllm-openai does) is refused by the kubelet",
-                          "set pod.securityContext.runAsUser (a non-root user of the image)")
-                break
+    c = _facts(rel, "presets", "kserve-config-llm-template", "template")
+    rootless = [i for i, rs in enumerate(spec.roles)
+                if not effective_pod(spec, rs).privileged
+                and "runAsUser" not in (effective_pod(spec, rs).security_context or {})]
+    if c["runAsNonRoot"]["value"] and rootless:
+        i = rootless[0]
+        path = ("spec", "roles", i, "pod") if spec.roles[i].pod is not None else ("spec", "pod")
+        found.add("TGT011", W, path,
+                  f"KServe's presets run the engine container with runAsNonRoot "
+                  f"({c['runAsNonRoot']['source']}); an image that runs as root (as "
+                  f"vllm/vllm-openai does) is refused by the kubelet (roles: "
+                  f"{', '.join(spec.roles[j].name for j in rootless)})",
+                  "set pod.securityContext.runAsUser (a non-root user of the image)")
 
 
 # --- the object -------------------------------------------------------------------------------
