@@ -128,15 +128,23 @@ def without_env(spec: PodSpecPlan, *names: str) -> PodSpecPlan:
     return dataclasses.replace(spec, env=[e for e in spec.env if e["name"] not in names])
 
 
+def merged_env(own: list[dict[str, Any]], items: list[tuple[str, str]]) -> list[dict[str, Any]]:
+    """The env file's entries, then the container's own (``env`` wins over ``envFrom`` in
+    Kubernetes, so an entry of the file that the container also sets is dropped; the file's
+    come first, so the container's may reference them)."""
+    names = {e["name"] for e in own}
+    return [*({"name": k, "value": v} for k, v in items if k not in names), *own]
+
+
 def inline_env(pod: dict[str, Any], items: list[tuple[str, str]], container: str = "engine"
                ) -> dict[str, Any]:
     """Replace the engine container's ``envFrom`` (the env file's ConfigMap, which only the
-    kubernetes target's kustomize base generates) by the env file's entries, after the pod's
-    own entries."""
+    kubernetes target's kustomize base generates) by the env file's entries
+    (:func:`merged_env`)."""
     for c in pod["containers"]:
         if c["name"] == container:
             c.pop("envFrom", None)
-            c["env"] = [*c.get("env", []), *({"name": k, "value": v} for k, v in items)]
+            c["env"] = merged_env(c.get("env", []), items)
     return pod
 
 

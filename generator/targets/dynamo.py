@@ -40,7 +40,7 @@ from ..manifests.pods import INDEX_ENV, LEADER_HOST_ENV, PodSpecPlan
 from ..naming import L_API, L_METRICS, L_REPLICA
 from ..pods import effective_pod
 from .common import E, W, Findings, common_findings, document, env_items, kustomization, \
-    release, resource_size
+    merged_env, release, resource_size
 from .kserve import drop_flags
 
 NAME = "dynamo"
@@ -248,11 +248,10 @@ def _component(plan: DeploymentPlan, d: Deployment, rel: str, i: int) -> dict[st
     drop_env = {"MOEGEN_POD_IP", INDEX_ENV, LEADER_HOST_ENV}
     if multi and engine == "vllm":
         drop_env.add("VLLM_NIXL_SIDE_CHANNEL_HOST")   # the operator sets it (mp backend)
-    env = [e for e in leader.env if e["name"] not in drop_env]
     items = env_items(plan, role.name)
     if cache is not None and engine == "vllm":
         items = [(k, v) for k, v in items if k != _v(rel, "vllm", "cacheRoot")]
-    env += [{"name": k, "value": v} for k, v in items]
+    env = merged_env([e for e in leader.env if e["name"] not in drop_env], items)
     ports: list[dict[str, Any]] = []
     for s in specs:
         ports += [p for p in _ports(s, rp) if p not in ports]
@@ -308,10 +307,16 @@ def graph(plan: DeploymentPlan, d: Deployment, rel: str) -> dict[str, Any]:
     spec = d.spec.spec
     components = []
     if spec.router.enabled:
+        main: dict[str, Any] = {"name": _v(rel, "mainContainer"), "image": image(d, rel)}
+        pod: dict[str, Any] = {"containers": [main]}
+        if spec.model.volume is not None:
+            # The frontend tokenizes: it reads the model's tokenizer files from the path the
+            # workers register (the recipes mount the model volume on the frontend too).
+            main["volumeMounts"] = [{"name": "model", "mountPath": spec.model.path,
+                                     "readOnly": True}]
+            pod["volumes"] = [{"name": "model", **spec.model.volume.sources()}]
         front: dict[str, Any] = {"name": FRONTEND, "type": "frontend",
-                                 "replicas": spec.router.replicas,
-                                 "podTemplate": {"spec": {"containers": [
-                                     {"name": _v(rel, "mainContainer"), "image": image(d, rel)}]}}}
+                                 "replicas": spec.router.replicas, "podTemplate": {"spec": pod}}
         if spec.target.image is not None:
             front["runtimeVersionOverride"] = rel
         components.append(front)

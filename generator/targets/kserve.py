@@ -38,7 +38,7 @@ from ..manifests.pods import INDEX_ENV, LEADER_HOST_ENV, PodSpecPlan, group_args
 from ..naming import L_API, L_METRICS
 from ..pods import STARTUP_PERIOD_S, effective_pod
 from .common import E, W, Findings, common_findings, document, env_items, kustomization, \
-    release, roles_by_mode
+    merged_env, release, roles_by_mode
 
 NAME = "kserve"
 #: The variables of the presets' ``vllm serve`` line that hold whole arguments
@@ -346,8 +346,7 @@ def _pod(spec: PodSpecPlan, items: list[tuple[str, str]], extra_env: list[dict[s
     keep = set() if POD_IP in args else {"MOEGEN_POD_IP"}
     if LEADER_IP not in args:
         keep |= {INDEX_ENV, LEADER_HOST_ENV}
-    env = [e for e in spec.env if e["name"] not in keep]
-    env += [{"name": k, "value": v} for k, v in items] + extra_env
+    env = merged_env([e for e in spec.env if e["name"] not in keep], items) + extra_env
     main: dict[str, Any] = {"name": "main", "image": spec.image, "env": env,
                             "resources": spec.resources}
     ports = [p for p in spec.ports if p["name"] != "http"]
