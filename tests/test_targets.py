@@ -273,3 +273,83 @@ def test_unknown_target_name_is_a_finding(capsys) -> None:
     code = run(["validate", str(EXAMPLES / "s1-16xh20-pd.yaml"), "--target", "kserv"])
     err = capsys.readouterr().err
     assert code == 1 and "SCH004" in err and "--target" in err
+
+
+# --- what each target leaves to its controller (hand-derived expectations) --------------------
+
+def _check_overlay(tmp_path: Path, example: str, overlay: str, target: str | None = None):
+    path = tmp_path / "overlay.yaml"
+    path.write_text(overlay)
+    return pipeline.check(EXAMPLES / example, [path], target)
+
+
+def test_kserve_passes_the_api_server_count_through_the_presets_variable(tmp_path) -> None:
+    """The data-parallel presets set --api-server-count from VLLM_API_SERVER_COUNT (default 8:
+    config-llm-worker-data-parallel.yaml); moegen's value (the user's 4 here; else vLLM's
+    default, the DP size 16, which the host plan sized) goes there, never twice."""
+    checked = _check_overlay(tmp_path, "s1-16xh20-pd.yaml", """
+spec:
+  roles:
+    - name: decode
+      engineArgs: ["--api-server-count", "4"]
+""", "kserve")
+    assert checked.ok, checked.findings
+    _, files = pipeline.render(checked)
+    obj = yaml.safe_load(files["llminferenceservice.yaml"])
+    env = {e["name"]: e.get("value") for e in obj["spec"]["template"]["containers"][0]["env"]}
+    assert env["VLLM_API_SERVER_COUNT"] == "4"
+    assert "--api-server-count" not in env["VLLM_ADDITIONAL_ARGS"]
+    _, _, files = render_case("kserve-s1")
+    obj = yaml.safe_load(files["llminferenceservice.yaml"])
+    env = {e["name"]: e.get("value") for e in obj["spec"]["template"]["containers"][0]["env"]}
+    assert env["VLLM_API_SERVER_COUNT"] == "16"
+
+
+def test_kserve_adds_ipc_lock_where_the_preset_does_not() -> None:
+    """RDMA needs IPC_LOCK; KServe's single-node presets add no capability, the data-parallel
+    ones add IPC_LOCK, SYS_RAWIO, NET_RAW (the facts): only S1's single-node prefill gets it."""
+    _, _, files = render_case("kserve-s1")
+    obj = yaml.safe_load(files["llminferenceservice.yaml"])
+    prefill = obj["spec"]["prefill"]["template"]["containers"][0]
+    assert prefill["securityContext"] == {"capabilities": {"add": ["IPC_LOCK"],
+                                                           "drop": ["ALL"]}}
+    assert "securityContext" not in obj["spec"]["template"]["containers"][0]
+
+
+def test_dynamo_refuses_api_server_options_in_engine_args(tmp_path) -> None:
+    checked = _check_overlay(tmp_path, "s1-16xh20-pd.yaml", """
+spec:
+  target: {name: dynamo, image: "registry.example.com/dynamo/vllm-runtime:1.4.0-vllm0.33.0"}
+  roles:
+    - name: prefill
+      engineArgs: ["--api-server-count", "2"]
+""")
+    tgt = [f for f in checked.findings if f.code == "TGT030"]
+    assert [f.path for f in tgt] == ["$.spec.roles[0].engineArgs"], checked.findings
+    assert "--api-server-count" in tgt[0].message
+
+
+def test_aibrix_refuses_names_it_would_shorten(tmp_path) -> None:
+    """A 40-character name: the decode pods are named up to 40 + len("-roleset-") 9 + 5
+    generated + 1 + len("decode") 6 + 1 + 6 (template hash) + 1 + 1 (replica 0) + 1 + 1
+    (pod 1) = 72 characters, and AIBrix shortens names of 63 or more; S1's "dsv3-pd" gives
+    7 + 9 + 5 + 1 + 6 + 1 + 6 + 1 + 1 + 1 + 1 = 39."""
+    checked = _check_overlay(tmp_path, "s1-16xh20-pd.yaml", "metadata: {name: " + "a" * 40
+                             + "}\n", "aibrix")
+    tgt = [f for f in checked.findings if f.code == "TGT040"]
+    assert len(tgt) == 1 and "up to 72 characters" in tgt[0].message, checked.findings
+    assert tgt[0].path == "$.metadata.name"
+    assert not any(f.code == "TGT040" for f in render_case("aibrix-s1")[0].findings)
+
+
+def test_rbg_and_aibrix_launchers_read_the_injected_env() -> None:
+    """The multi-pod launchers switch on the platform's pod index (RBG_LWP_WORKER_INDEX /
+    POD_GROUP_INDEX) and resolve the leader the platform names; moegen's own LWS-derived
+    index and leader env are not rendered."""
+    for case, index, leader in (("rbg-s3", "RBG_LWP_WORKER_INDEX", "RBG_LWP_LEADER_ADDRESS"),
+                                ("aibrix-s3", "POD_GROUP_INDEX", "MOEGEN_LEADER_HOST")):
+        _, _, files = render_case(case)
+        text = files["rolebasedgroup.yaml" if case.startswith("rbg") else "stormservice.yaml"]
+        assert f'case "${{{index}}}" in' in text
+        assert f'getent hosts "${{{leader}}}"' in text
+        assert "MOEGEN_POD_INDEX" not in text and "LWS_LEADER_ADDRESS" not in text

@@ -120,6 +120,13 @@ def _cannot(d: Deployment, rel: str, found: Findings) -> None:
     crd = _src(rel, "crd")
     for i, role in d.role_items():
         rs = spec.roles[i]
+        server = sorted({a.partition("=")[0] for a in rs.engineArgs} & VLLM_SERVER_ONLY) \
+            if engine_name(d) == "vllm" else []
+        if server:
+            found.add("TGT030", E, ("spec", "roles", i, "engineArgs"),
+                      f"role {role.name!r}: dynamo.vllm parses vLLM's engine arguments only "
+                      f"({_src(rel, 'vllmEngineParser')}); {', '.join(server)} is an API-server "
+                      "option (Dynamo's frontend serves HTTP)", "remove it from engineArgs")
         if role.layout.spread is Spread.PER_RANK:
             found.add("TGT030", E, ("spec", "roles", i, "workload"),
                       f"role {role.name!r}: Dynamo runs one worker per node of a multi-node "

@@ -71,12 +71,14 @@ def preset(mode: str, spread: Spread, pd: bool) -> str:
 
 def injected_flags(rel: str, name: str) -> frozenset[str]:
     """Every flag the preset ``name``'s command sets (leader and workers), plus those its
-    argument variables set and ``--api-server-count`` (moegen passes it through the preset's
-    env var instead)."""
+    argument variables set (and ``-asc``, the short form of ``--api-server-count``, where the
+    preset sets that: moegen passes it through the preset's env var instead)."""
     flags: set[str] = set()
     for c in _facts(rel, "presets", name).values():
         flags |= set(c["flags"])
-    return frozenset(flags | PRESET_VARIABLE_FLAGS | API_SERVER_FLAGS)
+    if "--api-server-count" in flags:
+        flags |= API_SERVER_FLAGS
+    return frozenset(flags | PRESET_VARIABLE_FLAGS)
 
 
 def drop_flags(args: tuple[str, ...] | list[str], flags: frozenset[str]) -> list[str]:
@@ -274,7 +276,7 @@ def _workload(plan: DeploymentPlan, d: Deployment, rel: str, i: int, pd: bool) -
     flags = injected_flags(rel, name)
     launch = rp.launch
     additional = drop_flags(launch.common, flags)
-    api = option(list(launch.common), API_SERVER_FLAGS)
+    api = option(list(rs.engineArgs), API_SERVER_FLAGS)   # the user's, else the engine default
     par: dict[str, Any] = {"tensor": lay.tensor}
     if lay.pipeline > 1:
         par["pipeline"] = lay.pipeline
@@ -304,11 +306,13 @@ def _workload(plan: DeploymentPlan, d: Deployment, rel: str, i: int, pd: bool) -
         dp_default = lay.data if _v(d.dialect.version) >= (0, 16, 0) else 1
         extra_env.append({"name": API_SERVER_COUNT, "value": api or str(dp_default)})
     startup = d.host[i].startup_s if d.host and d.host[i] is not None else None
-    out["template"] = _pod(work.leader.spec, items, extra_env, startup, additional)
+    containers = _facts(rel, "presets", name)
+    out["template"] = _pod(work.leader.spec, items, extra_env, startup, additional,
+                           containers["template"]["capabilities"])
     if lay.multi_pod:
         out["worker"] = _pod(work.worker.spec, items,
                              [e for e in extra_env if e["name"] == ADDITIONAL_ARGS], None,
-                             additional)
+                             additional, containers["worker"]["capabilities"])
     return out
 
 
@@ -339,9 +343,12 @@ _PRESET_MOUNTED = ("dshm", "model")
 
 
 def _pod(spec: PodSpecPlan, items: list[tuple[str, str]], extra_env: list[dict[str, Any]],
-         startup_s: int | None, additional: list[str]) -> dict[str, Any]:
+         startup_s: int | None, additional: list[str], preset_caps: list[str]) -> dict[str, Any]:
     """A pod template merged over the preset's (strategic merge on the container ``main``):
-    image, environment, resources, moegen's extra ports and volumes, the startup budget."""
+    image, environment, resources, moegen's extra ports and volumes, the startup budget, and
+    the capabilities moegen needs that the preset does not add (IPC_LOCK for RDMA: the
+    single-node presets add none; a strategic merge replaces the ``add`` list, so the
+    preset's own stay in it)."""
     args = " ".join(additional)
     keep = set() if POD_IP in args else {"MOEGEN_POD_IP"}
     if LEADER_IP not in args:
@@ -354,6 +361,11 @@ def _pod(spec: PodSpecPlan, items: list[tuple[str, str]], extra_env: list[dict[s
         main["ports"] = ports
     if spec.security_context.get("privileged"):
         main["securityContext"] = {"privileged": True}
+    else:
+        need = set(spec.security_context.get("capabilities", {}).get("add", []))
+        if need - set(preset_caps):
+            main["securityContext"] = {"capabilities": {"add": sorted(need | set(preset_caps)),
+                                                        "drop": ["ALL"]}}
     if startup_s is not None:
         main["startupProbe"] = {"periodSeconds": STARTUP_PERIOD_S,
                                 "failureThreshold": startup_s // STARTUP_PERIOD_S}
