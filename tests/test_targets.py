@@ -353,3 +353,28 @@ def test_rbg_and_aibrix_launchers_read_the_injected_env() -> None:
         assert f'case "${{{index}}}" in' in text
         assert f'getent hosts "${{{leader}}}"' in text
         assert "MOEGEN_POD_INDEX" not in text and "LWS_LEADER_ADDRESS" not in text
+
+
+def test_kserve_leaves_its_pod_labels_alone() -> None:
+    """KServe selects its workload pods by app.kubernetes.io/component, name and part-of,
+    kserve.io/component and llm-d.ai/role (workload_single_node.go singleNodeLabels) and copies
+    spec.labels over the template's: moegen's labels must not name those keys."""
+    _, _, files = render_case("kserve-s1")
+    obj = yaml.safe_load(files["llminferenceservice.yaml"])
+    owned = {"app.kubernetes.io/component", "app.kubernetes.io/name",
+             "app.kubernetes.io/part-of", "kserve.io/component", "llm-d.ai/role"}
+    for work in (obj["spec"], obj["spec"]["prefill"]):
+        assert not owned & set(work["labels"]), work["labels"]
+        assert work["labels"]["moegen.dev/role"] in ("prefill", "decode")
+
+
+def test_preflight_asks_for_the_platforms_crds() -> None:
+    """gen preflight checks the platform's CRDs (not the LeaderWorkerSet's) for a target."""
+    from generator.preflight import _crds
+    got = {name: [n for n, _ in _crds(render_case(name)[0])]
+           for name in ("kserve-s1", "rbg-s1", "dynamo-s1", "aibrix-s1")}
+    assert got == {"kserve-s1": ["llminferenceservices.serving.kserve.io"],
+                   "rbg-s1": ["rolebasedgroups.workloads.x-k8s.io",
+                              "coordinatedpolicies.workloads.x-k8s.io"],
+                   "dynamo-s1": ["dynamographdeployments.nvidia.com"],
+                   "aibrix-s1": ["stormservices.orchestration.aibrix.ai"]}

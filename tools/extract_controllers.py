@@ -106,7 +106,8 @@ class Source:
         doc = yaml.safe_load(self.text(path))
         versions = [v["name"] for v in doc["spec"]["versions"] if v.get("served", True)]
         storage = next(v for v in doc["spec"]["versions"] if v.get("storage"))
-        out = {"group": doc["spec"]["group"], "kind": doc["spec"]["names"]["kind"],
+        out = {"name": doc["metadata"]["name"],
+               "group": doc["spec"]["group"], "kind": doc["spec"]["names"]["kind"],
                "versions": versions, "storage": storage["name"], "source": self.cite(path),
                "properties": {}}
         spec = storage["schema"]["openAPIV3Schema"]["properties"]["spec"]
@@ -218,6 +219,20 @@ def _line_of_keys(lines: list[str], keys: tuple[str, ...]) -> int:
     return n
 
 
+def _kserve_pod_labels(src: Source) -> dict:
+    """The label keys the controller puts on the workload pods and selects them by
+    (singleNodeLabels + component + llm-d role): ``spec.labels`` must not override them
+    (PropagateMap overwrites the template's labels)."""
+    node = "pkg/controller/v1alpha2/llmisvc/workload_single_node.go"
+    consts = src.text("pkg/constants/constants.go")
+    n, _ = src.find(node, r"^func \(r \*LLMISVCReconciler\) singleNodeLabels")
+    body = "\n".join(src.text(node).splitlines()[n:n + 8])
+    names = re.findall(r"constants\.(\w+LabelKey):", body)
+    names += ["KServeComponentLabelKey", "LLMDRoleLabelKey"]
+    keys = sorted(re.search(rf'\b{k}\s*= "([^"]+)"', consts).group(1) for k in names)
+    return {"value": keys, "source": src.cite(node, n)}
+
+
 def kserve(src: Source) -> dict:
     """KServe LLMInferenceService: API, presets (what each injects), the webhook's rules."""
     merge = "pkg/controller/v1alpha2/llmisvc/config_merge.go"
@@ -252,6 +267,7 @@ def kserve(src: Source) -> dict:
         "pvcMount": src.fact("pkg/controller/v1alpha2/llmisvc/workload_storage.go",
                              r"(func \(r \*LLMISVCReconciler\) attachPVCModelArtifact)"),
         "kedaScaling": src.fact(types, r"^type (KEDAScalingSpec) struct"),
+        "podLabels": _kserve_pod_labels(src),
         "engines": {"value": ["vllm"], "source": src.cite(
             "config/llmisvcconfig/config-llm-template.yaml",
             src.find("config/llmisvcconfig/config-llm-template.yaml", r"exec vllm serve")[0])},

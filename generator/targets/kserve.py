@@ -289,7 +289,10 @@ def _workload(plan: DeploymentPlan, d: Deployment, rel: str, i: int, pd: bool) -
     if lay.spread is Spread.SINGLE:
         additional += drop_flags(launch.per_pod[0], flags)
     work = next(w for w in plan.workloads if w.role == role.name)
-    labels = {k: v for k, v in work.leader.labels.items() if k not in (L_API, L_METRICS)}
+    # Not the keys the controller labels and selects its pods by (spec.labels would override
+    # them: PropagateMap), nor moegen's per-pod ones.
+    owned = set(_facts(rel, "podLabels")) | {L_API, L_METRICS}
+    labels = {k: v for k, v in work.leader.labels.items() if k not in owned}
     out: dict[str, Any] = {}
     scaled = next((so for so in plan.scaled_objects if so.role == role.name), None)
     if scaled is None:

@@ -132,7 +132,7 @@ def group(plan: DeploymentPlan, d: Deployment, rel: str) -> dict[str, Any]:
                 "size": len(lay.pods),
                 "template": _engine_template(plan, work.worker, role.name, True, rel),
                 "leaderTemplatePatch": leader,
-                "restartPolicy": _v(rel, "restartPolicy")}}
+                "restartPolicyConfig": {"type": _v(rel, "restartPolicy")}}}
         else:
             pattern = {"standalonePattern": {"template": leader}}
         roles.append({"name": role.name, "replicas": rs.replicas, "rolloutStrategy": ROLLOUT,
