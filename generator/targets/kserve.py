@@ -35,7 +35,7 @@ from ..facts import controllers
 from ..layout import Spread
 from ..manifests.plan import DeploymentPlan
 from ..manifests.pods import INDEX_ENV, LEADER_HOST_ENV, PodSpecPlan, group_args
-from ..naming import L_API, L_METRICS
+from ..naming import L_API, L_METRICS, L_REPLICA
 from ..pods import STARTUP_PERIOD_S, effective_pod
 from .common import E, W, Findings, common_findings, document, env_items, kustomization, \
     merged_env, release, roles_by_mode
@@ -138,28 +138,36 @@ def _cannot(d: Deployment, rel: str, found: Findings) -> None:
                   f"{len(by['prefill'])} prefill, {len(by['decode'])} decode and "
                   f"{len(by['unified'])} unified roles",
                   "one unified role, or one prefill and one decode role")
+    pd = bool(by["prefill"])
     for i, role in d.role_items():
         lay, rs = role.layout, spec.roles[i]
+        shape = Spread.DATA if lay.spread is Spread.DATA else Spread.SINGLE
+        containers = _facts(rel, "presets", preset(role.mode, shape, pd))
         if lay.spread is Spread.PER_RANK:
+            workers = _src(rel, "presets", preset(role.mode, Spread.DATA, pd), "worker")
             found.add("TGT010", E, ("spec", "roles", i, "workload"),
                       f"role {role.name!r}: the data-parallel presets run one API leader and "
-                      f"headless workers ({_src(rel, 'presets', preset(role.mode, Spread.DATA, bool(by['prefill'])), 'worker')}); "
-                      "pod-per-rank (one API server per rank) has no preset",
-                      "use workload: lws")
+                      f"headless workers ({workers}); pod-per-rank (one API server per rank) "
+                      "has no preset", "use workload: lws")
         elif lay.spread is Spread.MODEL or (lay.multi_pod and lay.pipeline > 1):
             found.add("TGT010", E, ("spec", "roles", i, "parallel"),
                       f"role {role.name!r} spans {len(lay.pods)} pods without data "
                       "parallelism; KServe's multi-node presets are data-parallel only (the "
-                      f"pipeline-parallel ones are not shipped: {_src(rel, 'pipelinePresetsUnshipped')}; "
-                      f"webhook: {_src(rel, 'workerNeedsDataOrPipeline')})",
+                      "pipeline-parallel ones are not shipped: "
+                      f"{_src(rel, 'pipelinePresetsUnshipped')}; webhook: "
+                      f"{_src(rel, 'workerNeedsDataOrPipeline')})",
                       "fit the instance in one node, or spread it by data parallelism")
-        port = role.serving.port
-        if port != 8000:
-            found.add("TGT010", E, ("spec", "serving", "port") if rs.serving is None
-                      or rs.serving.port is None else ("spec", "roles", i, "serving", "port"),
-                      f"role {role.name!r} serves on {port}; KServe's presets serve on 8000 "
-                      f"({_src(rel, 'presets', preset(role.mode, lay.spread if lay.spread is Spread.DATA else Spread.SINGLE, bool(by['prefill'])), 'template')})",
-                      "use serving.port 8000")
+        # The port the role's Service reaches: the routing sidecar's in front of a PD decode,
+        # else the engine's.
+        front = containers["template"].get("sidecar") or containers["template"]
+        api_port = front["port"]
+        if role.serving.port != api_port:
+            path = ("spec", "roles", i, "serving", "port") if rs.serving is not None \
+                and rs.serving.port is not None else ("spec", "serving", "port")
+            found.add("TGT010", E, path,
+                      f"role {role.name!r} serves on {role.serving.port}; KServe's preset "
+                      f"serves on {api_port} ({front['source']})",
+                      f"use serving.port {api_port}")
         if role.kv_transfer is not None and role.mode == "decode" \
                 and role.kv_transfer.connector != "nixl":
             sidecar = _facts(rel, "presets", "kserve-config-llm-decode-template", "template")
@@ -291,7 +299,7 @@ def _workload(plan: DeploymentPlan, d: Deployment, rel: str, i: int, pd: bool) -
     work = next(w for w in plan.workloads if w.role == role.name)
     # Not the keys the controller labels and selects its pods by (spec.labels would override
     # them: PropagateMap), nor moegen's per-pod ones.
-    owned = set(_facts(rel, "podLabels")) | {L_API, L_METRICS}
+    owned = set(_facts(rel, "podLabels")) | {L_API, L_METRICS, L_REPLICA}
     labels = {k: v for k, v in work.leader.labels.items() if k not in owned}
     out: dict[str, Any] = {}
     scaled = next((so for so in plan.scaled_objects if so.role == role.name), None)
