@@ -40,9 +40,16 @@ def _exist(*paths: Path) -> None:
             raise UsageError(f"{path}: no such file")
 
 
-def _checked(spec: Path, overlays: tuple[Path, ...]) -> pipeline.Checked:
+#: ``--target NAME[@VERSION]``: the platform to render for, replacing the spec's spec.target.
+_TARGET = click.option("--target", "target", metavar="NAME[@VERSION]", default=None,
+                       help="Render for this platform instead of spec.target: kubernetes, "
+                       "kserve, rbg, dynamo or aibrix, optionally @ a controller release.")
+
+
+def _checked(spec: Path, overlays: tuple[Path, ...],
+             target: str | None = None) -> pipeline.Checked:
     _exist(spec, *overlays)
-    checked = pipeline.check(spec, list(overlays))
+    checked = pipeline.check(spec, list(overlays), target)
     if checked.spec is None and checked.loaded.data.get("kind") == "PlanRequest":
         raise UsageError(f"{display_name(spec)} is a PlanRequest: use gen plan (or gen report) on it")
     return checked
@@ -107,11 +114,13 @@ def main() -> None:
 @click.option("--check", is_flag=True, help="Compare OUTDIR with a fresh render; exit 3 on drift.")
 @click.option("--format", "fmt", type=click.Choice(["text", "json", "github"]), default="text",
               help="How findings are printed.")
+@_TARGET
 def render(spec: Path, overlays: tuple[Path, ...], outdir: Path | None, check: bool,
-           fmt: str) -> None:
-    """Validate SPEC, then write its manifests and env files as a kustomize base."""
+           fmt: str, target: str | None) -> None:
+    """Validate SPEC, then write its manifests and env files as a kustomize base (or the
+    custom resources of the platform spec.target / --target names)."""
     from .emit import diff_tree, write_tree
-    checked = _checked(spec, overlays)
+    checked = _checked(spec, overlays, target)
     _emit_findings(checked, fmt, quiet_ok_json=check)
     if not checked.ok:
         raise SpecRejected(checked.findings)
@@ -143,9 +152,11 @@ def render(spec: Path, overlays: tuple[Path, ...], outdir: Path | None, check: b
               default="text", help="text for people (stderr); json for machines, github "
               "(workflow annotations) and sarif (code scanning) on stdout.")
 @click.option("--strict", is_flag=True, help="Warnings also reject the spec (exit 1).")
-def validate(spec: Path, overlays: tuple[Path, ...], fmt: str, strict: bool) -> None:
+@_TARGET
+def validate(spec: Path, overlays: tuple[Path, ...], fmt: str, strict: bool,
+             target: str | None) -> None:
     """Run every check on SPEC and write nothing (the CI policy check)."""
-    checked = _checked(spec, overlays)
+    checked = _checked(spec, overlays, target)
     _emit_findings(checked, fmt)
     if not checked.ok or (strict and checked.findings):
         raise SpecRejected(checked.findings)
