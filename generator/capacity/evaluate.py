@@ -183,12 +183,12 @@ def evaluate(req: PlanRequest, prov: Provenance | None = None, judge: bool = Tru
                     f"maxModelLen >= {need}, or shorter workload.inputTokens/outputTokens")
         if z.kv_cache <= 0:
             pass
-        elif r.mode != "prefill" and per_rank and per_rank * z.max_model_len > z.kv_tokens_per_rank:
+        elif r.mode != "prefill" and per_rank and not z.holds(per_rank, mean_len(z, wl)):
             finding("SIZ003", i, "parallel",
-                    f"role {r.name!r}: {per_rank} sequences of {z.max_model_len} tokens per "
-                    f"rank (workload.concurrency over {ranks} decode ranks) exceed its "
-                    f"{z.kv_tokens_per_rank:,} KV tokens",
-                    f"at most {z.kv_tokens_per_rank // z.max_model_len} sequences per rank: "
+                    f"role {r.name!r}: {per_rank} sequences of {mean_len(z, wl)} tokens on "
+                    f"average (input + output / 2) per rank (workload.concurrency over "
+                    f"{ranks} decode ranks) exceed its {z.kv_tokens_per_rank:,} KV tokens",
+                    f"at most {z.kv_tokens_per_rank // mean_len(z, wl)} sequences per rank: "
                     "lower workload.concurrency or add decode ranks")
     findings = list({(f.code, f.path): f for f in findings}.values())   # one per code and field
     warned = [f"warning {f.code}: {f.message}" for f in judged if f.severity is Severity.WARNING]
@@ -217,7 +217,9 @@ def evaluate(req: PlanRequest, prov: Provenance | None = None, judge: bool = Tru
                             gpus_per_node=pool.gpusPerNode,
                             inter_gbps=s.network.interNodeGbps, weights_bytes=z.weights * 2**30,
                             bf16=bf16_compute(s.model.weights),
-                            overlap=ri.moe.overlap if ri.moe else None)
+                            overlap=ri.moe.overlap if ri.moe else None,
+                            batch_tokens=z.batched_tokens,
+                            graphs=s.engine.name == "vllm" and not ri.serving.enforceEager)
 
     dec_name = next(r.name for r in roles if r.mode in ("decode", "unified"))
     r, ri, z = sized[dec_name]
@@ -274,6 +276,12 @@ def evaluate(req: PlanRequest, prov: Provenance | None = None, judge: bool = Tru
     goal = slo.throughputTokensPerSec
     reachable = cand.meets_slo and (goal is None or cand.total_tps >= goal)
     return PlanResult([cand], reachable, cand.bound, assumptions(req))
+
+
+def mean_len(z, wl) -> int:
+    """Tokens a decoding sequence holds on average under the workload (input + output / 2,
+    within maxModelLen): the length SIZ003 admits the concurrency at."""
+    return min(z.max_model_len, wl.inputTokens + wl.outputTokens // 2)
 
 
 def _role_json(r: sm.Role) -> dict:

@@ -1,15 +1,20 @@
 """Performance model of the planner: decode and prefill time per GPU from first principles.
 
-Every estimate is a sum of physical costs divided by a named efficiency; the efficiencies are
-the only fitted numbers, each calibrated on a published figure (tests/test_planner.py states the
-figures and tolerances). Units: bytes, FLOPs, seconds.
+Every estimate is a sum of physical costs divided by a named efficiency, plus named fixed costs
+of the engine on a GPU family (:class:`FixedCosts`, :data:`FIXED_COSTS`); the efficiencies and
+fixed costs are the only fitted numbers, each fitted to named published figures of the
+development split of bench/published_cases.yaml (bench/fit_constants.py; held-out figures are
+never fitted). bench/planner_residuals.py reports the error per regime (capacity/regimes.py).
+Units: bytes, FLOPs, seconds.
 
 Decode step of one data-parallel rank holding ``b`` sequences (and its GPUs), :class:`StepTerms`:
 
 * memory: the weights the step reads (every non-expert tensor of the GPU, and the local
   experts that at least one token of the step is routed to: with T tokens routed top-k over E
   experts, a given expert is hit with probability 1 - (1 - 1/E)^(T x k)) plus the KV cache of the
-  rank's sequences (MLA latent, replicated per TP rank), at HBM bandwidth x :data:`ETA_HBM`;
+  rank's sequences (MLA latent, replicated per TP rank), at HBM bandwidth x :data:`ETA_HBM`
+  (per family), plus :attr:`FixedCosts.moe_slice_s` per routed-expert slice read (a whole
+  expert under EP, a 1/TP column slice under TP: the MoE's efficiency by slice);
 * compute: 2 x active parameters per token at the GPU's dense FP8 (or BF16) peak x
   :data:`ETA_DECODE_COMPUTE` (per GPU family), plus absorbed-MLA attention over the context (or
   the sparse-attention window of V3.2/V4) at the BF16 peak x :data:`ETA_ATTN`, x
@@ -17,10 +22,12 @@ Decode step of one data-parallel rank holding ``b`` sequences (and its GPUs), :c
 * communication: expert-parallel dispatch (FP8) + combine (BF16) of every token's top-k copies,
   the inter-node share over RDMA x :data:`ETA_A2A` and the rest over one NVLink direction x
   :data:`ETA_NVLINK` (the NVLink domain is the node, or the rack on NVL72); TP all-reduces (two
-  per layer); a latency floor per collective (:data:`A2A_LATENCY_S`, :data:`ALLREDUCE_LATENCY_S`);
+  per layer); a latency floor per collective (per family: DeepEP's dispatch / combine, the
+  token gather / scatter of EP without DeepEP, the TP all-reduce);
 * speculative decoding: the draft passes (MTP: SGLang's draft extend + k, vLLM k; DeepSeek-V4
   DSpark: one forward of :data:`DSPARK_LAYERS` layers), each one layer's weights and the LM head;
-* a fixed per-step cost :data:`STEP_OVERHEAD_S` (scheduling, sampling, launch);
+* a fixed per-step cost, :attr:`FixedCosts.decode_layer_s` per layer (scheduling, sampling,
+  the kernel chain under CUDA graphs; DeepSeek-V3.2 adds :data:`SPARSE_DECODE_LAYER_S`);
 * step = max(memory, compute) + communication + latencies + drafts + overhead, where two-batch
   overlap (SGLang TBO, vLLM DBO) hides :data:`OVERLAP_TWO_BATCH` of the shorter of work and
   all-to-all and single-batch overlap (SGLang SBO) :data:`OVERLAP_SINGLE_BATCH` of the combine;
@@ -30,8 +37,13 @@ Decode step of one data-parallel rank holding ``b`` sequences (and its GPUs), :c
 Prefill of one request of ``isl`` tokens on an instance (:func:`prefill`): dense and expert GEMMs
 at the FP8 (BF16) peak x :data:`ETA_PREFILL` (per GPU family; 4-bit experts on GPUs without FP4
 at :data:`DEQUANT_4BIT_PREFILL` of it), causal attention at the BF16 peak x :data:`ETA_ATTN`, TP
-all-reduce and DeepEP's node-deduplicated all-to-all; TTFT adds the KV transfer to the decode side
-over the network (:func:`kv_transfer_time`).
+all-reduce and DeepEP's node-deduplicated all-to-all (DeepSeek-V3.2: its indexer and the
+latent-form sparse MLA at :data:`ETA_SPARSE_PREFILL`); the step's kernel launches
+(:attr:`FixedCosts.prefill_layer_s` per layer, + ``dp_sync_layer_s`` under attention DP) partly
+hidden behind that work (:func:`step_time`). TTFT = the per-request cost off the GPU
+(:attr:`FixedCosts.request_s`) + the prefill step + its queue + the KV transfer to the decode side
+over the network (:func:`kv_transfer_time`). One role serving both phases interleaves prefill
+steps with decode (:func:`interleaved`).
 """
 
 from __future__ import annotations
@@ -57,8 +69,8 @@ ETA_DECODE_COMPUTE_BY_GPU = {"H20-96GB": 0.45, "H20-141GB": 0.45}
 #: per node at 4,096 tokens, with the TP all-reduce at one NVLink direction x ETA_NVLINK); other GPUs: to lmsys.org 2025-05-05's EP32 prefill on H100 (57.7k /
 #: 54.5k / 50.3k input tokens/s per node at 1K / 2K / 4K tokens, default EPLB: the constant
 #: absorbs its expert imbalance).
-ETA_PREFILL = 0.40
-ETA_PREFILL_BY_GPU = {"H20-96GB": 0.80, "H20-141GB": 0.80}
+ETA_PREFILL = 0.38
+ETA_PREFILL_BY_GPU = {"H20-96GB": 0.86, "H20-141GB": 0.86}
 #: Rate of compute-bound expert GEMMs with 4-bit weights (w4a8, MXFP4) on a GPU without FP4
 #: tensor cores, relative to FP8 weights: the kernels dequantize to FP8 in the main loop. Not
 #: applied to weight-only ``w4a16`` (BF16 activations), whose GEMMs are timed at the BF16 peak
@@ -80,6 +92,23 @@ ETA_NVLINK = 0.78
 #: kernels 43-58 GB/s, low-latency kernels 39-46 GB/s at EP 64-256 (63-98 GB/s at EP 8-16, where
 #: part of the traffic stays within the node).
 ETA_A2A = 0.8
+#: Fraction of the peak DeepSeek-V3.2's sparse prefill kernels reach (the lightning indexer's
+#: FP8 logits, top-k selection and the latent-form sparse MLA), relative to the FP8 / BF16 peak:
+#: fitted to vLLM's V3.2-NVFP4 TP2 prefill-only ceiling on 2 x GB300 (7,360 tokens/s per GPU
+#: at 2K input, vllm-project.github.io _posts/2026-02-13-gb300-deepseek.md: "R1's prefill
+#: throughput capability is ~3x that of DeepSeek V3.2" on the same GPUs).
+ETA_SPARSE_PREFILL = 0.079
+#: Per decoder layer of a decode step, the fixed cost DeepSeek-V3.2's sparse attention adds: the
+#: indexer's projections, its FP8 logits kernel, the top-k selection and the sparse MLA kernel,
+#: each launched per layer (kernel tails that short contexts do not amortize). Fitted to the
+#: SGLang cookbook's V3.2-Exp TP8 + EAGLE run on 8 x B200 at concurrency 1 (TPOT 9.09 ms at
+#: accept length 2.46).
+SPARSE_DECODE_LAYER_S = 0.15e-3
+#: The same per layer of a prefill step (its kernels launched from Python, as the rest of the
+#: prefill step: :attr:`FixedCosts.prefill_layer_s`). Fitted to the same run's TTFT (median
+#: 191 ms) and the cookbook's V3.2-Exp DP8-EP8 run on 8 x B200 (TPOT 106 ms, TTFT median 444
+#: ms, 860 output tokens/s at concurrency 88).
+SPARSE_PREFILL_LAYER_S = 0.96e-3
 #: Fraction of the BF16 peak MLA attention reaches: FlashMLA README (2025-04-22) 660 TFLOPS on
 #: H800 SXM5 (989 dense BF16) in the compute-bound decode regime = 0.67; FA3 prefill attention is
 #: of the same order (FlashAttention-3 paper: 600-740 TFLOPS BF16 on H100).
@@ -102,13 +131,100 @@ OVERLAP_TWO_BATCH = 0.5
 #: down-projection GEMMs) hides: Ant Group measured SBO +8-10 % at batch 20-56 on H20 EP16
 #: (lmsys.org 2025-09-26).
 OVERLAP_SINGLE_BATCH = 0.7
-#: Fixed cost of a decode step, s (scheduler, sampler, kernel launches under CUDA graphs).
+#: Fixed cost of a decode step of a 61-layer model on Hopper, s (scheduler, sampler, kernel
+#: launches under CUDA graphs): the Hopper row of :data:`FIXED_COSTS` (``decode_layer_s`` x 61).
 STEP_OVERHEAD_S = 0.003
 #: Latency of one TP all-reduce of a decode step (one-shot custom all-reduce over NVLink), s,
 #: and of one DeepEP low-latency dispatch or combine, s. Two of each per layer. Calibrated with
 #: seed 002's batch-1 TP8 (271 tokens/s) and DP16-EP16 (27.4 ms TPOT) figures.
 ALLREDUCE_LATENCY_S = 15e-6
 A2A_LATENCY_S = 25e-6
+
+
+@dataclass(frozen=True)
+class FixedCosts:
+    """The fixed costs of serving on one GPU family: what does not scale with bytes or FLOPs.
+    Seconds.
+
+    Attributes:
+        decode_layer_s: per decoder layer of a decode step: the step's kernel chain under CUDA
+            graphs (launch gaps, kernel tails, the scheduler and sampler spread over the layers).
+        prefill_layer_s: per decoder layer of a prefill step: a prefill forward runs outside the
+            captured decode graphs (SGLang and vLLM capture decode batches only by default), so
+            each of the layer's kernels is launched from Python.
+        request_s: per request, off the GPU: the HTTP server, tokenization, the scheduler's
+            receive and the first streamed chunk (detokenizer, SSE).
+        moe_slice_s: per routed-expert slice a decode step reads (per layer and hit expert: the
+            whole expert under expert parallelism, a 1/TP column slice under tensor
+            parallelism), on top of its bytes at :data:`ETA_HBM`: the grouped GEMM's tile
+            prologue and epilogue, which a short slice does not amortize. The MoE's bandwidth
+            efficiency as a function of the slice each GPU reads: bytes / (bytes / (BW x
+            ETA_HBM) + moe_slice_s).
+        allreduce_latency_s, a2a_latency_s: one TP all-reduce / one expert all-to-all (dispatch
+            or combine) of a decode step.
+        hbm_eta: fraction of the HBM bandwidth decode reaches (:data:`ETA_HBM` on NVIDIA).
+        prefill_eta: fraction of the FP8 (BF16) peak prefill GEMMs reach (:data:`ETA_PREFILL`).
+        gather_latency_s: one token gather or scatter of a decode step under expert parallelism
+            without DeepEP (two per MoE layer): SGLang's attention-DP MoE gathers every rank's
+            tokens and scatters the outputs back (layers/dp_attention.py ``dp_gather_partial``
+            / ``dp_scatter``, all-reduces of the padded global batch); vLLM's
+            ``allgather_reducescatter`` all-gathers and reduce-scatters them. DeepEP's
+            dispatch and combine take :attr:`a2a_latency_s` instead.
+        dp_sync_layer_s: per decoder layer of a prefill step under attention DP, on top of
+            ``prefill_layer_s``: every rank joins the step (ranks without work run a dummy
+            batch, none of them from a captured graph) and the MoE gathers all ranks' tokens
+            and scatters them back, two collectives launched eagerly.
+    """
+
+    decode_layer_s: float
+    prefill_layer_s: float
+    request_s: float
+    moe_slice_s: float
+    allreduce_latency_s: float = ALLREDUCE_LATENCY_S
+    a2a_latency_s: float = A2A_LATENCY_S
+    hbm_eta: float = ETA_HBM
+    prefill_eta: float = ETA_PREFILL
+    dp_sync_layer_s: float = 0.0
+    gather_latency_s: float = A2A_LATENCY_S
+
+
+#: :class:`FixedCosts` per GPU family (vendor, generation). Each constant names the published
+#: figure it is fitted to (bench/published_cases.yaml, development split):
+#:
+#: * Hopper: ``decode_layer_s`` = :data:`STEP_OVERHEAD_S` / 61 (fitted with the EP decode
+#:   figures: lmsys.org EP72 on H100, Ant Group EP16 on H20); the other terms as Blackwell
+#:   (no Hopper TTFT or small-batch TP figure is published).
+#: * Blackwell: ``decode_layer_s`` fitted to the SGLang cookbook's R1 TP8 on 8 x B200 at
+#:   concurrency 1 (TPOT 9.16 ms); ``moe_slice_s`` to its 1K/1K runs at concurrency 14 and 92
+#:   (TPOT 17.56 / 40.11 ms); ``prefill_layer_s`` and ``request_s`` to the same runs' TTFT
+#:   (median 141 / 132 / 148 ms) and the decode slowdown their arrivals cause. lmsys.org
+#:   2025-06-16 (GB200 part I): small batches on a single B200 node "have not been optimized
+#:   yet".
+#: * AMD (CDNA3/CDNA4): fitted to the cookbook's DeepSeek-V3.1 TP8 on 8 x MI300X, 1K/1K at
+#:   concurrency 1 / 14 / 91 (TPOT 23.84 / 35.5 / 73.33 ms, TTFT median 214 / 191 / 237 ms):
+#:   ROCm's per-step costs (hipGraph launch, RCCL latency) and lower MoE/attention kernel
+#:   efficiency (AITER).
+FIXED_COSTS = {
+    ("nvidia", "hopper"): FixedCosts(decode_layer_s=STEP_OVERHEAD_S / 61,
+                                     prefill_layer_s=1.11e-3, request_s=0.062,
+                                     moe_slice_s=0.35e-6, dp_sync_layer_s=0.50e-3,
+                                     gather_latency_s=54e-6),
+    ("nvidia", "blackwell"): FixedCosts(decode_layer_s=0.099e-3, prefill_layer_s=1.11e-3,
+                                        request_s=0.062, moe_slice_s=0.35e-6,
+                                        prefill_eta=0.42, dp_sync_layer_s=0.50e-3,
+                                        gather_latency_s=54e-6),
+    ("amd", "*"): FixedCosts(decode_layer_s=0.27e-3, prefill_layer_s=1.78e-3, request_s=0.091,
+                             moe_slice_s=0.65e-6, dp_sync_layer_s=0.50e-3,
+                             gather_latency_s=54e-6, allreduce_latency_s=40e-6),
+}
+
+
+def fixed_costs(gpu: Gpu) -> FixedCosts:
+    """The :class:`FixedCosts` of ``gpu``'s family (:data:`FIXED_COSTS`; NVIDIA GPUs other than
+    Blackwell take the Hopper row)."""
+    if gpu.vendor == "amd":
+        return FIXED_COSTS[("amd", "*")]
+    return FIXED_COSTS.get((gpu.vendor, gpu.generation), FIXED_COSTS[("nvidia", "hopper")])
 
 
 @dataclass(frozen=True)
@@ -130,6 +246,9 @@ class ModelShape:
         lm_head_bytes: bytes of the LM head (vocabulary x hidden, BF16), read per MTP draft pass.
         expert_bits: bits per routed-expert weight of the checkpoint format (4: w4a8, MXFP4).
         latent_v: MLA decode value width per head (kv_lora_rank; DeepSeek-V4: head_dim).
+        sparse_mla: DeepSeek-V3.2's sparse attention (a lightning indexer of ``indexer_heads``
+            x ``indexer_dim`` picks ``attn_window`` keys per query; MLA in latent form); False
+            for dense MLA and for DeepSeek-V4's compressed attention.
     """
 
     active_params: float
@@ -151,6 +270,9 @@ class ModelShape:
     lm_head_bytes: float = 0.0
     expert_bits: int = 8
     latent_v: int = 512
+    sparse_mla: bool = False
+    indexer_heads: int = 0
+    indexer_dim: int = 0
 
     def attended(self, ctx: float) -> float:
         """Tokens one decode query attends to at context ``ctx``."""
@@ -217,6 +339,9 @@ class StepTerms:
         latency: collective latency floors (all-to-all and all-reduce).
         allreduce: TP all-reduce transfer time.
         draft: the MTP draft passes.
+        slices: the routed-expert slices' fixed cost (:attr:`FixedCosts.moe_slice_s` x slices
+            read), on the memory side.
+        fixed: the step's fixed cost (:attr:`FixedCosts.decode_layer_s` x layers).
     """
 
     weights: float
@@ -230,6 +355,8 @@ class StepTerms:
     latency: float
     allreduce: float
     draft: float
+    slices: float = 0.0
+    fixed: float = STEP_OVERHEAD_S
 
     def total(self, overlap: str | None) -> tuple[float, str]:
         """Step time (s) and the binding term's name under ``overlap``:
@@ -240,14 +367,14 @@ class StepTerms:
           computation and all-to-all is hidden;
         * ``single_batch`` (SGLang SBO): :data:`OVERLAP_SINGLE_BATCH` of the combine, up to the
           experts' GEMMs, is hidden."""
-        mem = self.weights + self.kv
+        mem = self.weights + self.kv + self.slices
         comp = self.gemm + self.attn
         a2a = self.dispatch + self.combine
         comm = a2a + self.allreduce
         work = max(mem, comp)
         latency = self.latency
         if overlap == "two_batch" and a2a:
-            work = max(2 * self.weights_half + self.kv, comp)
+            work = max(2 * self.weights_half + self.kv + self.slices, comp)
             hidden = OVERLAP_TWO_BATCH * min(work, a2a)
             latency = 2 * self.latency
         elif overlap == "single_batch" and a2a:
@@ -257,19 +384,23 @@ class StepTerms:
         bound = "decode HBM bandwidth" if mem >= comp else "decode compute"
         if comm > work:
             bound = "expert all-to-all network" if self.dispatch else "tensor all-reduce"
-        return work + comm - hidden + latency + self.draft + STEP_OVERHEAD_S, bound
+        return work + comm - hidden + latency + self.draft + self.fixed, bound
 
 
 def decode_terms(m: ModelShape, gpu: Gpu, *, batch: int, tensor: int, data: int, expert: bool,
                  nonexpert_bytes: float, local_experts_per_layer: float, ctx: float,
                  gpus_per_node: int, inter_gbps: float, draft: int, bf16: bool,
-                 attn_fp8: bool = False, drafter: str = "sglang_mtp") -> StepTerms:
+                 attn_fp8: bool = False, drafter: str = "sglang_mtp",
+                 all2all: str | None = None) -> StepTerms:
     """The terms of one decode step of one DP rank holding ``batch`` sequences of mean context
     ``ctx`` tokens, with ``draft`` MTP tokens per sequence (bytes and FLOPs per the module
     docstring). ``attn_fp8``: the attention kernel computes in FP8 (FP8 KV cache with FP8
     FlashMLA), else BF16. ``drafter``: ``sglang_mtp`` runs ``draft`` MTP passes after the draft
     extend, ``vllm_mtp`` ``draft - 1``, ``dspark`` one forward of :data:`DSPARK_LAYERS` layers
-    over the block."""
+    over the block. Fixed costs, HBM efficiency and collective latencies are the GPU family's
+    (:func:`fixed_costs`); ``all2all``: the expert all-to-all backend (DeepEP's dispatch and
+    combine, else a token gather and scatter: :attr:`FixedCosts.gather_latency_s`)."""
+    costs = fixed_costs(gpu)
     tokens_rank = batch * (1 + draft)                       # tokens this rank computes
 
     def expert_bytes(tokens: float) -> float:
@@ -281,11 +412,17 @@ def decode_terms(m: ModelShape, gpu: Gpu, *, batch: int, tensor: int, data: int,
             * _hit_fraction(tokens, m.topk, m.experts)
 
     expert_read = expert_bytes(tokens_rank)
+    # Expert slices this GPU reads per MoE layer: its local experts that a token hits (EP),
+    # or its 1/TP slice of every hit expert (TP).
+    if expert:
+        slices = local_experts_per_layer * _hit_fraction(tokens_rank * data, m.topk, m.experts)
+    else:
+        slices = m.experts * _hit_fraction(tokens_rank, m.topk, m.experts)
     if expert:
         expert_tokens = tokens_rank * data * m.topk / m.experts * local_experts_per_layer
     else:
         expert_tokens = tokens_rank * m.topk / tensor
-    hbm = gpu.hbm_gbps * 1e9 * ETA_HBM
+    hbm = gpu.hbm_gbps * 1e9 * costs.hbm_eta
     kv_read = batch * ctx * m.kv_bytes_per_token
     dense_flops = 2 * (m.active_params - m.topk * m.moe_layers * m.expert_params) \
         * tokens_rank / tensor
@@ -307,11 +444,12 @@ def decode_terms(m: ModelShape, gpu: Gpu, *, batch: int, tensor: int, data: int,
                     + (1 - remote) / (gpu.nvlink_gbps / 2 * 1e9 * ETA_NVLINK))
         dispatch = copies * 1 / rate                      # FP8 activations
         combine = copies * 2 / rate                       # BF16 outputs
-        latency += 2 * m.moe_layers * A2A_LATENCY_S
+        deepep = (all2all or "").startswith("deepep")
+        latency += 2 * m.moe_layers * (costs.a2a_latency_s if deepep else costs.gather_latency_s)
     if tensor > 1:
         ar = 2 * m.layers * 2 * tokens_rank * m.hidden * 2 * (tensor - 1) / tensor
         allreduce = ar / _tp_link(gpu, tensor, gpus_per_node, inter_gbps)
-        latency += 2 * m.layers * ALLREDUCE_LATENCY_S
+        latency += 2 * m.layers * costs.allreduce_latency_s
     draft_s = 0.0
     if draft:
         # The MTP module's passes: one over the step's accepted and drafted tokens (SGLang's
@@ -331,12 +469,15 @@ def decode_terms(m: ModelShape, gpu: Gpu, *, batch: int, tensor: int, data: int,
                 draft if drafter == "sglang_mtp" else draft - 1)
         for tokens, layers in passes:
             draft_s += max(layers * layer + head, layers * per_token * tokens) + DRAFT_PASS_S \
-                + (layers * (2 * A2A_LATENCY_S + a2a_token * tokens) if expert else 0.0)
+                + (layers * (2 * costs.a2a_latency_s + a2a_token * tokens) if expert else 0.0)
     return StepTerms(weights=(nonexpert_bytes + expert_read) / hbm, kv=kv_read / hbm,
                      weights_half=(nonexpert_bytes + expert_bytes(tokens_rank / 2)) / hbm,
                      gemm=(dense_flops + moe_flops) / peak, moe_gemm=moe_flops / peak,
                      attn=attn_flops / attn_peak, dispatch=dispatch, combine=combine,
-                     latency=latency, allreduce=allreduce, draft=draft_s)
+                     latency=latency, allreduce=allreduce, draft=draft_s,
+                     slices=m.moe_layers * slices * costs.moe_slice_s,
+                     fixed=m.layers * (costs.decode_layer_s
+                                       + (SPARSE_DECODE_LAYER_S if m.sparse_mla else 0.0)))
 
 
 def decode_step(m: ModelShape, gpu: Gpu, *, overlap: str | None = None, **kw) -> tuple[float, str]:
@@ -368,11 +509,19 @@ class PrefillEstimate:
     latency_s: float
     requests_per_s: float
     bound: str = "prefill compute"
+    #: The prefill step's fixed cost (:attr:`FixedCosts.prefill_layer_s` x layers), s, and one
+    #: request's GPU time on its rank, s: latency_s = :func:`step_time` (step_s, work_s) (a GPU
+    #: busy with longer kernels hides their launches).
+    step_s: float = 0.0
+    work_s: float = 0.0
+    #: The per-request cost off the GPU (:attr:`FixedCosts.request_s`), part of TTFT, s.
+    request_s: float = 0.0
 
 
 def prefill(m: ModelShape, gpu: Gpu, *, isl: int, tensor: int, data: int, pipeline: int,
             expert: bool, gpus_per_node: int, inter_gbps: float, weights_bytes: float,
-            bf16: bool, overlap: str | None = None) -> PrefillEstimate:
+            bf16: bool, overlap: str | None = None,
+            batch_tokens: int = 8192, graphs: bool = False) -> PrefillEstimate:
     """Prefill of ``isl`` tokens on an instance of tensor x data x pipeline GPUs.
 
     One request runs on one data-parallel rank (attention, dense layers) while its MoE layers
@@ -386,14 +535,32 @@ def prefill(m: ModelShape, gpu: Gpu, *, isl: int, tensor: int, data: int, pipeli
     per-direction NVLink rate x :data:`ETA_NVLINK`, the two concurrently; FP8 out, BF16 back.
     Throughput keeps every GPU busy: GPUs / GPU time per request, where ``two_batch`` overlap
     hides :data:`OVERLAP_TWO_BATCH` of the shorter of computation and all-to-all. Latency is one
-    request on its rank, at least one read of the GPU's weights.
+    request on its rank, at least one read of the GPU's weights, and at least the prefill step's
+    fixed cost (:attr:`FixedCosts.prefill_layer_s` per layer, + ``dp_sync_layer_s`` under
+    attention DP: the kernel launches from Python, which a GPU busy with longer kernels hides;
+    with ``graphs``, a prefill step replayed from CUDA graphs as vLLM V1's piecewise graphs do
+    unless enforce-eager, ``decode_layer_s`` per layer); throughput spreads that cost over the
+    requests of one prefill batch of ``batch_tokens`` per rank (SGLang ``chunked_prefill_size``,
+    vLLM ``max_num_batched_tokens``: the sizing's profile batch).
+
+    DeepSeek-V3.2 (``m.sparse_mla``) prefills in the sparse path: its lightning indexer scores
+    every earlier token (``indexer_heads`` x ``indexer_dim``, FP8) and MLA runs in the absorbed
+    latent form (query-key over kv_lora + rope, value over kv_lora, as in decode) over at most
+    the indexer's top-k keys, both at :data:`ETA_SPARSE_PREFILL` of the FP8 / BF16 peak.
     """
+    costs = fixed_costs(gpu)
     gemm_peak = (gpu.bf16_tflops if bf16 else gpu.fp8_tflops) * 1e12 \
-        * ETA_PREFILL_BY_GPU.get(gpu.id, ETA_PREFILL)
+        * ETA_PREFILL_BY_GPU.get(gpu.id, costs.prefill_eta)
     attn_peak = gpu.bf16_tflops * 1e12 * ETA_ATTN
     moe = 2 * m.topk * m.moe_layers * m.expert_params * isl
     dense = 2 * m.active_params * isl - moe
-    attn = 2 * m.layers * m.heads * m.causal_pairs(isl) * (m.qk_head + m.v_head)
+    if m.sparse_mla:
+        # Attention and indexer at the sparse kernels' rate, expressed at attn_peak.
+        attn = (2 * m.layers * m.heads * m.causal_pairs(isl) * (m.latent + m.latent_v)
+                + 2 * m.layers * m.indexer_heads * m.indexer_dim * isl * isl / 2
+                * gpu.bf16_tflops / gpu.fp8_tflops) * ETA_ATTN / ETA_SPARSE_PREFILL
+    else:
+        attn = 2 * m.layers * m.heads * m.causal_pairs(isl) * (m.qk_head + m.v_head)
     rank_gpus = tensor * pipeline
     moe_gpus = rank_gpus * (data if expert else 1)
     # w4a16 (bf16) dequantizes its 4-bit experts to BF16 and runs at the BF16 peak already.
@@ -418,15 +585,93 @@ def prefill(m: ModelShape, gpu: Gpu, *, isl: int, tensor: int, data: int, pipeli
     comm = allreduce + a2a
     rank_t = (dense / gemm_peak + attn / attn_peak) / rank_gpus + moe / (moe_gpus * moe_peak) \
         + comm / rank_gpus
-    rank_t = max(rank_t, weights_bytes / (gpu.hbm_gbps * 1e9 * ETA_HBM))
+    rank_t = max(rank_t, weights_bytes / (gpu.hbm_gbps * 1e9 * costs.hbm_eta))
+    eager = costs.prefill_layer_s + (costs.dp_sync_layer_s if data > 1 else 0.0)
+    step_s = m.layers * ((costs.decode_layer_s if graphs else eager)
+                         + (SPARSE_PREFILL_LAYER_S if m.sparse_mla else 0.0))
+    per_step = max(1, batch_tokens // max(isl, 1))          # requests of one prefill batch
     gpus = tensor * data * pipeline
     hidden = OVERLAP_TWO_BATCH * min(compute, a2a) if overlap == "two_batch" else 0.0
-    busy = compute + comm - hidden
+    work = compute + comm - hidden                           # GPU-seconds per request
+    launches = step_s * rank_gpus / per_step
+    busy = step_time(launches, work)
     bound = "prefill compute" if compute >= comm else \
         "prefill expert all-to-all network" if a2a >= allreduce else "prefill tensor all-reduce"
-    return PrefillEstimate(rank_t, gpus / busy, bound)
+    return PrefillEstimate(step_time(step_s, rank_t), gpus / busy, bound, step_s, rank_t,
+                           costs.request_s)
+
+
+#: Share of the shorter of a prefill step's kernel launches and its GPU work that the other
+#: does not hide: launches hide behind kernels longer than a launch, short kernels (norms,
+#: quantization, routing, the small GEMMs of a short prompt) wait for theirs. Fitted with the
+#: prefill costs (bench/fit_constants.py): the SGLang cookbook's R1 TP8 TTFT on B200 and the
+#: H100 / H20 prefill throughputs.
+PREFILL_LAUNCH_EXPOSED = 0.22
+
+
+def step_time(launches: float, work: float) -> float:
+    """A prefill step of ``launches`` s of kernel launches from Python and ``work`` s of GPU
+    time: the longer of the two plus :data:`PREFILL_LAUNCH_EXPOSED` of the shorter."""
+    return max(launches, work) + PREFILL_LAUNCH_EXPOSED * min(launches, work)
 
 
 def kv_transfer_time(isl: int, kv_bytes_per_token: float, inter_gbps: float) -> float:
     """Seconds to move one request's KV cache from prefill to decode over the network."""
     return isl * kv_bytes_per_token / (inter_gbps / 8 * 1e9 * ETA_NET)
+
+
+#: Engines whose unified roles run a prefill batch as its own forward step (SGLang: no mixed
+#: chunk unless --enable-mixed-chunk, python/sglang/srt/managers/scheduler.py
+#: ``get_next_batch_to_run`` runs a new prefill batch before the running decode batch); vLLM's
+#: V1 scheduler mixes prompt chunks into the decode step (chunked prefill, always on in V1).
+SEPARATE_PREFILL_STEP = frozenset({"sglang"})
+
+
+@dataclass(frozen=True)
+class Interleave:
+    """Decode interleaved with prefill on one unified instance (see :func:`interleaved`).
+
+    Attributes:
+        busy: fraction of the time in steps that hold a prefill.
+        tpot_s: time per output token of a decoding sequence, s.
+        per_step: requests one prefill step carries.
+    """
+
+    busy: float
+    tpot_s: float
+    per_step: float
+
+
+def interleaved(rate: float, t_decode: float, pre: PrefillEstimate, *, data: int, engine: str,
+                sequences: float, osl: int) -> Interleave:
+    """Decode steps of ``t_decode`` s interleaved with the prefills of ``rate`` requests/s on one
+    unified instance of ``data`` attention-DP ranks holding ``sequences`` decoding sequences of
+    ``osl`` output tokens.
+
+    New requests arrive as others finish (a closed loop: ``sequences / osl`` finish per decode
+    step), so a prefill step carries k = max(1, sequences / osl) requests, spread over the DP
+    ranks: it lasts T = :func:`step_time` (step_s, work_s x max(1, k / data)) (:class:`PrefillEstimate`) and the
+    instance runs rate / k of them per second: busy = rate / k x T.
+
+    * SGLang (:data:`SEPARATE_PREFILL_STEP`): the prefill step is its own forward. The rank
+      that prefills does not decode in it; under attention DP the other ``data - 1`` ranks run
+      their decode batch in the same step, whose MoE layers synchronise every rank, so they
+      advance one token per T instead of per ``t_decode`` (sgl-project/sglang's DP-attention
+      MLP sync; vLLM's blog 2025-12-17 "a single compute-bound prefill request can delay the
+      forward pass of the entire EP group").
+    * vLLM: the prompt chunk rides in a decode step (no fixed prefill step cost), which lasts
+      ``t_decode`` + work_s x max(1, k / data) and advances every sequence.
+
+    A sequence then makes (1 - busy) / t_decode + advance x rate / k tokens per second; TPOT
+    is its inverse. busy is capped at 0.95.
+    """
+    k = max(1.0, sequences / max(osl, 1))
+    work = pre.work_s * max(1.0, k / max(data, 1))
+    if engine in SEPARATE_PREFILL_STEP:
+        hold, advance = step_time(pre.step_s, work), (data - 1) / data
+    else:
+        hold, advance = t_decode + work, 1.0
+    steps = rate / k
+    busy = min(steps * hold, 0.95)
+    tokens = (1 - busy) / t_decode + advance * steps
+    return Interleave(busy, 1 / tokens, k)

@@ -107,14 +107,17 @@ def assumptions(req: PlanRequest) -> list[str]:
          "where the attention kernel computes in FP8) + expert all-to-all (RDMA "
          f"{perf.ETA_A2A:.0%}, NVLink {perf.ETA_NVLINK:.0%} per direction) + TP all-reduce + "
          "collective latencies + MTP draft passes + "
-         f"{perf.STEP_OVERHEAD_S * 1000:.0f} ms per step; the search assumes no all-to-all "
+         "fixed costs per decode layer and per expert slice by GPU family (perf.FIXED_COSTS); "
+         "the search assumes no all-to-all "
          f"overlap (moe.overlap in a fixed layout: two_batch hides {perf.OVERLAP_TWO_BATCH:.0%} "
          f"of the shorter of computation and all-to-all, single_batch "
          f"{perf.OVERLAP_SINGLE_BATCH:.0%} of the combine)"),
         (f"prefill: GEMMs at {perf.ETA_PREFILL:.0%} of the {peak} peak (H20: "
          f"{perf.ETA_PREFILL_BY_GPU['H20-96GB']:.0%}; 4-bit experts without FP4 cores at "
          f"{perf.DEQUANT_4BIT_PREFILL:.0%} of that), attention at {perf.ETA_ATTN:.0%} of the BF16 "
-         "peak, plus TP all-reduce and DeepEP all-to-all (bench/published_cases.yaml)"),
+         "peak, plus TP all-reduce and DeepEP all-to-all (bench/published_cases.yaml); TTFT adds "
+         "the per-request cost and the prefill step's launches (perf.FIXED_COSTS); a unified "
+         "role's decode waits for its prefill steps (perf.interleaved)"),
         (f"context per sequence: input + output/2 = "
         f"{s.workload.inputTokens + s.workload.outputTokens // 2} tokens (mean); {spec_txt}"),
         f"inter-node RDMA {s.network.interNodeGbps:g} Gbit/s per GPU; KV cache {s.constraints.kvCacheDtype}",
@@ -218,9 +221,13 @@ def _model_shape(cfg: dict, fmt: str, kv_bytes_per_token: float) -> perf.ModelSh
                            qk_head=qk, v_head=v, latent=latent, attn_window=window,
                            n_group=cfg.get("n_group") or 0, topk_group=cfg.get("topk_group") or 0,
                            lm_head_bytes=2.0 * cfg["vocab_size"] * cfg["hidden_size"],
-                           expert_bits=4 if fmt in ("w4a8", "mxfp4", "nvfp4", "w4a16")
+                           expert_bits=4 if fmt in ("w4a8", "mxfp4", "nvfp4", "nvfp4-v2",
+                                                    "w4a16")
                            else 16 if fmt == "bf16"
-                           else 8, latent_v=latent_v)
+                           else 8, latent_v=latent_v,
+                           sparse_mla=bool(cfg.get("index_topk")) and not cfg.get("compress_ratios"),
+                           indexer_heads=cfg.get("index_n_heads") or 0,
+                           indexer_dim=cfg.get("index_head_dim") or 0)
 
 
 class LayoutChoice(NamedTuple):
@@ -293,7 +300,7 @@ def all2all_for(gpu_id: str, mode: str, ep: int, gpus_per_node: int,
     engine argument the planner does not write)."""
     g = GPUS[gpu_id]
     decode = mode != "prefill"
-    if engine == "sglang" and weights in ("nvfp4", "w4a16"):
+    if engine == "sglang" and weights in ("nvfp4", "nvfp4-v2", "w4a16"):
         want = []
     elif g.vendor == "amd":
         want = ["mori_low_latency" if decode else "mori_high_throughput", "mori"]
@@ -418,7 +425,9 @@ def _plan(req: PlanRequest, progress=None) -> PlanResult:
                             tensor=lay.tensor, data=lay.data, pipeline=lay.pipeline,
                             expert=lay.expert_parallel, gpus_per_node=pool.gpusPerNode,
                             inter_gbps=s.network.interNodeGbps, weights_bytes=z.weights * 2**30,
-                            bf16=bf16, overlap=role.moe.overlap if role.moe else None)
+                            bf16=bf16, overlap=role.moe.overlap if role.moe else None,
+                            batch_tokens=z.batched_tokens,
+                            graphs=engine == "vllm" and not role.serving.enforceEager)
 
     memo: dict = {}
 
@@ -638,13 +647,15 @@ def decode_estimate(req: PlanRequest, role: RoleInput, z: RoleSizing, pool,
                                 ctx=ctx_avg, gpus_per_node=pool.gpusPerNode,
                                 inter_gbps=s.network.interNodeGbps, draft=k,
                                 bf16=bf16_compute(s.model.weights), attn_fp8=fp8_attn,
-                                drafter=drafter(req))
+                                drafter=drafter(req),
+                                all2all=role.moe.all2all if role.moe else None)
     if cap_b < 1:
         return None
     if per_rank_needed is not None:
         b = per_rank_needed
-        # The validator's rule (SIZ003): the required sequences fit at maxModelLen.
-        if b * z.max_model_len > z.kv_tokens_per_rank:
+        # The validator's rule (SIZ003): the required sequences fit at the workload's mean
+        # context (input + output / 2, within maxModelLen).
+        if not z.holds(b, min(z.max_model_len, wl.inputTokens + wl.outputTokens // 2)):
             return None
     elif wl.requestsPerSecond:
         b = 1
@@ -834,7 +845,7 @@ def pd_candidate(req: PlanRequest, prefill: RoleChoice, decode: RoleChoice,
 
     def wait(rate: float) -> float:
         rho = min(rate / prefill_cap, 0.95) if prefill_cap else 0.95
-        return pre.latency_s * (1 + rho / (2 * (1 - rho))) + kv_t   # M/D/1 at prefill
+        return pre.request_s + pre.latency_s * (1 + rho / (2 * (1 - rho))) + kv_t   # M/D/1
 
     if wl.concurrency:
         rho_max = 0.95
@@ -845,7 +856,7 @@ def pd_candidate(req: PlanRequest, prefill: RoleChoice, decode: RoleChoice,
         def in_loop(r: float) -> float:   # wait(r) + OSL x TPOT at the fed batch, inlined
             rho = min(r / prefill_cap, 0.95)
             b = fed_at(r, osl)
-            return r * (lat * (1 + rho / (2 * (1 - rho))) + kv_t
+            return r * (pre.request_s + lat * (1 + rho / (2 * (1 - rho))) + kv_t
                         + osl * tpot_of(b if b is not None else b_max))
 
         r_max = min(prefill_cap * rho_max, decode_cap)
@@ -885,54 +896,78 @@ def pd_candidate(req: PlanRequest, prefill: RoleChoice, decode: RoleChoice,
 def unified_candidate(req: PlanRequest, unified: RoleChoice, pre: perf.PrefillEstimate,
                        est: perf.DecodeEstimate, z: RoleSizing, retime=None,
                        draft: int = 0) -> Candidate:
-    """Prefill and decode share the GPUs: prefill work takes a fraction busy = R / (n x prefill
-    requests/s) of the instances, during which decode stalls, so TPOT stretches to
-    t / (1 - busy) and R = S (1 - busy) / (OSL x t) for S sequences decoding at TPOT t.
+    """Prefill and decode share the GPUs (:func:`perf.interleaved`: prefill steps hold the
+    instance's decode, attention DP synchronises its ranks), so a decoding sequence's TPOT
+    stretches with the arrival rate R; TTFT = the per-request cost + the prefill latency with
+    its M/D/1 wait at the time share ``busy`` prefill takes.
 
-    Open load: S is the sized batch over the ranks (capacity), R = S / (OSL x t + S / (n x
-    prefill req/s)). Fixed ``concurrency`` (a closed loop): the sequences decoding and those
-    waiting for prefill add up to it, R x (TTFT(R) + OSL x t(b) / (1 - busy)) = concurrency,
-    with t timed at the batch b that R keeps decoding (:class:`DecodeCurve`); beyond the
-    capacity the rest wait: TTFT = concurrency / R - OSL x TPOT."""
+    Open load: S sequences decode (the sized batch over the ranks, or the workload's
+    concurrency), R x OSL x TPOT(R) = S. Fixed ``concurrency`` (a closed loop): the sequences
+    decoding and those waiting for prefill add up to it, R x (TTFT(R) + OSL x TPOT(R)) =
+    concurrency, with the decode step timed at the batch R keeps decoding
+    (:class:`DecodeCurve`); beyond the capacity (busy 95 % or the sized batch) the rest wait:
+    TTFT = concurrency / R - OSL x TPOT."""
     wl = req.spec.workload
     osl = wl.outputTokens
     ul = unified.layout
     ranks = unified.instances * ul.data * ul.pipeline
-    cap = unified.instances * pre.requests_per_s
+    per_inst = ul.data * ul.pipeline
+    engine = req.spec.engine.name
 
     def wait(busy: float) -> float:
-        return pre.latency_s * (1 + busy / (2 * (1 - busy)))
+        return pre.request_s + pre.latency_s * (1 + busy / (2 * (1 - busy)))
+
+    def mix(r: float, t_dec: float, b: float) -> perf.Interleave:
+        return perf.interleaved(r / unified.instances, t_dec, pre, data=ul.data, engine=engine,
+                                sequences=b * per_inst, osl=osl)
+
+    curve = decode_curve(req, est, ranks, retime, draft) if wl.concurrency else None
+
+    def point(r: float) -> tuple[perf.Interleave, int]:
+        """The interleave at rate r and the batch per rank it keeps decoding (the sized batch
+        beyond the capacity)."""
+        if curve is None:
+            return mix(r, est.tpot_s, est.batch_per_rank), est.batch_per_rank
+        b = curve.fed(r, osl) or curve.b_max
+        m = mix(r, curve.tpot(b), b)
+        b = curve.fed(r, osl, m.tpot_s / curve.tpot(b)) or curve.b_max
+        return mix(r, curve.tpot(b), b), b
+
+    def capacity(seqs: float) -> float:
+        """The rate at which ``seqs`` sequences decode: R x OSL x TPOT(R) = seqs (bisection;
+        at most where prefill takes 95 % of the time)."""
+        lo, hi = 0.0, seqs / (osl * est.tpot_s)
+        for _ in range(60):
+            mid = (lo + hi) / 2
+            m = point(mid)[0]
+            if m.busy < 0.95 and mid * osl * m.tpot_s < seqs:
+                lo = mid
+            else:
+                hi = mid
+        return lo
 
     if wl.concurrency:
-        curve = decode_curve(req, est, ranks, retime, draft)
-        # Decode at its sized batch: R x OSL x t_B / (1 - R / cap) = ranks x B.
-        r_dec = ranks * est.batch_per_rank / (osl * est.tpot_s + ranks * est.batch_per_rank
-                                              / cap)
-
         def in_loop(r: float) -> float:
-            busy = min(r / cap, 0.95)
-            b = curve.fed(r, osl, 1 / (1 - busy))
-            t = curve.tpot(b if b is not None else curve.b_max)
-            return r * (wait(busy) + osl * t / (1 - busy))
+            m = point(r)[0]
+            return r * (wait(m.busy) + osl * m.tpot_s)
 
-        rate, capped = _solve_closed_loop(wl.concurrency, min(0.95 * cap, r_dec), in_loop)
-        busy = min(rate / cap, 0.95)
-        fed = curve.fed(rate, osl, 1 / (1 - busy)) or curve.b_max
-        tpot = curve.tpot(fed) / (1 - busy)
+        rate, capped = _solve_closed_loop(wl.concurrency,
+                                          capacity(ranks * est.batch_per_rank), in_loop)
+        m, batch = point(rate)
+        busy, tpot = m.busy, m.tpot_s
         ttft = wait(busy)
         if capped and rate:
             ttft = max(ttft, wl.concurrency / rate - osl * tpot)
-        batch = fed
         sustains = True
     else:
         seqs = _in_flight(wl, ranks * est.batch_per_rank)
-        rate = seqs / (osl * est.tpot_s + seqs / cap)
+        rate = capacity(seqs)
         sustains = True
         if wl.requestsPerSecond:
             sustains = rate >= wl.requestsPerSecond * 0.999
             rate = min(rate, wl.requestsPerSecond)
-        busy = min(rate / cap, 0.95)
-        tpot = est.tpot_s / (1 - busy)
+        m = mix(rate, est.tpot_s, est.batch_per_rank)
+        busy, tpot = m.busy, m.tpot_s
         ttft = wait(busy)
         batch = est.batch_per_rank
     gpus = unified.gpus
