@@ -144,3 +144,36 @@ def _interval(ctx: Context):
                   f"{f'below {low} s' if seconds < low else f'above {high} s'}: the 5-minute "
                   "rate windows of the alerts and dashboard need two samples",
                   f"e.g. interval: 15s ({low}s to {high}s)")
+
+
+#: The release's flag for each way of offloading weights (docs/spec.md §2
+#: ``serving.weightOffload``).
+OFFLOAD_FLAGS = {"groupSize": "--offload-group-size", "cpuGiB": "--cpu-offload-gb"}
+
+
+@rule("SRV009", E, "weight offloading names one way to offload and the release has its flags",
+      "vLLM vllm/config/offload.py OffloadConfig (cpu_offload_gb; offload_group_size / "
+      "offload_num_in_group <= group size / offload_prefetch_step, the group offloader from "
+      "0.17.0: generator/engines/data/engine-options.json); SGLang python/sglang/srt/"
+      "server_args.py (--cpu-offload-gb, --offload-group-size, --offload-num-in-group, "
+      "--offload-prefetch-step)")
+def _weight_offload(ctx: Context):
+    for i, r in ctx.role_items():
+        wo = r.serving.weightOffload
+        if wo is None:
+            continue
+        path = serving_path(ctx, i, "weightOffload")
+        if wo.groupSize is None and wo.cpuGiB is None:
+            yield Hit(path, f"role {r.name!r}: weightOffload offloads nothing",
+                      "give groupSize (group offloading with prefetch) or cpuGiB (UVA)")
+            continue
+        if wo.groupSize is not None and wo.numInGroup > wo.groupSize:
+            yield Hit(path, f"role {r.name!r}: weightOffload.numInGroup {wo.numInGroup} exceeds "
+                      f"groupSize {wo.groupSize}: the engine refuses to start",
+                      f"use numInGroup <= {wo.groupSize}")
+        for field, flag in OFFLOAD_FLAGS.items():
+            if getattr(wo, field) is not None and ctx.dialect is not None \
+                    and not ctx.dialect.has(flag):
+                yield Hit(path, f"role {r.name!r}: {ctx.engine} {ctx.dialect.version} has no "
+                          f"{flag} (weightOffload.{field})",
+                          "use a release that has it (vLLM >= 0.17.0 for group offloading)")

@@ -57,6 +57,7 @@ from typing import TYPE_CHECKING, ClassVar
 from ..layout import Spread
 from ..pods import DRAIN_S
 from ..resources import package_text
+from .base import offload_args
 from .base import (
     DERIVED_BY_LAYOUT as _LAYOUT,
     DERIVED_LISTENER as _LISTENER,
@@ -162,7 +163,11 @@ DERIVED_FLAGS: dict[str, str] = {
     "--max-model-len": "serving.maxModelLen",
     "--kv-cache-dtype": "serving.kvCacheDtype",
     "--gpu-memory-utilization": "serving.gpuMemoryUtilization",
-    "--kv-cache-memory-bytes": "serving.gpuMemoryUtilization (the HBM check sizes the KV cache)",
+    "--kv-cache-memory-bytes": "serving.kvCacheMemoryBytes",
+    "--cpu-offload-gb": "serving.weightOffload.cpuGiB",
+    "--offload-group-size": "serving.weightOffload.groupSize",
+    "--offload-num-in-group": "serving.weightOffload.numInGroup",
+    "--offload-prefetch-step": "serving.weightOffload.prefetchStep",
     "--max-num-seqs": "serving.maxNumSeqs (or roles[].sizing.concurrency)",
     "--max-num-batched-tokens": "serving.maxNumBatchedTokens",
     "--enforce-eager": "serving.enforceEager",
@@ -337,6 +342,9 @@ class VllmDialect:
             common += ["--max-num-batched-tokens", str(planned)]
         if s.enforceEager:
             common += ["--enforce-eager"]
+        if s.kvCacheMemoryBytes:
+            common += ["--kv-cache-memory-bytes", str(s.kvCacheMemoryBytes)]
+        common += offload_args(s.weightOffload)
         if self._v() >= (0, 18, 0):
             # Drain in-flight requests on SIGTERM (default 0 aborts them; vllm/config/vllm.py).
             common += ["--shutdown-timeout", str(DRAIN_S)]
