@@ -1,6 +1,7 @@
 """Fit the performance model's constants to the development figures of
 ``bench/published_cases.yaml`` (never to held-out ones), one group at a time, and print the
-values to write into generator/capacity/perf.py (which names the figures each is fitted to).
+values to write into generator/perf/terms.py and fixed.py (which name the figures each is
+fitted to).
 
 Each group is a set of constants and the development cases that determine them; the fit
 minimises the sum of squared log(predicted / published) over those cases by coordinate descent
@@ -25,25 +26,27 @@ sys.path.insert(0, str(ROOT / "bench"))
 
 import planner_residuals as bench  # noqa: E402
 
-from generator.capacity import perf  # noqa: E402
+from generator.perf import fixed  # noqa: E402
+from generator.perf import terms as perf  # noqa: E402
 
 
 def _costs(family):
     def get():
-        return perf.FIXED_COSTS[family]
+        return fixed.FIXED_COSTS[family]
 
     def param(name):
         def read():
             return getattr(get(), name)
 
         def write(v):
-            perf.FIXED_COSTS[family] = dataclasses.replace(get(), **{name: v})
+            fixed.FIXED_COSTS[family] = dataclasses.replace(get(), **{name: v})
         return (f"FIXED_COSTS[{family}].{name}", read, write)
     return param
 
 
-def _module(name):
-    return (name, lambda: getattr(perf, name), lambda v: setattr(perf, name, v))
+def _module(name, mod=perf):
+    return (f"{mod.__name__.rsplit('.', 1)[1]}.{name}", lambda: getattr(mod, name),
+            lambda v: setattr(mod, name, v))
 
 
 def _by_gpu(name, gpus):
@@ -55,7 +58,6 @@ def _by_gpu(name, gpus):
     return (f"{name}[{', '.join(gpus)}]", lambda: table[gpus[0]], write)
 
 
-HOPPER = _costs(("nvidia", "hopper"))
 BLACKWELL = _costs(("nvidia", "blackwell"))
 AMD = _costs(("amd", "*"))
 
@@ -63,8 +65,8 @@ AMD = _costs(("amd", "*"))
 GROUPS = [
     ("NVIDIA prefill efficiency and single-node TP fixed costs (lmsys.org EP32 prefill on H100; "
      "Ant Group TP8 prefill on H20-96G; SGLang cookbook R1 TP8 on B200, 1K/1K)",
-     [HOPPER("prefill_eta"), _by_gpu("ETA_PREFILL_BY_GPU", ["H20-96GB", "H20-141GB"]),
-      _module("PREFILL_LAUNCH_EXPOSED"), BLACKWELL("decode_layer_s"), BLACKWELL("moe_slice_s"),
+     [_module("ETA_PREFILL"), _by_gpu("ETA_PREFILL_BY_GPU", ["H20-96GB", "H20-141GB"]),
+      _module("PREFILL_LAUNCH_EXPOSED", fixed), BLACKWELL("decode_layer_s"), BLACKWELL("moe_slice_s"),
       BLACKWELL("prefill_layer_s"), BLACKWELL("request_s")],
      ["lmsys-h100-prefill-ep32-", "antgroup-h20-96-prefill-tp8", "cookbook-r1-b200-tp8-1k1k-"]),
     ("MI300X single-node TP (SGLang cookbook V3.1, 1K/1K)",
@@ -75,8 +77,8 @@ GROUPS = [
      ["vllm-gb300-r1nvfp4-dp2ep2-prefill-only", "vllm-gb200-r1nvfp4-prefill-dp2"]),
     ("DeepSeek-V3.2 sparse attention and attention-DP prefill steps (cookbook V3.2 TP8 c=1 and "
      "DP8 c=100, Kimi-K2 DP4 c=1 on B200; vLLM V3.2 TP2 prefill on GB300)",
-     [BLACKWELL("dp_sync_layer_s"), BLACKWELL("gather_latency_s"), _module("SPARSE_DECODE_LAYER_S"),
-      _module("SPARSE_PREFILL_LAYER_S"), _module("ETA_SPARSE_PREFILL")],
+     [BLACKWELL("dp_sync_layer_s"), BLACKWELL("gather_latency_s"), _module("SPARSE_DECODE_LAYER_S", fixed),
+      _module("SPARSE_PREFILL_LAYER_S", fixed), _module("ETA_SPARSE_PREFILL")],
      ["cookbook-v32-b200-dp8ep8-c100-", "cookbook-v32-b200-tp8-eagle-c1-",
       "cookbook-k2-b200-dp4-c1-", "vllm-gb300-v32nvfp4-tp2-prefill-only"]),
 ]

@@ -2,13 +2,13 @@
 
 Each case of ``bench/published_cases.yaml`` is a PlanRequest with fixed roles (docs/spec.md
 §5.1), the figure its deployment published (with its source address and configuration), and
-whether the figure is a development figure (constants of generator/capacity/perf.py are fitted
+whether the figure is a development figure (constants of generator/perf/terms.py are fitted
 to it) or held out (never fitted). moegen's prediction of that figure, the ratio predicted /
-published, and the regime (generator/capacity/regimes.py) it falls in; per regime and split:
+published, and the regime (generator/perf/regimes.py) it falls in; per regime and split:
 n, median and worst error factor max(ratio, 1 / ratio).
 
     python bench/planner_residuals.py            # the table
-    python bench/planner_residuals.py --write    # and write generator/capacity/data/regime-errors.json
+    python bench/planner_residuals.py --write    # and write generator/perf/data/regime-errors.json
 """
 
 from __future__ import annotations
@@ -24,9 +24,9 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from generator.capacity import plan
-from generator.capacity.regimes import ERRORS_FILE, REGIMES, classify, kind_of, sparse_attention
-from generator.capacity.request import PlanRequest
 from generator.catalog import GPUS, builtin_config
+from generator.perf.regimes import ERRORS_FILE, REGIMES, classify, kind_of, sparse_attention
+from generator.spec.request import PlanRequest
 
 CASES = ROOT / "bench" / "published_cases.yaml"
 SPLITS = ("dev", "held-out")
@@ -52,7 +52,7 @@ def requests() -> list[tuple[dict, PlanRequest]]:
 
 
 def case_regime(case: dict, req: PlanRequest) -> str:
-    """The regime of a case's figure (generator/capacity/regimes.py ``classify``)."""
+    """The regime of a case's figure (generator/perf/regimes.py ``classify``)."""
     m = case["metric"]
     roles = req.spec.roles or []
     unified = any(r.mode == "unified" for r in roles)

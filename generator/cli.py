@@ -217,7 +217,7 @@ def plan(request: Path, fmt: str, emit_path: Path | None) -> None:
     else:
         result = run_plan(req, prov=prov)
     if fmt == "json":
-        from .capacity.regimes import annotate_plan
+        from .perf.regimes import annotate_plan
         click.echo(json.dumps(annotate_plan(result.to_json(), req), indent=2))
     else:
         click.echo(plan_text(result, req), nl=False)
@@ -283,9 +283,9 @@ def report_cmd(spec: Path, overlays: tuple[Path, ...], out: Path | None, fmt: st
     SPEC may be an InferenceDeployment or a PlanRequest (then the page shows the plan).
     """
     from .emit import write_file
-    from .manifests.templates import render as render_template
     from .output import review_page
     from .spec.load import parse_yaml_file
+    from .targets.templates import render as render_template
     _exist(spec, *overlays)
     data, _, _ = parse_yaml_file(spec)
     checked = None

@@ -1,4 +1,4 @@
-"""The performance model's named terms (generator/capacity/perf.py) and the memory items of
+"""The performance model's named terms (generator/perf/terms.py) and the memory items of
 issue 25, each against numbers derived by hand (the arithmetic is in the test) or an
 engine-printed figure within a stated tolerance."""
 
@@ -7,8 +7,10 @@ from __future__ import annotations
 import pytest
 import yaml
 
-from generator.capacity import perf
-from generator.capacity.search import model_shape
+from generator.perf import terms as perf
+from generator.perf.fixed import PREFILL_LAUNCH_EXPOSED
+from generator.perf.interleave import interleaved
+from generator.perf.decode import model_shape
 from generator.catalog import GPUS, builtin_config
 from generator.sizing.formats import encoded_bytes, encoding
 from generator.sizing.vllm_budget import activation_gib
@@ -25,13 +27,13 @@ def test_interleaved_prefill_holds_decode():
     23.93 ms; attention DP8: the other 7 ranks advance in the held step: 41.78 + 7/8 x 2 =
     43.53 tokens/s; vLLM (prompt chunk inside the decode step, no fixed step): the step holds
     0.02 + 0.01 s, busy = 0.06, tokens/s = 0.94 / 0.02 + 2 = 49, TPOT 20.41 ms."""
-    assert perf.PREFILL_LAUNCH_EXPOSED == 0.22
+    assert PREFILL_LAUNCH_EXPOSED == 0.22
     pre = perf.PrefillEstimate(0.08, 10.0, step_s=0.08, work_s=0.01)
-    one = perf.interleaved(2.0, 0.02, pre, data=1, engine="sglang", sequences=10, osl=100)
+    one = interleaved(2.0, 0.02, pre, data=1, engine="sglang", sequences=10, osl=100)
     assert one.busy == pytest.approx(0.1644) and one.tpot_s == pytest.approx(1 / 41.78)
-    dp8 = perf.interleaved(2.0, 0.02, pre, data=8, engine="sglang", sequences=10, osl=100)
+    dp8 = interleaved(2.0, 0.02, pre, data=8, engine="sglang", sequences=10, osl=100)
     assert dp8.tpot_s == pytest.approx(1 / (41.78 + 7 / 8 * 2))
-    vllm = perf.interleaved(2.0, 0.02, pre, data=1, engine="vllm", sequences=10, osl=100)
+    vllm = interleaved(2.0, 0.02, pre, data=1, engine="vllm", sequences=10, osl=100)
     assert vllm.busy == pytest.approx(0.06) and vllm.tpot_s == pytest.approx(1 / 49)
 
 
@@ -40,7 +42,7 @@ def test_closed_loop_batches_the_requests_that_finish_in_one_step():
     carries k = 4 requests (TP: work 4 x 10 ms = 40 ms beside 80 ms of launches: 80 + 0.22 x
     40 = 88.8 ms), 2 / 4 of them per second."""
     pre = perf.PrefillEstimate(0.08, 10.0, step_s=0.08, work_s=0.01)
-    m = perf.interleaved(2.0, 0.02, pre, data=1, engine="sglang", sequences=400, osl=100)
+    m = interleaved(2.0, 0.02, pre, data=1, engine="sglang", sequences=400, osl=100)
     assert m.per_step == 4 and m.busy == pytest.approx(2.0 / 4 * 0.0888)
 
 

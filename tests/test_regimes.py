@@ -9,7 +9,7 @@ import json
 
 import pytest
 
-from generator.capacity.regimes import (ERRORS_FILE, REGIMES, classify, figure_regimes,
+from generator.perf.regimes import (ERRORS_FILE, REGIMES, classify, figure_regimes,
                                         regime_error, sparse_attention)
 from generator.catalog import builtin_config
 from generator.cli import run
@@ -50,7 +50,7 @@ def _bench():
 
 
 def test_the_shipped_error_table_is_what_the_bench_measures():
-    """generator/capacity/data/regime-errors.json = bench/planner_residuals.py's summary
+    """generator/perf/data/regime-errors.json = bench/planner_residuals.py's summary
     (refresh: python bench/planner_residuals.py --write)."""
     bench = _bench()
     shipped = json.loads(ERRORS_FILE.read_text())["regimes"]

@@ -8,7 +8,7 @@ from ..layout import parallel_text
 
 def plan_text(result: PlanResult, req=None) -> str:
     """The planner's ranked table and its assumptions; with the PlanRequest ``req``, each
-    candidate's regime per figure (generator/capacity/regimes.py) and that regime's measured
+    candidate's regime per figure (generator/perf/regimes.py) and that regime's measured
     error against published figures (bench/planner_residuals.py)."""
     lines = ["assumptions:"] + [f"  - {a}" for a in result.assumptions]
     lines.append(f"reachable: {'yes' if result.reachable else 'NO'}; binding: {result.bound}")
@@ -42,7 +42,7 @@ def plan_text(result: PlanResult, req=None) -> str:
 def _regime_lines(result: PlanResult, req) -> list[str]:
     """Per listed candidate, the regime of its TTFT, TPOT and tokens/s; then each regime's
     measured bench error once."""
-    from ..capacity.regimes import roles_regimes
+    from ..perf.regimes import roles_regimes
     s = req.spec
     seen: dict[str, object] = {}
     lines = []
