@@ -122,22 +122,25 @@ def dashboard_plan(base: str, engine: str, roles: list[tuple[str, str, bool]],
         ttft_here = mode == "unified" or (mode == "prefill") == (engine == "vllm")
         if mode != "prefill":
             panels.append(("TPOT", "per-request time per output token; the line: moegen's "
-                           "predicted TPOT at the sized load (spec.traffic)",
+                           "predicted TPOT at the sized load (spec.traffic)"
+                           + _regime(p, "tpotMs"),
                            _quantiles(m.tpot_seconds, sel), "s",
                            round(p.tpot_ms / 1000, 4) if p and p.tpot_ms else None))
         if ttft_here:
             panels.append(("TTFT", "time to first token as this role's engine records it; "
                            "the line: moegen's predicted TTFT (prefill queue + compute + KV "
-                           "transfer)", _quantiles(m.ttft_seconds, sel), "s",
+                           "transfer)" + _regime(_ttft_role(predicted), "ttftMs"),
+                           _quantiles(m.ttft_seconds, sel), "s",
                            round(ttft / 1000, 4) if ttft else None))
         if mode != "prefill":
             panels.append(("Output tokens/s", "all pods of the role; the line: the output "
-                           "rate predicted at the sized load",
+                           "rate predicted at the sized load" + _regime(p, "outputTokensPerSec"),
                            [(f"sum(rate({m.generated_total}{sel}[{WINDOW}]))", name)],
                            "short", p.output_total if p else None))
         if mode != "decode":
             panels.append(("Input tokens/s", "prompt tokens processed by the role; the line: "
-                           "the input rate predicted at the sized load",
+                           "the input rate predicted at the sized load"
+                           + _regime(p, "inputTokensPerSec"),
                            [(f"sum(rate({m.prompt_total}{sel}[{WINDOW}]))", name)], "short",
                            p.input_total if p else None))
         for i, (title, desc, queries, unit, ref) in enumerate(panels):
@@ -151,6 +154,18 @@ def dashboard_plan(base: str, engine: str, roles: list[tuple[str, str, bool]],
     text = json.dumps(d.build(), cls=JSONEncoder, sort_keys=True, indent=2)
     return DashboardPlan(f"{base}-dashboard", dict(labels) | dict([DASHBOARD_LABEL]),
                          f"{base}.json", text)
+
+
+def _regime(p, field: str) -> str:
+    """``"; <regime> regime, bench median error ..."`` for the predicted figure ``field`` of
+    role prediction ``p`` (generator/perf/regimes.py), or "" without one."""
+    e = p.regimes.get(field) if p is not None else None
+    return f" ({e.describe()})" if e is not None else ""
+
+
+def _ttft_role(predicted: dict):
+    """The role prediction that carries the deployment's TTFT (prefill or unified)."""
+    return next((p for p in predicted.values() if p.ttft_ms is not None), None)
 
 
 def _ttft(predicted: dict) -> float | None:
