@@ -77,6 +77,14 @@ def fact(request, text: str) -> None:
     print(f"[execution] {text}", file=sys.stderr)
 
 
+def usage(request, cluster) -> None:
+    """Record each pod's peak memory and CPU time (facts of the session summary)."""
+    cpu_s = cluster.cpu_s
+    for name, (rss, pss) in sorted(cluster.peak_kib.items()):
+        fact(request, f"{name}: peak {rss / 2**20:.2f} GiB RSS ({pss / 2**20:.2f} GiB PSS), "
+                      f"{cpu_s.get(name, 0):.0f} CPU-s over all its starts")
+
+
 @pytest.fixture(scope="session")
 def runtime() -> cpu.Runtime:
     rt = cpu.find_runtime()

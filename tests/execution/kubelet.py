@@ -45,6 +45,7 @@ import json
 import os
 import re
 import shlex
+import shutil
 import signal
 import socket
 import subprocess
@@ -285,12 +286,28 @@ def _children(pid: int) -> list[int]:
     return out
 
 
+def _die_with_parent() -> None:
+    """In the child before exec: SIGKILL when the harness process dies (prctl PR_SET_PDEATHSIG)."""
+    import ctypes
+    ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)
+
+
 def _alive(pid: int) -> bool:
     try:
         with open(f"/proc/{pid}/stat") as f:
             return f.read().rsplit(")", 1)[1].split()[0] != "Z"
     except OSError:
         return False
+
+
+def _cpu_ticks(pid: int) -> int:
+    """utime + stime of a process, in clock ticks (proc(5))."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        return int(fields[11]) + int(fields[12])
+    except (OSError, IndexError, ValueError):
+        return 0
 
 
 def _mem_kib(pid: int) -> tuple[int, int]:
@@ -325,9 +342,12 @@ class Cluster:
     """
 
     def __init__(self, out_dir: Path, work_dir: Path, runtime: "cpu.Runtime", model_dir: Path,
-                 ip_prefix: str, lifetime_s: float = 900, mutate=None):
+                 ip_prefix: str, lifetime_s: float = 900):
         self.out_dir, self.work = Path(out_dir), Path(work_dir)
         self.runtime, self.lifetime_s = runtime, lifetime_s
+        self.model_dir, self.ip_prefix = Path(model_dir), ip_prefix
+        self._variants = 0
+        self._children: list[Cluster] = []
         self.work.mkdir(parents=True, exist_ok=True)
         pods, self.docs = plan_pods(self.out_dir, ip_prefix)
         _, self.configmaps = load_objects(self.out_dir)
@@ -342,8 +362,6 @@ class Cluster:
         self.pods = {p.name: p for p in pods}
         for p in pods:
             cpu.substitute(p, self, model_dir)
-        if mutate is not None:
-            mutate(self)
         self.hosts = self.work / "hosts"
         base = Path("/etc/hosts").read_text() if Path("/etc/hosts").exists() else "127.0.0.1 localhost\n"
         lines = [base.rstrip("\n"), "# pods of the rendered output (tests/execution/kubelet.py)"]
@@ -359,6 +377,23 @@ class Cluster:
         self.generation: dict[str, int] = {p.name: 0 for p in pods}
         self.peak_kib: dict[str, tuple[int, int]] = {}
         self._dead_ns: set[str] = set()
+        self._ticks: dict[tuple[str, int], tuple[str, int]] = {}
+
+    def variant(self, file: str, old: str, new: str) -> "Cluster":
+        """The same rendered output with ONE edit (``old`` -> ``new`` wherever it occurs in the
+        rendered ``file``), planned on the same addresses: start one of its pods in place of this
+        cluster's pod of the same name (kill that first) to see what the edit breaks."""
+        self._variants += 1
+        work = self.work / f"variant-{self._variants}"
+        shutil.copytree(self.out_dir, work / "out")
+        path = work / "out" / file
+        text = path.read_text()
+        if old not in text:
+            raise AssertionError(f"{file}: {old!r} does not occur")
+        path.write_text(text.replace(old, new))
+        v = Cluster(work / "out", work, self.runtime, self.model_dir, self.ip_prefix, self.lifetime_s)
+        self._children.append(v)
+        return v
 
     # ------------------------------------------------------------------ views
     def substitutions(self) -> str:
@@ -420,13 +455,16 @@ class Cluster:
                 f"mount --bind {shlex.quote(str(self.hosts))} /etc/hosts",
                 f"hostname {shlex.quote(p.name)}",
                 'exec "$@"'])
-            cmd = ["setsid", "timeout", "-s", "KILL", str(int(self.lifetime_s)),
-                   "unshare", "--pid", "--kill-child", "--mount-proc", "--uts", "--propagation", "private",
+            # unshare's child (PID 1 of the pod's namespace) is `timeout`: the pod's lifetime
+            # bound; unshare dies with this process (PR_SET_PDEATHSIG) and takes the namespace,
+            # every process in it, along (--kill-child).
+            cmd = ["unshare", "--pid", "--kill-child", "--mount-proc", "--uts", "--propagation", "private",
+                   "timeout", "-s", "KILL", str(int(self.lifetime_s)),
                    "/bin/sh", "-c", setup, "pod-setup", *p.argv]
             (pd / f"argv.{self.generation[n]}.json").write_text(json.dumps({"argv": p.argv, "env": p.env}, indent=1))
             with open(log, "wb") as fh:
                 popen = subprocess.Popen(cmd, stdout=fh, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                         env=p.env, cwd=pd)
+                                         env=p.env, cwd=pd, start_new_session=True, preexec_fn=_die_with_parent)
             self.running[n] = Running(popen, time.monotonic(), log=log)
 
     def _ns_of(self, r: Running) -> str | None:
@@ -444,12 +482,13 @@ class Cluster:
     def _pids_in(self, ns: str) -> list[int]:
         out = []
         for d in os.listdir("/proc"):
-            if d.isdigit() and _pidns(int(d)) == ns:
+            if d.isdigit() and _pidns(int(d)) == ns and _alive(int(d)):
                 out.append(int(d))
         return out
 
     def sample_memory(self) -> None:
-        """Record each running pod's peak RSS/PSS (sum over the processes of its namespace)."""
+        """Record each running pod's peak RSS/PSS (sum over the processes of its namespace) and
+        the CPU time its processes have used (``cpu_s``: core-seconds over all its starts)."""
         for n, r in self.running.items():
             ns = self._ns_of(r)
             if not ns:
@@ -459,8 +498,16 @@ class Cluster:
                 rss, pss = _mem_kib(pid)
                 tot[0] += rss
                 tot[1] += pss
+                self._ticks[(ns, pid)] = (n, _cpu_ticks(pid))
             old = self.peak_kib.get(n, (0, 0))
             self.peak_kib[n] = (max(old[0], tot[0]), max(old[1], tot[1]))
+
+    @property
+    def cpu_s(self) -> dict[str, float]:
+        out: dict[str, float] = {}
+        for n, ticks in self._ticks.values():
+            out[n] = out.get(n, 0.0) + ticks / os.sysconf("SC_CLK_TCK")
+        return out
 
     def alive(self, name: str) -> bool:
         r = self.running.get(name)
@@ -469,6 +516,8 @@ class Cluster:
     def kill(self, *names: str) -> None:
         """SIGKILL the pods' process groups (a node losing the pod, or ``kubectl delete --force``)."""
         for n in names:
+            if n in self.running:
+                self.sample_memory()
             r = self.running.pop(n, None)
             if r is None:
                 continue
@@ -549,6 +598,13 @@ class Cluster:
         return [pid for ns in self._dead_ns for pid in self._pids_in(ns)]
 
     def close(self) -> None:
+        """Kill every pod (of the variants first), then check that nothing is left."""
+        errors = []
+        for v in self._children:
+            try:
+                v.close()
+            except AssertionError as e:
+                errors.append(str(e))
         self.kill(*list(self.running))
         left = self.leftovers()
         for pid in left:
@@ -557,7 +613,9 @@ class Cluster:
             except ProcessLookupError:
                 pass
         if left:
-            raise AssertionError(f"processes left after the pods were killed: {left}")
+            errors.append(f"{self.work}: processes left after the pods were killed: {left}")
+        if errors:
+            raise AssertionError("\n".join(errors))
 
     def __enter__(self):
         return self

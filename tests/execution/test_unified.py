@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 
 from tests.execution import client
-from tests.execution.conftest import fact, ip_prefix, render
+from tests.execution.conftest import fact, ip_prefix, render, usage
 from tests.execution.kubelet import Cluster
 
 pytestmark = pytest.mark.execution
@@ -26,8 +26,7 @@ def cluster(runtime, checkpoint, tmp_path_factory, request):
         print(c.substitutions())
         c.start(*c.pods)
         yield c
-        for name, (rss, pss) in c.peak_kib.items():
-            fact(request, f"peak memory {name}: {rss / 2**20:.2f} GiB RSS ({pss / 2**20:.2f} GiB PSS)")
+        usage(request, c)
 
 
 def test_pod_ready_within_its_startup_budget(cluster, request):
