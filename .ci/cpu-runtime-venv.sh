@@ -75,7 +75,7 @@ log "building $VENV (fresh)"
 rm -rf "$VENV"
 "$PY_BOOT" -m venv "$VENV"
 PY="$VENV/bin/python"
-PIP=("$PY" -m pip install --disable-pip-version-check --no-input --progress-bar off --quiet)
+PIP=("$PY" -m pip install --disable-pip-version-check --no-input --progress-bar off --quiet --no-warn-conflicts)
 FIND_LINKS=()
 [[ -d /opt/wheels ]] && FIND_LINKS=(--find-links /opt/wheels)
 

@@ -19,7 +19,9 @@ anything). What it emulates, with the upstream behaviour it follows:
   what is defined so far (``$$`` is a literal ``$``, an undefined reference stays as written:
   third_party/forked/golang/expansion/expand.go) and the downward API (``status.podIP``,
   ``metadata.name``/``namespace``/``labels[...]``/``annotations[...]``); service links for every
-  Service of the namespace (``<NAME>_SERVICE_HOST`` ... : pkg/kubelet/envvars/envvars.go); then
+  Service of the namespace (``<NAME>_SERVICE_HOST`` ... : pkg/kubelet/envvars/envvars.go; each
+  Service gets an unused address of the cluster's range as its ClusterIP; the ``kubernetes``
+  Service's own variables are not set, there is no API server); then
   ``command`` + ``args`` with ``$(VAR)`` expanded against the final env.
 * **Isolation** per pod: its own loopback address (``status.podIP``; all pods share this
   machine's network namespace), a PID namespace (the pod's processes die with it), a mount
@@ -30,10 +32,10 @@ anything). What it emulates, with the upstream behaviour it follows:
   named container port), polled every second against the rendered startup budget
   (``initialDelaySeconds + failureThreshold x periodSeconds``); a pod without probes is ready
   once its process runs. Liveness probes are not acted on.
-* **Restarts**: ``restart`` is a container restart (the pod's emptyDirs survive);
-  ``recreate_group`` is what a LeaderWorkerSet with ``RecreateGroupOnPodRestart`` does when one
-  of its pods restarts: every pod of the group deleted and created anew (fresh emptyDirs, same
-  names and addresses).
+* **Restarts**: ``recreate_group`` is what a LeaderWorkerSet with ``RecreateGroupOnPodRestart``
+  does when one of its pods restarts: every pod of the group deleted and created anew (fresh
+  emptyDirs, same names and addresses); ``start(fresh=False)`` would be a container restart in
+  place (emptyDirs kept).
 
 Every pod's process tree is bounded in time (``timeout -s KILL``) and killed by its own process
 group; ``close()`` checks that no process of any pod's PID namespace is left.
@@ -342,10 +344,11 @@ class Cluster:
     """
 
     def __init__(self, out_dir: Path, work_dir: Path, runtime: "cpu.Runtime", model_dir: Path,
-                 ip_prefix: str, lifetime_s: float = 900):
+                 ip_prefix: str, lifetime_s: float = 1200, ready_limit_s: float = 600):
         self.out_dir, self.work = Path(out_dir), Path(work_dir)
         self.runtime, self.lifetime_s = runtime, lifetime_s
         self.model_dir, self.ip_prefix = Path(model_dir), ip_prefix
+        self.ready_limit_s = ready_limit_s
         self._variants = 0
         self._children: list[Cluster] = []
         self.work.mkdir(parents=True, exist_ok=True)
@@ -391,7 +394,8 @@ class Cluster:
         if old not in text:
             raise AssertionError(f"{file}: {old!r} does not occur")
         path.write_text(text.replace(old, new))
-        v = Cluster(work / "out", work, self.runtime, self.model_dir, self.ip_prefix, self.lifetime_s)
+        v = Cluster(work / "out", work, self.runtime, self.model_dir, self.ip_prefix, self.lifetime_s,
+                    self.ready_limit_s)
         self._children.append(v)
         return v
 
@@ -533,11 +537,6 @@ class Cluster:
                 while self._pids_in(r.pidns) and time.monotonic() < deadline:
                     time.sleep(0.2)
 
-    def restart(self, name: str) -> None:
-        """A container restart: killed, started again in the same pod."""
-        self.kill(name)
-        self.start(name, fresh=False)
-
     def recreate_group(self, name: str) -> list[str]:
         """LWS ``RecreateGroupOnPodRestart``: every pod of ``name``'s group deleted and created."""
         members = self.group_of(name)
@@ -569,8 +568,9 @@ class Cluster:
     def wait_ready(self, *names: str, limit_s: float | None = None) -> dict[str, float]:
         """Poll the pods' probes until all pass; returns seconds from start to ready per pod.
         Fails (PodFailed) when a pod's process exits, or when its rendered startup budget (or
-        ``limit_s``, the harness's own bound, if smaller) runs out."""
+        ``limit_s``, the harness's own bound, default ``ready_limit_s``, if smaller) runs out."""
         pending, out = set(names), {}
+        limit_s = limit_s or self.ready_limit_s
         while pending:
             self.sample_memory()
             for n in sorted(pending):

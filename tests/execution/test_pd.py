@@ -48,7 +48,7 @@ def cluster(runtime, checkpoint, tmp_path_factory, request):
     out = render("s1-16xh20-pd.yaml", ["dev-small.yaml", "vllm-0.32.yaml"], work / "out")
     with Cluster(out, work, runtime, checkpoint, ip_prefix()) as c:
         print(c.substitutions())
-        c.start(*c.pods)
+        c.start(P, D)           # the router comes once they are ready (its sync-wave 1, below)
         yield c
         usage(request, c)
 
@@ -87,7 +87,14 @@ def assert_kv_over_nixl(prompts, replies, d) -> None:
 
 def test_every_pod_ready_within_its_startup_budget(cluster, request):
     assert sorted(cluster.pods) == [D, P, R]
-    ready = cluster.wait_ready(*cluster.pods)
+    ready = cluster.wait_ready(P, D)
+    # The router Deployment is rendered with argocd.argoproj.io/sync-wave "1": Argo CD creates it
+    # once the engines (wave 0) are healthy. Started earlier it would wait for them, checking
+    # every 30 s (vllm-router 0.1.17: worker_startup_check_interval).
+    [router] = [d for d in cluster.docs if d["kind"] == "Deployment"]
+    assert router["metadata"]["annotations"]["argocd.argoproj.io/sync-wave"] == "1"
+    cluster.start(R)
+    ready.update(cluster.wait_ready(R))
     for n, s in sorted(ready.items()):
         fact(request, f"{n} ready after {s} s (rendered startup budget {cluster.pods[n].startup_budget_s:.0f} s)")
 
