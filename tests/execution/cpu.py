@@ -75,7 +75,7 @@ def absent_reason() -> str:
     return ("!!! EXECUTION TIER NOT RUN: no finished CPU runtime at "
             f"{runtime_venv()} (marker {MARKER_NAME} missing). The rendered pods were NOT started "
             f"with the real engine and router. Build it with `bash {BUILD_SCRIPT.relative_to(REPO)}` "
-            "(~2 min, ~2.8 GB; MOEGEN_CPU_RUNTIME_VENV puts it elsewhere). !!!")
+            "(~2.5 min, ~2.8 GB; MOEGEN_CPU_RUNTIME_VENV puts it elsewhere). !!!")
 
 
 def _set(argv: list[str], old: str, new: str) -> tuple[list[str], bool]:
