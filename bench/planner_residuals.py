@@ -17,7 +17,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from generator.capacity import plan
-from generator.capacity.request import PlanRequest
+from generator.spec.request import PlanRequest
 
 CASES = ROOT / "bench" / "published_cases.yaml"
 

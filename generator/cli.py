@@ -282,9 +282,9 @@ def report_cmd(spec: Path, overlays: tuple[Path, ...], out: Path | None, fmt: st
     SPEC may be an InferenceDeployment or a PlanRequest (then the page shows the plan).
     """
     from .emit import write_file
-    from .manifests.templates import render as render_template
     from .output import review_page
     from .spec.load import parse_yaml_file
+    from .targets.templates import render as render_template
     _exist(spec, *overlays)
     data, _, _ = parse_yaml_file(spec)
     checked = None

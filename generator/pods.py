@@ -11,7 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from .spec.models import Cache, DeploymentSpec, Pod, PodLimits, Role
+from .spec.models import DeploymentSpec, Role
+from .spec.operations import Cache, Pod, PodLimits
 
 #: Startup probe period, s (the startup budget is a whole number of periods).
 STARTUP_PERIOD_S = 10

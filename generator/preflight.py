@@ -194,7 +194,6 @@ def preflight(checked, api: Api, dry_run: bool = False,
     ``dry_run``, also the API server's answer to a server-side dry run of every rendered object
     (PRE010; ``files``: the render of ``checked``, rendered here when not given)."""
     spec = checked.spec
-    s = spec.spec
     ns = spec.metadata.namespace
     out: list[Finding] = []
     for name, why in _crds(checked):

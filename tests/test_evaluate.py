@@ -9,11 +9,12 @@ import json
 import pytest
 import yaml
 
-from generator.capacity import perf, plan
-from generator.capacity.request import PlanRequest
-from generator.capacity.search import model_shape
+from generator.capacity import plan
 from generator.catalog import GPUS, builtin_config
 from generator.cli import run
+from generator.perf import terms as perf
+from generator.perf.decode import model_shape
+from generator.spec.request import PlanRequest
 from tests.helpers import EXAMPLES, load_script
 
 FIXED = EXAMPLES / "plan" / "h20-96-fixed-layout.yaml"

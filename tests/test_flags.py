@@ -7,7 +7,7 @@ import json
 import pytest
 
 from generator.engines import vllm
-from generator.engines.versions import UnsupportedVersion
+from generator.facts.versions import UnsupportedVersion
 from tests.helpers import EXAMPLES, ROOT, render_spec
 
 
@@ -193,7 +193,8 @@ def test_sglang_dp_attention_runs_dense_layers_data_parallel():
 
 def test_sglang_default_mem_fraction_matches_the_reserve_formula():
     """SGLang's reserve (MB) for TP8 on H20-96GB: 512 + 1.5 x 8192 + 2 x 512 + 1024 x 8 / 8 =
-    14,848 -> mfs = (97,871 - 14,848) / 97,871 = 0.848 (anchors-planner.md §6 table)."""
+    14,848 -> mfs = (97,871 - 14,848) / 97,871 = 0.848 (SGLang 0.5.x server_args.py
+    _handle_gpu_memory_settings; docs/design.md §5)."""
     from generator.sizing.sglang_budget import default_mem_fraction_static
     assert default_mem_fraction_static(97_871, 8, 1, 1, False, 8192, 512, False) == \
         round((97_871 - 14_848) / 97_871, 3) == 0.848

@@ -6,8 +6,7 @@ from __future__ import annotations
 import pytest
 
 from generator.catalog import builtin_config
-from generator.engines.base import PodProcesses
-from generator.sizing.host import GIB, api_servers_from
+from generator.sizing.host import GIB, PodProcesses, api_servers_from
 from generator.sizing.params import inventory
 from generator.sizing.weights import checkpoint_bytes
 from tests.helpers import EXAMPLES, render_spec

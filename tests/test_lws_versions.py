@@ -1,4 +1,4 @@
-"""spec.platform.lws: the LeaderWorkerSet release table (generator/manifests/lws.py), what each
+"""spec.platform.lws: the LeaderWorkerSet release table (generator/facts/lws.py), what each
 release renders, and the DisaggregatedSet output (golden tests/golden/s1-disaggregatedset)."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import jsonschema
 import pytest
 import yaml
 
-from generator.manifests import lws
+from generator.facts import lws
 from tests.helpers import EXAMPLES, objects, render_spec
 
 S1 = EXAMPLES / "s1-16xh20-pd.yaml"
@@ -27,7 +27,7 @@ def _lws_platform(tmp: Path, body: str) -> list[Path]:
 
 
 @pytest.mark.parametrize("version,feature,has", [
-    # Each first release as the upstream sources in generator/manifests/lws.py give it.
+    # Each first release as the upstream sources in generator/facts/lws.py give it.
     ("0.3.0", "startupPolicy", True),
     ("0.6.3", "volcanoGang", False), ("0.7.0", "volcanoGang", True),
     ("0.7.1", "volumeClaimTemplates", False), ("v0.8.0", "volumeClaimTemplates", True),

@@ -1,6 +1,6 @@
 """gen plan: calibration against the public record (stated tolerances), honest answers, emit.
 
-Published figures (docs/brief.md §2, seeds 000 and 002; the whole development set with its
+Published figures (docs/design.md §1, seeds 000 and 002; the whole development set with its
 residuals is bench/published_cases.yaml, held by tests/test_evaluate.py):
 * seed 000: 16 x H20, DeepSeek-V3 w4a8 + 8-bit KV, PD, MTP ~0.7, 3.5K in / 1.2K out, QPM 212
   = 15,800+ tokens/s (input + output) with TPOT < 50 ms. DEQUANT_4BIT_PREFILL is fitted to it
@@ -19,17 +19,25 @@ import dataclasses
 import pytest
 import yaml
 
-from generator.capacity import perf
-from generator.capacity.request import PlanRequest, request_findings
-from generator.capacity.search import (_layouts, _role_input, attention_fp8, decode_estimate,
-                                       drafter, effective_overlap, model_shape, plan)
+from generator.capacity.layouts import _layouts, _role_input
+from generator.capacity.request import request_findings
+from generator.capacity.search import plan
 from generator.catalog import GPUS, arch_from_config, builtin_config
 from generator.cli import run
 from generator.engines import sglang
+from generator.perf import terms as perf
+from generator.perf.decode import (
+    attention_fp8,
+    decode_estimate,
+    drafter,
+    effective_overlap,
+    model_shape,
+)
 from generator.sizing import size_role
 from generator.spec import models as sm
 from generator.spec.load import Provenance
-from tests.helpers import EXAMPLES
+from generator.spec.request import PlanRequest
+from tests.helpers import EXAMPLES, ROOT
 
 PLANS = EXAMPLES / "plan"
 
@@ -188,7 +196,8 @@ def test_many_nodes_do_not_crash(tmp_path, capsys):
 def test_layouts_take_any_whole_number_of_nodes():
     """EP over 9 nodes (LMSYS's EP72 decode) and 18 (DeepSeek's EP144) are searched, prefill EP
     up to the pool (EP32 on 4 nodes); never more EP ranks than routed experts."""
-    from generator.capacity.search import LayoutChoice, _layouts
+    from generator.capacity.layouts import _layouts
+    from generator.perf.candidate import LayoutChoice
     dec = _layouts(8, 9 * 8, 128, "decode", 256)
     assert LayoutChoice(1, 72, 1, True) in dec and LayoutChoice(1, 64, 1, True) in dec
     assert LayoutChoice(1, 144, 1, True) in _layouts(8, 18 * 8, 128, "decode", 256)
@@ -389,7 +398,7 @@ def test_sglang_4bit_plans_deploy_no_deepep(tmp_path):
     """SGLang has no W4A16/NVFP4 expert kernel behind DeepEP (QNT005): the planner deploys
     all-gather / reduce-scatter for them, and every emitted spec validates; vLLM, whose DeepEP
     path runs the format, keeps DeepEP, and so does SGLang with FP8."""
-    from generator.capacity.search import all2all_for
+    from generator.capacity.layouts import all2all_for
     from generator.capacity.to_spec import spec_yaml
     req = PlanRequest.model_validate(KIMI_SGL)
     res = plan(req)
@@ -418,7 +427,7 @@ def test_w4a16_gemms_run_at_the_bf16_peak():
     other GEMMs (attention projections, shared experts, dense MLP, lm_head) move from 296 to 148,
     so one request costs dense / (296e12 x 0.8) GPU-seconds more, dense = 2 x active x isl minus
     the routed experts' 2 x topk x moe_layers x expert_params x isl."""
-    from generator.capacity.search import bf16_compute
+    from generator.perf.decode import bf16_compute
     assert bf16_compute("bf16") and bf16_compute("w4a16")
     assert not any(bf16_compute(w) for w in ("fp8", "w4a8", "mxfp4", "nvfp4"))
     shape = model_shape(builtin_config("kimi-k2-thinking"), "w4a16", 0)
@@ -458,3 +467,36 @@ def test_pools_whose_gpu_cannot_run_the_format_are_left_out():
     res = plan(req)
     assert not res.reachable and not res.candidates
     assert "no MoE kernel for nvfp4 on MI300X-192GB" in res.bound
+
+
+@pytest.mark.parametrize("request_file", sorted((ROOT / "examples" / "plan").glob("*.yaml")),
+                         ids=lambda p: p.stem)
+def test_emitted_spec_validates_as_written(request_file, tmp_path, capsys):
+    """gen plan --emit writes a spec gen validate accepts unchanged, with no warning (issue #20
+    item 9: DeepEP across pods was emitted without network.rdma, A2A004; a fixed layout lost
+    the request's serving pins, SIZ001). What the request cannot know is a placeholder named in
+    the header."""
+    out = tmp_path / "spec.yaml"
+    assert run(["plan", str(request_file), "--emit", str(out)]) == 0
+    capsys.readouterr()
+    assert run(["validate", str(out)]) == 0
+    assert "ok (0 errors, 0 warnings)" in capsys.readouterr().err
+    assert out.read_text().splitlines()[1].startswith("# Placeholders to set for your cluster:")
+
+
+def test_emitted_spec_carries_the_requests_cluster_facts(tmp_path):
+    """A PlanRequest may carry the InferenceDeployment's network and pool selectors; the emitted
+    spec then has them and no placeholder for them."""
+    from generator.capacity.to_spec import spec_yaml
+    doc = yaml.safe_load((ROOT / "examples" / "plan" / "h20-32-seed001-bf16.yaml").read_text())
+    doc["spec"]["network"] |= {"socketInterface": "bond0",
+                               "rdma": {"resourceName": "rdma/ib", "devices": ["mlx5_2"]}}
+    pool = next(iter(doc["spec"]["nodePools"]))
+    doc["spec"]["nodePools"][pool]["nodeSelector"] = {"gpu.example.com/type": "h20"}
+    req = PlanRequest.model_validate(doc)
+    text = spec_yaml(req, plan(req).candidates[0])
+    spec = yaml.safe_load(text)["spec"]
+    assert spec["network"]["socketInterface"] == "bond0"
+    assert spec["network"]["rdma"] == {"resourceName": "rdma/ib", "devices": ["mlx5_2"]}
+    assert spec["nodePools"][pool]["nodeSelector"] == {"gpu.example.com/type": "h20"}
+    assert text.splitlines()[1] == "# Placeholders to set for your cluster: model.volume"

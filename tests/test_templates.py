@@ -6,7 +6,7 @@ import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from generator.manifests.templates import _Dumper, toyaml
+from generator.targets.templates import _Dumper, toyaml
 
 # Scalars that stress YAML's plain/quoted choice: numbers-as-strings, booleans-as-strings,
 # indicators, leading/trailing spaces, unicode, very long keys and values.

@@ -1,10 +1,10 @@
 """Rules about the LeaderWorkerSet release the cluster runs (``spec.platform.lws``) and the
-DisaggregatedSet output. The release table and its sources: generator/manifests/lws.py."""
+DisaggregatedSet output. The release table and its sources: generator/facts/lws.py."""
 
 from __future__ import annotations
 
 from ..engines.routers import discovery_supported, rendered_router
-from ..manifests import lws
+from ..facts import lws
 from ..naming import MAX_CONTROLLER, MAX_LABEL
 from .names import highest_group
 from .registry import Context, E, Hit, role_path, rule
@@ -24,7 +24,7 @@ def _known(ctx: Context):
 
 
 @rule("LWS001", E, "platform.lws.version is a LeaderWorkerSet release moegen knows",
-      "generator/manifests/lws.py (release lines v0.3-v0.10 from kubernetes-sigs/lws; "
+      "generator/facts/lws.py (release lines v0.3-v0.10 from kubernetes-sigs/lws; "
       "kubernetes-sigs/lws#116: startupPolicy and maxSurge, which moegen renders, since v0.3.0)")
 def _known_version(ctx: Context):
     cfg = _lws(ctx)
@@ -44,7 +44,7 @@ def _known_version(ctx: Context):
 
 
 @rule("LWS002", E, "Volcano gang scheduling needs a LeaderWorkerSet release with it",
-      "generator/manifests/lws.py volcanoGang (keps/407-gang-scheduling; kubernetes-sigs/lws#630: "
+      "generator/facts/lws.py volcanoGang (keps/407-gang-scheduling; kubernetes-sigs/lws#630: "
       "gangSchedulingManagement.schedulerProvider in v0.7.0)")
 def _volcano(ctx: Context):
     cfg = _known(ctx)
@@ -58,7 +58,7 @@ def _volcano(ctx: Context):
 
 
 @rule("LWS003", E, "restartPolicy RecreateGroupAfterStart needs a LeaderWorkerSet release with it",
-      "generator/manifests/lws.py recreateGroupAfterStart (kubernetes-sigs/lws site docs "
+      "generator/facts/lws.py recreateGroupAfterStart (kubernetes-sigs/lws site docs "
       "concepts/leaderworkerset/failure-handling: restartPolicy in 0.9+, annotation in 0.8)")
 def _after_start(ctx: Context):
     cfg = _known(ctx)
@@ -72,7 +72,7 @@ def _after_start(ctx: Context):
 
 
 @rule("LWS004", E, "a DisaggregatedSet needs a LeaderWorkerSet release that bundles it",
-      "generator/manifests/lws.py disaggregatedSet (kubernetes-sigs/lws site docs "
+      "generator/facts/lws.py disaggregatedSet (kubernetes-sigs/lws site docs "
       "concepts/disaggregatedset: bundled in LWS from v0.9.0)")
 def _ds_version(ctx: Context):
     cfg = _known(ctx)
@@ -84,8 +84,8 @@ def _ds_version(ctx: Context):
 
 
 @rule("LWS005", E, "a DisaggregatedSet holds 2 to 10 roles, each a LeaderWorkerSet",
-      "kubernetes-sigs/lws api/disaggregatedset/v1/disaggregatedset_types.go (roles: MinItems=2, "
-      "MaxItems=10; each role embeds a LeaderWorkerSet template)")
+      "kubernetes-sigs/lws@v0.10.0:api/disaggregatedset/v1/disaggregatedset_types.go:108-109 "
+      "(roles: MinItems=2, MaxItems=10; each role embeds a LeaderWorkerSet template)")
 def _ds_roles(ctx: Context):
     cfg = _lws(ctx)
     if cfg is None or not cfg.disaggregatedSet:
@@ -105,10 +105,9 @@ def _ds_roles(ctx: Context):
 
 
 @rule("LWS006", E, "with a DisaggregatedSet the router selects its engines by label",
-      "kubernetes-sigs/lws site/content/en/docs/concepts/disaggregatedset/_index.md (child "
-      "LeaderWorkerSets are "
-      "<set>-<slice>-<revision>-<role>, the revision changes on every rollout: select by label, "
-      "never by name)")
+      "kubernetes-sigs/lws@v0.10.0:site/content/en/docs/concepts/disaggregatedset/_index.md "
+      "(child LeaderWorkerSets are <set>-<slice>-<revision>-<role>, the revision changes on "
+      "every rollout: select by label, never by name)")
 def _ds_router(ctx: Context):
     cfg = _lws(ctx)
     spec = ctx.spec.spec
@@ -136,10 +135,11 @@ def _ds_router(ctx: Context):
 
 
 @rule("LWS007", E, "DisaggregatedSet child names fit Kubernetes limits",
-      "kubernetes-sigs/lws pkg/utils/disaggregatedset/utils.go (<set>-<slice>-<8-char "
-      "revision>-<role>, Service <lws>-prv), pkg/utils/pod/pod_utils.go (pods <lws>-<group>-"
-      "<index>); Kubernetes: hostnames <= 63, controller names + 11 <= 63; an autoscaled "
-      "role's highest group is maxReplicas - 1 (docs/spec.md §6.2)")
+      "kubernetes-sigs/lws@v0.10.0:pkg/utils/disaggregatedset/utils.go (<set>-<slice>-<8-char "
+      "revision>-<role>, Service <lws>-prv), "
+      "kubernetes-sigs/lws@v0.10.0:pkg/utils/pod/pod_utils.go (pods <lws>-<group>-<index>); "
+      "Kubernetes: hostnames <= 63, controller names + 11 <= 63; an autoscaled role's highest "
+      "group is maxReplicas - 1 (docs/spec.md §6.2)")
 def _ds_names(ctx: Context):
     cfg = _lws(ctx)
     if cfg is None or not cfg.disaggregatedSet:

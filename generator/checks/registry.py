@@ -13,16 +13,14 @@ Phases: ``RULES`` run first on every role; ``SIZING`` rules run after them, and 
 from __future__ import annotations
 
 import enum
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
 from typing import Callable, Iterator
 
-from ..catalog import ModelArch
-from ..engines.base import Dialect, RoleInput
+from ..deployment import Deployment
 from ..errors import Finding, Severity
+from ..roles import RoleInput
 from ..sizing import RoleSizing
-from ..sizing.host import HostPlan
-from ..spec.load import Provenance, json_path
-from ..spec.models import InferenceDeployment
+from ..spec.load import json_path
 
 
 class Phase(str, enum.Enum):
@@ -55,42 +53,17 @@ class Rule:
 
 
 @dataclass(frozen=True)
-class Context:
-    """What rules look at.
+class Context(Deployment):
+    """What rules look at: the deployment model (:class:`~generator.deployment.Deployment`:
+    spec, provenance, dialect, model shape, roles, sizing, host plans), plus ``unsized``: the
+    roles the sizing phase leaves out (set by :func:`run_rules`)."""
 
-    Attributes:
-        spec: the validated document.
-        provenance: where each field was set.
-        dialect: the engine dialect (``None`` when the engine version is unsupported; rules
-            that need it are then skipped, VER001 reports the cause).
-        arch: the model shape (``None`` if it could not be resolved; MOD* report why).
-        roles: per role, the dialect's view (``None`` for roles whose pool is unknown).
-        sizing: per role, its memory plan (``RoleSizing``), or a string saying why the role was
-            not sized, or ``None`` (layout or pool problems are reported elsewhere).
-        unsized: roles the sizing phase leaves out (set by :func:`run_rules`).
-        host: per role, its pods' host resources and startup budget (``None`` where the
-            layout is impossible).
-    """
-
-    spec: InferenceDeployment
-    provenance: Provenance
-    dialect: Dialect | None
-    arch: ModelArch | None
-    roles: tuple[RoleInput | None, ...]
-    sizing: tuple[RoleSizing | str | None, ...] = ()
     unsized: frozenset[int] = field(default_factory=frozenset)
-    host: tuple[HostPlan | None, ...] = ()
 
-    @property
-    def engine(self) -> str:
-        """``vllm`` | ``sglang``."""
-        return self.spec.spec.engine.name
-
-    def role_items(self) -> Iterator[tuple[int, RoleInput]]:
-        """(index, role) for roles with a resolved pool and model."""
-        for i, r in enumerate(self.roles):
-            if r is not None:
-                yield i, r
+    @classmethod
+    def of(cls, deployment: Deployment) -> "Context":
+        """The rules' view of ``deployment`` (its fields shared, not copied)."""
+        return cls(**{f.name: getattr(deployment, f.name) for f in fields(Deployment)})
 
     def sized(self) -> Iterator[tuple[int, RoleInput, RoleSizing]]:
         """(index, role, memory plan) of the roles the sizing phase looks at."""

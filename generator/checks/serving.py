@@ -10,8 +10,8 @@ from .registry import Context, E, Hit, W, is_vllm, role_path, rule, serving_path
 
 
 @rule("SRV001", E, "maxNumBatchedTokens is at least maxNumSeqs",
-      "vLLM vllm/config/scheduler.py SchedulerConfig.verify_max_model_len: max_num_batched_tokens "
-      "must be >= max_num_seqs", engines=("vllm",))
+      "vLLM 0.33.0 vllm/config/scheduler.py SchedulerConfig.verify_max_model_len: "
+      "max_num_batched_tokens must be >= max_num_seqs", engines=("vllm",))
 def _batched_vs_seqs(ctx: Context):
     for i, r in ctx.role_items():
         # What moegen renders: the spec's maxNumSeqs or the one it derives from sizing.
@@ -28,8 +28,8 @@ def _batched_vs_seqs(ctx: Context):
 
 
 @rule("SRV002", E, "memFractionStatic is an SGLang setting",
-      "SGLang --mem-fraction-static (python/sglang/srt/server_args.py); vLLM sizes with "
-      "--gpu-memory-utilization (vllm/config/cache.py)", engines=("vllm",))
+      "SGLang --mem-fraction-static (SGLang 0.5.23 python/sglang/srt/server_args.py); vLLM sizes "
+      "with --gpu-memory-utilization (vLLM 0.33.0 vllm/config/cache.py)", engines=("vllm",))
 def _mfs_engine(ctx: Context):
     for i, r in ctx.role_items():
         if r.serving.memFractionStatic is not None:
@@ -38,8 +38,8 @@ def _mfs_engine(ctx: Context):
 
 
 @rule("SRV003", E, "maxNumSeqs admits the sequences the role must hold",
-      "vLLM --max-num-seqs is per engine (DP rank), vllm/config/scheduler.py; SGLang "
-      "--max-running-requests per instance, python/sglang/srt/server_args.py")
+      "vLLM --max-num-seqs is per engine (DP rank), vLLM 0.33.0 vllm/config/scheduler.py; SGLang "
+      "--max-running-requests per instance, SGLang 0.5.23 python/sglang/srt/server_args.py")
 def _admission(ctx: Context):
     for i, r in ctx.role_items():
         cap = r.serving.maxNumSeqs
@@ -56,8 +56,9 @@ def _admission(ctx: Context):
 
 @rule("SRV004", E, "SGLang decode roles set sizing.concurrency",
       "generator/engines/sglang.py: SGLang admits --max-running-requests (divided among "
-      "attention-DP ranks, mem_cache/kv_cache_configurator.py) and moegen sizes the decode CUDA "
-      "graphs and DeepEP dispatch buffers from it; unset, the role would admit one sequence",
+      "attention-DP ranks, SGLang 0.5.23 python/sglang/srt/mem_cache/kv_cache_configurator.py) "
+      "and moegen sizes the decode CUDA graphs and DeepEP dispatch buffers from it; unset, the "
+      "role would admit one sequence",
       engines=("sglang",))
 def _sglang_concurrency(ctx: Context):
     for i, r in ctx.role_items():
@@ -70,8 +71,9 @@ def _sglang_concurrency(ctx: Context):
 
 
 @rule("SRV005", E, "spec.traffic's requests fit every role's maxModelLen",
-      "the engines refuse longer requests (vLLM vllm/config/model.py max_model_len; SGLang "
-      "--context-length, python/sglang/srt/configs/model_config.py); docs/spec.md §4 (traffic)")
+      "the engines refuse longer requests (vLLM 0.33.0 vllm/config/model.py max_model_len; "
+      "SGLang --context-length, SGLang 0.5.23 python/sglang/srt/configs/model_config.py); "
+      "docs/spec.md §4 (traffic)")
 def _traffic_fits(ctx: Context):
     traffic = ctx.spec.spec.traffic
     if traffic is None:
@@ -105,8 +107,8 @@ def _monitoring_enabled(ctx: Context):
 
 
 @rule("SRV008", W, "vLLM's maxNumSeqs is per data-parallel rank",
-      "vLLM vllm/config/scheduler.py SchedulerConfig.max_num_seqs (per engine); each DP rank runs "
-      "its own engine core and scheduler (vllm/v1/engine/core.py DPEngineCoreProc)",
+      "vLLM 0.33.0 vllm/config/scheduler.py SchedulerConfig.max_num_seqs (per engine); each DP "
+      "rank runs its own engine core and scheduler (vllm/v1/engine/core.py DPEngineCoreProc)",
       engines=("vllm",))
 def _seqs_per_rank(ctx: Context):
     for i, r in ctx.role_items():

@@ -1,7 +1,7 @@
 """What an engine dialect receives and returns (engine-neutral types).
 
-A dialect turns one role (:class:`RoleInput`: the validated spec pieces plus the computed
-:class:`~generator.layout.RoleLayout`) into an :class:`EngineLaunch`: the program, the arguments
+A dialect turns one role (:class:`~generator.roles.RoleInput`: the validated spec pieces plus
+the computed :class:`~generator.layout.RoleLayout`) into an :class:`EngineLaunch`: the program, the arguments
 every pod of an instance shares, the arguments that differ per pod (ranks, addresses, headless),
 the static environment (rendered into the role's env file) and the ports. Leader and worker
 arguments therefore come from one source.
@@ -14,22 +14,11 @@ expands them. Everything else is a literal computed here.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Protocol
+from typing import Protocol
 
-from ..catalog import ModelArch
-from ..layout import RoleLayout
-from ..spec.models import (
-    KvTransfer,
-    Model,
-    Moe,
-    Network,
-    Parallel,
-    ServingSettings,
-    Speculative,
-)
-
-if TYPE_CHECKING:  # sizing imports this module: the type only, no import cycle
-    from ..sizing import RoleSizing
+from ..roles import RoleInput
+from ..sizing import RoleSizing
+from ..sizing.host import PodProcesses
 
 #: The pod's own IP (downward API ``status.podIP``), for addresses a process binds on.
 POD_IP = "${MOEGEN_POD_IP}"
@@ -42,47 +31,6 @@ DERIVED_BY_LAYOUT = "the layout (roles[].parallel, workload and the pool)"
 DERIVED_LISTENER = "(the probes, Services and router speak HTTP on serving.port)"
 #: Placeholders and the example values conformance tests substitute for them.
 PLACEHOLDER_EXAMPLES = {POD_IP: "10.0.0.11", LEADER_IP: "10.0.0.10"}
-
-
-@dataclass(frozen=True)
-class RoleInput:
-    """One role as the dialects see it (all fields validated already).
-
-    Attributes:
-        name, mode: role name and ``prefill`` | ``decode`` | ``unified``.
-        model: the spec's ``model``.
-        arch: the model's shape.
-        serving: the role's effective serving settings (``models.effective_serving``).
-        parallel, moe, speculative, kv_transfer: the role's spec blocks (``None`` when unset).
-        network: the spec's ``network``.
-        layout: the computed layout.
-        pd: True when the deployment has both prefill and decode roles.
-        concurrency: ``sizing.concurrency`` (sequences of maxModelLen one instance must hold;
-            1 when unset).
-        admission: ``sizing.concurrency`` when the spec sets it: the engine then admits that
-            many sequences per instance (``--max-num-seqs`` per DP rank, SGLang
-            ``--max-running-requests``) so the HBM guarantee holds; ``None`` when unset.
-        speculative_from: name of the decode role whose speculative config a prefill role
-            carries ("" when the role's own, or none). Prefill must run the decode's MTP/EAGLE
-            config: vLLM >= 0.28.0 refuses a NIXL handshake otherwise, and both engines only
-            transfer the draft layer's KV / hidden states when prefill computes them.
-    """
-
-    name: str
-    mode: str
-    model: Model
-    arch: ModelArch
-    serving: ServingSettings
-    parallel: Parallel
-    moe: Moe | None
-    speculative: Speculative | None
-    kv_transfer: KvTransfer | None
-    network: Network
-    layout: RoleLayout
-    pd: bool
-    concurrency: int = 1
-    speculative_from: str = ""
-    admission: int | None = None
 
 
 @dataclass(frozen=True)
@@ -112,6 +60,9 @@ class EngineLaunch:
         ports: container ports of every pod.
         pod_ports: extra ports of pod ``i`` (index = pod index): the leader's rendezvous port,
             the NIXL side channel of each DP rank the pod hosts.
+        pod_env: environment that differs per pod (index = pod index; sorted name/value pairs),
+            exported by the launcher before the engine starts (e.g. vLLM's NIXL base port, so
+            every pod of a role binds the same side-channel ports). Empty: none.
         rendezvous_port: the port on the leader that the other pods of an instance dial at
             start (vLLM DP RPC or torch.distributed master, SGLang dist-init); workers wait,
             bounded, until it accepts connections. ``None`` for single-pod instances and for
@@ -119,6 +70,8 @@ class EngineLaunch:
         health_timeout_s: how long a ``/health`` request may take before a probe counts it as
             failed, s (vLLM's answers at once; SGLang's runs a one-token generation).
         notes: one-line explanations rendered as comments in the launcher.
+        probe_port: the container port name the probes' ``/health`` requests go to
+            (``http``; vLLM's DP supervisor answers for all its ranks on its own port).
     """
 
     program: tuple[str, ...]
@@ -129,9 +82,11 @@ class EngineLaunch:
     http_pods: tuple[bool, ...] = ()
     ports: tuple[Port, ...] = ()
     pod_ports: tuple[tuple[Port, ...], ...] = ()
+    pod_env: tuple[tuple[tuple[str, str], ...], ...] = ()
     rendezvous_port: int | None = None
     health_timeout_s: int = 5
     notes: tuple[str, ...] = ()
+    probe_port: str = "http"
 
     def binds_http(self, pod: int) -> bool:
         """Whether pod ``pod`` listens on the HTTP port (the API, or a health and metrics
@@ -150,23 +105,6 @@ class EngineLaunch:
             for key, value in PLACEHOLDER_EXAMPLES.items():
                 args = [a.replace(key, value) for a in args]
         return args
-
-
-@dataclass(frozen=True)
-class PodProcesses:
-    """The engine processes of one pod (host CPU and memory are sized from them).
-
-    Attributes:
-        gpu: processes that drive a GPU (vLLM workers; SGLang schedulers): one per GPU.
-        api: HTTP API / tokenizer processes (vLLM API servers; SGLang's main process and its
-            tokenizer workers).
-        other: processes without a GPU or HTTP server (vLLM engine cores of TP > 1 ranks and the
-            DP coordinator; SGLang's detokenizer and data-parallel controller).
-    """
-
-    gpu: int
-    api: int
-    other: int
 
 
 class Dialect(Protocol):
@@ -205,7 +143,7 @@ class Dialect(Protocol):
         """Engine-neutral ``kvTransfer.connector`` names the release can run."""
         ...
 
-    def launch(self, role: RoleInput, sizing: "RoleSizing | None",
+    def launch(self, role: RoleInput, sizing: RoleSizing | None,
                startup_s: int | None = None) -> EngineLaunch:
         """How to start one instance of ``role`` (``sizing``: the role's memory plan, whose
         numbers the command pins: vLLM's batched tokens, SGLang's mem_fraction_static;

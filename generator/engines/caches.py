@@ -35,8 +35,8 @@ from __future__ import annotations
 
 import re
 
+from ..facts.versions import parse_version
 from ..layout import RoleLayout
-from .versions import parse_version
 
 #: Mount path of the cache volume in the engine container.
 CACHE_MOUNT = "/var/cache/moegen"

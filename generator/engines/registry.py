@@ -8,9 +8,9 @@ refused (:class:`~generator.engines.versions.UnsupportedVersion`).
 
 from __future__ import annotations
 
+from ..facts.versions import UnsupportedVersion
 from . import sglang, vllm
 from .base import Dialect
-from .versions import UnsupportedVersion
 
 #: Engine name -> its dialect module (each has ``dialect(requested)``).
 ENGINES = {"vllm": vllm, "sglang": sglang}

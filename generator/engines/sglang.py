@@ -41,25 +41,32 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from functools import cache
-from typing import TYPE_CHECKING, ClassVar
+from typing import ClassVar
 
+from ..facts.batches import (
+    DEEPEP_LL_DEFAULT_TOKENS,
+    cuda_graph_batch,
+    deepep_dispatch_tokens,
+)
+from ..facts.versions import SupportedRange, parse_version, select_known
 from ..layout import Spread
 from ..resources import package_text
+from ..roles import RoleInput
+from ..sizing import RoleSizing
+from ..sizing.host import PodProcesses
 from .base import (
     DERIVED_BY_LAYOUT as _LAYOUT,
+)
+from .base import (
     DERIVED_LISTENER as _LISTENER,
+)
+from .base import (
     LEADER_IP,
     POD_IP,
     EngineLaunch,
-    PodProcesses,
     Port,
-    RoleInput,
 )
 from .options import release_options
-from .versions import SupportedRange, parse_version, select_known
-
-if TYPE_CHECKING:
-    from ..sizing import RoleSizing
 
 #: SGLang releases moegen supports: the 0.5 series (docs/spec.md §2), 0.5.1 being the first known.
 SUPPORTED = [SupportedRange((0, 5, 1), (0, 6, 0))]
@@ -72,9 +79,6 @@ BOOTSTRAP_PORT = 8998
 #: arg_groups/fields/exec_.py ``exec.overlap``).
 OVERLAP = {"two_batch": "--enable-two-batch-overlap",
            "single_batch": "--enable-single-batch-overlap"}
-#: SGLANG_DEEPEP_NUM_MAX_DISPATCH_TOKENS_PER_RANK default (python/sglang/srt/environ.py); the
-#: ceiling is DeepEP's (engines/deepep.py LL_MAX_TOKENS).
-DEEPEP_LL_DEFAULT_TOKENS = 128
 #: engine-neutral all2all -> (--moe-a2a-backend, --deepep-mode or None). MoRI-EP (AMD) takes the
 #: DeepEP mode flag too ("Select the mode when enable DeepEP or MoriEP MoE", server_args.py
 #: 0.5.23); plain ``mori`` leaves it at ``auto`` (normal for prefill, low_latency for decode).
@@ -102,6 +106,15 @@ TRANSFER = {"nixl": "nixl", "mooncake": "mooncake"}
 KV_DTYPE = {"auto": "auto", "fp8": "fp8_e4m3"}
 
 
+#: Options that change what a request may contain or which tokens its prompt becomes (rule
+#: PD090): sglang@v0.5.23 python/sglang/srt/entrypoints/openai/serving_chat.py renders tools into
+#: the prompt by --tool-call-parser and applies the --chat-template; both legs of a PD pair
+#: tokenize the request themselves (the router sends it to both), and the bootstrap pairs their
+#: KV by position.
+REQUEST_SHAPING = ("--tool-call-parser", "--chat-template", "--tokenizer-path", "--tokenizer-mode",
+                   "--trust-remote-code", "--skip-tokenizer-init")
+
+
 @cache
 def _data() -> dict:
     text = package_text("engines", "data", "sglang-releases.json")
@@ -111,35 +124,6 @@ def _data() -> dict:
 def known_versions() -> list[str]:
     """Every SGLang release moegen has read (0.5.1 .. 0.5.23)."""
     return sorted(_data()["releases"], key=parse_version)
-
-
-def cuda_graph_batch(role: RoleInput) -> int:
-    """Decode CUDA-graph batch per DP rank: the role's per-rank concurrency, rounded up to a
-    multiple of 8 (SGLang captures batch sizes in steps of 8), at least 8."""
-    per_rank = -(-role.concurrency // role.layout.data)
-    return max(8, -(-per_rank // 8) * 8)
-
-
-def admitted_per_rank(role: RoleInput) -> int:
-    """Decode batch one DP rank can be given: max-running-requests over the DP ranks (SGLang
-    divides it among DP-attention ranks), which moegen renders as the role's concurrency unless
-    maxNumSeqs pins it."""
-    cap = role.serving.maxNumSeqs or role.concurrency
-    return -(-cap // role.layout.data)
-
-
-def draft_tokens(role: RoleInput) -> int:
-    """Tokens per request per decode step: 1, or num_steps + 1 with MTP/EAGLE and topk 1
-    (sglang arg_groups/speculative_hook.py)."""
-    return role.speculative.numSpeculativeTokens + 1 if role.speculative else 1
-
-
-def deepep_dispatch_tokens(role: RoleInput) -> int:
-    """DeepEP low-latency dispatch tokens per rank a decode role needs: the largest batch a rank
-    can run (graph batch, or what max-running-requests admits) x draft tokens
-    (docs/field-failures.md #11), at least SGLang's default."""
-    batch = max(cuda_graph_batch(role), admitted_per_rank(role))
-    return max(DEEPEP_LL_DEFAULT_TOKENS, batch * draft_tokens(role))
 
 
 #: Flags moegen derives for SGLang, by canonical name (``engines/options.py`` folds aliases such
@@ -201,6 +185,9 @@ class SglangDialect:
     engine: ClassVar[str] = "sglang"
     label: ClassVar[str] = "SGLang"
     derived_flags: ClassVar[dict[str, str]] = DERIVED_FLAGS
+    #: SGLang has no ``--gpu-memory-utilization``: its ``--mem-fraction-static`` is sized
+    #: (generator/sizing/sglang_budget.py); the sizing's EngineRelease protocol reads None.
+    gpu_memory_utilization_default: ClassVar[None] = None
 
     @property
     def options(self) -> frozenset[str]:
@@ -252,7 +239,7 @@ class SglangDialect:
             out.append(PodProcesses(gpu=pod.gpus, api=api, other=other))
         return tuple(out)
 
-    def launch(self, role: RoleInput, sizing: "RoleSizing | None",
+    def launch(self, role: RoleInput, sizing: RoleSizing | None,
                startup_s: int | None = None) -> EngineLaunch:
         """Build the launch of one instance of ``role`` (the role must have passed the rules);
         ``sizing`` is the role's memory plan, whose ``--mem-fraction-static`` is rendered."""
@@ -350,24 +337,7 @@ class SglangDialect:
         # (python/sglang/srt/disaggregation/ bootstrap server, started by the node-0 scheduler).
         bootstrap = (Port("kv-bootstrap", BOOTSTRAP_PORT),) \
             if role.kv_transfer is not None and role.mode == "prefill" else ()
-        if lay.spread is Spread.SINGLE:
-            per_pod, serves, pod_ports, rendezvous = [[]], [True], [bootstrap], None
-        else:
-            n = len(lay.pods)
-            shared = ["--nnodes", str(n)]
-            per_pod = [shared + ["--node-rank", "0", "--dist-init-addr", f"{POD_IP}:{DIST_INIT_PORT}"]]
-            for pod in lay.pods[1:]:
-                per_pod.append(shared + ["--node-rank", str(pod.index),
-                                         "--dist-init-addr", f"{LEADER_IP}:{DIST_INIT_PORT}"])
-            serves = [True] + [False] * (n - 1)
-            # Nodes 1.. run no API but bind --port too: a health server that serves their
-            # schedulers' /metrics with --enable-metrics (entrypoints/engine.py, node_rank >= 1:
-            # launch_dummy_health_check_server; utils/common.py adds the Prometheus route; the
-            # metrics since sgl-project/sglang#7720, 2025-07, before 0.5.0).
-            pod_ports = [(*bootstrap, Port("dist-init", DIST_INIT_PORT))] + [()] * (n - 1)
-            rendezvous = DIST_INIT_PORT
-            notes.append(f"{n} nodes of one SGLang instance (tp {group}, pp {lay.pipeline}); "
-                         "node 0 serves the API")
+        per_pod, serves, pod_ports, rendezvous = _pod_args(role, bootstrap, notes)
         return EngineLaunch(
             program=("python3", "-m", "sglang.launch_server"),
             common=tuple(common),
@@ -381,6 +351,30 @@ class SglangDialect:
             health_timeout_s=HEALTH_CHECK_TIMEOUT_S + 5,
             notes=tuple(notes),
         )
+
+
+def _pod_args(role: RoleInput, bootstrap: tuple[Port, ...], notes: list[str]):
+    """(per-pod arguments, which pods serve the API, per-pod ports, rendezvous port) of one
+    instance: node ranks and ``--dist-init-addr`` over the leader's address for a multi-node
+    instance (a note appended to ``notes``)."""
+    lay = role.layout
+    if lay.spread is Spread.SINGLE:
+        return [[]], [True], [bootstrap], None
+    n = len(lay.pods)
+    shared = ["--nnodes", str(n)]
+    per_pod = [shared + ["--node-rank", "0", "--dist-init-addr", f"{POD_IP}:{DIST_INIT_PORT}"]]
+    for pod in lay.pods[1:]:
+        per_pod.append(shared + ["--node-rank", str(pod.index),
+                                 "--dist-init-addr", f"{LEADER_IP}:{DIST_INIT_PORT}"])
+    serves = [True] + [False] * (n - 1)
+    # Nodes 1.. run no API but bind --port too: a health server that serves their
+    # schedulers' /metrics with --enable-metrics (entrypoints/engine.py, node_rank >= 1:
+    # launch_dummy_health_check_server; utils/common.py adds the Prometheus route; the
+    # metrics since sgl-project/sglang#7720, 2025-07, before 0.5.0).
+    pod_ports = [(*bootstrap, Port("dist-init", DIST_INIT_PORT))] + [()] * (n - 1)
+    notes.append(f"{n} nodes of one SGLang instance (tp {lay.tensor * lay.data}, "
+                 f"pp {lay.pipeline}); node 0 serves the API")
+    return per_pod, serves, pod_ports, DIST_INIT_PORT
 
 
 def dialect(requested: str) -> SglangDialect:

@@ -52,26 +52,28 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from functools import cache
-from typing import TYPE_CHECKING, ClassVar
+from typing import ClassVar
 
+from ..facts.versions import SupportedRange, parse_version, select_known
 from ..layout import Spread
 from ..pods import DRAIN_S
 from ..resources import package_text
+from ..roles import RoleInput
+from ..sizing import RoleSizing
+from ..sizing.host import PodProcesses
 from .base import (
     DERIVED_BY_LAYOUT as _LAYOUT,
+)
+from .base import (
     DERIVED_LISTENER as _LISTENER,
+)
+from .base import (
     LEADER_IP,
     POD_IP,
     EngineLaunch,
-    PodProcesses,
     Port,
-    RoleInput,
 )
 from .options import release_options
-from .versions import SupportedRange, parse_version, select_known
-
-if TYPE_CHECKING:
-    from ..sizing import RoleSizing
 
 #: vLLM releases moegen supports: 0.11.0 up to the 0.33.x series (docs/spec.md §2).
 SUPPORTED = [SupportedRange((0, 11, 0), (0, 34, 0))]
@@ -81,6 +83,9 @@ SUPPORTED = [SupportedRange((0, 11, 0), (0, 34, 0))]
 DP_RPC_PORT = 29550
 #: ``--master-port`` for multi-node TP/PP: vLLM's default 29501 (vllm/config/parallel.py).
 MASTER_PORT = 29501
+#: ``--data-parallel-supervisor-port``: vLLM's default (0.22.0+, the DP supervisor's aggregated
+#: ``/health``: vllm/entrypoints/launchers/dp_supervisor.py), rendered explicitly.
+DP_SUPERVISOR_PORT = 9256
 #: ``VLLM_NIXL_SIDE_CHANNEL_PORT``: the >= 0.11.1 default, pinned so the 0.11.0 default (5557)
 #: and docs that still say 5557 never disagree with what the pods open (vllm/envs.py).
 NIXL_SIDE_CHANNEL_PORT = 5600
@@ -89,7 +94,7 @@ MOONCAKE_BOOTSTRAP_PORT = 8998
 #: ``VLLM_ENGINE_READY_TIMEOUT_S``: how long the API servers wait for the engine cores' READY,
 #: which with several API servers covers weight load, compile and graph capture
 #: (vllm/v1/engine/core_client.py; docs/platform-facts.md §4). The default 600 s is shorter than a
-#: DeepSeek-V3 load over DP16 across nodes (7-10 min seen, docs/anchors-k8s.md §7.7): moegen sets
+#: DeepSeek load over DP16 across nodes (7-10 min in llm-d's wide-EP guide, docs/design.md §4): moegen sets
 #: the role's startup budget (sizing/host.py); 1800 s when there is none.
 ENGINE_READY_TIMEOUT_S = 1800
 
@@ -97,7 +102,7 @@ ENGINE_READY_TIMEOUT_S = 1800
 #: vllm/distributed/kv_transfer/kv_connector/factory.py).
 CONNECTORS = {"nixl": "NixlConnector", "mooncake": "MooncakeConnector",
               "lmcache": "LMCacheConnectorV1"}
-#: Role mode -> kv_role. Producer/consumer, not kv_both: docs/field-failures.md #24.
+#: Role mode -> kv_role. Producer/consumer, not kv_both: docs/design.md §3.
 KV_ROLES = {"prefill": "kv_producer", "decode": "kv_consumer", "unified": "kv_both"}
 #: First release whose NIXL compatibility hash covers the speculative (EAGLE/MTP) config, so a
 #: prefill without the decode's MTP refuses the handshake. Read from every release's sdist:
@@ -105,6 +110,22 @@ KV_ROLES = {"prefill": "kv_producer", "decode": "kv_consumer", "unified": "kv_bo
 #: speculative configuration compatibility"), vllm/distributed/kv_transfer/kv_connector/v1/
 #: nixl/metadata.py.
 NIXL_HASHES_SPECULATIVE = (0, 28, 0)
+
+
+#: Options that change what a request may contain or which tokens its prompt becomes: in
+#: prefill/decode disaggregation each leg renders and validates the request itself, so both must
+#: run them alike (rule PD090). vllm@0.33.0 vllm/renderers/online_renderer.py: tool_choice
+#: "auto" without --enable-auto-tool-choice and --tool-call-parser is a 400 (and "required" or a
+#: named tool without a parser); the chat template, its content format and default kwargs, the
+#: tools left in the prompt (exclude_tools_when_tool_choice_none) and the tokenizer make the
+#: prompt's tokens, whose KV the decode leg pulls by block; --max-logprobs and
+#: --enable-prompt-embeds bound what a request may ask (vllm/sampling_params.py "greater than max
+#: allowed"; vllm/renderers/base.py "You must set `--enable-prompt-embeds`").
+REQUEST_SHAPING = ("--enable-auto-tool-choice", "--tool-call-parser", "--tool-parser-plugin",
+                   "--chat-template", "--chat-template-content-format",
+                   "--default-chat-template-kwargs", "--trust-request-chat-template",
+                   "--exclude-tools-when-tool-choice-none", "--tokenizer", "--tokenizer-mode",
+                   "--trust-remote-code", "--max-logprobs", "--enable-prompt-embeds")
 
 
 @cache
@@ -148,6 +169,8 @@ DERIVED_FLAGS: dict[str, str] = {
         "--data-parallel-address", "--data-parallel-rpc-port", "--data-parallel-backend",
         "--data-parallel-hybrid-lb", "--data-parallel-external-lb", "--headless", "--nnodes",
         "--node-rank", "--master-addr", "--master-port", "--distributed-executor-backend")},
+    **{f: "router.gateway.rankEndpoints (one endpoint per DP rank behind the inference gateway)"
+       for f in ("--data-parallel-multi-port-external-lb", "--data-parallel-supervisor-port")},
     "--all2all-backend": "roles[].moe.all2all",
     "--enable-eplb": "roles[].moe.eplb",
     "--eplb-config": "roles[].moe.eplb",
@@ -249,28 +272,33 @@ class VllmDialect:
         """The NIXL handshake compares prefill's and decode's speculative configs (>= 0.28.0)."""
         return self._v() >= NIXL_HASHES_SPECULATIVE
 
-    def nixl_ports(self, ranks: tuple[int, ...], tensor: int) -> list[int]:
-        """NIXL side-channel ports the engines of DP ``ranks`` open (one per rank).
+    def _nixl_scale(self, tensor: int) -> int:
+        """Port step per DP rank: 1 from 0.11.1 (``data_parallel_index``;
+        vllm/distributed/kv_transfer/kv_connector/v1/nixl/base_scheduler.py); TP in 0.11.0
+        (nixl_connector.py)."""
+        return tensor if self._v() < (0, 11, 1) else 1
 
-        >= 0.11.1: base + DP rank (``data_parallel_index``;
-        vllm/distributed/kv_transfer/kv_connector/v1/nixl/base_scheduler.py); 0.11.0: base +
-        DP rank x TP (nixl_connector.py).
-        """
-        scale = tensor if self._v() < (0, 11, 1) else 1
-        return [NIXL_SIDE_CHANNEL_PORT + r * scale for r in (ranks or (0,))]
+    def nixl_base(self, ranks: tuple[int, ...], tensor: int) -> int:
+        """The ``VLLM_NIXL_SIDE_CHANNEL_PORT`` a pod hosting DP ``ranks`` runs with: the engine of
+        rank r binds base + r x step, so a pod whose first rank is s gets base - s x step and its
+        engines bind :data:`NIXL_SIDE_CHANNEL_PORT` onward, the same ports on every pod of a
+        role (one LWS worker template declares them for all workers). The port is advertised in
+        the request's ``kv_transfer_params`` (remote_port), so no peer assumes a base."""
+        return NIXL_SIDE_CHANNEL_PORT - min(ranks or (0,)) * self._nixl_scale(tensor)
+
+    def nixl_ports(self, ranks: tuple[int, ...], tensor: int) -> list[int]:
+        """NIXL side-channel ports the engines of DP ``ranks`` open on their pod (one per rank;
+        :meth:`nixl_base`)."""
+        base, step = self.nixl_base(ranks, tensor), self._nixl_scale(tensor)
+        return [base + r * step for r in (ranks or (0,))]
 
     def nixl_port_range(self, layout) -> tuple[int, int]:
-        """NIXL side-channel ports one pod opens, ``[first, last]`` (inclusive).
-
-        >= 0.11.1: base + DP rank (vllm/distributed/kv_transfer/kv_connector/v1/nixl_connector.py);
-        0.11.0: base + DP rank x TP.
-        """
-        ranks = [r for pod in layout.pods for r in pod.dp_ranks] or [0]
-        scale = layout.tensor if self._v() < (0, 11, 1) else 1
-        return NIXL_SIDE_CHANNEL_PORT + min(ranks) * scale, NIXL_SIDE_CHANNEL_PORT + max(ranks) * scale
+        """NIXL side-channel ports a pod of ``layout`` opens, ``[first, last]`` (inclusive)."""
+        ports = [p for pod in layout.pods for p in self.nixl_ports(pod.dp_ranks, layout.tensor)]
+        return min(ports), max(ports)
 
     # -- rendering --------------------------------------------------------------------------
-    def launch(self, role: RoleInput, sizing: "RoleSizing | None" = None,
+    def launch(self, role: RoleInput, sizing: RoleSizing | None = None,
                startup_s: int | None = None) -> EngineLaunch:
         """Build the launch of one instance of ``role`` (the role must have passed the rules).
 
@@ -349,19 +377,31 @@ class VllmDialect:
                          "layer's KV")
         per_pod, serves, rendezvous = self._rank_args(role, notes)
         ports = [Port("http", s.port)]
+        if role.rank_ports > 1:   # the DP supervisor: one API server per local rank
+            ports += [Port(f"http-{i}", s.port + i) for i in range(1, role.rank_ports)]
+            ports.append(Port("dp-supervisor", DP_SUPERVISOR_PORT))
         mooncake = role.kv_transfer is not None and role.kv_transfer.connector == "mooncake"
-        pod_ports = []
+        pod_ports, pod_env = [], []
         for pod in role.layout.pods:
             extra = [Port(rendezvous[0], rendezvous[1])] if rendezvous and pod.index == 0 else []
             # The Mooncake bootstrap server runs on DP rank 0 (internal LB) or on every rank's
             # pod (external LB) (mooncake_connector.py should_launch_bootstrap_server).
             if mooncake and (pod.index == 0 or role.layout.spread is Spread.PER_RANK):
                 extra.insert(0, Port("kv-bootstrap", MOONCAKE_BOOTSTRAP_PORT))
+            env_of_pod: dict[str, str] = {}
             if role.kv_transfer is not None and role.kv_transfer.connector == "nixl":
                 nixl = self.nixl_ports(pod.dp_ranks, role.layout.tensor)
-                extra += [Port(f"nixl-{r}" if role.layout.data > 1 else "nixl", p)
-                          for r, p in zip(pod.dp_ranks or (0,), nixl)]
+                extra += [Port(f"nixl-{k}" if role.layout.data > 1 else "nixl", p)
+                          for k, p in enumerate(nixl)]
+                base = self.nixl_base(pod.dp_ranks, role.layout.tensor)
+                if base != NIXL_SIDE_CHANNEL_PORT:
+                    env_of_pod["VLLM_NIXL_SIDE_CHANNEL_PORT"] = str(base)
             pod_ports.append(tuple(extra))
+            pod_env.append(tuple(sorted(env_of_pod.items())))
+        if any(pod_env):
+            notes.append(f"VLLM_NIXL_SIDE_CHANNEL_PORT per pod = {NIXL_SIDE_CHANNEL_PORT} - its "
+                         "first DP rank: rank r binds that + r, so every pod binds "
+                         f"{NIXL_SIDE_CHANNEL_PORT} onward (nixl/base_scheduler.py)")
         return EngineLaunch(
             program=("vllm", "serve", role.model.path),
             common=tuple(common),
@@ -370,7 +410,9 @@ class VllmDialect:
             env=env,
             ports=tuple(ports),
             pod_ports=tuple(pod_ports),
+            pod_env=tuple(pod_env) if any(pod_env) else (),
             rendezvous_port=rendezvous[1] if rendezvous and len(role.layout.pods) > 1 else None,
+            probe_port="dp-supervisor" if role.rank_ports > 1 else "http",
             notes=tuple(notes),
         )
 
@@ -393,8 +435,10 @@ class VllmDialect:
         dp_default = lay.data if self._v() >= (0, 16, 0) else 1
         out = []
         for pod in lay.pods:
-            serves = pod.index == 0 or lay.spread is Spread.PER_RANK
-            if lay.spread is Spread.PER_RANK:
+            serves = pod.index == 0 or lay.spread is Spread.PER_RANK or role.rank_ports > 1
+            if role.rank_ports > 1:   # the DP supervisor starts one API server per rank
+                api = role.rank_ports
+            elif lay.spread is Spread.PER_RANK:
                 api = api_servers or 1
             elif lay.spread is Spread.MODEL:
                 api = (api_servers or 1) if serves else 0
@@ -421,7 +465,7 @@ class VllmDialect:
           and binds ``--data-parallel-address`` on its own IP; workers add ``--headless`` and
           ``--data-parallel-start-rank``. No start rank on the leader: a start rank on a
           non-headless node switches vLLM to hybrid LB, which rejects headless workers
-          (vllm/engine/arg_utils.py; docs/field-failures.md #6).
+          (vllm-project/vllm@v0.33.0:vllm/engine/arg_utils.py; gpustack/gpustack#6221).
         * MODEL spread (data == 1): ``--nnodes/--node-rank/--master-addr/--master-port``;
           workers are ``--headless``.
         * PER_RANK: external load balancing; every pod is one DP rank with its own API server,
@@ -429,6 +473,8 @@ class VllmDialect:
         """
         lay = role.layout
         pods = lay.pods
+        if role.rank_ports > 1:
+            return self._supervised_rank_args(role, notes)
         if lay.spread is Spread.SINGLE:
             return [[]], [True], None
         if lay.spread is Spread.DATA:
@@ -459,6 +505,30 @@ class VllmDialect:
                             "--data-parallel-address", addr])
         notes.append(f"external load balancing: {lay.data} DP ranks, one pod and API server each")
         return per_pod, [True] * len(pods), ("dp-rpc", DP_RPC_PORT)
+
+    def _supervised_rank_args(self, role: RoleInput, notes: list[str]):
+        """Every pod runs vLLM's DP supervisor (``--data-parallel-multi-port-external-lb``,
+        vllm/entrypoints/launchers/dp_supervisor.py, 0.22.0+): one external-LB API server per
+        local rank on ``--port + i`` (rank = ``--data-parallel-start-rank + i``), aggregated
+        ``/health`` on ``--data-parallel-supervisor-port``; the supervisor refuses
+        ``--data-parallel-rank``, ``--headless``-style external/hybrid LB flags and an
+        ``--api-server-count`` other than 1 (``validate_multi_port_external_lb_args``)."""
+        lay = role.layout
+        per_pod = []
+        for pod in lay.pods:
+            addr = POD_IP if pod.index == 0 else LEADER_IP
+            per_pod.append(["--data-parallel-multi-port-external-lb",
+                            "--data-parallel-size-local", str(lay.dp_local),
+                            "--data-parallel-start-rank", str(pod.dp_start),
+                            "--data-parallel-supervisor-port", str(DP_SUPERVISOR_PORT),
+                            "--data-parallel-rpc-port", str(DP_RPC_PORT),
+                            "--data-parallel-address", addr])
+        notes.append(f"DP supervisor: {lay.data} DP ranks, {lay.dp_local} per pod, one API "
+                     f"server each on ports {role.serving.port}-"
+                     f"{role.serving.port + lay.dp_local - 1} (rank endpoints for the "
+                     "inference gateway)")
+        rendezvous = ("dp-rpc", DP_RPC_PORT) if len(lay.pods) > 1 or lay.data > 1 else None
+        return per_pod, [True] * len(lay.pods), rendezvous
 
 
 def _json(obj: dict) -> str:

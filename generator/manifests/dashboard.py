@@ -8,7 +8,7 @@ Per role, from the API pods' series (selected by the pod labels the PodMonitor c
 * KV cache usage per pod, with a line at the usage the HBM check planned for the role's
   ``sizing.concurrency`` (per rank, at maxModelLen: what the KVCacheAboveSizing alert uses);
 * decode/unified roles: TPOT p50/p90 (``request_time_per_output_token_seconds``) with a line at
-  the predicted TPOT (``spec.traffic``, :mod:`generator.capacity.predict`); TTFT p50/p90
+  the predicted TPOT (``spec.traffic``, :mod:`generator.perf.predict`); TTFT p50/p90
   (``time_to_first_token_seconds``) on the role whose engine sees the whole wait (vLLM PD: the
   prefill role; SGLang PD: decode; unified: itself) with a line at the predicted TTFT; and
   output tokens/s of the role with a line at the output rate predicted at the sized load;
@@ -86,7 +86,7 @@ def dashboard_plan(base: str, engine: str, roles: list[tuple[str, str, bool]],
                    labels: dict[str, str]) -> DashboardPlan:
     """``roles``: (name, mode, sizing.concurrency set) per role; ``sizing``: the roles' memory
     plans (a KV line where the role's concurrency is sized); ``prediction``: a
-    :class:`~generator.capacity.predict.Prediction` (latency and rate lines when it has roles).
+    :class:`~generator.perf.predict.Prediction` (latency and rate lines when it has roles).
     The JSON is deterministic (sorted keys)."""
     from grafana_foundation_sdk.builders import dashboard
     from grafana_foundation_sdk.cog.encoder import JSONEncoder

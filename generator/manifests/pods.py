@@ -11,10 +11,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..catalog import GPUS
-from ..engines.base import LEADER_IP, POD_IP, EngineLaunch, Port, RoleInput
+from ..engines.base import LEADER_IP, POD_IP, EngineLaunch, Port
 from ..engines.caches import CACHE_MOUNT
 from ..naming import L_INSTANCE, L_ROLE, LWS_GROUP_KEY_LABEL
 from ..pods import PRESTOP_S, STARTUP_PERIOD_S, TERMINATION_GRACE_S, PodSettings
+from ..roles import RoleInput
 from ..sizing.host import HostPlan, PodResources
 from ..spec.models import InferenceDeployment, NodePool, Role
 
@@ -39,7 +40,7 @@ RESOLVE_TRIES, RESOLVE_SLEEP_S = 240, 5
 @dataclass(frozen=True, eq=False)
 class PodSpecPlan:
     """The spec of a pod template, shared by every template of a role that runs the same pods
-    (the single-pod StatefulSets of one role share one object, rendered once). ``env`` is a list
+    (a role's workloads share one object, rendered once). ``env`` is a list
     of Kubernetes EnvVar dicts (order kept: later entries may reference earlier ones); every other
     mapping is emitted with sorted keys. Compared and hashed by identity (the renderer keys its
     rendered specs by object)."""
@@ -106,7 +107,10 @@ def launcher_context(launch: EngineLaunch, role: str, engine: str) -> dict[str, 
     """
     multi = len(launch.per_pod) > 1
     cases = [{"index": str(i), "resolve": any(LEADER_IP in a for a in extra),
-              "args": " ".join(_q(a) for a in extra)} for i, extra in enumerate(launch.per_pod)]
+              "args": " ".join(_q(a) for a in extra),
+              "env": [f"{k}={_q(v)}" for k, v in
+                      (launch.pod_env[i] if i < len(launch.pod_env) else ())]}
+             for i, extra in enumerate(launch.per_pod)]
     port = launch.rendezvous_port
     return {
         "role": role,
@@ -214,7 +218,7 @@ def group_affinity(spec: InferenceDeployment, multi_pod: bool) -> bool:
 
 def _affinity(ctx: PodContext) -> dict[str, Any] | None:
     """The user's ``pod.affinity``; with ``platform.topology``, the pods of a multi-pod group in
-    one domain; for single-pod StatefulSet instances with
+    one domain; for a StatefulSet role (single-pod instances) with
     ``placement.topologyKey``, a required pod anti-affinity that keeps one instance of the role
     per topology domain (what LWS's exclusive-topology annotation does for groups; a pod's own
     anti-affinity term never matches itself)."""
@@ -272,6 +276,14 @@ def pod_spec(ctx: PodContext, pods: range, index_label: str | None,
         # (vllm/envs.py default "localhost"; dynamo#2706, vllm PR#41806).
         env.append({"name": "VLLM_NIXL_SIDE_CHANNEL_HOST",
                     "valueFrom": {"fieldRef": {"fieldPath": "status.podIP"}}})
+    if spec.spec.engine.name == "sglang":
+        # The address SGLang advertises for KV transfer and its bootstrap: without it a UDP probe
+        # to 8.8.8.8 picks it, which fails without a default route and picks the default
+        # route's NIC on multi-homed hostNetwork nodes (sgl-project/sglang@v0.5.23:
+        # python/sglang/srt/utils/network.py get_local_ip_auto: SGLANG_HOST_IP, then the NIC
+        # SGLANG_LOCAL_IP_NIC names, then the probe).
+        env.append({"name": "SGLANG_HOST_IP",
+                    "valueFrom": {"fieldRef": {"fieldPath": "status.podIP"}}})
     if spec.spec.model.tokenSecret is not None:
         ref = spec.spec.model.tokenSecret
         env.append({"name": "HF_TOKEN",
@@ -298,7 +310,7 @@ def pod_spec(ctx: PodContext, pods: range, index_label: str | None,
     probes: dict[str, Any] = {}
     startup_s = ctx.host.startup_s if ctx.host is not None else ENGINE_STARTUP_S
     if serves_api:
-        check = {"httpGet": {"path": "/health", "port": "http"}}
+        check = {"httpGet": {"path": "/health", "port": launch.probe_port}}
         timeout = launch.health_timeout_s
         probes = {
             "startupProbe": {**check, "periodSeconds": STARTUP_PERIOD_S,

@@ -27,8 +27,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from ..engines.metrics import METRICS, VLLM_WAITING_BY_REASON, VLLM_WAITING_BY_REASON_SINCE
-from ..engines.versions import parse_version
+from ..engines.metrics import (
+    METRICS,
+    VLLM_WAITING_BY_REASON,
+    VLLM_WAITING_BY_REASON_SINCE,
+)
+from ..facts.versions import parse_version
 from ..layout import max_instances
 from .monitoring import P_INSTANCE, P_ROLE, _q
 

@@ -266,7 +266,7 @@ def _memory(sizing: list) -> list[dict]:
 
 
 def _predicted_text(p) -> str:
-    """One line of a role's predicted figures (:class:`~generator.capacity.predict.RolePrediction`)."""
+    """One line of a role's predicted figures (:class:`~generator.perf.predict.RolePrediction`)."""
     parts = []
     if p.ttft_ms is not None:
         parts.append(f"TTFT {p.ttft_ms:,.0f} ms")
@@ -283,7 +283,7 @@ def _predicted_text(p) -> str:
 
 def build(checked, plan, prediction=None) -> dict:
     """The review model of a checked spec (``plan`` None when the spec was rejected);
-    ``prediction``: the roles' predicted TTFT/TPOT/tokens/s (:mod:`generator.capacity.predict`),
+    ``prediction``: the roles' predicted TTFT/TPOT/tokens/s (:mod:`generator.perf.predict`),
     shown beside each role's memory bar."""
     spec = checked.spec
     findings = [f.to_json() for f in checked.findings]

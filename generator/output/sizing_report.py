@@ -10,7 +10,7 @@ from ..sizing.host import RENDEZVOUS_S, WARMUP_S, HostPlan
 def sizing_json(checked, prediction=None) -> dict:
     """docs/spec.md §4: ``{"roles": [...]}`` with each role's findings attached. Every role of the spec
     is listed; a role that could not be sized has ``"sized": false`` and the reason. With a
-    ``prediction`` (:mod:`generator.capacity.predict`), each role has ``predicted`` (TTFT/TPOT
+    ``prediction`` (:mod:`generator.perf.predict`), each role has ``predicted`` (TTFT/TPOT
     ms, tokens/s) and the report a ``prediction`` (deployment totals, or why there are none)."""
     roles = []
     spec = checked.spec
@@ -45,7 +45,7 @@ def sizing_json(checked, prediction=None) -> dict:
 
 
 def predicted_rows(p) -> list[tuple[str, str]]:
-    """Rows of one role's predicted figures (:class:`~generator.capacity.predict.RolePrediction`)."""
+    """Rows of one role's predicted figures (:class:`~generator.perf.predict.RolePrediction`)."""
     rows = []
     if p.ttft_ms is not None:
         rows.append(("TTFT", f"{p.ttft_ms:,.0f} ms (predicted: prefill + KV transfer + queue)"))
@@ -99,7 +99,7 @@ def sizing_text(checked, prediction=None) -> str:
         out.append(f"predicted: {prediction.reason}" if prediction.reason else
                    f"predicted: {prediction.total_tps:,.0f} tokens/s (input + output), "
                    f"{prediction.output_tps:,.0f} output tokens/s; binding: {prediction.bound} "
-                   "(generator/capacity/perf.py; gen plan for the assumptions)")
+                   "(generator/perf/terms.py; gen plan for the assumptions)")
         out.append("")
     return "\n".join(out) + ("\n" if out else "")
 

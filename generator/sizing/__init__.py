@@ -9,17 +9,29 @@ rules) are in ``checks/sizing.py``. All memory figures are GiB (2^30 bytes).
 from __future__ import annotations
 
 from dataclasses import replace
+from typing import Protocol
 
 from ..catalog import Gpu
-from ..engines.base import Dialect, RoleInput
+from ..roles import RoleInput
+from .formats import held_encoding
 from .params import inventory
 from .result import RoleSizing
 from .sglang_budget import size_sglang
-from .formats import held_encoding
 from .vllm_budget import size_vllm
 from .weights import Placement, stage_weights
 
-__all__ = ["RoleSizing", "placement_for", "size_role"]
+__all__ = ["EngineRelease", "RoleSizing", "placement_for", "size_role"]
+
+
+class EngineRelease(Protocol):
+    """What the sizing reads of an engine dialect (``generator.engines.base.Dialect``):
+    the engine (``vllm`` | ``sglang``), the known release whose budget applies, and vLLM's
+    default ``--gpu-memory-utilization`` for it (None for SGLang, whose static fraction the
+    budget derives: sglang_budget.py)."""
+
+    engine: str
+    version: str
+    gpu_memory_utilization_default: float | None
 
 
 #: SGLang all-to-all backends whose MoE layers replicate the shared experts (``--moe-a2a-backend``
@@ -55,7 +67,7 @@ def placement_for(role: RoleInput, engine: str) -> Placement:
 _STAGES: dict[tuple, tuple[dict, list]] = {}
 
 
-def size_role(role: RoleInput, gpu: Gpu, dialect: Dialect) -> RoleSizing:
+def size_role(role: RoleInput, gpu: Gpu, dialect: EngineRelease) -> RoleSizing:
     """Size one role on its pool's GPU with the budget of ``dialect``'s engine release.
 
     Raises:

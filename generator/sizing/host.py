@@ -2,8 +2,8 @@
 startup budget (how long a cold start may take).
 
 All memory figures are GiB (2^30 bytes); CPU is cores; times are seconds. Facts and their
-sources: docs/platform-facts.md; peers' figures: docs/anchors-k8s-2.md (32-130 CPUs, 256-850 Gi
-per 8-GPU pod).
+sources: docs/platform-facts.md; peers' figures per 8-GPU pod (32-128 CPUs, 256-512 Gi):
+docs/design.md §7.
 
 Per pod, from its processes (``Dialect.processes``: GPU processes, API servers, others)::
 
@@ -49,12 +49,29 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from ..engines.base import Dialect, PodProcesses, RoleInput
 from ..pods import PodSettings
+from ..roles import RoleInput
 from .params import inventory
 from .weights import checkpoint_bytes
 
 GIB = 2**30
+
+
+@dataclass(frozen=True)
+class PodProcesses:
+    """The engine processes of one pod (host CPU and memory are sized from them).
+
+    Attributes:
+        gpu: processes that drive a GPU (vLLM workers; SGLang schedulers): one per GPU.
+        api: HTTP API / tokenizer processes (vLLM API servers; SGLang's main process and its
+            tokenizer workers).
+        other: processes without a GPU or HTTP server (vLLM engine cores of TP > 1 ranks and the
+            DP coordinator; SGLang's detokenizer and data-parallel controller).
+    """
+
+    gpu: int
+    api: int
+    other: int
 
 CPU_PER_GPU, CPU_PER_API, CPU_PER_OTHER, CPU_BASE = 4, 2, 1, 2
 MEM_PER_GPU_GIB, MEM_PER_API_GIB, MEM_PER_OTHER_GIB, MEM_BASE_GIB = 8, 3, 2, 2
@@ -121,9 +138,11 @@ def api_servers_from(args: list[str]) -> int | None:
     return None
 
 
-def host_plan(role: RoleInput, dialect: Dialect, pod: PodSettings, engine_args: list[str],
+def host_plan(role: RoleInput, procs: tuple[PodProcesses, ...], pod: PodSettings,
               load_gbps: float | None, probe_period_s: int) -> HostPlan:
     """Resources of every pod of ``role`` and its startup budget (see the module docstring).
+    ``procs``: the engine processes of each pod of one instance (leader first), from the
+    engine dialect's ``processes()``.
 
     Raises:
         KeyError: the model's config.json lacks a field the weight inventory needs.
@@ -133,7 +152,6 @@ def host_plan(role: RoleInput, dialect: Dialect, pod: PodSettings, engine_args: 
     other_b, expert_b = checkpoint_bytes(inv, cfg, role.model.weights,
                                          mtp=role.speculative is not None)
     lay = role.layout
-    procs = dialect.processes(role, api_servers_from(engine_args))
     cache_gib = pod.cache.sizeGiB if pod.cache.volume is None else 0
     pods = []
     for slot, p in zip(lay.pods, procs):

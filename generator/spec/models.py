@@ -5,8 +5,10 @@ ignored. Field names are camelCase as in Kubernetes. ``schemas/inferencedeployme
 generated from :class:`InferenceDeployment` (``gen schema``) and a test fails when it drifts.
 
 Only per-field constraints live here (types, enums, ranges, name patterns). Rules that relate
-several fields (divisibility, capacity, feature combinations) live in ``spec/rules.py`` so that
-all of them are reported at once with their rule codes.
+several fields (divisibility, capacity, feature combinations) live in ``generator/checks`` so that
+all of them are reported at once with their rule codes. The building blocks (patterns, field
+types, volume sources) are in :mod:`.fields`; pod, placement, autoscaling, platform and
+monitoring settings in :mod:`.operations`.
 """
 
 from __future__ import annotations
@@ -14,68 +16,25 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, StringConstraints
+from pydantic import Field, StringConstraints
 
 from ..catalog import ARCHITECTURES, GPUS
-from .k8s import (
-    K8sAffinity,
-    K8sPodSecurityContext,
-    K8sVolume,
-    K8sVolumeMount,
-    k8s_object,
-    link_schema,
+from .fields import (
+    DNS_LABEL,
+    IMAGE,
+    DnsSubdomain,
+    ONE_LINE,
+    EngineArg,
+    EnvName,
+    LabelKey,
+    Labels,
+    LabelValue,
+    OneLine,
+    VolumeSource,
+    _Model,
 )
-
-API_VERSION = "moegen.dev/v1alpha1"
-
-#: RFC 1123 label (Kubernetes object and label-value names).
-DNS_LABEL = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"
-#: Environment variable names accepted in ``network.env`` (POSIX portable names).
-ENV_NAME = r"^[A-Za-z_][A-Za-z0-9_]*$"
-#: Kubernetes label key (optional DNS-subdomain prefix + name <= 63) and value (<= 63 chars),
-#: apimachinery pkg/util/validation (IsQualifiedName, IsValidLabelValue).
-LABEL_KEY = r"^([a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$"
-LABEL_VALUE = r"^(([A-Za-z0-9][-A-Za-z0-9_.]{0,61})?[A-Za-z0-9])?$"
-#: One line of printable text: values that end up in env files, shell scripts and YAML may not
-#: carry newlines, C0/C1 control characters, Unicode line/paragraph separators or non-characters
-#: (an env-file line per variable, no injection; YAML forbids or breaks lines on them).
-ONE_LINE = r"^[^\x00-\x1f\x7f-\x9f\u2028\u2029\ufeff\ufffe\uffff]*$"
-#: Container image reference (printable ASCII, no whitespace).
-IMAGE = r"^[!-~]+$"
-
-#: Kubernetes quantities: CPU (``32``, ``500m``, ``1.5``) and bytes (``512Gi``, ``100G``, ``1e9``
-#: excluded: plain or binary/decimal suffixes), apimachinery pkg/api/resource.
-CPU_QUANTITY = r"^[0-9]+(\.[0-9]+)?m?$"
-MEM_QUANTITY = r"^[0-9]+(\.[0-9]+)?(Ki|Mi|Gi|Ti|Pi|k|M|G|T|P)?$"
-#: RFC 1123 subdomain (names of Secrets, ServiceAccounts, PriorityClasses, schedulers).
-DNS_SUBDOMAIN = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$"
-
-CpuQuantity = Annotated[str, StringConstraints(pattern=CPU_QUANTITY, max_length=32)]
-MemQuantity = Annotated[str, StringConstraints(pattern=MEM_QUANTITY, max_length=32)]
-DnsSubdomain = Annotated[str, StringConstraints(pattern=DNS_SUBDOMAIN, max_length=253)]
-#: One engine argument: printable, no whitespace-only or empty strings.
-EngineArg = Annotated[str, StringConstraints(pattern=r"^[^\x00-\x1f\x7f-\x9f\u2028\u2029]+$",
-                                             max_length=4096)]
-#: Kubernetes volume sources a model volume may name, validated as the Kubernetes objects.
-K8sCSIVolumeSource = k8s_object("CSIVolumeSource")
-K8sEphemeralVolumeSource = k8s_object("EphemeralVolumeSource")
-K8sImageVolumeSource = k8s_object("ImageVolumeSource")
-K8sEmptyDirVolumeSource = k8s_object("EmptyDirVolumeSource")
-K8sCephFSVolumeSource = k8s_object("CephFSVolumeSource")
-K8sRBDVolumeSource = k8s_object("RBDVolumeSource")
-K8sISCSIVolumeSource = k8s_object("ISCSIVolumeSource")
-K8sFCVolumeSource = k8s_object("FCVolumeSource")
-K8sAzureFileVolumeSource = k8s_object("AzureFileVolumeSource")
-K8sGlusterfsVolumeSource = k8s_object("GlusterfsVolumeSource")
-LabelKey = Annotated[str, StringConstraints(pattern=LABEL_KEY, max_length=317)]
-LabelValue = Annotated[str, StringConstraints(pattern=LABEL_VALUE, max_length=63)]
-Labels = Annotated[dict[LabelKey, LabelValue], Field(max_length=64)]
-EnvName = Annotated[str, StringConstraints(pattern=ENV_NAME, max_length=256)]
-OneLine = Annotated[str, StringConstraints(pattern=ONE_LINE, max_length=4096)]
-
-
-class _Model(BaseModel):
-    model_config = ConfigDict(extra="forbid", populate_by_name=False, frozen=True)
+from .k8s import link_schema
+from .operations import Autoscaling, Monitoring, Placement, Platform, Pod, RouterGateway
 
 
 class Metadata(_Model):
@@ -121,69 +80,6 @@ class Model(_Model):
         None, ge=0.01, le=1000, allow_inf_nan=False,
         description="Read bandwidth of the weights volume per pod, GB/s (default 1.0: a "
         "network file system; local NVMe reads 3-7). Sets the startup budget.")
-
-
-class PvcSource(_Model):
-    """core/v1 PersistentVolumeClaimVolumeSource."""
-
-    claimName: str = Field(pattern=DNS_LABEL, max_length=253,
-        description="PersistentVolumeClaim name.")
-    readOnly: bool | None = Field(None, description="Mount read-only.")
-
-
-class HostPathSource(_Model):
-    """core/v1 HostPathVolumeSource (only when the spec asks for a host path)."""
-
-    path: str = Field(pattern=r"^/[^\x00-\x1f\x7f]*$", max_length=4096,
-        description="Directory on the node.")
-    type: Literal["", "DirectoryOrCreate", "Directory", "FileOrCreate", "File", "Socket",
-                  "CharDevice", "BlockDevice"] | None = Field(None,
-                      description="Kubernetes hostPath type check.")
-
-
-class NfsSource(_Model):
-    """core/v1 NFSVolumeSource."""
-
-    server: str = Field(min_length=1, max_length=253, pattern=r"^[A-Za-z0-9.:\[\]-]+$",
-        description="NFS server.")
-    path: str = Field(pattern=r"^/[^\x00-\x1f\x7f]*$", max_length=4096,
-        description="Exported path.")
-    readOnly: bool | None = Field(None, description="Mount read-only.")
-
-
-class VolumeSource(_Model):
-    """Where the weights come from: exactly one core/v1 VolumeSource member (rule MOD004).
-    Each member is passed to Kubernetes as written; an overlay switches sources by setting the
-    base's member to null."""
-
-    persistentVolumeClaim: PvcSource | None = Field(None,
-        description="Kubernetes persistentVolumeClaim volume source.")
-    hostPath: HostPathSource | None = Field(None, description="Kubernetes hostPath volume source.")
-    nfs: NfsSource | None = Field(None, description="Kubernetes nfs volume source.")
-    csi: K8sCSIVolumeSource | None = Field(
-        None, description="Kubernetes csi volume source (CSIVolumeSource).")
-    ephemeral: K8sEphemeralVolumeSource | None = Field(
-        None, description="Kubernetes ephemeral volume source (EphemeralVolumeSource).")
-    image: K8sImageVolumeSource | None = Field(
-        None, description="Kubernetes image volume source (ImageVolumeSource).")
-    emptyDir: K8sEmptyDirVolumeSource | None = Field(
-        None, description="Kubernetes emptyDir volume source (EmptyDirVolumeSource).")
-    cephfs: K8sCephFSVolumeSource | None = Field(
-        None, description="Kubernetes cephfs volume source (CephFSVolumeSource).")
-    rbd: K8sRBDVolumeSource | None = Field(
-        None, description="Kubernetes rbd volume source (RBDVolumeSource).")
-    iscsi: K8sISCSIVolumeSource | None = Field(
-        None, description="Kubernetes iscsi volume source (ISCSIVolumeSource).")
-    fc: K8sFCVolumeSource | None = Field(
-        None, description="Kubernetes fc volume source (FCVolumeSource).")
-    azureFile: K8sAzureFileVolumeSource | None = Field(
-        None, description="Kubernetes azureFile volume source (AzureFileVolumeSource).")
-    glusterfs: K8sGlusterfsVolumeSource | None = Field(
-        None, description="Kubernetes glusterfs volume source (GlusterfsVolumeSource).")
-
-    def sources(self) -> dict[str, dict[str, Any]]:
-        """The members that are set (as Kubernetes expects them, unset keys dropped)."""
-        return self.model_dump(exclude_none=True)
 
 
 class Engine(_Model):
@@ -357,92 +253,6 @@ class Sizing(_Model):
         "the HBM check and the engine's own admission limit.")
 
 
-class PodLimits(_Model):
-    """Container limits when they differ from the requests (Kubernetes quantities)."""
-
-    cpu: CpuQuantity | None = Field(None, description="CPU limit.")
-    memory: MemQuantity | None = Field(None, description="Memory limit.")
-    ephemeralStorage: MemQuantity | None = Field(None, description="Ephemeral-storage limit.")
-
-
-class Cache(_Model):
-    """The compile/JIT cache volume of the engine pods (DeepGEMM, Triton, FlashInfer,
-    torch.compile, CUDA): an emptyDir of ``sizeGiB`` by default (kept across container restarts),
-    or any volume source (a PVC or hostPath keeps it across pod re-creation)."""
-
-    sizeGiB: int = Field(32, ge=1, le=4096,
-                         description="Size of the cache (emptyDir sizeLimit, ephemeral-storage "
-                         "request), GiB.")
-    volume: VolumeSource | None = Field(
-        None, description="A volume source for the cache instead of an emptyDir; moegen writes "
-        "into a subdirectory keyed by engine release, GPU and layout.")
-
-
-class Pod(_Model):
-    """Engine pod settings. ``spec.pod`` holds the defaults of every role; a role's ``pod``
-    overrides them key by key (``labels`` and ``annotations`` merge, the role's keys winning).
-    Resources not given are derived from the role (``gen size`` shows the arithmetic)."""
-
-    cpu: CpuQuantity | None = Field(None, description="CPU request (and limit unless "
-                                    "`limits.cpu`); derived from the role when unset.")
-    memory: MemQuantity | None = Field(None, description="Memory request (and limit unless "
-                                       "`limits.memory`); derived from the role when unset.")
-    ephemeralStorage: MemQuantity | None = Field(
-        None, description="Ephemeral-storage request (and limit unless `limits`); derived when "
-        "unset.")
-    limits: PodLimits | None = Field(None, description="Limits that differ from the requests.")
-    shmSizeGiB: int | None = Field(None, ge=1, le=1024,
-                                   description="/dev/shm size (memory emptyDir), GiB.")
-    privileged: bool | None = Field(None, description="Run the engine container privileged "
-                                    "(Pod Security 'privileged'; rule SEC001 names why).")
-    imagePullSecrets: list[DnsSubdomain] | None = Field(
-        None, max_length=16, description="Secret names for pulling the images.")
-    serviceAccountName: DnsSubdomain | None = Field(None, description="ServiceAccount of the pods.")
-    priorityClassName: DnsSubdomain | None = Field(None, description="PriorityClass of the pods.")
-    schedulerName: DnsSubdomain | None = Field(None,
-        description="Scheduler of the pods (e.g. volcano).")
-    labels: Labels | None = Field(None, description="Extra pod labels (not selectors).")
-    annotations: dict[LabelKey, OneLine] | None = Field(None, max_length=64,
-        description="Pod annotations (e.g. k8s.v1.cni.cncf.io/networks for Multus).")
-    affinity: K8sAffinity | None = Field(None, description="A Kubernetes Affinity, merged with "
-                                         "the one `placement` derives.")
-    securityContext: K8sPodSecurityContext | None = Field(
-        None, description="Pod-level security context; the container's capabilities stay "
-        "derived.")
-    extraVolumes: list[K8sVolume] | None = Field(None, max_length=32,
-        description="Kubernetes Volumes added to the pods.")
-    extraVolumeMounts: list[K8sVolumeMount] | None = Field(None, max_length=32,
-        description="Kubernetes VolumeMounts added to the engine container.")
-    cache: Cache | None = Field(None,
-        description="Compile/JIT cache volume (default: a 32 GiB emptyDir).")
-
-
-class Placement(_Model):
-    """Where a role's instances go."""
-
-    topologyKey: LabelKey | None = Field(
-        None, description="Keep each instance's pods in one topology domain of this node label "
-        "(LWS exclusive-topology; pod affinity for StatefulSets).")
-
-
-class Autoscaling(_Model):
-    """KEDA autoscaling of a role's instances on the engines' own metrics (moegen's addition,
-    docs/spec.md §6.2): a ScaledObject (keda.sh/v1alpha1) on the role's LeaderWorkerSet, whose
-    scale subresource counts instances (groups)."""
-
-    minReplicas: int | None = Field(None, ge=1, le=4096,
-                                    description="Fewest instances; default: the role's replicas.")
-    maxReplicas: int | None = Field(
-        None, ge=1, le=4096, description="Most instances; default: as many as the pool's nodes "
-        "hold beside the other roles (more is AUT001).")
-    metric: Literal["waiting", "kvUsage"] = Field(
-        "waiting", description="waiting: requests queued in the role's engines, per instance; "
-        "kvUsage: the engines' mean KV cache usage (0-1).")
-    target: float = Field(gt=0, allow_inf_nan=False, description="The value per instance the "
-                          "autoscaler holds: queued requests (waiting) or a KV usage fraction "
-                          "(kvUsage, at most 1).")
-
-
 class Role(_Model):
     """One role of the deployment: engine instances of one mode on one node pool."""
 
@@ -479,25 +289,6 @@ class Role(_Model):
                                             "with KEDA on its engines' queue or KV usage.")
 
 
-class GatewayParentRef(_Model):
-    """The Gateway an HTTPRoute attaches to (Gateway API ``ParentReference``, kind Gateway)."""
-
-    name: str = Field(min_length=1, max_length=253, pattern=DNS_SUBDOMAIN,
-                      description="The Gateway's name.")
-    namespace: str | None = Field(None, max_length=63, pattern=DNS_LABEL,
-                                  description="The Gateway's namespace (default: the "
-                                  "deployment's, which a kustomize namespace override moves). "
-                                  "The Gateway's listeners must allow routes from the "
-                                  "deployment's namespace.")
-
-
-class RouterGateway(_Model):
-    """Where ``kind: inference-gateway`` takes its traffic from (docs/routing.md)."""
-
-    parentRef: GatewayParentRef | None = Field(None, description="An existing Gateway "
-                                               "(Gateway API) that routes to the InferencePool.")
-
-
 class Router(_Model):
     """The router in front of the engines (docs/spec.md §6.1, docs/routing.md)."""
 
@@ -510,13 +301,22 @@ class Router(_Model):
         "(vllm-router for vLLM, smg for SGLang).")
     gateway: RouterGateway | None = Field(None, description="kind inference-gateway only: the "
                                           "Gateway that routes to the pool.")
+    version: str | None = Field(
+        None, pattern=r"^v?(0|[1-9][0-9]{0,3})\.(0|[1-9][0-9]{0,3})\.(0|[1-9][0-9]{0,3})$",
+        max_length=32, description="The release of the router kind's component: llm-d-router "
+        "(the endpoint picker and routing sidecar of inference-gateway), vllm-router or smg "
+        "(e.g. 0.10.0, v0.9.0, 1.13.0). Default: the newest release moegen has read; an "
+        "unknown one is refused with the list (RTR010). docs/routing.md lists them.")
     image: str | None = Field(None, min_length=1, max_length=512, pattern=IMAGE,
-                              description="Default per kind (the router, or the endpoint "
-                              "picker of kind inference-gateway).")
+                              description="Default per kind and release (the router, or the "
+                              "endpoint picker of kind inference-gateway).")
     port: int = Field(8080, ge=1024, le=65535, description="Router HTTP port (vllm-router, "
                       "smg; the Gateway's listeners serve inference-gateway).")
-    replicas: int = Field(1, ge=1, le=64, description="Router replicas (endpoint picker "
-                          "replicas with kind inference-gateway).")
+    replicas: int | None = Field(None, ge=1, le=64, description="Router replicas (endpoint "
+                                 "picker replicas with kind inference-gateway). Default: 2 "
+                                 "routers behind a PodDisruptionBudget (the router is the "
+                                 "single entry point); 1 endpoint picker (more run with "
+                                 "leader election).")
     policy: Literal["random", "round_robin", "cache_aware", "power_of_two"] = Field("round_robin",
         description="Load-balancing policy of vllm-router and smg (inference-gateway scores "
         "endpoints instead: docs/routing.md).")
@@ -524,83 +324,10 @@ class Router(_Model):
         True, description="The router finds its engine pods by label (Kubernetes API, a "
         "namespaced Role) instead of a rendered list of pod URLs, where the router can: smg, and "
         "vllm-router with NIXL (its Mooncake mode needs the static list).")
-
-
-class Topology(_Model):
-    """The cluster's placement domain for a group (docs/spec.md §6.2)."""
-
-    key: LabelKey = Field(description="Node label naming a group's domain (a rack, an NVLink "
-                          "domain, a network block): every pod of an instance lands in one.")
-    nodesPerDomain: int | None = Field(None, ge=1, le=4096,
-                                       description="Nodes in one domain; a group that needs "
-                                       "more is refused (TOP001).")
-
-
-class Scheduler(_Model):
-    """How multi-node groups are admitted as a gang (docs/spec.md §6.2)."""
-
-    kind: Literal["default", "kueue", "volcano"] = Field(
-        "default", description="kueue: the workloads carry Kueue's queue label (one Workload "
-        "per LeaderWorkerSet group); volcano: the pods use the volcano scheduler and the LWS "
-        "controller makes a PodGroup per group (its gangSchedulingManagement must name "
-        "volcano); default: the cluster's scheduler, no gang.")
-    queue: str | None = Field(None, pattern=DNS_LABEL, max_length=63,
-                              description="Kueue LocalQueue, or Volcano queue.")
-
-
-class Lws(_Model):
-    """The LeaderWorkerSet controller the cluster runs (docs/spec.md §6.2; the release table:
-    generator/manifests/lws.py)."""
-
-    version: str = Field(pattern=r"^v?(0|[1-9][0-9]{0,3})\.(0|[1-9][0-9]{0,3})\.(0|[1-9][0-9]{0,3})$", max_length=32,
-                         description="The LeaderWorkerSet release (e.g. 0.7.0, v0.10.0): "
-                         "moegen renders only what it has and refuses features it lacks "
-                         "(LWS002-004) and releases it does not know (LWS001).")
-    restartPolicy: Literal["RecreateGroupOnPodRestart", "RecreateGroupAfterStart"] = Field(
-        "RecreateGroupOnPodRestart", description="What LWS does when a pod of a group fails: "
-        "RecreateGroupOnPodRestart re-creates the group at once; RecreateGroupAfterStart waits "
-        "until no pod of the group is pending (slow image pulls, scheduling) before it does "
-        "(LWS >= 0.9; 0.8 through its experimental annotation).")
-    disaggregatedSet: bool = Field(False, description="Render the prefill and decode roles as "
-                                   "one DisaggregatedSet (disaggregatedset.x-k8s.io/v1, LWS >= "
-                                   "0.9): rollouts keep the P:D ratio; the router and Services "
-                                   "select pods by label.")
-
-
-class Platform(_Model):
-    """What the cluster runs and enforces (docs/spec.md §6.2)."""
-
-    lws: Lws | None = Field(None, description="The LeaderWorkerSet release the cluster runs "
-                            "(unset: moegen's default output).")
-    scheduler: Scheduler | None = Field(None, description="Gang scheduling of groups.")
-
-    podSecurity: Literal["privileged", "baseline", "restricted"] | None = Field(
-        None, description="The Pod Security Admission level the namespace enforces; moegen "
-        "refuses pods that need a higher one (rule SEC001) and names the cause.")
-    topology: Topology | None = Field(None, description="Keep each multi-node instance inside "
-                                      "one topology domain.")
-
-
-class Monitoring(_Model):
-    """Prometheus Operator objects for the deployment (docs/spec.md §6.2)."""
-
-    enabled: bool = Field(False, description="Render a PodMonitor for the engines, a "
-                          "ServiceMonitor for the router and a PrometheusRule with alerts "
-                          "(prometheus-operator monitoring.coreos.com/v1).")
-    interval: str = Field("15s", pattern=r"^[0-9]+(ms|s|m)$",
-                          description="Scrape interval.")
-    labels: Labels = Field(default_factory=dict, description="Labels only on the monitoring "
-                           "objects (PodMonitor, ServiceMonitor, PrometheusRule, dashboard), e.g. "
-                           "{release: kube-prometheus-stack} for its Prometheus' selectors.")
-    prometheusUrl: str | None = Field(
-        None, pattern=r"^https?://[A-Za-z0-9.-]+(:[0-9]{1,5})?(/[A-Za-z0-9._~%/-]*)?$",
-        max_length=512,
-        description="The Prometheus that scrapes these pods, for KEDA's queries "
-        "(roles[].autoscaling), e.g. http://prometheus-operated.monitoring.svc:9090.")
-    dashboard: bool = Field(False, description="Render a Grafana dashboard ConfigMap (label "
-                            "grafana_dashboard: \"1\", for the Grafana sidecar) whose reference "
-                            "lines are moegen's predicted KV capacity, TTFT and TPOT (needs "
-                            "spec.traffic for the latencies).")
+    serviceAccountName: DnsSubdomain | None = Field(
+        None, description="ServiceAccount of the router / endpoint picker pods, which the "
+        "rendered Role (watch pods) is bound to. Default: their own, rendered in the base; "
+        "spec.pod.serviceAccountName is the engines' only.")
 
 
 class DeploymentSpec(_Model):

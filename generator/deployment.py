@@ -1,0 +1,160 @@
+"""The one deployment model: a validated spec with everything computed from it, once.
+
+:func:`build` turns an :class:`~generator.spec.models.InferenceDeployment` (from the spec loader,
+or later from the manifest importer) into a :class:`Deployment`: the engine release's dialect
+(per-release facts), the model's shape, every role's layout (:class:`~generator.roles.RoleInput`),
+its HBM sizing, its pods' host resources and startup budget, and, on first use, the predicted
+TTFT/TPOT/tokens/s (:mod:`generator.perf.predict`). The rules (``generator/checks``), the
+deployment plan (``generator/manifests``), the targets and the reporters all read this one
+object; none of them computes a layout, a size or a prediction of its own.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Iterator
+
+from .catalog import (
+    GPUS,
+    ModelArch,
+    UnknownArchitecture,
+    arch_from_config,
+    builtin_config,
+)
+from .engines.base import Dialect
+from .engines.gateway import with_rank_ports
+from .engines.registry import dialect_for
+from .errors import Finding, Severity
+from .facts.versions import UnsupportedVersion
+from .perf.predict import Prediction, predict
+from .pods import STARTUP_PERIOD_S, effective_pod
+from .roles import RoleInput, role_inputs
+from .sizing import RoleSizing, size_role
+from .sizing.host import HostPlan, api_servers_from, host_plan
+from .spec.load import Provenance, json_path
+from .spec.models import InferenceDeployment
+
+
+@dataclass(frozen=True)
+class Deployment:
+    """A validated spec and what is computed from it.
+
+    Attributes:
+        spec: the validated document.
+        provenance: where each field was set (file:line:col of the spec and overlays).
+        dialect: the engine release's dialect (``None`` when the version is unsupported:
+            VER001 in ``findings``).
+        arch: the model shape (``None`` if it could not be resolved: MOD002/MOD003).
+        roles: per role of the spec, its :class:`RoleInput` (``None`` for a role whose pool is
+            unknown or whose model could not be resolved).
+        sizing: per role, its HBM plan (GiB figures, :class:`RoleSizing`), or a string saying
+            why it was not sized, or ``None`` (no pool, model, dialect or possible layout).
+        host: per role, its pods' host resources and startup budget (``None`` where the layout
+            is impossible).
+        findings: what building the model found (VER001, MOD002, MOD003): errors.
+    """
+
+    spec: InferenceDeployment
+    provenance: Provenance
+    dialect: Dialect | None
+    arch: ModelArch | None
+    roles: tuple[RoleInput | None, ...]
+    sizing: tuple[RoleSizing | str | None, ...] = ()
+    host: tuple[HostPlan | None, ...] = ()
+    findings: tuple[Finding, ...] = ()
+    #: The prediction, computed on first use and shared by copies (``dataclasses.replace``).
+    _cache: dict = field(default_factory=dict, compare=False, repr=False)
+
+    @property
+    def engine(self) -> str:
+        """``vllm`` | ``sglang``."""
+        return self.spec.spec.engine.name
+
+    def role_items(self) -> Iterator[tuple[int, RoleInput]]:
+        """(index, role) for roles with a resolved pool and model."""
+        for i, r in enumerate(self.roles):
+            if r is not None:
+                yield i, r
+
+    @property
+    def prediction(self) -> Prediction:
+        """Each role's predicted TTFT, TPOT and tokens/s (:func:`generator.perf.predict.predict`),
+        computed once; a :class:`Prediction` with ``reason`` set when the spec cannot be timed."""
+        if "prediction" not in self._cache:
+            self._cache["prediction"] = predict(self.spec)
+        return self._cache["prediction"]
+
+
+def _finding(prov: Provenance, code: str, path: tuple, message: str, hint: str = "") -> Finding:
+    return Finding(code, Severity.ERROR, json_path(path), message, hint, prov.locate(path))
+
+
+def _arch(spec: InferenceDeployment, model_config: dict | None,
+          prov: Provenance) -> tuple[ModelArch | None, list[Finding]]:
+    m = spec.spec.model
+    try:
+        if m.config is not None and model_config is not None:
+            return arch_from_config(model_config), []
+        if m.architecture is not None:
+            return arch_from_config(builtin_config(m.architecture)), []
+    except UnknownArchitecture as exc:
+        return None, [_finding(prov, "MOD002", ("spec", "model", "config"), str(exc),
+                               "give the config.json of a DeepSeek-V2/V3/V3.2/V4 or Kimi-K2 model")]
+    except (KeyError, TypeError, ValueError) as exc:
+        return None, [_finding(prov, "MOD003", ("spec", "model", "config"),
+                               f"config.json lacks a usable field: {exc}",
+                               "give a complete Hugging Face config.json")]
+    return None, []
+
+
+def build(spec: InferenceDeployment, provenance: Provenance,
+          model_config: dict | None = None) -> Deployment:
+    """The deployment model of a structurally valid spec (``model_config``: the config.json
+    ``spec.model.config`` points at, as the loader read it). Never raises for bad input: what
+    cannot be computed is a finding (``Deployment.findings``) or a ``None`` entry."""
+    findings: list[Finding] = []
+    dialect = None
+    try:
+        dialect = dialect_for(spec.spec.engine.name, spec.spec.engine.version)
+    except UnsupportedVersion as exc:
+        findings.append(_finding(provenance, "VER001", ("spec", "engine", "version"),
+                                 str(exc), exc.hint))
+    arch, found = _arch(spec, model_config, provenance)
+    findings += found
+    roles = with_rank_ports(spec.spec, role_inputs(spec, arch), dialect)
+    return Deployment(spec, provenance, dialect, arch, tuple(roles),
+                      _size_roles(spec, roles, dialect), _host_plans(spec, roles, dialect),
+                      tuple(findings))
+
+
+def _size_roles(spec: InferenceDeployment, roles: list[RoleInput | None],
+                dialect: Dialect | None) -> tuple[RoleSizing | str | None, ...]:
+    """Size every role whose layout is possible (RoleSizing, or a reason string, or None)."""
+    out: list[RoleSizing | str | None] = []
+    for role_spec, role in zip(spec.spec.roles, roles):
+        if role is None or dialect is None or role.layout.problem:
+            out.append(None)
+            continue
+        gpu = GPUS[spec.spec.nodePools[role_spec.nodePool].gpu]
+        try:
+            out.append(size_role(role, gpu, dialect))
+        except KeyError as exc:
+            out.append(f"config.json has no {exc.args[0]!r}, which the weight inventory needs")
+    return tuple(out)
+
+
+def _host_plans(spec: InferenceDeployment, roles: list[RoleInput | None],
+                dialect: Dialect | None) -> tuple[HostPlan | None, ...]:
+    """Host resources and startup budget of every role whose layout is possible."""
+    out: list[HostPlan | None] = []
+    for role_spec, role in zip(spec.spec.roles, roles):
+        if role is None or dialect is None or role.layout.problem:
+            out.append(None)
+            continue
+        procs = dialect.processes(role, api_servers_from(role_spec.engineArgs))
+        try:
+            out.append(host_plan(role, procs, effective_pod(spec.spec, role_spec),
+                                 spec.spec.model.loadGBps, STARTUP_PERIOD_S))
+        except KeyError:
+            out.append(None)   # the sizing reports the missing config field
+    return tuple(out)

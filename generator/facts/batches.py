@@ -1,0 +1,42 @@
+"""Per-step batch facts of the engines that both the HBM sizing and the dialects use: SGLang's
+decode CUDA-graph batch, the batch one DP rank admits, draft tokens per step and the DeepEP
+low-latency dispatch tokens a decode role needs (sglang 0.5.23 sources cited per function)."""
+
+from __future__ import annotations
+
+from ..roles import RoleInput
+
+#: SGLANG_DEEPEP_NUM_MAX_DISPATCH_TOKENS_PER_RANK default (python/sglang/srt/environ.py); the
+#: ceiling is DeepEP's (facts/deepep.py LL_MAX_TOKENS).
+DEEPEP_LL_DEFAULT_TOKENS = 128
+
+
+def cuda_graph_batch(role: RoleInput) -> int:
+    """Decode CUDA-graph batch per DP rank: the role's per-rank concurrency, rounded up to a
+    multiple of 8 (SGLang captures batch sizes in steps of 8), at least 8."""
+    per_rank = -(-role.concurrency // role.layout.data)
+    return max(8, -(-per_rank // 8) * 8)
+
+
+def admitted_per_rank(role: RoleInput) -> int:
+    """Decode batch one DP rank can be given: max-running-requests over the DP ranks (SGLang
+    divides it among DP-attention ranks), which moegen renders as the role's concurrency unless
+    maxNumSeqs pins it."""
+    cap = role.serving.maxNumSeqs or role.concurrency
+    return -(-cap // role.layout.data)
+
+
+def draft_tokens(role: RoleInput) -> int:
+    """Tokens per request per decode step: 1, or num_steps + 1 with MTP/EAGLE and topk 1
+    (sglang arg_groups/speculative_hook.py)."""
+    return role.speculative.numSpeculativeTokens + 1 if role.speculative else 1
+
+
+def deepep_dispatch_tokens(role: RoleInput) -> int:
+    """DeepEP low-latency dispatch tokens per rank a decode role needs: the largest batch a rank
+    can run (graph batch, or what max-running-requests admits) x draft tokens, at least SGLang's
+    default (the budget SGLang 0.5.23 checks for deepep_v2: python/sglang/srt/arg_groups/
+    moe_hook.py validate_deepep_v2_dispatch_token_budget; deepseek-ai/DeepEP#165,
+    sgl-project/sglang#6017)."""
+    batch = max(cuda_graph_batch(role), admitted_per_rank(role))
+    return max(DEEPEP_LL_DEFAULT_TOKENS, batch * draft_tokens(role))

@@ -1,0 +1,147 @@
+"""What the performance model returns: evaluated deployments (:class:`Candidate`) and a ranked
+result (:class:`PlanResult`), with the layout and role choices they are made of."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import NamedTuple
+
+from ..spec.request import PlanRequest
+from . import terms as perf
+from .decode import bf16_compute
+
+
+@dataclass
+class Candidate:
+    """One evaluated deployment (docs/spec.md §5 JSON via :meth:`to_json`)."""
+
+    roles: list[dict]
+    gpus: int
+    kv_tokens_per_rank: int
+    ttft_ms: float
+    tpot_ms: float
+    output_tps: float
+    total_tps: float
+    fits: bool
+    meets_slo: bool
+    bound: str
+    notes: list[str] = field(default_factory=list)
+    rank: int = 0
+    sustains: bool = True
+    #: Why a fixed layout does not fit (docs/spec.md §5.1): error-level
+    #: :class:`~generator.errors.Finding` objects with the validator's rule codes (LAY001,
+    #: SIZ001, SIZ003) at the request's field paths.
+    findings: list = field(default_factory=list)
+    #: Sequences per decode rank at the operating point (below the sized batch when prefill
+    #: cannot feed it); 0 when not computed.
+    decode_batch: int = 0
+
+    def to_json(self) -> dict:
+        """The candidate as docs/spec.md §5 shows it."""
+        return {"rank": self.rank, "roles": self.roles, "gpus": self.gpus,
+                "kvTokensPerRank": self.kv_tokens_per_rank, "ttftMs": round(self.ttft_ms, 1),
+                "tpotMs": round(self.tpot_ms, 1), "outputTokensPerSec": round(self.output_tps),
+                "totalTokensPerSec": round(self.total_tps),
+                "outputTokensPerSecPerGpu": round(self.output_tps / self.gpus, 1),
+                "fits": self.fits, "meetsSlo": self.meets_slo, "bound": self.bound,
+                "notes": self.notes} | (
+                    {"findings": [f.to_json() for f in self.findings]} if self.findings else {})
+
+
+@dataclass
+class PlanResult:
+    """Ranked candidates, reachability of the throughput goal and the binding constraint.
+
+    ``alternatives``: when the goal is not reachable, what changing one input would give
+    (``{"change": ..., "totalTokensPerSec": ..., "reachable": ...}``).
+    """
+
+    candidates: list[Candidate]
+    reachable: bool
+    bound: str
+    assumptions: list[str]
+    alternatives: list[dict] = field(default_factory=list)
+
+    def to_json(self) -> dict:
+        """docs/spec.md §5 JSON (plus assumptions and alternatives)."""
+        return {"reachable": self.reachable, "bound": self.bound,
+                "assumptions": self.assumptions, "alternatives": self.alternatives,
+                "candidates": [c.to_json() for c in self.candidates]}
+
+
+def assumptions(req: PlanRequest) -> list[str]:
+    s = req.spec
+    spec_txt = (f"{'DSpark' if s.speculative.method == 'dspark' else 'MTP'} "
+                f"{s.speculative.numSpeculativeTokens} token(s), acceptance "
+                f"{s.speculative.acceptance}" if s.speculative else "no speculative decoding")
+    peak = "BF16" if bf16_compute(s.model.weights) else "FP8"
+    return [
+        (f"decode: max(HBM {perf.ETA_HBM:.0%} of peak, GEMMs {perf.ETA_DECODE_COMPUTE:.0%} of the "
+         f"{peak} peak (H20: {perf.ETA_DECODE_COMPUTE_BY_GPU['H20-96GB']:.0%}) + MLA attention "
+         f"{perf.ETA_ATTN:.0%} of the BF16 peak, x{perf.ATTN_FP8_SPEEDUP:g} with an FP8 KV cache "
+         "where the attention kernel computes in FP8) + expert all-to-all (RDMA "
+         f"{perf.ETA_A2A:.0%}, NVLink {perf.ETA_NVLINK:.0%} per direction) + TP all-reduce + "
+         "collective latencies + MTP draft passes + "
+         f"{perf.STEP_OVERHEAD_S * 1000:.0f} ms per step; the search assumes no all-to-all "
+         f"overlap (moe.overlap in a fixed layout: two_batch hides {perf.OVERLAP_TWO_BATCH:.0%} "
+         f"of the shorter of computation and all-to-all, single_batch "
+         f"{perf.OVERLAP_SINGLE_BATCH:.0%} of the combine)"),
+        (f"prefill: GEMMs at {perf.ETA_PREFILL:.0%} of the {peak} peak (H20: "
+         f"{perf.ETA_PREFILL_BY_GPU['H20-96GB']:.0%}; 4-bit experts without FP4 cores at "
+         f"{perf.DEQUANT_4BIT_PREFILL:.0%} of that), attention at {perf.ETA_ATTN:.0%} of the BF16 "
+         "peak, plus TP all-reduce and DeepEP all-to-all (bench/published_cases.yaml)"),
+        (f"context per sequence: input + output/2 = "
+        f"{s.workload.inputTokens + s.workload.outputTokens // 2} tokens (mean); {spec_txt}"),
+        f"inter-node RDMA {s.network.interNodeGbps:g} Gbit/s per GPU; KV cache {s.constraints.kvCacheDtype}",
+        "memory feasibility from the sizing validator (same code as gen validate)",
+    ]
+
+
+class LayoutChoice(NamedTuple):
+    """One instance's parallel layout in the search: GPUs = tensor x data x pipeline."""
+
+    tensor: int
+    data: int
+    pipeline: int
+    expert: bool
+
+    @property
+    def gpus(self) -> int:
+        """GPUs of one instance."""
+        return self.tensor * self.data * self.pipeline
+
+    @property
+    def ep(self) -> int:
+        """Expert-parallel size (1 without EP)."""
+        return self.tensor * self.data if self.expert else 1
+
+    def as_json(self) -> dict:
+        """The ``parallel`` block of the spec."""
+        return {"tensor": self.tensor, "data": self.data, "pipeline": self.pipeline,
+                "expert": self.expert}
+
+
+@dataclass(frozen=True)
+class RoleChoice:
+    """A role of a candidate: its pool, layout and instance count."""
+
+    mode: str
+    pool: str
+    layout: LayoutChoice
+    instances: int
+    #: Serving settings the planner pinned for this role (SGLang's ``memFractionStatic`` where
+    #: its default formula leaves no room), or None.
+    serving: dict | None = None
+
+    @property
+    def gpus(self) -> int:
+        """GPUs of all instances."""
+        return self.instances * self.layout.gpus
+
+    def as_json(self) -> dict:
+        """The role as docs/spec.md §5 shows it."""
+        doc = {"mode": self.mode, "nodePool": self.pool, "replicas": self.instances,
+               "parallel": self.layout.as_json()}
+        if self.serving:
+            doc["serving"] = dict(self.serving)
+        return doc

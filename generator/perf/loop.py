@@ -1,0 +1,201 @@
+"""Queueing and the closed loop: a deployment's rate, TTFT and TPOT under its workload.
+
+Prefill is an M/D/1 server; decode runs at the batch the rate keeps decoding
+(:class:`~generator.perf.decode.DecodeCurve`); a fixed concurrency is a closed loop solved for the
+rate at which the sequences in flight equal it. :func:`pd_candidate` (disaggregated) and
+:func:`unified_candidate` (prefill and decode on the same GPUs) return a
+:class:`~generator.perf.candidate.Candidate`.
+"""
+
+from __future__ import annotations
+
+from ..sizing import RoleSizing
+from ..spec.request import PlanRequest
+from . import terms as perf
+from .candidate import Candidate, RoleChoice
+from .decode import decode_curve
+
+
+def _in_flight(wl, capacity: int) -> int:
+    """Sequences decoding at once: the workload's concurrency if given, at most the capacity."""
+    return min(wl.concurrency, capacity) if wl.concurrency else capacity
+
+
+def _max_utilisation(t_service: float, extra: float, ttft_slo_ms: float | None) -> float:
+    """Highest utilisation rho of a prefill server (M/D/1: wait = rho / (2 (1 - rho)) x service)
+    whose TTFT = service x (1 + wait factor) + extra stays within the SLO (0.95 without one)."""
+    if not ttft_slo_ms:
+        return 0.95
+    x = (ttft_slo_ms / 1000 - extra) / t_service - 1
+    if x <= 0:
+        return 0.0
+    return min(0.95, 2 * x / (1 + 2 * x))
+
+
+def _solve_closed_loop(concurrency: int, r_max: float, in_loop) -> tuple[float, bool]:
+    """The request rate R of a closed loop of ``concurrency`` sequences: ``in_loop(R)``, the
+    sequences the system holds at rate R (R x (TTFT + OSL x TPOT), increasing in R), equals
+    the concurrency (regula falsi); when even ``r_max`` (the capacity) holds fewer, R = r_max and
+    the rest wait for prefill. Returns (R, capacity binds)."""
+    if r_max <= 0:
+        return 0.0, True
+    if in_loop(r_max) <= concurrency:
+        return r_max, True
+    # Regula falsi (Illinois) on the increasing in_loop(R) - concurrency, bracketed in
+    # [0, r_max]: a few evaluations to 0.1 % of the concurrency (far inside the model's error).
+    lo, f_lo = 0.0, -float(concurrency)
+    hi, f_hi = r_max, in_loop(r_max) - concurrency
+    side = 0
+    for _ in range(60):
+        mid = hi - f_hi * (hi - lo) / (f_hi - f_lo)
+        f_mid = in_loop(mid) - concurrency
+        if abs(f_mid) <= 1e-3 * concurrency or hi - lo <= 1e-4 * r_max:
+            return mid, False
+        if f_mid < 0:
+            lo, f_lo = mid, f_mid
+            if side == -1:
+                f_hi /= 2
+            side = -1
+        else:
+            hi, f_hi = mid, f_mid
+            if side == 1:
+                f_lo /= 2
+            side = 1
+    return lo, False
+
+
+def pd_candidate(req: PlanRequest, prefill: RoleChoice, decode: RoleChoice,
+                  pre: perf.PrefillEstimate, est: perf.DecodeEstimate, z: RoleSizing,
+                  retime=None, draft: int = 0) -> Candidate:
+    """Disaggregated: prefill instances feed decode instances.
+
+    Open load (``requestsPerSecond``, or no load: capacity): the rate is the least of the
+    prefill rate that keeps TTFT within its SLO (M/D/1 at prefill) and the decode capacity.
+    Fixed ``concurrency`` (a closed loop of that many sequences): the rate R at which the
+    sequences in the loop, R x (TTFT(R) + OSL x TPOT(R)), equal the concurrency, with TTFT the
+    M/D/1 wait at prefill + the KV transfer and TPOT timed at the batch R keeps decoding
+    (:class:`DecodeCurve`, ``retime`` times batch 1); when prefill at 95 % busy or decode at
+    its sized batch cannot reach that, R is that capacity and the remaining sequences wait
+    for prefill: TTFT = concurrency / R - OSL x TPOT."""
+    wl = req.spec.workload
+    osl = wl.outputTokens
+    kv_t = perf.kv_transfer_time(wl.inputTokens, z.kv_bytes_per_token,
+                                 req.spec.network.interNodeGbps)
+    prefill_cap = prefill.instances * pre.requests_per_s
+    dl = decode.layout
+    ranks = decode.instances * dl.data * dl.pipeline
+    decode_cap = ranks * est.batch_per_rank / (osl * est.tpot_s)
+
+    def wait(rate: float) -> float:
+        rho = min(rate / prefill_cap, 0.95) if prefill_cap else 0.95
+        return pre.latency_s * (1 + rho / (2 * (1 - rho))) + kv_t   # M/D/1 at prefill
+
+    if wl.concurrency:
+        rho_max = 0.95
+        curve = decode_curve(req, est, ranks, retime, draft)
+
+        lat, fed_at, tpot_of, b_max = pre.latency_s, curve.fed, curve.tpot, curve.b_max
+
+        def in_loop(r: float) -> float:   # wait(r) + OSL x TPOT at the fed batch, inlined
+            rho = min(r / prefill_cap, 0.95)
+            b = fed_at(r, osl)
+            return r * (lat * (1 + rho / (2 * (1 - rho))) + kv_t
+                        + osl * tpot_of(b if b is not None else b_max))
+
+        r_max = min(prefill_cap * rho_max, decode_cap)
+        rate, capped = _solve_closed_loop(wl.concurrency, r_max, in_loop)
+        fed = curve.fed(rate, osl) or curve.b_max
+        tpot_s = curve.tpot(fed)
+        ttft = ttft_open = wait(rate)
+        if capped and rate:   # the sequences the capacity does not keep decoding wait
+            ttft = max(ttft, wl.concurrency / rate - osl * tpot_s)
+        est = perf.DecodeEstimate(fed, est.step_s, tpot_s, est.tokens_per_s_per_rank, est.bound)
+    else:
+        rho_max = _max_utilisation(pre.latency_s, kv_t, req.spec.slo.ttftMs)
+        rate = min(prefill_cap * rho_max, decode_cap)
+        offered = min(rate, wl.requestsPerSecond) if wl.requestsPerSecond else rate
+        ttft = ttft_open = wait(offered)
+    sustains = True
+    if wl.requestsPerSecond:
+        sustains = rate >= wl.requestsPerSecond * 0.999
+        rate = min(rate, wl.requestsPerSecond)
+    binding = {pre.bound: prefill_cap * rho_max, est.bound: decode_cap}
+    if wl.concurrency:
+        binding["the workload's concurrency"] = wl.concurrency / (ttft_open
+                                                                 + wl.outputTokens * est.tpot_s)
+    bound = min(binding, key=binding.get)
+    if not sustains:
+        bound = f"offered load {wl.requestsPerSecond:g} req/s exceeds capacity ({bound})"
+    gpus = prefill.gpus + decode.gpus
+    roles = [prefill.as_json(), decode.as_json()]
+    notes = [f"P:D = {prefill.instances}:{decode.instances}",
+             f"decode batch {est.batch_per_rank} per rank",
+             f"prefill {min(rate / prefill_cap, 1):.0%} busy" if prefill_cap else "prefill idle"]
+    return Candidate(roles, gpus, z.kv_tokens_per_rank, ttft * 1000, est.tpot_s * 1000,
+                     rate * wl.outputTokens, rate * (wl.inputTokens + wl.outputTokens), True,
+                     False, bound, notes, sustains=sustains, decode_batch=est.batch_per_rank)
+
+
+def unified_candidate(req: PlanRequest, unified: RoleChoice, pre: perf.PrefillEstimate,
+                       est: perf.DecodeEstimate, z: RoleSizing, retime=None,
+                       draft: int = 0) -> Candidate:
+    """Prefill and decode share the GPUs: prefill work takes a fraction busy = R / (n x prefill
+    requests/s) of the instances, during which decode stalls, so TPOT stretches to
+    t / (1 - busy) and R = S (1 - busy) / (OSL x t) for S sequences decoding at TPOT t.
+
+    Open load: S is the sized batch over the ranks (capacity), R = S / (OSL x t + S / (n x
+    prefill req/s)). Fixed ``concurrency`` (a closed loop): the sequences decoding and those
+    waiting for prefill add up to it, R x (TTFT(R) + OSL x t(b) / (1 - busy)) = concurrency,
+    with t timed at the batch b that R keeps decoding (:class:`DecodeCurve`); beyond the
+    capacity the rest wait: TTFT = concurrency / R - OSL x TPOT."""
+    wl = req.spec.workload
+    osl = wl.outputTokens
+    ul = unified.layout
+    ranks = unified.instances * ul.data * ul.pipeline
+    cap = unified.instances * pre.requests_per_s
+
+    def wait(busy: float) -> float:
+        return pre.latency_s * (1 + busy / (2 * (1 - busy)))
+
+    if wl.concurrency:
+        curve = decode_curve(req, est, ranks, retime, draft)
+        # Decode at its sized batch: R x OSL x t_B / (1 - R / cap) = ranks x B.
+        r_dec = ranks * est.batch_per_rank / (osl * est.tpot_s + ranks * est.batch_per_rank
+                                              / cap)
+
+        def in_loop(r: float) -> float:
+            busy = min(r / cap, 0.95)
+            b = curve.fed(r, osl, 1 / (1 - busy))
+            t = curve.tpot(b if b is not None else curve.b_max)
+            return r * (wait(busy) + osl * t / (1 - busy))
+
+        rate, capped = _solve_closed_loop(wl.concurrency, min(0.95 * cap, r_dec), in_loop)
+        busy = min(rate / cap, 0.95)
+        fed = curve.fed(rate, osl, 1 / (1 - busy)) or curve.b_max
+        tpot = curve.tpot(fed) / (1 - busy)
+        ttft = wait(busy)
+        if capped and rate:
+            ttft = max(ttft, wl.concurrency / rate - osl * tpot)
+        batch = fed
+        sustains = True
+    else:
+        seqs = _in_flight(wl, ranks * est.batch_per_rank)
+        rate = seqs / (osl * est.tpot_s + seqs / cap)
+        sustains = True
+        if wl.requestsPerSecond:
+            sustains = rate >= wl.requestsPerSecond * 0.999
+            rate = min(rate, wl.requestsPerSecond)
+        busy = min(rate / cap, 0.95)
+        tpot = est.tpot_s / (1 - busy)
+        ttft = wait(busy)
+        batch = est.batch_per_rank
+    gpus = unified.gpus
+    bound = f"prefill interrupting decode (shared GPUs; {pre.bound})" if busy > 0.3 \
+        else est.bound
+    if not sustains:
+        bound = f"offered load {wl.requestsPerSecond:g} req/s exceeds capacity ({bound})"
+    return Candidate([unified.as_json()], gpus, z.kv_tokens_per_rank,
+                     ttft * 1000, tpot * 1000, rate * wl.outputTokens,
+                     rate * (wl.inputTokens + wl.outputTokens), True, False, bound,
+                     [f"{busy:.0%} of the time in prefill", f"batch {batch} per rank"],
+                     sustains=sustains, decode_batch=batch)

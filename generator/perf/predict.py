@@ -1,0 +1,172 @@
+"""What a deployment spec will do: each role's predicted TTFT, TPOT and tokens/s.
+
+An InferenceDeployment with ``spec.traffic`` (mean input/output tokens, draft acceptance) is
+turned into the fixed-layout PlanRequest it describes (docs/spec.md §5.1: its pools, model,
+engine, serving settings and roles as given; ``workload.concurrency`` = the decoding roles'
+``sizing.concurrency`` x replicas) and timed by :func:`evaluate.evaluate`, the planner's model
+on exactly this layout. ``gen size``, ``gen report`` and the Grafana dashboard show the result.
+The spec itself was already checked by ``gen validate``; nothing is judged again here.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from pydantic import ValidationError
+
+from ..catalog import ARCHITECTURES
+from ..spec.models import InferenceDeployment
+from ..spec.request import PlanRequest
+from .evaluate import evaluate
+
+#: RDMA bandwidth per GPU when the spec does not give ``network.interNodeGbps`` (Gbit/s): one
+#: ConnectX-7 NDR port per GPU, as in the HGX H100/H20 reference designs.
+DEFAULT_INTER_NODE_GBPS = 400.0
+
+
+@dataclass
+class RolePrediction:
+    """One role at the predicted operating point. Times in ms; rates in tokens/s.
+
+    Attributes:
+        name, mode: the role.
+        ttft_ms: time to first token of a request (prefill/unified roles; PD: prefill + KV
+            transfer), None for decode roles.
+        tpot_ms: time per output token (decode/unified), None for prefill.
+        output_per_node, input_per_node: the role's own capacity per node (decode/unified:
+            output tokens/s at its batch; prefill/unified: input tokens/s with every GPU busy).
+        output_total: decode/unified output tokens/s the role delivers at the sized load (what
+            the sum of its pods' ``generation_tokens`` rates reaches: the deployment's output
+            rate, below the role's capacity when prefill binds).
+        input_total: prefill/unified input tokens/s the role processes at that load.
+        batch_per_rank: sequences per decode rank the role is sized for (``sizing.concurrency``).
+        fed_batch: sequences per decode rank at the predicted operating point (fewer when
+            prefill cannot feed the sized batch); TPOT is timed at this batch.
+    """
+
+    name: str
+    mode: str
+    ttft_ms: float | None = None
+    tpot_ms: float | None = None
+    output_per_node: int | None = None
+    input_per_node: int | None = None
+    output_total: int | None = None
+    input_total: int | None = None
+    batch_per_rank: int | None = None
+    fed_batch: int | None = None
+
+    def to_json(self) -> dict:
+        """Camel-case JSON, absent figures left out."""
+        out = {"ttftMs": self.ttft_ms, "tpotMs": self.tpot_ms,
+               "outputTokensPerSecPerNode": self.output_per_node,
+               "inputTokensPerSecPerNode": self.input_per_node,
+               "outputTokensPerSec": self.output_total,
+               "inputTokensPerSec": self.input_total,
+               "batchPerRank": self.batch_per_rank, "fedBatchPerRank": self.fed_batch}
+        return {k: v for k, v in out.items() if v is not None}
+
+
+@dataclass
+class Prediction:
+    """The deployment's predicted figures, or why there are none (``reason``).
+
+    Attributes:
+        roles: per role name.
+        total_tps, output_tps: input + output and output tokens/s of the whole deployment.
+        bound: the binding term (``decode HBM bandwidth``, ``prefill compute``, ...).
+        assumptions: the model's stated assumptions (perf.py constants, the request shape).
+        notes: the model's warnings (e.g. an overlap the engine skips).
+    """
+
+    roles: dict[str, RolePrediction] = field(default_factory=dict)
+    total_tps: float = 0.0
+    output_tps: float = 0.0
+    bound: str = ""
+    assumptions: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    reason: str | None = None
+
+    def to_json(self) -> dict:
+        """``{"totalTokensPerSec", "outputTokensPerSec", "bound", "assumptions"}`` or
+        ``{"reason"}``."""
+        if self.reason:
+            return {"reason": self.reason}
+        return {"totalTokensPerSec": round(self.total_tps),
+                "outputTokensPerSec": round(self.output_tps), "bound": self.bound,
+                "assumptions": self.assumptions, "notes": self.notes}
+
+
+def plan_request(doc: InferenceDeployment) -> PlanRequest | str:
+    """The fixed-layout PlanRequest ``doc`` describes, or why it cannot be timed."""
+    s = doc.spec
+    if s.traffic is None:
+        return "set spec.traffic (mean inputTokens/outputTokens) for predicted TTFT/TPOT"
+    if not s.model.architecture or s.model.architecture not in ARCHITECTURES:
+        return "the performance model knows the built-in architectures only"
+    modes = sorted(r.mode for r in s.roles)
+    if modes not in (["decode", "prefill"], ["unified"]):
+        return ("the performance model times one prefill + one decode role, or one unified "
+                f"role; this spec has {', '.join(modes)}")
+    unsized = [r.name for r in s.roles if r.mode != "prefill"
+               and (r.sizing is None or r.sizing.concurrency is None)]
+    if unsized:
+        return (f"set roles[].sizing.concurrency on {', '.join(unsized)}: the load the "
+                "prediction is for")
+    concurrency = sum(r.replicas * r.sizing.concurrency for r in s.roles if r.mode != "prefill")
+    spec = {
+        "model": {"architecture": s.model.architecture, "weights": s.model.weights,
+                  "name": s.model.name},
+        "engine": {"name": s.engine.name, "version": s.engine.version},
+        "nodePools": {n: {"gpu": p.gpu, "gpusPerNode": p.gpusPerNode, "nodes": p.nodes}
+                      for n, p in s.nodePools.items()},
+        "network": {"interNodeGbps": s.network.interNodeGbps or DEFAULT_INTER_NODE_GBPS},
+        "workload": {"inputTokens": s.traffic.inputTokens,
+                     "outputTokens": s.traffic.outputTokens, "concurrency": concurrency},
+        "roles": [r.model_dump(exclude_none=True) for r in s.roles],
+    }
+    if s.serving is not None:
+        spec["serving"] = s.serving.model_dump(exclude_none=True)
+        if s.serving.kvCacheDtype:
+            spec["constraints"] = {"kvCacheDtype": s.serving.kvCacheDtype}
+    spec_roles = [r for r in s.roles if r.speculative is not None]
+    if spec_roles:
+        spec["speculative"] = {"numSpeculativeTokens":
+                               spec_roles[0].speculative.numSpeculativeTokens,
+                               "acceptance": s.traffic.acceptance}
+    try:
+        return PlanRequest.model_validate({"apiVersion": "moegen.dev/v1alpha1",
+                                           "kind": "PlanRequest",
+                                           "metadata": {"name": doc.metadata.name},
+                                           "spec": spec})
+    except ValidationError as exc:   # a value the planner's request does not take (a format)
+        first = exc.errors()[0]
+        return (f"the performance model cannot take {'.'.join(map(str, first['loc']))}: "
+                f"{first['msg']}")
+
+
+def predict(doc: InferenceDeployment) -> Prediction:
+    """Each role's predicted TTFT, TPOT and tokens/s (see the module docstring); a
+    :class:`Prediction` with ``reason`` set when the spec cannot be timed."""
+    req = plan_request(doc)
+    if isinstance(req, str):
+        return Prediction(reason=req)
+    res = evaluate(req)
+    cand = res.candidates[0]
+    if not cand.fits:
+        return Prediction(reason=f"not timed: {cand.bound}")
+    s = doc.spec
+    out = Prediction(total_tps=cand.total_tps, output_tps=cand.output_tps, bound=cand.bound,
+                     assumptions=res.assumptions, notes=list(cand.notes))
+    for r, j in zip(s.roles, cand.roles):
+        p = RolePrediction(r.name, r.mode, batch_per_rank=j.get("batchPerRank"),
+                           output_per_node=j.get("outputTokensPerSecPerNode"),
+                           input_per_node=j.get("inputTokensPerSecPerNode"))
+        if r.mode != "decode":
+            p.ttft_ms = round(cand.ttft_ms, 1)
+            p.input_total = round(cand.total_tps - cand.output_tps)
+        if r.mode != "prefill":
+            p.tpot_ms = round(cand.tpot_ms, 1)
+            p.fed_batch = cand.decode_batch or p.batch_per_rank
+            p.output_total = round(cand.output_tps)
+        out.roles[r.name] = p
+    return out

@@ -1,0 +1,111 @@
+"""One role of a deployment as every later step sees it: the validated spec pieces plus the
+computed layout (:class:`RoleInput`), and how the spec's roles become them (:func:`role_inputs`).
+
+Sizing, the engine dialects, the performance model and the rules all take a :class:`RoleInput`;
+it sits below all of them (it imports only the spec, the catalog and the layout).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .catalog import ModelArch
+from .layout import RoleLayout, compute_layout
+from .spec.models import (
+    InferenceDeployment,
+    KvTransfer,
+    Model,
+    Moe,
+    Network,
+    Parallel,
+    ServingSettings,
+    Speculative,
+    effective_serving,
+)
+
+
+@dataclass(frozen=True)
+class RoleInput:
+    """One role as the dialects see it (all fields validated already).
+
+    Attributes:
+        name, mode: role name and ``prefill`` | ``decode`` | ``unified``.
+        model: the spec's ``model``.
+        arch: the model's shape.
+        serving: the role's effective serving settings (``models.effective_serving``).
+        parallel, moe, speculative, kv_transfer: the role's spec blocks (``None`` when unset).
+        network: the spec's ``network``.
+        layout: the computed layout.
+        pd: True when the deployment has both prefill and decode roles.
+        concurrency: ``sizing.concurrency`` (sequences of maxModelLen one instance must hold;
+            1 when unset).
+        admission: ``sizing.concurrency`` when the spec sets it: the engine then admits that
+            many sequences per instance (``--max-num-seqs`` per DP rank, SGLang
+            ``--max-running-requests``) so the HBM guarantee holds; ``None`` when unset.
+        speculative_from: name of the decode role whose speculative config a prefill role
+            carries ("" when the role's own, or none). Prefill must run the decode's MTP/EAGLE
+            config: vLLM >= 0.28.0 refuses a NIXL handshake otherwise, and both engines only
+            transfer the draft layer's KV / hidden states when prefill computes them.
+        rank_ports: HTTP API ports per serving pod: 1, or one per local DP rank (vLLM's DP
+            supervisor behind the inference gateway: ``serving.port + rank``,
+            engines/gateway.py ``rank_ports``).
+    """
+
+    name: str
+    mode: str
+    model: Model
+    arch: ModelArch
+    serving: ServingSettings
+    parallel: Parallel
+    moe: Moe | None
+    speculative: Speculative | None
+    kv_transfer: KvTransfer | None
+    network: Network
+    layout: RoleLayout
+    pd: bool
+    concurrency: int = 1
+    speculative_from: str = ""
+    admission: int | None = None
+    rank_ports: int = 1
+
+
+def carried_speculative(spec: InferenceDeployment) -> tuple[Speculative | None, str]:
+    """The speculative config prefill roles run when they set none: the decode roles' one.
+
+    Returns ``(Speculative, decode role name)``, or ``(None, "")`` when no decode role
+    speculates or the decode roles disagree (rule SPD004 reports that). Prefill must run the
+    decode's MTP/EAGLE config: vLLM >= 0.28.0 hashes it into the NIXL handshake
+    (vllm/distributed/kv_transfer/kv_connector/v1/nixl/metadata.py), and SGLang's decode needs
+    the draft hidden states that only a speculating prefill sends (disaggregation/prefill.py).
+    """
+    decodes = [r for r in spec.spec.roles if r.mode == "decode"]
+    configs = {r.speculative for r in decodes}
+    if len(configs) != 1 or decodes[0].speculative is None:
+        return None, ""
+    return decodes[0].speculative, decodes[0].name
+
+
+def role_inputs(spec: InferenceDeployment, arch: ModelArch | None) -> list[RoleInput | None]:
+    """Each role as the dialects see it (``None`` for a role whose pool is unknown)."""
+    roles: list[RoleInput | None] = []
+    pd = {r.mode for r in spec.spec.roles} >= {"prefill", "decode"}
+    carried, carried_from = carried_speculative(spec) if pd else (None, "")
+    for role in spec.spec.roles:
+        pool = spec.spec.nodePools.get(role.nodePool)
+        if pool is None or arch is None:
+            roles.append(None)
+            continue
+        p = role.parallel
+        layout = compute_layout(p.tensor, p.data, p.pipeline, p.expert, role.workload,
+                                pool.gpusPerNode, role.replicas)
+        speculative, source = role.speculative, ""
+        if role.mode == "prefill" and speculative is None and carried is not None:
+            speculative, source = carried, carried_from
+        roles.append(RoleInput(
+            name=role.name, mode=role.mode, model=spec.spec.model, arch=arch,
+            serving=effective_serving(spec.spec, role), parallel=p, moe=role.moe,
+            speculative=speculative, kv_transfer=role.kvTransfer,
+            network=spec.spec.network, layout=layout, pd=pd,
+            concurrency=role.sizing.concurrency or 1, speculative_from=source,
+            admission=role.sizing.concurrency))
+    return roles
