@@ -45,7 +45,8 @@ def test_pods_names_and_lws_labels(dp2):
     # LWS size 2: leader <lws>-<g>, worker <lws>-<g>-<i>; a Deployment's pods; addresses from .10
     assert {n: p.ip for n, p in dp2.pods.items()} == {
         "dsv3-pd-decode-0": "127.254.1.10", "dsv3-pd-decode-0-1": "127.254.1.11",
-        "dsv3-pd-prefill-0": "127.254.1.12", "dsv3-pd-router-0": "127.254.1.13"}
+        "dsv3-pd-prefill-0": "127.254.1.12", "dsv3-pd-router-0": "127.254.1.13",
+        "dsv3-pd-router-1": "127.254.1.14"}      # the router Deployment has 2 replicas
     w = dp2.pods["dsv3-pd-decode-0-1"]
     assert {k: v for k, v in w.labels.items() if k.startswith("leaderworkerset")} == {
         "leaderworkerset.sigs.k8s.io/name": "dsv3-pd-decode",

@@ -28,6 +28,7 @@ pytestmark = pytest.mark.execution
 SHAPE = "PD with NIXL (s1-16xh20-pd + dev-small + vllm-0.32): prefill pod, decode pod, router"
 MODEL = "deepseek-ai/DeepSeek-V2-Lite-Chat"
 P, D, R = "dsv3-pd-prefill-0", "dsv3-pd-decode-0", "dsv3-pd-router-0"
+R1 = "dsv3-pd-router-1"          # the router Deployment's second replica
 ROUTER_SVC = "dsv3-pd-router"
 #: KV bytes NIXL moves per block of the tiny model: the CPU platform's default block is 128 tokens
 #: (vllm-project/vllm@v0.32.0:vllm/platforms/cpu.py:293); per token 2 layers x (512 latent + 64
@@ -57,11 +58,12 @@ def router_url(cluster) -> str:
     return cluster.service_url(ROUTER_SVC)[1]
 
 
-def through_router(cluster, prompts: list[str], url: str | None = None):
-    """Send each prompt through the router; returns the replies and the change of the prefill's
-    and the decode's metrics: {"P"|"D": {metric key: delta}}."""
+def through_router(cluster, prompts: list[str], url: str | None = None, urls: list[str] = ()):
+    """Send each prompt through the router (``urls``: one router URL per prompt); returns the
+    replies and the change of the prefill's and the decode's metrics: {"P"|"D": {key: delta}}."""
     before = {k: client.metrics(cluster.url(n)) for k, n in (("P", P), ("D", D))}
-    replies = [client.complete(url or router_url(cluster), MODEL, p, max_tokens=4) for p in prompts]
+    urls = list(urls) or [url or router_url(cluster)] * len(prompts)
+    replies = [client.complete(u, MODEL, p, max_tokens=4) for u, p in zip(urls, prompts)]
     after = {k: client.metrics(cluster.url(n)) for k, n in (("P", P), ("D", D))}
 
     def delta(k, name, **labels):
@@ -86,23 +88,24 @@ def assert_kv_over_nixl(prompts, replies, d) -> None:
 
 
 def test_every_pod_ready_within_its_startup_budget(cluster, request):
-    assert sorted(cluster.pods) == [D, P, R]
+    assert sorted(cluster.pods) == [D, P, R, R1]
     ready = cluster.wait_ready(P, D)
     # The router Deployment is rendered with argocd.argoproj.io/sync-wave "1": Argo CD creates it
     # once the engines (wave 0) are healthy. Started earlier it would wait for them, checking
     # every 30 s (vllm-router 0.1.17: worker_startup_check_interval).
     [router] = [d for d in cluster.docs if d["kind"] == "Deployment"]
     assert router["metadata"]["annotations"]["argocd.argoproj.io/sync-wave"] == "1"
-    cluster.start(R)
-    ready.update(cluster.wait_ready(R))
+    cluster.start(R, R1)
+    ready.update(cluster.wait_ready(R, R1))
     for n, s in sorted(ready.items()):
         fact(request, f"{n} ready after {s} s (rendered startup budget {cluster.pods[n].startup_budget_s:.0f} s)")
 
 
 def test_requests_go_prefill_then_nixl_then_decode(cluster):
-    # 10 tokens: one block; 200 tokens: two blocks (distinct prompts: no prefix-cache hit)
+    # 10 tokens: one block; 200 tokens: two blocks (distinct prompts: no prefix-cache hit); one
+    # through each router replica
     prompts = ["p" * 10, "q" * 200]
-    replies, d = through_router(cluster, prompts)
+    replies, d = through_router(cluster, prompts, urls=[cluster.url(R), cluster.url(R1)])
     assert_kv_over_nixl(prompts, replies, d)
     # the router picked the prefill and decode pods its label selectors match, at the rendered port
     ip = {n: cluster.pods[n].ip for n in (P, D)}
