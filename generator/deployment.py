@@ -21,6 +21,7 @@ from .catalog import (
     arch_from_config,
     builtin_config,
 )
+from .durations import Durations, deployment_durations
 from .engines.base import Dialect
 from .engines.gateway import with_rank_ports
 from .engines.registry import dialect_for
@@ -77,11 +78,29 @@ class Deployment:
                 yield i, r
 
     @property
+    def durations(self) -> Durations:
+        """The predicted durations (cold start, longest prefill, longest and mean request) and
+        every timeout pair derived from them (:mod:`generator.durations`), computed once."""
+        if "durations" not in self._cache:
+            self._cache["durations"] = deployment_durations(self.spec, self.roles, self.sizing,
+                                                            self.host, self.prediction)
+        return self._cache["durations"]
+
+    @property
     def prediction(self) -> Prediction:
         """Each role's predicted TTFT, TPOT and tokens/s (:func:`generator.perf.predict.predict`),
         computed once; a :class:`Prediction` with ``reason`` set when the spec cannot be timed."""
         if "prediction" not in self._cache:
-            self._cache["prediction"] = predict(self.spec)
+            resolved = self.dialect is not None and self.arch is not None and all(
+                r is not None and not r.layout.problem for r in self.roles)
+            out = (predict(self.spec) if resolved
+                   else Prediction(reason="not timed: the spec has roles without a known pool, "
+                                   "a possible layout, a supported engine release or a model"))
+            # Sanity hits on the prediction itself (perf/predict.py sanity, rule PRF030), located.
+            out.findings = [Finding(code, Severity.WARNING, json_path(path), message, hint,
+                                    self.provenance.locate(path))
+                            for code, path, message, hint in out.sanity]
+            self._cache["prediction"] = out
         return self._cache["prediction"]
 
 

@@ -191,8 +191,10 @@ UNIT_TESTED = {"tests/test_load.py": None, "tests/test_rules.py": None, "tests/t
 
 
 def _case_codes() -> set[str]:
+    """Codes an invalid case (tests/invalid) or a field case (tests/field) expects."""
     codes = set()
-    for case in (ROOT / "tests" / "invalid").glob("*/case.yaml"):
+    for case in [*(ROOT / "tests" / "invalid").glob("*/case.yaml"),
+                 *(ROOT / "tests" / "field").glob("*/case.yaml")]:
         meta = yaml.safe_load(case.read_text())
         codes |= {e["code"] for e in meta.get("expect") or []}
         codes |= set(meta.get("warnings") or [])
@@ -200,7 +202,8 @@ def _case_codes() -> set[str]:
 
 
 def test_every_rule_has_a_failing_example():
-    """A code counts when an invalid case expects it, or a unit test asserts on it by name."""
+    """A code counts when an invalid or field case expects it, or a unit test asserts on it by
+    name."""
     covered = _case_codes()
     unit = " ".join((ROOT / f).read_text() for f in UNIT_TESTED)
     covered |= {r.code for r in RULES if f'"{r.code}"' in unit}

@@ -52,8 +52,10 @@ def test_s1_decode_leader_and_worker():
         "window_size": 1000, "step_interval": 3000, "num_redundant_experts": 32,
         "log_balancedness": True}
     assert "--enable-eplb" in leader
+    # Decode recomputes a prompt whose prefill went away (vLLM >= 0.13: generator/lifecycle.py).
     assert json.loads(leader["--kv-transfer-config"]) == {
-        "kv_connector": "NixlConnector", "kv_role": "kv_consumer"}
+        "kv_connector": "NixlConnector", "kv_role": "kv_consumer",
+        "kv_load_failure_policy": "recompute"}
     assert json.loads(leader["--speculative-config"]) == {"method": "mtp", "num_speculative_tokens": 1}
     assert leader["--max-model-len"] == "32768"
     assert leader["--gpu-memory-utilization"] == "0.92"

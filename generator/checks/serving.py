@@ -1,12 +1,14 @@
-"""Rules about serving limits: batch tokens, admitted sequences, engine-specific settings."""
+"""Rules about serving limits: batch tokens, admitted sequences, engine-specific settings, and
+the engine timeouts paired with another component (generator/durations.py)."""
 
 from __future__ import annotations
 
 import re
 
+from ..durations import KEEPALIVE_ENV, front_idle_s, keepalive_s
 from ..engines.vllm import max_num_seqs as vllm_max_num_seqs
 from ..sizing import RoleSizing
-from .registry import Context, E, Hit, W, is_vllm, role_path, rule, serving_path
+from .registry import Context, E, Hit, W, is_vllm, role_env, role_path, rule, serving_path
 
 
 @rule("SRV001", E, "maxNumBatchedTokens is at least maxNumSeqs",
@@ -146,3 +148,48 @@ def _interval(ctx: Context):
                   f"{f'below {low} s' if seconds < low else f'above {high} s'}: the 5-minute "
                   "rate windows of the alerts and dashboard need two samples",
                   f"e.g. interval: 15s ({low}s to {high}s)")
+
+
+@rule("SRV060", E, "VLLM_ENGINE_READY_TIMEOUT_S covers the role's cold start",
+      "vllm-project/vllm@v0.33.0:vllm/v1/engine/core_client.py: the API servers wait "
+      "VLLM_ENGINE_READY_TIMEOUT_S (vllm-project/vllm@v0.33.0:vllm/envs.py:26, default 600) for "
+      "the engine cores' READY, then exit (vllm-project/vllm PR#27444, vllm-project/vllm#32116, "
+      "vllm-project/vllm PR#35616); the startup budget: generator/sizing/host.py",
+      engines=("vllm",))
+def _ready_timeout(ctx: Context):
+    for i, r in ctx.role_items():
+        h = ctx.host[i] if i < len(ctx.host) else None
+        found = role_env(ctx, i, "VLLM_ENGINE_READY_TIMEOUT_S")
+        if h is None or found is None or found[1] >= h.startup_s:
+            continue
+        path, value = found
+        yield Hit(path,
+                  f"role {r.name!r}: VLLM_ENGINE_READY_TIMEOUT_S={value} is shorter than the "
+                  f"role's predicted cold start of {h.startup_s} s (its checkpoint share "
+                  f"{max(p.checkpoint_gib for p in h.pods):.0f} GiB at {h.load_gbps:g} GB/s = "
+                  f"{h.load_s} s, JIT warm-up and rendezvous): the API server gives up while the "
+                  "engine still loads, and the pod restarts into the same load",
+                  f"drop the variable (moegen sets it to the startup budget, {h.startup_s} s) "
+                  "or raise it; a faster volume lowers the budget (model.loadGBps)")
+
+
+@rule("SRV061", E, "the engines keep idle connections longer than the proxy in front pools them",
+      "uvicorn closes idle keep-alive connections after VLLM_HTTP_TIMEOUT_KEEP_ALIVE "
+      "(vllm-project/vllm@v0.33.0:vllm/envs.py:110) / SGLANG_TIMEOUT_KEEP_ALIVE "
+      "(sgl-project/sglang@v0.5.23:python/sglang/srt/environ.py:337), 5 s; a pooled client that "
+      "reuses a connection the engine closed resets the request (llm-d/llm-d PR#1564, "
+      "smg-project/smg PR#2162); the pools: generator/engines/routers.py, "
+      "generator/engines/gateway.py")
+def _keepalive(ctx: Context):
+    name = KEEPALIVE_ENV[ctx.engine]
+    for i, r in ctx.role_items():
+        idle = front_idle_s(ctx.spec, r.mode)
+        found = role_env(ctx, i, name)
+        if idle is None or found is None or found[1] > idle:
+            continue
+        path, value = found
+        yield Hit(path,
+                  f"role {r.name!r}: {name}={value} s, but the proxy in front of it keeps idle "
+                  f"connections pooled for {idle} s: it sends requests on connections the "
+                  "engine has closed, which fail with a reset",
+                  f"drop the variable (moegen sets {keepalive_s(idle)}) or set it above {idle}")

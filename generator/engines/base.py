@@ -144,10 +144,11 @@ class Dialect(Protocol):
         ...
 
     def launch(self, role: RoleInput, sizing: RoleSizing | None,
-               startup_s: int | None = None) -> EngineLaunch:
+               startup_s: int | None = None, drain_s: int = 60) -> EngineLaunch:
         """How to start one instance of ``role`` (``sizing``: the role's memory plan, whose
         numbers the command pins: vLLM's batched tokens, SGLang's mem_fraction_static;
-        ``startup_s``: the role's cold-start budget, for the engine's own readiness waits)."""
+        ``startup_s``: the role's cold-start budget, for the engine's own readiness waits;
+        ``drain_s``: its graceful drain on SIGTERM, generator/durations.py)."""
         ...
 
     def processes(self, role: RoleInput, api_servers: int | None) -> tuple[PodProcesses, ...]:

@@ -122,10 +122,27 @@ SIDECAR_RESOURCES = {"cpu": "1", "memory": "1Gi"}
 #: The EPP's resources (requests = limits): a Go ext-proc server holding per-endpoint metrics
 #: and an LRU prefix index per server (prefix-cache-scorer).
 EPP_RESOURCES = {"cpu": "4", "memory": "8Gi", "ephemeral-storage": "1Gi"}
-#: The route's request timeout: a streamed generation of a long context lasts minutes; the
-#: Gateway API leaves the default to the implementation (Envoy's is 15 s; the GIE chart sets
-#: 300 s).
-ROUTE_REQUEST_TIMEOUT = "3600s"
+#: The route's request timeout when no longest request could be predicted: a streamed generation
+#: of a long context lasts minutes; the Gateway API leaves the default to the implementation
+#: (Envoy's is 15 s; the GIE chart hardcoded 300 s until kubernetes-sigs/
+#: gateway-api-inference-extension PR#2729). With a prediction the route waits
+#: generator/durations.py's request timeout (the longest request x margin).
+ROUTE_REQUEST_TIMEOUT_S = 3600
+#: Gateway API ``Duration`` (GEP-2257): at most 5 digits per unit, ``^([0-9]{1,5}(h|m|s|ms)){1,4}$``
+#: (kubernetes-sigs/gateway-api apis/v1/shared_types.go Duration).
+MAX_DURATION_S = 99999
+#: The routing sidecar reuses an idle connection to a prefill engine, and to its own decode
+#: engine, for up to 90 s: it proxies through httputil.NewSingleHostReverseProxy, whose
+#: Transport is Go's http.DefaultTransport (IdleConnTimeout 90 s; llm-d/llm-d-inference-scheduler
+#: pkg/sidecar/proxy/proxy.go at v0.6.0). Engines that close idle connections sooner reset the
+#: requests sent on them (llm-d/llm-d PR#1564, PR#1686).
+SIDECAR_POOL_IDLE_S = 90
+
+
+def route_timeout(seconds: int | None) -> str:
+    """The HTTPRoute's ``timeouts.request``: ``seconds`` (or :data:`ROUTE_REQUEST_TIMEOUT_S`),
+    at most the Duration format's :data:`MAX_DURATION_S`."""
+    return f"{min(seconds or ROUTE_REQUEST_TIMEOUT_S, MAX_DURATION_S)}s"
 #: Namespaced read-only RBAC of the EPP (GIE chart rbac.yaml): its pods, its pool and the
 #: objectives that name the pool.
 EPP_RULES = [

@@ -57,6 +57,13 @@ KIND_ENGINES = {"vllm-router": ("vllm",), "smg": ("sglang",),
 GATEWAY_KIND = "inference-gateway"
 #: kvTransfer.connector -> vllm-router ``--kv-connector`` (its choices: nixl, mooncake, moriio).
 VLLM_ROUTER_CONNECTORS = {"nixl": "nixl", "mooncake": "mooncake"}
+#: How long each router keeps an idle upstream connection pooled, s: vllm-router builds its
+#: reqwest client with ``pool_idle_timeout(50 s)``, fixed (vllm-project/router src/server.rs at
+#: e17f94e); smg 1.13.0 ``--upstream-pool-idle-timeout-secs`` defaults to 3, below the engines'
+#: 5 s keep-alive, since smg-project/smg PR#2162 found the same 50 s pool resetting requests
+#: (py_src/smg/router_args.py). An engine that closes idle connections first makes the router's
+#: next request on one fail.
+POOL_IDLE_S = {"vllm-router": 50, "smg": 3}
 
 
 #: Pod annotations the routers read a prefill pod's bootstrap port from when they discover
@@ -128,24 +135,6 @@ SMG_HEALTH_MARGIN_S = 5
 #: entry point, so two behind a PodDisruptionBudget (maxUnavailable 1) keep it serving through
 #: a node drain or a rollout (Kubernetes "Specifying a Disruption Budget").
 ROUTER_REPLICAS = 2
-#: How much longer than the predicted mean request the router drains: the mean mix's request
-#: (TTFT + outputTokens x TPOT, generator/capacity/predict.py) is not its longest.
-DRAIN_OVER_MEAN = 2
-
-
-def router_drain_s(prediction, output_tokens: int | None, floor_s: int) -> int:
-    """Seconds the router waits for in-flight requests on SIGTERM: :data:`DRAIN_OVER_MEAN` x
-    the predicted request (prefill TTFT + ``output_tokens`` x decode TPOT of the slowest roles,
-    ``prediction``: a perf.predict.Prediction or None), at least ``floor_s`` (the engines'
-    own drain). S1 (docs/routing.md): 21.96 s + 1200 x 18.2 ms = 43.8 s -> 88 s."""
-    if prediction is None or not output_tokens or not prediction.roles:
-        return floor_s
-    ttft = max((r.ttft_ms or 0.0) for r in prediction.roles.values())
-    tpot = max((r.tpot_ms or 0.0) for r in prediction.roles.values())
-    request_s = (ttft + output_tokens * tpot) / 1000
-    return max(floor_s, -int(-DRAIN_OVER_MEAN * request_s // 1))
-
-
 def router_release(engine: str, kind: str | None, version: str | None) -> RouterRelease:
     """The vllm-router or smg release a deployment renders (``router.version``; default the
     newest known; RTR010 refuses unknown ones before rendering)."""
@@ -156,12 +145,15 @@ def router_release(engine: str, kind: str | None, version: str | None) -> Router
 def router_launch(engine: str, *, port: int, policy: str, connector: str,
                   prefill_urls: list[str], decode_urls: list[str], startup_s: int,
                   image: str | None = None, discovery: Discovery | None = None,
-                  version: str | None = None, drain_s: int | None = None) -> RouterLaunch:
+                  version: str | None = None, drain_s: int | None = None,
+                  request_timeout_s: int = 1800) -> RouterLaunch:
     """The router of a PD deployment of ``engine`` (``connector``: the prefill roles'
     kvTransfer.connector; ``startup_s``: how long the engines may take to become healthy;
     ``version``: the router release, default the newest; ``drain_s``: how long the router
     waits for in-flight requests on SIGTERM where it has the option, smg
-    ``--shutdown-grace-period-secs``).
+    ``--shutdown-grace-period-secs``; ``request_timeout_s``: how long one request may take,
+    ``--request-timeout-secs`` of both routers, default 1800; generator/durations.py derives
+    the drain from the mean request and the timeout from the longest).
 
     With ``discovery`` the router watches the pods of its namespace (``--service-discovery``,
     smg 1.13.0 / vllm-router 0.1.17: a pod joins when Ready and leaves when it is not) and the
@@ -170,7 +162,8 @@ def router_launch(engine: str, *, port: int, policy: str, connector: str,
     """
     common = ["--host", "0.0.0.0", "--port", str(port), "--policy", policy]
     metrics = ["--prometheus-host", "0.0.0.0", "--prometheus-port", str(ROUTER_METRICS_PORT)]
-    wait = ["--worker-startup-timeout-secs", str(startup_s)]
+    wait = ["--worker-startup-timeout-secs", str(startup_s),
+            "--request-timeout-secs", str(request_timeout_s)]
     found = []
     if discovery is not None:
         found = ["--service-discovery", "--service-discovery-namespace", f"$({NAMESPACE_ENV})",

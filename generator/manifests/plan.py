@@ -15,12 +15,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..deployment import Deployment
+from ..durations import Durations
 from ..engines import gateway as gw
 from ..engines.routers import (
     NAMESPACE_ENV,
     ROUTER_REPLICAS,
     Discovery,
-    router_drain_s,
     router_launch,
 )
 from ..facts import lws as lwsv
@@ -34,7 +34,7 @@ from ..naming import (
     route_name,
     router_name,
 )
-from ..pods import DRAIN_S, PRESTOP_S
+from ..pods import PRESTOP_S, termination_grace
 from ..roles import RoleInput
 from ..sizing import RoleSizing
 from ..spec.models import InferenceDeployment
@@ -226,7 +226,8 @@ def build_plan(model: Deployment) -> DeploymentPlan:
     roles = [r for r in model.roles if r is not None]
     sizing_by_role = {z.name: z for z in model.sizing if isinstance(z, RoleSizing)}
     host_plans = list(model.host) if model.host else [None] * len(roles)
-    shared = shared_inputs(spec, roles, dialect)
+    durations = model.durations
+    shared = shared_inputs(spec, roles, dialect, durations)
     base, common_labels = shared.base, shared.labels
     out = RoleObjects()
     for role_spec, role, hplan in zip(spec.spec.roles, roles, host_plans):
@@ -237,14 +238,14 @@ def build_plan(model: Deployment) -> DeploymentPlan:
         startup = max((h.startup_s for h in host_plans if h is not None),
                       default=ENGINE_STARTUP_S)
         router = _router_plan(spec, roles, out.endpoints, common_labels, startup,
-                              shared.discovery, model.prediction)
+                              shared.discovery, durations)
         if router.replicas > 1:
             out.pdbs.append(PdbPlan(router.name, "router-pdb.yaml", router.labels,
                                     router.selector))
     gateway_plan = None
     if shared.gateway:
         gateway_plan = _gateway_plan(spec, roles, dialect.engine, common_labels,
-                                     shared.sidecar_connector or "", shared.picker)
+                                     shared.sidecar_connector or "", shared.picker, durations)
     monitoring = None
     if shared.monitored:
         monitoring = monitoring_plan(
@@ -278,8 +279,12 @@ def build_plan(model: Deployment) -> DeploymentPlan:
 
 def _router_plan(spec: InferenceDeployment, roles: list[RoleInput],
                  endpoints: dict[str, list[str]], common_labels: dict[str, str],
-                 startup_s: int, discovery: Discovery | None, prediction=None) -> RouterPlan:
-    """The router: waits ``startup_s`` (the slowest role's cold start) for its engines; runs with
+                 startup_s: int, discovery: Discovery | None,
+                 durations: Durations) -> RouterPlan:
+    """The router: waits ``startup_s`` (the slowest role's cold start) for its engines and
+    ``durations.request_timeout_s`` for a request (generator/durations.py: the longest request),
+    drains ``durations.drain_s`` on SIGTERM (the engines' drain: the mean request with margin)
+    after a preStop pause; runs with
     ``spec.pod``'s pull secrets, priority class, scheduler, labels and annotations (not its
     resources, volumes, affinity or service account: those are the engines'), under
     ``router.serviceAccountName`` or, when it discovers its engines, its own ServiceAccount (the
@@ -287,13 +292,12 @@ def _router_plan(spec: InferenceDeployment, roles: list[RoleInput],
     cfg = spec.spec.router
     connector = next(r.kv_transfer.connector for r in roles
                      if r.mode == "prefill" and r.kv_transfer is not None)
-    traffic = spec.spec.traffic
-    drain = router_drain_s(prediction, traffic.outputTokens if traffic else None, DRAIN_S)
+    drain = durations.drain_s
     launch = router_launch(spec.spec.engine.name, port=cfg.port, policy=cfg.policy,
                            connector=connector, prefill_urls=endpoints["prefill"],
                            decode_urls=endpoints["decode"], startup_s=startup_s,
                            image=cfg.image, discovery=discovery, version=cfg.version,
-                           drain_s=drain)
+                           drain_s=drain, request_timeout_s=durations.request_timeout_s)
     labels = {**common_labels, L_COMPONENT: "router", L_ROLE: "router"}
     return RouterPlan(
         name=router_name(spec.metadata.name),
@@ -330,7 +334,8 @@ def _control_pod(spec: InferenceDeployment, labels: dict[str, str],
 
 
 def _gateway_plan(spec: InferenceDeployment, roles: list[RoleInput], engine: str,
-                  common_labels: dict[str, str], connector: str, release) -> GatewayPlan:
+                  common_labels: dict[str, str], connector: str, release,
+                  durations: Durations) -> GatewayPlan:
     """Router kind inference-gateway: the pool over the pods that serve the API, the endpoint
     picker (``spec.pod``'s pull secrets, priority class, scheduler, labels and annotations, as
     the router; ``router.serviceAccountName`` or its own ServiceAccount) and the route from
@@ -354,7 +359,9 @@ def _gateway_plan(spec: InferenceDeployment, roles: list[RoleInput], engine: str
         "rules": [{"matches": [{"path": {"type": "PathPrefix", "value": "/"}}],
                    "backendRefs": [{"group": gw.POOL_GROUP, "kind": "InferencePool",
                                     "name": pool}],
-                   "timeouts": {"request": gw.ROUTE_REQUEST_TIMEOUT}}],
+                   "timeouts": {"request": gw.route_timeout(
+                       durations.request_timeout_s if durations.longest_request_s is not None
+                       else None)}}],
     }
     config = gw.epp_config(release, pd)
     text = gw.config_text(config)
@@ -393,6 +400,7 @@ def _gateway_plan(spec: InferenceDeployment, roles: list[RoleInput], engine: str
         rules=[dict(r) for r in gw.EPP_RULES + (gw.EPP_HA_RULES if ha else [])],
         service_account=cfg.serviceAccountName or epp,
         own_service_account=own_sa, security_context=dict(CONTROL_SECURITY),
+        grace_s=max(gw.EPP_GRACE_S, termination_grace(durations.drain_s)),
         **_control_pod(spec, labels, {gw.CONFIG_HASH_ANNOTATION: gw.config_hash(text)}),
         profiles=profiles,
         parent=f"{ref.namespace}/{ref.name}" if ref.namespace else ref.name,

@@ -14,7 +14,7 @@ from ..catalog import GPUS
 from ..engines.base import LEADER_IP, POD_IP, EngineLaunch, Port
 from ..engines.caches import CACHE_MOUNT
 from ..naming import L_INSTANCE, L_ROLE, LWS_GROUP_KEY_LABEL
-from ..pods import PRESTOP_S, STARTUP_PERIOD_S, TERMINATION_GRACE_S, PodSettings
+from ..pods import DRAIN_S, PRESTOP_S, STARTUP_PERIOD_S, PodSettings, termination_grace
 from ..roles import RoleInput
 from ..sizing.host import HostPlan, PodResources
 from ..spec.models import InferenceDeployment, NodePool, Role
@@ -70,6 +70,9 @@ class PodSpecPlan:
     #: Native sidecars (init containers with ``restartPolicy: Always``): the routing sidecar of
     #: decode pods behind router kind inference-gateway (engines/gateway.py).
     init_containers: list[dict[str, Any]] = field(default_factory=list)
+    #: Pod-level DRA claims (``spec.resourceClaims``): the IMEX channel of an NVL72 pool's
+    #: ComputeDomain (``network.computeDomain``), which the engine container claims too.
+    resource_claims: list[dict[str, Any]] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -145,6 +148,8 @@ class PodContext:
     host: HostPlan | None
     #: The routing sidecar container of the role's API pods (None: no sidecar).
     sidecar: dict[str, Any] | None = None
+    #: The engines' graceful drain, s (generator/durations.py); the grace period covers it.
+    drain_s: int = DRAIN_S
 
 
 def pod_plan(ctx: PodContext, spec: PodSpecPlan, extra_labels: dict[str, str] | None = None,
@@ -182,7 +187,14 @@ def _resources(ctx: PodContext, pods: range) -> dict[str, Any]:
     limits[GPUS[ctx.pool.gpu].resource] = role.layout.gpus_per_pod
     if net.rdma is not None:
         limits[net.rdma.resourceName] = net.rdma.resourceCount
-    return {"limits": limits} | ({"requests": requests} if requests else {})
+    claims = {"claims": [{"name": IMEX_CLAIM}]} if role.mnnvl else {}
+    return {"limits": limits} | ({"requests": requests} if requests else {}) | claims
+
+
+#: The pod's claim name for the ComputeDomain's IMEX channel (Kubernetes PodSpec resourceClaims;
+#: the NVIDIA DRA driver's ComputeDomain guide: a pod claims the domain's
+#: resourceClaimTemplate and its container lists the claim in resources.claims).
+IMEX_CLAIM = "imex-channel"
 
 
 def container_security(ctx: PodContext) -> dict[str, Any]:
@@ -334,7 +346,7 @@ def pod_spec(ctx: PodContext, pods: range, index_label: str | None,
         security_context=container_security(ctx),
         pod_security_context={"seccompProfile": {"type": "RuntimeDefault"},
                               **(ctx.pod.security_context or {})},
-        termination_grace_s=TERMINATION_GRACE_S,
+        termination_grace_s=termination_grace(ctx.drain_s),
         host_network=net.hostNetwork,
         dns_policy="ClusterFirstWithHostNet" if net.hostNetwork else None,
         node_selector=dict(ctx.pool.nodeSelector),
@@ -347,6 +359,8 @@ def pod_spec(ctx: PodContext, pods: range, index_label: str | None,
         priority_class=ctx.pod.priority_class,
         scheduler_name=ctx.pod.scheduler_name or _gang_scheduler(ctx),
         init_containers=[dict(ctx.sidecar)] if ctx.sidecar is not None and serves_api else [],
+        resource_claims=[{"name": IMEX_CLAIM, "resourceClaimTemplateName":
+                          net.computeDomain.resourceClaimTemplate}] if role.mnnvl else [],
     )
 
 

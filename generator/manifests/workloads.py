@@ -16,6 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from ..durations import Durations, timing_env
 from ..engines import gateway as gw
 from ..engines import sglang as sg
 from ..engines.base import Dialect, EngineLaunch
@@ -48,6 +49,8 @@ from ..naming import (
     statefulset_name,
     statefulset_pod,
 )
+from ..lifecycle import client_service as has_client_service
+from ..lifecycle import rollout
 from ..pods import effective_pod
 from ..roles import RoleInput
 from ..sizing import RoleSizing
@@ -183,6 +186,13 @@ class RolePlan:
     launch: EngineLaunch
 
 
+def _rollout(shared: SharedInputs, name: str) -> dict[str, int]:
+    """maxSurge and maxUnavailable of role ``name``'s LeaderWorkerSet (generator/lifecycle.py)."""
+    i = next(j for j, r in enumerate(shared.spec.spec.roles) if r.name == name)
+    plan = rollout(shared.spec, shared.roles, i)
+    return {"max_surge": plan.max_surge, "max_unavailable": plan.max_unavailable}
+
+
 def _restart_policy(spec: InferenceDeployment) -> tuple[str, dict[str, str]]:
     """(restartPolicy, LeaderWorkerSet annotations) for ``platform.lws.restartPolicy``:
     RecreateGroupAfterStart is a restartPolicy value from LWS v0.9 and an annotation over the
@@ -227,6 +237,8 @@ class SharedInputs:
         picker: the llm-d-router release of the endpoint picker and routing sidecar
             (``router.version``, engines/gateway.py ``release_for``), else None.
         restart_policy, restart_annotations: the LeaderWorkerSets' (:func:`_restart_policy`).
+        durations: the predicted durations every timeout pair is derived from
+            (generator/durations.py).
     """
 
     spec: InferenceDeployment
@@ -242,10 +254,11 @@ class SharedInputs:
     picker: Any
     restart_policy: str
     restart_annotations: dict[str, str]
+    durations: Durations = field(default_factory=Durations)
 
 
 def shared_inputs(spec: InferenceDeployment, roles: list[RoleInput],
-                  dialect: Dialect) -> SharedInputs:
+                  dialect: Dialect, durations: Durations | None = None) -> SharedInputs:
     """The :class:`SharedInputs` of a checked deployment."""
     base = spec.metadata.name
     rendered = rendered_router(spec.spec)
@@ -269,7 +282,8 @@ def shared_inputs(spec: InferenceDeployment, roles: list[RoleInput],
         discovery=discovery,
         sidecar_connector=gw.sidecar_connector(dialect.engine, connector) if gateway else None,
         picker=gw.release_for(spec.spec) if gateway else None,
-        restart_policy=restart_policy, restart_annotations=restart_annotations)
+        restart_policy=restart_policy, restart_annotations=restart_annotations,
+        durations=durations or Durations())
 
 
 @dataclass
@@ -304,7 +318,11 @@ def role_launch(shared: SharedInputs, role_spec: Role, role: RoleInput,
                                        shared.sidecar_connector or "", sg.BOOTSTRAP_PORT,
                                        role.rank_ports)
         role = replace(role, serving=replace(role.serving, port=gw.SIDECAR_ENGINE_PORT))
-    launch = dialect.launch(role, sizing, hplan.startup_s if hplan is not None else None)
+    launch = dialect.launch(role, sizing, hplan.startup_s if hplan is not None else None,
+                            drain_s=shared.durations.drain_s)
+    # Timeouts paired with another component (generator/durations.py).
+    launch = replace(launch, env={**launch.env, **timing_env(shared.spec, dialect.engine,
+                                                             role.mode, shared.durations)})
     # SGLang serves /metrics only with the flag: for Prometheus and the endpoint picker.
     if (shared.monitored or shared.gateway) and dialect.engine == "sglang":
         launch = replace(launch, common=(*launch.common, SGLANG_METRICS_FLAG))
@@ -329,7 +347,7 @@ def add_role(out: RoleObjects, shared: SharedInputs, role_spec: Role, role: Role
     pool = spec.spec.nodePools[role_spec.nodePool]
     cache = cache_env(dialect.engine, dialect.requested,
                       cache_root(dialect.engine, dialect.requested, pool.gpu, lay))
-    items = env_items(network_env(spec.spec.network, role.moe, role.kv_transfer)
+    items = env_items(network_env(spec.spec.network, role.moe, role.kv_transfer, role.mnnvl)
                       + sorted(launch.env.items()) + cache,
                       {**spec.spec.network.env, **role_spec.env})
     out.env_files.append(EnvFilePlan(role.name, f"env/{role.name}.env", configmap, items))
@@ -338,7 +356,7 @@ def add_role(out: RoleObjects, shared: SharedInputs, role_spec: Role, role: Role
                      launcher=launcher_context(launch, role.name,
                                                f"{dialect.label} {dialect.version} dialect"),
                      configmap=configmap, pod=effective_pod(spec.spec, role_spec),
-                     host=hplan, sidecar=sidecar)
+                     host=hplan, sidecar=sidecar, drain_s=shared.durations.drain_s)
     # The pods whose /metrics the PodMonitor scrapes (SGLang: every node; vLLM: the API
     # pods, whose front end aggregates every DP rank).
     metrics = {L_METRICS: "true"} if shared.monitored else {}
@@ -358,11 +376,14 @@ def add_role(out: RoleObjects, shared: SharedInputs, role_spec: Role, role: Role
     # With the routing sidecar (decode behind the inference gateway) the role's API is the
     # sidecar: the engine behind it moved to gw.SIDECAR_ENGINE_PORT, and only the sidecar
     # runs the P/D protocol (llm-d routing sidecar: prefill first, then the local decode).
+    # Behind a router the prefill/decode engines are no entry point (generator/lifecycle.py).
     target = gw.SIDECAR_PORT_NAME if sidecar is not None else "http"
-    out.services.append(ServicePlan(
-        client_service(base, role.name), f"{role.name}-service.yaml", rlabels, client_selector,
-        [{"name": "http", "port": port, "targetPort": target, "protocol": "TCP"}],
-        headless=False))
+    if has_client_service(spec, role.mode, sidecar is not None):
+        out.services.append(ServicePlan(
+            client_service(base, role.name), f"{role.name}-service.yaml", rlabels,
+            client_selector,
+            [{"name": "http", "port": port, "targetPort": target, "protocol": "TCP"}],
+            headless=False))
 
 
 def _add_lws(out: RoleObjects, shared: SharedInputs, ctx: PodContext, rlabels: dict[str, str],
@@ -398,7 +419,8 @@ def _add_lws(out: RoleObjects, shared: SharedInputs, ctx: PodContext, rlabels: d
         annotations={**gang_annotations,
                      **({LWS_EXCLUSIVE_TOPOLOGY: topology} if topology else {}),
                      **shared.restart_annotations},
-        restart_policy=shared.restart_policy, autoscaled=role_spec.autoscaling is not None))
+        restart_policy=shared.restart_policy, autoscaled=role_spec.autoscaling is not None,
+        **_rollout(shared, role.name)))
     if role_spec.autoscaling is not None:
         pool_name = role_spec.nodePool
         free = spec.spec.nodePools[pool_name].nodes - sum(
