@@ -86,8 +86,8 @@ def test_group_starts_and_rendezvous(cluster, request):
                           "(csrc/cpu/cpu_fused_moe.cpp:242) on the first forward; not reported upstream "
                           "as of this writing (EP on CPU also needs vllm-project/vllm#57837)")
 def test_group_serves_a_completion(cluster):
-    _, url = cluster.service_url("dsv3-pd-decode-api")
-    reply = client.complete(url, MODEL, "d" * 20, max_tokens=4)
+    # the leader serves the group's API (the pod the router's decode selector picks)
+    reply = client.complete(cluster.url(LEADER), MODEL, "d" * 20, max_tokens=4)
     if reply.ok:
         return
     logs = cluster.log(LEADER) + cluster.log(WORKER)
