@@ -253,14 +253,18 @@ def plan(request: Path, fmt: str, emit_path: Path | None) -> None:
 @click.option("--dry-run", "dry_run", is_flag=True,
               help="Also submit every rendered object as a server-side dry run (what kubectl "
                    "apply --server-side --dry-run=server sends; nothing is stored).")
+@click.option("--namespace", "namespace", default=None,
+              help="The namespace the objects are applied to, when an overlay moves them "
+                   "(kustomize namespace:); default metadata.namespace.")
 def preflight(spec: Path, overlays: tuple[Path, ...], context: str | None,
-              kubeconfig: str | None, fmt: str, dry_run: bool) -> None:
+              kubeconfig: str | None, fmt: str, dry_run: bool, namespace: str | None) -> None:
     """Read-only checks of the target cluster: CRDs, nodes and their GPUs and allocatable
     resources, namespace, volumes, references (exit 1 on a finding that blocks the deployment).
     With --dry-run, the API server also validates and admits every rendered object (PRE010)."""
-    from .preflight import client_api
+    from .preflight import client_api, cluster_error
     from .preflight import preflight as run_preflight
-    checked = _checked(spec, overlays)
+    _exist(spec, *overlays)
+    checked = pipeline.check(spec, list(overlays), namespace=namespace)
     if not checked.ok:
         _emit_findings(checked, fmt)
         raise SpecRejected(checked.findings)
@@ -268,19 +272,28 @@ def preflight(spec: Path, overlays: tuple[Path, ...], context: str | None,
     try:
         api = client_api(context, kubeconfig)
     except Exception as exc:  # noqa: BLE001 - kubeconfig problems are the user's environment
-        raise UsageError(f"cannot reach the cluster: {exc}") from None
+        _fail(fmt, f"cannot reach the cluster: {cluster_error(exc, kubeconfig)}")
     try:
         checked.findings = run_preflight(checked, api, dry_run=dry_run, files=files)
     except Exception as exc:  # noqa: BLE001 - API errors (auth, network) are not bugs
-        raise UsageError(f"the cluster refused a {'request' if dry_run else 'read'}: {exc}") \
-            from None
+        _fail(fmt, f"the cluster refused a {'request' if dry_run else 'read'}: "
+                   f"{cluster_error(exc, kubeconfig)}")
     finally:
-        api.close()
+        if "api" in locals():
+            api.close()
     _emit_findings(checked, fmt)
     if any(f.severity is Severity.ERROR for f in checked.findings):
         raise SpecRejected(checked.findings)
     if fmt == "text":
         click.echo(f"{display_name(spec)}: the cluster is ready ({report.summary(checked.findings)})", err=True)
+
+
+def _fail(fmt: str, message: str) -> None:
+    """A usage error (exit 2); with ``--format json`` also ``{"ok": false, "error": ...}`` on
+    stdout, so a pipeline reading stdout sees why."""
+    if fmt == "json":
+        click.echo(json.dumps({"ok": False, "error": message}, indent=2))
+    raise UsageError(message) from None
 
 
 @main.command("report")

@@ -84,12 +84,28 @@ class Checked:
         return self.model.host if self.model is not None else ()
 
 
-def check(spec_path: Path, overlays: list[Path] = (), target: str | None = None) -> Checked:
+def check(spec_path: Path, overlays: list[Path] = (), target: str | None = None,
+          namespace: str | None = None) -> Checked:
     """Run every check on a spec and its overlays. Never raises for bad input.
 
     ``target``: ``NAME`` or ``NAME@VERSION`` (``gen render --target``), replacing the spec's
-    ``spec.target``."""
-    return check_loaded(load_spec(Path(spec_path), [Path(o) for o in overlays]), target)
+    ``spec.target``; ``namespace``: the namespace the objects are applied to (a kustomize
+    ``namespace:`` override, ``gen preflight --namespace``), replacing ``metadata.namespace``."""
+    loaded = load_spec(Path(spec_path), [Path(o) for o in overlays])
+    if namespace is not None and not loaded.findings:
+        override_namespace(loaded, namespace)
+    return check_loaded(loaded, target)
+
+
+def override_namespace(loaded: LoadedSpec, namespace: str) -> None:
+    """Set ``metadata.namespace`` of ``loaded``; findings on it point at ``--namespace``."""
+    meta = loaded.data.get("metadata")
+    if not isinstance(meta, dict):
+        return
+    meta["namespace"] = namespace
+    where = Location("--namespace")
+    loaded.provenance.replace_subtree(("metadata", "namespace"),
+                                      Provenance({("metadata", "namespace"): where}))
 
 
 def override_target(loaded: LoadedSpec, target: str) -> None:

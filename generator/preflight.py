@@ -91,6 +91,33 @@ def _json_body(data) -> Any:
         return {"kind": "Status", "message": text[:500]}
 
 
+def cluster_error(exc: BaseException, kubeconfig: str | None = None) -> str:
+    """A cluster-access failure for people: a missing kubeconfig says where it was looked for
+    (``--kubeconfig``, else ``$KUBECONFIG``, else ``~/.kube/config``: kubernetes.config's
+    order); a refused TCP connection says so with the address (urllib3 NewConnectionError)."""
+    import os
+    text = str(exc)
+    if "Invalid kube-config file" in text or "No configuration found" in text \
+            or type(exc).__name__ == "ConfigException":
+        path = kubeconfig or os.environ.get("KUBECONFIG") or "~/.kube/config"
+        where = ("--kubeconfig" if kubeconfig else "$KUBECONFIG" if os.environ.get("KUBECONFIG")
+                 else "the default")
+        found = os.path.exists(os.path.expanduser(path.split(os.pathsep)[0]))
+        return (f"no usable kubeconfig at {path} ({where}; "
+                f"{'no cluster or context in it' if found else 'the file does not exist'}): "
+                "pass --kubeconfig or --context, or set KUBECONFIG")
+    chain, seen = [], exc
+    while seen is not None and len(chain) < 8:
+        chain.append(seen)
+        seen = getattr(seen, "reason", None) or seen.__cause__ or seen.__context__
+    for e in chain:
+        if isinstance(e, ConnectionRefusedError) or "Connection refused" in str(e):
+            host = getattr(getattr(exc, "pool", None), "host", None) or getattr(exc, "url", "")
+            return (f"connection refused{f' by {host}' if host else ''}: is the API server "
+                    "running and the kubeconfig's server address right?")
+    return text
+
+
 def client_api(context: str | None = None, kubeconfig: str | None = None) -> Api:
     """An :class:`Api` over the kubeconfig's cluster (``kubernetes.config``; raises
     ``kubernetes.config.ConfigException`` when there is none)."""

@@ -3,6 +3,7 @@ its fix. Renders go through the pipeline with small inline overlays over the shi
 
 from __future__ import annotations
 
+import json
 import shutil
 import subprocess
 
@@ -177,3 +178,74 @@ def test_multi_pod_dp_ranks_bind_the_same_ports_on_every_pod():
     for i in (0, 1):
         assert [p.port for p in launch.ports_of(i) if p.name.startswith("nixl")] == \
             list(range(5600, 5608))
+
+
+# --- 15: gen explain shows the derived engine flags ------------------------------------------
+
+def test_explain_lists_derived_flags(capsys):
+    """S1 decode: --max-num-seqs 13 = ceil(200 sequences / 16 DP ranks) (SRV008), derived from
+    roles[].sizing.concurrency; before, gen explain stopped at the spec's own fields."""
+    from generator.cli import run
+    assert run(["explain", str(S1)]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    seqs = next(ln for ln in lines if ln.startswith("$.spec.roles[1] --max-num-seqs = "))
+    assert '"13"' in seqs and "roles[].sizing.concurrency" in seqs
+    assert any(ln.startswith("$.spec.roles[1] --data-parallel-size = \"16\"") for ln in lines)
+
+
+# --- 12: weights baked into the engine image --------------------------------------------------
+
+def test_weights_in_the_image_need_no_volume(tmp_path):
+    """MOD005 refused a spec whose engine image carries the weights; model.inImage says so,
+    and the pods then mount nothing at model.path."""
+    text = "spec:\n  model: {volume: null, inImage: true}\n"
+    _, _, files = render_spec(S1, [_overlay(tmp_path, text)])
+    for lws in (o for o in objects(files) if o["kind"] == "LeaderWorkerSet"):
+        pod = lws_templates(lws)["leader"]["spec"]
+        mounts = [m["mountPath"] for m in pod["containers"][0].get("volumeMounts", [])]
+        assert "/models/DeepSeek-V3" not in mounts
+
+
+# --- 13: gen preflight says what went wrong, in JSON too, and checks the namespace applied to --
+
+def test_preflight_without_kubeconfig_says_where_it_looked(tmp_path, capsys, monkeypatch):
+    from generator.cli import run
+    monkeypatch.setenv("KUBECONFIG", str(tmp_path / "missing.yaml"))
+    assert run(["preflight", str(S1), "--format", "json"]) == 2
+    out, err = capsys.readouterr()
+    doc = json.loads(out)   # before: nothing on stdout
+    assert doc["ok"] is False
+    assert f"no usable kubeconfig at {tmp_path / 'missing.yaml'} ($KUBECONFIG; the file does " \
+        "not exist)" in doc["error"]
+    assert "Invalid kube-config" not in err
+
+
+def test_preflight_says_connection_refused(tmp_path, capsys):
+    """A TCP refusal (nothing listens on port 1) was 'the cluster refused a read'."""
+    from generator.cli import run
+    kc = tmp_path / "kc.yaml"
+    kc.write_text("apiVersion: v1\nkind: Config\n"
+                  "clusters: [{name: c, cluster: {server: 'https://127.0.0.1:1'}}]\n"
+                  "users: [{name: u, user: {token: x}}]\n"
+                  "contexts: [{name: x, context: {cluster: c, user: u}}]\ncurrent-context: x\n")
+    assert run(["preflight", str(S1), "--kubeconfig", str(kc)]) == 2
+    assert "connection refused by 127.0.0.1" in capsys.readouterr().err
+
+
+def test_preflight_checks_the_namespace_the_objects_go_to():
+    """After the README's kustomize namespace override, --namespace makes preflight look in
+    that namespace (it looked in metadata.namespace)."""
+    from generator import pipeline
+    from generator.preflight import Api, preflight
+    seen = []
+
+    def get(path, query=None):
+        seen.append(path)
+        return None
+
+    checked = pipeline.check(S1, namespace="llm-prod")
+    found = preflight(checked, Api(get=get))
+    assert "/api/v1/namespaces/llm-prod" in seen and "/api/v1/namespaces/llm" not in seen
+    pre005 = next(f for f in found if f.code == "PRE005")
+    assert "'llm-prod' does not exist" in pre005.message
+    assert pre005.path == "$.metadata.namespace"

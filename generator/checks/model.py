@@ -104,7 +104,7 @@ def _mtp_tokens(ctx: Context):
       "validate_repo_id refuses '/models/...'): the engine crash-loops on scheduled GPUs")
 def _weights_mounted(ctx: Context):
     spec = ctx.spec.spec
-    if spec.model.volume is not None:
+    if spec.model.volume is not None or spec.model.inImage:
         return
     path = spec.model.path.rstrip("/")
 
@@ -119,8 +119,10 @@ def _weights_mounted(ctx: Context):
                   f"nothing is mounted at model.path {spec.model.path} in the pods of "
                   f"{', '.join(repr(n) for n in bare)}: model.volume is not set and no "
                   "pod.extraVolumeMounts covers it",
-                  "set model.volume (e.g. {persistentVolumeClaim: {claimName: weights}}), or "
-                  "mount the weights with pod.extraVolumes/extraVolumeMounts")
+                  "set model.volume (e.g. {persistentVolumeClaim: {claimName: weights}}; an OCI "
+                  "image of weights: {image: {reference: ...}}), mount them with "
+                  "pod.extraVolumes/extraVolumeMounts, or set model.inImage: true when the "
+                  "engine image itself carries them")
 
 
 def _refusal_hits(ctx: Context, warn: bool):

@@ -245,3 +245,21 @@ def _expandable_segments(ctx: Context):
                       "it with the NIC, so transfers read stale memory (vLLM refuses the "
                       "combination at start)",
                       "drop expandable_segments:True from the KV-transfer roles' environment")
+
+
+@rule("NET090", W, "with hostNetwork, the engines' API listens beyond the pod",
+      "Kubernetes hostNetwork pods bind the node's interfaces "
+      "(https://kubernetes.io/docs/concepts/workloads/pods/#pod-networking); NetworkPolicy's "
+      "behaviour for hostNetwork pods is undefined and most plugins do not apply it "
+      "(https://kubernetes.io/docs/concepts/services-networking/network-policies/); vLLM "
+      "(vllm-project/vllm@v0.33.0:vllm/entrypoints/common/cli_args.py --host, default every "
+      "interface) and SGLang (--host) serve without --api-key by moegen's default")
+def _host_bind(ctx: Context):
+    net = ctx.spec.spec.network
+    if net.hostNetwork and net.bindAddress == "all":
+        yield Hit(("spec", "network", "bindAddress"),
+                  "hostNetwork engine pods listen on every interface of their node: the engine "
+                  "API (no --api-key) is reachable outside the Gateway and router, and usually "
+                  "outside NetworkPolicy; with the inference gateway the routing sidecar too",
+                  "set network.bindAddress: podIP (the engines listen on the node's pod IP "
+                  "only), and firewall the API and sidecar ports on the nodes")

@@ -50,15 +50,14 @@ from ..facts.batches import (
     deepep_dispatch_tokens,
     deepep_v2_dispatch_tokens,
 )
-from ..facts.versions import SupportedRange, parse_version, select_known
 from ..facts.deepep import qp_depth as deepep_qp_depth
 from ..facts.requirements import required_flags
+from ..facts.versions import SupportedRange, parse_version, select_known
 from ..layout import Spread
 from ..resources import package_text
 from ..roles import RoleInput
 from ..sizing import RoleSizing
 from ..sizing.host import PodProcesses
-from .network import nic_family
 from .base import (
     DERIVED_BY_LAYOUT as _LAYOUT,
 )
@@ -72,6 +71,7 @@ from .base import (
     Port,
     offload_args,
 )
+from .network import nic_family
 from .options import release_options
 
 #: SGLang releases moegen supports: the 0.5 series (docs/spec.md §2), 0.5.1 being the first known.
@@ -155,7 +155,7 @@ def known_versions() -> list[str]:
 DERIVED_FLAGS: dict[str, str] = {
     "--model-path": "spec.model.path",
     "--served-model-name": "spec.model.name",
-    "--host": "(moegen listens on every interface of the pod)",
+    "--host": "network.bindAddress",
     "--port": "serving.port",
     "--tp-size": "roles[].parallel.tensor",
     "--pp-size": "roles[].parallel.pipeline",
@@ -348,7 +348,7 @@ class SglangDialect:
         common: list[str] = [
             "--model-path", role.model.path,
             "--served-model-name", role.model.name,
-            "--host", "0.0.0.0",
+            "--host", POD_IP if role.network.bindAddress == "podIP" else "0.0.0.0",
             "--port", str(s.port),
             "--tp-size", str(group),
         ]

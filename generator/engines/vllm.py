@@ -57,27 +57,19 @@ from dataclasses import dataclass
 from functools import cache
 from typing import ClassVar
 
-from ..facts.versions import SupportedRange, parse_version, select_known
 from ..facts.deepep import qp_depth as deepep_qp_depth
 from ..facts.requirements import required_flags
+from ..facts.versions import SupportedRange, parse_version, select_known
 from ..layout import Spread
 from ..pods import DRAIN_S
 from ..resources import package_text
 from ..roles import RoleInput
 from ..sizing import RoleSizing
 from ..sizing.host import PodProcesses
+from .base import DERIVED_BY_LAYOUT as _LAYOUT
+from .base import DERIVED_LISTENER as _LISTENER
+from .base import POD_IP, EngineLaunch, Port, offload_args
 from .network import nic_family
-from .base import (
-    DERIVED_BY_LAYOUT as _LAYOUT,
-)
-from .base import (
-    DERIVED_LISTENER as _LISTENER,
-)
-from .base import (
-    EngineLaunch,
-    Port,
-    offload_args,
-)
 from .options import release_options
 from .vllm_ranks import DP_SUPERVISOR_PORT, rank_args
 
@@ -173,7 +165,7 @@ DERIVED_FLAGS: dict[str, str] = {
     "--model": "spec.model.path",
     "--served-model-name": "spec.model.name",
     "--port": "serving.port",
-    "--host": "(moegen listens on every interface of the pod)",
+    "--host": "network.bindAddress",
     "--tensor-parallel-size": "roles[].parallel.tensor",
     "--pipeline-parallel-size": "roles[].parallel.pipeline",
     "--data-parallel-size": "roles[].parallel.data",
@@ -345,6 +337,7 @@ class VllmDialect:
         s = role.serving
         common: list[str] = [
             "--served-model-name", role.model.name,
+            *(["--host", POD_IP] if role.network.bindAddress == "podIP" else []),
             "--port", str(s.port),
             "--tensor-parallel-size", str(lay.tensor),
             "--pipeline-parallel-size", str(lay.pipeline),

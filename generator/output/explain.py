@@ -7,7 +7,9 @@ Three kinds of value, each line ``$.path = value    source``:
 * derived for a role when the spec leaves it unset (``derived: ...`` says from what): the engine
   release's ``gpuMemoryUtilization``, maxModelLen from the model, SGLang's mem_fraction_static
   from the HBM check, the pods' CPU/memory/ephemeral-storage requests (``gen size`` shows the
-  arithmetic).
+  arithmetic);
+* the engine flags moegen derives (``$.spec.roles[i] --flag = value``), each with the spec field
+  that sets it (the dialect's DERIVED_FLAGS table, rule ENG005), as the leader pod runs them.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from __future__ import annotations
 import dataclasses
 import json
 
+from ..engines.options import FLAG, release_options
 from ..sizing import RoleSizing
 from ..spec.load import json_path
 
@@ -74,6 +77,34 @@ def _derived(checked) -> list[tuple[tuple, object, str]]:
     return out
 
 
+def _derived_flags(checked) -> list[tuple[str, str, str]]:
+    """(``$.spec.roles[i] --flag``, value, source) of every derived flag the leader pod of each
+    role runs (the rendered launch; user engineArgs, which come after, are already shown as set
+    in their file)."""
+    from ..pipeline import deployment_plan
+    dialect = checked.dialect
+    opts = release_options(dialect.engine, dialect.version)
+    derived = dialect.derived_flags
+    names = [r.name for r in checked.spec.spec.roles]
+    out = []
+    for rp in deployment_plan(checked).roles:
+        i = names.index(rp.name)
+        user = set(checked.spec.spec.roles[i].engineArgs)
+        args = [*rp.launch.common, *rp.launch.per_pod[0]]
+        for j, a in enumerate(args):
+            if not FLAG.match(a) or a in user:
+                continue
+            name = a.partition("=")[0]
+            canon = (opts.canonical(name) if opts else None) or name
+            if canon not in derived:
+                continue
+            value = a.partition("=")[2] or (args[j + 1] if j + 1 < len(args)
+                                            and not FLAG.match(args[j + 1]) else "")
+            out.append((f"$.spec.roles[{i}] {name}", json.dumps(value) if value else "(set)",
+                        f"derived{' ' if derived[canon].startswith('(') else ': '}{derived[canon]}"))
+    return out
+
+
 def explain(checked, prefix: str = "$") -> str:
     """``$.path = value    source`` for every value under ``prefix`` (see the module docstring).
 
@@ -99,6 +130,7 @@ def explain(checked, prefix: str = "$") -> str:
         if checked.ok and checked.roles:
             for path, value, source in _derived(checked):
                 rows.append((json_path(path), json.dumps(value), source))
+            rows += _derived_flags(checked)
     rows = [r for r in rows if r[0] == prefix or r[0].startswith(prefix)
             and r[0][len(prefix)] in ".["] if prefix != "$" else rows
     width = max((len(a) + len(b) for a, b, _ in rows), default=0) + 3

@@ -83,6 +83,11 @@ class Model(_Model):
     volume: "VolumeSource | None" = Field(
         None, description="Kubernetes volume source holding the weights (one source), e.g. "
         "{persistentVolumeClaim: {claimName: x}}; mounted read-only at `path`.")
+    inImage: bool = Field(
+        False, description="The engine image carries the weights at `path` (a serving image "
+        "built with them): nothing is mounted and MOD005 does not ask for a volume. Weights in "
+        "an OCI image of their own mount as a Kubernetes image volume instead: volume: "
+        "{image: {reference: ...}}.")
     tokenSecret: SecretKeyRef | None = Field(
         None, description="Secret key holding a Hugging Face token (HF_TOKEN).")
     loadGBps: float | None = Field(
@@ -157,6 +162,11 @@ class Network(_Model):
         description="NIC for Gloo/NCCL/NVSHMEM bootstrap, e.g. eth0.")
     hostNetwork: bool = Field(False,
         description="Run engine pods in the node's network namespace (default false).")
+    bindAddress: Literal["all", "podIP"] = Field(
+        "all", description="Where the engines' HTTP API listens: every interface of the pod "
+        "(all), or only the pod's IP (podIP: --host $(status.podIP)). With hostNetwork the "
+        "pod's interfaces are the node's, outside the Gateway and usually outside NetworkPolicy "
+        "(rule NET090).")
     rdma: Rdma | None = Field(None,
         description="RDMA NICs for NCCL, NVSHMEM/DeepEP and the KV transfer.")
     env: dict[EnvName, OneLine] = Field(default_factory=dict, max_length=256,

@@ -82,6 +82,11 @@ def _schema_finding(err: "jsonschema.ValidationError", loaded: LoadedSpec) -> Fi
         want = err.validator_value
         want = "null" if want == "null" else want
         message = f"{_show(err.instance)} is not of type {want}"
+        if want == "string" and isinstance(err.instance, (int, float)) \
+                and not isinstance(err.instance, bool):
+            # YAML 1.1/1.2 read an unquoted 0.30 as the float 0.3 (and 1.10 as 1.1).
+            hint = ("YAML read an unquoted number: quote the value as you wrote it (e.g. "
+                    "version: \"0.30\"; unquoted, 0.30 is the number 0.3)")
     elif err.validator in _LIMITS:
         code = "SCH006"
         message = f"{_show(err.instance)} is out of range: must be {_LIMITS[err.validator]} " \
