@@ -249,3 +249,30 @@ def test_preflight_checks_the_namespace_the_objects_go_to():
     pre005 = next(f for f in found if f.code == "PRE005")
     assert "'llm-prod' does not exist" in pre005.message
     assert pre005.path == "$.metadata.namespace"
+
+
+# --- 14: gen size says how much KV the sized load uses -----------------------------------------
+
+def test_gen_size_shows_the_kv_the_sized_load_uses(capsys):
+    """S1 decode: 13 x 32,768 / 1,769,772 = 24 % at maxModelLen; at the traffic's mean context
+    (3,500 + 1,200 / 2 = 4,100 tokens) 13 x 4,100 / 1,769,772 = 3 %."""
+    from generator.cli import run
+    assert run(["size", str(S1)]) == 0
+    out = capsys.readouterr().out
+    assert round(13 * 32768 / 1_769_772 * 100) == 24 and round(13 * 4100 / 1_769_772 * 100) == 3
+    assert ("KV used      24% of a rank's KV cache at the sized load (13 x 32768 tokens), 3% at "
+            "the traffic's mean context (4100 tokens)") in out
+
+
+# --- 15: the review page fits its width and shows the network ----------------------------------
+
+def test_review_page_scales_its_topology_and_shows_the_network(tmp_path):
+    """The inference-gateway topology was wider than a 1,400 px window; the SVG now scales to
+    the page (viewBox + max-width), and a Network table shows spec.network."""
+    from generator.cli import run
+    out = tmp_path / "r.html"
+    assert run(["report", str(S1), "-f", str(IGW), "-o", str(out)]) == 0
+    page = out.read_text()
+    assert 'id="topology"' in page and 'style="max-width: 100%; height: auto"' in page
+    assert '<table id="network">' in page
+    assert "rdma/ib x1: mlx5_0, mlx5_1, mlx5_2, mlx5_3, GID index 3" in page

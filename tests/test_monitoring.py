@@ -41,15 +41,24 @@ def test_metric_names_exist_in_the_engines(engine, package):
         assert found.stdout.strip(), (engine, series)
 
 
-def test_kv_alert_threshold_is_the_sized_usage():
-    """S1 decode: 13 sequences of 32,768 tokens per rank in 1,769,772 KV tokens = 24.1 % planned;
-    x 1.1 margin = 26 %. Prefill has no sizing.concurrency: no KV alert for it."""
+def test_sized_roles_alert_on_the_capacity_queue_not_kv():
+    """S1 decode admits 13 sequences per rank (--max-num-seqs = ceil(200 / 16)), whose KV at
+    maxModelLen is 13 x 32,768 / 1,769,772 = 24 % of a rank's cache: the admission binds first,
+    so a KV alert above the sized usage could never fire (issue #20 item 14). The alert is a
+    capacity queue (vLLM 0.33's reason="capacity" series) on the sized role only."""
     _, _, files = render_spec(EXAMPLES / "s1-16xh20-pd.yaml", [MON])
     rules = yaml.safe_load(files["prometheusrule.yaml"])["spec"]["groups"][0]["rules"]
-    kv = [r for r in rules if r["alert"] == "KVCacheAboveSizing"]
-    assert [r["labels"]["role"] for r in kv] == ["decode"]
-    assert round(13 * 32768 / 1_769_772 * 1.1, 2) == 0.26
-    assert kv[0]["expr"].endswith("> 0.26")
+    assert not [r for r in rules if r["alert"] == "KVCacheAboveSizing"]
+    (queue,) = [r for r in rules if r["alert"] == "CapacityQueue"]
+    assert queue["labels"]["role"] == "decode"
+    assert queue["expr"] == ('max by (pod) (vllm:num_requests_waiting_by_reason{'
+                             'app_kubernetes_io_instance="dsv3-pd",moegen_dev_role="decode",'
+                             'reason="capacity"}) > 0')
+    assert round(13 * 32768 / 1_769_772, 2) == 0.24 and "24%" in queue["annotations"]["description"]
+    (entry,) = [r for r in rules if r["alert"] == "EntryPointDown"]
+    assert entry["expr"] == ('max(up{app_kubernetes_io_instance="dsv3-pd",service="dsv3-pd-router"})'
+                             ' == 0 or absent(up{app_kubernetes_io_instance="dsv3-pd",'
+                             'service="dsv3-pd-router"})')
     # No namespace matcher (grouping by namespace is fine): survives a namespace override.
     assert not any(re.search(r"namespace\s*(=|!=|=~|!~)", r["expr"]) for r in rules)
 

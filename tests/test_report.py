@@ -129,4 +129,4 @@ def test_page_shows_placement_gangs_and_the_operational_objects(tmp_path, capsys
     for kind in ("PodMonitor", "ServiceMonitor", "PrometheusRule", "ScaledObject",
                  "PodDisruptionBudget"):
         assert f"<td>{kind}</td>" in page
-    assert "Grafana dashboard" in page and "KVCacheAboveSizing" in page
+    assert "Grafana dashboard" in page and "CapacityQueue" in page

@@ -6,7 +6,7 @@ Per role, from the API pods' series (selected by the pod labels the PodMonitor c
 ``app_kubernetes_io_instance`` and ``moegen_dev_role``, never by namespace):
 
 * KV cache usage per pod, with a line at the usage the HBM check planned for the role's
-  ``sizing.concurrency`` (per rank, at maxModelLen: what the KVCacheAboveSizing alert uses);
+  ``sizing.concurrency`` (per rank, at maxModelLen: the most the sized load can fill, since its admitted sequences bind first);
 * decode/unified roles: TPOT p50/p90 (``request_time_per_output_token_seconds``) with a line at
   the predicted TPOT (``spec.traffic``, :mod:`generator.perf.predict`); TTFT p50/p90
   (``time_to_first_token_seconds``) on the role whose engine sees the whole wait (vLLM PD: the

@@ -12,8 +12,12 @@ own sizing:
   vllm-project/vllm#46811);
 * ``KVTransferFailures``: the KV connector reports failed transfers (side-channel host:
   ai-dynamo/dynamo#2706; UCX devices: ai-dynamo/nixl#299; mismatched connectors: kserve/kserve#5987);
-* ``KVCacheAboveSizing``: a rank's KV usage above what moegen's HBM check planned for the role's
-  ``sizing.concurrency`` (the load exceeds the plan; preemptions follow);
+* ``CapacityQueue``: requests of a role with ``sizing.concurrency`` wait for scheduling
+  capacity for 15 minutes: moegen admits exactly that many sequences (``--max-num-seqs`` /
+  ``--max-running-requests``), which bind before the KV cache sized for them at maxModelLen
+  does, so the queue, not the KV usage, shows more load than sized;
+* ``EntryPointDown``: no router (or endpoint picker) replica answers its metrics scrape for 2
+  minutes: every request fails (prometheus-operator's ``up`` series, ``service`` label);
 * ``EngineGroupRestarts``: an engine container restarted (kube-state-metrics
   ``kube_pod_container_status_restarts_total``), or an engine pod was re-created under its own
   name outside a rollout. LeaderWorkerSet re-creates the whole group when a container restarts
@@ -39,8 +43,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..engines.metrics import METRICS
-from ..naming import L_COMPONENT, L_INSTANCE, L_METRICS, L_ROLE, router_name
+from ..engines.metrics import METRICS, VLLM_WAITING_BY_REASON, VLLM_WAITING_BY_REASON_SINCE
+from ..facts.versions import parse_version
+from ..naming import L_COMPONENT, L_INSTANCE, L_METRICS, L_ROLE, epp_name, router_name
 from ..sizing import RoleSizing
 
 #: The Prometheus label names of moegen's pod labels (``podTargetLabels`` sanitises the keys).
@@ -48,14 +53,14 @@ P_INSTANCE, P_ROLE = "app_kubernetes_io_instance", "moegen_dev_role"
 #: Alert windows: a stall must last 10 minutes (a long prefill or a rebalance pauses output for
 #: seconds, a lost peer forever); transfer failures over 10 minutes; KV usage over 15 minutes.
 STALL_FOR, TRANSFER_WINDOW, KV_FOR = "10m", "10m", "15m"
+#: The entry point (router, endpoint picker) must be unscrapeable for 2 minutes: longer than a
+#: rolling replacement of one replica, shorter than any outage worth a page.
+ENTRY_FOR = "2m"
 #: The rate window of every query moegen renders (alerts, dashboard): long enough for two
 #: samples at the slowest scrape interval rule SRV007 allows (150 s).
 RATE_WINDOW = "5m"
 #: Restarts and re-creations are reported for 15 minutes (a group reloads its weights longer).
 RESTART_WINDOW = "15m"
-#: Margin over the planned KV usage before alerting (the plan is per rank at maxModelLen; real
-#: sequences are shorter, so reaching the plan already means more sequences than sized).
-KV_MARGIN = 1.1
 
 
 @dataclass(frozen=True)
@@ -78,9 +83,22 @@ def _q(labels: dict[str, str]) -> str:
     return "{" + ",".join(f'{k}="{v}"' for k, v in sorted(labels.items())) + "}"
 
 
+def _capacity_queue(engine: str, version: str, mode: str, base: str, role: str) -> str | None:
+    """The series of requests waiting for scheduling capacity on a role's engines: vLLM's
+    ``reason="capacity"`` queue (0.20+; before it the plain queue, except on decode, whose
+    queue also holds every request waiting for its KV from prefill: None), SGLang's queue."""
+    sel = {P_INSTANCE: base, P_ROLE: role}
+    if engine == "vllm":
+        if parse_version(version) >= VLLM_WAITING_BY_REASON_SINCE:
+            return f"{VLLM_WAITING_BY_REASON}{_q({**sel, 'reason': 'capacity'})}"
+        return None if mode == "decode" else f"{METRICS[engine].waiting}{_q(sel)}"
+    return f"{METRICS[engine].waiting}{_q(sel)}"
+
+
 def monitoring_plan(base: str, engine: str, interval: str,
                     roles: list[tuple[str, str, str, bool]], sizing: dict[str, RoleSizing],
-                    router: bool, epp: bool = False) -> MonitoringPlan:
+                    router: bool, epp: bool = False,
+                    engine_version: str = "0.33.0") -> MonitoringPlan:
     """``roles``: (name, mode, connector or "", sizing.concurrency set) per role: the KV alert
     covers the roles whose concurrency the spec sizes; ``sizing``: the roles' memory plans."""
     m = METRICS[engine]
@@ -129,24 +147,39 @@ def monitoring_plan(base: str, engine: str, interval: str,
                                 "description": "Check the side-channel host, the RDMA devices "
                                                "(UCX_NET_DEVICES) and that prefill and decode "
                                                "use the same connector."}})
-    for name, _, _, sized in roles:
+    for name, mode, _, sized in roles:
         z = sizing.get(name)
         if not sized or z is None or z.kv_tokens_per_rank <= 0:
             continue
-        planned = z.per_rank_required * z.max_model_len / z.kv_tokens_per_rank
-        threshold = round(min(0.98, planned * KV_MARGIN), 2)
+        # The admitted sequences bind before the KV cache does (the HBM check sized the KV for
+        # them at maxModelLen, SIZ003): the sign of more load than sized is a queue for
+        # capacity, which the KV usage never shows (it stays at z.kv_used() or below).
+        waiting = _capacity_queue(engine, engine_version, mode, base, name)
+        if waiting is None:
+            continue
         rules.append({
-            "alert": "KVCacheAboveSizing",
-            "expr": f"max by (pod) ({m.kv_usage}{_q({P_INSTANCE: base, P_ROLE: name})}) "
-                    f"> {threshold}",
+            "alert": "CapacityQueue",
+            "expr": f"max by (pod) ({waiting}) > 0",
             "for": KV_FOR, "labels": {"severity": "warning", "role": name},
-            "annotations": {"summary": f"{base}/{name}: KV cache usage above the sized "
-                                       f"{threshold:.0%} on {{{{ $labels.pod }}}}",
-                            "description": f"moegen sized {z.per_rank_required} sequences of "
-                                           f"{z.max_model_len} tokens per rank in "
-                                           f"{z.kv_tokens_per_rank:,} KV tokens; more load than "
-                                           "that preempts requests. Raise sizing.concurrency "
-                                           "and re-render, or add replicas."}})
+            "annotations": {"summary": f"{base}/{name}: requests wait for capacity on "
+                                       "{{ $labels.pod }} for 15 minutes",
+                            "description": f"moegen admits {z.per_rank_required} sequences per "
+                                           f"rank (sizing.concurrency; {z.kv_used():.0%} of the "
+                                           "KV cache at maxModelLen): the load exceeds that. "
+                                           "Raise sizing.concurrency and re-render, or add "
+                                           "replicas."}})
+    for service, what in ((router_name(base), "router") if router else (None, None),
+                          (epp_name(base), "endpoint picker") if epp else (None, None)):
+        if service is None:
+            continue
+        up = f'up{_q({P_INSTANCE: base, "service": service})}'
+        rules.append({
+            "alert": "EntryPointDown",
+            "expr": f"max({up}) == 0 or absent({up})",
+            "for": ENTRY_FOR, "labels": {"severity": "critical", "component": what},
+            "annotations": {"summary": f"{base}: no {what} answers its metrics scrape",
+                            "description": f"The {what} is the deployment's single entry point: "
+                                           "every request fails while no replica runs."}})
     pods, sets = f'pod=~"{base}-.*"', f'statefulset=~"{base}-.*"'
     rolling = (f"kube_statefulset_status_update_revision{{{sets}}} unless on "
                f"(namespace, statefulset, revision) "

@@ -252,7 +252,8 @@ def build_plan(model: Deployment) -> DeploymentPlan:
             base, dialect.engine, spec.spec.monitoring.interval,
             [(r.name, r.mode, r.kv_transfer.connector if r.kv_transfer else "",
               r.admission is not None) for r in roles],
-            sizing_by_role, router is not None, gateway_plan is not None)
+            sizing_by_role, router is not None, gateway_plan is not None,
+            spec.spec.engine.version)
         monitoring = dataclasses.replace(
             monitoring, labels=dict(common_labels) | dict(spec.spec.monitoring.labels))
     dashboard = None

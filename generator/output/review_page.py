@@ -290,7 +290,7 @@ def build(checked, plan, prediction=None) -> dict:
     findings = [f.to_json() for f in checked.findings]
     if spec is None:
         return {"kind": "InferenceDeployment", "summary": None, "topology": None, "memory": [],
-                "pods": [], "placement": [], "objects": [], "findings": findings, "plan": None, "ok": False,
+                "pods": [], "placement": [], "objects": [], "network": [], "findings": findings, "plan": None, "ok": False,
                 "verdict": {"ok": False, "text": "rejected"}}
     s = spec.spec
     used = sum(r.layout.gpus_per_instance * rs.replicas for rs, r in zip(s.roles, checked.roles))
@@ -330,9 +330,28 @@ def build(checked, plan, prediction=None) -> dict:
             "memory": memory, "pods": _pods(checked),
             "placement": _placement(checked, plan) if plan is not None else [],
             "objects": _objects(plan) if plan is not None else [],
+            "network": _network(s.network),
             "findings": findings, "plan": None, "ok": checked.ok,
             "verdict": {"ok": checked.ok,
                         "text": "passes every check" if checked.ok else "rejected"}}
+
+
+def _network(net) -> list[dict]:
+    """The network settings the pods run with, as ``{"name", "value"}`` rows (spec.network)."""
+    rdma = net.rdma
+    rows = [("socket interface", net.socketInterface or "(the pod's default route)"),
+            ("host network", "yes" if net.hostNetwork else "no"),
+            ("API listens on", "the pod IP only" if net.bindAddress == "podIP"
+             else "every interface of the pod"),
+            ("RDMA", f"{rdma.resourceName} x{rdma.resourceCount}: {', '.join(rdma.devices)}"
+             + (f", GID index {rdma.gidIndex}" if rdma.gidIndex is not None else "")
+             if rdma is not None else "none (TCP)"),
+            ("multi-node NVLink", net.computeDomain.resourceClaimTemplate
+             if net.computeDomain is not None else "no ComputeDomain"),
+            ("inter-node Gbit/s per GPU", f"{net.interNodeGbps:g}" if net.interNodeGbps
+             else "400 (assumed)"),
+            ("extra environment", ", ".join(sorted(net.env)) or "none")]
+    return [{"name": k, "value": v} for k, v in rows]
 
 
 def _placement(checked, plan) -> list[dict]:
@@ -441,7 +460,7 @@ def build_plan(req, result) -> dict:
                         "gpusAvailable": sum(p.gpusPerNode * p.nodes for p in s.nodePools.values()),
                         "gpusText": f"{sum(p.gpusPerNode * p.nodes for p in s.nodePools.values())}"
                                     " available"},
-            "topology": None, "memory": [], "pods": [], "placement": [], "objects": [], "findings": [],
+            "topology": None, "memory": [], "pods": [], "placement": [], "objects": [], "network": [], "findings": [],
             "plan": _plan_rows(result),
             "ok": result.reachable,
             "verdict": {"ok": result.reachable,

@@ -93,6 +93,10 @@ def sizing_text(checked, prediction=None) -> str:
              f"none: the rest exceeds the budget by {-z.kv_cache:.2f} GiB"),
             ("concurrency", f"{z.max_concurrency:.1f} x {z.max_model_len} tokens per rank; needs "
                             f"{z.per_rank_required} ({z.required_concurrency} over {z.data} ranks)"),
+            ("KV used", f"{z.kv_used():.0%} of a rank's KV cache at the sized load "
+                        f"({z.per_rank_required} x {z.max_model_len} tokens)"
+                        + (f", {z.kv_used(z.admit_len):.0%} at the traffic's mean context "
+                           f"({z.admit_len} tokens)" if z.admit_len else "")),
             ("fits", "yes" if z.fits else "NO"),
         ]
         out.append(f"role {z.name} ({z.engine})")

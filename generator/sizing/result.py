@@ -104,6 +104,15 @@ class RoleSizing:
             else self.max_concurrency >= self.per_rank_required
         return self.kv_cache > 0 and admitted and self.max_concurrency >= 1 and outside_ok
 
+    def kv_used(self, tokens_per_sequence: int | None = None) -> float:
+        """The fraction of one rank's KV cache the sized load fills: ``per_rank_required``
+        sequences of ``tokens_per_sequence`` tokens (default max_model_len, the worst case),
+        0 without a KV cache."""
+        if self.kv_tokens_per_rank <= 0:
+            return 0.0
+        length = tokens_per_sequence or self.max_model_len
+        return self.per_rank_required * length / self.kv_tokens_per_rank
+
     def to_json(self) -> dict:
         """docs/spec.md §4 form (GiB rounded to 0.01, concurrency to 0.1)."""
         return {
@@ -121,6 +130,9 @@ class RoleSizing:
             "maxConcurrencyAtMaxModelLen": round(self.max_concurrency, 1),
             "requiredConcurrency": self.required_concurrency,
             "requiredConcurrencyPerRank": self.per_rank_required,
+            "kvUsedAtSizing": round(self.kv_used(), 3),
+            **({"kvUsedAtTraffic": round(self.kv_used(self.admit_len), 3)}
+               if self.admit_len else {}),
             "fits": self.fits,
             "findings": [f.to_json() for f in self.findings],
         }
