@@ -1,0 +1,90 @@
+"""The second input: Kubernetes manifests that run vLLM or SGLang -> InferenceDeployment
+documents, so the same checks (the rule catalogue, the HBM check) run on deployments moegen did
+not write, and ``gen import`` can turn them into specs.
+
+``read_unit`` (``generator/spec/load.py``, the one reader) gives the documents of a file, a
+directory or a stream; :func:`classify` says what an input is; :func:`import_unit` reconstructs
+each deployment it holds (:mod:`.workloads` -> :mod:`.launch` (environment, command line, shell
+script) -> :mod:`.engine` and :mod:`.pods` -> :mod:`.build`, the moegen-specific objects in
+:mod:`.objects`) as a :class:`~generator.spec.load.LoadedSpec` whose provenance points at the
+manifests' file:line:column, with IMP findings for what could not be reconstructed.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ..errors import Finding, Severity
+from ..spec.load import Document, InputUnit, LoadedSpec, with_overlays
+from .build import Imported, Options, assemble, group_roles, read_roles
+from .launch import Context
+from .workloads import workloads_of
+
+__all__ = ["Options", "classify", "import_unit", "to_loaded", "SPEC", "MANIFEST", "NEITHER",
+           "IMPORTED_SUPPRESSED"]
+
+SPEC, MANIFEST, NEITHER, PLAN = "spec", "manifest", "neither", "plan"
+#: Codes that speak about a spec's own form, not the deployment, and have an IMP counterpart
+#: on imported manifests (not reported there): MOD001 (the model source: IMP011), ENG002 (the
+#: image tag: IMP008), NET003 (a variable moegen would derive: the manifest sets it itself).
+IMPORTED_SUPPRESSED = frozenset({"MOD001", "ENG002", "NET003"})
+
+
+def _is_spec(d: Document) -> bool:
+    return isinstance(d.data, dict) and d.data.get("kind") == "InferenceDeployment"
+
+
+def classify(docs: list[Document]) -> str:
+    """What a file's documents are: a spec, a PlanRequest, serving manifests (a workload that
+    runs an engine, or could: every pod-template kind the importer reads), or neither."""
+    if any(_is_spec(d) for d in docs):
+        return SPEC
+    if any(isinstance(d.data, dict) and d.data.get("kind") == "PlanRequest" for d in docs):
+        return PLAN
+    ctx = Context(docs)
+    opts = Options()
+    for d in docs:
+        ws = workloads_of(d)
+        if ws and read_roles(ws, ctx, opts)[0]:
+            return MANIFEST
+    return NEITHER
+
+
+@dataclass
+class UnitImport:
+    """What one input holds: each deployment reconstructed, and the findings of the input that
+    belong to no deployment (unreadable documents)."""
+
+    deployments: list[Imported] = field(default_factory=list)
+    findings: list[Finding] = field(default_factory=list)
+
+
+def import_unit(unit: InputUnit, opts: Options | None = None) -> UnitImport:
+    """Reconstruct every deployment in ``unit`` (documents that are specs are left out)."""
+    opts = opts or Options()
+    docs = [d for d in unit.documents if not _is_spec(d)]
+    ctx = Context(docs)
+    workloads = [w for d in docs for w in workloads_of(d)]
+    roles, issues = read_roles(workloads, ctx, opts)
+    out = UnitImport(findings=list(unit.findings) + [_finding(i) for i in issues])
+    from .objects import apply_objects
+    for group in group_roles(roles):
+        files = sorted({r.workload.doc.file for r in group})
+        imported = assemble(group, opts, files)
+        apply_objects(imported, docs)
+        out.deployments.append(imported)
+    return out
+
+
+def _finding(issue) -> Finding:
+    sev = Severity.ERROR if issue.error else Severity.WARNING
+    return Finding(issue.code, sev, "$", issue.message, issue.hint, issue.location)
+
+
+def to_loaded(imported: Imported, overlays: list[Path] = ()) -> LoadedSpec:
+    """The imported deployment as the pipeline's input (overlays merge over it: a context file
+    gives what the manifests do not say)."""
+    loaded = with_overlays(imported.data, imported.provenance, imported.files, list(overlays))
+    loaded.findings = [_finding(i) for i in imported.issues] + loaded.findings
+    return loaded

@@ -1,0 +1,500 @@
+"""Serving workloads -> InferenceDeployment documents with their provenance.
+
+Workloads group into deployments by the object that holds them (a platform CR, a
+DisaggregatedSet), by moegen's instance label, or else by namespace and served model (the
+prefill and decode workloads of one model are one deployment). Each role is one workload; its
+fields come from the engine command (:mod:`.engine`), the pod template (:mod:`.pods`) and the
+workload (replicas, pods per instance). Every field is located at the manifest text it came
+from; what cannot be read is an :class:`~.launch.Issue`.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..catalog import ARCHITECTURES, HF_IDS
+from ..checks.network import ENGINE_ENV
+from ..engines import sglang as sg
+from ..engines import vllm as vl
+from ..engines.caches import CACHE_ENV_KEYS, CACHE_MOUNT
+from ..errors import Location
+from ..facts.versions import UnsupportedVersion
+from ..spec.provenance import Provenance
+from .engine import RoleFields, sglang_fields, vllm_fields
+from .launch import Context, Issue, Launch, engine_containers
+from .pods import PodFields, read_pod, token_secret
+from .shell import is_runtime
+from .workloads import Workload
+
+#: The checkpoint format each catalog model is published in (its Hugging Face config.json
+#: ``quantization_config``; DeepSeek-V4's routed experts are FP4: generator/sizing/formats.py).
+CHECKPOINT_FORMAT = {"deepseek-v4-pro": "mxfp4", "deepseek-v4-flash": "mxfp4",
+                     "kimi-k2-thinking": "w4a16", "deepseek-v2-lite": "bf16"}
+_VERSION = re.compile(r"^v?(\d+\.\d+\.\d+(?:\.post\d+|\.\d+)?)(?:[-+].*)?$")
+MANAGED = ("app.kubernetes.io/managed-by", "moegen")
+
+
+@dataclass
+class Options:
+    """What the command line adds where a manifest is silent: ``--gpu``, ``--engine-version``,
+    ``--model-config`` (a path, relative to the current directory)."""
+
+    gpu: str | None = None
+    engine_version: str | None = None
+    model_config: str | None = None
+
+
+@dataclass
+class Role:
+    """One imported role before it becomes spec data."""
+
+    workload: Workload
+    launch: Launch
+    fields: RoleFields
+    pod: PodFields
+    name: str = ""
+    mode: str = "unified"
+
+
+@dataclass
+class Imported:
+    """One deployment read from manifests: the spec document, its provenance, what could not be
+    read, and the files it came from."""
+
+    data: dict
+    provenance: Provenance
+    files: list[str]
+    issues: list[Issue] = field(default_factory=list)
+    roles: list[Role] = field(default_factory=list)
+
+
+def version_of(image: str) -> str | None:
+    """The engine release an image tag names (``vllm/vllm-openai:v0.33.0`` -> ``0.33.0``)."""
+    tag = image.rsplit("@", 1)[0].rsplit(":", 1)
+    if len(tag) != 2 or "/" in tag[1]:
+        return None
+    if not re.search(r"(vllm|sglang)", tag[0].rsplit("/", 1)[-1], re.I):
+        return None
+    m = _VERSION.match(tag[1])
+    return m.group(1) if m else None
+
+
+def architecture_of(*names: str | None) -> str | None:
+    """The catalog model a served name, HF id or weights path names (longest catalog id that
+    the last path component starts with, ``DeepSeek-R1-0528`` -> ``deepseek-r1``)."""
+    by_hf = {v.lower(): k for k, v in HF_IDS.items()}
+    for name in names:
+        if not name:
+            continue
+        low = name.lower().rstrip("/")
+        if low in by_hf:
+            return by_hf[low]
+        base = low.rsplit("/", 1)[-1]
+        for arch in sorted(ARCHITECTURES, key=len, reverse=True):
+            if base == arch or base.startswith(arch + "-") or base.startswith(arch + "_"):
+                if arch == "kimi-k2" and "thinking" in base:
+                    return "kimi-k2-thinking"
+                return arch
+    return None
+
+
+def _dns(text: str, limit: int) -> str:
+    out = re.sub(r"[^a-z0-9-]+", "-", text.lower()).strip("-")
+    return (out[:limit].rstrip("-")) or "x"
+
+
+def read_roles(workloads: list[Workload], ctx: Context, opts: Options) -> tuple[list[Role],
+                                                                                list[Issue]]:
+    """The engine roles of ``workloads`` (workloads without an engine are not roles)."""
+    roles: list[Role] = []
+    issues: list[Issue] = []
+    for w in workloads:
+        launches = engine_containers(w, w.leader, ctx, None)
+        launches = [x for x in launches if x.command is not None] or launches
+        if not launches:
+            continue
+        launch = launches[0]
+        issues += launch.issues
+        if launch.command is None:
+            issues.append(Issue("IMP001", f"{w.kind} {w.name}: the engine command could not be "
+                                "found (no vllm serve / sglang launch_server in the container's "
+                                "command)", launch.loc(-1), error=True))
+            continue
+        managed = w.labels.get(MANAGED[0]) == MANAGED[1]
+        version = opts.engine_version or version_of(launch.image)
+        cmd = launch.command
+        if cmd.engine == "vllm":
+            fields_ = vllm_fields(cmd, launch, _reads_env(version), managed)
+        else:
+            fields_ = sglang_fields(cmd, launch, managed)
+        model_path = fields_.model.get("path")
+        pod = read_pod(w, w.leader, launch, opts.gpu, model_path)
+        if w.worker is not None:
+            workers = [x for x in engine_containers(w, w.worker, ctx, None) if x.command]
+            if workers:
+                other = read_pod(w, w.worker, workers[0], opts.gpu, model_path)
+                for key in ("cpu", "memory", "ephemeralStorage", "limits"):
+                    if pod.pod.get(key) != other.pod.get(key):
+                        pod.pod.pop(key, None)   # leader and workers differ: moegen derives
+        roles.append(Role(w, launch, fields_, pod))
+    return roles, issues
+
+
+def _reads_env(version: str | None) -> bool:
+    """The vLLM release reads VLLM_ALL2ALL_BACKEND (0.11.x-0.15.x; vllm/envs.py)."""
+    from ..facts.versions import parse_version
+    if version is None:
+        return False
+    try:
+        return parse_version(version) < (0, 16, 0)
+    except (UnsupportedVersion, ValueError):
+        return False
+
+
+def group_roles(roles: list[Role]) -> list[list[Role]]:
+    """Roles of one deployment together (see the module docstring), in input order."""
+    groups: dict[tuple, list[Role]] = {}
+    for r in roles:
+        w = r.workload
+        if w.group:
+            key: tuple = ("cr", w.kind, w.group)
+        elif w.labels.get(MANAGED[0]) == MANAGED[1] and w.labels.get("app.kubernetes.io/instance"):
+            key = ("moegen", w.labels["app.kubernetes.io/instance"])
+        else:
+            key = ("model", w.namespace, r.fields.model.get("name") or r.fields.model.get("path"))
+        groups.setdefault(key, []).append(r)
+    return list(groups.values())
+
+
+def _role_name(r: Role, names: list[str], base: str) -> str:
+    w = r.workload
+    label = w.labels.get("moegen.dev/role") or w.labels.get("llm-d.ai/role") \
+        or r.workload.leader.labels.get("llm-d.ai/role")
+    if label:
+        name = label
+    elif w.role:
+        name = w.role
+    else:
+        name = w.name[len(base):].strip("-") if base and w.name.startswith(base) else w.name
+        for mode in ("prefill", "decode"):
+            if mode in w.name.split("-"):
+                name = mode
+    name = _dns(name, 15)
+    while name in names:
+        name = _dns(name[:12] + f"-{len(names)}", 15)
+    return name
+
+
+def _mode(r: Role) -> str:
+    if r.fields.mode in ("prefill", "decode"):
+        return r.fields.mode
+    w = r.workload
+    if w.mode in ("prefill", "decode"):
+        return w.mode
+    for label in (w.labels.get("moegen.dev/mode"), w.labels.get("llm-d.ai/role"),
+                  w.leader.labels.get("llm-d.ai/role")):
+        if label in ("prefill", "decode", "unified"):
+            return label
+    kv_role = r.fields.kv_role
+    if kv_role == "kv_producer":
+        return "prefill"
+    if kv_role == "kv_consumer":
+        return "decode"
+    return "unified"
+
+
+def _base_name(group: list[Role]) -> str:
+    w = group[0].workload
+    if w.group:
+        return _dns(w.group, 40)
+    inst = w.labels.get("app.kubernetes.io/instance")
+    if inst:
+        return _dns(inst, 40)
+    names = [r.workload.name for r in group]
+    prefix = names[0]
+    for n in names[1:]:
+        while not n.startswith(prefix):
+            prefix = prefix[:-1]
+    prefix = prefix.rstrip("-")
+    if len(group) > 1 and len(prefix) >= 3:
+        return _dns(prefix, 40)
+    if len(group) == 1:
+        return _dns(names[0], 40)
+    model = group[0].fields.model.get("name") or "deployment"
+    return _dns(str(model).rsplit("/", 1)[-1], 40)
+
+
+_ORDER = {"prefill": 0, "decode": 1, "unified": 2}
+
+
+def _role_order(r: Role) -> int:
+    """Prefill roles first, then decode, then unified (moegen's examples' order); stable."""
+    return _ORDER.get(_mode(r), 3)
+
+
+#: Labels controllers, moegen and kustomize put on objects (not the deployment's own).
+_SYSTEM_LABEL = re.compile(r"^(app\.kubernetes\.io/(name|instance|component|managed-by)|"
+                           r"moegen\.dev/|leaderworkerset\.sigs\.k8s\.io/|kueue\.x-k8s\.io/)")
+
+
+def _common_labels(group: list[Role]) -> dict[str, str]:
+    """The workloads' labels every role shares (metadata.labels)."""
+    sets = [{k: str(v) for k, v in r.workload.labels.items() if not _SYSTEM_LABEL.match(str(k))}
+            for r in group]
+    common = dict(sets[0]) if sets else {}
+    for other in sets[1:]:
+        common = {k: v for k, v in common.items() if other.get(k) == v}
+    return common
+
+
+def _located(prov: Provenance, base: tuple, locs: dict) -> None:
+    for path, loc in locs.items():
+        if loc is not None and loc.line:
+            prov.locations[(*base, *path)] = loc
+
+
+def _workload_kind(r: Role) -> str:
+    w = r.workload
+    if w.kind == "StatefulSet" and w.labels.get(MANAGED[0]) == MANAGED[1]:
+        return "statefulset"
+    if r.launch.command is not None and r.launch.command.get("--data-parallel-rank"):
+        return "pod-per-rank"
+    return "lws"
+
+
+def _merge_statefulsets(roles: list[Role]) -> list[Role]:
+    """moegen renders one StatefulSet per instance of a ``statefulset`` role: one role again."""
+    out: list[Role] = []
+    seen: dict[str, Role] = {}
+    for r in roles:
+        w = r.workload
+        key = w.labels.get("moegen.dev/role") if w.kind == "StatefulSet" \
+            and w.labels.get(MANAGED[0]) == MANAGED[1] else None
+        if key and key in seen:
+            seen[key].workload.replicas += w.replicas
+            continue
+        if key:
+            seen[key] = r
+        out.append(r)
+    return out
+
+
+def _layout_issues(r: Role, name: str) -> list[Issue]:
+    """Pods x GPUs per pod against the ranks the command asks for (before moegen's rules)."""
+    w, role = r.workload, r.fields.role
+    par = role.get("parallel", {})
+    gpus = par.get("tensor", 1) * par.get("data", 1) * par.get("pipeline", 1)
+    per_pod = r.pod.gpus
+    out = []
+    if per_pod and gpus != w.size * per_pod and not (w.size == 1 and gpus < per_pod):
+        out.append(Issue("IMP009", f"role {name!r}: the engine asks for {gpus} GPUs per "
+                         f"instance (tensor x data x pipeline), the workload gives {w.size} "
+                         f"pod(s) x {per_pod} GPUs = {w.size * per_pod}", r.launch.loc(0),
+                         "make the parallel sizes match the pods and their GPUs", error=True))
+    local = r.launch.command.get("--data-parallel-size-local") if r.launch.command else None
+    data = par.get("data", 1)
+    try:
+        n_local = int(str(local.value)) if local is not None else None
+    except ValueError:
+        n_local = None
+    if n_local and n_local * w.size != data:
+        out.append(Issue("IMP009", f"role {name!r}: --data-parallel-size-local {n_local} x "
+                         f"{w.size} pod(s) = {n_local * w.size} DP ranks, but "
+                         f"--data-parallel-size is {data} (vLLM waits for the missing ranks "
+                         "forever: vllm/v1/engine/utils.py)", r.launch.loc(local.index),
+                         "make the local sizes add up to the data-parallel size", error=True))
+    return out
+
+
+def _model(group: list[Role], opts: Options, prov: Provenance,
+           issues: list[Issue]) -> dict:
+    first = next((r for r in group if r.fields.model.get("path") or r.fields.model.get("name")),
+                 group[0])
+    m = first.fields.model
+    path, name = m.get("path"), m.get("name") or m.get("path")
+    model: dict[str, Any] = {"name": str(name or "model")}
+    loc = first.fields.model_locs
+    at = first.launch.loc(0)
+    if isinstance(path, str) and path.startswith("/"):
+        model["path"] = path
+    else:
+        model["path"] = "/models/" + str(path or name or "model").rsplit("/", 1)[-1]
+        issues.append(Issue("IMP010", f"the engine loads {path!r} from the Hugging Face Hub at "
+                            "start; moegen serves weights from a volume (model.path "
+                            f"{model['path']} and model.volume)", loc.get("path", at),
+                            "give the weights a volume, and set model.path"))
+    if opts.model_config:
+        model["config"] = opts.model_config
+    else:
+        arch = architecture_of(model["name"], path)
+        if arch is not None:
+            model["architecture"] = arch
+        else:
+            issues.append(Issue("IMP011", f"model {model['name']!r} is not in moegen's catalog "
+                                f"({', '.join(sorted(ARCHITECTURES))}): the model-dependent "
+                                "checks (HBM sizing, layout divisibility, MoE) did not run",
+                                loc.get("name", at), "give its config.json with --model-config",
+                                error=False))
+    quant = {"fp8": "fp8", "mxfp4": "mxfp4", "modelopt_fp4": "nvfp4", "compressed-tensors":
+             "w4a16"}.get(str(m.get("quantization", "")))
+    model["weights"] = quant or CHECKPOINT_FORMAT.get(model.get("architecture", ""), "fp8")
+    volume = next((r.pod.volume for r in group if r.pod.volume), None)
+    if volume is not None:
+        model["volume"] = volume
+    token = next((t for t in (token_secret(r.launch)[0] for r in group) if t), None)
+    if token is not None:
+        model["tokenSecret"] = token
+    _located(prov, ("spec", "model"), {(k,): v for k, v in loc.items()})
+    return model
+
+
+def _engine(group: list[Role], opts: Options, issues: list[Issue]) -> dict:
+    from ..engines.options import known_releases
+    first = group[0]
+    cmd = first.launch.command
+    image = first.launch.image
+    if not image and first.workload.platform == "kserve":
+        from .platforms import KSERVE_IMAGE
+        image = KSERVE_IMAGE
+    version = opts.engine_version or version_of(image)
+    if version is None:
+        version = known_releases(cmd.engine)[-1]
+        issues.append(Issue("IMP008", f"the image {image or '(none)'} does not name the "
+                            f"{cmd.engine} release: checked as {version} (the newest moegen "
+                            "knows)", first.launch.loc(-1),
+                            "pin the image to a release tag, or pass --engine-version"))
+    return {"name": cmd.engine, "version": version, "image": image or f"{cmd.engine}:{version}"}
+
+
+def _pools(group: list[Role], names: list[str], issues: list[Issue]) -> tuple[dict, list[str]]:
+    pools: dict[str, dict] = {}
+    keys: dict[str, str] = {}
+    chosen = []
+    for r, name in zip(group, names):
+        gpu = r.pod.gpu
+        if gpu is None:
+            issues.append(Issue("IMP012", f"role {name!r}: the GPU is not stated (no GPU product "
+                                "in the node selector or node affinity)", r.launch.loc(-1),
+                                "pass --gpu (e.g. --gpu H200-141GB)", error=True))
+            gpu = "H100-80GB"
+        per_pod = r.pod.gpus or 1
+        key = repr((gpu, per_pod, r.pod.pool))
+        pool = keys.get(key)
+        nodes = r.workload.replicas * r.workload.size
+        if pool is None:
+            pool = name if name not in pools else f"{name}-pool"
+            keys[key] = pool
+            pools[pool] = {"gpu": gpu, "gpusPerNode": min(per_pod, 16), "nodes": 0,
+                           **r.pod.pool}
+        pools[pool]["nodes"] = min(4096, pools[pool]["nodes"] + nodes)
+        chosen.append(pool)
+    return pools, chosen
+
+
+def assemble(group: list[Role], opts: Options, files: list[str]) -> Imported:
+    """The InferenceDeployment of one group of roles."""
+    issues: list[Issue] = []
+    group = sorted(_merge_statefulsets(group), key=_role_order)
+    base = _base_name(group)
+    prov = Provenance()
+    first = group[0].workload
+    prov.locations[()] = first.doc.provenance.locate(first.path) \
+        if first.path else first.doc.provenance.locate(())
+    names: list[str] = []
+    for r in group:
+        names.append(_role_name(r, names, base))
+    meta: dict[str, Any] = {"name": base}
+    labels = _common_labels(group)
+    if labels:
+        meta["labels"] = labels
+    if first.namespace:
+        meta["namespace"] = first.namespace
+        prov.locations[("metadata", "namespace")] = first.doc.provenance.locate(
+            ("metadata", "namespace"))
+    spec: dict[str, Any] = {"model": _model(group, opts, prov, issues),
+                            "engine": _engine(group, opts, issues)}
+    pools, pool_of = _pools(group, names, issues)
+    spec["nodePools"] = pools
+    net = next((r.pod.network for r in group if r.pod.network), None)
+    if net:
+        spec["network"] = net
+    roles = []
+    for i, (r, name, pool) in enumerate(zip(group, names, pool_of)):
+        r.name, r.mode = name, _mode(r)
+        role: dict[str, Any] = {"name": name, "mode": r.mode, "nodePool": pool,
+                                "replicas": r.workload.replicas,
+                                "workload": _workload_kind(r), **r.fields.role}
+        port = r.pod.sidecar_port or r.fields.port
+        if port not in (None, 8000):
+            role.setdefault("serving", {})["port"] = port
+        if r.pod.pod:
+            role["pod"] = r.pod.pod
+        env = _role_env(r, net)
+        if env:
+            role["env"] = env
+        roles.append(role)
+        rpath = ("spec", "roles", i)
+        prov.locations[rpath] = r.workload.doc.provenance.locate(r.workload.path) \
+            if r.workload.path else r.workload.doc.provenance.locate(())
+        _located(prov, rpath, r.fields.locs)
+        issues += r.fields.issues + r.pod.issues + _layout_issues(r, name)
+    spec["roles"] = roles
+    _inherited_speculative(roles, prov)
+    data = {"apiVersion": "moegen.dev/v1alpha1", "kind": "InferenceDeployment",
+            "metadata": meta, "spec": spec}
+    return Imported(data, prov, files, issues, group)
+
+
+def _inherited_speculative(roles: list[dict], prov: Provenance) -> None:
+    """A prefill role runs its decode role's speculative config (moegen copies it there:
+    engines/vllm.py and engines/sglang.py notes; the NIXL handshake compares it): the copy is
+    left to moegen."""
+    decode = [r.get("speculative") for r in roles if r["mode"] == "decode"]
+    for i, r in enumerate(roles):
+        if r["mode"] == "prefill" and r.get("speculative") is not None \
+                and decode and all(d == r["speculative"] for d in decode):
+            del r["speculative"]
+            prov.locations.pop(("spec", "roles", i, "speculative"), None)
+
+
+def _role_env(r: Role, network: dict | None) -> dict[str, str]:
+    """The environment the role keeps: what the pod sets that moegen does not derive (a
+    derived variable with another value is kept: it overrides moegen's, as in the manifest)."""
+    derived = _derived_env(r, network)
+    managed = r.workload.labels.get(MANAGED[0]) == MANAGED[1]
+    env = {}
+    for k, v in r.launch.env.items():
+        src = r.launch.env_sources.get(k)
+        if src is None or k.startswith(("MOEGEN_", "LWS_")) or not isinstance(v, str):
+            continue
+        if src.startswith("secret:") or is_runtime(v) or derived.get(k) == v:
+            continue
+        if managed and (k in ENGINE_ENV or (k in CACHE_ENV_KEYS and v.startswith(CACHE_MOUNT))):
+            continue   # moegen's startup budget, ports and cache directories
+        if k == "VLLM_ALL2ALL_BACKEND" and r.fields.all2all_env:
+            continue   # read into moe.all2all
+        env[k] = v
+    return env
+
+
+def _derived_env(r: Role, network: dict | None) -> dict[str, str]:
+    """The network variables moegen derives for the role (engines/network.py) and its fixed
+    engine variables (engines/vllm.py, engines/sglang.py)."""
+    from ..engines.network import network_env
+    from ..spec.models import KvTransfer, Moe, Network
+    role = r.fields.role
+    try:
+        net = Network.model_validate(network or {})
+        moe = Moe.model_validate(role["moe"]) if "moe" in role else None
+        kvt = KvTransfer.model_validate(role["kvTransfer"]) if "kvTransfer" in role else None
+    except ValueError:
+        return {}
+    out = dict(network_env(net, moe, kvt))
+    out.update({"VLLM_NIXL_SIDE_CHANNEL_PORT": str(vl.NIXL_SIDE_CHANNEL_PORT),
+                "VLLM_MOONCAKE_BOOTSTRAP_PORT": str(vl.MOONCAKE_BOOTSTRAP_PORT),
+                "SGLANG_HEALTH_CHECK_TIMEOUT": str(sg.HEALTH_CHECK_TIMEOUT_S)})
+    if net.rdma is not None and net.rdma.gidIndex is not None:
+        out["MC_GID_INDEX"] = str(net.rdma.gidIndex)
+    return out

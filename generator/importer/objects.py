@@ -1,0 +1,262 @@
+"""The objects around the engines that say more about a deployment: its router or inference
+gateway, monitoring, autoscaling, gang scheduling and placement, read back into the spec fields
+that render them (the inverse of ``manifests/plan.py``, ``manifests/monitoring.py``,
+``manifests/scaling.py``, ``manifests/workloads.py`` and ``manifests/pods.py``).
+
+Objects belong to a deployment when they carry its ``app.kubernetes.io/instance`` label (moegen
+labels every object it renders) or, for the router, when they select its engine pods.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from ..engines import gateway as gw
+from ..engines import routers as rt
+from ..facts import lws as lwsv
+from ..spec.load import Document
+from .build import MANAGED, Imported
+
+_KUEUE_QUEUE = "kueue.x-k8s.io/queue-name"
+_KUEUE_TOPOLOGY = "kueue.x-k8s.io/podset-required-topology"
+_VOLCANO_QUEUE = "scheduling.volcano.sh/queue-name"
+_EXCLUSIVE = "leaderworkerset.sigs.k8s.io/exclusive-topology"
+
+
+def _m(v: Any) -> dict:
+    return v if isinstance(v, dict) else {}
+
+
+def _mine(doc: Document, base: str) -> bool:
+    labels = _m(_m(doc.data.get("metadata")).get("labels"))
+    return labels.get("app.kubernetes.io/instance") == base
+
+
+def _kind(doc: Document) -> str:
+    return str(doc.data.get("kind", "")) if isinstance(doc.data, dict) else ""
+
+
+def apply_objects(imported: Imported, docs: list[Document]) -> None:
+    """Set the spec fields the objects beside the engines show (in place)."""
+    spec = imported.data["spec"]
+    base = imported.data["metadata"]["name"]
+    mine = [d for d in docs if isinstance(d.data, dict) and _mine(d, base)]
+    managed = any(r.workload.labels.get(MANAGED[0]) == MANAGED[1] for r in imported.roles)
+    _router(imported, spec, mine, managed)
+    _monitoring(imported, spec, mine)
+    _autoscaling(imported, spec, mine)
+    _platform(imported, spec)
+    if managed:
+        _hoist_pod(spec)
+
+
+def _router(imported: Imported, spec: dict, docs: list[Document], managed: bool) -> None:
+    prov = imported.provenance
+    pool = next((d for d in docs if _kind(d) == "InferencePool"), None)
+    if pool is not None:
+        router: dict[str, Any] = {"kind": rt.GATEWAY_KIND}
+        route = next((d for d in docs if _kind(d) == "HTTPRoute"), None)
+        refs = _m(_m(route.data).get("spec")).get("parentRefs") if route else None
+        if isinstance(refs, list) and refs and isinstance(refs[0], dict):
+            ref = {k: refs[0][k] for k in ("name", "namespace") if k in refs[0]}
+            router["gateway"] = {"parentRef": ref}
+            prov.locations[("spec", "router", "gateway")] = route.provenance.locate(
+                ("spec", "parentRefs"))
+        epp = next((d for d in docs if _kind(d) == "Deployment" and _m(_m(_m(
+            d.data.get("metadata")).get("labels"))).get("moegen.dev/role") == "endpoint-picker"),
+            None)
+        if epp is not None:
+            _replicas_image(router, epp, gw.EPP_IMAGE)
+        spec["router"] = router
+        prov.locations[("spec", "router")] = pool.provenance.locate(())
+        return
+    dep = next((d for d in docs if _kind(d) == "Deployment" and _m(_m(
+        d.data.get("metadata")).get("labels")).get("moegen.dev/role") == "router"), None)
+    modes = {r["mode"] for r in spec["roles"]}
+    if dep is None:
+        if managed and {"prefill", "decode"} <= modes:
+            spec["router"] = {"enabled": False}
+        return
+    c = (_m(_m(_m(dep.data.get("spec")).get("template")).get("spec")).get("containers")
+         or [{}])[0]
+    args = [str(a) for a in c.get("args") or []]
+    command = [str(a) for a in c.get("command") or []]
+    kind = "smg" if "smg" in command else "vllm-router"
+    router = {}
+    if kind != rt.DEFAULT_KIND.get(spec["engine"]["name"]):
+        router["kind"] = kind
+    default_image = rt.SGLANG_ROUTER_IMAGE if kind == "smg" else rt.VLLM_ROUTER_IMAGE
+    _replicas_image(router, dep, default_image)
+    for flag, key, conv in (("--port", "port", int), ("--policy", "policy", str)):
+        if flag in args and args.index(flag) + 1 < len(args):
+            value = conv(args[args.index(flag) + 1])
+            if (key, value) not in (("port", 8080), ("policy", "round_robin")):
+                router[key] = value
+    if "--service-discovery" not in args:
+        router["discovery"] = False
+    if router:
+        spec["router"] = router
+        imported.provenance.locations[("spec", "router")] = dep.provenance.locate(())
+
+
+def _replicas_image(router: dict, dep: Document, default_image: str) -> None:
+    dspec = _m(dep.data.get("spec"))
+    if isinstance(dspec.get("replicas"), int) and dspec["replicas"] != 1:
+        router["replicas"] = dspec["replicas"]
+    c = (_m(_m(dspec.get("template")).get("spec")).get("containers") or [{}])[0]
+    if isinstance(c, dict) and c.get("image") and c["image"] != default_image:
+        router["image"] = c["image"]
+
+
+def _monitoring(imported: Imported, spec: dict, docs: list[Document]) -> None:
+    pm = next((d for d in docs if _kind(d) == "PodMonitor"), None)
+    if pm is None:
+        return
+    mon: dict[str, Any] = {"enabled": True}
+    eps = _m(pm.data.get("spec")).get("podMetricsEndpoints") or [{}]
+    interval = _m(eps[0]).get("interval")
+    if isinstance(interval, str) and interval != "15s":
+        mon["interval"] = interval
+    labels = _m(_m(pm.data.get("metadata")).get("labels"))
+    common = imported.data["metadata"].get("labels", {})
+    own = {k: v for k, v in labels.items() if not k.startswith("app.kubernetes.io/")
+           and common.get(k) != v}
+    if own:
+        mon["labels"] = own
+    dash = next((d for d in docs if _kind(d) == "ConfigMap" and "grafana_dashboard" in _m(
+        _m(d.data.get("metadata")).get("labels"))), None)
+    if dash is not None:
+        mon["dashboard"] = True
+        _traffic(imported, spec, dash)
+    spec["monitoring"] = mon
+    imported.provenance.locations[("spec", "monitoring")] = pm.provenance.locate(())
+
+
+#: The load a moegen dashboard's lines were predicted for (manifests/dashboard.py writes it
+#: into the TPOT panel's description).
+_LOAD = re.compile(r"spec\.traffic: ([\d,]+) input and ([\d,]+) output tokens per request, "
+                   r"draft acceptance ([\d.]+); (\d+) sequences per decode instance")
+
+
+def _traffic(imported: Imported, spec: dict, dash: Document) -> None:
+    text = " ".join(str(v) for v in _m(dash.data.get("data")).values())
+    m = _LOAD.search(text)
+    if not m:
+        return
+    tin, tout, acc, conc = m.groups()
+    spec["traffic"] = {"inputTokens": int(tin.replace(",", "")),
+                       "outputTokens": int(tout.replace(",", ""))}
+    if float(acc) != 0.7:
+        spec["traffic"]["acceptance"] = float(acc)
+    for role in spec["roles"]:
+        if role["mode"] != "prefill" and "concurrency" in role.get("sizing", {}):
+            role["sizing"]["concurrency"] = int(conc)
+
+
+def _autoscaling(imported: Imported, spec: dict, docs: list[Document]) -> None:
+    base = imported.data["metadata"]["name"]
+    for d in docs:
+        if _kind(d) != "ScaledObject":
+            continue
+        s = _m(d.data.get("spec"))
+        target = str(_m(s.get("scaleTargetRef")).get("name", ""))
+        role = next((r for r in spec["roles"] if f"{base}-{r['name']}" == target), None)
+        trig = _m((s.get("triggers") or [{}])[0])
+        meta = _m(trig.get("metadata"))
+        if role is None:
+            continue
+        query = str(meta.get("query", ""))
+        a: dict[str, Any] = {"metric": "kvUsage" if "kv_cache" in query or "token_usage" in query
+                             else "waiting"}
+        try:
+            a["target"] = float(meta.get("threshold"))
+        except (TypeError, ValueError):
+            continue
+        if a["target"].is_integer() and a["metric"] == "waiting":
+            a["target"] = int(a["target"])
+        if isinstance(s.get("minReplicaCount"), int) and s["minReplicaCount"] != role["replicas"]:
+            a["minReplicas"] = s["minReplicaCount"]
+        if isinstance(s.get("maxReplicaCount"), int):
+            a["maxReplicas"] = s["maxReplicaCount"]
+            pool = spec["nodePools"][role["nodePool"]]
+            pods = pool["nodes"] // max(role["replicas"], 1)
+            pool["nodes"] = max(pool["nodes"], pods * s["maxReplicaCount"])
+        role["autoscaling"] = a
+        if a["metric"] == "waiting" and a.get("maxReplicas") is not None:
+            del a["maxReplicas"]   # the pool's free nodes give it (the default)
+        url = meta.get("serverAddress")
+        if isinstance(url, str):
+            spec.setdefault("monitoring", {"enabled": True})["prometheusUrl"] = url
+
+
+def _platform(imported: Imported, spec: dict) -> None:
+    platform: dict[str, Any] = {}
+    for i, r in enumerate(imported.roles):
+        w = r.workload
+        labels, ann = w.labels, _m(_m(w.doc.data.get("metadata")).get("annotations"))
+        pod_ann = w.leader.annotations
+        if labels.get(_KUEUE_QUEUE):
+            platform["scheduler"] = {"kind": "kueue", "queue": labels[_KUEUE_QUEUE]}
+        if ann.get(_VOLCANO_QUEUE):
+            platform["scheduler"] = {"kind": "volcano", "queue": ann[_VOLCANO_QUEUE]}
+        if pod_ann.get(_KUEUE_TOPOLOGY):
+            platform["topology"] = {"key": pod_ann[_KUEUE_TOPOLOGY]}
+        key = _group_affinity(w.leader.spec)
+        if key:
+            platform["topology"] = {"key": key}
+        if ann.get(_EXCLUSIVE):
+            spec["roles"][i]["placement"] = {"topologyKey": ann[_EXCLUSIVE]}
+        lwt = _m(_m(w.doc.data.get("spec")).get("leaderWorkerTemplate")) \
+            if w.kind == "LeaderWorkerSet" and not w.group else {}
+        if w.platform == "lws":
+            lwt = _m(_m(_m(w.doc.data.get("spec")).get("roles", [{}])[0]).get("spec")).get(
+                "leaderWorkerTemplate", {})
+        policy = lwt.get("restartPolicy") if isinstance(lwt, dict) else None
+        if policy == "RecreateGroupAfterStart":
+            platform.setdefault("lws", {"version": "0.9.0"})["restartPolicy"] = policy
+        elif ann.get(lwsv.RECREATE_AFTER_START_ANNOTATION):
+            platform.setdefault("lws", {"version": "0.8.0"})["restartPolicy"] = \
+                "RecreateGroupAfterStart"
+        if w.kind == "DisaggregatedSet" or w.platform == "lws":
+            platform.setdefault("lws", {"version": "0.9.0"})["disaggregatedSet"] = True
+    if platform:
+        spec["platform"] = {**spec.get("platform", {}), **platform}
+    for r in spec["roles"]:
+        pod = r.get("pod", {})
+        if pod.get("schedulerName") == "volcano" and platform.get("scheduler", {}).get(
+                "kind") == "volcano":
+            del pod["schedulerName"]
+        if "affinity" in pod and platform.get("topology"):
+            del pod["affinity"]
+        if not pod:
+            r.pop("pod", None)
+
+
+def _group_affinity(pod: dict) -> str | None:
+    """The topology key of the pod affinity on the LWS group key (platform.topology)."""
+    terms = _m(_m(pod.get("affinity")).get("podAffinity")).get(
+        "requiredDuringSchedulingIgnoredDuringExecution") or []
+    for t in terms:
+        if isinstance(t, dict) and "leaderworkerset.sigs.k8s.io/group-key" in (
+                t.get("matchLabelKeys") or []):
+            return t.get("topologyKey")
+    return None
+
+
+def _hoist_pod(spec: dict) -> None:
+    """Pod settings every role shares move to ``spec.pod`` (the router and the endpoint picker
+    take their pull secrets, service account, priority class, scheduler and labels from it)."""
+    pods = [r.get("pod", {}) for r in spec["roles"]]
+    keys = ("imagePullSecrets", "serviceAccountName", "priorityClassName", "schedulerName",
+            "labels", "annotations", "cache", "securityContext")
+    shared = {k: pods[0][k] for k in keys if k in pods[0] and all(p.get(k) == pods[0][k]
+                                                                  for p in pods[1:])}
+    if not shared or len(pods) < 1:
+        return
+    spec["pod"] = shared
+    for r in spec["roles"]:
+        for k in shared:
+            r.get("pod", {}).pop(k, None)
+        if "pod" in r and not r["pod"]:
+            del r["pod"]
