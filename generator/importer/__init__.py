@@ -69,10 +69,12 @@ def import_unit(unit: InputUnit, opts: Options | None = None) -> UnitImport:
     roles, issues = read_roles(workloads, ctx, opts)
     out = UnitImport(findings=list(unit.findings) + [_finding(i) for i in issues])
     from .objects import apply_objects
+    from .refine import refine
     for group in group_roles(roles):
         files = sorted({r.workload.doc.file for r in group})
         imported = assemble(group, opts, files)
         apply_objects(imported, docs)
+        refine(imported)
         out.deployments.append(imported)
     return out
 

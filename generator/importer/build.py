@@ -380,9 +380,15 @@ def _pools(group: list[Role], names: list[str], issues: list[Issue]) -> tuple[di
                                 "pass --gpu (e.g. --gpu H200-141GB)", error=True))
             gpu = "H100-80GB"
         per_pod = r.pod.gpus or 1
+        nodes = r.workload.replicas * r.workload.size
+        if _workload_kind(r) == "pod-per-rank":
+            # One pod per DP rank: the node holds several (GB200/GB300 trays have 4 GPUs,
+            # HGX boards 8: catalog scaleup_gpus).
+            per_node = 4 if gpu.startswith("GB") else 8
+            nodes = -(-nodes * per_pod // per_node)
+            per_pod = per_node
         key = repr((gpu, per_pod, r.pod.pool))
         pool = keys.get(key)
-        nodes = r.workload.replicas * r.workload.size
         if pool is None:
             pool = name if name not in pools else f"{name}-pool"
             keys[key] = pool

@@ -133,25 +133,23 @@ def _monitoring(imported: Imported, spec: dict, docs: list[Document]) -> None:
     imported.provenance.locations[("spec", "monitoring")] = pm.provenance.locate(())
 
 
-#: The load a moegen dashboard's lines were predicted for (manifests/dashboard.py writes it
-#: into the TPOT panel's description).
-_LOAD = re.compile(r"spec\.traffic: ([\d,]+) input and ([\d,]+) output tokens per request, "
-                   r"draft acceptance ([\d.]+); (\d+) sequences per decode instance")
+#: The load a moegen dashboard's TPOT line was predicted for (manifests/dashboard.py
+#: ``load_text``, in the panel's description; the panel's title names the role).
+_LOAD = re.compile(r'spec\.traffic: ([\d,]+) input and ([\d,]+) output tokens per request, '
+                   r'draft acceptance ([\d.]+); (\d+) sequences per decode instance\)",'
+                   r'(?:(?!"description").)*?"title": "([a-z0-9-]+): TPOT"', re.S)
 
 
 def _traffic(imported: Imported, spec: dict, dash: Document) -> None:
     text = " ".join(str(v) for v in _m(dash.data.get("data")).values())
-    m = _LOAD.search(text)
-    if not m:
-        return
-    tin, tout, acc, conc = m.groups()
-    spec["traffic"] = {"inputTokens": int(tin.replace(",", "")),
-                       "outputTokens": int(tout.replace(",", ""))}
-    if float(acc) != 0.7:
-        spec["traffic"]["acceptance"] = float(acc)
-    for role in spec["roles"]:
-        if role["mode"] != "prefill" and "concurrency" in role.get("sizing", {}):
-            role["sizing"]["concurrency"] = int(conc)
+    for tin, tout, acc, conc, role_name in _LOAD.findall(text):
+        spec["traffic"] = {"inputTokens": int(tin.replace(",", "")),
+                           "outputTokens": int(tout.replace(",", ""))}
+        if float(acc) != 0.7:
+            spec["traffic"]["acceptance"] = float(acc)
+        for role in spec["roles"]:
+            if role["name"] == role_name:
+                role.setdefault("sizing", {})["concurrency"] = int(conc)
 
 
 def _autoscaling(imported: Imported, spec: dict, docs: list[Document]) -> None:

@@ -83,11 +83,12 @@ def _quantiles(metric: str, sel: str) -> list[tuple[str, str]]:
 
 def dashboard_plan(base: str, engine: str, roles: list[tuple[str, str, bool]],
                    sizing: dict[str, RoleSizing], prediction,
-                   labels: dict[str, str]) -> DashboardPlan:
+                   labels: dict[str, str], load: dict[str, str] | None = None) -> DashboardPlan:
     """``roles``: (name, mode, sizing.concurrency set) per role; ``sizing``: the roles' memory
     plans (a KV line where the role's concurrency is sized); ``prediction``: a
-    :class:`~generator.perf.predict.Prediction` (latency and rate lines when it has roles).
-    The JSON is deterministic (sorted keys)."""
+    :class:`~generator.perf.predict.Prediction` (latency and rate lines when it has roles);
+    ``load``: per decode role, the load its TPOT line was predicted for, as the panel states it
+    (:func:`load_text`). The JSON is deterministic (sorted keys)."""
     from grafana_foundation_sdk.builders import dashboard
     from grafana_foundation_sdk.cog.encoder import JSONEncoder
 
@@ -121,8 +122,9 @@ def dashboard_plan(base: str, engine: str, roles: list[tuple[str, str, bool]],
         # both at once, so the decode engine's TTFT covers the whole wait.
         ttft_here = mode == "unified" or (mode == "prefill") == (engine == "vllm")
         if mode != "prefill":
+            at = f" ({(load or {})[name]})" if name in (load or {}) else " (spec.traffic)"
             panels.append(("TPOT", "per-request time per output token; the line: moegen's "
-                           "predicted TPOT at the sized load (spec.traffic)",
+                           f"predicted TPOT at the sized load{at}",
                            _quantiles(m.tpot_seconds, sel), "s",
                            round(p.tpot_ms / 1000, 4) if p and p.tpot_ms else None))
         if ttft_here:
@@ -151,6 +153,15 @@ def dashboard_plan(base: str, engine: str, roles: list[tuple[str, str, bool]],
     text = json.dumps(d.build(), cls=JSONEncoder, sort_keys=True, indent=2)
     return DashboardPlan(f"{base}-dashboard", dict(labels) | dict([DASHBOARD_LABEL]),
                          f"{base}.json", text)
+
+
+def load_text(input_tokens: int, output_tokens: int, acceptance: float,
+              concurrency: int) -> str:
+    """The load a TPOT line is predicted for, as its panel says it (``spec.traffic`` and the
+    role's ``sizing.concurrency``; the manifest importer reads it back)."""
+    return (f"spec.traffic: {input_tokens:,} input and {output_tokens:,} output tokens per "
+            f"request, draft acceptance {acceptance:g}; {concurrency} sequences per decode "
+            "instance")
 
 
 def _ttft(predicted: dict) -> float | None:
