@@ -449,7 +449,8 @@ class InputUnit:
     ``documents``: every document, in file order (a directory's files sorted by path), and the
     ConfigMaps a ``kustomization.yaml``'s ``configMapGenerator`` builds from env files (keys
     located at the env files' lines); ``files``: each file read -> indices of its documents;
-    ``findings``: what could not be read; ``texts``: each file's size, bytes.
+    ``findings``: what could not be read; ``texts``: each file's size, bytes; ``marked``: the
+    files whose text matches :func:`read_unit`'s ``mark``.
     """
 
     name: str
@@ -457,6 +458,7 @@ class InputUnit:
     files: dict[str, list[int]] = field(default_factory=dict)
     findings: list[Finding] = field(default_factory=list)
     texts: dict[str, int] = field(default_factory=dict)
+    marked: set[str] = field(default_factory=set)
 
 
 def expand_inputs(paths: list[Path]) -> tuple[list[tuple[Path, list[Path]]], list[str]]:
@@ -477,9 +479,10 @@ def expand_inputs(paths: list[Path]) -> tuple[list[tuple[Path, list[Path]]], lis
     return out, missing
 
 
-def read_unit(path: Path, files: list[Path] | None = None) -> InputUnit:
-    """Read one input (:func:`expand_inputs` gives ``files``) as documents. Never raises for
-    bad input: what cannot be read is in ``findings``; a file that fails part-way keeps the
+def read_unit(path: Path, files: list[Path] | None = None, mark: Any = None) -> InputUnit:
+    """Read one input (:func:`expand_inputs` gives ``files``) as documents (``mark``: a
+    compiled pattern; files whose text it matches are in ``marked``). Never raises for bad
+    input: what cannot be read is in ``findings``; a file that fails part-way keeps the
     documents before the failure."""
     unit = InputUnit(display_name(path))
     for f in files if files is not None else [path]:
@@ -489,6 +492,8 @@ def read_unit(path: Path, files: list[Path] | None = None) -> InputUnit:
             unit.findings.append(err)
             continue
         unit.texts[name] = len(text.encode("utf-8"))
+        if mark is not None and mark.search(text):
+            unit.marked.add(name)
         docs, findings = _parse_text(text, name, multi=True)
         unit.findings += findings
         first = len(unit.documents)

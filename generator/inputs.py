@@ -1,0 +1,181 @@
+"""Many inputs in one process (``gen validate a.yaml b.yaml dir/ -``, ``gen import``): each file
+is a spec, a PlanRequest, serving manifests, or neither; specs are checked one by one (with the
+overlays), every manifest document of every input is imported together (a deployment's prefill
+and decode may sit in different files) and each deployment found is checked like a spec
+(:func:`generator.pipeline.check_loaded`), its findings located in the manifests.
+
+Files that are neither (a values file, a CI workflow) are skipped and counted, so a pre-commit
+hook may hand every changed YAML file over. An unreadable file counts as a spec or manifest
+(its findings are reported) when its text names one (``kind: InferenceDeployment``, an engine
+entry point), else it is skipped too.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from . import pipeline
+from .errors import Finding, Severity
+from .importer import (
+    IMPORTED_SUPPRESSED,
+    MANIFEST,
+    NEITHER,
+    PLAN,
+    SPEC,
+    Options,
+    classify,
+    import_unit,
+    to_loaded,
+)
+from .importer.build import Imported
+from .spec.load import InputUnit, expand_inputs, loaded_from_document, read_unit
+
+#: Text that makes an unreadable file one we should report on (a spec, or a serving manifest).
+_RELEVANT = re.compile(r"InferenceDeployment|vllm|sglang|launch_server", re.I)
+
+
+@dataclass
+class Checked:
+    """One checked input: a spec file, or a deployment imported from manifests.
+
+    Attributes:
+        name: the spec file, or the deployment's name with its files.
+        kind: ``spec`` or ``manifest``.
+        checked: the pipeline's result (findings, model).
+        imported: the deployment as imported (manifests only).
+    """
+
+    name: str
+    kind: str
+    checked: pipeline.Checked
+    imported: Imported | None = None
+
+    @property
+    def findings(self) -> list[Finding]:
+        if self.kind == SPEC:
+            return self.checked.findings
+        return [f for f in self.checked.findings if f.code not in IMPORTED_SUPPRESSED]
+
+
+@dataclass
+class Batch:
+    """The result of many inputs.
+
+    Attributes:
+        results: each spec and each imported deployment, checked.
+        findings: findings of files that belong to no result (unreadable manifests).
+        files: every file read; skipped: files that are neither specs nor serving manifests
+            (other objects in a directory or stream with serving manifests are read with them:
+            a router, ConfigMaps, monitoring); plans: PlanRequest files (``gen plan``).
+        missing: inputs that do not exist.
+    """
+
+    results: list[Checked] = field(default_factory=list)
+    findings: list[Finding] = field(default_factory=list)
+    files: list[str] = field(default_factory=list)
+    skipped: list[str] = field(default_factory=list)
+    plans: list[str] = field(default_factory=list)
+    missing: list[str] = field(default_factory=list)
+
+    def all_findings(self) -> list[Finding]:
+        out = list(self.findings)
+        for r in self.results:
+            out += r.findings
+        return sorted(out, key=Finding.sort_key)
+
+    @property
+    def ok(self) -> bool:
+        return not any(f.severity is Severity.ERROR for f in self.all_findings())
+
+
+def _file_docs(unit: InputUnit, name: str):
+    return [unit.documents[i] for i in unit.files.get(name, [])]
+
+
+def read_inputs(paths: list[Path], overlays: list[Path] = (), opts: Options | None = None,
+                check: bool = True) -> Batch:
+    """Read, classify, import and (with ``check``) check every input (never raises for bad
+    input)."""
+    batch = Batch()
+    expanded, batch.missing = expand_inputs(list(paths))
+    pool = InputUnit("manifests")
+    for path, files in expanded:
+        neither: list[str] = []
+        unit = read_unit(path, files, _RELEVANT)
+        batch.files += list(unit.files) + [f.location.file for f in unit.findings
+                                           if f.location.file not in unit.files]
+        bad = {f.location.file for f in unit.findings}
+        indexed = {i for idx in unit.files.values() for i in idx}
+        generated = [d for i, d in enumerate(unit.documents) if i not in indexed]
+        for name in unit.files:
+            docs = _file_docs(unit, name)
+            kind = classify(docs)
+            if kind == SPEC:
+                spec_doc = next(d for d in docs if isinstance(d.data, dict)
+                                and d.data.get("kind") == "InferenceDeployment")
+                loaded = loaded_from_document(spec_doc, list(overlays), unit.texts.get(name, 0))
+                if len(docs) > 1:
+                    loaded.findings.append(_one_document(name))
+                loaded.findings += [f for f in unit.findings if f.location.file == name]
+                batch.results.append(Checked(name, SPEC, pipeline.check_loaded(loaded)
+                                             if check else pipeline.Checked(loaded)))
+            elif kind == PLAN:
+                batch.plans.append(name)
+            elif kind == MANIFEST or (name in bad and name in unit.marked):
+                pool.documents += docs
+                pool.files[name] = []
+                pool.findings += [f for f in unit.findings if f.location.file == name]
+            else:
+                pool.documents += docs   # context: ConfigMaps, the router, monitoring
+                neither.append(name)
+        pool.documents += generated
+        if not any(n in unit.files for n in pool_files(pool)):
+            batch.skipped += neither
+        for f in unit.findings:   # files that could not be read at all
+            if f.location.file not in unit.files:
+                batch.findings.append(f)
+    imported = import_unit(pool, opts)
+    batch.findings += imported.findings
+    for dep in imported.deployments:
+        loaded = to_loaded(dep, list(overlays))
+        name = f"{dep.data['metadata']['name']} ({', '.join(dep.files)})"
+        batch.results.append(Checked(name, MANIFEST, pipeline.check_loaded(loaded)
+                                     if check else pipeline.Checked(loaded), dep))
+    batch.skipped = sorted(set(batch.skipped))
+    return batch
+
+
+def pool_files(pool: InputUnit) -> set[str]:
+    """The files whose serving manifests are in ``pool`` (``pool.files``)."""
+    return set(pool.files)
+
+
+def _one_document(name: str) -> Finding:
+    from .errors import Location
+    return Finding("LOAD004", Severity.ERROR, "$", "more than one YAML document in a spec file",
+                   "put one InferenceDeployment per file", Location(name, 1, 1))
+
+
+def summary_line(batch: Batch) -> str:
+    """One line for people: what was checked, what was skipped, the finding counts."""
+    from .output.findings import summary
+    specs = sum(r.kind == SPEC for r in batch.results)
+    deps = sum(r.kind == MANIFEST for r in batch.results)
+    parts = []
+    if specs:
+        parts.append(f"{specs} spec{'s' * (specs != 1)}")
+    if deps:
+        parts.append(f"{deps} deployment{'s' * (deps != 1)} from manifests")
+    checked = " and ".join(parts) or "nothing"
+    extra = ""
+    if batch.skipped:
+        extra += (f"; {len(batch.skipped)} file{'s' * (len(batch.skipped) != 1)} skipped "
+                  "(neither specs nor serving manifests)")
+    if batch.plans:
+        extra += f"; {len(batch.plans)} PlanRequest{'s' * (len(batch.plans) != 1)} (gen plan)"
+    return f"checked {checked}{extra}: {summary(batch.all_findings())}"
+
+
+__all__ = ["Batch", "Checked", "read_inputs", "summary_line", "NEITHER"]
