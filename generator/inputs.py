@@ -56,7 +56,9 @@ class Checked:
     def findings(self) -> list[Finding]:
         if self.kind == SPEC:
             return self.checked.findings
-        return [f for f in self.checked.findings if f.code not in IMPORTED_SUPPRESSED]
+        skip = IMPORTED_SUPPRESSED | (self.imported.suppress if self.imported else set())
+        return [_relocated(f, self.imported) for f in self.checked.findings
+                if f.code not in skip]
 
 
 @dataclass
@@ -145,6 +147,25 @@ def read_inputs(paths: list[Path], overlays: list[Path] = (), opts: Options | No
                                      if check else pipeline.Checked(loaded), dep))
     batch.skipped = sorted(set(batch.skipped))
     return batch
+
+
+_ROLE = re.compile(r"role '([a-z0-9-]+)'")
+
+
+def _relocated(f: Finding, imported: Imported | None) -> Finding:
+    """A finding on a field no manifest sets (a default such as ``spec.serving``) is located at
+    the deployment's first workload; when its message names a role, at that role's workload."""
+    if imported is None:
+        return f
+    root = imported.provenance.locations.get(())
+    m = _ROLE.search(f.message)
+    if f.location != root or not m:
+        return f
+    for i, role in enumerate(imported.data["spec"]["roles"]):
+        if role["name"] == m.group(1):
+            loc = imported.provenance.locations.get(("spec", "roles", i), f.location)
+            return Finding(f.code, f.severity, f.path, f.message, f.hint, loc)
+    return f
 
 
 def pool_files(pool: InputUnit) -> set[str]:

@@ -65,7 +65,8 @@ def test_the_check_rejects_unopenable_sources(source):
 #: cases: test file -> codes it asserts on (each must appear there as a quoted string).
 UNIT_TESTED = {"tests/test_load.py": None, "tests/test_rules.py": None, "tests/test_planner.py": None,
                "tests/test_preflight.py": None, "tests/test_evaluate.py": None,
-               "tests/test_autoscaling.py": None}
+               "tests/test_autoscaling.py": None, "tests/test_import.py": None,
+               "tests/test_import_reference.py": None}
 
 
 def _case_codes() -> set[str]:

@@ -153,6 +153,7 @@ class EngineCommand:
     start: int
     model: str | None
     options: list[Option] = field(default_factory=list)
+    model_index: int | None = None
     positional: list[tuple[int, str]] = field(default_factory=list)
 
     def get(self, *names: str) -> Option | None:
@@ -205,12 +206,31 @@ def find_engine(argv: list[str]) -> tuple[str, str, int, int] | None:
     return None
 
 
-def canonical(engine: str, version: str | None, name: str) -> tuple[str, bool]:
-    """(canonical name, known to the release) of option string ``name``."""
+def resolve(engine: str, version: str | None, name: str) -> str | None:
+    """The option string the engine's parser reads ``name`` as: itself, or the one long option
+    it abbreviates (argparse ``allow_abbrev``, on in both engines' parsers: a unique prefix of a
+    long option selects it, ``--tp`` for SGLang's ``--tp-size``; two or more candidates are an
+    error); None when the release has no such option."""
     opts = release_options(engine, version) if version else None
     if opts is None:
         opts = release_options(engine, _newest(engine))
-    c = opts.canonical(name)
+    if name in opts.options:
+        return name
+    if name.startswith("--") and len(name) > 3:
+        found = [o for o in opts.options if o.startswith(name) and o.startswith("--")]
+        if len(found) == 1:
+            return found[0]
+    return None
+
+
+def canonical(engine: str, version: str | None, name: str) -> tuple[str, bool]:
+    """(canonical name, known to the release) of option string ``name`` (abbreviations
+    resolved: :func:`resolve`)."""
+    opts = release_options(engine, version) if version else None
+    if opts is None:
+        opts = release_options(engine, _newest(engine))
+    full = resolve(engine, version, name)
+    c = opts.canonical(full) if full else None
     return (c, True) if c is not None else (name, False)
 
 
@@ -232,9 +252,12 @@ def parse_engine_args(engine: str, wrapper: str, version: str | None, argv: list
             cmd.positional += [(k, a) for k, a in enumerate(argv[j + 1:], j + 1)]
             break
         if not _OPTION.match(tok):
-            if cmd.model is None and not cmd.options and engine == "vllm" \
+            # ``vllm serve``'s model_tag (nargs "?") takes the first free positional token,
+            # before or after the options (vllm/entrypoints/cli/serve.py; argparse).
+            if cmd.model is None and engine == "vllm" and not wrapper \
                     and argv[program_end - 1:program_end] == ["serve"]:
                 cmd.model = tok
+                cmd.model_index = j
             else:
                 cmd.positional.append((j, tok))
             j += 1
@@ -245,7 +268,8 @@ def parse_engine_args(engine: str, wrapper: str, version: str | None, argv: list
         if "." in name and engine == "vllm":
             name = name.split(".", 1)[0]   # --speculative-config.method x (dotted JSON args)
         in_wrapper = name in wrapper_opts
-        arity = wrapper_opts[name] if in_wrapper else option_arity(engine, name)
+        arity = wrapper_opts[name] if in_wrapper else option_arity(
+            engine, resolve(engine, version, name) or name)
         canon, known = (name, True) if in_wrapper else canonical(engine, version, name)
         value: str | list[str] | None = inline if eq else None
         k = j + 1

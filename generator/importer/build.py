@@ -34,6 +34,10 @@ CHECKPOINT_FORMAT = {"deepseek-v4-pro": "mxfp4", "deepseek-v4-flash": "mxfp4",
                      "kimi-k2-thinking": "w4a16", "deepseek-v2-lite": "bf16"}
 _VERSION = re.compile(r"^v?(\d+\.\d+\.\d+(?:\.post\d+|\.\d+)?)(?:[-+].*)?$")
 MANAGED = ("app.kubernetes.io/managed-by", "moegen")
+#: Images whose tag is the engine's release (vllm-project/vllm docker/Dockerfile published as
+#: vllm/vllm-openai and vllm/vllm-openai-rocm; sgl-project/sglang docker/Dockerfile as
+#: lmsysorg/sglang).
+ENGINE_IMAGES = ("vllm-openai", "vllm-openai-rocm", "sglang")
 
 
 @dataclass
@@ -67,7 +71,9 @@ class Imported:
     provenance: Provenance
     files: list[str]
     issues: list[Issue] = field(default_factory=list)
+    #: Codes the pipeline reports for this deployment that an IMP finding already explains.
     roles: list[Role] = field(default_factory=list)
+    suppress: set[str] = field(default_factory=set)
 
 
 def version_of(image: str) -> str | None:
@@ -75,8 +81,8 @@ def version_of(image: str) -> str | None:
     tag = image.rsplit("@", 1)[0].rsplit(":", 1)
     if len(tag) != 2 or "/" in tag[1]:
         return None
-    if not re.search(r"(vllm|sglang)", tag[0].rsplit("/", 1)[-1], re.I):
-        return None
+    if tag[0].rsplit("/", 1)[-1].lower() not in ENGINE_IMAGES:
+        return None   # a platform's image (Dynamo's runtime, llm-d's): its own versions
     m = _VERSION.match(tag[1])
     return m.group(1) if m else None
 
@@ -125,6 +131,7 @@ def read_roles(workloads: list[Workload], ctx: Context, opts: Options) -> tuple[
         managed = w.labels.get(MANAGED[0]) == MANAGED[1]
         version = opts.engine_version or version_of(launch.image)
         cmd = launch.command
+        _multi_node_statefulset(w, cmd)
         if cmd.engine == "vllm":
             fields_ = vllm_fields(cmd, launch, _reads_env(version), managed)
         else:
@@ -140,6 +147,22 @@ def read_roles(workloads: list[Workload], ctx: Context, opts: Options) -> tuple[
                         pod.pod.pop(key, None)   # leader and workers differ: moegen derives
         roles.append(Role(w, launch, fields_, pod))
     return roles, issues
+
+
+def _multi_node_statefulset(w: Workload, cmd) -> None:
+    """A StatefulSet whose pods are the nodes of one engine instance (``--nnodes N``, the node
+    rank from the pod-index label: sgl-project/sglang docker/k8s-sglang-distributed-sts.yaml):
+    ``replicas / N`` instances of N pods, not ``replicas`` single-pod instances."""
+    if w.kind != "StatefulSet" or w.size != 1:
+        return
+    try:
+        nodes = int(str(cmd.value("--nnodes") or 1))
+    except ValueError:
+        return
+    if nodes > 1:
+        w.size, w.replicas = nodes, max(1, w.replicas // nodes)
+        w.worker = type(w.leader)(w.leader.spec, w.leader.path, w.leader.labels,
+                                  w.leader.annotations, 1, w.leader.main)
 
 
 def _reads_env(version: str | None) -> bool:
@@ -181,6 +204,7 @@ def _role_name(r: Role, names: list[str], base: str) -> str:
         for mode in ("prefill", "decode"):
             if mode in w.name.split("-"):
                 name = mode
+        name = name or (_mode(r) if _mode(r) != "unified" else "serve")
     name = _dns(name, 15)
     while name in names:
         name = _dns(name[:12] + f"-{len(names)}", 15)
@@ -309,7 +333,7 @@ def _layout_issues(r: Role, name: str) -> list[Issue]:
 
 
 def _model(group: list[Role], opts: Options, prov: Provenance,
-           issues: list[Issue]) -> dict:
+           issues: list[Issue], imported_suppress: set[str]) -> dict:
     first = next((r for r in group if r.fields.model.get("path") or r.fields.model.get("name")),
                  group[0])
     m = first.fields.model
@@ -321,6 +345,7 @@ def _model(group: list[Role], opts: Options, prov: Provenance,
         model["path"] = path
     else:
         model["path"] = "/models/" + str(path or name or "model").rsplit("/", 1)[-1]
+        imported_suppress.add("MOD005")   # the volume moegen needs: this IMP010 says it
         issues.append(Issue("IMP010", f"the engine loads {path!r} from the Hugging Face Hub at "
                             "start; moegen serves weights from a volume (model.path "
                             f"{model['path']} and model.volume)", loc.get("path", at),
@@ -340,7 +365,7 @@ def _model(group: list[Role], opts: Options, prov: Provenance,
     quant = {"fp8": "fp8", "mxfp4": "mxfp4", "modelopt_fp4": "nvfp4", "compressed-tensors":
              "w4a16"}.get(str(m.get("quantization", "")))
     model["weights"] = quant or CHECKPOINT_FORMAT.get(model.get("architecture", ""), "fp8")
-    volume = next((r.pod.volume for r in group if r.pod.volume), None)
+    volume = next((r.pod.volume for r in group if r.pod.volume), None) or _storage_uri(group)
     if volume is not None:
         model["volume"] = volume
     token = next((t for t in (token_secret(r.launch)[0] for r in group) if t), None)
@@ -350,8 +375,19 @@ def _model(group: list[Role], opts: Options, prov: Provenance,
     return model
 
 
+def _storage_uri(group: list[Role]) -> dict | None:
+    """KServe's ``spec.model.uri``: ``pvc://NAME[/path]`` is mounted at /mnt/models by the
+    controller (kserve@v0.20.0 pkg/controller/v1alpha2/llmisvc: the storage initializer)."""
+    for r in group:
+        uri = str((r.workload.extra.get("model") or {}).get("uri", ""))
+        if uri.startswith("pvc://"):
+            claim = uri[len("pvc://"):].split("/", 1)[0]
+            return {"persistentVolumeClaim": {"claimName": claim, "readOnly": True}} \
+                if claim else None
+    return None
+
+
 def _engine(group: list[Role], opts: Options, issues: list[Issue]) -> dict:
-    from ..engines.options import known_releases
     first = group[0]
     cmd = first.launch.command
     image = first.launch.image
@@ -360,12 +396,32 @@ def _engine(group: list[Role], opts: Options, issues: list[Issue]) -> dict:
         image = KSERVE_IMAGE
     version = opts.engine_version or version_of(image)
     if version is None:
-        version = known_releases(cmd.engine)[-1]
+        version, why = _newest_with(cmd.engine, [r.launch.command for r in group])
         issues.append(Issue("IMP008", f"the image {image or '(none)'} does not name the "
-                            f"{cmd.engine} release: checked as {version} (the newest moegen "
-                            "knows)", first.launch.loc(-1),
+                            f"{cmd.engine} release: checked as {version}, {why}",
+                            first.launch.loc(-1),
                             "pin the image to a release tag, or pass --engine-version"))
     return {"name": cmd.engine, "version": version, "image": image or f"{cmd.engine}:{version}"}
+
+
+def _newest_with(engine: str, commands: list) -> tuple[str, str]:
+    """The newest known release whose parser has every option ``commands`` use (options no
+    release has are left out: ENG004 reports them), and why it was chosen."""
+    from ..engines.options import known_releases
+    from .argv import resolve
+    releases = known_releases(engine)
+    used = sorted({o.name for c in commands if c is not None for o in c.options
+                   if not o.wrapper})
+    anywhere = [n for n in used if any(resolve(engine, v, n) for v in releases)]
+    for v in reversed(releases):
+        missing = [n for n in anywhere if resolve(engine, v, n) is None]
+        if not missing:
+            if v == releases[-1]:
+                return v, "the newest release moegen knows"
+            gone = [n for n in anywhere if resolve(engine, releases[-1], n) is None]
+            return v, (f"the newest release whose parser has every option the command uses "
+                       f"({', '.join(gone)}: not in {releases[-1]})")
+    return releases[-1], "the newest release moegen knows (no release has every option used)"
 
 
 def _pools(group: list[Role], names: list[str], issues: list[Issue]) -> tuple[dict, list[str]]:
@@ -412,6 +468,12 @@ def assemble(group: list[Role], opts: Options, files: list[str]) -> Imported:
     for r in group:
         names.append(_role_name(r, names, base))
     meta: dict[str, Any] = {"name": base}
+    if first.namespace and not re.fullmatch(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?", first.namespace):
+        issues.append(Issue("IMP013", f"metadata.namespace {first.namespace!r} is not a "
+                            "namespace name (an RFC 1123 label): the API server refuses the "
+                            "object", first.doc.provenance.locate(("metadata", "namespace")),
+                            "substitute the placeholder", error=True))
+        first.namespace = None
     labels = _common_labels(group)
     if labels:
         meta["labels"] = labels
@@ -419,7 +481,8 @@ def assemble(group: list[Role], opts: Options, files: list[str]) -> Imported:
         meta["namespace"] = first.namespace
         prov.locations[("metadata", "namespace")] = first.doc.provenance.locate(
             ("metadata", "namespace"))
-    spec: dict[str, Any] = {"model": _model(group, opts, prov, issues),
+    suppress: set[str] = set()
+    spec: dict[str, Any] = {"model": _model(group, opts, prov, issues, suppress),
                             "engine": _engine(group, opts, issues)}
     pools, pool_of = _pools(group, names, issues)
     spec["nodePools"] = pools
@@ -429,6 +492,7 @@ def assemble(group: list[Role], opts: Options, files: list[str]) -> Imported:
     roles = []
     for i, (r, name, pool) in enumerate(zip(group, names, pool_of)):
         r.name, r.mode = name, _mode(r)
+        issues += _kv_role_issues(r)
         role: dict[str, Any] = {"name": name, "mode": r.mode, "nodePool": pool,
                                 "replicas": r.workload.replicas,
                                 "workload": _workload_kind(r), **r.fields.role}
@@ -446,11 +510,40 @@ def assemble(group: list[Role], opts: Options, files: list[str]) -> Imported:
             if r.workload.path else r.workload.doc.provenance.locate(())
         _located(prov, rpath, r.fields.locs)
         issues += r.fields.issues + r.pod.issues + _layout_issues(r, name)
+        if any(i.code == "IMP005" and "load balancing" in i.message for i in r.fields.issues):
+            suppress.add("POD004")   # its process count assumes moegen's load balancing
+        if any(i.code == "IMP004" for i in r.pod.issues):
+            suppress |= {"A2A004", "PD011"}   # "network.rdma unset": IMP004 says why
+        if "concurrency" not in role.get("sizing", {}):
+            suppress.add("OVL005")   # its premise is the sized load (sizing.concurrency)
     spec["roles"] = roles
     _inherited_speculative(roles, prov)
     data = {"apiVersion": "moegen.dev/v1alpha1", "kind": "InferenceDeployment",
             "metadata": meta, "spec": spec}
-    return Imported(data, prov, files, issues, group)
+    return Imported(data, prov, files, issues, group, suppress)
+
+
+def _kv_role_issues(r: Role) -> list[Issue]:
+    """vLLM's kv_role against the role's mode: the spec renders kv_producer on prefill and
+    kv_consumer on decode (engines/vllm.py KV_ROLES)."""
+    kv_role, cmd = r.fields.kv_role, r.launch.command
+    o = cmd.get("--kv-transfer-config") if cmd is not None else None
+    if o is None or kv_role is None or r.mode not in ("prefill", "decode"):
+        return []
+    want = vl.KV_ROLES[r.mode]
+    loc = r.launch.loc(o.index)
+    if kv_role == "kv_both":
+        if r.fields.role.get("kvTransfer", {}).get("connector") != "nixl":
+            return []
+        return [Issue("IMP015", f"role {r.name!r} ({r.mode}) runs NixlConnector with kv_role "
+                      f"kv_both, which vLLM deprecates (vllm/distributed/kv_transfer/"
+                      f"kv_connector/v1/nixl/connector.py); the spec renders {want}", loc,
+                      f"set kv_role {want}")]
+    if kv_role != want:
+        return [Issue("IMP015", f"role {r.name!r} is a {r.mode} role but its KV connector's "
+                      f"kv_role is {kv_role}: the KV would flow the wrong way", loc,
+                      f"set kv_role {want}", error=True)]
+    return []
 
 
 def _inherited_speculative(roles: list[dict], prov: Provenance) -> None:
@@ -475,7 +568,8 @@ def _role_env(r: Role, network: dict | None) -> dict[str, str]:
         src = r.launch.env_sources.get(k)
         if src is None or k.startswith(("MOEGEN_", "LWS_")) or not isinstance(v, str):
             continue
-        if src.startswith("secret:") or is_runtime(v) or derived.get(k) == v:
+        if src in ("fieldRef",) or src.startswith("secret:") or is_runtime(v) \
+                or derived.get(k) == v:
             continue
         if managed and (k in ENGINE_ENV or (k in CACHE_ENV_KEYS and v.startswith(CACHE_MOUNT))):
             continue   # moegen's startup budget, ports and cache directories

@@ -76,6 +76,29 @@ class RoleFields:
     issues: list[Issue] = field(default_factory=list)
 
 
+def _spelled(engine: str, token: str) -> str:
+    """An option token as the engine's parser reads it: vLLM's ``--x_y`` as ``--x-y``, an
+    abbreviation as the option it selects (``--tp`` -> ``--tp-size``), ``=value`` kept."""
+    from .argv import resolve
+    name, eq, value = token.partition("=")
+    if engine == "vllm" and name.startswith("--"):
+        name = "--" + name[2:].replace("_", "-")
+    full = resolve(engine, None, name) or name
+    return full + eq + value
+
+
+def _compact(token: str) -> str:
+    """A JSON value written over several lines (a YAML block scalar) as one line, as the
+    engine reads it (``json.loads``); other tokens unchanged."""
+    if "\n" in token and token.lstrip()[:1] in "{[":
+        import json
+        try:
+            return json.dumps(json.loads(token), separators=(",", ":"))
+        except ValueError:
+            return token
+    return token
+
+
 def _int(text: Any) -> int | None:
     try:
         return int(str(text).strip())
@@ -140,8 +163,9 @@ class _Reader:
         for o, end in zip(self.cmd.options, ends):
             if o.index in self.used or o.wrapper:
                 continue
-            toks = argv[o.index:end]
-            if any(is_runtime(t) for t in toks):
+            toks = [_compact(t) for t in argv[o.index:end]]
+            toks[0] = _spelled(self.cmd.engine, toks[0])
+            if any(is_runtime(t) for t in toks) or any("\n" in t for t in toks):
                 self.issue("IMP003", f"{show(' '.join(toks))}: the value is only known in the "
                            "running pod; moegen cannot keep it in engineArgs", o)
                 continue
@@ -242,7 +266,11 @@ def _serving(r: _Reader, names: dict[str, tuple[str, ...]]) -> None:
     o = r.opt("--port")
     if o is not None:
         r.out.port = _int(o.value)
-    r.number(("serving", "maxModelLen"), r.opt(*names["maxModelLen"]))
+    o = r.opt(*names["maxModelLen"])
+    if o is not None and str(o.value).strip().lower() not in ("auto", "-1"):
+        # vLLM reads "auto"/-1 as the model's own length (vllm/utils/argparse_utils.py
+        # human_readable_int_or_auto): what moegen renders when maxModelLen is unset.
+        r.number(("serving", "maxModelLen"), o)
     o = r.opt(*names["kvCacheDtype"])
     if o is not None and isinstance(o.value, str):
         if o.value in KV_DTYPES:
@@ -273,7 +301,8 @@ def vllm_fields(cmd: EngineCommand, launch: Launch, dialect_env: bool,
     path = cmd.model or (model.value if model is not None else None)
     if isinstance(path, str):
         r.out.model["path"] = path
-        r.out.model_locs["path"] = r.loc(model) if cmd.model is None else launch.loc(cmd.start)
+        r.out.model_locs["path"] = r.loc(model) if cmd.model is None \
+            else launch.loc(cmd.model_index or cmd.start)
     o = r.opt("--served-model-name")
     if o is not None and o.value:
         names = o.value if isinstance(o.value, list) else [o.value]
@@ -389,9 +418,11 @@ def _sglang_moe(r: _Reader) -> None:
     if o is not None and isinstance(o.value, str):
         key = (o.value, mode.value if mode is not None and o.value == "deepep" else None)
         name = SG_A2A.get(key) or SG_A2A.get((o.value, None))
-        if name is not None:
+        if o.value == "none":
+            pass   # SGLang's default: no all-to-all backend (moe.all2all unset)
+        elif name is not None:
             r.put(("moe", "all2all"), name, o)
-        elif o.value != "none":
+        else:
             r.issue("IMP005", f"--moe-a2a-backend {o.value}"
                     f"{' --deepep-mode ' + str(mode.value) if mode else ''}: not a backend "
                     "moegen renders", o)

@@ -147,6 +147,7 @@ def _environment(w: Workload, pods: Pods, container: dict, cpath: tuple, ctx: Co
         if isinstance(vf, dict):
             if isinstance(vf.get("fieldRef"), dict):
                 env[name] = _field_ref(vf["fieldRef"], pods.index)
+                launch.env_sources[name] = "fieldRef"
             elif isinstance(vf.get("configMapKeyRef"), dict):
                 data, _ = ctx.configmap(vf["configMapKeyRef"].get("name"))
                 key = vf["configMapKeyRef"].get("key")
@@ -158,7 +159,15 @@ def _environment(w: Workload, pods: Pods, container: dict, cpath: tuple, ctx: Co
             else:
                 env[name] = runtime(name)
         else:
-            env[name] = kube_expand("" if item.get("value") is None else str(item["value"]), env)
+            text = "" if item.get("value") is None else str(item["value"])
+            env[name] = kube_expand(text, env)
+            shell_ref = re.search(r"\$\{[A-Za-z_][A-Za-z0-9_]*\}", text)
+            if shell_ref:
+                launch.issues.append(Issue(
+                    "IMP014", f"{name}: {shell_ref.group(0)} is not expanded by Kubernetes (it "
+                    "expands $(NAME) only): the variable holds the text as written",
+                    prov.locate(path), f"write $({shell_ref.group(0)[2:-1]}) to refer to a "
+                    "variable the container defines, or set the value in the launch script"))
 
 
 def _argv(w: Workload, container: dict, cpath: tuple, launch: Launch) -> tuple[list, list]:

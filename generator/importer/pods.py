@@ -43,6 +43,8 @@ _CACHE_GPU = re.compile(re.escape(CACHE_MOUNT) + r"/[^/]+/([A-Za-z0-9-]+)/")
 #: RDMA device-plugin resources (names of the common plugins: rdma/*, the NVIDIA network
 #: operator's rdma/rdma_shared_device_*, SR-IOV nvidia.com/*rdma*, *roce*).
 _RDMA = re.compile(r"(^rdma/|rdma|roce|hca)", re.I)
+#: The largest /dev/shm the spec holds (spec/operations.py Pod.shmSizeGiB), GiB.
+_SHM_MAX_GIB = 1024
 #: Volumes moegen renders itself (manifests/pods.py): not carried as extraVolumes.
 _OWN_VOLUMES = ("dshm", "model", "compile-cache")
 
@@ -58,6 +60,21 @@ def gpu_from_name(text: str) -> str | None:
                 return "H20-141GB"
             return gpu
     return None
+
+
+def _required_labels(spec: dict) -> dict[str, str]:
+    """Node labels a required node affinity pins to one value (the only term, ``In`` one
+    value): the same nodes as a nodeSelector with them (Kubernetes "Assign Pods to Nodes")."""
+    na = ((spec.get("affinity") or {}).get("nodeAffinity") or {}) \
+        .get("requiredDuringSchedulingIgnoredDuringExecution") or {}
+    terms = na.get("nodeSelectorTerms") or []
+    if len(terms) != 1 or not isinstance(terms[0], dict):
+        return {}
+    out = {}
+    for e in terms[0].get("matchExpressions") or []:
+        if isinstance(e, dict) and e.get("operator") == "In" and len(e.get("values") or []) == 1:
+            out[str(e.get("key"))] = str(e["values"][0])
+    return out
 
 
 def _selectors(spec: dict) -> list[tuple[str, str, tuple]]:
@@ -118,7 +135,13 @@ def read_pod(w: Workload, pods: Pods, launch: Launch, gpu_option: str | None,
     spec, c = pods.spec, launch.container
     out = PodFields()
     res = c.get("resources") if isinstance(c.get("resources"), dict) else {}
-    limits = res.get("limits") if isinstance(res.get("limits"), dict) else {}
+    limits = dict(res.get("limits")) if isinstance(res.get("limits"), dict) else {}
+    # Dynamo v1alpha1: the component's resources.limits.custom are extra resources of the main
+    # container (ai-dynamo/dynamo deploy/operator api v1alpha1 Resources.Custom).
+    custom = (w.extra.get("resources") or {}).get("limits", {}).get("custom") \
+        if w.platform == "dynamo" else None
+    if isinstance(custom, dict):
+        limits.update({str(k): v for k, v in custom.items()})
     requests = res.get("requests") if isinstance(res.get("requests"), dict) else {}
     for key in ("nvidia.com/gpu", "amd.com/gpu"):
         if key in limits or key in requests:
@@ -126,9 +149,11 @@ def read_pod(w: Workload, pods: Pods, launch: Launch, gpu_option: str | None,
     if out.gpus is None and w.gpus:
         out.gpus = w.gpus
     _gpu(w, pods, launch, gpu_option, out)
-    sel = spec.get("nodeSelector")
-    if isinstance(sel, dict) and sel:
-        out.pool["nodeSelector"] = {str(k): str(v) for k, v in sel.items()}
+    sel = {str(k): str(v) for k, v in (spec.get("nodeSelector") or {}).items()} \
+        if isinstance(spec.get("nodeSelector"), dict) else {}
+    sel.update(_required_labels(spec))
+    if sel:
+        out.pool["nodeSelector"] = sel
     tol = spec.get("tolerations")
     if isinstance(tol, list) and tol:
         out.pool["tolerations"] = [t for t in tol if isinstance(t, dict)]
@@ -244,7 +269,12 @@ def _volumes(w: Workload, pods: Pods, launch: Launch, model_path: str | None,
         if mp == "/dev/shm":
             size = str((v.get("emptyDir") or {}).get("sizeLimit") or "")
             if size.endswith("Gi") and size[:-2].isdigit():
-                out.pod["shmSizeGiB"] = int(size[:-2])
+                gib = int(size[:-2])
+                if gib > _SHM_MAX_GIB:
+                    out.issues.append(Issue("IMP003", f"/dev/shm sizeLimit {size} is above the "
+                                            f"{_SHM_MAX_GIB} GiB pod.shmSizeGiB holds: imported "
+                                            f"as {_SHM_MAX_GIB} GiB", launch.loc(-1)))
+                out.pod["shmSizeGiB"] = min(gib, _SHM_MAX_GIB)
             continue
         source = {k: val for k, val in v.items() if k != "name"}
         if model_path and (model_path == mp or model_path.startswith(mp.rstrip("/") + "/")) \
@@ -269,6 +299,21 @@ def _volumes(w: Workload, pods: Pods, launch: Launch, model_path: str | None,
     if extra_v:
         out.pod["extraVolumes"] = extra_v
         out.pod["extraVolumeMounts"] = extra_m
+    if out.volume is None and w.platform == "dynamo" and model_path:
+        out.volume = _dynamo_volume(w, model_path)
+
+
+def _dynamo_volume(w: Workload, model_path: str) -> dict | None:
+    """The PVC a Dynamo component mounts over the weights (``spec.pvcs`` + the component's
+    ``volumeMounts[].mountPoint``: ai-dynamo/dynamo deploy/operator api v1alpha1)."""
+    pvcs = {p.get("name") for p in w.extra.get("pvcs") or [] if isinstance(p, dict)}
+    for m in w.extra.get("volumeMounts") or []:
+        if not isinstance(m, dict):
+            continue
+        mp = str(m.get("mountPoint") or m.get("mountPath") or "").rstrip("/")
+        if m.get("name") in pvcs and mp and (model_path == mp or model_path.startswith(mp + "/")):
+            return {"persistentVolumeClaim": {"claimName": m["name"]}}
+    return None
 
 
 #: Labels and annotations controllers and moegen set on pods (not pod settings of the spec).
@@ -300,9 +345,22 @@ def _pod_settings(w: Workload, pods: Pods, launch: Launch, out: PodFields) -> No
     labels = {k: v for k, v in labels.items() if w.labels.get(k) != v}
     if labels:
         out.pod["labels"] = labels
-    ann = {k: str(v) for k, v in pods.annotations.items() if not _OWN_LABEL.match(str(k))}
+    ann = {k: _one_line(str(v)) for k, v in pods.annotations.items()
+           if not _OWN_LABEL.match(str(k))}
     if ann:
         out.pod["annotations"] = ann
+
+
+def _one_line(value: str) -> str:
+    """An annotation value as one line: JSON (Multus, GKE network interfaces) compacted, other
+    text with its line breaks as spaces (YAML folds them so too)."""
+    if "\n" not in value:
+        return value
+    import json
+    try:
+        return json.dumps(json.loads(value), separators=(",", ":"))
+    except ValueError:
+        return " ".join(value.split())
 
 
 def token_secret(launch: Launch) -> tuple[dict | None, str | None]:

@@ -187,14 +187,21 @@ def _kserve(doc: Document, spec: dict, name: str, ns: str | None, labels: dict,
     if isinstance(spec.get("prefill"), dict):
         sections.append((("prefill",), spec["prefill"], "prefill"))
     model = _m(spec.get("model"))
+    # The controller copies the CR's annotations with these prefixes onto the pod templates
+    # (kserve@v0.20.0 pkg/controller/v1alpha2/llmisvc/workload_multi_node.go
+    # approvedAnnotationPrefixes: Multus networks, Kueue, Prometheus).
+    cr_ann = {k: v for k, v in _m(_m(doc.data.get("metadata")).get("annotations")).items()
+              if str(k).startswith(("k8s.v1.cni.cncf.io", "kueue.x-k8s.io", "prometheus.io"))}
     for sub, sec, mode in sections:
         path = ("spec", *sub)
         par = _m(sec.get("parallelism"))
         worker = sec.get("worker") if isinstance(sec.get("worker"), dict) else None
         data, local = _int(par.get("data"), 1), _int(par.get("dataLocal"), 1)
         size = max(1, data // max(local, 1)) if worker is not None else 1
-        leader = Pods(_m(sec.get("template")), (*path, "template"), main="main")
-        wpods = Pods(_m(worker), (*path, "worker"), index=1, main="main") if worker else None
+        leader = Pods(_m(sec.get("template")), (*path, "template"), annotations=dict(cr_ann),
+                      main="main")
+        wpods = Pods(_m(worker), (*path, "worker"), annotations=dict(cr_ann), index=1,
+                     main="main") if worker else None
         out.append(Workload("LLMInferenceService", api, name if mode != "prefill"
                             else f"{name}-prefill", ns, labels, doc, path,
                             _int(sec.get("replicas"), 1), size, leader, wpods,
@@ -260,6 +267,7 @@ def _dynamo(doc: Document, spec: dict, name: str, ns: str | None, labels: dict,
                                    "component_env": c.get("envs") or [],
                                    "shm": c.get("sharedMemory") or c.get("sharedMemorySize"),
                                    "pvcs": spec.get("pvcs") or [],
+                                   "resources": _m(c.get("resources")),
                                    "volumeMounts": c.get("volumeMounts") or []}))
     return out
 
