@@ -32,8 +32,13 @@ from .importer import (
 from .importer.build import Imported
 from .spec.load import InputUnit, expand_inputs, loaded_from_document, read_unit
 
-#: Text that makes an unreadable file one we should report on (a spec, or a serving manifest).
-_RELEVANT = re.compile(r"InferenceDeployment|vllm|sglang|launch_server", re.I)
+#: Text that makes an unreadable file one to report on: a spec, or a workload kind the importer
+#: reads together with an engine entry point.
+_RELEVANT = re.compile(
+    r"\A(?:(?=.*\bkind:\s*InferenceDeployment\b)|(?=.*\bkind:\s*(?:LeaderWorkerSet|StatefulSet|"
+    r"Deployment|DisaggregatedSet|LLMInferenceService|RoleBasedGroup|DynamoGraphDeployment|"
+    r"StormService)\b)(?=.*(?:vllm\s+serve|vllm\.entrypoints|sglang\.launch_server|"
+    r"sglang\s+serve|dynamo\.(?:vllm|sglang))))", re.S)
 
 
 @dataclass

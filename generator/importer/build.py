@@ -514,7 +514,7 @@ def assemble(group: list[Role], opts: Options, files: list[str]) -> Imported:
             suppress.add("POD004")   # its process count assumes moegen's load balancing
         if any(i.code == "IMP004" for i in r.pod.issues):
             suppress |= {"A2A004", "PD011"}   # "network.rdma unset": IMP004 says why
-        if "concurrency" not in role.get("sizing", {}):
+        if "overlap" in role.get("moe", {}) and "concurrency" not in role.get("sizing", {}):
             suppress.add("OVL005")   # its premise is the sized load (sizing.concurrency)
     spec["roles"] = roles
     _inherited_speculative(roles, prov)

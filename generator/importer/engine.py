@@ -207,7 +207,7 @@ def _vllm_moe(r: _Reader, dialect_env: bool) -> None:
                 "allgather_reducescatter", loc, f"pass --all2all-backend {env}"))
     eplb = r.opt("--enable-eplb")
     cfg = r.cmd.json("--eplb-config")
-    r.opt("--eplb-config")
+    cfg_opt = r.opt("--eplb-config")
     if eplb is not None and not eplb.is_negative("--enable-eplb"):
         cfg = cfg or {}
         e: dict[str, Any] = {"enabled": True}
@@ -222,6 +222,10 @@ def _vllm_moe(r: _Reader, dialect_env: bool) -> None:
         if legacy is not None and _int(legacy.value) is not None:
             e["redundantExperts"] = _int(legacy.value)
         r.put(("moe", "eplb"), e, eplb)
+        for key in e:
+            if key != "enabled" and (cfg_opt or legacy) is not None:
+                r.out.locs[("moe", "eplb", key)] = r.loc(legacy if key == "redundantExperts"
+                                                         and legacy else cfg_opt)
     o = r.opt("--expert-placement-strategy")
     if o is not None and isinstance(o.value, str):
         r.put(("moe", "placement"), o.value, o)

@@ -27,7 +27,7 @@ from typing import Iterable, Mapping
 
 #: Delimiters of a value only the pod knows at run time (Unicode private-use characters, which
 #: no manifest carries).
-_RT0, _RT1, _RTS = "\ue000", "\ue001", "\ue002"
+_RT0, _RT1 = "\ue000", "\ue001"
 #: How deep ``eval`` and function calls nest, and how many times a ``for`` body runs, at most.
 MAX_DEPTH = 16
 MAX_LOOP = 64
@@ -40,9 +40,17 @@ _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _ASSIGN = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)(\+?)=(.*)", re.S)
 
 
+#: Characters a runtime value's description may hold that the shell would read again (an
+#: ``eval`` of it): kept as private-use characters, shown as themselves by :func:`show`.
+_SPECIAL = " \t\n`$()'\"\\;&|<>{}[]*?#~!"
+_ESCAPE = str.maketrans({c: chr(0xE100 + i) for i, c in enumerate(_SPECIAL)})
+_UNESCAPE = str.maketrans({chr(0xE100 + i): c for i, c in enumerate(_SPECIAL)})
+
+
 def runtime(what: str) -> str:
-    """A value only the running pod knows (shown as ``<what>``; never split into fields)."""
-    return _RT0 + re.sub(r"[ \t\n]", _RTS, what) + _RT1
+    """A value only the running pod knows (shown as ``<what>``; never split into fields nor
+    expanded again)."""
+    return _RT0 + what.translate(_ESCAPE) + _RT1
 
 
 def is_runtime(value: str) -> bool:
@@ -52,7 +60,7 @@ def is_runtime(value: str) -> bool:
 
 def show(value: str) -> str:
     """``value`` for a message: runtime parts as ``<...>``."""
-    return value.replace(_RT0, "<").replace(_RT1, ">").replace(_RTS, " ")
+    return value.replace(_RT0, "<").replace(_RT1, ">").translate(_UNESCAPE)
 
 
 class ShellError(ValueError):
