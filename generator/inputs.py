@@ -25,6 +25,7 @@ from .importer import (
     PLAN,
     SPEC,
     Options,
+    check_imported,
     classify,
     import_unit,
     to_loaded,
@@ -146,10 +147,9 @@ def read_inputs(paths: list[Path], overlays: list[Path] = (), opts: Options | No
     imported = import_unit(pool, opts)
     batch.findings += imported.findings
     for dep in imported.deployments:
-        loaded = to_loaded(dep, list(overlays))
         name = f"{dep.data['metadata']['name']} ({', '.join(dep.files)})"
-        batch.results.append(Checked(name, MANIFEST, pipeline.check_loaded(loaded)
-                                     if check else pipeline.Checked(loaded), dep))
+        batch.results.append(Checked(name, MANIFEST, check_imported(dep, list(overlays)) if check
+                                     else pipeline.Checked(to_loaded(dep, list(overlays))), dep))
     batch.skipped = sorted(set(batch.skipped))
     return batch
 

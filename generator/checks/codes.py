@@ -67,6 +67,9 @@ for _code, _sev, _summary, _source in (
     ("IMP015", W, "vLLM's kv_role matches the role (kv_producer / kv_consumer)",
      "vLLM 0.33.0 vllm/distributed/kv_transfer/kv_connector/v1/nixl/connector.py (kv_both is "
      "deprecated); docs/field-failures.md #24"),
+    ("IMP016", W, "a memory-backed /dev/shm has a sizeLimit",
+     "Kubernetes emptyDir (medium Memory: the files count against the container's memory "
+     "limit; sizeLimit bounds it) https://kubernetes.io/docs/concepts/storage/volumes/#emptydir"),
     ("SCH001", E, "the spec matches the schema", "schemas/inferencedeployment.schema.json"),
     ("SCH002", E, "no unknown fields",
      "schemas/inferencedeployment.schema.json (additionalProperties: false)"),

@@ -21,8 +21,8 @@ from .build import Imported, Options, assemble, group_roles, read_roles
 from .launch import Context
 from .workloads import workloads_of
 
-__all__ = ["Options", "classify", "import_unit", "to_loaded", "SPEC", "MANIFEST", "NEITHER",
-           "IMPORTED_SUPPRESSED"]
+__all__ = ["Options", "classify", "import_unit", "to_loaded", "check_imported", "SPEC",
+           "MANIFEST", "NEITHER", "IMPORTED_SUPPRESSED"]
 
 SPEC, MANIFEST, NEITHER, PLAN = "spec", "manifest", "neither", "plan"
 #: Codes that speak about a spec's own form, not the deployment, and have an IMP counterpart
@@ -86,9 +86,28 @@ def _finding(issue) -> Finding:
     return Finding(issue.code, sev, "$", issue.message, issue.hint, issue.location)
 
 
+#: IMP errors after which the checks do not run (no engine command, an unreadable script, no
+#: GPU: the HBM check would size another GPU); the others leave a spec worth checking.
+BLOCKING = frozenset({"IMP001", "IMP002", "IMP012"})
+
+
 def to_loaded(imported: Imported, overlays: list[Path] = ()) -> LoadedSpec:
     """The imported deployment as the pipeline's input (overlays merge over it: a context file
-    gives what the manifests do not say)."""
+    gives what the manifests do not say), its IMP findings first."""
     loaded = with_overlays(imported.data, imported.provenance, imported.files, list(overlays))
     loaded.findings = [_finding(i) for i in imported.issues] + loaded.findings
     return loaded
+
+
+def check_imported(imported: Imported, overlays: list[Path] = ()):
+    """Run every check on an imported deployment (:func:`generator.pipeline.check_loaded`): IMP
+    findings are reported beside the checks' unless one of :data:`BLOCKING` stops them."""
+    from .. import pipeline
+    loaded = to_loaded(imported, overlays)
+    imp = [f for f in loaded.findings if f.code.startswith("IMP")]
+    if any(f.code in BLOCKING and f.severity is Severity.ERROR for f in imp):
+        return pipeline.check_loaded(loaded)
+    loaded.findings = [f for f in loaded.findings if not f.code.startswith("IMP")]
+    checked = pipeline.check_loaded(loaded)
+    checked.findings = sorted(imp + checked.findings, key=Finding.sort_key)
+    return checked

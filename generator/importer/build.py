@@ -195,8 +195,11 @@ def _role_name(r: Role, names: list[str], base: str) -> str:
     w = r.workload
     label = w.labels.get("moegen.dev/role") or w.labels.get("llm-d.ai/role") \
         or r.workload.leader.labels.get("llm-d.ai/role")
+    words = re.split(r"[^a-z]+", re.sub(r"([a-z])([A-Z])", r"\1-\2", w.role or "").lower())
     if label:
         name = label
+    elif w.role and ({"prefill", "decode"} & set(words)):
+        name = "prefill" if "prefill" in words else "decode"
     elif w.role:
         name = w.role
     else:

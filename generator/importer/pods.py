@@ -267,7 +267,14 @@ def _volumes(w: Workload, pods: Pods, launch: Launch, model_path: str | None,
         if v is None:
             continue
         if mp == "/dev/shm":
-            size = str((v.get("emptyDir") or {}).get("sizeLimit") or "")
+            ed = v.get("emptyDir") if isinstance(v.get("emptyDir"), dict) else {}
+            size = str(ed.get("sizeLimit") or "")
+            if ed.get("medium") == "Memory" and not size:
+                out.issues.append(Issue(
+                    "IMP016", "/dev/shm is a memory emptyDir without sizeLimit: it may grow to "
+                    "the pod's memory limit (the node's memory when there is none), and what it "
+                    "holds counts against that limit", prov_loc(w, pods, v),
+                    "give the emptyDir a sizeLimit (moegen renders pod.shmSizeGiB, default 8)"))
             if size.endswith("Gi") and size[:-2].isdigit():
                 gib = int(size[:-2])
                 if gib > _SHM_MAX_GIB:
@@ -301,6 +308,13 @@ def _volumes(w: Workload, pods: Pods, launch: Launch, model_path: str | None,
         out.pod["extraVolumeMounts"] = extra_m
     if out.volume is None and w.platform == "dynamo" and model_path:
         out.volume = _dynamo_volume(w, model_path)
+
+
+def prov_loc(w: Workload, pods: Pods, volume: dict) -> Location:
+    """Where volume ``volume`` of ``pods`` is declared."""
+    vols = pods.spec.get("volumes") or []
+    i = next((j for j, v in enumerate(vols) if v is volume), None)
+    return w.doc.provenance.locate((*pods.path, "volumes", i) if i is not None else pods.path)
 
 
 def _dynamo_volume(w: Workload, model_path: str) -> dict | None:
