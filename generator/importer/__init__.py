@@ -17,7 +17,8 @@ from pathlib import Path
 
 from ..errors import Finding, Severity
 from ..spec.load import Document, InputUnit, LoadedSpec, with_overlays
-from .build import Imported, Options, assemble, group_roles, read_roles
+from .assemble import assemble
+from .build import Imported, Options, group_roles, read_roles
 from .launch import Context
 from .workloads import workloads_of
 

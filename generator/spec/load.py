@@ -39,11 +39,8 @@ from ruamel.yaml.reader import Reader
 from ruamel.yaml.scalarstring import FoldedScalarString, LiteralScalarString
 
 from ..errors import Finding, Location, Severity
-from .overlays import _new_names, merge
-from .provenance import PathKey, Provenance, json_path
-
-__all__ = ["Document", "InputUnit", "LoadedSpec", "PathKey", "Provenance", "json_path", "merge",
-           "load_spec", "loaded_from_document", "parse_yaml_file", "read_unit", "expand_inputs"]
+from .overlays import _new_names, merge  # noqa: F401 - merge: re-exported
+from .provenance import PathKey, Provenance, json_path  # noqa: F401 - re-exported
 
 #: Largest spec or overlay file accepted, bytes. Real specs are a few KiB; 1 MiB leaves room for
 #: generated ones while keeping hostile inputs cheap to refuse.
@@ -558,9 +555,8 @@ def parse_embedded(text: str, file: str, block: tuple[int, int] | None,
 
 
 def _moved(loc: Location, block: tuple[int, int] | None, at: Location) -> Location:
-    if block is None or not loc.line:
-        return at
-    return Location(at.file, block[0] + loc.line - 1, block[1] + loc.column)
+    return at if block is None or not loc.line else \
+        Location(at.file, block[0] + loc.line - 1, block[1] + loc.column)
 
 
 def loaded_from_document(doc: Document, overlays: list[Path] = (), size: int = 0) -> LoadedSpec:
