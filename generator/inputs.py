@@ -16,22 +16,18 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from typing import TYPE_CHECKING
+
 from . import pipeline
 from .errors import Finding, Severity
-from .importer import (
-    IMPORTED_SUPPRESSED,
-    MANIFEST,
-    NEITHER,
-    PLAN,
-    SPEC,
-    Options,
-    check_imported,
-    classify,
-    import_unit,
-    to_loaded,
-)
-from .importer.build import Imported
 from .spec.load import InputUnit, expand_inputs, loaded_from_document, read_unit
+
+if TYPE_CHECKING:
+    from .importer import Options
+    from .importer.build import Imported
+
+#: What a file is (generator/importer classifies the other kinds).
+SPEC, PLAN, MANIFEST = "spec", "plan", "manifest"
 
 #: Text that makes an unreadable file one to report on: a spec, or a workload kind the importer
 #: reads together with an engine entry point.
@@ -62,6 +58,7 @@ class Checked:
     def findings(self) -> list[Finding]:
         if self.kind == SPEC:
             return self.checked.findings
+        from .importer import IMPORTED_SUPPRESSED
         skip = IMPORTED_SUPPRESSED | (self.imported.suppress if self.imported else set())
         return [_relocated(f, self.imported) for f in self.checked.findings
                 if f.code not in skip]
@@ -119,7 +116,7 @@ def read_inputs(paths: list[Path], overlays: list[Path] = (), opts: Options | No
         generated = [d for i, d in enumerate(unit.documents) if i not in indexed]
         for name in unit.files:
             docs = _file_docs(unit, name)
-            kind = classify(docs)
+            kind = _kind_of(docs)
             if kind == SPEC:
                 spec_doc = next(d for d in docs if isinstance(d.data, dict)
                                 and d.data.get("kind") == "InferenceDeployment")
@@ -144,6 +141,10 @@ def read_inputs(paths: list[Path], overlays: list[Path] = (), opts: Options | No
         for f in unit.findings:   # files that could not be read at all
             if f.location.file not in unit.files:
                 batch.findings.append(f)
+    if not pool.documents and not pool.findings:
+        batch.skipped = sorted(set(batch.skipped))
+        return batch
+    from .importer import check_imported, import_unit, to_loaded
     imported = import_unit(pool, opts)
     batch.findings += imported.findings
     for dep in imported.deployments:
@@ -171,6 +172,20 @@ def _relocated(f: Finding, imported: Imported | None) -> Finding:
             loc = imported.provenance.locations.get(("spec", "roles", i), f.location)
             return Finding(f.code, f.severity, f.path, f.message, f.hint, loc)
     return f
+
+
+def _kind_of(docs) -> str:
+    """A spec or a PlanRequest is known by its kind; the importer tells the others apart (it
+    is imported only then: a policy check of specs never loads it)."""
+    kinds = {d.data.get("kind") for d in docs if isinstance(d.data, dict)}
+    if "InferenceDeployment" in kinds:
+        return SPEC
+    if "PlanRequest" in kinds:
+        return PLAN
+    if not docs:
+        return "neither"
+    from .importer import classify
+    return classify(docs)
 
 
 def pool_files(pool: InputUnit) -> set[str]:
@@ -204,4 +219,4 @@ def summary_line(batch: Batch) -> str:
     return f"checked {checked}{extra}: {summary(batch.all_findings())}"
 
 
-__all__ = ["Batch", "Checked", "read_inputs", "summary_line", "NEITHER"]
+__all__ = ["Batch", "Checked", "read_inputs", "summary_line"]

@@ -26,7 +26,6 @@ from .checks import Context, run_rules
 from .deployment import Deployment, build
 from .engines.base import Dialect
 from .errors import Finding, Severity
-from .perf.predict import Prediction
 from .roles import RoleInput
 from .sizing import RoleSizing
 from .sizing.host import HostPlan
@@ -36,6 +35,7 @@ from .spec.validate import validate_structure
 
 if TYPE_CHECKING:
     from .manifests.plan import DeploymentPlan
+    from .perf.predict import Prediction
 
 
 @dataclass

@@ -15,12 +15,14 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from typing import TYPE_CHECKING
+
 from ..errors import Finding, Severity
 from ..spec.load import Document, InputUnit, LoadedSpec, with_overlays
-from .assemble import assemble
-from .build import Imported, Options, group_roles, read_roles
-from .launch import Context
-from .workloads import workloads_of
+from .options import Options
+
+if TYPE_CHECKING:
+    from .build import Imported
 
 __all__ = ["Options", "classify", "import_unit", "to_loaded", "check_imported", "SPEC",
            "MANIFEST", "NEITHER", "IMPORTED_SUPPRESSED"]
@@ -45,6 +47,9 @@ def classify(docs: list[Document]) -> str:
         return SPEC
     if any(isinstance(d.data, dict) and d.data.get("kind") == "PlanRequest" for d in docs):
         return PLAN
+    from .build import read_roles
+    from .launch import Context
+    from .workloads import workloads_of
     ctx = Context(docs)
     opts = Options()
     for d in docs:
@@ -59,12 +64,16 @@ class UnitImport:
     """What one input holds: each deployment reconstructed, and the findings of the input that
     belong to no deployment (unreadable documents)."""
 
-    deployments: list[Imported] = field(default_factory=list)
+    deployments: list["Imported"] = field(default_factory=list)
     findings: list[Finding] = field(default_factory=list)
 
 
 def import_unit(unit: InputUnit, opts: Options | None = None) -> UnitImport:
     """Reconstruct every deployment in ``unit`` (documents that are specs are left out)."""
+    from .assemble import assemble
+    from .build import group_roles, read_roles
+    from .launch import Context
+    from .workloads import workloads_of
     opts = opts or Options()
     docs = [d for d in unit.documents if not _is_spec(d)]
     ctx = Context(docs)
@@ -92,7 +101,7 @@ def _finding(issue) -> Finding:
 BLOCKING = frozenset({"IMP001", "IMP002", "IMP012"})
 
 
-def to_loaded(imported: Imported, overlays: list[Path] = ()) -> LoadedSpec:
+def to_loaded(imported: "Imported", overlays: list[Path] = ()) -> LoadedSpec:
     """The imported deployment as the pipeline's input (overlays merge over it: a context file
     gives what the manifests do not say), its IMP findings first."""
     loaded = with_overlays(imported.data, imported.provenance, imported.files, list(overlays))
@@ -100,7 +109,7 @@ def to_loaded(imported: Imported, overlays: list[Path] = ()) -> LoadedSpec:
     return loaded
 
 
-def check_imported(imported: Imported, overlays: list[Path] = ()):
+def check_imported(imported: "Imported", overlays: list[Path] = ()):
     """Run every check on an imported deployment (:func:`generator.pipeline.check_loaded`): IMP
     findings are reported beside the checks' unless one of :data:`BLOCKING` stops them."""
     from .. import pipeline

@@ -19,6 +19,7 @@ from ..facts.versions import UnsupportedVersion
 from ..spec.provenance import Provenance
 from .engine import RoleFields, sglang_fields, vllm_fields
 from .launch import Context, Issue, Launch, engine_containers
+from .options import Options
 from .pods import PodFields, read_pod
 from .workloads import Workload
 
@@ -32,16 +33,6 @@ MANAGED = ("app.kubernetes.io/managed-by", "moegen")
 #: vllm/vllm-openai and vllm/vllm-openai-rocm; sgl-project/sglang docker/Dockerfile as
 #: lmsysorg/sglang).
 ENGINE_IMAGES = ("vllm-openai", "vllm-openai-rocm", "sglang")
-
-
-@dataclass
-class Options:
-    """What the command line adds where a manifest is silent: ``--gpu``, ``--engine-version``,
-    ``--model-config`` (a path, relative to the current directory)."""
-
-    gpu: str | None = None
-    engine_version: str | None = None
-    model_config: str | None = None
 
 
 @dataclass
