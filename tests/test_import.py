@@ -339,3 +339,33 @@ def test_copied_tree_round_trips_through_the_cli(tmp_path):
     assert run(["render", str(spec), "-o", str(tree), "--check"]) == 0
     write_tree(tmp_path / "again", pipeline.render(pipeline.check(spec))[1])
     assert diff_tree(src, pipeline.render(pipeline.check(spec))[1]) == []
+
+
+def test_the_readme_workflow_runs(tmp_path, capsys):
+    """The GitHub Actions workflow in the README: its gen commands, run on a copy of the
+    examples as deploy/ (S1 as deploy/dsv3.yaml, rendered first as manifests/dsv3)."""
+    import re
+    text = (ROOT / "README.md").read_text()
+    block = re.search(r"A GitHub Actions workflow.*?```yaml\n(.*?)```", text, re.S).group(1)
+    steps = yaml.safe_load(block)["jobs"]["validate"]["steps"]
+    runs = [s["run"].split("#")[0].strip() for s in steps if s.get("run", "").startswith("gen ")]
+    assert len(runs) == 3
+    deploy = tmp_path / "deploy"
+    shutil.copytree(EXAMPLES, deploy)
+    shutil.copy(S1, deploy / "dsv3.yaml")
+    assert run(["render", str(deploy / "dsv3.yaml"), "-o", str(tmp_path / "manifests" / "dsv3")]) == 0
+    import os
+    cwd = os.getcwd()
+    os.chdir(tmp_path)
+    try:
+        for cmd in runs:
+            argv = cmd.split()[1:]
+            sarif = ">" in argv
+            if sarif:
+                argv = argv[:argv.index(">")]
+            capsys.readouterr()
+            assert run(argv) == 0, cmd
+            if sarif:
+                assert json.loads(capsys.readouterr().out)["version"] == "2.1.0"
+    finally:
+        os.chdir(cwd)
