@@ -369,3 +369,110 @@ def test_the_readme_workflow_runs(tmp_path, capsys):
                 assert json.loads(capsys.readouterr().out)["version"] == "2.1.0"
     finally:
         os.chdir(cwd)
+
+
+RBG = """apiVersion: workloads.x-k8s.io/v1alpha2
+kind: RoleBasedGroup
+metadata: {name: dsr1, namespace: llm}
+spec:
+  roles:
+  - name: prefill
+    replicas: 1
+    standalonePattern:
+      template:
+        spec:
+          nodeSelector: {nvidia.com/gpu.product: NVIDIA-H200}
+          containers:
+          - name: sglang
+            image: lmsysorg/sglang:v0.5.23
+            command: [python3, -m, sglang.launch_server]
+            args: [--model-path, /models/DeepSeek-R1, --tp-size, "8", --disaggregation-mode,
+                   prefill, --disaggregation-transfer-backend, nixl]
+            resources: {limits: {nvidia.com/gpu: 8}}
+  - name: decode
+    replicas: 1
+    leaderWorkerPattern:
+      size: 2
+      template:
+        spec:
+          nodeSelector: {nvidia.com/gpu.product: NVIDIA-H200}
+          containers:
+          - name: sglang
+            image: lmsysorg/sglang:v0.5.23
+            command: [sh, -c]
+            args:
+            - |
+              exec python3 -m sglang.launch_server --model-path /models/DeepSeek-R1 \\
+                --tp-size 16 --attn-dp-size 16 --ep-size 16 --disaggregation-mode decode \\
+                --disaggregation-transfer-backend nixl --nnodes $RBG_LWP_GROUP_SIZE \\
+                --node-rank $RBG_LWP_WORKER_INDEX --dist-init-addr $RBG_LWP_LEADER_ADDRESS:20000 \\
+                --max-running-requests 128
+            resources: {limits: {nvidia.com/gpu: 8}}
+"""
+
+STORM = """apiVersion: orchestration.aibrix.ai/v1alpha1
+kind: StormService
+metadata: {name: dsv3}
+spec:
+  replicas: 1
+  stateful: true
+  selector: {matchLabels: {app: dsv3}}
+  template:
+    metadata: {labels: {app: dsv3}}
+    spec:
+      roles:
+      - name: serve
+        replicas: 2
+        podGroupSize: 2
+        stateful: true
+        template:
+          spec:
+            nodeSelector: {nvidia.com/gpu.product: NVIDIA-H100-80GB-HBM3}
+            containers:
+            - name: vllm
+              image: vllm/vllm-openai:v0.33.0
+              command: [sh, -c]
+              args:
+              - |
+                exec vllm serve /models/DeepSeek-V3 --tensor-parallel-size 8 \\
+                  --pipeline-parallel-size 2 --nnodes $POD_GROUP_SIZE --node-rank $POD_GROUP_INDEX
+              resources: {limits: {nvidia.com/gpu: 8}}
+"""
+
+
+@pytest.mark.parametrize("text,crd", [(RBG, "workloads.x-k8s.io_rolebasedgroups.yaml"),
+                                      (STORM, "orchestration.aibrix.ai_stormservices.yaml")])
+def test_platform_crds_are_read(text, crd, tmp_path):
+    """RoleBasedGroup and StormService documents (valid against their CRDs) become roles; the
+    variables their controllers add resolve in the launch scripts."""
+    import jsonschema
+    from tests.helpers import shared
+    doc = yaml.safe_load(text)
+    crd_doc = yaml.safe_load(shared("reference", "crds", crd).read_text())
+    version = doc["apiVersion"].split("/")[1]
+    schema = next(v["schema"]["openAPIV3Schema"] for v in crd_doc["spec"]["versions"]
+                  if v["name"] == version)
+    jsonschema.Draft7Validator(schema).validate(doc)
+    f = tmp_path / "cr.yaml"
+    f.write_text(text)
+    batch = read_inputs([f])
+    dep = batch.results[0].imported.data["spec"]
+    if doc["kind"] == "RoleBasedGroup":
+        # decode: --tp-size 16 over --attn-dp-size 16 = tensor 1 x data 16 on 2 pods of 8 GPUs;
+        # --max-running-requests 128 (not moegen's: the engine's cap, serving.maxNumSeqs). The
+        # roles' pods are alike (H200, 8 GPUs, one selector): one pool of 1 + 2 nodes.
+        prefill, decode = dep["roles"]
+        assert (prefill["mode"], decode["mode"]) == ("prefill", "decode")
+        assert decode["parallel"] == {"data": 16, "expert": True}
+        assert decode["serving"]["maxNumSeqs"] == 128
+        assert prefill["nodePool"] == decode["nodePool"]
+        assert dep["nodePools"][decode["nodePool"]] == {
+            "gpu": "H200-141GB", "gpusPerNode": 8, "nodes": 3,
+            "nodeSelector": {"nvidia.com/gpu.product": "NVIDIA-H200"}}
+    else:
+        # 2 pod groups of 2 pods, TP8 x PP2 = 16 GPUs each: 2 instances, 4 nodes of H100.
+        (serve,) = dep["roles"]
+        assert serve["replicas"] == 2 and serve["parallel"] == {"tensor": 8, "pipeline": 2}
+        assert dep["nodePools"]["serve"]["nodes"] == 4
+        assert dep["nodePools"]["serve"]["gpu"] == "H100-80GB"
+    assert not [x for x in batch.all_findings() if x.code in ("IMP006", "IMP009", "IMP001")]

@@ -119,6 +119,19 @@ def _environment(w: Workload, pods: Pods, container: dict, cpath: tuple, ctx: Co
     if w.kind in ("LeaderWorkerSet", "DisaggregatedSet") or w.platform in ("lws", "kserve"):
         env.update({LWS_ENV[0]: runtime("LWS_LEADER_ADDRESS"), LWS_ENV[1]: str(w.size),
                     LWS_ENV[2]: str(pods.index)})
+    if w.platform == "rbg":
+        # sgl-project/rbg@v0.8.0-alpha.5 api/workloads/constants/env.go, pkg/discovery/
+        # env_builder.go (leaderWorkerPattern: the RBG_LWP_* variables).
+        env.update({"RBG_GROUP_NAME": str(w.group), "RBG_ROLE_NAME": str(w.role),
+                    "RBG_ROLE_INDEX": runtime("RBG_ROLE_INDEX"),
+                    "RBG_LWP_LEADER_ADDRESS": runtime("RBG_LWP_LEADER_ADDRESS"),
+                    "RBG_LWP_WORKER_INDEX": str(pods.index), "RBG_LWP_GROUP_SIZE": str(w.size)})
+    if w.platform == "aibrix":
+        # vllm-project/aibrix@v0.7.0 pkg/controller/constants/stormservice.go.
+        env.update({"STORM_SERVICE_NAME": str(w.group), "ROLE_NAME": str(w.role),
+                    "ROLESET_NAME": runtime("ROLESET_NAME"), "ROLESET_INDEX": runtime("ROLESET_INDEX"),
+                    "ROLE_REPLICA_INDEX": runtime("ROLE_REPLICA_INDEX"),
+                    "POD_GROUP_INDEX": str(pods.index), "POD_GROUP_SIZE": str(w.size)})
     env["HOSTNAME"] = runtime("pod name")
     for k, src in enumerate(container.get("envFrom") or []):
         src = src if isinstance(src, dict) else {}

@@ -18,14 +18,19 @@ runs; every source at the release cited):
   ``spec.parallelism`` and ``$VLLM_ADDITIONAL_ARGS`` (:mod:`.platforms`).
 * ``workloads.x-k8s.io/v1alpha2`` RoleBasedGroup: ``roles[]`` with ``standalonePattern`` or
   ``leaderWorkerPattern`` (``size``, ``template``, leader/worker patches) (sgl-project/rbg
-  config/crd/bases); v1alpha1's ``roles[].template`` + ``leaderWorkerSet``.
+  config/crd/bases); v1alpha1's ``roles[].template`` + ``leaderWorkerSet``. The controller adds
+  RBG_GROUP_NAME, RBG_ROLE_NAME, RBG_ROLE_INDEX and, for leader/worker roles,
+  RBG_LWP_LEADER_ADDRESS, RBG_LWP_WORKER_INDEX, RBG_LWP_GROUP_SIZE (sgl-project/rbg@v0.8.0-alpha.5
+  api/workloads/constants/env.go, pkg/discovery/env_builder.go).
 * ``nvidia.com`` DynamoGraphDeployment: v1alpha1 ``services.<name>`` (``extraPodSpec``,
   ``resources.limits.gpu``, ``multinode.nodeCount``) and v1beta1 ``components[]``
   (``podTemplate``); the operator adds the multi-node rank flags (ai-dynamo/dynamo@2a6da14
   deploy/operator/internal/dynamo/backend_vllm.go, backend_sglang.go).
 * ``orchestration.aibrix.ai/v1alpha1`` StormService: ``template.spec.roles[]`` with
   ``replicas``, ``podGroupSize`` and ``template`` (vllm-project/aibrix@v0.7.0
-  config/crd/orchestration).
+  config/crd/orchestration); the controller adds STORM_SERVICE_NAME, ROLESET_NAME,
+  ROLESET_INDEX, ROLE_NAME, ROLE_REPLICA_INDEX, POD_GROUP_INDEX and POD_GROUP_SIZE
+  (pkg/controller/constants/stormservice.go).
 """
 
 from __future__ import annotations
