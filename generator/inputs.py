@@ -118,8 +118,8 @@ def read_inputs(paths: list[Path], overlays: list[Path] = (), opts: Options | No
             docs = _file_docs(unit, name)
             kind = _kind_of(docs)
             if kind == SPEC:
-                spec_doc = next(d for d in docs if isinstance(d.data, dict)
-                                and d.data.get("kind") == "InferenceDeployment")
+                spec_doc = next((d for d in docs if isinstance(d.data, dict)
+                                 and d.data.get("kind") == "InferenceDeployment"), docs[0])
                 loaded = loaded_from_document(spec_doc, list(overlays), unit.texts.get(name, 0))
                 if len(docs) > 1:
                     loaded.findings.append(_one_document(name))
@@ -178,8 +178,10 @@ def _kind_of(docs) -> str:
     """A spec or a PlanRequest is known by its kind; the importer tells the others apart (it
     is imported only then: a policy check of specs never loads it)."""
     kinds = {d.data.get("kind") for d in docs if isinstance(d.data, dict)}
-    if "InferenceDeployment" in kinds:
-        return SPEC
+    if "InferenceDeployment" in kinds or any(
+            isinstance(d.data, dict) and str(d.data.get("apiVersion", "")).startswith("moegen.dev/")
+            and d.data.get("kind") != "PlanRequest" for d in docs):
+        return SPEC   # a moegen document with a broken kind is a spec to report on
     if "PlanRequest" in kinds:
         return PLAN
     if not docs:

@@ -476,3 +476,53 @@ def test_platform_crds_are_read(text, crd, tmp_path):
         assert dep["nodePools"]["serve"]["nodes"] == 4
         assert dep["nodePools"]["serve"]["gpu"] == "H100-80GB"
     assert not [x for x in batch.all_findings() if x.code in ("IMP006", "IMP009", "IMP001")]
+
+
+def _lws(script_or_args, tmp_path, shell=True, gpus=8, size=1):
+    args = (["command: [sh, -c]", "          args:", "          - |"]
+            + ["            " + x for x in script_or_args.splitlines()]) if shell else \
+        [f"args: {json.dumps(script_or_args)}"]
+    f = tmp_path / "lws.yaml"
+    f.write_text(
+        "apiVersion: leaderworkerset.x-k8s.io/v1\nkind: LeaderWorkerSet\nmetadata: {name: r1}\n"
+        f"spec:\n  leaderWorkerTemplate:\n    size: {size}\n    workerTemplate:\n      spec:\n"
+        "        nodeSelector: {nvidia.com/gpu.product: NVIDIA-H200}\n"
+        "        containers:\n        - name: vllm\n          image: vllm/vllm-openai:v0.33.0\n"
+        "          " + "\n".join(args) + "\n"
+        f"          resources: {{limits: {{nvidia.com/gpu: {gpus}}}}}\n")
+    return f
+
+
+def _codes(f):
+    return sorted((x.code, x.location.line) for x in read_inputs([f]).all_findings()
+                  if x.code.startswith("IMP"))
+
+
+def test_imp_findings_for_what_cannot_be_reconstructed(tmp_path):
+    # The file: line 15 is the args item `- |`, line 16 the script's first line.
+    # IMP002: a here-document (the shell reader does not take them): at the script's item.
+    f = _lws("cat <<EOF > /tmp/x\nhello\nEOF\nvllm serve /models/DeepSeek-R1", tmp_path)
+    assert _codes(f) == [("IMP002", 15)]
+    # IMP006: $LEN is set by nothing: the shell drops the word and vLLM sees no value (at the
+    # command, line 16).
+    f = _lws("exec vllm serve /models/DeepSeek-R1 --tensor-parallel-size 8 --max-model-len $LEN",
+             tmp_path)
+    assert ("IMP006", 16) in _codes(f)
+    # IMP009: TP 16 asks for 16 GPUs; one pod of 8 GPUs gives 8.
+    f = _lws("exec vllm serve /models/DeepSeek-R1 --tensor-parallel-size 16", tmp_path)
+    assert ("IMP009", 16) in _codes(f)
+    # IMP009 too: 2 pods x 4 local ranks = 8 ranks for --data-parallel-size 16.
+    f = _lws("exec vllm serve /models/DeepSeek-R1 --data-parallel-size 16 \\\n"
+             "  --data-parallel-size-local 4 --enable-expert-parallel", tmp_path, gpus=8, size=2)
+    msgs = [x.message for x in read_inputs([f]).all_findings() if x.code == "IMP009"]
+    assert any("4 x 2 pod(s) = 8 DP ranks" in m for m in msgs)
+
+
+def test_imp001_a_platform_engine_container_without_an_engine(tmp_path):
+    f = tmp_path / "dgd.yaml"
+    f.write_text("apiVersion: nvidia.com/v1alpha1\nkind: DynamoGraphDeployment\n"
+                 "metadata: {name: d}\nspec:\n  services:\n    decode:\n"
+                 "      componentType: worker\n      extraPodSpec:\n        mainContainer:\n"
+                 "          image: x\n          command: [python3, my_launcher.py]\n")
+    assert [(x.code, x.severity.value) for x in import_unit(read_unit(f)).findings] == \
+        [("IMP001", "error")]

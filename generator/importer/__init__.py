@@ -54,7 +54,7 @@ def classify(docs: list[Document]) -> str:
     opts = Options()
     for d in docs:
         ws = workloads_of(d)
-        if ws and read_roles(ws, ctx, opts)[0]:
+        if ws and any(read_roles(ws, ctx, opts)):   # roles, or what kept them from being read
             return MANIFEST
     return NEITHER
 

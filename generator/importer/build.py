@@ -108,6 +108,8 @@ def read_roles(workloads: list[Workload], ctx: Context, opts: Options) -> tuple[
             continue
         launch = launches[0]
         issues += launch.issues
+        if launch.command is None and any(i.code == "IMP002" for i in launch.issues):
+            continue   # the script could not be read (IMP002 says why)
         if launch.command is None:
             issues.append(Issue("IMP001", f"{w.kind} {w.name}: the engine command could not be "
                                 "found (no vllm serve / sglang launch_server in the container's "

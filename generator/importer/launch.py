@@ -28,6 +28,9 @@ from .workloads import LWS_ENV, Pods, Workload
 
 _SHELLS = re.compile(r"^(.*/)?(sh|bash|dash|ash|zsh)$")
 _KUBE_REF = re.compile(r"\$\$|\$\(([A-Za-z_][A-Za-z0-9_]*)\)")
+#: Text that names an engine entry point (a script that cannot be read is reported when it does).
+_ENGINE_TEXT = re.compile(r"vllm\s+serve|vllm\.entrypoints|sglang\.launch_server|sglang\s+serve|"
+                          r"dynamo\.(vllm|sglang)")
 _INDEX_LABELS = ("leaderworkerset.sigs.k8s.io/worker-index", "apps.kubernetes.io/pod-index")
 #: Images whose entrypoint is ``vllm serve`` (vllm-project/vllm docker/Dockerfile of each
 #: release: ``ENTRYPOINT ["vllm", "serve"]``).
@@ -237,8 +240,9 @@ def resolve(w: Workload, pods: Pods, container: dict, cpath: tuple, ctx: Context
         try:
             cmds = run_script(toks[script_at], launch.env, toks[zero + 1:])
         except ShellError as exc:
-            launch.issues.append(Issue("IMP002", f"cannot read the launch script: {exc}",
-                                       prov.locate(origin[script_at]), error=True))
+            if _ENGINE_TEXT.search(toks[script_at]):   # an engine's script: say why it is lost
+                launch.issues.append(Issue("IMP002", f"cannot read the launch script: {exc}",
+                                           prov.locate(origin[script_at]), error=True))
             return launch
         engine_cmds = [c for c in cmds if find_engine(list(c.argv))]
         if not engine_cmds:
@@ -360,9 +364,13 @@ def engine_containers(w: Workload, pods: Pods, ctx: Context,
     for i, c in enumerate(containers):
         if isinstance(c, dict):
             launch = resolve(w, pods, c, (*pods.path, "containers", i), ctx, version)
-            if launch.command is not None or (pods.main and c.get("name") == pods.main):
+            if launch.command is not None or (pods.main and c.get("name") == pods.main) \
+                    or any(x.code == "IMP002" for x in launch.issues):
                 out.append(launch)
-    return [x for x in out if x.command is not None or (w.platform in ("kserve",))]
+    # A platform's engine container (Dynamo's main container, KServe's "main") stays even when
+    # no engine is found in it: the caller reports it (IMP001).
+    return [x for x in out if x.command is not None or pods.main
+            or any(i.code == "IMP002" for i in x.issues)]
 
 
 def is_unknown(value: Any) -> bool:
