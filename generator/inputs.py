@@ -20,7 +20,14 @@ from typing import TYPE_CHECKING
 
 from . import pipeline
 from .errors import Finding, Severity
-from .spec.load import InputUnit, expand_inputs, loaded_from_document, read_unit
+from .spec.load import (
+    InputUnit,
+    LoadedSpec,
+    Provenance,
+    expand_inputs,
+    loaded_from_document,
+    read_unit,
+)
 
 if TYPE_CHECKING:
     from .importer import Options
@@ -29,13 +36,13 @@ if TYPE_CHECKING:
 #: What a file is (generator/importer classifies the other kinds).
 SPEC, PLAN, MANIFEST = "spec", "plan", "manifest"
 
-#: Text that makes an unreadable file one to report on: a spec, or a workload kind the importer
-#: reads together with an engine entry point.
+#: Text that makes an unreadable file one to report on: a spec (it names InferenceDeployment or
+#: moegen's API group), or a workload kind the importer reads with an engine entry point.
 _RELEVANT = re.compile(
-    r"\A(?:(?=.*\bkind:\s*InferenceDeployment\b)|(?=.*\bkind:\s*(?:LeaderWorkerSet|StatefulSet|"
-    r"Deployment|DisaggregatedSet|LLMInferenceService|RoleBasedGroup|DynamoGraphDeployment|"
-    r"StormService)\b)(?=.*(?:vllm\s+serve|vllm\.entrypoints|sglang\.launch_server|"
-    r"sglang\s+serve|dynamo\.(?:vllm|sglang))))", re.S)
+    r"\A(?:(?=(?P<spec>.*?(?:InferenceDeployment|moegen\.dev/)))|(?=.*\bkind:\s*(?:LeaderWorkerSet|"
+    r"StatefulSet|Deployment|DisaggregatedSet|LLMInferenceService|RoleBasedGroup|"
+    r"DynamoGraphDeployment|StormService)\b)(?=(?P<manifest>.*?(?:vllm\s+serve|vllm\.entrypoints|"
+    r"sglang\.launch_server|sglang\s+serve|dynamo\.(?:vllm|sglang)))))", re.S)
 
 
 @dataclass
@@ -128,7 +135,12 @@ def read_inputs(paths: list[Path], overlays: list[Path] = (), opts: Options | No
                                              if check else pipeline.Checked(loaded)))
             elif kind == PLAN:
                 batch.plans.append(name)
-            elif kind == MANIFEST or (name in bad and name in unit.marked):
+            elif name in bad and unit.marks.get(name) == "spec":
+                # A spec that could not be read (invalid YAML, refused by the guard): reported.
+                loaded = LoadedSpec({}, Provenance(), [name], None,
+                                    [f for f in unit.findings if f.location.file == name])
+                batch.results.append(Checked(name, SPEC, pipeline.check_loaded(loaded)))
+            elif kind == MANIFEST or (name in bad and unit.marks.get(name) == "manifest"):
                 pool.documents += docs
                 pool.files[name] = []
                 pool.findings += [f for f in unit.findings if f.location.file == name]

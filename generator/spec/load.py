@@ -446,8 +446,8 @@ class InputUnit:
     ``documents``: every document, in file order (a directory's files sorted by path), and the
     ConfigMaps a ``kustomization.yaml``'s ``configMapGenerator`` builds from env files (keys
     located at the env files' lines); ``files``: each file read -> indices of its documents;
-    ``findings``: what could not be read; ``texts``: each file's size, bytes; ``marked``: the
-    files whose text matches :func:`read_unit`'s ``mark``.
+    ``findings``: what could not be read; ``texts``: each file's size, bytes; ``marks``: the
+    files whose text matches :func:`read_unit`'s ``mark`` -> the name of its group that matched.
     """
 
     name: str
@@ -455,7 +455,7 @@ class InputUnit:
     files: dict[str, list[int]] = field(default_factory=dict)
     findings: list[Finding] = field(default_factory=list)
     texts: dict[str, int] = field(default_factory=dict)
-    marked: set[str] = field(default_factory=set)
+    marks: dict[str, str] = field(default_factory=dict)
 
 
 def expand_inputs(paths: list[Path]) -> tuple[list[tuple[Path, list[Path]]], list[str]]:
@@ -478,7 +478,7 @@ def expand_inputs(paths: list[Path]) -> tuple[list[tuple[Path, list[Path]]], lis
 
 def read_unit(path: Path, files: list[Path] | None = None, mark: Any = None) -> InputUnit:
     """Read one input (:func:`expand_inputs` gives ``files``) as documents (``mark``: a
-    compiled pattern; files whose text it matches are in ``marked``). Never raises for bad
+    compiled pattern; files whose text it matches are in ``marks``). Never raises for bad
     input: what cannot be read is in ``findings``; a file that fails part-way keeps the
     documents before the failure."""
     unit = InputUnit(display_name(path))
@@ -489,8 +489,9 @@ def read_unit(path: Path, files: list[Path] | None = None, mark: Any = None) -> 
             unit.findings.append(err)
             continue
         unit.texts[name] = len(text.encode("utf-8"))
-        if mark is not None and mark.search(text):
-            unit.marked.add(name)
+        m = mark.search(text) if mark is not None else None
+        if m:
+            unit.marks[name] = m.lastgroup or ""
         docs, findings = _parse_text(text, name, multi=True)
         unit.findings += findings
         first = len(unit.documents)
