@@ -59,8 +59,16 @@ def _emit_findings(checked: pipeline.Checked, fmt: str, quiet_ok_json: bool = Fa
     findings = checked.findings
     if fmt == "json" and quiet_ok_json and checked.ok:
         return
+    # A spec that passes gets its own "ok (...)" line from the caller instead of a summary.
+    _print_findings(findings, fmt, checked.ok, with_summary=not checked.ok)
+
+
+def _print_findings(findings: list, fmt: str, ok: bool, extra: dict | None = None,
+                    with_summary: bool = True) -> None:
+    """Findings in ``fmt``: json/github/sarif on stdout, text on stderr (``extra``: more keys
+    of the JSON document)."""
     if fmt == "json":
-        click.echo(report.as_json(findings, checked.ok))
+        click.echo(report.as_json(findings, ok, extra))
     elif fmt == "github":
         if findings:
             click.echo(report.github(findings))
@@ -68,9 +76,8 @@ def _emit_findings(checked: pipeline.Checked, fmt: str, quiet_ok_json: bool = Fa
         from .checks import RULES
         click.echo(report.sarif(findings, RULES))
     elif findings:
-        # A spec that passes gets its own "ok (...)" line from the caller instead of a summary.
-        click.echo(report.text(findings, colour=sys.stderr.isatty(),
-                               with_summary=not checked.ok), err=True)
+        click.echo(report.text(findings, colour=sys.stderr.isatty(), with_summary=with_summary),
+                   err=True)
 
 
 def _plan_request(path: Path):
@@ -191,17 +198,8 @@ def validate(inputs: tuple[Path, ...], overlays: tuple[Path, ...], fmt: str, str
     if len(inputs) == 1 and batch.plans and not batch.results:
         raise UsageError(f"{batch.plans[0]} is a PlanRequest: use gen plan (or gen report) on it")
     findings = batch.all_findings()
-    if fmt == "json":
-        click.echo(report.as_json(findings, batch.ok, _inputs_json(batch)))
-    elif fmt == "github":
-        if findings:
-            click.echo(report.github(findings))
-    elif fmt == "sarif":
-        from .checks import RULES
-        click.echo(report.sarif(findings, RULES))
-    elif findings:
-        click.echo(report.text(findings, colour=sys.stderr.isatty(), with_summary=False),
-                   err=True)
+    _print_findings(findings, fmt, batch.ok, _inputs_json(batch) if fmt == "json" else None,
+                    with_summary=False)
     if fmt == "text":
         single = len(batch.results) == 1 and not batch.skipped and batch.results[0].kind == "spec"
         if single and batch.ok and not batch.findings:

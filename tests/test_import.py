@@ -252,16 +252,24 @@ def test_validate_reports_each_input_at_its_file(tmp_path, capsys):
 
 
 def test_validate_manifests_from_standard_input(monkeypatch, capsys, tmp_path):
+    """A kustomize-build-like stream on stdin: the objects and the env ConfigMaps (built here
+    from the env files, as configMapGenerator does) -> one deployment, checked clean, every
+    finding named <stdin>."""
     out = tmp_path / "o"
     assert run(["render", str(S1), "-o", str(out)]) == 0
-    stream = "\n---\n".join(p.read_text() for p in sorted(out.glob("*.yaml")))
+    docs = [p.read_text() for p in sorted(out.glob("*.yaml")) if p.name != "kustomization.yaml"]
+    for env in sorted((out / "env").glob("*.env")):
+        data = dict(line.split("=", 1) for line in env.read_text().splitlines()
+                    if line and not line.startswith("#"))
+        docs.append(yaml.safe_dump({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {
+            "name": f"dsv3-pd-{env.stem}-env", "namespace": "llm"}, "data": data}))
     monkeypatch.setattr(load, "_stdin_cache", {})
-    monkeypatch.setattr("sys.stdin", io.TextIOWrapper(io.BytesIO(stream.encode())))
-    # Without the env files (a kustomize build stream carries the ConfigMaps; this one does
-    # not) the network variables are unknown: the deployment is still read and checked.
-    assert run(["validate", "-", "--format", "json"]) in (0, 1)
+    monkeypatch.setattr("sys.stdin", io.TextIOWrapper(io.BytesIO("---\n".join(docs).encode())))
+    capsys.readouterr()
+    assert run(["validate", "-", "--format", "json"]) == 0
     doc = json.loads(capsys.readouterr().out)
-    assert [i["name"].split(" ")[0] for i in doc["inputs"]] == ["dsv3-pd"]
+    assert [i["name"] for i in doc["inputs"]] == ["dsv3-pd (<stdin>)"]
+    assert doc["findings"] == [] and doc["skipped"] == []
 
 
 def test_imported_findings_point_at_the_manifest(tmp_path, capsys):
