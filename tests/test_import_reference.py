@@ -315,3 +315,26 @@ def test_reference_manifest_import(name, tmp_path):
 
 #: Codes that are errors in the expectations above (gen import then exits 1).
 ERROR_CODES = {"PD011", "NET001", "SRV001", "IMP013", "VER001", "LOAD014", "POD001", "A2A004"}
+
+
+def test_the_directory_in_one_process():
+    """All twenty in one gen validate: twenty deployments, none merged with another (the llm-d
+    variants of one guide repeat their LeaderWorkerSets' names: alternatives, split by file)."""
+    directory = shared("reference", "manifests")
+    batch = read_inputs([directory], opts=Options(gpu="H200-141GB"))
+    assert len(batch.results) == 20 and batch.skipped == []
+    assert all(len(r.imported.files) == 1 for r in batch.results)
+
+
+def test_prefill_and_decode_in_two_files_are_one_deployment(tmp_path):
+    text = shared("reference", "manifests",
+                  "llmd-wide-ep-lws-vllm-deepseek-r1-0528-coreweave.yaml").read_text()
+    docs = [d for d in text.split("\n---\n")]
+    decode = next(d for d in docs if "name: wide-ep-llm-d-decode" in d)
+    prefill = next(d for d in docs if "name: wide-ep-llm-d-prefill" in d)
+    (tmp_path / "decode.yaml").write_text(decode)
+    (tmp_path / "prefill.yaml").write_text(prefill)
+    batch = read_inputs([tmp_path / "decode.yaml", tmp_path / "prefill.yaml"],
+                        opts=Options(gpu="H200-141GB"))
+    (dep,) = batch.results
+    assert [r["mode"] for r in dep.imported.data["spec"]["roles"]] == ["prefill", "decode"]

@@ -164,7 +164,9 @@ def _reads_env(version: str | None) -> bool:
 
 
 def group_roles(roles: list[Role]) -> list[list[Role]]:
-    """Roles of one deployment together (see the module docstring), in input order."""
+    """Roles of one deployment together (see the module docstring), in input order. Workloads
+    grouped by namespace and model that repeat an object (the same kind and name, or the same
+    role) are alternatives, not one deployment (a directory of variants): they split by file."""
     groups: dict[tuple, list[Role]] = {}
     for r in roles:
         w = r.workload
@@ -175,7 +177,18 @@ def group_roles(roles: list[Role]) -> list[list[Role]]:
         else:
             key = ("model", w.namespace, r.fields.model.get("name") or r.fields.model.get("path"))
         groups.setdefault(key, []).append(r)
-    return list(groups.values())
+    out: list[list[Role]] = []
+    for key, group in groups.items():
+        names = [(r.workload.kind, r.workload.name, r.workload.role) for r in group]
+        modes = [(_mode(r), r.workload.leader.labels.get("llm-d.ai/role")) for r in group]
+        if key[0] == "model" and (len(set(names)) < len(names) or len(set(modes)) < len(modes)):
+            by_file: dict[str, list[Role]] = {}
+            for r in group:
+                by_file.setdefault(r.workload.doc.file, []).append(r)
+            out += list(by_file.values())
+        else:
+            out.append(group)
+    return out
 
 
 def _role_name(r: Role, names: list[str], base: str) -> str:
