@@ -4,7 +4,7 @@
 #   torch 2.13.0 (CPU wheel from local disk), vllm 0.33.0, sglang 0.5.23, smg 1.13.0, sglang-router 0.3.2,
 #   vllm-router 0.1.17 (the vLLM PD router; its RouterArgs parser is pure Python).
 # Engine/router packages are installed with --no-deps, followed by just the modules their CLI code
-# imports (recipe: docs/engines.md, "Checking rendered commands against the real parsers").
+# imports (docs/conformance.md, "The engines venv": what runs on it and why each pin).
 #
 # Idempotent: a marker file is written only after a smoke test builds every parser, so a
 # half-finished venv is thrown away and rebuilt. All progress goes to stderr; the last line on
@@ -20,7 +20,7 @@ HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 
 TORCH_PIN="torch==2.13.0"
 ENGINE_PINS=(vllm==0.33.0 sglang==0.5.23 sglang-router==0.3.2 smg==1.13.0 vllm-router==0.1.17)
-# Import-time deps of the engines' CLI modules, installed --no-deps (pins as in engines.md).
+# Import-time deps of the engines' CLI modules, installed --no-deps (pins: docs/conformance.md).
 DEPS=(
   packaging huggingface_hub regex pydantic pydantic_core typing-inspection annotated-types numpy
   cbor2 psutil pyzmq urllib3 "transformers>=5.16.1,<5.21.0" tqdm httpx2 httpcore2 truststore h11
@@ -30,7 +30,7 @@ DEPS=(
   annotated-doc prometheus_client partial_json_parser "xgrammar==0.2.8" "apache-tvm-ffi==0.1.11"
   llguidance orjson triton ipython traitlets pygments
   # what building the engines' configuration objects imports (tests/conformance/engine_config.py;
-  # recipe: docs/engines.md, "Engine configuration objects on CPU")
+  # docs/conformance.md, "Running the engines' code on a CPU")
   "compressed-tensors==0.17.0" einops loguru dill sentencepiece gguf
 )
 # The marker records the recipe; change the recipe and the venv is rebuilt.

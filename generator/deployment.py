@@ -21,7 +21,9 @@ from .catalog import (
     arch_from_config,
     builtin_config,
 )
+from .durations import Durations, deployment_durations
 from .engines.base import Dialect
+from .engines.gateway import with_rank_ports
 from .engines.registry import dialect_for
 from .errors import Finding, Severity
 from .facts.versions import UnsupportedVersion
@@ -78,14 +80,28 @@ class Deployment:
                 yield i, r
 
     @property
+    def durations(self) -> Durations:
+        """The predicted durations (cold start, longest prefill, longest and mean request) and
+        every timeout pair derived from them (:mod:`generator.durations`), computed once."""
+        if "durations" not in self._cache:
+            self._cache["durations"] = deployment_durations(self.spec, self.roles, self.sizing,
+                                                            self.host, self.prediction)
+        return self._cache["durations"]
+
+    @property
     def prediction(self) -> Prediction:
         """Each role's predicted TTFT, TPOT and tokens/s (:func:`generator.perf.predict.predict`),
         computed once; a :class:`Prediction` with ``reason`` set when the spec cannot be timed."""
         if "prediction" not in self._cache:
             # Imported on first use: gen validate never times a deployment (the perf model's
             # imports are a tenth of the policy check's start).
-            from .perf.predict import predict
-            self._cache["prediction"] = predict(self.spec)
+            from .perf.predict import Prediction, predict
+            resolved = self.dialect is not None and self.arch is not None and all(
+                r is not None and not r.layout.problem for r in self.roles)
+            self._cache["prediction"] = (
+                predict(self.spec) if resolved
+                else Prediction(reason="not timed: the spec has roles without a known pool, "
+                                "a possible layout, a supported engine release or a model"))
         return self._cache["prediction"]
 
 
@@ -125,7 +141,7 @@ def build(spec: InferenceDeployment, provenance: Provenance,
                                  str(exc), exc.hint))
     arch, found = _arch(spec, model_config, provenance)
     findings += found
-    roles = role_inputs(spec, arch)
+    roles = with_rank_ports(spec.spec, role_inputs(spec, arch), dialect)
     return Deployment(spec, provenance, dialect, arch, tuple(roles),
                       _size_roles(spec, roles, dialect), _host_plans(spec, roles, dialect),
                       tuple(findings))

@@ -5,8 +5,8 @@ Names (``B`` = metadata.name, ``R`` = role name, ``r`` = replica index):
 * LeaderWorkerSet ``B-R`` (``lws`` and ``pod-per-rank`` workloads); its pods are ``B-R-<group>``
   (leaders) and ``B-R-<group>-<index>`` (workers), in the subdomain of the headless Service
   ``B-R`` that the LWS controller creates (lws pkg/utils/pod/pod_utils.go).
-* StatefulSet ``B-R-r`` per instance (single-node instances) with headless Service ``B-R-r``;
-  its pod is ``B-R-r-0``.
+* StatefulSet ``B-R`` per role (single-node instances, ``replicas`` = instances) with headless
+  Service ``B-R``; its pods are ``B-R-r`` (ordinal r = instance).
 * client Service ``B-R-api``, router Deployment/Service ``B-router``, env ConfigMap ``B-R-env``,
   PodDisruptionBudget ``B-R``.
 * ``router.kind: inference-gateway``: InferencePool ``B-pool``, endpoint picker
@@ -19,7 +19,7 @@ from __future__ import annotations
 L_NAME, L_INSTANCE, L_COMPONENT, L_MANAGED = (
     "app.kubernetes.io/name", "app.kubernetes.io/instance", "app.kubernetes.io/component",
     "app.kubernetes.io/managed-by")
-L_ROLE, L_MODE, L_REPLICA = "moegen.dev/role", "moegen.dev/mode", "moegen.dev/replica"
+L_ROLE, L_MODE = "moegen.dev/role", "moegen.dev/mode"
 #: On the pods that serve the engine's HTTP API (the routers discover them by it).
 L_API = "moegen.dev/serves-api"
 #: On the engine pods that serve ``/metrics`` on their ``http`` port (the PodMonitor selects
@@ -54,9 +54,14 @@ def lws_pod(base: str, role: str, group: int, index: int) -> str:
     return f"{name}-{group}" if index == 0 else f"{name}-{group}-{index}"
 
 
-def statefulset_name(base: str, role: str, replica: int) -> str:
-    """The StatefulSet (and headless Service) of one single-node instance."""
-    return f"{base}-{role}-{replica}"
+def statefulset_name(base: str, role: str) -> str:
+    """The StatefulSet (and headless Service) of a role of single-node instances."""
+    return f"{base}-{role}"
+
+
+def statefulset_pod(base: str, role: str, replica: int) -> str:
+    """Pod (= instance) ``replica`` of a role's StatefulSet."""
+    return f"{statefulset_name(base, role)}-{replica}"
 
 
 def client_service(base: str, role: str) -> str:
@@ -97,10 +102,9 @@ def object_names(base: str, roles, router: bool, gateway: bool = False
     out = []
     for name, workload, replicas in roles:
         if workload == "statefulset":
-            for r in range(replicas):
-                n = statefulset_name(base, name, r)
-                out += [("StatefulSet", n, f"role {name!r}"),
-                        ("Service", n, f"role {name!r} (headless)")]
+            n = statefulset_name(base, name)
+            out += [("StatefulSet", n, f"role {name!r}"),
+                    ("Service", n, f"role {name!r} (headless)")]
         else:
             n = lws_name(base, name)
             out += [("LeaderWorkerSet", n, f"role {name!r}"),

@@ -25,7 +25,15 @@ STARTUP_PERIOD_S = 10
 #: TEARDOWN_S (SGLang _SCHEDULER_EXIT_TIMEOUT_SECS = 15; vLLM
 #: VLLM_WORKER_SHUTDOWN_TIMEOUT_SECONDS = 5). terminationGracePeriodSeconds covers the sum + 5.
 PRESTOP_S, DRAIN_S, TEARDOWN_S = 10, 60, 15
-TERMINATION_GRACE_S = PRESTOP_S + DRAIN_S + TEARDOWN_S + 5
+
+
+def termination_grace(drain_s: int = DRAIN_S) -> int:
+    """terminationGracePeriodSeconds of an engine pod that drains for ``drain_s`` seconds
+    (generator/durations.py derives it from the mean request): preStop + drain + teardown + 5."""
+    return PRESTOP_S + drain_s + TEARDOWN_S + 5
+
+
+TERMINATION_GRACE_S = termination_grace()
 
 #: /dev/shm default, GiB: Dynamo's operator default and KServe's DP default are 8Gi
 #: (production-stack#276: NCCL fails with the 64 MiB container default; dynamo PR#2616).

@@ -46,6 +46,9 @@ class RoleInput:
             carries ("" when the role's own, or none). Prefill must run the decode's MTP/EAGLE
             config: vLLM >= 0.28.0 refuses a NIXL handshake otherwise, and both engines only
             transfer the draft layer's KV / hidden states when prefill computes them.
+        rank_ports: HTTP API ports per serving pod: 1, or one per local DP rank (vLLM's DP
+            supervisor behind the inference gateway: ``serving.port + rank``,
+            engines/gateway.py ``rank_ports``).
     """
 
     name: str
@@ -63,6 +66,7 @@ class RoleInput:
     concurrency: int = 1
     speculative_from: str = ""
     admission: int | None = None
+    rank_ports: int = 1
 
 
 def carried_speculative(spec: InferenceDeployment) -> tuple[Speculative | None, str]:

@@ -75,3 +75,13 @@ def materialise_case(case: Path, tmp: Path) -> tuple[Path, list[Path], dict]:
         overlay.write_text(meta["overlay"])
         overlays.append(overlay)
     return ROOT / meta["spec"], overlays, meta
+
+
+def lws_templates(lws: dict) -> dict[str, dict]:
+    """A LeaderWorkerSet's pod templates by role in the group: ``leader`` (its leaderTemplate,
+    or the workerTemplate a single-pod LWS has alone: LWS then uses it for the leader) and, in a
+    multi-pod LWS, ``worker``. ``lws``: the object or its ``spec.leaderWorkerTemplate``."""
+    lwt = lws["spec"]["leaderWorkerTemplate"] if "spec" in lws else lws
+    if "leaderTemplate" not in lwt:
+        return {"leader": lwt["workerTemplate"]}
+    return {"leader": lwt["leaderTemplate"], "worker": lwt["workerTemplate"]}

@@ -30,10 +30,12 @@ def _health(obj: dict, script: str = LUA) -> tuple[str, str]:
 
 
 def _lws(generation=2, observed=2, replicas=2, ready=2, updated=2, conditions=()):
+    status = {"observedGeneration": observed, "replicas": replicas, "readyReplicas": ready,
+              "updatedReplicas": updated, "conditions": list(conditions)}
+    if observed is None:   # LWS v0.3-v0.8 write no observedGeneration (lws#807 added it, v0.9.0)
+        del status["observedGeneration"]
     return {"metadata": {"generation": generation}, "spec": {"replicas": replicas},
-            "status": {"observedGeneration": observed, "replicas": replicas,
-                       "readyReplicas": ready, "updatedReplicas": updated,
-                       "conditions": list(conditions)}}
+            "status": status}
 
 
 @pytest.mark.parametrize("obj,status,text", [
@@ -44,6 +46,14 @@ def _lws(generation=2, observed=2, replicas=2, ready=2, updated=2, conditions=()
      "Progressing", "Rolling update: 1 of 2"),
     (_lws(updated=1), "Progressing", "1 of 2 groups updated"),
     (_lws(conditions=[{"type": "Available", "status": "True"}]), "Healthy", "2 of 2 groups ready"),
+    # LWS v0.8 status (no observedGeneration): healthy once every group is updated and ready,
+    # progressing while one is not (issue #20 item 2: it stayed Progressing forever).
+    (_lws(observed=None, conditions=[{"type": "Available", "status": "True"}]), "Healthy",
+     "2 of 2 groups ready"),
+    (_lws(observed=None, ready=1), "Progressing", "1 of 2 groups ready"),
+    (_lws(observed=None, updated=1), "Progressing", "1 of 2 groups updated"),
+    # Not ready says it may be failing: the status cannot tell a crash loop from loading.
+    (_lws(ready=0), "Progressing", "or failing"),
 ])
 def test_health_on_sample_statuses(obj, status, text):
     got_status, message = _health(obj)

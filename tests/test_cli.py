@@ -55,9 +55,9 @@ def test_exit_2_usage(tmp_path, capsys):
 def test_exit_3_drift(tmp_path, capsys):
     out = tmp_path / "o"
     assert run(["render", S1, "-o", str(out)]) == 0
-    (out / "decode-service.yaml").write_text("edited\n")
+    (out / "decode-pdb.yaml").write_text("edited\n")
     assert run(["render", S1, "-o", str(out), "--check"]) == 3
-    assert "M decode-service.yaml" in capsys.readouterr().err
+    assert "M decode-pdb.yaml" in capsys.readouterr().err
 
 
 def test_exit_4_internal_error(monkeypatch, capsys):

@@ -52,8 +52,10 @@ def test_s1_decode_leader_and_worker():
         "window_size": 1000, "step_interval": 3000, "num_redundant_experts": 32,
         "log_balancedness": True}
     assert "--enable-eplb" in leader
+    # Decode recomputes a prompt whose prefill went away (vLLM >= 0.13: generator/lifecycle.py).
     assert json.loads(leader["--kv-transfer-config"]) == {
-        "kv_connector": "NixlConnector", "kv_role": "kv_consumer"}
+        "kv_connector": "NixlConnector", "kv_role": "kv_consumer",
+        "kv_load_failure_policy": "recompute"}
     assert json.loads(leader["--speculative-config"]) == {"method": "mtp", "num_speculative_tokens": 1}
     assert leader["--max-model-len"] == "32768"
     assert leader["--gpu-memory-utilization"] == "0.92"
@@ -193,7 +195,8 @@ def test_sglang_dp_attention_runs_dense_layers_data_parallel():
 
 def test_sglang_default_mem_fraction_matches_the_reserve_formula():
     """SGLang's reserve (MB) for TP8 on H20-96GB: 512 + 1.5 x 8192 + 2 x 512 + 1024 x 8 / 8 =
-    14,848 -> mfs = (97,871 - 14,848) / 97,871 = 0.848 (anchors-planner.md §6 table)."""
+    14,848 -> mfs = (97,871 - 14,848) / 97,871 = 0.848 (SGLang 0.5.x server_args.py
+    _handle_gpu_memory_settings; docs/design.md §5)."""
     from generator.sizing.sglang_budget import default_mem_fraction_static
     assert default_mem_fraction_static(97_871, 8, 1, 1, False, 8192, 512, False) == \
         round((97_871 - 14_848) / 97_871, 3) == 0.848

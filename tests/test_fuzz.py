@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 
 from generator import pipeline
 from generator.cli import run
-from tests.helpers import K8S_VERSION, example_specs, objects
+from tests.helpers import K8S_VERSION, example_specs, lws_templates, objects
 
 EXAMPLES = {p.name: yaml.safe_load(p.read_text()) for p in example_specs()}
 
@@ -86,12 +86,11 @@ def _validate(obj: dict) -> None:
     if obj["kind"] != "LeaderWorkerSet":
         kubernetes_validate.validate(obj, K8S_VERSION, strict=True)
         return
-    lwt = obj["spec"]["leaderWorkerTemplate"]
-    for which in ("leaderTemplate", "workerTemplate"):
+    for which, template in lws_templates(obj).items():
         kubernetes_validate.validate(
             {"apiVersion": "v1", "kind": "PodTemplate",
-             "metadata": {"name": f"{obj['metadata']['name']}-{which.lower()}"},
-             "template": lwt[which]}, K8S_VERSION, strict=True)
+             "metadata": {"name": f"{obj['metadata']['name']}-{which}"},
+             "template": template}, K8S_VERSION, strict=True)
 
 
 @settings(max_examples=_examples(120), deadline=None,

@@ -17,7 +17,15 @@ import pytest
 import yaml
 
 from generator.emit import write_tree
-from tests.helpers import EXAMPLES, K8S_VERSION, ROOT, objects, render_spec, shared
+from tests.helpers import (
+    EXAMPLES,
+    K8S_VERSION,
+    ROOT,
+    lws_templates,
+    objects,
+    render_spec,
+    shared,
+)
 from tests.test_golden import cases
 
 IDS = [c[0] for c in cases()]
@@ -86,17 +94,15 @@ def test_objects_pass_kubernetes_schemas(name, spec, overlays):
     for obj in objs:
         if obj["kind"] == "LeaderWorkerSet":
             jsonschema.validate(obj, _lws_schema())
-            lwt = obj["spec"]["leaderWorkerTemplate"]
-            for which in ("leaderTemplate", "workerTemplate"):
-                kubernetes_validate.validate(_pod_template(obj, lwt[which], which), K8S_VERSION,
+            for which, template in lws_templates(obj).items():
+                kubernetes_validate.validate(_pod_template(obj, template, which), K8S_VERSION,
                                              strict=True)
         elif obj["kind"] == "DisaggregatedSet":
             jsonschema.validate(obj, _crd_schema("DisaggregatedSet"))
             for role in obj["spec"]["roles"]:
-                lwt = role["spec"]["leaderWorkerTemplate"]
-                for which in ("leaderTemplate", "workerTemplate"):
+                for which, template in lws_templates(role).items():
                     kubernetes_validate.validate(
-                        _pod_template(obj, lwt[which], f"{role['name']}-{which}"), K8S_VERSION,
+                        _pod_template(obj, template, f"{role['name']}-{which}"), K8S_VERSION,
                         strict=True)
         elif obj["kind"] in CRDS or obj["kind"] in LOCAL_CRDS:
             jsonschema.validate(obj, _crd_schema(obj["kind"]))
@@ -152,7 +158,7 @@ def test_kustomize_builds(name, spec, overlays, tmp_path):
         lwts = ([r["spec"]["leaderWorkerTemplate"] for r in d["spec"]["roles"]]
                 if d["kind"] == "DisaggregatedSet" else
                 [d["spec"]["leaderWorkerTemplate"]] if d["kind"] == "LeaderWorkerSet" else [])
-        templates = ([t for lwt in lwts for t in (lwt["leaderTemplate"], lwt["workerTemplate"])]
+        templates = ([t for lwt in lwts for t in lws_templates(lwt).values()]
                      or [d["spec"]["template"]])
         for t in templates:
             for c in t["spec"]["containers"]:

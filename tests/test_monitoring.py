@@ -13,7 +13,7 @@ import yaml
 from generator import pipeline
 from generator.engines.metrics import METRICS, VLLM_WAITING_BY_REASON
 from tests.conformance.runner import engines_python
-from tests.helpers import EXAMPLES, ROOT, render_spec
+from tests.helpers import EXAMPLES, ROOT, lws_templates, render_spec
 
 MON = ROOT / "tests" / "golden" / "s1-monitoring" / "monitoring.yaml"
 
@@ -75,8 +75,8 @@ def test_group_restart_alert_counts_recreated_pods_outside_rollouts():
 
 def _pods(files: dict[str, str], name: str) -> tuple[dict, dict]:
     """(leader, worker) pod templates of a LeaderWorkerSet file."""
-    spec = yaml.safe_load(files[name])["spec"]["leaderWorkerTemplate"]
-    return spec["leaderTemplate"], spec["workerTemplate"]
+    t = lws_templates(yaml.safe_load(files[name]))
+    return t["leader"], t.get("worker", t["leader"])
 
 
 def _http(pod: dict) -> list[int]:
@@ -190,3 +190,36 @@ def test_sglang_dashboard_uses_sglang_series():
     # smg sends to prefill and decode at once: decode's engine sees the whole wait.
     titles = [p["title"] for p in dash["panels"]]
     assert "decode: TTFT" in titles and "prefill: TTFT" not in titles
+
+
+def _stall_fires(expr: str, gauges: dict[str, float], rates: dict[str, float]) -> bool:
+    """Evaluate EngineStalled's expression for one pod: ``sum by (pod) (G{..}) > 0`` is the
+    gauge's value above 0, ``sum by (pod) (rate(C{..}[w])) == 0`` the counter's rate at 0;
+    ``or``/``and`` as PromQL's set operators on one pod's series (present = true)."""
+    py = re.sub(r"sum by \(pod\) \(rate\(([\w:]+)\{[^}]*\}\[\w+\]\)\) == 0",
+                lambda m: f"(rates[{m.group(1)!r}] == 0)", expr)
+    py = re.sub(r"sum by \(pod\) \(([\w:]+)\{[^}]*\}\) > 0",
+                lambda m: f"(gauges[{m.group(1)!r}] > 0)", py)
+    assert re.fullmatch(r"[\s()\w\[\]'\":<>=!.]+", py), py   # nothing left unevaluated
+    return bool(eval(py, {}, {"gauges": gauges, "rates": rates}))   # noqa: S307
+
+
+@pytest.mark.parametrize("engine", ["vllm", "sglang"])
+def test_stall_alert_fires_on_waiting_requests_too(engine):
+    """EngineStalled fires when no token is generated while requests run, and also while they
+    only wait: vLLM PR #46811 saw num_requests_running read 0 during a wedge while requests
+    queued. Not when tokens flow, nor on an idle engine."""
+    spec = EXAMPLES / ("s1-16xh20-pd.yaml" if engine == "vllm" else "s3-v4pro-pd-dp16.yaml")
+    mon = MON if engine == "vllm" else ROOT / "tests" / "golden" / "s3-monitoring" / "monitoring.yaml"
+    _, _, files = render_spec(spec, [mon])
+    rules = yaml.safe_load(files["prometheusrule.yaml"])["spec"]["groups"][0]["rules"]
+    (stall,) = [r for r in rules if r["alert"] == "EngineStalled"]
+    m = METRICS[engine]
+
+    def fires(running, waiting, rate):
+        return _stall_fires(stall["expr"], {m.running: running, m.waiting: waiting},
+                            {m.generated_total: rate})
+    assert fires(running=0, waiting=12, rate=0)        # the wedge of vllm#46811
+    assert fires(running=4, waiting=0, rate=0)         # a hung collective
+    assert not fires(running=4, waiting=12, rate=350.0)
+    assert not fires(running=0, waiting=0, rate=0)     # idle

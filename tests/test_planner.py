@@ -1,6 +1,6 @@
 """gen plan: calibration against the public record (stated tolerances), honest answers, emit.
 
-Published figures (docs/brief.md §2, seeds 000 and 002; the whole development set with its
+Published figures (docs/design.md §1, seeds 000 and 002; the whole development set with its
 residuals is bench/published_cases.yaml, held by tests/test_evaluate.py):
 * seed 000: 16 x H20, DeepSeek-V3 w4a8 + 8-bit KV, PD, MTP ~0.7, 3.5K in / 1.2K out, QPM 212
   = 15,800+ tokens/s (input + output) with TPOT < 50 ms. DEQUANT_4BIT_PREFILL is fitted to it
@@ -37,7 +37,7 @@ from generator.sizing import size_role
 from generator.spec import models as sm
 from generator.spec.load import Provenance
 from generator.spec.request import PlanRequest
-from tests.helpers import EXAMPLES
+from tests.helpers import EXAMPLES, ROOT
 
 PLANS = EXAMPLES / "plan"
 
@@ -467,3 +467,36 @@ def test_pools_whose_gpu_cannot_run_the_format_are_left_out():
     res = plan(req)
     assert not res.reachable and not res.candidates
     assert "no MoE kernel for nvfp4 on MI300X-192GB" in res.bound
+
+
+@pytest.mark.parametrize("request_file", sorted((ROOT / "examples" / "plan").glob("*.yaml")),
+                         ids=lambda p: p.stem)
+def test_emitted_spec_validates_as_written(request_file, tmp_path, capsys):
+    """gen plan --emit writes a spec gen validate accepts unchanged, with no warning (issue #20
+    item 9: DeepEP across pods was emitted without network.rdma, A2A004; a fixed layout lost
+    the request's serving pins, SIZ001). What the request cannot know is a placeholder named in
+    the header."""
+    out = tmp_path / "spec.yaml"
+    assert run(["plan", str(request_file), "--emit", str(out)]) == 0
+    capsys.readouterr()
+    assert run(["validate", str(out)]) == 0
+    assert "ok (0 errors, 0 warnings)" in capsys.readouterr().err
+    assert out.read_text().splitlines()[1].startswith("# Placeholders to set for your cluster:")
+
+
+def test_emitted_spec_carries_the_requests_cluster_facts(tmp_path):
+    """A PlanRequest may carry the InferenceDeployment's network and pool selectors; the emitted
+    spec then has them and no placeholder for them."""
+    from generator.capacity.to_spec import spec_yaml
+    doc = yaml.safe_load((ROOT / "examples" / "plan" / "h20-32-seed001-bf16.yaml").read_text())
+    doc["spec"]["network"] |= {"socketInterface": "bond0",
+                               "rdma": {"resourceName": "rdma/ib", "devices": ["mlx5_2"]}}
+    pool = next(iter(doc["spec"]["nodePools"]))
+    doc["spec"]["nodePools"][pool]["nodeSelector"] = {"gpu.example.com/type": "h20"}
+    req = PlanRequest.model_validate(doc)
+    text = spec_yaml(req, plan(req).candidates[0])
+    spec = yaml.safe_load(text)["spec"]
+    assert spec["network"]["socketInterface"] == "bond0"
+    assert spec["network"]["rdma"] == {"resourceName": "rdma/ib", "devices": ["mlx5_2"]}
+    assert spec["nodePools"][pool]["nodeSelector"] == {"gpu.example.com/type": "h20"}
+    assert text.splitlines()[1] == "# Placeholders to set for your cluster: model.volume"

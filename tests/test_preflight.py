@@ -282,8 +282,8 @@ S1_OBJECTS = {
                                               "poddisruptionbudgets/dsv3-pd-decode",
     ("PodDisruptionBudget", "dsv3-pd-prefill"): "/apis/policy/v1/namespaces/llm/"
                                                "poddisruptionbudgets/dsv3-pd-prefill",
-    ("Service", "dsv3-pd-decode-api"): "/api/v1/namespaces/llm/services/dsv3-pd-decode-api",
-    ("Service", "dsv3-pd-prefill-api"): "/api/v1/namespaces/llm/services/dsv3-pd-prefill-api",
+    ("PodDisruptionBudget", "dsv3-pd-router"): "/apis/policy/v1/namespaces/llm/"
+                                              "poddisruptionbudgets/dsv3-pd-router",
     ("Service", "dsv3-pd-router"): "/api/v1/namespaces/llm/services/dsv3-pd-router",
     ("Deployment", "dsv3-pd-router"): "/apis/apps/v1/namespaces/llm/deployments/dsv3-pd-router",
     ("Role", "dsv3-pd-router"): "/apis/rbac.authorization.k8s.io/v1/namespaces/llm/roles/"
@@ -345,7 +345,7 @@ def test_dry_run_applies_every_object_server_side():
     assert {w["method"] for w in c.writes} == {"PATCH"}
     sent = {(w["body"]["kind"], w["body"]["metadata"]["name"]): w["path"] for w in c.writes}
     assert sent == S1_OBJECTS
-    assert len(c.writes) == len(S1_OBJECTS) == 13    # 11 resources + 2 generated ConfigMaps
+    assert len(c.writes) == len(S1_OBJECTS) == 12    # 10 resources + 2 generated ConfigMaps
     for w in c.writes:
         assert w["content_type"] == "application/apply-patch+yaml"
         assert w["query"] == {"dryRun": ["All"], "fieldManager": ["kubectl"],
@@ -390,7 +390,7 @@ def test_cli_dry_run_finding_and_exit_code(tmp_path, capsys):
         assert doc["ok"] is False
         assert [(f["code"], f["file"]) for f in doc["findings"]] == [("PRE010",
                                                                       "decode-lws.yaml")]
-        assert len(c.writes) == 13
+        assert len(c.writes) == 12
         assert run(["preflight", str(S1), "--kubeconfig", str(kubeconfig), "--dry-run"]) == 1
         err = capsys.readouterr().err
         assert "decode-lws.yaml: error PRE010 $.spec.leaderWorkerTemplate.size: LeaderWorkerSet " \

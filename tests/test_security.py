@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-from tests.helpers import ROOT, objects, render_spec
+from tests.helpers import ROOT, lws_templates, objects, render_spec
 from tests.test_golden import cases
 
 
 def _pod_specs(obj):
     if obj["kind"] == "LeaderWorkerSet":
-        lwt = obj["spec"]["leaderWorkerTemplate"]
-        return [lwt["leaderTemplate"]["spec"], lwt["workerTemplate"]["spec"]]
+        return [t["spec"] for t in lws_templates(obj).values()]
     if obj["kind"] in ("StatefulSet", "Deployment"):
         return [obj["spec"]["template"]["spec"]]
     return []

@@ -33,7 +33,7 @@ def test_deepseek_v3_parameter_counts():
     assert comp["shared_experts"] == MOE * EXPERT
     assert comp["dense_mlp"] == DENSE * DENSE_MLP
     assert comp["embedding"] == comp["lm_head"] == VOCAB * H
-    # 671.03 B in the main model (BRIEF §3), ~11.6 B more for the MTP module.
+    # 671.03 B in the main model (671 B: https://arxiv.org/abs/2412.19437), ~11.6 B more for MTP.
     assert round(inv.total_params() / 1e9, 2) == 671.03
     assert round((inv.total_params(True) - inv.total_params()) / 1e9, 1) == 11.6
 
@@ -59,7 +59,7 @@ def _size(tmp_path, overlay: str, spec=EXAMPLES / "s2-32xh20-ep32-fp8.yaml"):
 
 def test_s2_bf16_dp32_weights_per_gpu(tmp_path):
     """BF16 at DP32/EP32 (TP1): everything but the routed experts is replicated; 8 of 256
-    experts per GPU; no extra MLA copies for a BF16 kv_b_proj. BRIEF §3: ~69.9 GiB."""
+    experts per GPU; no extra MLA copies for a BF16 kv_b_proj: ~69.9 GiB (docs/design.md §1)."""
     checked, z = _size(tmp_path, "spec:\n  model: {weights: bf16}\n")
     by_hand = 2 * (L * ATTN + L * 2 * H + H                      # attention, layer norms, final norm
                    + DENSE * DENSE_MLP + MOE * EXPERT             # dense MLP, shared experts

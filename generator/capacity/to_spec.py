@@ -18,17 +18,78 @@ def default_image(engine: str, version: str) -> str:
             else f"lmsysorg/sglang:v{version}")
 
 
-def spec_yaml(req: PlanRequest, cand) -> str:
-    """YAML of an InferenceDeployment deploying ``cand`` (network fields to fill in are marked)."""
+#: What the emitted spec says where the PlanRequest gives no network: the interface and NICs
+#: of a ConnectX-7 HGX node as the examples use them, marked as placeholders in its header.
+PLACEHOLDER_INTERFACE = "eth0"
+PLACEHOLDER_RDMA = {"resourceName": "rdma/hca", "devices": ["mlx5_0"]}
+#: All-to-all backends and connectors that need RDMA between pods (rules A2A004, PD011).
+RDMA_ALL2ALL = ("deepep_low_latency", "deepep_high_throughput", "mori_low_latency",
+                "mori_high_throughput", "mori")
+
+
+def _pool(name: str, pool) -> dict:
+    """A pool of the emitted spec: the request's selector and tolerations, else a placeholder
+    selector (distinct per pool, so the pools do not share nodes: rule POOL004)."""
+    doc = {"gpu": pool.gpu, "gpusPerNode": pool.gpusPerNode, "nodes": pool.nodes,
+           "nodeSelector": dict(pool.nodeSelector) or {"moegen.dev/pool": name}}
+    if pool.tolerations:
+        doc["tolerations"] = [t.model_dump(exclude_none=True) for t in pool.tolerations]
+    return doc
+
+
+def _fixed_roles(req: PlanRequest) -> list[dict]:
+    """A fixed-layout request's roles as given (docs/spec.md §5.1), with the load each decoding
+    role is sized for and the request's MTP where the role sets none (what was evaluated)."""
+    s = req.spec
+    arch = arch_from_config(builtin_config(s.model.architecture))
+    decoding = [r for r in s.roles if r.mode != "prefill"]
+    ranks = sum(r.replicas * r.parallel.data for r in decoding) or 1
+    out = []
+    for r in s.roles:
+        doc = r.model_dump(exclude_none=True, exclude_defaults=False)
+        if r.mode != "prefill" and (r.sizing is None or r.sizing.concurrency is None):
+            # The sequences an instance holds: the workload's share (one without concurrency).
+            wl = s.workload
+            per_rank = -(-wl.concurrency // ranks) if wl.concurrency else 1
+            doc["sizing"] = {**doc.get("sizing", {}), "concurrency": per_rank * r.parallel.data}
+        if r.mode != "prefill" and r.speculative is None and s.speculative and arch.mtp_layers:
+            doc["speculative"] = {"method": "mtp",
+                                  "numSpeculativeTokens": s.speculative.numSpeculativeTokens}
+        out.append(doc)
+    return out
+
+
+def _network(req: PlanRequest, roles: list[dict]) -> tuple[dict, list[str]]:
+    """The emitted spec's network (the request's fields, placeholders where it gives none and a
+    role needs them: RDMA for DeepEP/MoRI across pods or Mooncake) and the placeholders used."""
+    net = req.spec.network
+    doc = net.model_dump(exclude_none=True, exclude_defaults=True)
+    doc.pop("interNodeGbps", None)
+    placeholders = []
+    if net.socketInterface is None:
+        doc["socketInterface"] = PLACEHOLDER_INTERFACE
+        placeholders.append("network.socketInterface")
+    needs_rdma = any((r.get("moe") or {}).get("all2all") in RDMA_ALL2ALL
+                     or (r.get("kvTransfer") or {}).get("connector") == "mooncake"
+                     for r in roles)
+    if net.rdma is None and needs_rdma:
+        doc["rdma"] = dict(PLACEHOLDER_RDMA)
+        placeholders.append("network.rdma")
+    if net.interNodeGbps != 400:
+        doc["interNodeGbps"] = net.interNodeGbps
+    return {k: doc[k] for k in sorted(doc)}, placeholders
+
+
+def _searched_roles(req: PlanRequest, cand) -> list[dict]:
+    """The roles of a searched candidate as spec roles: its layouts, the all-to-all backend the
+    GPU runs, the EPLB redundancy its EP size needs, MTP, the connector, what it pinned."""
     s = req.spec
     arch = arch_from_config(builtin_config(s.model.architecture))
     dialect = dialect_for(s.engine.name, s.engine.version)
     wl = s.workload
-    max_len = workload_max_len(arch, wl)
-    image = default_image(s.engine.name, s.engine.version)
     pd = any(r["mode"] == "prefill" for r in cand.roles)
-    roles = []
     dspark = s.speculative is not None and s.speculative.method == "dspark"
+    roles = []
     for r in cand.roles:
         p = r["parallel"]
         role = {"name": r["mode"] if r["mode"] != "unified" else "serve", "mode": r["mode"],
@@ -56,7 +117,23 @@ def spec_yaml(req: PlanRequest, cand) -> str:
         if r["mode"] != "prefill" and wl.concurrency:
             role["sizing"] = {"concurrency": -(-wl.concurrency // r["replicas"])}
         roles.append(role)
-    used = {r["nodePool"] for r in cand.roles}
+    return roles
+
+
+def deployment(req: PlanRequest, cand=None) -> tuple[dict, list[str]]:
+    """The InferenceDeployment a plan describes, and the placeholders in it: a fixed-layout
+    request's roles as given (role ``i`` of the request is role ``i`` of the document, so
+    findings keep their paths), else ``cand``'s; the request's pools, network and serving,
+    placeholders (:data:`PLACEHOLDER_RDMA`, a socket interface, node selectors) where the
+    request carries no cluster facts and a role needs them. ``gen plan --emit`` writes it and
+    ``capacity/judge.py`` checks it."""
+    s = req.spec
+    arch = arch_from_config(builtin_config(s.model.architecture))
+    roles = _fixed_roles(req) if s.roles else _searched_roles(req, cand)
+    used = {r["nodePool"] for r in roles}
+    network, placeholders = _network(req, roles)
+    placeholders += [f"nodePools.{n}.nodeSelector" for n in sorted(used)
+                     if not s.nodePools[n].nodeSelector]
     doc = {
         "apiVersion": "moegen.dev/v1alpha1", "kind": "InferenceDeployment",
         "metadata": {"name": req.metadata.name},
@@ -66,18 +143,29 @@ def spec_yaml(req: PlanRequest, cand) -> str:
                       "path": f"/models/{s.model.architecture}",
                       "volume": {"persistentVolumeClaim": {
                           "claimName": f"{s.model.architecture.replace('.', '-')}-weights"}}},
-            "engine": {"name": s.engine.name, "version": s.engine.version, "image": image},
-            "nodePools": {n: {"gpu": p.gpu, "gpusPerNode": p.gpusPerNode, "nodes": p.nodes,
-                              "nodeSelector": {"moegen.dev/pool": n}}
-                          for n, p in s.nodePools.items() if n in used},
-            "network": {"socketInterface": "eth0"},
-            "serving": {"maxModelLen": max_len, "kvCacheDtype": s.constraints.kvCacheDtype},
+            "engine": {"name": s.engine.name, "version": s.engine.version,
+                       "image": default_image(s.engine.name, s.engine.version)},
+            "nodePools": {n: _pool(n, p) for n, p in s.nodePools.items() if n in used},
+            "network": network,
+            "serving": {"maxModelLen": workload_max_len(arch, s.workload),
+                        "kvCacheDtype": s.constraints.kvCacheDtype,
+                        **(s.serving.model_dump(exclude_none=True) if s.serving else {})},
             "roles": roles,
         },
     }
+    return doc, placeholders + ["model.volume"]
+
+
+def spec_yaml(req: PlanRequest, cand) -> str:
+    """YAML of the InferenceDeployment deploying ``cand`` (:func:`deployment`), its header
+    naming the placeholders to set for the cluster."""
+    s = req.spec
+    doc, placeholders = deployment(req, cand)
+    dspark = s.speculative is not None and s.speculative.method == "dspark"
     head = (f"# Generated by gen plan from PlanRequest {req.metadata.name} (candidate "
-            f"{cand.rank}: {cand.total_tps:,.0f} tokens/s estimated). Set network.socketInterface,\n"
-            "# network.rdma, the node selectors and model.volume (a placeholder PVC) for your cluster.\n"
+            f"{cand.rank}: {cand.total_tps:,.0f} tokens/s estimated).\n"
+            f"# Placeholders to set for your cluster: {', '.join(placeholders)}\n"
+            "# (give them in the PlanRequest's network and nodePools to have them written here).\n"
             + ("# Planned with DSpark drafting; the InferenceDeployment renders MTP speculative\n"
                "# decoding (DSpark is not a spec method yet): expect the MTP figures, not these.\n"
                if dspark else ""))

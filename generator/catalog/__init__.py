@@ -3,17 +3,18 @@
 GPU figures (dense, no sparsity):
 
 * ``hbm_mib`` — device memory as the driver reports it (``nvidia-smi``; ``rocm-smi`` on AMD), MiB
-  (2^20 bytes). H20-96GB 97,871 MiB and H20-141GB/H200 143,771 MiB: docs/brief.md section 3 (from
-  nvidia-smi on those parts). H100/H800 81,559 MiB and B200 183,359 MiB: nvidia-smi on those parts.
+  (2^20 bytes): nvidia-smi on those parts, H20-96GB 97,871, H20-141GB/H200 143,771, H100/H800
+  81,559 and B200 183,359 MiB (docs/design.md §8).
 * ``torch_total_gib`` — ``torch.cuda.mem_get_info()`` total as engines print it, GiB (2^30 bytes),
   which is what vLLM multiplies by ``gpu_memory_utilization``. H20-96GB 95.58, H20-141GB 139.72,
   H200 139.81, B200 178.4: engine logs in the engine-printed figures tests/test_sizing.py and bench/sizing_residuals.py check; H100/H800 79.19:
-  PyTorch's "total capacity of 79.19 GiB" out-of-memory message (docs/brief.md: ~79.2).
+  PyTorch's "total capacity of 79.19 GiB" out-of-memory message (79.18 GiB in llm-d's H100
+  measurements: llm-d/llm-d-benchmark@v0.5.2:config_explorer/empirical-vllm-memory-results.md:3).
 * ``hbm_gbps`` — HBM bandwidth, GB/s (10^9 bytes/s); ``bf16_tflops``/``fp8_tflops`` — dense tensor
   throughput; ``nvlink_gbps`` — NVLink bandwidth per GPU, GB/s, both directions together (H100:
-  18 links x 50 = 900). Sources: NVIDIA datasheets (H20
-  product brief: 4.0 TB/s / 4.8 TB/s, 148 / 296 TFLOPS, 900 GB/s, as quoted in docs/brief.md
-  section 1; H100/H800 SXM datasheet: 3.35 TB/s, 989 / 1979 TFLOPS, NVLink 900 / 400 GB/s; H200:
+  18 links x 50 = 900). Sources: NVIDIA datasheets (H20, which has no public datasheet:
+  4.0 TB/s / 4.8 TB/s, 148 / 296 TFLOPS, 900 GB/s as vendors quote them, docs/design.md §8;
+  H100/H800 SXM datasheet: 3.35 TB/s, 989 / 1979 TFLOPS, NVLink 900 / 400 GB/s; H200:
   4.8 TB/s; B200 (HGX): 8 TB/s, 2250 / 4500 TFLOPS, NVLink 1800 GB/s).
 
 * ``generation`` — GPU architecture (``ampere`` = sm80: A100; ``ada`` = sm89: L20/L40S;

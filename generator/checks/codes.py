@@ -95,7 +95,8 @@ for _code, _sev, _summary, _source in (
      "SGLang 0.5.16 server_args.py (--speculative-dspark-block-size); sgl-project/sglang#29538"),
     ("PLN005", E, "a PlanRequest's requests fit the model's context",
      "the model's config.json max_position_embeddings (the engines' default and ceiling of "
-     "max model length: vLLM vllm/config/model.py, SGLang python/sglang/srt/configs/model_config.py)"),
+     "max model length: vLLM 0.33.0 vllm/config/model.py, SGLang 0.5.23 "
+     "python/sglang/srt/configs/model_config.py)"),
     ("PRE001", E, "the CRDs the output needs are installed (gen preflight)",
      "generator/preflight.py (apiextensions.k8s.io/v1 CustomResourceDefinitions)"),
     ("PRE002", E, "each pool's nodeSelector matches its nodes (gen preflight)",
@@ -118,8 +119,8 @@ for _code, _sev, _summary, _source in (
      "default, from 1.31)"),
     ("PRE010", E, "the API server accepts every rendered object in a server-side dry run (gen "
                   "preflight --dry-run)",
-     "generator/preflight.py (kubectl apply --server-side --dry-run=server: kubernetes "
-     "staging/src/k8s.io/kubectl/pkg/cmd/apply/apply.go; "
+     "generator/preflight.py (kubectl apply --server-side --dry-run=server: "
+     "kubernetes/kubernetes@v1.32.0:staging/src/k8s.io/kubectl/pkg/cmd/apply/apply.go; "
      "https://kubernetes.io/docs/reference/using-api/api-concepts/#dry-run)"),
 ):
     external(_code, _sev, _summary, _source)

@@ -14,10 +14,10 @@ from .registry import Context, E, Hit, role_path, rule
 
 
 @rule("ENG004", E, "engineArgs are options of the pinned engine release",
-      "the engines' own parsers (vllm serve: vllm/engine/arg_utils.py + "
-      "entrypoints/openai/cli_args.py; SGLang: sglang/srt/server_args.py), every option of each "
-      "release shipped in generator/engines/data/engine-options.json; argparse exits at start on "
-      "an unknown option")
+      "the engines' own parsers (vLLM 0.33.0 vllm serve: vllm/engine/arg_utils.py + "
+      "vllm/entrypoints/common/cli_args.py; SGLang 0.5.23 python/sglang/srt/server_args.py), "
+      "every option of each release shipped in generator/engines/data/engine-options.json; "
+      "argparse exits at start on an unknown option")
 def _engine_args_known(ctx: Context):
     if ctx.dialect is None:
         return

@@ -91,8 +91,8 @@ def _engine_arg(ctx: Context, i: int, name: str) -> str | None:
 @rule("GPU001", E, "the all-to-all backend exists for the GPU's vendor",
       "DeepEP is a CUDA/NVSHMEM library for NVIDIA GPUs (https://github.com/deepseek-ai/DeepEP "
       "README requirements); on ROCm both engines run MoRI-EP instead: vLLM --all2all-backend "
-      "mori (vllm#28664, MI300X), SGLang --moe-a2a-backend mori (sglang PR#17012); MoRI is "
-      "AMD-only (https://github.com/ROCm/mori)")
+      "mori (vllm-project/vllm#28664, MI300X), SGLang --moe-a2a-backend mori "
+      "(sgl-project/sglang#17012); MoRI is AMD-only (https://github.com/ROCm/mori)")
 def _a2a_vendor(ctx: Context):
     for i, r, a2a, gpu in _a2a_roles(ctx, DEEPEP + MORI):
         if gpu.vendor == "amd" and a2a in DEEPEP:
@@ -125,9 +125,9 @@ def _deepep_nvlink(ctx: Context):
 
 
 @rule("GPU003", E, "DeepEP on GPUs without SM90 features has intranode normal kernels only",
-      "deepseek-ai/DeepEP setup.py: DISABLE_SM90_FEATURES (the SM80 build) \"Disable internode "
-      "and low-latency kernels\" (assert disable_nvshmem); DeepEP V2 README: Hopper (SM90) GPUs; "
-      "deepseek-ai/DeepEP#517 (A800: intra-machine only)")
+      "deepseek-ai/DeepEP@v1.2.1:setup.py: DISABLE_SM90_FEATURES (the SM80 build) \"Disable "
+      "internode and low-latency kernels\" (assert disable_nvshmem); DeepEP V2 README: Hopper "
+      "(SM90) GPUs; deepseek-ai/DeepEP#517 (A800: intra-machine only)")
 def _deepep_sm90(ctx: Context):
     for i, r, a2a, gpu in _a2a_roles(ctx, DEEPEP, ep=2):
         if gpu.vendor != "nvidia" or gpu.generation not in PRE_SM90:
@@ -155,10 +155,10 @@ def _deepep_sm90(ctx: Context):
 
 @rule("GPU004", E, "FP8 MoE experts need FP8 tensor cores or a weight-only MoE kernel",
       "SGLang: the fused-MoE Triton kernel fails on SM80 (\"fp8e4nv not supported\", "
-      "sglang#12887; FP8 Marlin MoE sglang PR#9754 closed unmerged). vLLM >= 0.17.0 selects the "
-      "Triton fused-MoE kernel without a capability check unless --moe-backend marlin "
-      "(vllm#54318; --moe-backend in every release's parser from 0.17.0: "
-      "generator/engines/data/engine-options.json)")
+      "sgl-project/sglang#12887; FP8 Marlin MoE sgl-project/sglang#9754 closed unmerged). vLLM "
+      ">= 0.17.0 selects the Triton fused-MoE kernel without a capability check unless "
+      "--moe-backend marlin (vllm-project/vllm#54318; --moe-backend in every release's parser "
+      "from 0.17.0: generator/engines/data/engine-options.json)")
 def _fp8_moe(ctx: Context):
     if ctx.spec.spec.model.weights != "fp8":
         return
@@ -185,9 +185,9 @@ def _fp8_moe(ctx: Context):
 
 
 @rule("GPU005", W, "FP8 layers on a GPU without FP8 tensor cores run weight-only (W8A16)",
-      "vLLM vllm/model_executor/layers/quantization/utils/marlin_utils_fp8.py: \"Weight-only FP8 "
-      "compression will be used leveraging the Marlin kernel\" (vllm#5975); compute runs at the "
-      "BF16 rate", engines=("vllm",))
+      "vLLM 0.33.0 vllm/model_executor/layers/quantization/utils/marlin_utils_fp8.py: "
+      "\"Weight-only FP8 compression will be used leveraging the Marlin kernel\" "
+      "(vllm-project/vllm#5975); compute runs at the BF16 rate", engines=("vllm",))
 def _fp8_weight_only(ctx: Context):
     weights = ctx.spec.spec.model.weights
     if weights not in ("fp8", "mxfp4"):
@@ -208,10 +208,10 @@ def _fp8_weight_only(ctx: Context):
 
 
 @rule("GPU006", E, "DeepSeek sparse attention needs a GPU with sparse MLA kernels",
-      "vllm#40851 (A800: \"No valid attention backend found ... use_sparse=True\": FLASHMLA_SPARSE "
-      "needs compute capability 9.x/10.x); vllm#55177 (DeepSeek-V4 on SM80/86/89: DeepGEMM and "
-      "FlashMLA unavailable); sglang#35420 (no SM80 path for DSA: the indexer's DeepGEMM paged "
-      "MQA logits)")
+      "vllm-project/vllm#40851 (A800: \"No valid attention backend found ... use_sparse=True\": "
+      "FLASHMLA_SPARSE needs compute capability 9.x/10.x); vllm-project/vllm#55177 (DeepSeek-V4 "
+      "on SM80/86/89: DeepGEMM and FlashMLA unavailable); sgl-project/sglang#35420 (no SM80 path "
+      "for DSA: the indexer's DeepGEMM paged MQA logits)")
 def _sparse_attention(ctx: Context):
     for i, r in ctx.role_items():
         name = SPARSE_FAMILIES.get(r.arch.family)
@@ -281,7 +281,7 @@ def _truthy(v: str | None) -> bool:
       "SGLang 0.5.23 python/sglang/srt/layers/quantization/fp8.py "
       "process_weights_after_loading_block_quant (cast_e2m1fn_to_e4m3fn, FP32 block scales: "
       "\"Dequantized FP4 expert weights to FP8\"); environ.py SGLANG_DSV4_FP4_DEQUANT (default "
-      "False); sglang#33583", engines=("sglang",))
+      "False); sgl-project/sglang#33583", engines=("sglang",))
 def _dsv4_dequant(ctx: Context):
     if ctx.spec.spec.model.weights != "mxfp4":
         return
@@ -306,10 +306,12 @@ def _dsv4_dequant(ctx: Context):
       "SGLang 0.5.23 python/sglang/srt/layers/moe/moe_runner/runner.py (\"Runner backend ... "
       "requires a fused func for a2a backend ...\"; deepep_v2 needs the deep_gemm runner); "
       "moe_runner/marlin.py and flashinfer_trtllm.py (fused funcs for a2a none/flashinfer only); "
+      "SGLang 0.5.23 "
       "layers/quantization/compressed_tensors/schemes/compressed_tensors_wNa16_moe.py (MARLIN "
-      "runner; TRITON on SM100/ROCm, no DeepEP permute); ep_moe/layer.py DeepEPMoE.run_moe_core "
-      "(\"forward_deepgemm_masked is deprecated\"); arg_groups/moe_hook.py (flashinfer_cutedsl "
-      "FP4 MoE: DeepEP low_latency only)", engines=("sglang",))
+      "runner; TRITON on SM100/ROCm, no DeepEP permute); SGLang 0.5.23 "
+      "layers/moe/ep_moe/layer.py DeepEPMoE.run_moe_core (\"forward_deepgemm_masked is "
+      "deprecated\"); SGLang 0.5.23 arg_groups/moe_hook.py (flashinfer_cutedsl FP4 MoE: DeepEP "
+      "low_latency only)", engines=("sglang",))
 def _sglang_4bit_a2a(ctx: Context):
     fmt = ctx.spec.spec.model.weights
     if fmt not in ("nvfp4", "w4a16"):

@@ -9,7 +9,7 @@ from .registry import Context, E, Hit, W, is_vllm, role_path, rule
 
 @rule("ENG001", E, "the workload shape is one the engine supports",
       "SGLang has no per-rank external load-balancing mode (one launch_server per instance, "
-      "python/sglang/srt/server_args.py); vLLM --data-parallel-rank", engines=("sglang",))
+      "SGLang 0.5.23 python/sglang/srt/server_args.py); vLLM --data-parallel-rank", engines=("sglang",))
 def _engine(ctx: Context):
     for i, role in enumerate(ctx.spec.spec.roles):
         if role.workload == "pod-per-rank":
@@ -20,7 +20,7 @@ def _engine(ctx: Context):
 
 @rule("LAY001", E, "an instance's ranks can be placed on its pods",
       "docs/spec.md §2 (Pods); vLLM DP places whole DP ranks per node "
-      "(--data-parallel-size-local, vllm/config/parallel.py)")
+      "(--data-parallel-size-local, vLLM 0.33.0 vllm/config/parallel.py)")
 def _layout_possible(ctx: Context):
     for i, r in ctx.role_items():
         if r.layout.problem:
@@ -32,7 +32,8 @@ def _layout_possible(ctx: Context):
 
 
 @rule("LAY002", E, "tensor parallel size divides the attention heads",
-      "vLLM vllm/config/model.py verify_with_parallel_config; vllm#11797, vllm#2652")
+      "vLLM 0.33.0 vllm/config/model.py verify_with_parallel_config; vllm-project/vllm#11797, "
+      "vllm-project/vllm#2652")
 def _tp_heads(ctx: Context):
     for i, r in ctx.role_items():
         heads = r.arch.num_attention_heads
@@ -45,7 +46,7 @@ def _tp_heads(ctx: Context):
 
 
 @rule("LAY003", E, "pipeline parallel size is at most the number of layers",
-      "vLLM vllm/distributed/utils.py get_pp_indices (each stage needs >= 1 layer)")
+      "vLLM 0.33.0 vllm/distributed/utils.py get_pp_indices (each stage needs >= 1 layer)")
 def _pp_layers(ctx: Context):
     for i, r in ctx.role_items():
         if r.layout.pipeline > r.arch.num_layers:
@@ -55,8 +56,8 @@ def _pp_layers(ctx: Context):
 
 
 @rule("LAY004", E, "context parallelism is rendered for SGLang only",
-      "moegen renders SGLang prefill CP (engines/sglang.py); the vLLM -dcp/-pcp mapping is "
-      "not implemented", engines=("vllm",))
+      "moegen renders SGLang prefill CP (generator/engines/sglang.py); the vLLM -dcp/-pcp "
+      "mapping is not implemented", engines=("vllm",))
 def _context(ctx: Context):
     for i, role in enumerate(ctx.spec.spec.roles):
         if role.parallel.context not in (None, 1):
@@ -66,7 +67,7 @@ def _context(ctx: Context):
 
 
 @rule("LAY006", E, "context parallelism divides the tensor ranks",
-      "docs/spec.md §2 (context reuses the tensor ranks); SGLang "
+      "docs/spec.md §2 (context reuses the tensor ranks); SGLang 0.5.23 "
       "python/sglang/srt/arg_groups/parallel_hook.py (tp_size % attn_cp_size)")
 def _context_divides(ctx: Context):
     for i, role in enumerate(ctx.spec.spec.roles):
@@ -79,7 +80,8 @@ def _context_divides(ctx: Context):
 
 @rule("LAY007", E, "the SGLang release has prefill context parallelism",
       "SGLang --enable-prefill-cp/--cp-strategy first appear in 0.5.14 (per-release option "
-      "dumps); before, --attn-cp-size binds no CP strategy (python/sglang/srt/layers/cp/base.py)",
+      "dumps: generator/engines/data/engine-options.json); before, --attn-cp-size binds no CP "
+      "strategy (SGLang 0.5.23 python/sglang/srt/layers/cp/base.py)",
       engines=("sglang",))
 def _context_version(ctx: Context):
     if ctx.dialect is None:
@@ -94,8 +96,8 @@ def _context_version(ctx: Context):
 
 
 @rule("LAY011", E, "SGLang context parallelism runs on prefill roles",
-      "SGLang --enable-prefill-cp parallelises the prefill phase only "
-      "(python/sglang/srt/arg_groups/deepseek_v4_hook.py: CP=1 on decode)", engines=("sglang",))
+      "SGLang --enable-prefill-cp parallelises the prefill phase only (SGLang 0.5.23 "
+      "python/sglang/srt/arg_groups/deepseek_v4_hook.py: CP=1 on decode)", engines=("sglang",))
 def _context_prefill(ctx: Context):
     for i, role in enumerate(ctx.spec.spec.roles):
         c = role.parallel.context
@@ -112,7 +114,7 @@ SGLANG_V4_CP_MAX_TP = 8
 
 
 @rule("LAY012", E, "SGLang DeepSeek-V4 context parallelism stays within one node",
-      "SGLang python/sglang/srt/arg_groups/deepseek_v4_hook.py validate_deepseek_v4_cp: "
+      "SGLang 0.5.23 python/sglang/srt/arg_groups/deepseek_v4_hook.py validate_deepseek_v4_cp: "
       "attn_dp_size == 1 and tp_size <= 8 (\"Cross-machine CP has precision issues\")",
       engines=("sglang",))
 def _context_v4(ctx: Context):
@@ -145,9 +147,10 @@ def _multinode(ctx: Context):
 
 
 @rule("LAY009", E, "an instance that spans pods restarts as a group",
-      "vLLM's DP/TP handshake happens only at start (vllm/v1/engine/utils.py; a headless engine "
-      "waits HANDSHAKE_TIMEOUT_MINS = 5, v1/engine/core.py) and a headless node whose leader "
-      "died never exits (vllm#32136); LWS RecreateGroupOnPodRestart restarts the whole group")
+      "vLLM's DP/TP handshake happens only at start (vLLM 0.33.0 vllm/v1/engine/utils.py; a "
+      "headless engine waits HANDSHAKE_TIMEOUT_MINS = 5, vllm/v1/engine/core.py) and a headless "
+      "node whose leader died never exits (vllm-project/vllm#32136); LWS "
+      "RecreateGroupOnPodRestart restarts the whole group")
 def _group_restart(ctx: Context):
     for i, r in ctx.role_items():
         role = ctx.spec.spec.roles[i]
@@ -170,9 +173,10 @@ def _ranks_split_per_node(ctx: Context, i: int, r) -> int:
 
 @rule("LAY010", E, "DeepEP's NVLink peers share one pod",
       "DeepEP opens its NVLink buffer on the other ranks of its 8-GPU group with "
-      "cudaIpcOpenMemHandle (deepseek-ai/DeepEP csrc/deep_ep.cpp Buffer::sync); vLLM allocates "
-      "that buffer in low-latency mode too (vllm/distributed/device_communicators/all2all.py, "
-      "VLLM_DEEPEP_BUFFER_SIZE_MB); separate pods cannot open each other's handles",
+      "cudaIpcOpenMemHandle (deepseek-ai/DeepEP@v1.2.1:csrc/deep_ep.cpp Buffer::sync); vLLM "
+      "allocates that buffer in low-latency mode too (vLLM 0.33.0 "
+      "vllm/distributed/device_communicators/all2all.py, VLLM_DEEPEP_BUFFER_SIZE_MB); separate "
+      "pods cannot open each other's handles",
       engines=("vllm",))
 def _per_rank_deepep(ctx: Context):
     for i, r in ctx.role_items():
@@ -215,9 +219,10 @@ def _idle_gpus(ctx: Context):
 
 
 @rule("SPD005", E, "SGLang runs pipeline parallelism with speculative decoding only on prefill",
-      "SGLang arg_groups/validation_hook.py (0.5.21+): \"PP + speculative decoding (MTP) is "
-      "only supported on prefill nodes\"; 0.5.1-0.5.20 refuse PP with any speculative "
-      "algorithm (server_args.py check_server_args)", engines=("sglang",))
+      "SGLang 0.5.23 python/sglang/srt/arg_groups/validation_hook.py (0.5.21+): \"PP + "
+      "speculative decoding (MTP) is only supported on prefill nodes\"; SGLang 0.5.1-0.5.20 "
+      "refuse PP with any speculative algorithm (python/sglang/srt/server_args.py "
+      "check_server_args)", engines=("sglang",))
 def _sglang_pp_speculative(ctx: Context):
     if ctx.dialect is None:
         return

@@ -84,8 +84,8 @@ def _ds_version(ctx: Context):
 
 
 @rule("LWS005", E, "a DisaggregatedSet holds 2 to 10 roles, each a LeaderWorkerSet",
-      "kubernetes-sigs/lws api/disaggregatedset/v1/disaggregatedset_types.go (roles: MinItems=2, "
-      "MaxItems=10; each role embeds a LeaderWorkerSet template)")
+      "kubernetes-sigs/lws@v0.10.0:api/disaggregatedset/v1/disaggregatedset_types.go:108-109 "
+      "(roles: MinItems=2, MaxItems=10; each role embeds a LeaderWorkerSet template)")
 def _ds_roles(ctx: Context):
     cfg = _lws(ctx)
     if cfg is None or not cfg.disaggregatedSet:
@@ -105,10 +105,9 @@ def _ds_roles(ctx: Context):
 
 
 @rule("LWS006", E, "with a DisaggregatedSet the router selects its engines by label",
-      "kubernetes-sigs/lws site/content/en/docs/concepts/disaggregatedset/_index.md (child "
-      "LeaderWorkerSets are "
-      "<set>-<slice>-<revision>-<role>, the revision changes on every rollout: select by label, "
-      "never by name)")
+      "kubernetes-sigs/lws@v0.10.0:site/content/en/docs/concepts/disaggregatedset/_index.md "
+      "(child LeaderWorkerSets are <set>-<slice>-<revision>-<role>, the revision changes on "
+      "every rollout: select by label, never by name)")
 def _ds_router(ctx: Context):
     cfg = _lws(ctx)
     spec = ctx.spec.spec
@@ -136,10 +135,11 @@ def _ds_router(ctx: Context):
 
 
 @rule("LWS007", E, "DisaggregatedSet child names fit Kubernetes limits",
-      "kubernetes-sigs/lws pkg/utils/disaggregatedset/utils.go (<set>-<slice>-<8-char "
-      "revision>-<role>, Service <lws>-prv), pkg/utils/pod/pod_utils.go (pods <lws>-<group>-"
-      "<index>); Kubernetes: hostnames <= 63, controller names + 11 <= 63; an autoscaled "
-      "role's highest group is maxReplicas - 1 (docs/spec.md §6.2)")
+      "kubernetes-sigs/lws@v0.10.0:pkg/utils/disaggregatedset/utils.go (<set>-<slice>-<8-char "
+      "revision>-<role>, Service <lws>-prv), "
+      "kubernetes-sigs/lws@v0.10.0:pkg/utils/pod/pod_utils.go (pods <lws>-<group>-<index>); "
+      "Kubernetes: hostnames <= 63, controller names + 11 <= 63; an autoscaled role's highest "
+      "group is maxReplicas - 1 (docs/spec.md §6.2)")
 def _ds_names(ctx: Context):
     cfg = _lws(ctx)
     if cfg is None or not cfg.disaggregatedSet:

@@ -20,7 +20,8 @@ def _model_source(ctx: Context):
 
 
 @rule("MOD004", E, "model.volume names exactly one volume source",
-      "Kubernetes core/v1 Volume: one VolumeSource member per volume")
+      "Kubernetes core/v1 Volume: one VolumeSource member per volume "
+      "(https://kubernetes.io/docs/reference/kubernetes-api/config-and-storage-resources/volume/)")
 def _volume_one(ctx: Context):
     vol = ctx.spec.spec.model.volume
     if vol is not None and len(vol.sources()) != 1:
@@ -32,7 +33,7 @@ def _volume_one(ctx: Context):
 
 
 @rule("LEN001", E, "maxModelLen must not exceed the model's max_position_embeddings",
-      "vLLM vllm/config/model.py (max_model_len vs the derived limit); SGLang "
+      "vLLM 0.33.0 vllm/config/model.py (max_model_len vs the derived limit); SGLang 0.5.23 "
       "python/sglang/srt/configs/model_config.py (context_length)")
 def _max_len(ctx: Context):
     for i, r in ctx.role_items():
@@ -46,8 +47,8 @@ def _max_len(ctx: Context):
 
 @rule("QNT001", E, "tensor-parallel shards hold whole FP8 quantization blocks",
       "vLLM 0.33 model_executor/layers/quantization/utils/fp8_utils.py validate_fp8_block_shape "
-      "(_moe); SGLang python/sglang/srt/layers/quantization/fp8_utils.py: weight shards must be "
-      "multiples of the 128 x 128 block")
+      "(_moe); SGLang 0.5.23 python/sglang/srt/layers/quantization/fp8_utils.py: weight shards "
+      "must be multiples of the 128 x 128 block")
 def _fp8_blocks(ctx: Context):
     for i, r in ctx.role_items():
         if r.arch.num_attention_heads % r.layout.tensor:
@@ -70,7 +71,8 @@ def _fp8_blocks(ctx: Context):
 
 
 @rule("SPD001", E, "MTP needs a checkpoint with an MTP module",
-      "HF config num_nextn_predict_layers; vLLM vllm/config/speculative.py (mtp draft = target)")
+      "HF config num_nextn_predict_layers; vLLM 0.33.0 vllm/config/speculative.py (mtp draft = "
+      "target)")
 def _mtp_layers(ctx: Context):
     for i, r in ctx.role_items():
         if r.speculative is not None and not r.speculative_from and r.arch.mtp_layers == 0:
@@ -94,8 +96,9 @@ def _mtp_tokens(ctx: Context):
 
 
 @rule("MOD005", E, "the weights directory is mounted",
-      "vLLM vllm/transformers_utils/config.py and SGLang hf_transformers_utils.py read a "
-      "model path that does not exist as a Hugging Face repo id (huggingface_hub "
+      "vLLM 0.33.0 vllm/transformers_utils/config.py and SGLang 0.5.23 "
+      "python/sglang/srt/utils/hf_transformers_utils.py read a model path that does not exist as "
+      "a Hugging Face repo id (huggingface_hub 2.4.0 huggingface_hub/utils/_validators.py "
       "validate_repo_id refuses '/models/...'): the engine crash-loops on scheduled GPUs")
 def _weights_mounted(ctx: Context):
     spec = ctx.spec.spec

@@ -12,7 +12,7 @@ from .registry import Context, E, Hit, W, is_vllm, role_path, rule
 
 
 @rule("EP001", E, "EPLB needs expert parallelism",
-      "vLLM vllm/config/parallel.py: enable_eplb requires --enable-expert-parallel")
+      "vLLM 0.33.0 vllm/config/parallel.py: enable_eplb requires --enable-expert-parallel")
 def _eplb_needs_ep(ctx: Context):
     for i, role in enumerate(ctx.spec.spec.roles):
         eplb = role.moe.eplb if role.moe else None
@@ -23,7 +23,7 @@ def _eplb_needs_ep(ctx: Context):
 
 
 @rule("EP002", E, "EPLB needs more than one expert-parallel rank",
-      "vLLM vllm/config/parallel.py: EPLB requires TP x DP > 1")
+      "vLLM 0.33.0 vllm/config/parallel.py: EPLB requires TP x DP > 1")
 def _eplb_size(ctx: Context):
     for i, r in ctx.role_items():
         eplb = r.moe.eplb if r.moe else None
@@ -34,10 +34,10 @@ def _eplb_size(ctx: Context):
 
 
 @rule("EP003", E, "routed + redundant experts divide evenly over the EP ranks",
-      "vLLM vllm/distributed/eplb/policy/default.py asserts num_physical_experts % num_gpus == 0 "
-      "(EPLB on; DeepSeek-V4's native MoE always, vllm#52435); SGLang "
-      "python/sglang/srt/eplb/expert_location.py asserts (experts + redundant) % ep_size == 0 "
-      "at every start, EPLB or not")
+      "vLLM 0.33.0 vllm/distributed/eplb/policy/default.py:130 asserts num_physical_experts % "
+      "num_gpus == 0 (EPLB on; DeepSeek-V4's native MoE always, vllm-project/vllm#52435); SGLang "
+      "0.5.23 python/sglang/srt/eplb/expert_location.py asserts (experts + redundant) % ep_size "
+      "== 0 at every start, EPLB or not")
 def _eplb_divisible(ctx: Context):
     for i, r in ctx.role_items():
         if not r.layout.expert_parallel or not r.arch.routed_experts:
@@ -73,7 +73,7 @@ def _eplb_divisible(ctx: Context):
 
 
 @rule("EP004", E, "redundant experts need EPLB",
-      "vLLM vllm/config/parallel.py: num_redundant_experts != 0 requires --enable-eplb")
+      "vLLM 0.33.0 vllm/config/parallel.py: num_redundant_experts != 0 requires --enable-eplb")
 def _redundant_needs_eplb(ctx: Context):
     for i, role in enumerate(ctx.spec.spec.roles):
         eplb = role.moe.eplb if role.moe else None
@@ -84,8 +84,8 @@ def _redundant_needs_eplb(ctx: Context):
 
 
 @rule("EP005", E, "round_robin expert placement needs zero redundant experts",
-      "vLLM vllm/model_executor/layers/fused_moe/layer.py (round_robin falls back/raises with "
-      "redundant experts)")
+      "vLLM 0.33.0 vllm/model_executor/layers/fused_moe/layer.py (round_robin falls back/raises "
+      "with redundant experts)")
 def _placement(ctx: Context):
     for i, role in enumerate(ctx.spec.spec.roles):
         moe = role.moe
@@ -96,7 +96,7 @@ def _placement(ctx: Context):
 
 
 @rule("EP006", W, "expert parallelism on one rank has no effect",
-      "vLLM vllm/config/parallel.py: EP size = TP x DP")
+      "vLLM 0.33.0 vllm/config/parallel.py: EP size = TP x DP")
 def _ep_one(ctx: Context):
     for i, r in ctx.role_items():
         if r.layout.expert_parallel and r.layout.ep_size == 1:
@@ -106,9 +106,9 @@ def _ep_one(ctx: Context):
 
 
 @rule("A2A001", E, "the all-to-all backend exists in the engine version",
-      "vLLM --all2all-backend choices per release (vllm/config/parallel.py, every release's "
-      "parser: generator/engines/data/vllm-releases.json); SGLang --moe-a2a-backend "
-      "(python/sglang/srt/server_args.py)")
+      "vLLM --all2all-backend choices per release (vLLM 0.33.0 vllm/config/parallel.py, every "
+      "release's parser: generator/engines/data/vllm-releases.json); SGLang --moe-a2a-backend "
+      "(SGLang 0.5.23 python/sglang/srt/server_args.py)")
 def _a2a_choice(ctx: Context):
     if ctx.dialect is None:
         return
@@ -125,7 +125,7 @@ def _a2a_choice(ctx: Context):
 
 
 @rule("A2A002", W, "an all-to-all backend without expert parallelism is unused",
-      "vLLM vllm/distributed/device_communicators/all2all.py (used by EP MoE layers only)")
+      "vLLM 0.33.0 vllm/distributed/device_communicators/all2all.py (used by EP MoE layers only)")
 def _a2a_needs_ep(ctx: Context):
     for i, role in enumerate(ctx.spec.spec.roles):
         if role.moe and role.moe.all2all and not role.parallel.expert:
@@ -135,7 +135,8 @@ def _a2a_needs_ep(ctx: Context):
 
 
 @rule("A2A003", E, "DeepEP supports the model's hidden size",
-      "deepseek-ai/DeepEP csrc/kernels/legacy/launch.cuh SWITCH_HIDDEN; vllm#21603")
+      "deepseek-ai/DeepEP@dd758ca:csrc/kernels/legacy/launch.cuh:113 SWITCH_HIDDEN; "
+      "vllm-project/vllm#21603")
 def _deepep_hidden(ctx: Context):
     for i, r in ctx.role_items():
         if r.moe and r.moe.all2all and r.moe.all2all.startswith("deepep") \
@@ -147,8 +148,9 @@ def _deepep_hidden(ctx: Context):
 
 @rule("A2A004", E, "DeepEP or MoRI across pods needs RDMA NICs in the pods",
       "DeepEP internode kernels run over NVSHMEM (IBGDA for low-latency: GPU-initiated RDMA, "
-      "deepseek-ai/DeepEP README); without NICs NVSHMEM fails at init (sglang#12533). MoRI-EP's "
-      "inter-node kernels run XGMI + RDMA (IBGDA) (ROCm/mori README.md, MORI-EP)")
+      "https://github.com/deepseek-ai/DeepEP README); without NICs NVSHMEM fails at init "
+      "(sgl-project/sglang#12533). MoRI-EP's inter-node kernels run XGMI + RDMA (IBGDA) "
+      "(https://github.com/ROCm/mori README.md, MORI-EP)")
 def _deepep_rdma(ctx: Context):
     for i, r in ctx.role_items():
         if r.moe and r.moe.all2all and r.moe.all2all.startswith(("deepep", "mori")) \
@@ -182,7 +184,8 @@ def _deepep_normal_ranks(ctx: Context):
 
 
 @rule("A2A005", W, "DeepEP low-latency dispatch stays within its token capacity",
-      "DeepEP low-latency buffers hold <= 1024 tokens per rank (sglang token_dispatcher/deepep.py); "
+      "DeepEP low-latency buffers hold <= 1024 tokens per rank "
+      "(sgl-project/sglang@v0.5.23:python/sglang/srt/layers/moe/token_dispatcher/deepep.py:409); "
       "vLLM >= 0.20 sizes the dispatch by max_num_batched_tokens (vllm/engine/arg_utils.py)",
       engines=("vllm",))
 def _deepep_tokens(ctx: Context):
@@ -198,9 +201,11 @@ def _deepep_tokens(ctx: Context):
 
 
 @rule("A2A006", E, "SGLang's DeepEP low-latency dispatch fits DeepEP's token capacity",
-      "SGLang python/sglang/srt/layers/moe/token_dispatcher/deepep.py asserts "
+      "SGLang 0.5.23 python/sglang/srt/layers/moe/token_dispatcher/deepep.py asserts "
       "num_max_dispatch_tokens_per_rank <= 1024; needed = cuda-graph batch per rank x draft "
-      "tokens (DeepEP#165, sglang#6017, docs/field-failures.md #11)", engines=("sglang",))
+      "tokens, the budget SGLang 0.5.23 checks for deepep_v2 "
+      "(python/sglang/srt/arg_groups/moe_hook.py validate_deepep_v2_dispatch_token_budget); "
+      "deepseek-ai/DeepEP#165, sgl-project/sglang#6017", engines=("sglang",))
 def _sglang_deepep_tokens(ctx: Context):
     for i, r in ctx.role_items():
         if r.moe and r.moe.all2all == "deepep_low_latency" and r.mode != "prefill":
@@ -216,8 +221,9 @@ def _sglang_deepep_tokens(ctx: Context):
 
 
 @rule("A2A007", W, "SGLang decode with DeepEP normal mode runs without CUDA graphs",
-      "SGLang arg_groups/moe_hook.py disables CUDA graphs when deepep_mode is normal "
-      "(sglang PR#5014); moegen renders --disable-cuda-graph explicitly", engines=("sglang",))
+      "SGLang 0.5.23 python/sglang/srt/arg_groups/moe_hook.py disables CUDA graphs when "
+      "deepep_mode is normal (sgl-project/sglang#5014); moegen renders --disable-cuda-graph "
+      "explicitly", engines=("sglang",))
 def _sglang_deepep_normal_decode(ctx: Context):
     for i, r in ctx.role_items():
         if r.mode != "prefill" and r.moe and r.moe.all2all == "deepep_high_throughput":
@@ -240,9 +246,9 @@ def _prefill_ll(ctx: Context):
 
 
 @rule("OVL001", E, "all-to-all overlap needs expert parallelism over data-parallel ranks",
-      "vLLM vllm/v1/worker/gpu/ubatch_utils.py (no micro-batches when data_parallel_size <= 1, "
-      "0.33.0); SGLang python/sglang/srt/layers/moe/utils.py (TBO/SBO hooks live in the "
-      "expert all-to-all dispatcher, 0.5.23)")
+      "vLLM 0.33.0 vllm/v1/worker/gpu/ubatch_utils.py (no micro-batches when data_parallel_size "
+      "<= 1); SGLang 0.5.23 python/sglang/srt/layers/moe/utils.py (TBO/SBO hooks live in the "
+      "expert all-to-all dispatcher)")
 def _overlap_needs_ep(ctx: Context):
     for i, r in ctx.role_items():
         moe = r.moe
@@ -264,9 +270,9 @@ _OVERLAP_FLAG = {"vllm": {"two_batch": "--enable-dbo", "single_batch": None},
 
 
 @rule("OVL002", E, "the engine release has the overlap mode",
-      "vLLM --enable-dbo (vllm/config/parallel.py ParallelConfig.enable_dbo; no single-batch "
-      "form); SGLang --enable-two-batch-overlap, --enable-single-batch-overlap (0.5.3+; "
-      "python/sglang/srt/server_args.py, every release's parser: "
+      "vLLM --enable-dbo (vLLM 0.33.0 vllm/config/parallel.py ParallelConfig.enable_dbo; no "
+      "single-batch form); SGLang --enable-two-batch-overlap, --enable-single-batch-overlap "
+      "(0.5.3+; SGLang 0.5.23 python/sglang/srt/server_args.py, every release's parser: "
       "generator/engines/data/engine-options.json)")
 def _overlap_exists(ctx: Context):
     if ctx.dialect is None:
@@ -297,9 +303,9 @@ _SGLANG_NO_OVERLAP = {
 
 @rule("OVL003", E, "SGLang's all-to-all backend has overlap hooks",
       "SGLang 0.5.23 python/sglang/srt/arg_groups/moe_hook.py (DeepEP v2 refused with TBO/SBO); "
-      "layers/moe/token_dispatcher/flashinfer.py (no dispatch_a/combine_a for TBO); "
-      "layers/moe/fused_moe_triton/layer.py (MaybeTboDeepEPDispatcher: deepep, mooncake, mori, "
-      "nixl, pplx)", engines=("sglang",))
+      "SGLang 0.5.23 layers/moe/token_dispatcher/flashinfer.py (no dispatch_a/combine_a for "
+      "TBO); layers/moe/fused_moe_triton/layer.py (MaybeTboDeepEPDispatcher: deepep, mooncake, "
+      "mori, nixl, pplx)", engines=("sglang",))
 def _overlap_backend_sglang(ctx: Context):
     for i, role in enumerate(ctx.spec.spec.roles):
         moe = role.moe
@@ -343,10 +349,10 @@ def _dbo_backend(ctx: Context):
 
 
 @rule("OVL005", W, "two-batch overlap has work to split",
-      "vLLM vllm/config/parallel.py dbo_decode_token_threshold = 32 (micro-batches only above "
-      "it, vllm/v1/worker/ubatch_utils.py); SGLang 0.5.23 python/sglang/srt/models/"
-      "deepseek_v4.py _can_run_tbo (DeepSeek-V4: prefill only, without pipeline or context "
-      "parallelism)")
+      "vLLM 0.33.0 vllm/config/parallel.py dbo_decode_token_threshold = 32 (micro-batches only "
+      "above it, vllm/v1/worker/ubatch_utils.py); SGLang 0.5.23 "
+      "python/sglang/srt/models/deepseek_v4.py _can_run_tbo (DeepSeek-V4: prefill only, without "
+      "pipeline or context parallelism)")
 def _overlap_no_effect(ctx: Context):
     for i, r, z in ctx.sized():
         if r.moe is None or r.moe.overlap != "two_batch":

@@ -28,7 +28,9 @@ def highest_group(ctx: Context, i: int, r: RoleInput) -> int:
 
 
 @rule("NAME001", E, "role names are unique",
-      "Kubernetes: names of one kind are unique in a namespace (every role names objects)")
+      "Kubernetes: names of one kind are unique in a namespace "
+      "(https://kubernetes.io/docs/concepts/overview/working-with-objects/names/); every role "
+      "names objects")
 def _unique_roles(ctx: Context):
     seen: dict[str, int] = {}
     for i, role in enumerate(ctx.spec.spec.roles):
@@ -40,10 +42,11 @@ def _unique_roles(ctx: Context):
 
 
 @rule("NAME002", E, "generated pod and controller names fit Kubernetes limits",
-      "Kubernetes: a pod hostname is an RFC 1123 label (<= 63); controller names + 11 <= 63 "
-      "(controller-revision-hash label); LWS pods are <lws>-<group>-<index> "
-      "(kubernetes-sigs/lws pkg/utils/pod/pod_utils.go); the highest group of an autoscaled "
-      "role is maxReplicas - 1 (docs/spec.md §6.2)")
+      "Kubernetes: a pod hostname is an RFC 1123 label (<= 63, "
+      "https://kubernetes.io/docs/concepts/overview/working-with-objects/names/); controller "
+      "names + 11 <= 63 (controller-revision-hash label); LWS pods are <lws>-<group>-<index> "
+      "(kubernetes-sigs/lws@v0.10.0:pkg/utils/pod/pod_utils.go); the highest group of an "
+      "autoscaled role is maxReplicas - 1 (docs/spec.md §6.2)")
 def _name_length(ctx: Context):
     base = ctx.spec.metadata.name
     for i, r in ctx.role_items():
@@ -69,8 +72,10 @@ def _own_labels(ctx: Context):
 
 
 @rule("NAME004", E, "generated object names are unique",
-      "Kubernetes: names of one kind are unique in a namespace; kubernetes-sigs/lws creates a "
-      "headless Service named after each LeaderWorkerSet (pkg/controllers)")
+      "Kubernetes: names of one kind are unique in a namespace "
+      "(https://kubernetes.io/docs/concepts/overview/working-with-objects/names/); LWS creates a "
+      "headless Service named after each LeaderWorkerSet "
+      "(kubernetes-sigs/lws@v0.10.0:pkg/controllers/leaderworkerset_controller.go:189)")
 def _unique_objects(ctx: Context):
     spec = ctx.spec.spec
     rendered = rendered_router(spec)

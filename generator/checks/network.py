@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from ..durations import timing_env
 from ..engines import sglang as sg
 from ..engines import vllm as v
 from ..engines.caches import CACHE_ENV_KEYS
@@ -13,7 +14,8 @@ from .registry import Context, E, Hit, W, is_vllm, role_path, rule, serving_path
 
 
 @rule("NET001", E, "roles spanning pods need network.socketInterface",
-      "sglang#3226 (Gloo connectFullMesh fails on the wrong NIC); aws-samples/aws-do-eks PR#50")
+      "sgl-project/sglang#3226 (Gloo connectFullMesh fails on the wrong NIC); "
+      "aws-samples/aws-do-eks PR#50")
 def _iface(ctx: Context):
     net = ctx.spec.spec.network
     if net.socketInterface:
@@ -28,7 +30,7 @@ def _iface(ctx: Context):
 
 
 @rule("NET002", E, "socketInterface is a concrete interface name",
-      "PyTorch Gloo reads GLOO_SOCKET_IFNAME literally (pytorch PR#22978); "
+      "PyTorch Gloo reads GLOO_SOCKET_IFNAME literally (pytorch/pytorch#22978); "
       "aws-samples/aws-do-eks PR#51 (\"Unable to find address for: ^lo\")")
 def _iface_syntax(ctx: Context):
     iface = ctx.spec.spec.network.socketInterface
@@ -92,6 +94,7 @@ def _env_override(ctx: Context):
     derived = set(ENGINE_ENV)
     for _, r in ctx.role_items():
         derived |= {k for k, _ in network_env(r.network, r.moe, r.kv_transfer)}
+        derived |= set(timing_env(ctx.spec, ctx.engine, r.mode, ctx.durations))
     for path, key in _user_env(ctx):
         if key in derived:
             yield Hit(path, f"{key} is derived by moegen; {path[-2]} overrides it",
@@ -99,8 +102,8 @@ def _env_override(ctx: Context):
 
 
 @rule("NET004", E, "user env does not use names LeaderWorkerSet or moegen own",
-      "kubernetes-sigs/lws pkg/utils/pod/pod_utils.go addEnvVarsIfNotExists drops user vars "
-      "named LWS_*")
+      "kubernetes-sigs/lws@v0.10.0:pkg/utils/pod/pod_utils.go:108 addEnvVarsIfNotExists drops "
+      "user vars named LWS_*")
 def _env_lws(ctx: Context):
     for path, key in _user_env(ctx):
         if key.startswith("LWS_") or key.startswith("MOEGEN_"):
@@ -110,9 +113,11 @@ def _env_lws(ctx: Context):
 
 
 @rule("PORT001", E, "ports a pod opens do not collide",
-      "vLLM defaults: --port 8000, --data-parallel-rpc-port 29550, --master-port 29501, "
-      "NIXL 5600 + DP rank, Mooncake bootstrap 8998 (vllm/config/parallel.py, vllm/envs.py); "
-      "the routing sidecar's engine port 8200 (generator/engines/gateway.py)")
+      "vLLM 0.33.0 defaults: --port 8000, --data-parallel-rpc-port 29550, --master-port 29501, "
+      "NIXL 5600 + DP rank, Mooncake bootstrap 8998 "
+      "(vllm-project/vllm@v0.33.0:vllm/config/parallel.py, "
+      "vllm-project/vllm@v0.33.0:vllm/envs.py); the routing sidecar's engine port 8200 "
+      "(generator/engines/gateway.py)")
 def _ports(ctx: Context):
     if ctx.dialect is None:
         return
@@ -144,8 +149,10 @@ def _ports(ctx: Context):
 
 
 @rule("PORT002", E, "with hostNetwork, no two engine pods can share a node",
-      "Kubernetes hostNetwork pods bind the node's ports: a second pod with the same ports on a "
-      "node fails to bind (vLLM --port, DP RPC, NIXL side channel)")
+      "Kubernetes hostNetwork pods use the node's network namespace "
+      "(https://kubernetes.io/docs/reference/kubernetes-api/workload-resources/pod-v1/ "
+      "hostNetwork): a second pod with the same ports on a node fails to bind (vLLM --port, DP "
+      "RPC, NIXL side channel)")
 def _host_ports(ctx: Context):
     if not ctx.spec.spec.network.hostNetwork:
         return

@@ -3,13 +3,18 @@
 from __future__ import annotations
 
 from ..catalog import GPUS
+from ..durations import SGLANG_KV_TIMEOUT_ENV
+from ..engines import sglang, vllm
+from ..engines.options import option_flags, option_value, release_options
 from ..engines.routers import GATEWAY_KIND, ROUTER_METRICS_PORT, rendered_router, router_kind
 from .registry import (
     Context,
     E,
     Hit,
+    W,
     is_vllm,
     pd_pairs,
+    role_env,
     role_path,
     role_sets,
     rule,
@@ -18,7 +23,8 @@ from .registry import (
 
 
 @rule("PD001", E, "a PD deployment has both prefill and decode roles",
-      "vLLM disaggregated prefill: a producer and a consumer (vllm/config/kv_transfer.py)")
+      "vLLM disaggregated prefill: a producer and a consumer (vLLM 0.33.0 "
+      "vllm/config/kv_transfer.py)")
 def _pd_pairs(ctx: Context):
     modes = [r.mode for r in ctx.spec.spec.roles]
     for want, have in (("decode", "prefill"), ("prefill", "decode")):
@@ -29,8 +35,8 @@ def _pd_pairs(ctx: Context):
 
 
 @rule("PD002", E, "prefill and decode roles have a KV connector",
-      "vLLM vllm/config/kv_transfer.py; kserve#5987, dynamo PR#6554 (a P/D pair without "
-      "connectors recomputes every prompt)")
+      "vLLM 0.33.0 vllm/config/kv_transfer.py; kserve/kserve#5987, ai-dynamo/dynamo#6554 (a P/D "
+      "pair without connectors recomputes every prompt)")
 def _pd_connector(ctx: Context):
     for i, role in enumerate(ctx.spec.spec.roles):
         if role.mode in ("prefill", "decode") and role.kvTransfer is None:
@@ -40,7 +46,8 @@ def _pd_connector(ctx: Context):
 
 
 @rule("PD003", E, "prefill and decode use the same KV connector",
-      "vLLM connectors pair by type (vllm/distributed/kv_transfer/kv_connector/factory.py)")
+      "vLLM connectors pair by type (vLLM 0.33.0 "
+      "vllm/distributed/kv_transfer/kv_connector/factory.py)")
 def _pd_same(ctx: Context):
     seen: dict[str, tuple[int, str]] = {}
     for i, role in enumerate(ctx.spec.spec.roles):
@@ -55,9 +62,10 @@ def _pd_same(ctx: Context):
 
 
 @rule("PD004", E, "the KV connector exists in the engine version",
-      "vLLM registered connectors per release (vllm/distributed/kv_transfer/kv_connector/"
-      "factory.py; MooncakeConnector from 0.13.0); SGLang --disaggregation-transfer-backend "
-      "(python/sglang/srt/server_args.py: mooncake, nixl)")
+      "vLLM registered connectors per release (vLLM 0.33.0 "
+      "vllm/distributed/kv_transfer/kv_connector/factory.py; MooncakeConnector from 0.13.0); "
+      "SGLang --disaggregation-transfer-backend (SGLang 0.5.23 python/sglang/srt/server_args.py: "
+      "mooncake, nixl)")
 def _connector_version(ctx: Context):
     if ctx.dialect is None:
         return
@@ -73,8 +81,8 @@ def _connector_version(ctx: Context):
 
 
 @rule("PD005", E, "a unified role takes only a KV-offloading connector",
-      "vLLM vllm/config/kv_transfer.py: NIXL/Mooncake pair a kv_producer with a kv_consumer; "
-      "LMCache offloads KV (kv_both)")
+      "vLLM 0.33.0 vllm/config/kv_transfer.py: NIXL/Mooncake pair a kv_producer with a "
+      "kv_consumer; LMCache offloads KV (kv_both)")
 def _unified_connector(ctx: Context):
     for i, role in enumerate(ctx.spec.spec.roles):
         if role.mode == "unified" and role.kvTransfer and role.kvTransfer.connector != "lmcache":
@@ -84,9 +92,9 @@ def _unified_connector(ctx: Context):
 
 
 @rule("PD006", E, "the PD router supports the KV connector",
-      "vllm-router 0.1.17 --kv-connector choices nixl, mooncake, moriio "
-      "(vllm-project/router py_src/vllm_router/router_args.py); smg pairs by bootstrap port; "
-      "the llm-d routing sidecar's lmcache protocol is deprecated (generator/engines/gateway.py)")
+      "vllm-router 0.1.17 --kv-connector choices nixl, mooncake, moriio (vllm-project/router "
+      "py_src/vllm_router/router_args.py (0.1.17)); smg pairs by bootstrap port; the llm-d "
+      "routing sidecar's lmcache protocol is deprecated (generator/engines/gateway.py)")
 def _router_connector(ctx: Context):
     r = ctx.spec.spec.router
     if not r.enabled:
@@ -103,8 +111,8 @@ def _router_connector(ctx: Context):
 
 @rule("PD007", E, "decode accepts every context prefill accepts",
       "a request prefilled at maxModelLen L must fit the decode engine's max_model_len: both "
-      "engines reject longer requests at decode (vLLM vllm/v1/engine/input_processor.py, SGLang "
-      "python/sglang/srt/managers/tokenizer_manager.py)")
+      "engines reject longer requests at decode (vLLM 0.33.0 vllm/v1/engine/input_processor.py, "
+      "SGLang 0.5.23 python/sglang/srt/managers/tokenizer_manager.py)")
 def _pd_len(ctx: Context):
     for _, p, j, d in pd_pairs(ctx):
         lp = p.serving.maxModelLen or p.arch.max_position_embeddings
@@ -117,8 +125,8 @@ def _pd_len(ctx: Context):
 
 @rule("PD008", E, "prefill and decode use the same KV-cache dtype",
       "KV blocks move as bytes between engines: vLLM hashes cache_dtype into the NIXL handshake "
-      "(vllm/distributed/kv_transfer/kv_connector/v1/nixl/metadata.py); SGLang's transfer "
-      "copies pages of the pool's dtype")
+      "(vllm-project/vllm@v0.33.0:vllm/distributed/kv_transfer/kv_connector/v1/nixl/metadata.py); "
+      "SGLang's transfer copies pages of the pool's dtype")
 def _pd_dtype(ctx: Context):
     for i, p, j, d in pd_pairs(ctx):
         if p.serving.kvCacheDtype != d.serving.kvCacheDtype:
@@ -130,10 +138,11 @@ def _pd_dtype(ctx: Context):
 
 
 @rule("PD010", E, "prefill and decode GPUs pick the same attention backend",
-      "vLLM hashes attn_backend_name into the NIXL handshake (vllm/distributed/kv_transfer/"
-      "kv_connector/v1/nixl/metadata.py compute_nixl_compatibility_hash); MLA backends differ by "
-      "GPU generation (vllm/platforms/cuda.py _get_backend_priorities: FLASHMLA on sm90, "
-      "FLASHINFER_MLA on sm100), and with them the KV page layout")
+      "vLLM hashes attn_backend_name into the NIXL handshake "
+      "(vllm-project/vllm@v0.33.0:vllm/distributed/kv_transfer/kv_connector/v1/nixl/metadata.py:146 "
+      "compute_nixl_compatibility_hash); MLA backends differ by GPU generation "
+      "(vllm-project/vllm@v0.33.0:vllm/platforms/cuda.py _get_backend_priorities: FLASHMLA on "
+      "sm90, FLASHINFER_MLA on sm100), and with them the KV page layout")
 def _pd_generation(ctx: Context):
     pools = ctx.spec.spec.nodePools
     for i, p, j, d in pd_pairs(ctx):
@@ -148,9 +157,11 @@ def _pd_generation(ctx: Context):
 
 
 @rule("PD011", E, "Mooncake KV transfer has RDMA NICs",
-      "both engines default the Mooncake protocol to rdma (vLLM mooncake_connector.py "
-      "mooncake_protocol \"rdma\"; SGLang python/sglang/srt/distributed/device_communicators/"
-      "mooncake_transfer_engine.py); kvcache-ai/Mooncake#1382")
+      "both engines default the Mooncake protocol to rdma (vLLM 0.33.0 "
+      "vllm/distributed/kv_transfer/kv_connector/v1/mooncake/mooncake_connector.py "
+      "mooncake_protocol \"rdma\"; SGLang 0.5.23 "
+      "python/sglang/srt/distributed/device_communicators/mooncake_transfer_engine.py); "
+      "kvcache-ai/Mooncake#1382")
 def _mooncake_rdma(ctx: Context):
     if ctx.spec.spec.network.rdma is not None:
         return
@@ -174,9 +185,9 @@ def _router_ports(ctx: Context):
 
 @rule("SPD003", E, "prefill runs the decode roles' speculative config",
       "vLLM >= 0.28.0 hashes the EAGLE/MTP config into the NIXL handshake "
-      "(vllm/distributed/kv_transfer/kv_connector/v1/nixl/metadata.py "
+      "(vllm-project/vllm@v0.33.0:vllm/distributed/kv_transfer/kv_connector/v1/nixl/metadata.py:103 "
       "_get_speculative_compatibility_factors); SGLang decode needs the draft hidden states a "
-      "speculating prefill sends (python/sglang/srt/disaggregation/prefill.py)")
+      "speculating prefill sends (SGLang 0.5.23 python/sglang/srt/disaggregation/prefill.py)")
 def _spec_prefill_matches(ctx: Context):
     roles = ctx.spec.spec.roles
     decodes = [r for r in roles if r.mode == "decode"]
@@ -200,8 +211,9 @@ def _spec_prefill_matches(ctx: Context):
 
 @rule("SPD004", E, "decode roles of a PD deployment share one speculative config",
       "any prefill instance hands requests to any decode instance, and prefill runs exactly one "
-      "speculative config (vllm/distributed/kv_transfer/kv_connector/v1/nixl/metadata.py, as "
-      "SPD003; generator/pipeline.py carried_speculative)")
+      "speculative config "
+      "(vllm-project/vllm@v0.33.0:vllm/distributed/kv_transfer/kv_connector/v1/nixl/metadata.py, "
+      "as SPD003; generator/pipeline.py carried_speculative)")
 def _spec_decodes_agree(ctx: Context):
     roles = ctx.spec.spec.roles
     decodes = [(i, r) for i, r in enumerate(roles) if r.mode == "decode"]
@@ -214,3 +226,114 @@ def _spec_decodes_agree(ctx: Context):
                       f"decode role {role.name!r} speculates differently from decode role "
                       f"{first.name!r} (roles[{first_i}])",
                       "give every decode role the same speculative block")
+
+
+#: Per engine, the options that shape a request (engines/vllm.py, engines/sglang.py
+#: REQUEST_SHAPING, with their sources).
+REQUEST_SHAPING = {"vllm": vllm.REQUEST_SHAPING, "sglang": sglang.REQUEST_SHAPING}
+
+
+def _shaping_args(ctx: Context, args: list[str]) -> dict[str, str]:
+    """The request-shaping options of an engineArgs list: canonical name -> the option as
+    written, with its value (``--tool-call-parser deepseek_v3``; a negation stays itself)."""
+    opts = release_options(ctx.engine, ctx.dialect.version) if ctx.dialect else None
+    wanted = {(opts.canonical(f) if opts else None) or f for f in REQUEST_SHAPING[ctx.engine]}
+    out = {}
+    for j, a in option_flags(args):
+        written = a.partition("=")[0]
+        name = (opts.canonical(a) if opts else None) or written
+        if name in wanted:
+            value = option_value(args, j)
+            out[name] = written if value is None else f"{written} {value}"
+    return out
+
+
+@rule("PD090", E, "options that shape a request are the same on prefill and decode",
+      "each leg of a PD pair renders, validates and tokenizes the request itself: vLLM answers a "
+      "tools request with 400 at prefill without --enable-auto-tool-choice/--tool-call-parser "
+      "(vllm-project/vllm@v0.33.0:vllm/renderers/online_renderer.py) and both engines make the "
+      "prompt's tokens from the chat template and tool parser (sgl-project/sglang@v0.5.23:"
+      "python/sglang/srt/entrypoints/openai/serving_chat.py); generator/engines/vllm.py "
+      "REQUEST_SHAPING")
+def _request_shaping_on_both_legs(ctx: Context):
+    roles = ctx.spec.spec.roles
+    for i, _, j, _ in pd_pairs(ctx):
+        pre, dec = _shaping_args(ctx, roles[i].engineArgs), _shaping_args(ctx, roles[j].engineArgs)
+        for name in sorted(set(pre) | set(dec)):
+            if pre.get(name) == dec.get(name):
+                continue
+            shown = (dec.get(name) or pre[name]).split(" ")[0]
+            k = j if name in dec else i
+            yield Hit(role_path(k, "engineArgs"),
+                      f"{shown} differs between prefill role {roles[i].name!r} "
+                      f"({pre.get(name, 'unset')}) and decode role {roles[j].name!r} "
+                      f"({dec.get(name, 'unset')}): each leg renders and validates the request "
+                      "itself, so a request the one accepts the other refuses, or tokenizes "
+                      "differently from the KV it hands over",
+                      f"give both roles the same {shown} in engineArgs")
+
+
+@rule("PD060", E, "SGLang decode waits for KV longer than the longest prefill takes",
+      "sgl-project/sglang@v0.5.23:python/sglang/srt/disaggregation/common/conn.py:2888-2900 "
+      "(_check_waiting_timeout): decode aborts a request whose transfer has not finished "
+      "SGLANG_DISAGGREGATION_WAITING_TIMEOUT (300 s, sgl-project/sglang@v0.5.23:"
+      "python/sglang/srt/environ.py:763) after bootstrapping, a span holding prefill's compute "
+      "(sgl-project/sglang PR#7846); the longest prefill: generator/durations.py",
+      engines=("sglang",))
+def _kv_timeouts(ctx: Context):
+    longest = ctx.durations.longest_prefill_s
+    if longest is None:
+        return
+    for i, r in ctx.role_items():
+        if r.mode != "decode":
+            continue
+        found = role_env(ctx, i, SGLANG_KV_TIMEOUT_ENV)
+        if found is None or found[1] >= longest:
+            continue
+        path, value = found
+        yield Hit(path,
+                  f"decode role {r.name!r}: {SGLANG_KV_TIMEOUT_ENV}={value} s, but one prompt of "
+                  f"maxModelLen {r.serving.maxModelLen or r.arch.max_position_embeddings} tokens "
+                  f"takes {longest:.0f} s to prefill and transfer (predicted): decode aborts "
+                  "every such request",
+                  f"drop the variable (moegen sets {ctx.durations.kv_wait_s} s) or raise it above "
+                  f"{longest:.0f}")
+
+
+@rule("PD061", W, "a scaled-down prefill does not fail the requests decode still loads",
+      "kv_load_failure_policy arrived in vLLM 0.13.0 (vllm-project/vllm PR#26813; "
+      "vllm-project/vllm@v0.33.0:vllm/config/kv_transfer.py:88): before it a decode whose "
+      "prefill instance goes away (KEDA scale-down: llm-d/llm-d PR#1138) fails the requests "
+      "whose KV it had not pulled; generator/lifecycle.py", engines=("vllm",))
+def _scaled_prefill(ctx: Context):
+    if ctx.dialect is None or getattr(ctx.dialect, "kv_load_failure_policy", True):
+        return
+    for i, role in enumerate(ctx.spec.spec.roles):
+        if role.mode == "prefill" and role.autoscaling is not None:
+            yield Hit(role_path(i, "autoscaling"),
+                      f"prefill role {role.name!r} autoscales on vLLM "
+                      f"{ctx.spec.spec.engine.version}, whose decode cannot recompute a lost "
+                      "prefill: each scale-down fails the in-flight requests whose KV decode has "
+                      "not pulled yet",
+                      "use vLLM >= 0.13.0 (moegen then renders kv_load_failure_policy: recompute "
+                      "on decode), or drop autoscaling from the prefill role")
+
+
+@rule("PD062", E, "SGLang decode refuses what prefill refuses",
+      "smg sends a request to prefill and decode at once and answers with decode's response "
+      "(lightseekorg/smg@v1.9.0:model_gateway/src/routers/http/pd_router.rs "
+      "execute_dual_dispatch_internal; sgl-project/sglang#9726): a prompt longer than "
+      "prefill's context length is refused by prefill, while a decode with a longer one "
+      "pre-allocates and waits for KV until SGLANG_DISAGGREGATION_WAITING_TIMEOUT "
+      "(SemiAnalysisAI/InferenceX PR#2293)",
+      engines=("sglang",))
+def _sglang_len(ctx: Context):
+    for _, p, j, d in pd_pairs(ctx):
+        lp = p.serving.maxModelLen or p.arch.max_position_embeddings
+        ld = d.serving.maxModelLen or d.arch.max_position_embeddings
+        if ld > lp:
+            yield Hit(serving_path(ctx, j, "maxModelLen"),
+                      f"decode role {d.name!r} accepts {ld} tokens but prefill role {p.name!r} "
+                      f"only {lp}: a longer prompt is refused by prefill and hangs on decode "
+                      f"until its KV wait times out ({ctx.durations.kv_wait_s} s)",
+                      f"give both maxModelLen {lp}")

@@ -17,7 +17,9 @@ from .registry import Context, E, Hit, W, rule
 
 
 @rule("POD001", E, "the pod memory limit holds /dev/shm",
-      "Kubernetes charges memory-backed emptyDir to the container limit; production-stack#276")
+      "Kubernetes charges memory-backed emptyDir to the container limit "
+      "(https://kubernetes.io/docs/concepts/storage/volumes/#emptydir); "
+      "vllm-project/production-stack#276")
 def _shm_limit(ctx: Context):
     for i, role in enumerate(ctx.spec.spec.roles):
         pod = effective_pod(ctx.spec.spec, role)
@@ -51,9 +53,9 @@ def _image_tag(image: str) -> str:
 
 
 @rule("ENG002", E, "the image is a release of the engine the flags are rendered for",
-      "vllm-ascend#9144 (flags rendered for one release, image of another; "
-      "docs/field-failures.md #23): releases add, rename and remove flags, so another release "
-      "refuses the command or reads it differently")
+      "vllm-project/vllm-ascend#9144 (flags rendered for one release, image of another): "
+      "releases add, rename and remove flags, so another release refuses the command or reads it "
+      "differently (every release's parser: generator/engines/data/engine-options.json)")
 def _image_version(ctx: Context):
     eng = ctx.spec.spec.engine
     repo = eng.image.rsplit(":", 1)[0].lower() if ":" in eng.image.rsplit("/", 1)[-1] else eng.image.lower()
@@ -73,8 +75,9 @@ def _image_version(ctx: Context):
 
 
 @rule("ENG003", W, "the image tag is pinned to a release",
-      "docs/field-failures.md #23: a moving tag (latest, nightly) becomes another release on "
-      "the next pull, with flags the rendered command does not match")
+      "a moving tag (latest, nightly) names another image on the next pull "
+      "(https://kubernetes.io/docs/concepts/containers/images/#image-pull-policy), so another "
+      "release with flags the rendered command does not match (docs/design.md §2)")
 def _image_pinned(ctx: Context):
     eng = ctx.spec.spec.engine
     tag = _image_tag(eng.image)
@@ -148,8 +151,10 @@ def _cpu_floor(ctx: Context):
 
 
 @rule("POD006", E, "container limits are not below the requests",
-      "Kubernetes validation (pkg/apis/core/validation/validation.go ValidateResourceRequirements: "
-      "\"must be less than or equal to <resource> limit\"): the API server refuses the pod")
+      "Kubernetes validation "
+      "(kubernetes/kubernetes@v1.32.0:pkg/apis/core/validation/validation.go "
+      "ValidateResourceRequirements: \"must be less than or equal to <resource> limit\"): the API "
+      "server refuses the pod")
 def _limits_above_requests(ctx: Context):
     for i, role in enumerate(ctx.spec.spec.roles):
         plan = ctx.host[i] if i < len(ctx.host) else None
@@ -180,7 +185,8 @@ _OWN_VOLUMES = ("dshm", "model", "compile-cache")
 
 @rule("POD005", E, "extra volumes and mounts do not collide with moegen's",
       "Kubernetes core/v1 validation: volume names are unique in a pod, a volumeMount names a "
-      "volume of the pod, mount paths are unique in a container")
+      "volume of the pod, mount paths are unique in a container "
+      "(https://kubernetes.io/docs/reference/kubernetes-api/workload-resources/pod-v1/)")
 def _extra_volumes(ctx: Context):
     for i, role in enumerate(ctx.spec.spec.roles):
         pod = effective_pod(ctx.spec.spec, role)

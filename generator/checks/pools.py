@@ -35,8 +35,10 @@ def _pool_capacity(ctx: Context):
 
 
 @rule("POOL004", W, "node pools select distinct nodes",
-      "Kubernetes nodeSelector: pools with the same (or no) selector share nodes, so one pool's "
-      "pods can land on the other's GPU type")
+      "Kubernetes nodeSelector "
+      "(https://kubernetes.io/docs/concepts/scheduling-eviction/assign-pod-node/#nodeselector): "
+      "pools with the same (or no) selector share nodes, so one pool's pods can land on the "
+      "other's GPU type")
 def _pool_overlap(ctx: Context):
     pools = ctx.spec.spec.nodePools
     if len(pools) < 2:
@@ -57,8 +59,9 @@ def _pool_overlap(ctx: Context):
 
 
 @rule("POOL003", E, "tolerations are valid Kubernetes tolerations",
-      "Kubernetes core/v1 validation: value must be empty when operator is Exists; "
-      "tolerationSeconds only with effect NoExecute")
+      "Kubernetes core/v1 Toleration: value must be empty when operator is Exists; "
+      "tolerationSeconds only with effect NoExecute "
+      "(https://kubernetes.io/docs/concepts/scheduling-eviction/taint-and-toleration/)")
 def _tolerations(ctx: Context):
     for name, pool in ctx.spec.spec.nodePools.items():
         for j, t in enumerate(pool.tolerations):
@@ -73,8 +76,10 @@ def _tolerations(ctx: Context):
 
 
 @rule("POOL005", W, "every pool a role uses selects its nodes",
-      "Kubernetes nodeSelector: without one, the scheduler may place the pods on any node with "
-      "free GPUs, of another type than the pool's GPU the sizing was computed for")
+      "Kubernetes nodeSelector "
+      "(https://kubernetes.io/docs/concepts/scheduling-eviction/assign-pod-node/#nodeselector): "
+      "without one, the scheduler may place the pods on any node with free GPUs, of another type "
+      "than the pool's GPU the sizing was computed for")
 def _pool_selector(ctx: Context):
     used = {r.nodePool for r in ctx.spec.spec.roles}
     for name, pool in ctx.spec.spec.nodePools.items():
@@ -120,8 +125,9 @@ def _kueue_queue(ctx: Context):
 
 @rule("SCHD002", E, "Kueue topology-aware scheduling and LWS exclusive topology are not combined",
       "https://kueue.sigs.k8s.io/docs/concepts/topology_aware_scheduling/ (Limitations: pod "
-      "affinity is ignored when placing; kueue#15057): two groups placed in one domain leave the second Pending "
-      "against the exclusive anti-affinity while its quota stays reserved")
+      "affinity is ignored when placing; kubernetes-sigs/kueue#15057): two groups placed in one "
+      "domain leave the second Pending against the exclusive anti-affinity while its quota stays "
+      "reserved")
 def _kueue_exclusive(ctx: Context):
     platform = ctx.spec.spec.platform
     if platform is None or platform.scheduler is None or platform.scheduler.kind != "kueue" \
@@ -137,8 +143,8 @@ def _kueue_exclusive(ctx: Context):
 
 @rule("SCHD003", E, "Volcano gang scheduling runs the pods on the volcano scheduler",
       "https://github.com/kubernetes-sigs/lws/tree/main/docs/examples/sample/gang-scheduling "
-      "(and pkg/schedulerprovider/volcano_provider.go): the LWS controller makes a PodGroup per "
-      "group for pods with schedulerName volcano")
+      "(and kubernetes-sigs/lws@v0.10.0:pkg/schedulerprovider/volcano_provider.go): the LWS "
+      "controller makes a PodGroup per group for pods with schedulerName volcano")
 def _volcano_scheduler(ctx: Context):
     platform = ctx.spec.spec.platform
     if platform is None or platform.scheduler is None or platform.scheduler.kind != "volcano":

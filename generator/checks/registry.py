@@ -111,6 +111,23 @@ def serving_path(ctx: Context, i: int, name: str) -> tuple:
     return role_path(i, "serving", name) if role_sets(ctx, i, name) else ("spec", "serving", name)
 
 
+def role_env(ctx: Context, i: int, key: str) -> tuple[tuple, int] | None:
+    """The integer value of variable ``key`` that role ``i``'s engines get from the user
+    (``roles[].env`` over ``spec.network.env``) and where it is set, or None (unset, or not an
+    integer: the engines parse these with int())."""
+    role = ctx.spec.spec.roles[i]
+    if key in role.env:
+        path, text = role_path(i, "env", key), role.env[key]
+    elif key in ctx.spec.spec.network.env:
+        path, text = ("spec", "network", "env", key), ctx.spec.spec.network.env[key]
+    else:
+        return None
+    try:
+        return path, int(text.strip())
+    except ValueError:
+        return None
+
+
 def is_vllm(ctx: Context) -> bool:
     """The spec's engine is vLLM."""
     return ctx.engine == "vllm"

@@ -3,9 +3,12 @@
 
 from __future__ import annotations
 
-from ..engines.gateway import MAX_TARGET_PORTS, engine_api_ports, sidecar_connector
+from ..engines import router_releases as rr
+from ..engines.gateway import engine_api_ports, rank_blocker, release_for, sidecar_connector
 from ..engines.routers import DEFAULT_KIND, GATEWAY_KIND, KIND_ENGINES, router_kind
-from .registry import Context, E, Hit, role_path, rule, serving_path
+from ..layout import Spread
+from .pod import _image_tag, _release
+from .registry import Context, E, Hit, W, role_path, rule, serving_path
 
 #: Why a router kind cannot route an engine's prefill/decode pairs (engines/routers.py).
 _WHY_NOT = {
@@ -30,8 +33,9 @@ def _pool_roles(ctx: Context):
 
 
 @rule("RTR001", E, "kind inference-gateway names the Gateway that routes to it",
-      "docs/routing.md; Gateway API HTTPRoute spec.parentRefs (kubernetes-sigs/gateway-api "
-      "apis/v1/httproute_types.go): the route attaches to an existing Gateway")
+      "docs/routing.md; Gateway API HTTPRoute spec.parentRefs "
+      "(kubernetes-sigs/gateway-api@v1.6.1:apis/v1/httproute_types.go): the route attaches to an "
+      "existing Gateway")
 def _parent_ref(ctx: Context):
     r = ctx.spec.spec.router
     if _gateway(ctx) and (r.gateway is None or r.gateway.parentRef is None):
@@ -74,8 +78,8 @@ def _kind_engine(ctx: Context):
 
 
 @rule("RTR004", E, "inference-gateway has a decode sidecar protocol for the KV connector",
-      "llm-d/llm-d-inference-scheduler cmd/pd-sidecar/main.go (--connector: nixlv2, lmcache, "
-      "sglang); generator/engines/gateway.py")
+      "llm-d/llm-d-inference-scheduler@10df70b:cmd/pd-sidecar/main.go (--connector: nixlv2, "
+      "lmcache, sglang); generator/engines/gateway.py")
 def _sidecar_protocol(ctx: Context):
     if not _gateway(ctx):
         return
@@ -96,9 +100,9 @@ def _sidecar_protocol(ctx: Context):
 
 
 @rule("RTR005", E, "the InferencePool's pods serve the API on one port",
-      "InferencePool spec.targetPorts apply to every selected pod (kubernetes-sigs/"
-      "gateway-api-inference-extension api/v1/inferencepool_types.go: each port is an endpoint "
-      "podIP:port)")
+      "InferencePool spec.targetPorts apply to every selected pod "
+      "(kubernetes-sigs/gateway-api-inference-extension@v1.6.0:api/v1/inferencepool_types.go: "
+      "each port is an endpoint podIP:port)")
 def _one_port(ctx: Context):
     first: tuple[int, str] | None = None
     for i, r in _pool_roles(ctx):
@@ -112,15 +116,128 @@ def _one_port(ctx: Context):
 
 
 @rule("RTR006", E, "the InferencePool's target ports fit its CRD",
-      "kubernetes-sigs/gateway-api-inference-extension config/crd/bases/"
-      "inference.networking.k8s.io_inferencepools.yaml (targetPorts maxItems 8; one port per "
-      "local DP rank: gateway-api-inference-extension#1336)")
+      "kubernetes-sigs/gateway-api-inference-extension@v1.6.0:config/crd/bases/"
+      "inference.networking.k8s.io_inferencepools.yaml:190 (targetPorts maxItems 8, read per "
+      "release into generator/engines/data/router-releases.json; one port per local DP rank: "
+      "kubernetes-sigs/gateway-api-inference-extension#1336)")
 def _port_count(ctx: Context):
+    if not _gateway(ctx) or not _known_release(ctx):
+        return
+    bound = release_for(ctx.spec.spec).pool_ports["maxItems"]
     for i, r in _pool_roles(ctx):
         ports = engine_api_ports(r)
-        if len(ports) > MAX_TARGET_PORTS:
+        if len(ports) > bound:
             yield Hit(role_path(i, "parallel"),
                       f"role {r.name!r} serves {len(ports)} HTTP ports per pod (one per local "
-                      f"DP rank); an InferencePool targets at most {MAX_TARGET_PORTS}",
-                      f"place at most {MAX_TARGET_PORTS} DP ranks per pod (workload "
-                      "pod-per-rank), or use router kind vllm-router/smg")
+                      f"DP rank); an InferencePool targets at most {bound}",
+                      f"place at most {bound} DP ranks per pod (workload pod-per-rank), or "
+                      "set router.gateway.rankEndpoints: false")
+
+
+def _known_release(ctx: Context) -> bool:
+    r = ctx.spec.spec.router
+    kind = router_kind(ctx.engine, r.kind)
+    return r.version is None or rr.normalise(r.version) in rr.known(rr.COMPONENT[kind])
+
+
+@rule("RTR010", E, "router.version is a release moegen has read",
+      "generator/engines/data/router-releases.json (tools/extract_routers.py reads each "
+      "release's tagged source: llm-d-router, vllm-router, smg); docs/routing.md")
+def _router_version(ctx: Context):
+    r = ctx.spec.spec.router
+    if r.version is None or (r.enabled is False) or ctx.engine not in DEFAULT_KIND:
+        return
+    kind = router_kind(ctx.engine, r.kind)
+    if kind not in KIND_ENGINES or ctx.engine not in KIND_ENGINES[kind]:
+        return   # RTR003
+    if _known_release(ctx):
+        return
+    component = rr.COMPONENT[kind]
+    known = rr.known(component)
+    yield Hit(("spec", "router", "version"),
+              f"router kind {kind} renders {component}, whose releases moegen has read are "
+              f"{', '.join(known)}; {r.version} is not one of them (its plugins, flags and "
+              "configuration schema are unknown)",
+              f"set router.version to one of {', '.join(known)}, or leave it out for the "
+              f"newest ({known[-1]})")
+
+
+def _pool_layouts(ctx: Context):
+    roles = [r for _, r in _pool_roles(ctx)]
+    if not roles or any(r is None or r.layout.problem for r in ctx.roles):
+        return None
+    return [r.layout for r in roles]
+
+
+@rule("RTR011", E, "rankEndpoints: true can serve one endpoint per DP rank",
+      "vllm-project/vllm@v0.33.0:vllm/entrypoints/launchers/dp_supervisor.py (0.22.0+: "
+      "--data-parallel-multi-port-external-lb, --data-parallel-size-local >= 2); InferencePool "
+      "targetPorts apply to every selected pod (kubernetes-sigs/gateway-api-inference-extension"
+      "@v1.5.0:api/v1/inferencepool_types.go); "
+      "generator/engines/gateway.py rank_ports", engines=("vllm", "sglang"))
+def _rank_endpoints(ctx: Context):
+    gw = ctx.spec.spec.router.gateway
+    if not _gateway(ctx) or gw is None or gw.rankEndpoints is not True or ctx.dialect is None:
+        return
+    layouts = _pool_layouts(ctx)
+    if layouts is None:
+        return
+    why = rank_blocker(ctx.spec.spec, ctx.dialect.has, layouts)
+    if why is not None:
+        yield Hit(("spec", "router", "gateway", "rankEndpoints"),
+                  f"one pool endpoint per DP rank is not possible: {why}",
+                  "give every role the same 2-8 DP ranks per pod on vLLM >= 0.22.0, or drop "
+                  "rankEndpoints")
+
+
+@rule("RTR012", W, "the endpoint picker sees every vLLM engine it routes to",
+      "kubernetes-sigs/gateway-api-inference-extension#2950; getLatestMetric keeps one series per "
+      "family (llm-d/llm-d-router@v0.10.0:pkg/epp/framework/plugins/datalayer/extractor/metrics/"
+      "spec.go:103); vLLM labels its series per engine "
+      "(vllm-project/vllm@v0.33.0:vllm/v1/metrics/loggers.py)",
+      engines=("vllm",))
+def _one_engine_scored(ctx: Context):
+    if not _gateway(ctx) or ctx.engine != "vllm" or not _known_release(ctx):
+        return
+    release = release_for(ctx.spec.spec)
+    selection = release.metrics_selection
+    if not selection or selection["selection"] != "latest-timestamp":
+        return
+    for i, r in _pool_roles(ctx):
+        if r is None or r.rank_ports > 1 or r.layout.spread is Spread.PER_RANK:
+            continue
+        if r.layout.data > 1:
+            yield Hit(role_path(i, "parallel", "data"),
+                      f"role {r.name!r} puts {r.layout.data} DP engines behind one API server "
+                      "per instance; the endpoint picker keeps one series per metric and "
+                      f"endpoint (the latest timestamp: llm-d-router {release.tag} "
+                      f"{selection['source']}), so its queue "
+                      "and KV-cache scorers see engine 0 only and keep sending traffic to a "
+                      "busy instance",
+                      "give every role of the pool the same 2-8 DP ranks per pod (one endpoint "
+                      "per rank, vLLM >= 0.22.0: router.gateway.rankEndpoints), or workload "
+                      "pod-per-rank")
+
+
+@rule("RTR013", E, "router.image is the release router.version renders for",
+      "opendatahub-io/kserve#1445 (the routing sidecar's --connector -> --kv-connector rename "
+      "had to follow the image tag); generator/engines/data/router-releases.json: flags, "
+      "plugin types and the config group change between releases")
+def _router_image_release(ctx: Context):
+    r = ctx.spec.spec.router
+    if not r.enabled or r.image is None or ctx.engine not in DEFAULT_KIND:
+        return
+    kind = router_kind(ctx.engine, r.kind)
+    if kind not in rr.COMPONENT or not _known_release(ctx):
+        return
+    tag = _release(_image_tag(r.image))
+    selected = rr.resolve(kind, r.version)
+    if tag and tag != selected:
+        what = "the endpoint picker's" if kind == GATEWAY_KIND else f"{kind}'s"
+        yield Hit(("spec", "router", "image"),
+                  f"router.image tag {_image_tag(r.image)!r} is {rr.COMPONENT[kind]} {tag}, but "
+                  f"{what} arguments{' and configuration' if kind == GATEWAY_KIND else ''} are "
+                  f"rendered for {selected}"
+                  + ("" if r.version else " (the newest known: router.version is unset)"),
+                  f"set router.version: \"{tag}\" (releases: {', '.join(rr.known(rr.COMPONENT[kind]))}), "
+                  f"or use the {selected} image")

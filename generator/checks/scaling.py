@@ -60,16 +60,17 @@ def _bounds(ctx: Context):
 
 @rule("AUT002", E, "autoscaling scales a LeaderWorkerSet",
       "KEDA ScaledObject scaleTargetRef needs a /scale subresource counting instances: "
-      "LeaderWorkerSet has one (kubernetes-sigs/lws "
-      "api/leaderworkerset/v1/leaderworkerset_types.go, +kubebuilder:subresource:scale); "
-      "workload statefulset renders "
-      "one StatefulSet per instance")
+      "LeaderWorkerSet has one "
+      "(kubernetes-sigs/lws@v0.10.0:api/leaderworkerset/v1/leaderworkerset_types.go:418, "
+      "+kubebuilder:subresource:scale); moegen's ScaledObjects (generator/manifests/scaling.py) "
+      "count LeaderWorkerSet groups and select their leaders (hpaPodSelector); a StatefulSet "
+      "role is not rendered with one")
 def _scalable(ctx: Context):
     for i, role in enumerate(ctx.spec.spec.roles):
         if role.autoscaling is not None and role.workload == "statefulset":
             yield Hit(role_path(i, "workload"),
-                      f"role {role.name!r}: workload statefulset is one StatefulSet per "
-                      "instance, which no autoscaler can add", "workload: lws (or pod-per-rank)")
+                      f"role {role.name!r}: moegen renders autoscaling for LeaderWorkerSet roles "
+                      "only", "workload: lws (or pod-per-rank)")
 
 
 @rule("AUT003", E, "autoscaling has the Prometheus it queries",
@@ -91,8 +92,8 @@ def _prometheus(ctx: Context):
 
 
 @rule("AUT004", E, "the router routes to instances the autoscaler adds",
-      "generator/engines/routers.py discovery_supported (vllm-router with Mooncake reads a "
-      "static list at start: src/routers/vllm_pd_router.rs, 0.1.17)")
+      "generator/engines/routers.py discovery_supported (vllm-router 0.1.17 with Mooncake reads "
+      "a static list at start: vllm-project/router src/routers/vllm_pd_router.rs (0.1.17))")
 def _router_finds_them(ctx: Context):
     spec = ctx.spec.spec
     if rendered_router(spec) != "deployment":
@@ -110,7 +111,7 @@ def _router_finds_them(ctx: Context):
 
 
 @rule("AUT005", E, "autoscaling targets a LeaderWorkerSet moegen renders itself",
-      "kubernetes-sigs/lws api/disaggregatedset/v1/disaggregatedset_types.go: the "
+      "kubernetes-sigs/lws@v0.10.0:api/disaggregatedset/v1/disaggregatedset_types.go: the "
       "DisaggregatedSet controller owns its roles' LeaderWorkerSets and their replicas")
 def _not_disaggregated(ctx: Context):
     platform = ctx.spec.spec.platform

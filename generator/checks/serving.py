@@ -1,17 +1,19 @@
-"""Rules about serving limits: batch tokens, admitted sequences, engine-specific settings."""
+"""Rules about serving limits: batch tokens, admitted sequences, engine-specific settings, and
+the engine timeouts paired with another component (generator/durations.py)."""
 
 from __future__ import annotations
 
 import re
 
+from ..durations import KEEPALIVE_ENV, front_idle_s, keepalive_s
 from ..engines.vllm import max_num_seqs as vllm_max_num_seqs
 from ..sizing import RoleSizing
-from .registry import Context, E, Hit, W, is_vllm, role_path, rule, serving_path
+from .registry import Context, E, Hit, W, is_vllm, role_env, role_path, rule, serving_path
 
 
 @rule("SRV001", E, "maxNumBatchedTokens is at least maxNumSeqs",
-      "vLLM vllm/config/scheduler.py SchedulerConfig.verify_max_model_len: max_num_batched_tokens "
-      "must be >= max_num_seqs", engines=("vllm",))
+      "vLLM 0.33.0 vllm/config/scheduler.py SchedulerConfig.verify_max_model_len: "
+      "max_num_batched_tokens must be >= max_num_seqs", engines=("vllm",))
 def _batched_vs_seqs(ctx: Context):
     for i, r in ctx.role_items():
         # What moegen renders: the spec's maxNumSeqs or the one it derives from sizing.
@@ -28,8 +30,8 @@ def _batched_vs_seqs(ctx: Context):
 
 
 @rule("SRV002", E, "memFractionStatic is an SGLang setting",
-      "SGLang --mem-fraction-static (python/sglang/srt/server_args.py); vLLM sizes with "
-      "--gpu-memory-utilization (vllm/config/cache.py)", engines=("vllm",))
+      "SGLang --mem-fraction-static (SGLang 0.5.23 python/sglang/srt/server_args.py); vLLM sizes "
+      "with --gpu-memory-utilization (vLLM 0.33.0 vllm/config/cache.py)", engines=("vllm",))
 def _mfs_engine(ctx: Context):
     for i, r in ctx.role_items():
         if r.serving.memFractionStatic is not None:
@@ -38,8 +40,8 @@ def _mfs_engine(ctx: Context):
 
 
 @rule("SRV003", E, "maxNumSeqs admits the sequences the role must hold",
-      "vLLM --max-num-seqs is per engine (DP rank), vllm/config/scheduler.py; SGLang "
-      "--max-running-requests per instance, python/sglang/srt/server_args.py")
+      "vLLM --max-num-seqs is per engine (DP rank), vLLM 0.33.0 vllm/config/scheduler.py; SGLang "
+      "--max-running-requests per instance, SGLang 0.5.23 python/sglang/srt/server_args.py")
 def _admission(ctx: Context):
     for i, r in ctx.role_items():
         cap = r.serving.maxNumSeqs
@@ -56,8 +58,9 @@ def _admission(ctx: Context):
 
 @rule("SRV004", E, "SGLang decode roles set sizing.concurrency",
       "generator/engines/sglang.py: SGLang admits --max-running-requests (divided among "
-      "attention-DP ranks, mem_cache/kv_cache_configurator.py) and moegen sizes the decode CUDA "
-      "graphs and DeepEP dispatch buffers from it; unset, the role would admit one sequence",
+      "attention-DP ranks, SGLang 0.5.23 python/sglang/srt/mem_cache/kv_cache_configurator.py) "
+      "and moegen sizes the decode CUDA graphs and DeepEP dispatch buffers from it; unset, the "
+      "role would admit one sequence",
       engines=("sglang",))
 def _sglang_concurrency(ctx: Context):
     for i, r in ctx.role_items():
@@ -70,8 +73,9 @@ def _sglang_concurrency(ctx: Context):
 
 
 @rule("SRV005", E, "spec.traffic's requests fit every role's maxModelLen",
-      "the engines refuse longer requests (vLLM vllm/config/model.py max_model_len; SGLang "
-      "--context-length, python/sglang/srt/configs/model_config.py); docs/spec.md §4 (traffic)")
+      "the engines refuse longer requests (vLLM 0.33.0 vllm/config/model.py max_model_len; "
+      "SGLang --context-length, SGLang 0.5.23 python/sglang/srt/configs/model_config.py); "
+      "docs/spec.md §4 (traffic)")
 def _traffic_fits(ctx: Context):
     traffic = ctx.spec.spec.traffic
     if traffic is None:
@@ -105,8 +109,8 @@ def _monitoring_enabled(ctx: Context):
 
 
 @rule("SRV008", W, "vLLM's maxNumSeqs is per data-parallel rank",
-      "vLLM vllm/config/scheduler.py SchedulerConfig.max_num_seqs (per engine); each DP rank runs "
-      "its own engine core and scheduler (vllm/v1/engine/core.py DPEngineCoreProc)",
+      "vLLM 0.33.0 vllm/config/scheduler.py SchedulerConfig.max_num_seqs (per engine); each DP "
+      "rank runs its own engine core and scheduler (vllm/v1/engine/core.py DPEngineCoreProc)",
       engines=("vllm",))
 def _seqs_per_rank(ctx: Context):
     for i, r in ctx.role_items():
@@ -144,3 +148,48 @@ def _interval(ctx: Context):
                   f"{f'below {low} s' if seconds < low else f'above {high} s'}: the 5-minute "
                   "rate windows of the alerts and dashboard need two samples",
                   f"e.g. interval: 15s ({low}s to {high}s)")
+
+
+@rule("SRV060", E, "VLLM_ENGINE_READY_TIMEOUT_S covers the role's cold start",
+      "vllm-project/vllm@v0.33.0:vllm/v1/engine/core_client.py: the API servers wait "
+      "VLLM_ENGINE_READY_TIMEOUT_S (vllm-project/vllm@v0.33.0:vllm/envs.py:26, default 600) for "
+      "the engine cores' READY, then exit (vllm-project/vllm PR#27444, vllm-project/vllm#32116, "
+      "vllm-project/vllm PR#35616); the startup budget: generator/sizing/host.py",
+      engines=("vllm",))
+def _ready_timeout(ctx: Context):
+    for i, r in ctx.role_items():
+        h = ctx.host[i] if i < len(ctx.host) else None
+        found = role_env(ctx, i, "VLLM_ENGINE_READY_TIMEOUT_S")
+        if h is None or found is None or found[1] >= h.startup_s:
+            continue
+        path, value = found
+        yield Hit(path,
+                  f"role {r.name!r}: VLLM_ENGINE_READY_TIMEOUT_S={value} is shorter than the "
+                  f"role's predicted cold start of {h.startup_s} s (its checkpoint share "
+                  f"{max(p.checkpoint_gib for p in h.pods):.0f} GiB at {h.load_gbps:g} GB/s = "
+                  f"{h.load_s} s, JIT warm-up and rendezvous): the API server gives up while the "
+                  "engine still loads, and the pod restarts into the same load",
+                  f"drop the variable (moegen sets it to the startup budget, {h.startup_s} s) "
+                  "or raise it; a faster volume lowers the budget (model.loadGBps)")
+
+
+@rule("SRV061", E, "the engines keep idle connections longer than the proxy in front pools them",
+      "uvicorn closes idle keep-alive connections after VLLM_HTTP_TIMEOUT_KEEP_ALIVE "
+      "(vllm-project/vllm@v0.33.0:vllm/envs.py:110) / SGLANG_TIMEOUT_KEEP_ALIVE "
+      "(sgl-project/sglang@v0.5.23:python/sglang/srt/environ.py:337), 5 s; a pooled client that "
+      "reuses a connection the engine closed resets the request (llm-d/llm-d PR#1564, "
+      "smg-project/smg PR#2162); the pools: generator/engines/routers.py, "
+      "generator/engines/gateway.py")
+def _keepalive(ctx: Context):
+    name = KEEPALIVE_ENV[ctx.engine]
+    for i, r in ctx.role_items():
+        idle = front_idle_s(ctx.spec, r.mode)
+        found = role_env(ctx, i, name)
+        if idle is None or found is None or found[1] > idle:
+            continue
+        path, value = found
+        yield Hit(path,
+                  f"role {r.name!r}: {name}={value} s, but the proxy in front of it keeps idle "
+                  f"connections pooled for {idle} s: it sends requests on connections the "
+                  "engine has closed, which fail with a reset",
+                  f"drop the variable (moegen sets {keepalive_s(idle)}) or set it above {idle}")

@@ -78,8 +78,9 @@ def _freers(r: RoleInput, z: RoleSizing) -> list[str]:
 
 
 @rule("SIZ001", E, "weights and fixed overheads fit in the engine's memory budget",
-      "vLLM vllm/v1/worker/gpu_worker.py determine_available_memory (KV = budget - non-KV); "
-      "SGLang model_executor/model_runner_kv_cache_mixin.py (pool = mfs x memory - weights)",
+      "vLLM 0.33.0 vllm/v1/worker/gpu_worker.py:641 determine_available_memory (KV = budget - "
+      "non-KV); SGLang 0.5.23 python/sglang/srt/mem_cache/kv_cache_configurator.py (pool = mfs x "
+      "memory - weights: rest_memory)",
       phase=SIZING)
 def _siz_fit(ctx: Context):
     for i, r, z in ctx.sized():
@@ -109,8 +110,8 @@ def _siz_fit(ctx: Context):
 
 
 @rule("SIZ002", E, "one maxModelLen request fits in the KV cache",
-      "vLLM vllm/v1/core/kv_cache_utils.py check_enough_kv_cache_memory (refuses to start); "
-      "vllm#44376, recipes#381", phase=SIZING)
+      "vLLM 0.33.0 vllm/v1/core/kv_cache_planning.py check_enough_kv_cache_memory (refuses to "
+      "start); vllm-project/vllm#44376, vllm-project/recipes#381", phase=SIZING)
 def _siz_one(ctx: Context):
     for i, r, z in ctx.sized():
         if z.kv_cache > 0 and z.kv_tokens_per_rank < z.max_model_len:
@@ -123,8 +124,8 @@ def _siz_one(ctx: Context):
 
 
 @rule("SIZ003", E, "sizing.concurrency sequences of maxModelLen fit (ceil per DP rank)",
-      "docs/spec.md §2 (sizing.concurrency); vLLM prints \"Maximum concurrency for N tokens "
-      "per request\" (vllm/v1/core/kv_cache_utils.py)", phase=SIZING)
+      "docs/spec.md §2 (sizing.concurrency); vLLM prints \"Maximum concurrency for N tokens per "
+      "request\" (vLLM 0.33.0 vllm/v1/core/kv_cache_utils.py:1149)", phase=SIZING)
 def _siz_conc(ctx: Context):
     for i, r, z in ctx.sized():
         if z.kv_cache <= 0 or z.kv_tokens_per_rank < z.max_model_len:
@@ -144,8 +145,8 @@ def _siz_conc(ctx: Context):
 
 
 @rule("SIZ006", E, "SGLang leaves room outside mem_fraction_static for graphs and buffers",
-      "sglang#5285, sglang#23769 (CUDA graph capture OOM); the engine's remedy: lower "
-      "--mem-fraction-static or --cuda-graph-max-bs", phase=SIZING, engines=("sglang",))
+      "sgl-project/sglang#5285, sgl-project/sglang#23769 (CUDA graph capture OOM); the engine's "
+      "remedy: lower --mem-fraction-static or --cuda-graph-max-bs", phase=SIZING, engines=("sglang",))
 def _siz_outside(ctx: Context):
     for i, r, z in ctx.sized():
         need = z.activation + z.overhead
@@ -170,7 +171,7 @@ def _siz_outside(ctx: Context):
 @rule("SIZ004", W, "the memory outside the budget holds what the engine does not count",
       "vLLM: CUDA context and pre-snapshot NCCL memory sit outside gpu_memory_utilization; "
       "releases < 0.20 capture CUDA graphs after KV sizing "
-      "(VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS, vllm/envs.py)", phase=SIZING, engines=("vllm",))
+      "(VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS, vLLM 0.33.0 vllm/envs.py)", phase=SIZING, engines=("vllm",))
 def _siz_headroom(ctx: Context):
     for i, r, z in ctx.sized():
         headroom = z.gpu_memory - z.budget

@@ -60,6 +60,9 @@ class EngineLaunch:
         ports: container ports of every pod.
         pod_ports: extra ports of pod ``i`` (index = pod index): the leader's rendezvous port,
             the NIXL side channel of each DP rank the pod hosts.
+        pod_env: environment that differs per pod (index = pod index; sorted name/value pairs),
+            exported by the launcher before the engine starts (e.g. vLLM's NIXL base port, so
+            every pod of a role binds the same side-channel ports). Empty: none.
         rendezvous_port: the port on the leader that the other pods of an instance dial at
             start (vLLM DP RPC or torch.distributed master, SGLang dist-init); workers wait,
             bounded, until it accepts connections. ``None`` for single-pod instances and for
@@ -67,6 +70,8 @@ class EngineLaunch:
         health_timeout_s: how long a ``/health`` request may take before a probe counts it as
             failed, s (vLLM's answers at once; SGLang's runs a one-token generation).
         notes: one-line explanations rendered as comments in the launcher.
+        probe_port: the container port name the probes' ``/health`` requests go to
+            (``http``; vLLM's DP supervisor answers for all its ranks on its own port).
     """
 
     program: tuple[str, ...]
@@ -77,9 +82,11 @@ class EngineLaunch:
     http_pods: tuple[bool, ...] = ()
     ports: tuple[Port, ...] = ()
     pod_ports: tuple[tuple[Port, ...], ...] = ()
+    pod_env: tuple[tuple[tuple[str, str], ...], ...] = ()
     rendezvous_port: int | None = None
     health_timeout_s: int = 5
     notes: tuple[str, ...] = ()
+    probe_port: str = "http"
 
     def binds_http(self, pod: int) -> bool:
         """Whether pod ``pod`` listens on the HTTP port (the API, or a health and metrics
@@ -137,10 +144,11 @@ class Dialect(Protocol):
         ...
 
     def launch(self, role: RoleInput, sizing: RoleSizing | None,
-               startup_s: int | None = None) -> EngineLaunch:
+               startup_s: int | None = None, drain_s: int = 60) -> EngineLaunch:
         """How to start one instance of ``role`` (``sizing``: the role's memory plan, whose
         numbers the command pins: vLLM's batched tokens, SGLang's mem_fraction_static;
-        ``startup_s``: the role's cold-start budget, for the engine's own readiness waits)."""
+        ``startup_s``: the role's cold-start budget, for the engine's own readiness waits;
+        ``drain_s``: its graceful drain on SIGTERM, generator/durations.py)."""
         ...
 
     def processes(self, role: RoleInput, api_servers: int | None) -> tuple[PodProcesses, ...]:

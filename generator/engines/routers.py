@@ -1,6 +1,11 @@
 """The prefill/decode routers in front of the engines: image, command and arguments.
 
-* vLLM: ``vllm-router`` (vllm-project/router, pinned 0.1.17). Flags from its RouterArgs
+Releases: ``router.version`` selects one of the releases in router-releases.json (vllm-router
+0.1.15-0.1.17, smg 1.9.0-1.13.0, extracted from each release's router_args.py by
+tools/extract_routers.py); unset, the newest. tests/test_gateway.py checks every option
+rendered here against each release's parser.
+
+* vLLM: ``vllm-router`` (vllm-project/router). Flags from its RouterArgs
   (py_src/vllm_router/router_args.py, 0.1.17): ``--vllm-pd-disaggregation``, ``--prefill URL
   [BOOTSTRAP_PORT]``, ``--decode URL``, ``--kv-connector {nixl,mooncake,moriio}``, ``--policy``,
   ``--host`` (default 127.0.0.1: must be 0.0.0.0 in a pod), ``--port``,
@@ -8,7 +13,9 @@
 * SGLang: ``smg`` (Shepherd Model Gateway, successor of sglang-router; smg 1.13.0
   py_src/smg/router_args.py), started as ``smg launch`` (its console script needs the
   subcommand, py_src/smg/cli.py): ``--pd-disaggregation``, ``--prefill URL BOOTSTRAP_PORT``,
-  ``--decode URL``, ``--worker-startup-timeout-secs`` (1800).
+  ``--decode URL``, ``--worker-startup-timeout-secs`` (1800), ``--health-check-timeout-secs``
+  (default 5, below SGLang's generating ``/health``: :data:`SMG_HEALTH_MARGIN_S`),
+  ``--shutdown-grace-period-secs`` (default 180; moegen renders the pod's drain).
 
 Both routers bind their port only once the workers answer their health checks: moegen passes
 the engines' startup budget as ``--worker-startup-timeout-secs``.
@@ -33,11 +40,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from . import sglang, vllm
+from .router_releases import COMPONENT, RouterRelease, resolve
 
-#: The vLLM PD router image, pinned.
-VLLM_ROUTER_IMAGE = "vllm/vllm-router:v0.1.17"
-#: SGLang's PD router image (smg), pinned.
-SGLANG_ROUTER_IMAGE = "lightseekorg/smg:v1.13.0"
+#: The routers' image repositories; the tag is the selected release's (``router.version``,
+#: default the newest in router-releases.json): vllm-project/router README "Container Images"
+#: (docker/Dockerfile.router, published as vllm/vllm-router); lightseekorg/smg
+#: .github/workflows/_build-engine-image.yml at v1.9.0 and Docker Hub lightseekorg/smg.
+ROUTER_IMAGE_REPOSITORY = {"vllm-router": "vllm/vllm-router", "smg": "lightseekorg/smg"}
 #: ``--prometheus-port``: both routers' default metrics port.
 ROUTER_METRICS_PORT = 29000
 #: The router kind each engine gets by default, and the engines each kind can route.
@@ -48,6 +57,13 @@ KIND_ENGINES = {"vllm-router": ("vllm",), "smg": ("sglang",),
 GATEWAY_KIND = "inference-gateway"
 #: kvTransfer.connector -> vllm-router ``--kv-connector`` (its choices: nixl, mooncake, moriio).
 VLLM_ROUTER_CONNECTORS = {"nixl": "nixl", "mooncake": "mooncake"}
+#: How long each router keeps an idle upstream connection pooled, s: vllm-router builds its
+#: reqwest client with ``pool_idle_timeout(50 s)``, fixed (vllm-project/router src/server.rs at
+#: e17f94e); smg 1.13.0 ``--upstream-pool-idle-timeout-secs`` defaults to 3, below the engines'
+#: 5 s keep-alive, since smg-project/smg PR#2162 found the same 50 s pool resetting requests
+#: (py_src/smg/router_args.py). An engine that closes idle connections first makes the router's
+#: next request on one fail.
+POOL_IDLE_S = {"vllm-router": 50, "smg": 3}
 
 
 #: Pod annotations the routers read a prefill pod's bootstrap port from when they discover
@@ -104,13 +120,40 @@ class RouterLaunch:
     command: tuple[str, ...]
     args: tuple[str, ...]
     metrics_port: int = ROUTER_METRICS_PORT
+    #: The release the arguments were written for (every option is one of its parser's).
+    release: RouterRelease | None = None
+
+
+#: smg's health check of a worker must outlast SGLang's ``/health``, which runs a one-token
+#: generation and may take up to SGLANG_HEALTH_CHECK_TIMEOUT (engines/sglang.py
+#: HEALTH_CHECK_TIMEOUT_S, 20 s) under load; smg's default 5 s (router_args.py
+#: ``--health-check-timeout-secs``) marks busy workers unhealthy and drops them.
+SMG_HEALTH_MARGIN_S = 5
+
+
+#: Router replicas when ``router.replicas`` is unset: the router is the deployment's single
+#: entry point, so two behind a PodDisruptionBudget (maxUnavailable 1) keep it serving through
+#: a node drain or a rollout (Kubernetes "Specifying a Disruption Budget").
+ROUTER_REPLICAS = 2
+def router_release(engine: str, kind: str | None, version: str | None) -> RouterRelease:
+    """The vllm-router or smg release a deployment renders (``router.version``; default the
+    newest known; RTR010 refuses unknown ones before rendering)."""
+    k = router_kind(engine, kind)
+    return RouterRelease(COMPONENT[k], resolve(k, version))
 
 
 def router_launch(engine: str, *, port: int, policy: str, connector: str,
                   prefill_urls: list[str], decode_urls: list[str], startup_s: int,
-                  image: str | None = None, discovery: Discovery | None = None) -> RouterLaunch:
+                  image: str | None = None, discovery: Discovery | None = None,
+                  version: str | None = None, drain_s: int | None = None,
+                  request_timeout_s: int = 1800) -> RouterLaunch:
     """The router of a PD deployment of ``engine`` (``connector``: the prefill roles'
-    kvTransfer.connector; ``startup_s``: how long the engines may take to become healthy).
+    kvTransfer.connector; ``startup_s``: how long the engines may take to become healthy;
+    ``version``: the router release, default the newest; ``drain_s``: how long the router
+    waits for in-flight requests on SIGTERM where it has the option, smg
+    ``--shutdown-grace-period-secs``; ``request_timeout_s``: how long one request may take,
+    ``--request-timeout-secs`` of both routers, default 1800; generator/durations.py derives
+    the drain from the mean request and the timeout from the longest).
 
     With ``discovery`` the router watches the pods of its namespace (``--service-discovery``,
     smg 1.13.0 / vllm-router 0.1.17: a pod joins when Ready and leaves when it is not) and the
@@ -119,7 +162,8 @@ def router_launch(engine: str, *, port: int, policy: str, connector: str,
     """
     common = ["--host", "0.0.0.0", "--port", str(port), "--policy", policy]
     metrics = ["--prometheus-host", "0.0.0.0", "--prometheus-port", str(ROUTER_METRICS_PORT)]
-    wait = ["--worker-startup-timeout-secs", str(startup_s)]
+    wait = ["--worker-startup-timeout-secs", str(startup_s),
+            "--request-timeout-secs", str(request_timeout_s)]
     found = []
     if discovery is not None:
         found = ["--service-discovery", "--service-discovery-namespace", f"$({NAMESPACE_ENV})",
@@ -127,13 +171,19 @@ def router_launch(engine: str, *, port: int, policy: str, connector: str,
                  "--prefill-selector", *_selector(discovery.prefill),
                  "--decode-selector", *_selector(discovery.decode)]
         prefill_urls = decode_urls = []
+    release = router_release(engine, None, version)
+    tag = f"{ROUTER_IMAGE_REPOSITORY[release.component]}:v{release.version}"
     if engine == "sglang":
-        args = ["--pd-disaggregation", *common, *wait, *found]
+        health = ["--health-check-timeout-secs",
+                  str(sglang.HEALTH_CHECK_TIMEOUT_S + SMG_HEALTH_MARGIN_S)]
+        drain = ["--shutdown-grace-period-secs", str(drain_s)] if drain_s else []
+        args = ["--pd-disaggregation", *common, *wait, *health, *drain, *found]
         for url in prefill_urls:
             args += ["--prefill", url, str(sglang.BOOTSTRAP_PORT)]
         for url in decode_urls:
             args += ["--decode", url]
-        return RouterLaunch(image or SGLANG_ROUTER_IMAGE, ("smg", "launch"), tuple(args + metrics))
+        return RouterLaunch(image or tag, ("smg", "launch"), tuple(args + metrics),
+                            release=release)
     args = ["--vllm-pd-disaggregation", *common, "--kv-connector",
             VLLM_ROUTER_CONNECTORS[connector], *wait, *found]
     for url in prefill_urls:
@@ -142,4 +192,4 @@ def router_launch(engine: str, *, port: int, policy: str, connector: str,
             args.append(str(vllm.MOONCAKE_BOOTSTRAP_PORT))
     for url in decode_urls:
         args += ["--decode", url]
-    return RouterLaunch(image or VLLM_ROUTER_IMAGE, ("vllm-router",), tuple(args + metrics))
+    return RouterLaunch(image or tag, ("vllm-router",), tuple(args + metrics), release=release)

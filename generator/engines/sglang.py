@@ -106,6 +106,15 @@ TRANSFER = {"nixl": "nixl", "mooncake": "mooncake"}
 KV_DTYPE = {"auto": "auto", "fp8": "fp8_e4m3"}
 
 
+#: Options that change what a request may contain or which tokens its prompt becomes (rule
+#: PD090): sglang@v0.5.23 python/sglang/srt/entrypoints/openai/serving_chat.py renders tools into
+#: the prompt by --tool-call-parser and applies the --chat-template; both legs of a PD pair
+#: tokenize the request themselves (the router sends it to both), and the bootstrap pairs their
+#: KV by position.
+REQUEST_SHAPING = ("--tool-call-parser", "--chat-template", "--tokenizer-path", "--tokenizer-mode",
+                   "--trust-remote-code", "--skip-tokenizer-init")
+
+
 @cache
 def _data() -> dict:
     text = package_text("engines", "data", "sglang-releases.json")
@@ -231,9 +240,11 @@ class SglangDialect:
         return tuple(out)
 
     def launch(self, role: RoleInput, sizing: RoleSizing | None,
-               startup_s: int | None = None) -> EngineLaunch:
+               startup_s: int | None = None, drain_s: int | None = None) -> EngineLaunch:
         """Build the launch of one instance of ``role`` (the role must have passed the rules);
-        ``sizing`` is the role's memory plan, whose ``--mem-fraction-static`` is rendered."""
+        ``sizing`` is the role's memory plan, whose ``--mem-fraction-static`` is rendered.
+        ``drain_s`` is unused: SGLang drains until its requests finish, within the pod's grace
+        period (tokenizer_manager.py ``sigterm_watchdog``)."""
         mem_fraction_static = sizing.utilization
         lay = role.layout
         s = role.serving

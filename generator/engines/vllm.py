@@ -19,6 +19,9 @@ NIXL side-channel port     0.11.0       base 5557 + DP rank x TP (vllm/envs.py, 
                            >= 0.11.1    base 5600 + DP rank
 MooncakeConnector          >= 0.13.0    ``VLLM_MOONCAKE_BOOTSTRAP_PORT`` (8998)
 engine ready timeout       >= 0.14.0    ``VLLM_ENGINE_READY_TIMEOUT_S`` (default 600 s)
+KV load failure policy     >= 0.13.0    ``kv_load_failure_policy`` in --kv-transfer-config
+                                        (vllm/config/kv_transfer.py; default recompute,
+                                        ``fail`` from 0.17.0): decode renders ``recompute``
 NIXL compatibility hash    >= 0.13.0    ``compute_nixl_compatibility_hash``: model, dtype,
                                         KV dtype, attention backend, vLLM version, HMA
                                         (vllm/distributed/kv_transfer/kv_connector/v1/
@@ -83,6 +86,9 @@ SUPPORTED = [SupportedRange((0, 11, 0), (0, 34, 0))]
 DP_RPC_PORT = 29550
 #: ``--master-port`` for multi-node TP/PP: vLLM's default 29501 (vllm/config/parallel.py).
 MASTER_PORT = 29501
+#: ``--data-parallel-supervisor-port``: vLLM's default (0.22.0+, the DP supervisor's aggregated
+#: ``/health``: vllm/entrypoints/launchers/dp_supervisor.py), rendered explicitly.
+DP_SUPERVISOR_PORT = 9256
 #: ``VLLM_NIXL_SIDE_CHANNEL_PORT``: the >= 0.11.1 default, pinned so the 0.11.0 default (5557)
 #: and docs that still say 5557 never disagree with what the pods open (vllm/envs.py).
 NIXL_SIDE_CHANNEL_PORT = 5600
@@ -91,7 +97,7 @@ MOONCAKE_BOOTSTRAP_PORT = 8998
 #: ``VLLM_ENGINE_READY_TIMEOUT_S``: how long the API servers wait for the engine cores' READY,
 #: which with several API servers covers weight load, compile and graph capture
 #: (vllm/v1/engine/core_client.py; docs/platform-facts.md §4). The default 600 s is shorter than a
-#: DeepSeek-V3 load over DP16 across nodes (7-10 min seen, docs/anchors-k8s.md §7.7): moegen sets
+#: DeepSeek load over DP16 across nodes (7-10 min in llm-d's wide-EP guide, docs/design.md §4): moegen sets
 #: the role's startup budget (sizing/host.py); 1800 s when there is none.
 ENGINE_READY_TIMEOUT_S = 1800
 
@@ -99,14 +105,38 @@ ENGINE_READY_TIMEOUT_S = 1800
 #: vllm/distributed/kv_transfer/kv_connector/factory.py).
 CONNECTORS = {"nixl": "NixlConnector", "mooncake": "MooncakeConnector",
               "lmcache": "LMCacheConnectorV1"}
-#: Role mode -> kv_role. Producer/consumer, not kv_both: docs/field-failures.md #24.
+#: Role mode -> kv_role. Producer/consumer, not kv_both: docs/design.md §3.
 KV_ROLES = {"prefill": "kv_producer", "decode": "kv_consumer", "unified": "kv_both"}
+#: What a decode engine does when the KV of a request cannot be loaded from its prefill (the
+#: prefill instance went away: scale-down, rollout, group re-creation, node failure; its NIXL
+#: handshake failed, e.g. a prefill of another vLLM version mid-upgrade; its blocks expired):
+#: ``recompute`` the missing blocks locally (vllm/v1/core/sched/scheduler.py
+#: ``recompute_kv_load_failures``) instead of failing the request, the default from 0.17.0
+#: (vllm PR#34896). Rendered on decode roles of the releases that have the key (>= 0.13.0,
+#: vllm PR#26813). generator/lifecycle.py lists the paths it covers.
+KV_LOAD_FAILURE_POLICY = "recompute"
 #: First release whose NIXL compatibility hash covers the speculative (EAGLE/MTP) config, so a
 #: prefill without the decode's MTP refuses the handshake. Read from every release's sdist:
 #: ``NIXL_CONNECTOR_VERSION`` 5 in 0.27.1, 7 in 0.28.0 (version 6 = "Validate EAGLE/MTP
 #: speculative configuration compatibility"), vllm/distributed/kv_transfer/kv_connector/v1/
 #: nixl/metadata.py.
 NIXL_HASHES_SPECULATIVE = (0, 28, 0)
+
+
+#: Options that change what a request may contain or which tokens its prompt becomes: in
+#: prefill/decode disaggregation each leg renders and validates the request itself, so both must
+#: run them alike (rule PD090). vllm@0.33.0 vllm/renderers/online_renderer.py: tool_choice
+#: "auto" without --enable-auto-tool-choice and --tool-call-parser is a 400 (and "required" or a
+#: named tool without a parser); the chat template, its content format and default kwargs, the
+#: tools left in the prompt (exclude_tools_when_tool_choice_none) and the tokenizer make the
+#: prompt's tokens, whose KV the decode leg pulls by block; --max-logprobs and
+#: --enable-prompt-embeds bound what a request may ask (vllm/sampling_params.py "greater than max
+#: allowed"; vllm/renderers/base.py "You must set `--enable-prompt-embeds`").
+REQUEST_SHAPING = ("--enable-auto-tool-choice", "--tool-call-parser", "--tool-parser-plugin",
+                   "--chat-template", "--chat-template-content-format",
+                   "--default-chat-template-kwargs", "--trust-request-chat-template",
+                   "--exclude-tools-when-tool-choice-none", "--tokenizer", "--tokenizer-mode",
+                   "--trust-remote-code", "--max-logprobs", "--enable-prompt-embeds")
 
 
 @cache
@@ -150,6 +180,8 @@ DERIVED_FLAGS: dict[str, str] = {
         "--data-parallel-address", "--data-parallel-rpc-port", "--data-parallel-backend",
         "--data-parallel-hybrid-lb", "--data-parallel-external-lb", "--headless", "--nnodes",
         "--node-rank", "--master-addr", "--master-port", "--distributed-executor-backend")},
+    **{f: "router.gateway.rankEndpoints (one endpoint per DP rank behind the inference gateway)"
+       for f in ("--data-parallel-multi-port-external-lb", "--data-parallel-supervisor-port")},
     "--all2all-backend": "roles[].moe.all2all",
     "--enable-eplb": "roles[].moe.eplb",
     "--eplb-config": "roles[].moe.eplb",
@@ -211,6 +243,11 @@ class VllmDialect:
         return self.facts["multinodeFlags"]
 
     @property
+    def kv_load_failure_policy(self) -> bool:
+        """``--kv-transfer-config`` takes ``kv_load_failure_policy`` (>= 0.13.0)."""
+        return "kv_load_failure_policy" in self.facts["kvTransfer"]["keys"]
+
+    @property
     def connector_classes(self) -> list[str]:
         """Registered KV connector classes of the release (factory.py)."""
         return self.facts["kvTransfer"]["connectors"]
@@ -251,36 +288,43 @@ class VllmDialect:
         """The NIXL handshake compares prefill's and decode's speculative configs (>= 0.28.0)."""
         return self._v() >= NIXL_HASHES_SPECULATIVE
 
-    def nixl_ports(self, ranks: tuple[int, ...], tensor: int) -> list[int]:
-        """NIXL side-channel ports the engines of DP ``ranks`` open (one per rank).
+    def _nixl_scale(self, tensor: int) -> int:
+        """Port step per DP rank: 1 from 0.11.1 (``data_parallel_index``;
+        vllm/distributed/kv_transfer/kv_connector/v1/nixl/base_scheduler.py); TP in 0.11.0
+        (nixl_connector.py)."""
+        return tensor if self._v() < (0, 11, 1) else 1
 
-        >= 0.11.1: base + DP rank (``data_parallel_index``;
-        vllm/distributed/kv_transfer/kv_connector/v1/nixl/base_scheduler.py); 0.11.0: base +
-        DP rank x TP (nixl_connector.py).
-        """
-        scale = tensor if self._v() < (0, 11, 1) else 1
-        return [NIXL_SIDE_CHANNEL_PORT + r * scale for r in (ranks or (0,))]
+    def nixl_base(self, ranks: tuple[int, ...], tensor: int) -> int:
+        """The ``VLLM_NIXL_SIDE_CHANNEL_PORT`` a pod hosting DP ``ranks`` runs with: the engine of
+        rank r binds base + r x step, so a pod whose first rank is s gets base - s x step and its
+        engines bind :data:`NIXL_SIDE_CHANNEL_PORT` onward, the same ports on every pod of a
+        role (one LWS worker template declares them for all workers). The port is advertised in
+        the request's ``kv_transfer_params`` (remote_port), so no peer assumes a base."""
+        return NIXL_SIDE_CHANNEL_PORT - min(ranks or (0,)) * self._nixl_scale(tensor)
+
+    def nixl_ports(self, ranks: tuple[int, ...], tensor: int) -> list[int]:
+        """NIXL side-channel ports the engines of DP ``ranks`` open on their pod (one per rank;
+        :meth:`nixl_base`)."""
+        base, step = self.nixl_base(ranks, tensor), self._nixl_scale(tensor)
+        return [base + r * step for r in (ranks or (0,))]
 
     def nixl_port_range(self, layout) -> tuple[int, int]:
-        """NIXL side-channel ports one pod opens, ``[first, last]`` (inclusive).
-
-        >= 0.11.1: base + DP rank (vllm/distributed/kv_transfer/kv_connector/v1/nixl_connector.py);
-        0.11.0: base + DP rank x TP.
-        """
-        ranks = [r for pod in layout.pods for r in pod.dp_ranks] or [0]
-        scale = layout.tensor if self._v() < (0, 11, 1) else 1
-        return NIXL_SIDE_CHANNEL_PORT + min(ranks) * scale, NIXL_SIDE_CHANNEL_PORT + max(ranks) * scale
+        """NIXL side-channel ports a pod of ``layout`` opens, ``[first, last]`` (inclusive)."""
+        ports = [p for pod in layout.pods for p in self.nixl_ports(pod.dp_ranks, layout.tensor)]
+        return min(ports), max(ports)
 
     # -- rendering --------------------------------------------------------------------------
     def launch(self, role: RoleInput, sizing: RoleSizing | None = None,
-               startup_s: int | None = None) -> EngineLaunch:
+               startup_s: int | None = None, drain_s: int = DRAIN_S) -> EngineLaunch:
         """Build the launch of one instance of ``role`` (the role must have passed the rules).
 
         ``sizing``: the role's memory plan; its ``batched_tokens`` (vLLM's own
         ``--max-num-batched-tokens`` default for that GPU and backend when the spec leaves it
         unset) is rendered, which pins the activation budget the plan was computed with.
         ``startup_s``: the role's cold-start budget (``sizing/host.py``), for
-        VLLM_ENGINE_READY_TIMEOUT_S (else :data:`ENGINE_READY_TIMEOUT_S`).
+        VLLM_ENGINE_READY_TIMEOUT_S (else :data:`ENGINE_READY_TIMEOUT_S`). ``drain_s``: how long
+        the engine drains in-flight requests on SIGTERM (``--shutdown-timeout``, >= 0.18.0;
+        generator/durations.py).
         """
         batched_tokens = sizing.batched_tokens if sizing is not None else None
         lay = role.layout
@@ -318,6 +362,8 @@ class VllmDialect:
         if role.kv_transfer is not None:
             kvt = {"kv_connector": CONNECTORS[role.kv_transfer.connector],
                    "kv_role": KV_ROLES[role.mode]}
+            if role.mode == "decode" and self.kv_load_failure_policy:
+                kvt["kv_load_failure_policy"] = KV_LOAD_FAILURE_POLICY
             common += ["--kv-transfer-config", _json(kvt)]
             if role.kv_transfer.connector == "nixl":
                 env["VLLM_NIXL_SIDE_CHANNEL_PORT"] = str(NIXL_SIDE_CHANNEL_PORT)
@@ -341,7 +387,7 @@ class VllmDialect:
             common += ["--enforce-eager"]
         if self._v() >= (0, 18, 0):
             # Drain in-flight requests on SIGTERM (default 0 aborts them; vllm/config/vllm.py).
-            common += ["--shutdown-timeout", str(DRAIN_S)]
+            common += ["--shutdown-timeout", str(drain_s)]
         if self._v() >= (0, 14, 0):
             env["VLLM_ENGINE_READY_TIMEOUT_S"] = str(startup_s or ENGINE_READY_TIMEOUT_S)
 
@@ -351,19 +397,10 @@ class VllmDialect:
                          "layer's KV")
         per_pod, serves, rendezvous = self._rank_args(role, notes)
         ports = [Port("http", s.port)]
-        mooncake = role.kv_transfer is not None and role.kv_transfer.connector == "mooncake"
-        pod_ports = []
-        for pod in role.layout.pods:
-            extra = [Port(rendezvous[0], rendezvous[1])] if rendezvous and pod.index == 0 else []
-            # The Mooncake bootstrap server runs on DP rank 0 (internal LB) or on every rank's
-            # pod (external LB) (mooncake_connector.py should_launch_bootstrap_server).
-            if mooncake and (pod.index == 0 or role.layout.spread is Spread.PER_RANK):
-                extra.insert(0, Port("kv-bootstrap", MOONCAKE_BOOTSTRAP_PORT))
-            if role.kv_transfer is not None and role.kv_transfer.connector == "nixl":
-                nixl = self.nixl_ports(pod.dp_ranks, role.layout.tensor)
-                extra += [Port(f"nixl-{r}" if role.layout.data > 1 else "nixl", p)
-                          for r, p in zip(pod.dp_ranks or (0,), nixl)]
-            pod_ports.append(tuple(extra))
+        if role.rank_ports > 1:   # the DP supervisor: one API server per local rank
+            ports += [Port(f"http-{i}", s.port + i) for i in range(1, role.rank_ports)]
+            ports.append(Port("dp-supervisor", DP_SUPERVISOR_PORT))
+        pod_ports, pod_env = self._pod_ports(role, rendezvous, notes)
         return EngineLaunch(
             program=("vllm", "serve", role.model.path),
             common=tuple(common),
@@ -372,9 +409,39 @@ class VllmDialect:
             env=env,
             ports=tuple(ports),
             pod_ports=tuple(pod_ports),
+            pod_env=tuple(pod_env) if any(pod_env) else (),
             rendezvous_port=rendezvous[1] if rendezvous and len(role.layout.pods) > 1 else None,
+            probe_port="dp-supervisor" if role.rank_ports > 1 else "http",
             notes=tuple(notes),
         )
+
+    def _pod_ports(self, role: RoleInput, rendezvous, notes: list[str]):
+        """(extra ports, extra env) of each pod of one instance: the leader's rendezvous port,
+        the Mooncake bootstrap server, and the NIXL side channel of each DP rank the pod hosts
+        at a per-pod base (:meth:`nixl_base`; a note appended to ``notes``)."""
+        mooncake = role.kv_transfer is not None and role.kv_transfer.connector == "mooncake"
+        pod_ports, pod_env = [], []
+        for pod in role.layout.pods:
+            extra = [Port(rendezvous[0], rendezvous[1])] if rendezvous and pod.index == 0 else []
+            # The Mooncake bootstrap server runs on DP rank 0 (internal LB) or on every rank's
+            # pod (external LB) (mooncake_connector.py should_launch_bootstrap_server).
+            if mooncake and (pod.index == 0 or role.layout.spread is Spread.PER_RANK):
+                extra.insert(0, Port("kv-bootstrap", MOONCAKE_BOOTSTRAP_PORT))
+            env_of_pod: dict[str, str] = {}
+            if role.kv_transfer is not None and role.kv_transfer.connector == "nixl":
+                nixl = self.nixl_ports(pod.dp_ranks, role.layout.tensor)
+                extra += [Port(f"nixl-{k}" if role.layout.data > 1 else "nixl", p)
+                          for k, p in enumerate(nixl)]
+                base = self.nixl_base(pod.dp_ranks, role.layout.tensor)
+                if base != NIXL_SIDE_CHANNEL_PORT:
+                    env_of_pod["VLLM_NIXL_SIDE_CHANNEL_PORT"] = str(base)
+            pod_ports.append(tuple(extra))
+            pod_env.append(tuple(sorted(env_of_pod.items())))
+        if any(pod_env):
+            notes.append(f"VLLM_NIXL_SIDE_CHANNEL_PORT per pod = {NIXL_SIDE_CHANNEL_PORT} - its "
+                         "first DP rank: rank r binds that + r, so every pod binds "
+                         f"{NIXL_SIDE_CHANNEL_PORT} onward (nixl/base_scheduler.py)")
+        return pod_ports, pod_env
 
     def processes(self, role: RoleInput, api_servers: int | None) -> tuple[PodProcesses, ...]:
         """The processes of each pod (vLLM 0.33 vllm/entrypoints/cli/serve.py, v1/engine/utils.py,
@@ -395,8 +462,10 @@ class VllmDialect:
         dp_default = lay.data if self._v() >= (0, 16, 0) else 1
         out = []
         for pod in lay.pods:
-            serves = pod.index == 0 or lay.spread is Spread.PER_RANK
-            if lay.spread is Spread.PER_RANK:
+            serves = pod.index == 0 or lay.spread is Spread.PER_RANK or role.rank_ports > 1
+            if role.rank_ports > 1:   # the DP supervisor starts one API server per rank
+                api = role.rank_ports
+            elif lay.spread is Spread.PER_RANK:
                 api = api_servers or 1
             elif lay.spread is Spread.MODEL:
                 api = (api_servers or 1) if serves else 0
@@ -423,7 +492,7 @@ class VllmDialect:
           and binds ``--data-parallel-address`` on its own IP; workers add ``--headless`` and
           ``--data-parallel-start-rank``. No start rank on the leader: a start rank on a
           non-headless node switches vLLM to hybrid LB, which rejects headless workers
-          (vllm/engine/arg_utils.py; docs/field-failures.md #6).
+          (vllm-project/vllm@v0.33.0:vllm/engine/arg_utils.py; gpustack/gpustack#6221).
         * MODEL spread (data == 1): ``--nnodes/--node-rank/--master-addr/--master-port``;
           workers are ``--headless``.
         * PER_RANK: external load balancing; every pod is one DP rank with its own API server,
@@ -431,6 +500,8 @@ class VllmDialect:
         """
         lay = role.layout
         pods = lay.pods
+        if role.rank_ports > 1:
+            return self._supervised_rank_args(role, notes)
         if lay.spread is Spread.SINGLE:
             return [[]], [True], None
         if lay.spread is Spread.DATA:
@@ -461,6 +532,30 @@ class VllmDialect:
                             "--data-parallel-address", addr])
         notes.append(f"external load balancing: {lay.data} DP ranks, one pod and API server each")
         return per_pod, [True] * len(pods), ("dp-rpc", DP_RPC_PORT)
+
+    def _supervised_rank_args(self, role: RoleInput, notes: list[str]):
+        """Every pod runs vLLM's DP supervisor (``--data-parallel-multi-port-external-lb``,
+        vllm/entrypoints/launchers/dp_supervisor.py, 0.22.0+): one external-LB API server per
+        local rank on ``--port + i`` (rank = ``--data-parallel-start-rank + i``), aggregated
+        ``/health`` on ``--data-parallel-supervisor-port``; the supervisor refuses
+        ``--data-parallel-rank``, ``--headless``-style external/hybrid LB flags and an
+        ``--api-server-count`` other than 1 (``validate_multi_port_external_lb_args``)."""
+        lay = role.layout
+        per_pod = []
+        for pod in lay.pods:
+            addr = POD_IP if pod.index == 0 else LEADER_IP
+            per_pod.append(["--data-parallel-multi-port-external-lb",
+                            "--data-parallel-size-local", str(lay.dp_local),
+                            "--data-parallel-start-rank", str(pod.dp_start),
+                            "--data-parallel-supervisor-port", str(DP_SUPERVISOR_PORT),
+                            "--data-parallel-rpc-port", str(DP_RPC_PORT),
+                            "--data-parallel-address", addr])
+        notes.append(f"DP supervisor: {lay.data} DP ranks, {lay.dp_local} per pod, one API "
+                     f"server each on ports {role.serving.port}-"
+                     f"{role.serving.port + lay.dp_local - 1} (rank endpoints for the "
+                     "inference gateway)")
+        rendezvous = ("dp-rpc", DP_RPC_PORT) if len(lay.pods) > 1 or lay.data > 1 else None
+        return per_pod, [True] * len(lay.pods), rendezvous
 
 
 def _json(obj: dict) -> str:

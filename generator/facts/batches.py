@@ -34,7 +34,9 @@ def draft_tokens(role: RoleInput) -> int:
 
 def deepep_dispatch_tokens(role: RoleInput) -> int:
     """DeepEP low-latency dispatch tokens per rank a decode role needs: the largest batch a rank
-    can run (graph batch, or what max-running-requests admits) x draft tokens
-    (docs/field-failures.md #11), at least SGLang's default."""
+    can run (graph batch, or what max-running-requests admits) x draft tokens, at least SGLang's
+    default (the budget SGLang 0.5.23 checks for deepep_v2: python/sglang/srt/arg_groups/
+    moe_hook.py validate_deepep_v2_dispatch_token_budget; deepseek-ai/DeepEP#165,
+    sgl-project/sglang#6017)."""
     batch = max(cuda_graph_batch(role), admitted_per_rank(role))
     return max(DEEPEP_LL_DEFAULT_TOKENS, batch * draft_tokens(role))

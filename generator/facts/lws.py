@@ -76,6 +76,13 @@ FEATURES: dict[str, Feature] = {
         "site/content/en/docs/concepts/leaderworkerset/failure-handling/_index.md "
         "(\"On version 0.9+, this feature is enabled via the restartPolicy field\"); "
         "kubernetes-sigs/lws#744 (0.9.0 roadmap: graduate RecreateGroupAfterStart to API)"),
+    "surgeWithoutUnavailable": Feature(
+        "rollingUpdateConfiguration maxSurge > 0 with maxUnavailable 0 (the leader StatefulSet "
+        "gets maxUnavailable = maxSurge + maxUnavailable; surge groups are kept until the "
+        "rolled group is ready)", (0, 9, 0),
+        "kubernetes-sigs/lws#776, kubernetes-sigs/lws PR#781 and PR#778 (commits d4d6b17, "
+        "d275e0a: first tagged in v0.9.0); pkg/controllers/leaderworkerset_controller.go "
+        "calculateRollingUpdateReplicas"),
     "disaggregatedSet": Feature(
         "DisaggregatedSet (disaggregatedset.x-k8s.io/v1: roles of LeaderWorkerSets)",
         (0, 9, 0),

@@ -3,12 +3,15 @@ pods that serve ``/metrics`` on their ``http`` port (label ``moegen.dev/metrics`
 pods, whose front end aggregates every DP rank of the instance; every pod of an SGLang instance,
 since nodes with ``node_rank >= 1`` export their own schedulers' metrics, sglang/srt/entrypoints/
 engine.py 0.5.23), a ServiceMonitor over the router's metrics port, and a PrometheusRule whose
-alerts cover the failure modes of docs/field-failures.md and moegen's own sizing:
+alerts cover failures the checks cannot see before the pods run (docs/design.md §6) and moegen's
+own sizing:
 
-* ``EngineStalled``: requests running but no token generated for 10 minutes (a hung collective:
-  a DeepEP/NCCL peer lost, docs/field-failures.md #5/#6);
-* ``KVTransferFailures``: the KV connector reports failed transfers (docs/field-failures.md #7,
-  #17, #24: side-channel host, UCX devices, mismatched connectors);
+* ``EngineStalled``: requests running or waiting but no token generated for 10 minutes (a hung
+  collective: a DeepEP/NCCL peer lost: vllm-project/vllm#32136, gpustack/gpustack#6221; the
+  waiting gauge too, since a wedged engine's running gauge can read 0 while requests queue:
+  vllm-project/vllm#46811);
+* ``KVTransferFailures``: the KV connector reports failed transfers (side-channel host:
+  ai-dynamo/dynamo#2706; UCX devices: ai-dynamo/nixl#299; mismatched connectors: kserve/kserve#5987);
 * ``KVCacheAboveSizing``: a rank's KV usage above what moegen's HBM check planned for the role's
   ``sizing.concurrency`` (the load exceeds the plan; preemptions follow);
 * ``EngineGroupRestarts``: an engine container restarted (kube-state-metrics
@@ -104,11 +107,13 @@ def monitoring_plan(base: str, engine: str, interval: str,
     every = _q({P_INSTANCE: base})
     rules.append({
         "alert": "EngineStalled",
-        "expr": f"sum by (pod) ({m.running}{every}) > 0 and "
+        "expr": f"(sum by (pod) ({m.running}{every}) > 0 or "
+                f"sum by (pod) ({m.waiting}{every}) > 0) and "
                 f"sum by (pod) (rate({m.generated_total}{every}[{RATE_WINDOW}])) == 0",
         "for": STALL_FOR, "labels": {"severity": "critical"},
-        "annotations": {"summary": f"{base}: requests are running on {{{{ $labels.pod }}}} "
-                                   "but no token was generated for 10 minutes",
+        "annotations": {"summary": f"{base}: requests are running or waiting on "
+                                   "{{ $labels.pod }} but no token was generated for 10 "
+                                   "minutes",
                         "description": "A hung collective (a lost DeepEP/NCCL peer) stalls the "
                                        "whole instance; restart the group."}})
     connectors = sorted({c for _, _, c, _ in roles if c})

@@ -15,8 +15,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..deployment import Deployment
+from ..durations import Durations
 from ..engines import gateway as gw
-from ..engines.routers import NAMESPACE_ENV, Discovery, router_launch
+from ..engines.routers import (
+    NAMESPACE_ENV,
+    ROUTER_REPLICAS,
+    Discovery,
+    router_launch,
+)
 from ..facts import lws as lwsv
 from ..naming import (
     L_API,
@@ -28,6 +34,7 @@ from ..naming import (
     route_name,
     router_name,
 )
+from ..pods import PRESTOP_S, termination_grace
 from ..roles import RoleInput
 from ..sizing import RoleSizing
 from ..spec.models import InferenceDeployment
@@ -54,14 +61,19 @@ from .workloads import (
 
 
 def router_probes(startup_s: int) -> dict[str, Any]:
-    """Router probes, TCP on its HTTP port. The startup probe allows the engines' startup
+    """Router probes. The startup probe (TCP on its HTTP port) allows the engines' startup
     budget (the slowest role's, sizing/host.py) plus one minute: vllm-router and smg bind their
     port only once the engines answer their health checks, and they are told to wait
-    ``startup_s`` (engines/routers.py)."""
+    ``startup_s`` (engines/routers.py). Readiness means "has healthy engines": ``/readiness``
+    answers 503 until a healthy prefill and decode worker are registered (vllm-router 0.1.17
+    src/routers/http/pd_router.rs:1616) or while workers are short or the router drains (smg
+    v1.9.0 model_gateway/src/health.rs:221); liveness stays TCP, so an engine outage does not
+    restart the router."""
     return {
         "startupProbe": {"tcpSocket": {"port": "http"}, "periodSeconds": STARTUP_PERIOD_S,
                          "failureThreshold": (startup_s + 60) // STARTUP_PERIOD_S},
-        "readinessProbe": {"tcpSocket": {"port": "http"}, "periodSeconds": READINESS_PERIOD_S},
+        "readinessProbe": {"httpGet": {"path": "/readiness", "port": "http"},
+                           "periodSeconds": READINESS_PERIOD_S},
         "livenessProbe": {"tcpSocket": {"port": "http"}, "periodSeconds": LIVENESS_PERIOD_S,
                           "failureThreshold": LIVENESS_FAILURES},
     }
@@ -120,6 +132,10 @@ class RouterPlan:
     priority_class: str | None = None
     scheduler_name: str | None = None
     sync_wave: str = ROUTER_SYNC_WAVE
+    #: Graceful stop: preStop sleeps ``prestop_s`` (Service endpoints drop the pod first), the
+    #: router then drains in-flight requests (``drain_s``); the grace period covers both.
+    prestop_s: int = 0
+    grace_s: int = 30
     #: The router discovers its engines: it gets POD_NAMESPACE, a Role to list/watch pods and
     #: a RoleBinding for its service account (moegen's own unless spec.pod names one).
     discovery: bool = False
@@ -210,7 +226,8 @@ def build_plan(model: Deployment) -> DeploymentPlan:
     roles = [r for r in model.roles if r is not None]
     sizing_by_role = {z.name: z for z in model.sizing if isinstance(z, RoleSizing)}
     host_plans = list(model.host) if model.host else [None] * len(roles)
-    shared = shared_inputs(spec, roles, dialect)
+    durations = model.durations
+    shared = shared_inputs(spec, roles, dialect, durations)
     base, common_labels = shared.base, shared.labels
     out = RoleObjects()
     for role_spec, role, hplan in zip(spec.spec.roles, roles, host_plans):
@@ -221,11 +238,14 @@ def build_plan(model: Deployment) -> DeploymentPlan:
         startup = max((h.startup_s for h in host_plans if h is not None),
                       default=ENGINE_STARTUP_S)
         router = _router_plan(spec, roles, out.endpoints, common_labels, startup,
-                              shared.discovery)
+                              shared.discovery, durations)
+        if router.replicas > 1:
+            out.pdbs.append(PdbPlan(router.name, "router-pdb.yaml", router.labels,
+                                    router.selector))
     gateway_plan = None
     if shared.gateway:
         gateway_plan = _gateway_plan(spec, roles, dialect.engine, common_labels,
-                                     shared.sidecar_connector or "")
+                                     shared.sidecar_connector or "", shared.picker, durations)
     monitoring = None
     if shared.monitored:
         monitoring = monitoring_plan(
@@ -263,32 +283,39 @@ def build_plan(model: Deployment) -> DeploymentPlan:
 
 def _router_plan(spec: InferenceDeployment, roles: list[RoleInput],
                  endpoints: dict[str, list[str]], common_labels: dict[str, str],
-                 startup_s: int, discovery: Discovery | None) -> RouterPlan:
-    """The router: waits ``startup_s`` (the slowest role's cold start) for its engines; runs with
-    ``spec.pod``'s pull secrets, service account, priority class, scheduler, labels and
-    annotations (not its resources, volumes or affinity: those are the engines')."""
+                 startup_s: int, discovery: Discovery | None,
+                 durations: Durations) -> RouterPlan:
+    """The router: waits ``startup_s`` (the slowest role's cold start) for its engines and
+    ``durations.request_timeout_s`` for a request (generator/durations.py: the longest request),
+    drains ``durations.drain_s`` on SIGTERM (the engines' drain: the mean request with margin)
+    after a preStop pause; runs with
+    ``spec.pod``'s pull secrets, priority class, scheduler, labels and annotations (not its
+    resources, volumes, affinity or service account: those are the engines'), under
+    ``router.serviceAccountName`` or, when it discovers its engines, its own ServiceAccount (the
+    pod-watch Role is bound to it, never to the engines' account)."""
     cfg = spec.spec.router
     connector = next(r.kv_transfer.connector for r in roles
                      if r.mode == "prefill" and r.kv_transfer is not None)
+    drain = durations.drain_s
     launch = router_launch(spec.spec.engine.name, port=cfg.port, policy=cfg.policy,
                            connector=connector, prefill_urls=endpoints["prefill"],
                            decode_urls=endpoints["decode"], startup_s=startup_s,
-                           image=cfg.image, discovery=discovery)
-    defaults = spec.spec.pod
+                           image=cfg.image, discovery=discovery, version=cfg.version,
+                           drain_s=drain, request_timeout_s=durations.request_timeout_s)
     labels = {**common_labels, L_COMPONENT: "router", L_ROLE: "router"}
     return RouterPlan(
         name=router_name(spec.metadata.name),
         labels=labels,
         selector={L_INSTANCE: spec.metadata.name, L_ROLE: "router"},
         image=launch.image, args=list(launch.args), port=cfg.port,
-        metrics_port=launch.metrics_port, replicas=cfg.replicas, command=list(launch.command),
+        metrics_port=launch.metrics_port, replicas=cfg.replicas or ROUTER_REPLICAS,
+        command=list(launch.command), prestop_s=PRESTOP_S, grace_s=PRESTOP_S + drain + 5,
         probes=router_probes(startup_s),
         resources={"requests": dict(ROUTER_RESOURCES), "limits": dict(ROUTER_RESOURCES)},
         security_context=dict(CONTROL_SECURITY),
-        service_account=(defaults.serviceAccountName if defaults else None)
+        service_account=cfg.serviceAccountName
         or (router_name(spec.metadata.name) if discovery is not None else None),
-        own_service_account=discovery is not None
-        and not (defaults and defaults.serviceAccountName),
+        own_service_account=discovery is not None and not cfg.serviceAccountName,
         discovery=discovery is not None,
         **_control_pod(spec, labels))
 
@@ -311,10 +338,12 @@ def _control_pod(spec: InferenceDeployment, labels: dict[str, str],
 
 
 def _gateway_plan(spec: InferenceDeployment, roles: list[RoleInput], engine: str,
-                  common_labels: dict[str, str], connector: str) -> GatewayPlan:
+                  common_labels: dict[str, str], connector: str, release,
+                  durations: Durations) -> GatewayPlan:
     """Router kind inference-gateway: the pool over the pods that serve the API, the endpoint
-    picker (``spec.pod``'s pull secrets, service account, priority class, scheduler, labels
-    and annotations, as the router) and the route from ``router.gateway.parentRef``."""
+    picker (``spec.pod``'s pull secrets, priority class, scheduler, labels and annotations, as
+    the router; ``router.serviceAccountName`` or its own ServiceAccount) and the route from
+    ``router.gateway.parentRef``."""
     base = spec.metadata.name
     cfg = spec.spec.router
     pd = {"prefill", "decode"} <= {r.mode for r in roles}
@@ -334,15 +363,21 @@ def _gateway_plan(spec: InferenceDeployment, roles: list[RoleInput], engine: str
         "rules": [{"matches": [{"path": {"type": "PathPrefix", "value": "/"}}],
                    "backendRefs": [{"group": gw.POOL_GROUP, "kind": "InferencePool",
                                     "name": pool}],
-                   "timeouts": {"request": gw.ROUTE_REQUEST_TIMEOUT}}],
+                   "timeouts": {"request": gw.route_timeout(
+                       durations.request_timeout_s if durations.longest_request_s is not None
+                       else None)}}],
     }
-    config = gw.epp_config(pd)
+    config = gw.epp_config(release, pd)
     text = gw.config_text(config)
-    defaults = spec.spec.pod
     labels = {**common_labels, L_COMPONENT: "endpoint-picker", L_ROLE: "endpoint-picker"}
-    own_sa = not (defaults and defaults.serviceAccountName)
-    grpc = {"grpc": {"port": gw.EPP_HEALTH_PORT, "service": gw.EPP_HEALTH_SERVICE},
-            "initialDelaySeconds": 5, "periodSeconds": 10}
+    own_sa = not cfg.serviceAccountName
+    replicas = cfg.replicas or 1
+    ha = replicas > 1
+
+    def grpc(service: str) -> dict:
+        return {"grpc": {"port": gw.EPP_HEALTH_PORT, "service": service if ha
+                         else gw.EPP_HEALTH_SERVICE},
+                "initialDelaySeconds": 5, "periodSeconds": 10}
     profiles = [{"name": prof["name"],
                  "scorers": [f"{p['pluginRef']} x{p['weight']}" for p in prof["plugins"]
                              if "weight" in p]}
@@ -351,9 +386,10 @@ def _gateway_plan(spec: InferenceDeployment, roles: list[RoleInput], engine: str
         pool=pool, epp=epp, route=route, labels=dict(common_labels), epp_labels=labels,
         pool_spec=pool_spec, route_spec=route_spec,
         selector={L_INSTANCE: base, L_ROLE: "endpoint-picker"},
-        image=cfg.image or gw.EPP_IMAGE,
-        args=gw.epp_args(engine, pool, spec.spec.monitoring is not None
-                         and spec.spec.monitoring.enabled), replicas=cfg.replicas,
+        image=cfg.image or release.image("epp"),
+        args=gw.epp_args(release, engine, pool, spec.spec.monitoring is not None
+                         and spec.spec.monitoring.enabled) + ([gw.EPP_HA_FLAG] if ha else []),
+        replicas=replicas,
         ports=[{"name": "grpc", "containerPort": gw.EPP_GRPC_PORT, "protocol": "TCP"},
                {"name": "grpc-health", "containerPort": gw.EPP_HEALTH_PORT, "protocol": "TCP"},
                {"name": "metrics", "containerPort": gw.EPP_METRICS_PORT, "protocol": "TCP"}],
@@ -361,13 +397,14 @@ def _gateway_plan(spec: InferenceDeployment, roles: list[RoleInput], engine: str
                         "targetPort": "grpc", "protocol": "TCP", "appProtocol": "http2"},
                        {"name": "http-metrics", "port": gw.EPP_METRICS_PORT,
                         "targetPort": "metrics", "protocol": "TCP"}],
-        probes={"readinessProbe": grpc, "livenessProbe": grpc},
+        probes={"readinessProbe": grpc("readiness"), "livenessProbe": grpc("liveness")},
         resources={"requests": dict(gw.EPP_RESOURCES), "limits": dict(gw.EPP_RESOURCES)},
         config_file=gw.EPP_CONFIG_FILE, config_dir=gw.EPP_CONFIG_DIR, config_text=text,
         config_data={gw.EPP_CONFIG_FILE: text},
-        rules=[dict(r) for r in gw.EPP_RULES],
-        service_account=(defaults.serviceAccountName if not own_sa else epp),
+        rules=[dict(r) for r in gw.EPP_RULES + (gw.EPP_HA_RULES if ha else [])],
+        service_account=cfg.serviceAccountName or epp,
         own_service_account=own_sa, security_context=dict(CONTROL_SECURITY),
+        grace_s=max(gw.EPP_GRACE_S, termination_grace(durations.drain_s)),
         **_control_pod(spec, labels, {gw.CONFIG_HASH_ANNOTATION: gw.config_hash(text)}),
         profiles=profiles,
         parent=f"{ref.namespace}/{ref.name}" if ref.namespace else ref.name,

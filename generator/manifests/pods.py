@@ -14,7 +14,7 @@ from ..catalog import GPUS
 from ..engines.base import LEADER_IP, POD_IP, EngineLaunch, Port
 from ..engines.caches import CACHE_MOUNT
 from ..naming import L_INSTANCE, L_ROLE, LWS_GROUP_KEY_LABEL
-from ..pods import PRESTOP_S, STARTUP_PERIOD_S, TERMINATION_GRACE_S, PodSettings
+from ..pods import DRAIN_S, PRESTOP_S, STARTUP_PERIOD_S, PodSettings, termination_grace
 from ..roles import RoleInput
 from ..sizing.host import HostPlan, PodResources
 from ..spec.models import InferenceDeployment, NodePool, Role
@@ -40,7 +40,7 @@ RESOLVE_TRIES, RESOLVE_SLEEP_S = 240, 5
 @dataclass(frozen=True, eq=False)
 class PodSpecPlan:
     """The spec of a pod template, shared by every template of a role that runs the same pods
-    (the single-pod StatefulSets of one role share one object, rendered once). ``env`` is a list
+    (a role's workloads share one object, rendered once). ``env`` is a list
     of Kubernetes EnvVar dicts (order kept: later entries may reference earlier ones); every other
     mapping is emitted with sorted keys. Compared and hashed by identity (the renderer keys its
     rendered specs by object)."""
@@ -107,7 +107,10 @@ def launcher_context(launch: EngineLaunch, role: str, engine: str) -> dict[str, 
     """
     multi = len(launch.per_pod) > 1
     cases = [{"index": str(i), "resolve": any(LEADER_IP in a for a in extra),
-              "args": " ".join(_q(a) for a in extra)} for i, extra in enumerate(launch.per_pod)]
+              "args": " ".join(_q(a) for a in extra),
+              "env": [f"{k}={_q(v)}" for k, v in
+                      (launch.pod_env[i] if i < len(launch.pod_env) else ())]}
+             for i, extra in enumerate(launch.per_pod)]
     port = launch.rendezvous_port
     return {
         "role": role,
@@ -142,6 +145,8 @@ class PodContext:
     host: HostPlan | None
     #: The routing sidecar container of the role's API pods (None: no sidecar).
     sidecar: dict[str, Any] | None = None
+    #: The engines' graceful drain, s (generator/durations.py); the grace period covers it.
+    drain_s: int = DRAIN_S
 
 
 def pod_plan(ctx: PodContext, spec: PodSpecPlan, extra_labels: dict[str, str] | None = None,
@@ -215,7 +220,7 @@ def group_affinity(spec: InferenceDeployment, multi_pod: bool) -> bool:
 
 def _affinity(ctx: PodContext) -> dict[str, Any] | None:
     """The user's ``pod.affinity``; with ``platform.topology``, the pods of a multi-pod group in
-    one domain; for single-pod StatefulSet instances with
+    one domain; for a StatefulSet role (single-pod instances) with
     ``placement.topologyKey``, a required pod anti-affinity that keeps one instance of the role
     per topology domain (what LWS's exclusive-topology annotation does for groups; a pod's own
     anti-affinity term never matches itself)."""
@@ -273,6 +278,14 @@ def pod_spec(ctx: PodContext, pods: range, index_label: str | None,
         # (vllm/envs.py default "localhost"; dynamo#2706, vllm PR#41806).
         env.append({"name": "VLLM_NIXL_SIDE_CHANNEL_HOST",
                     "valueFrom": {"fieldRef": {"fieldPath": "status.podIP"}}})
+    if spec.spec.engine.name == "sglang":
+        # The address SGLang advertises for KV transfer and its bootstrap: without it a UDP probe
+        # to 8.8.8.8 picks it, which fails without a default route and picks the default
+        # route's NIC on multi-homed hostNetwork nodes (sgl-project/sglang@v0.5.23:
+        # python/sglang/srt/utils/network.py get_local_ip_auto: SGLANG_HOST_IP, then the NIC
+        # SGLANG_LOCAL_IP_NIC names, then the probe).
+        env.append({"name": "SGLANG_HOST_IP",
+                    "valueFrom": {"fieldRef": {"fieldPath": "status.podIP"}}})
     if spec.spec.model.tokenSecret is not None:
         ref = spec.spec.model.tokenSecret
         env.append({"name": "HF_TOKEN",
@@ -299,7 +312,7 @@ def pod_spec(ctx: PodContext, pods: range, index_label: str | None,
     probes: dict[str, Any] = {}
     startup_s = ctx.host.startup_s if ctx.host is not None else ENGINE_STARTUP_S
     if serves_api:
-        check = {"httpGet": {"path": "/health", "port": "http"}}
+        check = {"httpGet": {"path": "/health", "port": launch.probe_port}}
         timeout = launch.health_timeout_s
         probes = {
             "startupProbe": {**check, "periodSeconds": STARTUP_PERIOD_S,
@@ -323,7 +336,7 @@ def pod_spec(ctx: PodContext, pods: range, index_label: str | None,
         security_context=container_security(ctx),
         pod_security_context={"seccompProfile": {"type": "RuntimeDefault"},
                               **(ctx.pod.security_context or {})},
-        termination_grace_s=TERMINATION_GRACE_S,
+        termination_grace_s=termination_grace(ctx.drain_s),
         host_network=net.hostNetwork,
         dns_policy="ClusterFirstWithHostNet" if net.hostNetwork else None,
         node_selector=dict(ctx.pool.nodeSelector),

@@ -7,8 +7,8 @@ deployment model (the role's layout, memory plan and host plan already computed 
 * ``lws`` and ``pod-per-rank`` workloads: one LeaderWorkerSet per role (size = pods per
   instance: one per node, or one per data-parallel rank); LWS restarts an instance as a group
   (``RecreateGroupOnPodRestart``).
-* ``statefulset`` (single-node instances only, rule LAY009): one StatefulSet per instance with
-  its headless Service.
+* ``statefulset`` (single-node instances only, rule LAY009): one StatefulSet per role, one pod
+  per instance, with its headless Service.
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from ..durations import Durations, timing_env
 from ..engines import gateway as gw
 from ..engines import sglang as sg
 from ..engines.base import Dialect, EngineLaunch
@@ -39,7 +40,6 @@ from ..naming import (
     L_METRICS,
     L_MODE,
     L_NAME,
-    L_REPLICA,
     L_ROLE,
     LWS_WORKER_INDEX_LABEL,
     client_service,
@@ -47,7 +47,10 @@ from ..naming import (
     lws_name,
     lws_pod,
     statefulset_name,
+    statefulset_pod,
 )
+from ..lifecycle import client_service as has_client_service
+from ..lifecycle import rollout
 from ..pods import effective_pod
 from ..roles import RoleInput
 from ..sizing import RoleSizing
@@ -92,8 +95,7 @@ LWS_EXCLUSIVE_TOPOLOGY = "leaderworkerset.sigs.k8s.io/exclusive-topology"
 #: LeaderWorkerSet policies (kubernetes-sigs/lws api/leaderworkerset/v1/leaderworkerset_types.go):
 #: * startupPolicy LeaderCreated: workers start with the leader and wait for its rendezvous port
 #:   in the launcher; LeaderReady would wait for the leader's readiness, which needs the workers
-#:   (vLLM/SGLang serve /health only once every rank joined): a deadlock (docs/field-failures.md
-#:   #5).
+#:   (vLLM/SGLang serve /health only once every rank joined): a deadlock (docs/design.md §4).
 #: * restartPolicy RecreateGroupOnPodRestart: any container restart recreates the whole group;
 #:   the engines rendezvous only at start (rule LAY009).
 #: * rollout maxSurge 0, maxUnavailable 1: a surge group would need a whole extra set of GPU
@@ -111,8 +113,11 @@ STS_POD_MANAGEMENT = "Parallel"
 class WorkloadPlan:
     """A LeaderWorkerSet or StatefulSet of one role (one file).
 
-    ``size``: pods per instance; ``worker``: the LWS worker template (the leader's for
-    single-pod instances: LWS requires one); ``selector``/``service_name``: StatefulSet only;
+    ``size``: pods per instance; ``worker``: the LWS worker template, None for single-pod
+    instances (the LeaderWorkerSet then has only a workerTemplate, which LWS uses for the
+    leader when leaderTemplate is unset: kubernetes-sigs/lws@v0.10.0:pkg/controllers/
+    leaderworkerset_controller.go constructLeaderStatefulSetApplyConfiguration, the same since
+    v0.3.0); ``selector``/``service_name``: StatefulSet only;
     the policies: see :data:`LWS_STARTUP_POLICY` and the constants beside it.
     """
 
@@ -181,6 +186,13 @@ class RolePlan:
     launch: EngineLaunch
 
 
+def _rollout(shared: SharedInputs, name: str) -> dict[str, int]:
+    """maxSurge and maxUnavailable of role ``name``'s LeaderWorkerSet (generator/lifecycle.py)."""
+    i = next(j for j, r in enumerate(shared.spec.spec.roles) if r.name == name)
+    plan = rollout(shared.spec, shared.roles, i)
+    return {"max_surge": plan.max_surge, "max_unavailable": plan.max_unavailable}
+
+
 def _restart_policy(spec: InferenceDeployment) -> tuple[str, dict[str, str]]:
     """(restartPolicy, LeaderWorkerSet annotations) for ``platform.lws.restartPolicy``:
     RecreateGroupAfterStart is a restartPolicy value from LWS v0.9 and an annotation over the
@@ -222,7 +234,11 @@ class SharedInputs:
         monitored: ``spec.monitoring.enabled``.
         discovery: the router finds its engines by label (None: static URLs).
         sidecar_connector: the routing sidecar's connector (inference gateway), else None.
+        picker: the llm-d-router release of the endpoint picker and routing sidecar
+            (``router.version``, engines/gateway.py ``release_for``), else None.
         restart_policy, restart_annotations: the LeaderWorkerSets' (:func:`_restart_policy`).
+        durations: the predicted durations every timeout pair is derived from
+            (generator/durations.py).
     """
 
     spec: InferenceDeployment
@@ -235,12 +251,14 @@ class SharedInputs:
     monitored: bool
     discovery: Discovery | None
     sidecar_connector: str | None
+    picker: Any
     restart_policy: str
     restart_annotations: dict[str, str]
+    durations: Durations = field(default_factory=Durations)
 
 
 def shared_inputs(spec: InferenceDeployment, roles: list[RoleInput],
-                  dialect: Dialect) -> SharedInputs:
+                  dialect: Dialect, durations: Durations | None = None) -> SharedInputs:
     """The :class:`SharedInputs` of a checked deployment."""
     base = spec.metadata.name
     rendered = rendered_router(spec.spec)
@@ -263,7 +281,9 @@ def shared_inputs(spec: InferenceDeployment, roles: list[RoleInput],
         monitored=spec.spec.monitoring is not None and spec.spec.monitoring.enabled,
         discovery=discovery,
         sidecar_connector=gw.sidecar_connector(dialect.engine, connector) if gateway else None,
-        restart_policy=restart_policy, restart_annotations=restart_annotations)
+        picker=gw.release_for(spec.spec) if gateway else None,
+        restart_policy=restart_policy, restart_annotations=restart_annotations,
+        durations=durations or Durations())
 
 
 @dataclass
@@ -294,10 +314,15 @@ def role_launch(shared: SharedInputs, role_spec: Role, role: RoleInput,
     if gw.has_sidecar(shared.spec.spec, role.mode):
         # The sidecar takes the role's port (the pool's target port); the engine moves
         # behind it (checked by PORT001).
-        sidecar = gw.sidecar_container(dialect.engine, role.serving.port,
-                                       shared.sidecar_connector or "", sg.BOOTSTRAP_PORT)
+        sidecar = gw.sidecar_container(shared.picker, dialect.engine, role.serving.port,
+                                       shared.sidecar_connector or "", sg.BOOTSTRAP_PORT,
+                                       role.rank_ports)
         role = replace(role, serving=replace(role.serving, port=gw.SIDECAR_ENGINE_PORT))
-    launch = dialect.launch(role, sizing, hplan.startup_s if hplan is not None else None)
+    launch = dialect.launch(role, sizing, hplan.startup_s if hplan is not None else None,
+                            drain_s=shared.durations.drain_s)
+    # Timeouts paired with another component (generator/durations.py).
+    launch = replace(launch, env={**launch.env, **timing_env(shared.spec, dialect.engine,
+                                                             role.mode, shared.durations)})
     # SGLang serves /metrics only with the flag: for Prometheus and the endpoint picker.
     if (shared.monitored or shared.gateway) and dialect.engine == "sglang":
         launch = replace(launch, common=(*launch.common, SGLANG_METRICS_FLAG))
@@ -331,7 +356,7 @@ def add_role(out: RoleObjects, shared: SharedInputs, role_spec: Role, role: Role
                      launcher=launcher_context(launch, role.name,
                                                f"{dialect.label} {dialect.version} dialect"),
                      configmap=configmap, pod=effective_pod(spec.spec, role_spec),
-                     host=hplan, sidecar=sidecar)
+                     host=hplan, sidecar=sidecar, drain_s=shared.durations.drain_s)
     # The pods whose /metrics the PodMonitor scrapes (SGLang: every node; vLLM: the API
     # pods, whose front end aggregates every DP rank).
     metrics = {L_METRICS: "true"} if shared.monitored else {}
@@ -351,11 +376,14 @@ def add_role(out: RoleObjects, shared: SharedInputs, role_spec: Role, role: Role
     # With the routing sidecar (decode behind the inference gateway) the role's API is the
     # sidecar: the engine behind it moved to gw.SIDECAR_ENGINE_PORT, and only the sidecar
     # runs the P/D protocol (llm-d routing sidecar: prefill first, then the local decode).
+    # Behind a router the prefill/decode engines are no entry point (generator/lifecycle.py).
     target = gw.SIDECAR_PORT_NAME if sidecar is not None else "http"
-    out.services.append(ServicePlan(
-        client_service(base, role.name), f"{role.name}-service.yaml", rlabels, client_selector,
-        [{"name": "http", "port": port, "targetPort": target, "protocol": "TCP"}],
-        headless=False))
+    if has_client_service(spec, role.mode, sidecar is not None):
+        out.services.append(ServicePlan(
+            client_service(base, role.name), f"{role.name}-service.yaml", rlabels,
+            client_selector,
+            [{"name": "http", "port": port, "targetPort": target, "protocol": "TCP"}],
+            headless=False))
 
 
 def _add_lws(out: RoleObjects, shared: SharedInputs, ctx: PodContext, rlabels: dict[str, str],
@@ -387,12 +415,12 @@ def _add_lws(out: RoleObjects, shared: SharedInputs, ctx: PodContext, rlabels: d
                         {**(api if worker_serves else {}),
                          **(metrics if worker_metrics else {})},
                         {**tas, **(bootstrap if worker_serves else {})})
-        if lay.multi_pod
-        else leader,
+        if lay.multi_pod else None,
         annotations={**gang_annotations,
                      **({LWS_EXCLUSIVE_TOPOLOGY: topology} if topology else {}),
                      **shared.restart_annotations},
-        restart_policy=shared.restart_policy, autoscaled=role_spec.autoscaling is not None))
+        restart_policy=shared.restart_policy, autoscaled=role_spec.autoscaling is not None,
+        **_rollout(shared, role.name)))
     if role_spec.autoscaling is not None:
         pool_name = role_spec.nodePool
         free = spec.spec.nodePools[pool_name].nodes - sum(
@@ -413,23 +441,24 @@ def _add_lws(out: RoleObjects, shared: SharedInputs, ctx: PodContext, rlabels: d
 def _add_statefulsets(out: RoleObjects, shared: SharedInputs, ctx: PodContext,
                       rlabels: dict[str, str], metrics: dict[str, str],
                       bootstrap: dict[str, str], port: int) -> None:
-    """statefulset: one single-pod StatefulSet per instance (LAY009) with its headless Service,
-    and the router's engine URLs."""
+    """statefulset: one StatefulSet per role (single-node instances, LAY009; ``replicas`` =
+    instances, so a template change rolls one instance at a time: Kubernetes apps/v1
+    RollingUpdate, in reverse ordinal order; podManagementPolicy only affects scaling) with
+    its headless Service, and the router's engine URLs (pod ``<name>-<r>``)."""
     base, role, role_spec, launch = shared.base, ctx.role, ctx.role_spec, ctx.launch
     gang_labels = _gang(shared.spec, False)[0]
-    api = {L_API: "true"}
-    pod = pod_spec(ctx, range(0, 1), None, None)
+    name = statefulset_name(base, role.name)
+    selector = {L_INSTANCE: base, L_ROLE: role.name}
+    out.workloads.append(WorkloadPlan(
+        kind="StatefulSet", name=name, file=f"{role.name}-statefulset.yaml",
+        role=role.name, labels=rlabels | gang_labels, replicas=role_spec.replicas, size=1,
+        leader=pod_plan(ctx, pod_spec(ctx, range(0, 1), None, None),
+                        {L_API: "true", **metrics}, bootstrap),
+        selector=selector, service_name=name))
+    out.services.append(ServicePlan(
+        name, f"{role.name}-headless-service.yaml", rlabels, selector,
+        [{"name": p.name, "port": p.port, "targetPort": p.port, "protocol": "TCP"}
+         for p in launch.ports_of(0)], headless=True))
     for r in range(role_spec.replicas):
-        name = statefulset_name(base, role.name, r)
-        replica = {L_REPLICA: str(r)}
-        selector = {L_INSTANCE: base, L_ROLE: role.name, **replica}
-        out.workloads.append(WorkloadPlan(
-            kind="StatefulSet", name=name, file=f"{role.name}-{r}-statefulset.yaml",
-            role=role.name, labels=rlabels | replica | gang_labels, replicas=1, size=1,
-            leader=pod_plan(ctx, pod, {**replica, **api, **metrics}, bootstrap),
-            selector=selector, service_name=name))
-        out.services.append(ServicePlan(
-            name, f"{role.name}-{r}-headless-service.yaml", rlabels | replica, selector,
-            [{"name": p.name, "port": p.port, "targetPort": p.port, "protocol": "TCP"}
-             for p in launch.ports_of(0)], headless=True))
-        out.endpoints[role.mode].append(f"http://{name}-0.{name}:{port}")
+        out.endpoints[role.mode].append(
+            f"http://{statefulset_pod(base, role.name, r)}.{name}:{port}")

@@ -2,8 +2,8 @@
 startup budget (how long a cold start may take).
 
 All memory figures are GiB (2^30 bytes); CPU is cores; times are seconds. Facts and their
-sources: docs/platform-facts.md; peers' figures: docs/anchors-k8s-2.md (32-130 CPUs, 256-850 Gi
-per 8-GPU pod).
+sources: docs/platform-facts.md; peers' figures per 8-GPU pod (32-128 CPUs, 256-512 Gi):
+docs/design.md §7.
 
 Per pod, from its processes (``Dialect.processes``: GPU processes, API servers, others)::
 

@@ -3,7 +3,8 @@
 MLA caches one latent per token per layer: ``kv_lora_rank + qk_rope_head_dim`` values, with no
 separate V, **replicated on every tensor-parallel rank** (each rank runs all its heads' attention
 against the full latent); under attention data parallelism each rank holds only its own sequences.
-Per layer (docs/anchors-planner.md §5, confirmed by groundtruth-dev.yaml to 0.01 %):
+Per layer (docs/design.md §5; the engine-printed figures tests/test_sizing.py checks confirm it to
+0.01 %):
 
 * ``auto`` (the model dtype, BF16): (512 + 64) x 2 = 1,152 B; ``fp8``: 576 B
   (vLLM MLA KV spec head_size 576, vllm/v1/kv_cache_interface.py).

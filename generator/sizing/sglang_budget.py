@@ -2,15 +2,16 @@
 
 SGLang splits device memory with ``mem_fraction_static`` (mfs): weights + the KV pool live in
 mfs x (free memory at start); activations, CUDA graphs and communication buffers live in the
-rest (python/sglang/srt/model_executor/model_runner_kv_cache_mixin.py ``profile_max_num_token``;
-docs/anchors-planner.md §4.2)::
+rest (sgl-project/sglang@v0.5.23:python/sglang/srt/mem_cache/kv_cache_configurator.py:3038
+``rest_memory``; docs/design.md §5)::
 
     pre          = free memory after distributed init  (torch total - CUDA context - NCCL)
     kv_pool      = pre x mfs - weights
     max_tokens   = kv_pool // cell_size                 (MLA latent x layers, + the draft's layers)
 
-When mfs is not given, SGLang derives it from a reserve (server_args.py
-``_handle_gpu_memory_settings``, 0.5.x), by GPU memory tier:
+When mfs is not given, SGLang derives it from a reserve (``_handle_gpu_memory_settings`` of
+server_args.py in 0.5.x; in 0.5.23 sgl-project/sglang@v0.5.23:python/sglang/srt/arg_groups/
+memory_hook.py:47 ``handle_gpu_memory_settings``), by GPU memory tier:
 
     reserve_mb = 512 + 1.5 x max(chunked_prefill, 2048) + 2 x cuda_graph_max_bs + 1024 x tp x pp / 8
                  [+ 3 x cgmbs x dp with DP attention, + 1.5 x cgmbs x dp more when cgmbs > 300]
@@ -68,7 +69,8 @@ def default_mem_fraction_static(gpu_mb: int, tp: int, pp: int, dp: int, dp_atten
 
 
 #: Memory taken before SGLang measures free memory (CUDA context + NCCL/custom all-reduce at init),
-#: GiB; 1.8 reproduces the 2 x 8 H20 TP16 run of groundtruth-dev.yaml (712,400 tokens) to 0.6 %.
+#: GiB; 1.8 reproduces the 2 x 8 H20 TP16 start-up log in SGLang's Kubernetes guide
+#: (sgl-project/sglang@308122c9:docs/references/deploy_on_k8s.md: 712,400 tokens) to 0.6 %.
 SGLANG_INIT_GIB = 1.8
 #: CUDA graphs of a decode role, GiB (outside the static pool); SGLang disables them for
 #: disaggregated prefill (server_args.py).

@@ -1,7 +1,7 @@
 """vLLM's memory budget for one GPU, and what it leaves for the KV cache.
 
-vLLM V1 (vllm/v1/worker/gpu_worker.py ``determine_available_memory``, vllm/utils/mem_utils.py;
-docs/anchors-planner.md §4.1)::
+vLLM V1 (vllm-project/vllm@v0.33.0:vllm/v1/worker/gpu_worker.py:641 ``determine_available_memory``,
+vllm-project/vllm@v0.33.0:vllm/utils/mem_utils.py; docs/design.md §5)::
 
     requested     = total x gpu_memory_utilization
     available_kv  = requested - (weights + torch activation peak + non-torch increase
@@ -9,7 +9,7 @@ docs/anchors-planner.md §4.1)::
     kv_tokens     = available_kv // kv_bytes_per_token        ("GPU KV cache size: N tokens")
 
 and start-up fails when one ``max_model_len`` request does not fit
-(vllm/v1/core/kv_cache_utils.py ``check_enough_kv_cache_memory``).
+(vllm-project/vllm@v0.33.0:vllm/v1/core/kv_cache_planning.py:151 ``check_enough_kv_cache_memory``).
 
 The terms moegen estimates (each a named constant with its source; residuals against the
 engine-printed numbers are printed by ``bench/sizing_residuals.py``):
@@ -17,8 +17,9 @@ engine-printed numbers are printed by ``bench/sizing_residuals.py``):
 * activation peak: the profile run pushes ``max_num_batched_tokens`` tokens through the model;
   its peak grows with the token count and the hidden size.
   :data:`ACT_BYTES_PER_TOKEN_HIDDEN` bytes per token per hidden unit, fitted to the TP8
-  DeepSeek-R1/V3.2/Kimi runs of groundtruth-dev.yaml (H200/B200, 8192 tokens: 4.4-7.3 GiB of
-  activation + non-torch memory).
+  DeepSeek-R1/V3.2/Kimi start-up logs collected in
+  ashishkamra/vllm-memory-estimator@8b0e21d1:test_data/validation_db.json (H200/B200, 8192 tokens: 4.4-7.3 GiB of
+  activation + non-torch memory; replayed by bench/sizing_residuals.py).
 * non-torch memory created after vLLM's start snapshot (NCCL communicators and their buffers,
   custom all-reduce IPC buffers, cuBLAS workspaces): :data:`NON_TORCH_GIB`.
 * CUDA graphs: subtracted before KV sizing only when the release estimates them
@@ -26,8 +27,8 @@ engine-printed numbers are printed by ``bench/sizing_residuals.py``):
   :data:`CUDA_GRAPH_GIB` is the mean of the estimates vLLM printed (0.51-2.52 GiB).
   Earlier releases capture graphs after sizing, out of the (1 - utilization) headroom.
 * all-to-all buffers, which vLLM allocates outside the torch allocator: DeepEP low-latency
-  ~ 4 x experts x tokens x 2 x hidden bytes (DeepEP ``get_low_latency_rdma_size_hint``;
-  docs/brief.md §3: 1.8 GiB at 128 tokens for 256 experts and hidden 7168) with the tokens per
+  ~ 4 x experts x tokens x 2 x hidden bytes (deepseek-ai/DeepEP@v1.2.1:csrc/config.hpp:185
+  ``get_low_latency_rdma_size_hint``: 1.8 GiB at 128 tokens for 256 experts and hidden 7168) with the tokens per
   dispatch = max_num_batched_tokens (0.20+) or VLLM_MOE_DP_CHUNK_SIZE 256 (earlier);
   DeepEP high-throughput: 2 x VLLM_DEEPEP_BUFFER_SIZE_MB (NVLink + RDMA buffers, 1024 MB each).
 """
@@ -47,13 +48,15 @@ from .weights import Placement, StageWeights
 
 #: Activation peak per token of the profile batch per hidden unit, bytes (about 44 BF16
 #: hidden-sized tensors live at the peak: residual, norms, MLA up-projections, MoE dispatch and
-#: combine buffers, the sampler's share). Fitted to the TP8 runs of groundtruth-dev.yaml at 8192
+#: combine buffers, the sampler's share). Fitted to the TP8 start-up logs of
+#: ashishkamra/vllm-memory-estimator@8b0e21d1:test_data/validation_db.json at 8192
 #: tokens (R1 H200 0.11.2 / 0.18.0, R1 B200 0.18.0, V3.2 H200 0.16.0): residuals -1.7 % to +3.3 %
 #: in KV tokens (bench/sizing_residuals.py).
 ACT_BYTES_PER_TOKEN_HIDDEN = 88
 #: Non-torch memory that appears after vLLM's start snapshot, GiB: NCCL communicator buffers and
-#: custom all-reduce (TP > 1; ~0.55 GiB at TP2 and growing with TP, llm-d empirical results in
-#: docs/anchors-planner.md §4.1) and cuBLAS/attention workspaces (0.13 GiB at TP1).
+#: custom all-reduce (TP > 1; ~0.55 GiB at TP2 and growing with TP) and cuBLAS/attention
+#: workspaces (0.13 GiB at TP1): llm-d's H100 measurements,
+#: llm-d/llm-d-benchmark@v0.5.2:config_explorer/empirical-vllm-memory-results.md:37.
 NON_TORCH_GIB = {1: 0.3, 2: 0.6, 4: 0.9, 8: 1.3}
 #: CUDA-graph memory, GiB, when the release subtracts its estimate before KV sizing.
 CUDA_GRAPH_GIB = 1.7
@@ -64,7 +67,8 @@ MOE_DP_CHUNK = 256
 #: DeepSeek-V4 prefill gather buffer, bytes: 4 x (ceil(max_model_len / 4) + 128 +
 #: max_num_batched_tokens) x 512 x 2 (BF16), vLLM deepseek_v4_attention.py.
 #: DeepSeek-V4 kernel workspaces beyond that (sparse FlashMLA, DeepGEMM/MoE), GiB: fitted to the
-#: one V4 run in groundtruth-dev.yaml (V4-Pro TP8/EP8 on H200, vLLM 0.20.2: 7.4 GiB of
+#: one V4 start-up log in ashishkamra/vllm-memory-estimator@8b0e21d1:test_data/validation_db.json
+#: (V4-Pro TP8/EP8 on H200, vLLM 0.20.2: 7.4 GiB of
 #: activation + non-torch memory at 512 batched tokens); a single-case calibration.
 V4_WORKSPACE_GIB = 5.0
 
@@ -75,7 +79,7 @@ def v4_gather_gib(max_model_len: int, batched_tokens: int) -> float:
 
 
 #: CUDA context + memory held before vLLM's start snapshot, GiB: outside the budget, it must fit in
-#: the (1 - utilization) headroom (PyTorch CUDA context ~0.5 GiB, docs/brief.md §3).
+#: the (1 - utilization) headroom: moegen's allowance for the CUDA context, docs/design.md §5.
 CUDA_CONTEXT_GIB = 0.5
 
 

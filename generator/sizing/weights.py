@@ -38,7 +38,7 @@ Placement (vLLM 0.33 ``deepseek_v2.py`` / ``fused_moe``; SGLang places the same 
   heads/TP x kv_lora x (nope + v) x 2 bytes per layer, when ``kv_b_proj`` is quantized (it is
   dequantized into new tensors; a BF16 ``kv_b_proj`` is only split into views). This and the
   replicated q_a/kv_a are why vLLM prints 79.74 GiB for R1 FP8 at TP8 where division gives 78.4
-  (groundtruth-dev.yaml).
+  (the start-up logs bench/sizing_residuals.py replays).
 * Pipeline stages split the layers as vLLM's ``get_pp_indices`` (vllm/distributed/utils.py):
   L // PP layers per stage, the remainder given one each to the stages before the last; the
   embedding sits on the first stage, final norm + lm_head (and the MTP module) on the last.

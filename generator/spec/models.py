@@ -22,6 +22,7 @@ from ..catalog import ARCHITECTURES, GPUS
 from .fields import (
     DNS_LABEL,
     IMAGE,
+    DnsSubdomain,
     ONE_LINE,
     EngineArg,
     EnvName,
@@ -300,13 +301,22 @@ class Router(_Model):
         "(vllm-router for vLLM, smg for SGLang).")
     gateway: RouterGateway | None = Field(None, description="kind inference-gateway only: the "
                                           "Gateway that routes to the pool.")
+    version: str | None = Field(
+        None, pattern=r"^v?(0|[1-9][0-9]{0,3})\.(0|[1-9][0-9]{0,3})\.(0|[1-9][0-9]{0,3})$",
+        max_length=32, description="The release of the router kind's component: llm-d-router "
+        "(the endpoint picker and routing sidecar of inference-gateway), vllm-router or smg "
+        "(e.g. 0.10.0, v0.9.0, 1.13.0). Default: the newest release moegen has read; an "
+        "unknown one is refused with the list (RTR010). docs/routing.md lists them.")
     image: str | None = Field(None, min_length=1, max_length=512, pattern=IMAGE,
-                              description="Default per kind (the router, or the endpoint "
-                              "picker of kind inference-gateway).")
+                              description="Default per kind and release (the router, or the "
+                              "endpoint picker of kind inference-gateway).")
     port: int = Field(8080, ge=1024, le=65535, description="Router HTTP port (vllm-router, "
                       "smg; the Gateway's listeners serve inference-gateway).")
-    replicas: int = Field(1, ge=1, le=64, description="Router replicas (endpoint picker "
-                          "replicas with kind inference-gateway).")
+    replicas: int | None = Field(None, ge=1, le=64, description="Router replicas (endpoint "
+                                 "picker replicas with kind inference-gateway). Default: 2 "
+                                 "routers behind a PodDisruptionBudget (the router is the "
+                                 "single entry point); 1 endpoint picker (more run with "
+                                 "leader election).")
     policy: Literal["random", "round_robin", "cache_aware", "power_of_two"] = Field("round_robin",
         description="Load-balancing policy of vllm-router and smg (inference-gateway scores "
         "endpoints instead: docs/routing.md).")
@@ -314,6 +324,10 @@ class Router(_Model):
         True, description="The router finds its engine pods by label (Kubernetes API, a "
         "namespaced Role) instead of a rendered list of pod URLs, where the router can: smg, and "
         "vllm-router with NIXL (its Mooncake mode needs the static list).")
+    serviceAccountName: DnsSubdomain | None = Field(
+        None, description="ServiceAccount of the router / endpoint picker pods, which the "
+        "rendered Role (watch pods) is bound to. Default: their own, rendered in the base; "
+        "spec.pod.serviceAccountName is the engines' only.")
 
 
 class DeploymentSpec(_Model):

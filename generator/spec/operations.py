@@ -127,6 +127,12 @@ class RouterGateway(_Model):
 
     parentRef: GatewayParentRef | None = Field(None, description="An existing Gateway "
                                                "(Gateway API) that routes to the InferencePool.")
+    rankEndpoints: bool | None = Field(
+        None, description="One pool endpoint per local DP rank (vLLM >= 0.22.0 runs its DP "
+        "supervisor, one API server per rank, and the InferencePool targets one port per rank, "
+        "at most 8): the endpoint picker then scores every engine instead of one per pod. "
+        "Default: on where every role of the pool can (vLLM, the same 2-8 local DP ranks per "
+        "pod); true refuses a spec that cannot (RTR011); false keeps one endpoint per pod.")
 
 
 class Topology(_Model):

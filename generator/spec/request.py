@@ -9,8 +9,8 @@ from typing import Annotated, Literal
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 
 from ..catalog import ARCHITECTURES, GPUS
-from .fields import DNS_LABEL
-from .models import Role, Serving
+from .fields import DNS_LABEL, Labels
+from .models import Network, Role, Serving, Toleration
 
 PoolName = Annotated[str, StringConstraints(pattern=DNS_LABEL, max_length=40)]
 
@@ -35,15 +35,22 @@ class PlanEngine(_M):
 
 
 class PlanPool(_M):
-    """A node pool available to the plan."""
+    """A node pool available to the plan; ``nodeSelector`` and ``tolerations`` (as in an
+    InferenceDeployment pool) go into the spec ``gen plan --emit`` writes."""
 
     gpu: Literal[tuple(GPUS)]  # type: ignore[valid-type]
     gpusPerNode: int = Field(ge=1, le=16)
     nodes: int = Field(ge=1, le=512)
+    nodeSelector: Labels = Field(default_factory=dict, description="Node labels that select "
+                                 "the pool's nodes (the emitted spec's; default moegen.dev/pool: "
+                                 "<pool name>, a placeholder).")
+    tolerations: list[Toleration] = Field(default_factory=list)
 
 
-class PlanNetwork(_M):
-    """Inter-node network: RDMA bandwidth per GPU, Gbit/s (NVLink comes from the GPU catalog)."""
+class PlanNetwork(Network):
+    """Inter-node network: RDMA bandwidth per GPU, Gbit/s (NVLink comes from the GPU catalog),
+    and optionally the InferenceDeployment's network fields (socketInterface, hostNetwork,
+    rdma, env), which ``gen plan --emit`` writes into the spec it emits."""
 
     interNodeGbps: float = Field(400, gt=0, le=3200, allow_inf_nan=False)
 

@@ -27,6 +27,43 @@ from ..manifests.pods import PodSpecPlan
 from .templates import macro, render
 
 
+#: Where a pod template names another object, under a pod spec (kustomize fieldSpec paths; a
+#: list on the way is traversed): what kustomize's nameReference transformer must rewrite when a
+#: generator hashes the name (configMapGenerator/secretGenerator) or a namePrefix/nameSuffix
+#: renames it. Kustomize knows these paths in built-in workloads (Deployment, StatefulSet), not
+#: inside LeaderWorkerSets or DisaggregatedSets (sigs.k8s.io/kustomize api/konfig/builtinpluginconsts
+#: namereference.go lists the built-in kinds only).
+POD_REFERENCES = (
+    ("ConfigMap", "v1", "containers/envFrom/configMapRef/name"),
+    ("ConfigMap", "v1", "containers/env/valueFrom/configMapKeyRef/name"),
+    ("ConfigMap", "v1", "initContainers/envFrom/configMapRef/name"),
+    ("ConfigMap", "v1", "volumes/configMap/name"),
+    ("Secret", "v1", "imagePullSecrets/name"),
+    ("Secret", "v1", "containers/envFrom/secretRef/name"),
+    ("Secret", "v1", "containers/env/valueFrom/secretKeyRef/name"),
+    ("Secret", "v1", "volumes/secret/secretName"),
+    ("ServiceAccount", "v1", "serviceAccountName"),
+    ("PersistentVolumeClaim", "v1", "volumes/persistentVolumeClaim/claimName"),
+)
+#: The pod specs of the custom workloads moegen renders, as kustomize paths.
+LWS_TEMPLATES = ("spec/leaderWorkerTemplate/leaderTemplate/spec",
+                 "spec/leaderWorkerTemplate/workerTemplate/spec")
+
+
+def name_references(plan: DeploymentPlan) -> list[dict]:
+    """kustomizeconfig.yaml's ``nameReference`` entries for the pod templates of the
+    LeaderWorkerSets (and the DisaggregatedSet): per referenced kind, the fieldSpecs that name
+    it (:data:`POD_REFERENCES` under each template)."""
+    holders = [("LeaderWorkerSet", t) for t in LWS_TEMPLATES]
+    if plan.disaggregated is not None:
+        holders += [("DisaggregatedSet", f"spec/roles/{t}") for t in LWS_TEMPLATES]
+    out: dict[tuple[str, str], list[dict]] = {}
+    for kind, version, path in POD_REFERENCES:
+        specs = out.setdefault((kind, version), [])
+        specs += [{"kind": holder, "path": f"{template}/{path}"} for holder, template in holders]
+    return [{"kind": k, "version": v, "fieldSpecs": specs} for (k, v), specs in out.items()]
+
+
 def render_files(plan: DeploymentPlan) -> dict[str, str]:
     """Render every file of the output directory for ``plan``; keys are POSIX relative paths.
 
@@ -92,7 +129,8 @@ def render_files(plan: DeploymentPlan) -> dict[str, str]:
     for e in plan.env_files:
         files[e.path] = render("env.j2", plan=plan, e=e)
     resources = sorted(f for f in files if f.endswith(".yaml"))
-    files["kustomizeconfig.yaml"] = render("kustomizeconfig.yaml.j2", plan=plan)
+    files["kustomizeconfig.yaml"] = render("kustomizeconfig.yaml.j2", plan=plan,
+                                           references=name_references(plan))
     files["kustomization.yaml"] = render("kustomization.yaml.j2", plan=plan, resources=resources)
     return dict(sorted(files.items()))
 

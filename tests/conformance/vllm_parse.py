@@ -77,6 +77,41 @@ def _serve_cmd_checks(args) -> None:
         raise ValueError("data_parallel_hybrid_lb is not applicable in headless mode")
 
 
+#: HTTP-server packages the engines venv lacks (nothing here serves HTTP).
+_SERVER_ONLY = ("uvicorn", "watchfiles")
+
+
+def _stub_http_server() -> None:
+    """validate_parsed_serve_args imports vllm/entrypoints/launchers/dp_supervisor.py for
+    --data-parallel-multi-port-external-lb; that module imports uvicorn (and, through it,
+    watchfiles) to launch servers, while its argument check (validate_multi_port_external_lb_args)
+    is pure. A finder placed last on sys.meta_path stands in for those packages only where they
+    are not installed, so the check runs."""
+    import importlib.abc
+    import importlib.machinery
+    import types
+
+    class _Stub(types.ModuleType):
+        def __getattr__(self, name):
+            if name.startswith("__"):
+                raise AttributeError(name)
+            return type(name, (), {})
+
+    class _Finder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
+        def find_spec(self, name, path, target=None):
+            if name.split(".")[0] in _SERVER_ONLY:
+                return importlib.machinery.ModuleSpec(name, self)
+            return None
+
+        def create_module(self, spec):
+            return _Stub(spec.name)
+
+        def exec_module(self, module):
+            return None
+
+    sys.meta_path.append(_Finder())
+
+
 def main() -> int:
     out = _capture_stdout()
     warnings.simplefilter("ignore")
@@ -90,6 +125,7 @@ def main() -> int:
     request = json.load(sys.stdin)
     commands = request.get("commands", [])
 
+    _stub_http_server()
     import vllm
     import vllm.envs as envs
     from vllm.platforms import current_platform

@@ -9,8 +9,10 @@ if st == nil then
   hs.message = "Waiting for the LeaderWorkerSet controller"
   return hs
 end
+-- status.observedGeneration exists from LWS v0.9.0 (kubernetes-sigs/lws#807); v0.3-v0.8 never set
+-- it, so there it cannot gate the health (the update counts below still do).
 local generation = obj.metadata.generation
-if generation ~= nil and (st.observedGeneration == nil or st.observedGeneration < generation) then
+if generation ~= nil and st.observedGeneration ~= nil and st.observedGeneration < generation then
   hs.status = "Progressing"
   hs.message = "Waiting for the controller to observe generation " .. generation
   return hs
@@ -37,7 +39,10 @@ if updated < want then
 end
 if ready < want then
   hs.status = "Progressing"
-  hs.message = ready .. " of " .. want .. " groups ready (engines load their weights)"
+  -- LWS's status has no restart or failure field (conditions Available, Progressing,
+  -- UpdateInProgress only): a group loading its weights and one crash-looping look the same.
+  hs.message = ready .. " of " .. want .. " groups ready (loading weights, or failing: the " ..
+    "LeaderWorkerSet status cannot tell; see the pods, or the EngineGroupRestarts alert)"
   return hs
 end
 hs.status = "Healthy"
