@@ -202,12 +202,14 @@ def test_gen_import_writes_a_spec_that_renders_the_same_tree(tmp_path, capsys):
     text = spec.read_text()
     assert text.startswith("# Imported by gen import from")
     doc = yaml.safe_load(text)
-    # The fields S1's spec sets come back; what moegen derives does not (the decode's
-    # --max-num-seqs 13 = ceil(200 / 16) is read back as 13 x 16 = 208 sequences).
+    # The fields S1's spec sets come back; what moegen derives does not. The decode's
+    # --max-num-seqs 13 = ceil(200 / 16) alone would give 13 x 16 = 208 sequences: the
+    # workload's moegen.dev/sized-load annotation says 200 (and spec.traffic).
     decode = doc["spec"]["roles"][1]
     assert decode["parallel"] == {"data": 16, "expert": True}
     assert decode["moe"]["eplb"]["redundantExperts"] == 32
-    assert decode["sizing"] == {"concurrency": 208}
+    assert decode["sizing"] == {"concurrency": 200}
+    assert doc["spec"]["traffic"] == {"inputTokens": 3500, "outputTokens": 1200}
     assert "engineArgs" not in decode and "env" not in decode
     assert run(["render", str(spec), "-o", str(out), "--check"]) == 0
     # A second import replaces the file it wrote; a file moegen did not write is refused.
@@ -281,11 +283,11 @@ def test_imported_findings_point_at_the_manifest(tmp_path, capsys):
     assert run(["validate", str(out), "--format", "json"]) == 1
     doc = json.loads(capsys.readouterr().out)
     # 256 routed + 24 redundant = 280 experts are not divisible by EP 16 (280 = 17.5 x 16): the
-    # finding is located at the --eplb-config line of the leader's launcher: line 92 of
+    # finding is located at the --eplb-config line of the leader's launcher: line 96 of
     # decode-lws.yaml, column 15 (the script's indentation, 14, + 1).
     ep = [f for f in doc["findings"] if f["code"] == "EP003"]
     assert [(Path(f["file"]).name, f["line"], f["column"]) for f in ep] == \
-        [("decode-lws.yaml", 92, 15)]
+        [("decode-lws.yaml", 96, 15)]
 
 
 def test_import_options_fill_what_a_manifest_does_not_say(tmp_path):

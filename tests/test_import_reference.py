@@ -49,7 +49,7 @@ Bugs moegen finds that the notes do not mention, verified:
   connector.py:97): IMP015.
 * sglang-statefulset (SGLang's own example): ``hostNetwork: true`` multi-node launch with no
   GLOO_SOCKET_IFNAME/NCCL_SOCKET_IFNAME: on hosts with Ethernet and InfiniBand NICs Gloo picks
-  an unroutable interface (sgl-project/sglang#3226, docs/field-failures.md #1): NET001.
+  an unroutable interface (sgl-project/sglang#3226): NET001.
 
 moegen's policy, not a bug of the manifest as it runs (documented, not verified as failures):
 

@@ -29,7 +29,7 @@ for _code, _sev, _summary, _source in (
      "generator/importer/launch.py (vllm serve, python -m vllm.entrypoints.openai.api_server, "
      "python -m sglang.launch_server, sglang serve, the Dynamo wrappers)"),
     ("IMP002", E, "the launch script and the engine's --config file can be read",
-     "generator/importer/shell.py (POSIX Shell Command Language); SGLang "
+     "generator/importer/shell.py (POSIX Shell Command Language); SGLang 0.5.23 "
      "python/sglang/srt/utils/server_args_config_parser.py (--config YAML)"),
     ("IMP003", W, "every engine option and pod value fits the spec",
      "generator/importer/engine.py (values only the running pod knows, out-of-range sizes)"),
@@ -49,8 +49,8 @@ for _code, _sev, _summary, _source in (
     ("IMP008", W, "the engine image names its release",
      "generator/importer/build.py (image tags of vllm/vllm-openai and lmsysorg/sglang)"),
     ("IMP009", E, "pods x GPUs per pod give the ranks the engine asks for",
-     "vLLM vllm/v1/engine/utils.py (the DP handshake waits for every rank); "
-     "docs/field-failures.md #6"),
+     "vLLM 0.33.0 vllm/v1/engine/utils.py (the DP handshake waits for every rank); "
+     "generator/importer/assemble.py"),
     ("IMP010", W, "the weights come from a volume, not a download at start",
      "docs/spec.md §2 (model.path, model.volume); generator/importer/build.py"),
     ("IMP011", W, "the model is in moegen's catalog (or --model-config gives it)",
@@ -60,13 +60,15 @@ for _code, _sev, _summary, _source in (
      "feature discovery; cloud.google.com/gke-accelerator: "
      "https://cloud.google.com/kubernetes-engine/docs/how-to/gpus)"),
     ("IMP013", E, "metadata.namespace is a namespace name",
-     "Kubernetes namespace names are RFC 1123 labels (apimachinery pkg/util/validation)"),
+     "Kubernetes namespace names are RFC 1123 labels: "
+     "kubernetes/apimachinery@v0.31.0:pkg/util/validation/validation.go (IsDNS1123Label); "
+     "https://kubernetes.io/docs/concepts/overview/working-with-objects/names/#dns-label-names"),
     ("IMP014", W, "env values use $(NAME), which Kubernetes expands, not ${NAME}",
-     "Kubernetes third_party/forked/golang/expansion/expand.go; "
+     "kubernetes/kubernetes@v1.31.0:third_party/forked/golang/expansion/expand.go; "
      "https://kubernetes.io/docs/tasks/inject-data-application/define-interdependent-environment-variables/"),
     ("IMP015", W, "vLLM's kv_role matches the role (kv_producer / kv_consumer)",
      "vLLM 0.33.0 vllm/distributed/kv_transfer/kv_connector/v1/nixl/connector.py (kv_both is "
-     "deprecated); docs/field-failures.md #24"),
+     "deprecated); generator/importer/assemble.py"),
     ("IMP016", W, "a memory-backed /dev/shm has a sizeLimit",
      "Kubernetes emptyDir (medium Memory: the files count against the container's memory "
      "limit; sizeLimit bounds it) https://kubernetes.io/docs/concepts/storage/volumes/#emptydir"),

@@ -13,6 +13,7 @@ from ..catalog import ARCHITECTURES
 from ..checks.network import ENGINE_ENV
 from ..engines import sglang as sg
 from ..engines import vllm as vl
+from ..durations import KEEPALIVE_ENV, SGLANG_KV_TIMEOUT_ENV
 from ..engines.caches import CACHE_ENV_KEYS, CACHE_MOUNT
 from ..spec.provenance import Provenance
 from .build import (
@@ -303,8 +304,9 @@ def _role_env(r: Role, network: dict | None) -> dict[str, str]:
         if src in ("fieldRef",) or src.startswith("secret:") or is_runtime(v) \
                 or derived.get(k) == v:
             continue
-        if managed and (k in ENGINE_ENV or (k in CACHE_ENV_KEYS and v.startswith(CACHE_MOUNT))):
-            continue   # moegen's startup budget, ports and cache directories
+        if managed and (k in ENGINE_ENV or k in KEEPALIVE_ENV.values() or k == SGLANG_KV_TIMEOUT_ENV
+                        or (k in CACHE_ENV_KEYS and v.startswith(CACHE_MOUNT))):
+            continue   # moegen's startup budget, keep-alive, ports and cache directories
         if k == "VLLM_ALL2ALL_BACKEND" and r.fields.all2all_env:
             continue   # read into moe.all2all
         env[k] = v

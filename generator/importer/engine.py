@@ -248,7 +248,10 @@ def _vllm_pd(r: _Reader) -> None:
             r.issue("IMP005", f"KV connector {cls!r} is not one moegen renders "
                     f"({', '.join(sorted(CONNECTORS))})", o)
         r.out.kv_role = cfg.get("kv_role")
-        extra = sorted(set(cfg) - {"kv_connector", "kv_role"})
+        # moegen renders kv_load_failure_policy "recompute" on decode (engines/vllm.py).
+        derived = {"kv_load_failure_policy"} if cfg.get("kv_load_failure_policy") == \
+            vl.KV_LOAD_FAILURE_POLICY and cfg.get("kv_role") == "kv_consumer" else set()
+        extra = sorted(set(cfg) - {"kv_connector", "kv_role"} - derived)
         if extra:
             r.issue("IMP005", f"{o.name} keys {', '.join(extra)} are not modelled by moegen (the "
                     "spec renders kv_connector and kv_role only)", o)
@@ -332,6 +335,9 @@ def vllm_fields(cmd: EngineCommand, launch: Launch, dialect_env: bool,
         r.out.mode = mode.value
     for name in sorted(VLLM_LB_MODES):
         o = r.opt(name)
+        if managed and name in ("--data-parallel-multi-port-external-lb",
+                                "--data-parallel-supervisor-port"):
+            continue   # moegen's DP supervisor for rank endpoints (router.gateway.rankEndpoints)
         if o is not None and name != "--data-parallel-supervisor-port":
             r.issue("IMP005", f"{o.name}: moegen renders internal load balancing (the leader "
                     "serves the API) or one pod per rank, not this mode", o)

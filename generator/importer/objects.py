@@ -12,8 +12,11 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from ..engines import gateway as gw
+from .. import naming
+from ..naming import SIZED_LOAD
+from ..engines import router_releases as rr
 from ..engines import routers as rt
+from ..engines.router_releases import PickerRelease
 from ..facts import lws as lwsv
 from ..spec.load import Document
 from .build import MANAGED, Imported
@@ -43,6 +46,7 @@ def apply_objects(imported: Imported, docs: list[Document]) -> None:
     base = imported.data["metadata"]["name"]
     mine = [d for d in docs if isinstance(d.data, dict) and _mine(d, base)]
     managed = any(r.workload.labels.get(MANAGED[0]) == MANAGED[1] for r in imported.roles)
+    _sized_load(imported, spec)
     _router(imported, spec, mine, managed)
     _monitoring(imported, spec, mine)
     _autoscaling(imported, spec, mine)
@@ -53,6 +57,7 @@ def apply_objects(imported: Imported, docs: list[Document]) -> None:
 
 def _router(imported: Imported, spec: dict, docs: list[Document], managed: bool) -> None:
     prov = imported.provenance
+    base = imported.data["metadata"]["name"]
     pool = next((d for d in docs if _kind(d) == "InferencePool"), None)
     if pool is not None:
         router: dict[str, Any] = {"kind": rt.GATEWAY_KIND}
@@ -60,34 +65,42 @@ def _router(imported: Imported, spec: dict, docs: list[Document], managed: bool)
         refs = _m(_m(route.data).get("spec")).get("parentRefs") if route else None
         if isinstance(refs, list) and refs and isinstance(refs[0], dict):
             ref = {k: refs[0][k] for k in ("name", "namespace") if k in refs[0]}
-            router["gateway"] = {"parentRef": ref}
+            router.setdefault("gateway", {})["parentRef"] = ref
             prov.locations[("spec", "router", "gateway")] = route.provenance.locate(
                 ("spec", "parentRefs"))
-        epp = next((d for d in docs if _kind(d) == "Deployment" and _m(_m(_m(
-            d.data.get("metadata")).get("labels"))).get("moegen.dev/role") == "endpoint-picker"),
-            None)
+        ports = _m(pool.data.get("spec")).get("targetPorts") or []
+        supervised = any(r.launch.command is not None and r.launch.command.get(
+            "--data-parallel-multi-port-external-lb") for r in imported.roles)
+        local = [r.launch.command.value("--data-parallel-size-local") for r in imported.roles
+                 if r.launch.command is not None]
+        if len(ports) == 1 and not supervised and any(v and v.isdigit() and int(v) >= 2
+                                                      for v in local):
+            router.setdefault("gateway", {})["rankEndpoints"] = False
+        epp = _by_role(docs, "endpoint-picker")
         if epp is not None:
-            _replicas_image(router, epp, gw.EPP_IMAGE)
+            _release(router, _image(epp), lambda v: PickerRelease(v).image("epp"),
+                     rr.known("llm-d-router"))
+            _replicas(router, epp, 1)
+            _service_account(router, epp, naming.epp_name(base))
         spec["router"] = router
         prov.locations[("spec", "router")] = pool.provenance.locate(())
         return
-    dep = next((d for d in docs if _kind(d) == "Deployment" and _m(_m(
-        d.data.get("metadata")).get("labels")).get("moegen.dev/role") == "router"), None)
+    dep = _by_role(docs, "router")
     modes = {r["mode"] for r in spec["roles"]}
     if dep is None:
         if managed and {"prefill", "decode"} <= modes:
             spec["router"] = {"enabled": False}
         return
-    c = (_m(_m(_m(dep.data.get("spec")).get("template")).get("spec")).get("containers")
-         or [{}])[0]
+    c = _container(dep)
     args = [str(a) for a in c.get("args") or []]
     command = [str(a) for a in c.get("command") or []]
     kind = "smg" if "smg" in command else "vllm-router"
     router = {}
     if kind != rt.DEFAULT_KIND.get(spec["engine"]["name"]):
         router["kind"] = kind
-    default_image = rt.SGLANG_ROUTER_IMAGE if kind == "smg" else rt.VLLM_ROUTER_IMAGE
-    _replicas_image(router, dep, default_image)
+    repo = rt.ROUTER_IMAGE_REPOSITORY[kind]
+    _release(router, _image(dep), lambda v: f"{repo}:v{v}", rr.known(rr.COMPONENT[kind]))
+    _replicas(router, dep, rt.ROUTER_REPLICAS)
     for flag, key, conv in (("--port", "port", int), ("--policy", "policy", str)):
         if flag in args and args.index(flag) + 1 < len(args):
             value = conv(args[args.index(flag) + 1])
@@ -95,18 +108,49 @@ def _router(imported: Imported, spec: dict, docs: list[Document], managed: bool)
                 router[key] = value
     if "--service-discovery" not in args:
         router["discovery"] = False
+    _service_account(router, dep, naming.router_name(base))
     if router:
         spec["router"] = router
         imported.provenance.locations[("spec", "router")] = dep.provenance.locate(())
 
 
-def _replicas_image(router: dict, dep: Document, default_image: str) -> None:
-    dspec = _m(dep.data.get("spec"))
-    if isinstance(dspec.get("replicas"), int) and dspec["replicas"] != 1:
-        router["replicas"] = dspec["replicas"]
-    c = (_m(_m(dspec.get("template")).get("spec")).get("containers") or [{}])[0]
-    if isinstance(c, dict) and c.get("image") and c["image"] != default_image:
-        router["image"] = c["image"]
+def _by_role(docs: list[Document], role: str) -> Document | None:
+    return next((d for d in docs if _kind(d) == "Deployment" and _m(_m(
+        d.data.get("metadata")).get("labels")).get("moegen.dev/role") == role), None)
+
+
+def _container(dep: Document) -> dict:
+    containers = _m(_m(_m(dep.data.get("spec")).get("template")).get("spec")).get("containers")
+    return containers[0] if isinstance(containers, list) and containers \
+        and isinstance(containers[0], dict) else {}
+
+
+def _image(dep: Document) -> str:
+    return str(_container(dep).get("image") or "")
+
+
+def _release(router: dict, image: str, image_of, versions: list[str]) -> None:
+    """``router.version`` (a known release's image, not the newest) or ``router.image``."""
+    if not image or image == image_of(versions[-1]):
+        return
+    v = next((v for v in versions if image_of(v) == image), None)
+    if v is not None:
+        router["version"] = v
+    else:
+        router["image"] = image
+
+
+def _replicas(router: dict, dep: Document, default: int) -> None:
+    n = _m(dep.data.get("spec")).get("replicas")
+    if isinstance(n, int) and n != default:
+        router["replicas"] = n
+
+
+def _service_account(router: dict, dep: Document, own: str) -> None:
+    """``router.serviceAccountName`` when the pods run as another account than their own."""
+    sa = _m(_m(_m(dep.data.get("spec")).get("template")).get("spec")).get("serviceAccountName")
+    if isinstance(sa, str) and sa and sa != own:
+        router["serviceAccountName"] = sa
 
 
 def _monitoring(imported: Imported, spec: dict, docs: list[Document]) -> None:
@@ -128,28 +172,32 @@ def _monitoring(imported: Imported, spec: dict, docs: list[Document]) -> None:
         _m(d.data.get("metadata")).get("labels"))), None)
     if dash is not None:
         mon["dashboard"] = True
-        _traffic(imported, spec, dash)
     spec["monitoring"] = mon
     imported.provenance.locations[("spec", "monitoring")] = pm.provenance.locate(())
 
 
-#: The load a moegen dashboard's TPOT line was predicted for (manifests/dashboard.py
-#: ``load_text``, in the panel's description; the panel's title names the role).
-_LOAD = re.compile(r'spec\.traffic: ([\d,]+) input and ([\d,]+) output tokens per request, '
-                   r'draft acceptance ([\d.]+); (\d+) sequences per decode instance\)",'
-                   r'(?:(?!"description").)*?"title": "([a-z0-9-]+): TPOT"', re.S)
+_LOAD = re.compile(r"(concurrency|traffic|acceptance)=([0-9./]+)")
 
 
-def _traffic(imported: Imported, spec: dict, dash: Document) -> None:
-    text = " ".join(str(v) for v in _m(dash.data.get("data")).values())
-    for tin, tout, acc, conc, role_name in _LOAD.findall(text):
-        spec["traffic"] = {"inputTokens": int(tin.replace(",", "")),
-                           "outputTokens": int(tout.replace(",", ""))}
-        if float(acc) != 0.7:
-            spec["traffic"]["acceptance"] = float(acc)
-        for role in spec["roles"]:
-            if role["name"] == role_name:
-                role.setdefault("sizing", {})["concurrency"] = int(conc)
+def _sized_load(imported: Imported, spec: dict) -> None:
+    """``sizing.concurrency`` and ``spec.traffic`` from the annotation moegen puts on each
+    role's workload (manifests/workloads.py ``SIZED_LOAD``): what the rendered admission
+    limits, CUDA graphs and durations follow from."""
+    for role, r in zip(spec["roles"], imported.roles):
+        text = str(r.workload.annotations.get(SIZED_LOAD, ""))
+        found = dict(_LOAD.findall(text))
+        if "concurrency" in found and found["concurrency"].isdigit():
+            role.setdefault("sizing", {})["concurrency"] = int(found["concurrency"])
+        elif "concurrency" in role.get("sizing", {}) and text:
+            del role["sizing"]["concurrency"]
+            if not role["sizing"]:
+                del role["sizing"]
+        tin, _, tout = found.get("traffic", "").partition("/")
+        if tin.isdigit() and tout.isdigit():
+            spec["traffic"] = {"inputTokens": int(tin), "outputTokens": int(tout)}
+            acc = found.get("acceptance")
+            if acc and float(acc) != 0.7:
+                spec["traffic"]["acceptance"] = float(acc)
 
 
 def _autoscaling(imported: Imported, spec: dict, docs: list[Document]) -> None:

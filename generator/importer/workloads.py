@@ -104,6 +104,7 @@ class Workload:
     gpus: int | None = None
     extra: dict = field(default_factory=dict)
     indexed: bool = False
+    annotations: dict = field(default_factory=dict)
 
 
 def _m(value: Any) -> dict:
@@ -125,6 +126,15 @@ def _template(tpl: Any, path: tuple, index: int = 0, main: str | None = None) ->
     meta = _m(tpl.get("metadata"))
     return Pods(_m(tpl.get("spec")), (*path, "spec"), _m(meta.get("labels")),
                 _m(meta.get("annotations")), index, main)
+
+
+def _annotations(doc: Document, path: tuple = ()) -> dict:
+    """The object's metadata annotations (``path``: where its metadata is, a DisaggregatedSet
+    role's)."""
+    node = doc.data
+    for key in path:
+        node = node[key] if isinstance(node, (dict, list)) else {}
+    return _m(_m(_m(node).get("metadata")).get("annotations"))
 
 
 def _meta(doc: Document) -> tuple[str, str | None, dict]:
@@ -161,9 +171,10 @@ def workloads_of(doc: Document) -> list[Workload]:
     if kind in ("Deployment", "StatefulSet") and group == "apps":
         pods = _template(spec.get("template"), ("spec", "template"))
         return [Workload(kind, api, name, ns, labels, doc, (), _int(spec.get("replicas"), 1),
-                         1, pods, indexed=kind == "StatefulSet")]
+                         1, pods, indexed=kind == "StatefulSet", annotations=_annotations(doc))]
     if kind == "LeaderWorkerSet" and group == "leaderworkerset.x-k8s.io":
-        return [_lws(doc, spec, ("spec",), name, ns, labels, api=api)]
+        return [_lws(doc, spec, ("spec",), name, ns, labels, api=api,
+                     annotations=_annotations(doc))]
     if kind == "DisaggregatedSet" and group == "disaggregatedset.x-k8s.io":
         out = []
         for i, role in enumerate(spec.get("roles") or []):
@@ -172,7 +183,8 @@ def workloads_of(doc: Document) -> list[Workload]:
             rlabels = {**labels, **_m(_m(role.get("metadata")).get("labels"))}
             out.append(_lws(doc, _m(role.get("spec")), ("spec", "roles", i, "spec"),
                             f"{name}-{rname}", ns, rlabels, api=api, role=rname,
-                            group=name, platform="lws"))
+                            group=name, platform="lws",
+                            annotations=_annotations(doc, ("spec", "roles", i))))
         return out
     if kind == "LLMInferenceService" and group == "serving.kserve.io":
         return _kserve(doc, spec, name, ns, labels, api)
