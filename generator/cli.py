@@ -276,8 +276,9 @@ def size(spec: Path, overlays: tuple[Path, ...], fmt: str) -> None:
         click.echo(json.dumps(sizing_report.sizing_json(checked, predicted), indent=2))
     else:
         click.echo(sizing_report.sizing_text(checked, predicted), nl=False)
-        if checked.findings:
-            click.echo(report.text(checked.findings, colour=sys.stderr.isatty()), err=True)
+        findings = checked.findings + (predicted.findings if predicted is not None else [])
+        if findings:
+            click.echo(report.text(findings, colour=sys.stderr.isatty()), err=True)
     if not checked.ok:
         raise SpecRejected(checked.findings)
 

@@ -98,10 +98,14 @@ class Deployment:
             from .perf.predict import Prediction, predict
             resolved = self.dialect is not None and self.arch is not None and all(
                 r is not None and not r.layout.problem for r in self.roles)
-            self._cache["prediction"] = (
-                predict(self.spec) if resolved
-                else Prediction(reason="not timed: the spec has roles without a known pool, "
-                                "a possible layout, a supported engine release or a model"))
+            out = (predict(self.spec) if resolved
+                   else Prediction(reason="not timed: the spec has roles without a known pool, "
+                                   "a possible layout, a supported engine release or a model"))
+            # Sanity hits on the prediction itself (perf/predict.py sanity, rule PRF030), located.
+            out.findings = [Finding(code, Severity.WARNING, json_path(path), message, hint,
+                                    self.provenance.locate(path))
+                            for code, path, message, hint in out.sanity]
+            self._cache["prediction"] = out
         return self._cache["prediction"]
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .catalog import ModelArch
+from .catalog import GPUS, ModelArch, nvl72
 from .layout import RoleLayout, compute_layout
 from .spec.models import (
     InferenceDeployment,
@@ -46,6 +46,9 @@ class RoleInput:
             carries ("" when the role's own, or none). Prefill must run the decode's MTP/EAGLE
             config: vLLM >= 0.28.0 refuses a NIXL handshake otherwise, and both engines only
             transfer the draft layer's KV / hidden states when prefill computes them.
+        mnnvl: the pods reach their peers over multi-node NVLink: an NVL72 pool (GB200/GB300,
+            more GPUs in the NVLink domain than on a node) whose pods claim the spec's
+            ``network.computeDomain`` IMEX channel (:func:`uses_mnnvl`).
         rank_ports: HTTP API ports per serving pod: 1, or one per local DP rank (vLLM's DP
             supervisor behind the inference gateway: ``serving.port + rank``,
             engines/gateway.py ``rank_ports``).
@@ -67,6 +70,7 @@ class RoleInput:
     speculative_from: str = ""
     admission: int | None = None
     rank_ports: int = 1
+    mnnvl: bool = False
 
 
 def carried_speculative(spec: InferenceDeployment) -> tuple[Speculative | None, str]:
@@ -107,5 +111,13 @@ def role_inputs(spec: InferenceDeployment, arch: ModelArch | None) -> list[RoleI
             speculative=speculative, kv_transfer=role.kvTransfer,
             network=spec.spec.network, layout=layout, pd=pd,
             concurrency=role.sizing.concurrency or 1, speculative_from=source,
-            admission=role.sizing.concurrency))
+            admission=role.sizing.concurrency,
+            mnnvl=uses_mnnvl(spec.spec.network, GPUS[pool.gpu], pool.gpusPerNode)))
     return roles
+
+
+def uses_mnnvl(net: Network, gpu, gpus_per_node: int) -> bool:
+    """Pods of a pool talk over multi-node NVLink: an NVL72 pool whose pods claim the spec's
+    ``network.computeDomain`` channel (NVIDIA DRA driver ComputeDomain; ai-dynamo/dynamo
+    PR#6364, PR#8811)."""
+    return net.computeDomain is not None and nvl72(gpu, gpus_per_node)

@@ -203,7 +203,8 @@ def _case_codes() -> set[str]:
 
 
 def test_every_rule_has_a_failing_example():
-    """A code counts when an invalid case expects it, or a unit test asserts on it by name."""
+    """A code counts when an invalid or field case expects it, or a unit test asserts on it by
+    name."""
     covered = _case_codes()
     unit = " ".join((ROOT / f).read_text() for f in UNIT_TESTED)
     covered |= {r.code for r in RULES if f'"{r.code}"' in unit}

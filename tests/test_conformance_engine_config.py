@@ -1,6 +1,7 @@
 """Engine-config conformance: the engines' own configuration objects, built from what we render.
 
-For every example and golden case pinned to the releases in the engines venv (vLLM 0.33.0,
+For every example, golden case and rendered field fix (tests/field) pinned to the releases in
+the engines venv (vLLM 0.33.0,
 SGLang 0.5.23), every role's leader command and one worker command are turned into the engine's
 configuration objects on a CPU with a fake GPU node shaped like the role's pool
 (tests/conformance/engine_config.py says exactly what runs: vLLM ``create_engine_config`` and
@@ -21,21 +22,42 @@ import pytest
 
 from generator.catalog import GPUS
 from tests.conformance.runner import build_engine_configs, require_engines
-from tests.helpers import render_spec
+from tests.helpers import ROOT, materialise_case, render_spec
 from tests.test_golden import cases
+
+
+def _field_render_cases():
+    """The field cases whose fix is a rendered command (tests/field/*/case.yaml with
+    ``render:`` and no expected error): (name, spec, overlays)."""
+    import tempfile
+    from pathlib import Path
+
+    import yaml
+    out = []
+    for case in sorted((ROOT / "tests" / "field").glob("*/case.yaml")):
+        meta = yaml.safe_load(case.read_text())
+        if not meta.get("render") or meta.get("expect"):
+            continue
+        text = case.read_text()
+        if "name: vllm" in text and "connector: mooncake" in text:
+            continue   # vLLM's MooncakeConnector imports uvicorn, which the engines venv lacks
+        spec, overlays, _ = materialise_case(case.parent, Path(tempfile.mkdtemp()))
+        out.append((f"field/{case.parent.name}", spec, overlays))
+    return out
 
 #: The releases the engines venv holds (.ci/engines-venv.sh).
 VENV_RELEASES = {"vllm": "0.33.0", "sglang": "0.5.23"}
 #: Device names and compute capabilities the fake node reports per GPU generation.
 DEVICE = {"H20-96GB": "NVIDIA H20", "H20-141GB": "NVIDIA H20", "H100-80GB": "NVIDIA H100 80GB HBM3",
-          "H800-80GB": "NVIDIA H800", "H200-141GB": "NVIDIA H200", "B200-180GB": "NVIDIA B200"}
+          "H800-80GB": "NVIDIA H800", "H200-141GB": "NVIDIA H200", "B200-180GB": "NVIDIA B200",
+          "GB200-186GB": "NVIDIA GB200"}
 CAPABILITY = {"hopper": [9, 0], "blackwell": [10, 0]}
 
 
 def _items(engine: str) -> tuple[list[dict], dict[str, list[tuple[str, str]]], list[str]]:
     """(items, per case the (item id, role mode) list, cases not checked)."""
     items, by_case, skipped = [], defaultdict(list), []
-    for name, spec, overlays in cases():
+    for name, spec, overlays in [*cases(), *_field_render_cases()]:
         checked, plan, _ = render_spec(spec, overlays)
         if plan.engine != engine:
             continue

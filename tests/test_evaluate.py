@@ -15,7 +15,7 @@ from generator.cli import run
 from generator.perf import terms as perf
 from generator.perf.decode import model_shape
 from generator.spec.request import PlanRequest
-from tests.helpers import EXAMPLES, load_script
+from tests.helpers import EXAMPLES, ROOT, load_script
 
 FIXED = EXAMPLES / "plan" / "h20-96-fixed-layout.yaml"
 
@@ -253,3 +253,31 @@ def test_closed_loop_ttft_obeys_littles_law_when_prefill_binds(capsys):
     fed = -(-rate * 1200 * tpot // 16)
     padded = next(g for g in (1, 2, 4, *range(8, 256, 8)) if g >= fed)
     assert dec["fedBatchPerRank"] == padded < dec["batchPerRank"] == 13
+
+
+def test_nvl72_domain_needs_the_imex_channel():
+    """GB200 trays of 4 GPUs: the NVLink domain is the 72-GPU rack only when the pods claim the
+    ComputeDomain channel (PlanRequest network.mnnvl; gen size sets it from
+    network.computeDomain), else the tray: DeepEP/NCCL cross trays over the NIC (vllm PR#27328)."""
+    from generator.perf.terms import nvlink_domain
+    from generator.catalog import GPUS
+    gb200, h200 = GPUS["GB200-186GB"], GPUS["H200-141GB"]
+    assert nvlink_domain(gb200, 4) == 72
+    assert nvlink_domain(gb200, 4, mnnvl=False) == 4
+    assert nvlink_domain(h200, 8, mnnvl=False) == nvlink_domain(h200, 8) == 8
+
+
+def test_predicted_ttft_beyond_the_queue_bound_is_flagged(capsys):
+    """PRF030: S1 as shipped predicts a TTFT ~100x that of a request alone (its one prefill node
+    is the bottleneck, hence overlays/s1-two-prefill-nodes.yaml); the model's steady state allows
+    at most the M/D/1 wait at 95 % busy, 1 + 0.95 / (2 x 0.05) = 10.5x. With the second prefill
+    node the prediction is an operating point and nothing is flagged."""
+    from generator import pipeline
+    from generator.perf.predict import QUEUE_BOUND
+    assert QUEUE_BOUND == pytest.approx(10.5)
+    s1 = pipeline.check(EXAMPLES / "s1-16xh20-pd.yaml", [])
+    pred = pipeline.performance(s1)
+    assert [f.code for f in pred.findings] == ["PRF030"]
+    assert pred.findings[0].path == "$.spec.roles[1].sizing.concurrency"
+    two = pipeline.check(EXAMPLES / "s1-16xh20-pd.yaml", [ROOT / "overlays" / "s1-two-prefill-nodes.yaml"])
+    assert pipeline.performance(two).findings == []

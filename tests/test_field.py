@@ -31,7 +31,8 @@ def test_field_case(case: Path, tmp_path: Path, capsys) -> None:
     missing = [k for k in REQUIRED if not meta.get(k)]
     assert not missing, f"{case.name}: case.yaml lacks {missing}"
     assert meta["class"] in CLASSES, meta["class"]
-    assert "expect" in meta or "warnings" in meta or "render" in meta, case.name
+    assert "expect" in meta or "warnings" in meta or "render" in meta or "predicted" in meta, \
+        case.name
     checked = pipeline.check(spec, overlays)
     errors = Counter(f.code for f in checked.findings if f.severity.value == "error")
     warnings = Counter(f.code for f in checked.findings if f.severity.value == "warning")
@@ -42,6 +43,14 @@ def test_field_case(case: Path, tmp_path: Path, capsys) -> None:
         hits = [f for f in checked.findings if f.code == exp["code"]]
         for text in exp.get("contains", []):
             assert any(text in (f.message + " " + f.hint) for f in hits), (text, hits)
+    codes = {e["code"] for e in meta.get("expect", [])} | set(meta.get("warnings", [])) \
+        | set(meta.get("predicted", []))
+    assert set(meta.get("rules", [])) <= codes, ("rules: lists a code the case does not expect",
+                                                 meta.get("rules"))
+    if "predicted" in meta:   # findings on gen size's prediction (capacity/predict.py sanity)
+        predicted = pipeline.performance(checked)
+        got = Counter(f.code for f in (predicted.findings if predicted else []))
+        assert got == Counter(meta["predicted"]), predicted
     if meta.get("render"):
         assert not errors, report
         _, files = pipeline.render(checked)

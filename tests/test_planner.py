@@ -215,17 +215,23 @@ SG = {"apiVersion": "moegen.dev/v1alpha1", "kind": "PlanRequest", "metadata": {"
 
 
 def test_sglang_wide_dp_is_planned_with_a_pinned_memory_fraction(tmp_path, capsys):
-    """SGLang's default mem_fraction_static reserves CUDA-graph memory per attention-DP rank, so
-    DP64 on H100 leaves no KV cache; the planner pins the largest fraction that leaves room (as
+    """SGLang's default mem_fraction_static reserves CUDA-graph memory per attention-DP rank
+    (graph batch x DP x 3 MB, + the tier's default batch on prefill), so a DP16 prefill on H100
+    leaves no KV cache with it; the planner pins the largest fraction that leaves room (as
     SIZ001's hint does) and the emitted spec carries it: with the pin the spec fits, without it
-    SIZ001 rejects it."""
-    req = PlanRequest.model_validate(SG)
+    SIZ001 rejects it. (At 18,432 sequences a unified DP64 no longer fits at all: its decode
+    graphs of 288 per rank x 64 ranks take 54 GiB, sizing/sglang_budget.py cuda_graph_gib.)"""
+    req = PlanRequest.model_validate({**SG, "spec": {**SG["spec"], "workload": {
+        **SG["spec"]["workload"], "concurrency": 6144}}})
     res = plan(req)
-    dp64 = next(c for c in res.candidates if [r["parallel"]["data"] for r in c.roles] == [64])
-    mfs = dp64.roles[0]["serving"]["memFractionStatic"]
+    assert not any([r["parallel"]["data"] for r in c.roles] == [64]
+                   for c in plan(PlanRequest.model_validate(SG)).candidates)
+    cand = next(c for c in res.candidates if c.roles[0].get("serving"))
+    assert cand.roles[0]["mode"] == "prefill" and cand.roles[0]["parallel"]["data"] == 16
+    mfs = cand.roles[0]["serving"]["memFractionStatic"]
     assert 0.8 < mfs < 0.9
     from generator.capacity.to_spec import spec_yaml
-    doc = yaml.safe_load(spec_yaml(req, dp64))
+    doc = yaml.safe_load(spec_yaml(req, cand))
     assert doc["spec"]["roles"][0]["serving"] == {"memFractionStatic": mfs}
     doc["spec"]["network"]["rdma"] = {"resourceName": "rdma/hca", "devices": ["mlx5_0"]}
     pinned = tmp_path / "pinned.yaml"
@@ -372,7 +378,10 @@ def test_dspark_only_where_it_exists(engine, version, arch, ok):
 
 def test_sglang_plan_at_dp88_scale_does_not_crash(tmp_path, capsys):
     """13 H100 nodes, 18,432 sequences: the search reaches DP88-104 SGLang layouts whose default
-    mem_fraction_static is <= 0 (they are pinned or dropped, never a division by zero)."""
+    mem_fraction_static is <= 0 (they are pinned or dropped, never a division by zero). With the
+    DP-attention graph term (graph batch x DP x 3 MB, sizing/sglang_budget.py cuda_graph_gib:
+    DP104 at 178 per rank is 54 GiB of graphs on an 80 GB GPU) none of them fits, and the
+    planner says so instead of crashing."""
     p = tmp_path / "r.yaml"
     p.write_text(yaml.safe_dump({
         "apiVersion": "moegen.dev/v1alpha1", "kind": "PlanRequest", "metadata": {"name": "z"},
@@ -382,7 +391,8 @@ def test_sglang_plan_at_dp88_scale_does_not_crash(tmp_path, capsys):
                  "workload": {"inputTokens": 2000, "outputTokens": 500, "concurrency": 18432}}}))
     assert run(["plan", str(p)]) == 0
     out, err = capsys.readouterr()
-    assert "Traceback" not in err and "reachable: yes" in out
+    assert "Traceback" not in err
+    assert "reachable: NO" in out and "decode layouts do not fit in memory" in out
 
 
 KIMI_SGL = {"apiVersion": "moegen.dev/v1alpha1", "kind": "PlanRequest",

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from generator.engines import vllm
+from generator.engines import vllm, vllm_ranks
 from tests.helpers import EXAMPLES, ROOT, lws_templates, render_spec
 
 S1 = EXAMPLES / "s1-16xh20-pd.yaml"
@@ -125,7 +125,7 @@ def test_worker_waits_for_the_leader_rendezvous_port(tmp_path: Path):
     the leader's DP RPC port accepts connections, then starts with the leader's IP."""
     _, plan, files = render_spec(S1)
     port = _launch(plan, "decode").rendezvous_port
-    assert port == vllm.DP_RPC_PORT
+    assert port == vllm_ranks.DP_RPC_PORT
     script = _launcher(files, "decode-lws.yaml", "workerTemplate")
     listener = socket.socket()
     listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)

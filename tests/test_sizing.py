@@ -204,3 +204,23 @@ def test_size_reports_every_sized_role_whatever_the_error(overlay, code, tmp_pat
     assert all("kvTokensPerRank" in r for r in doc["roles"]), doc["roles"]
     assert code in {f["code"] for f in doc["findings"]}
     assert not any(f["code"].startswith("SIZ") for f in doc["findings"])
+
+
+def test_sglang_dp_attention_graph_memory_grows_with_batch_times_dp():
+    """sgl-project/sglang#24453: Kimi-K2 FP8, DP32/EP32, --cuda-graph-max-bs 128, DeepEP with
+    SGLANG_DEEPEP_NUM_MAX_DISPATCH_TOKENS_PER_RANK=256: ~20 GB per rank taken during graph
+    capture (the DeepEP buffers are allocated at the first forward, inside the capture).
+
+    By hand: graphs 1.7 + 128 x 32 x 3 MB / 1024 = 1.7 + 12.0 = 13.7 GiB; DeepEP low-latency
+    buffer 4 x 384 experts x 256 tokens x 2 x 7168 B = 5.25 GiB; together 18.95 GiB, within 10 %
+    of the reported ~20. Without DP attention the term is the base alone; above a batch of 300
+    the extra 1.5 MB per sequence per rank applies (SGLang's reserve_for_graph_mb)."""
+    from generator.facts.deepep import ll_buffer_bytes
+    from generator.sizing.sglang_budget import cuda_graph_gib
+
+    assert cuda_graph_gib(128, 32) == pytest.approx(13.7)
+    assert cuda_graph_gib(128, 1) == pytest.approx(1.7)
+    assert cuda_graph_gib(512, 8) == pytest.approx(1.7 + 512 * 8 * 4.5 / 1024)   # 19.7
+    captured = cuda_graph_gib(128, 32) + ll_buffer_bytes(384, 256, 7168) / 2**30
+    assert captured == pytest.approx(18.95)
+    assert captured == pytest.approx(20.0, rel=0.10)

@@ -77,6 +77,7 @@ def extract(src: Path) -> dict:
                     "VLLM_ENGINE_READY_TIMEOUT_S",
                     "VLLM_USE_DEEP_GEMM",
                     "VLLM_DEEPEP_BUFFER_SIZE_MB",
+                    "VLLM_DEEPEP_LOW_LATENCY_USE_MNNVL",
                     "VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS",
                 )
             },

@@ -150,7 +150,8 @@ class _Search:
                             pipeline=lay.pipeline, expert=lay.expert_parallel,
                             gpus_per_node=pool.gpusPerNode, inter_gbps=s.network.interNodeGbps,
                             weights_bytes=z.weights * 2**30, bf16=self.bf16,
-                            overlap=role.moe.overlap if role.moe else None)
+                            overlap=role.moe.overlap if role.moe else None,
+                            mnnvl=s.network.mnnvl)
 
     def retimer(self, drole: RoleInput, z: RoleSizing, dpool, ranks: int):
         """The decode step at a smaller batch than sized (the closed loop's), memoized per

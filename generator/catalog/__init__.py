@@ -308,3 +308,10 @@ def builtin_config(arch_id: str) -> dict:
     name = ARCHITECTURES[arch_id]
     text = package_text("catalog", "models", name)
     return json.loads(text)
+
+
+def nvl72(gpu: Gpu, gpus_per_node: int) -> bool:
+    """The pool's NVLink domain is rack-scale and larger than a node (GB200/GB300 NVL72 trays of
+    4; not an 8-GPU HGX board split into smaller nodes): an instance that spans pods can stay on
+    NVLink, given an IMEX channel."""
+    return gpu.nvlink and gpu.scaleup_gpus > max(gpus_per_node, 8)

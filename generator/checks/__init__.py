@@ -3,21 +3,27 @@
 =========== ==============================================================================
 module      rules
 =========== ==============================================================================
-model       MOD, LEN, QNT, SPD001-002: model source, context length, FP8 blocks, MTP module
+model       MOD, LEN, QNT, SPD001-002: model source, context length, FP8 blocks, MTP module;
+            MOD030-031: model requirements per engine (facts/requirements.py)
 names       NAME: generated names and labels
 pools       POOL, TOP, SCHD: node pools, topology domains, gang schedulers
 lws         LWS: the LeaderWorkerSet release (platform.lws) and the DisaggregatedSet output
 layout      LAY, ENG001, SPD005: ranks on pods, heads, pipeline, context, group restarts
-moe         EP, A2A: expert parallelism, EPLB, all-to-all backends (DeepEP)
+moe         EP, A2A: expert parallelism, EPLB, all-to-all backends (DeepEP; A2A030 its
+            buffer's 8-rank NVLink groups)
 gpu         GPU: what the pool's GPU runs (vendor all-to-all, DeepEP's NVLink/SM90 needs, FP8
-            cores, sparse-attention kernels)
-pd          PD, SPD003-004: prefill/decode pairs, connectors, speculative config, router
+            cores, sparse-attention kernels; GPU030 NVL72 trays without the IMEX channel;
+            QNT030 DeepSeek-V4 MXFP4 experts behind DeepEP off Blackwell)
+pd          PD, SPD003-004, SPD030: prefill/decode pairs, connectors, speculative config (what
+            the NIXL hash compares), router; PD030 NIXL tensor-size pairs per release
 routing     RTR: router kinds (which router routes which engine), the inference gateway
 scaling     AUT: autoscaling bounds, scalable workloads, Prometheus, routers that find new pods
 serving     SRV: batch tokens and admitted sequences
-network     NET, PORT: bootstrap interface, derived environment, ports
+network     NET, PORT: bootstrap interface, derived environment, ports; NET030-032 what the
+            NIC family carries (engines/network.py NICS), pinned KV memory
 pod         POD, ENG002-003: pod memory and the image
-engine      ENG004-005: engineArgs (options of the pinned release, not derived ones)
+engine      ENG004-005, ENG030: engineArgs (options of the pinned release, not derived ones);
+            known-bad release x feature combinations (facts/known_bad.py)
 sizing      SIZ: HBM sizing (phase ``sizing``: runs after the others)
 codes       codes raised outside the rule functions (loader, schema, pipeline, planner)
 =========== ==============================================================================

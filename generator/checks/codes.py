@@ -99,6 +99,11 @@ for _code, _sev, _summary, _source in (
      "the model's config.json max_position_embeddings (the engines' default and ceiling of "
      "max model length: vLLM 0.33.0 vllm/config/model.py, SGLang 0.5.23 "
      "python/sglang/srt/configs/model_config.py)"),
+    ("PRF030", W, "the predicted TTFT is a steady state, not a queue that grows without bound "
+                  "(gen size, gen report)",
+     "generator/perf/predict.py QUEUE_BOUND (M/D/1 wait at the 0.95 utilisation clamp of "
+     "generator/perf/loop.py: 10.5x the unloaded TTFT); beyond it the closed loop "
+     "overflows (Little's law: concurrency = rate x (TTFT + OSL x TPOT))"),
     ("PRE001", E, "the CRDs the output needs are installed (gen preflight)",
      "generator/preflight.py (apiextensions.k8s.io/v1 CustomResourceDefinitions)"),
     ("PRE002", E, "each pool's nodeSelector matches its nodes (gen preflight)",

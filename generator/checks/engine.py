@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from ..catalog import GPUS
+from ..facts.known_bad import known_bad
 from ..engines.options import (
     API_SERVER_COUNT,
     FLAG,
@@ -71,3 +73,19 @@ def _engine_args_derived(ctx: Context):
                           f"{flag.split('=', 1)[0]} is derived by moegen",
                           f"set {field} instead" if not field.startswith("(") else
                           f"it is not settable {field}")
+
+
+@rule("ENG030", E, "the engine release has no known bug for the role's feature combination",
+      "generator/facts/known_bad.py KNOWN_BAD: each row cites the upstream report, the fixing "
+      "change and the engine file:line at a bad and a fixed release (e.g. sgl-project/sglang#33660, "
+      "sgl-project/sglang#33669)")
+def _known_bad(ctx: Context):
+    spec = ctx.spec.spec
+    for i, r in ctx.role_items():
+        gpu = GPUS[spec.nodePools[spec.roles[i].nodePool].gpu]
+        for row in known_bad(ctx.engine, spec.engine.version, r, spec.model.weights,
+                             gpu.generation, spec.roles[i].engineArgs):
+            yield Hit(role_path(i, *row.field),
+                      f"role {r.name!r}: {ctx.dialect.label if ctx.dialect else ctx.engine} "
+                      f"{spec.engine.version} (known bad {row.releases}): {row.what} "
+                      f"({row.source})", row.hint)

@@ -38,9 +38,10 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from ..catalog import GPUS, Gpu
+from ..catalog import GPUS, Gpu, nvl72
 from ..engines.options import option_value
 from ..facts import deepep
+from ..facts.versions import parse_version
 from ..roles import RoleInput
 from ..sizing.formats import kernel_on, storage
 from .registry import Context, E, Hit, W, is_vllm, role_path, rule
@@ -277,18 +278,22 @@ def _truthy(v: str | None) -> bool:
     return (v or "").strip().lower() in ("1", "true", "yes", "on")
 
 
+def _dsv4_dequant(ctx: Context, i: int) -> bool:
+    """Role ``i`` sets SGLANG_DSV4_FP4_DEQUANT (its env over network.env)."""
+    env = {**ctx.spec.spec.network.env, **ctx.spec.spec.roles[i].env}
+    return _truthy(env.get("SGLANG_DSV4_FP4_DEQUANT"))
+
+
 @rule("QNT004", W, "SGLANG_DSV4_FP4_DEQUANT=1 holds DeepSeek-V4's FP4 experts as block FP8",
       "SGLang 0.5.23 python/sglang/srt/layers/quantization/fp8.py "
       "process_weights_after_loading_block_quant (cast_e2m1fn_to_e4m3fn, FP32 block scales: "
       "\"Dequantized FP4 expert weights to FP8\"); environ.py SGLANG_DSV4_FP4_DEQUANT (default "
       "False); sgl-project/sglang#33583", engines=("sglang",))
-def _dsv4_dequant(ctx: Context):
+def _dsv4_dequant_memory(ctx: Context):
     if ctx.spec.spec.model.weights != "mxfp4":
         return
-    net = ctx.spec.spec.network.env
     for i, r in ctx.role_items():
-        env = {**net, **ctx.spec.spec.roles[i].env}
-        if not _truthy(env.get("SGLANG_DSV4_FP4_DEQUANT")) or not r.arch.routed_experts:
+        if not _dsv4_dequant(ctx, i) or not r.arch.routed_experts:
             continue
         where = (role_path(i, "env", "SGLANG_DSV4_FP4_DEQUANT")
                  if "SGLANG_DSV4_FP4_DEQUANT" in ctx.spec.spec.roles[i].env
@@ -386,3 +391,77 @@ def _dsv4_nvfp4_hopper(ctx: Context):
         yield Hit(("spec", "model", "weights"),
                   f"role {r.name!r}: DeepSeek-V4's NVFP4 hybrid checkpoint on {gpu.id} "
                   f"({gpu.generation}): {why}", hint)
+
+
+@rule("GPU030", W, "an instance spanning NVL72 trays claims the multi-node NVLink channel",
+      "ai-dynamo/dynamo#6364 (GB200: \"the ComputeDomain resource required for MNNVL NVLink "
+      "shared memory\"), ai-dynamo/dynamo#8811; vllm-project/vllm#27328 (VLLM_DEEPEP_LOW_LATENCY_USE_MNNVL, off by "
+      "default: DeepEP's inter-tray traffic goes over RDMA), vllm-project/vllm#16992 (without MNNVL NCCL "
+      "uses TCP or IB across nodes); deepseek-ai/DeepEP@dd758ca:deep_ep/buffers/legacy.py:124-126 "
+      "(NVSHMEM_DISABLE_MNNVL=1 unless allowed)")
+def _mnnvl_channel(ctx: Context):
+    net = ctx.spec.spec.network
+    if net.computeDomain is not None:
+        return
+    for i, r in ctx.role_items():
+        gpu = _gpu(ctx, i)
+        pool = ctx.spec.spec.nodePools[ctx.spec.spec.roles[i].nodePool]
+        if not (nvl72(gpu, pool.gpusPerNode) and r.layout.multi_pod):
+            continue
+        what = (f"expert all-to-all of {r.layout.ep_size} ranks" if r.layout.expert_parallel
+                else f"tensor x pipeline group of {r.layout.tensor * r.layout.pipeline} GPUs")
+        yield Hit(role_path(i, "nodePool"),
+                  f"role {r.name!r}: the {what} spans {len(r.layout.pods)} {gpu.id} trays of "
+                  f"{pool.gpusPerNode}, but the pods claim no IMEX channel: NCCL and DeepEP cross "
+                  "trays over the NIC, not the NVL72 fabric (gen size prices it so)",
+                  "create an NVIDIA DRA ComputeDomain and set network.computeDomain."
+                  "resourceClaimTemplate to its channel template (moegen then renders the pods' "
+                  "resourceClaims and the NCCL/DeepEP MNNVL switches), or keep each instance in "
+                  "one tray")
+
+
+#: SGLang runners that take DeepSeek-V4's MXFP4 experts behind DeepEP V1 on Hopper-class GPUs:
+#: Humming (moe_runner/humming.py:839-914 registers deepep_ll/deepep_normal, from 0.5.16; the
+#: LMSYS H20 DeepSeek-V4-Pro deployment, sgl-project/sglang PR#23754).
+DSV4_DEEPEP_RUNNERS = {"humming": (0, 5, 16)}
+
+
+@rule("QNT030", E, "SGLang runs DeepSeek-V4's MXFP4 experts behind DeepEP only on Blackwell, "
+      "unless a runner or the FP8 re-encode takes them",
+      "sgl-project/sglang#35557 (DeepSeek-V4-Flash + DeepEP on H100/H20, 0.5.12 and 0.5.15.post1: "
+      "DeepGEMM asserts \"ab.scalar_type() == kPackedFP4 and arch_major == 10\" at graph "
+      "capture); SGLang 0.5.23 python/sglang/srt/arg_groups/moe_hook.py (auto -> deep_gemm with "
+      "DeepEP), sgl-project/sglang@v0.5.23:python/sglang/srt/layers/moe/moe_runner/deep_gemm.py:334-335 "
+      "(FP8 x FP4 recipe), sgl-project/sglang@v0.5.23:python/sglang/srt/layers/moe/moe_runner/humming.py:839-914 "
+      "(DeepEP layouts), sgl-project/sglang@v0.5.23:python/sglang/srt/layers/quantization/fp8.py:425-429 "
+      "(SGLANG_DSV4_FP4_DEQUANT)", engines=("sglang",))
+def _dsv4_fp4_deepep(ctx: Context):
+    if ctx.spec.spec.model.weights != "mxfp4":
+        return
+    version = parse_version(ctx.spec.spec.engine.version)
+    for i, r, a2a, gpu in _a2a_roles(ctx, ("deepep_low_latency", "deepep_high_throughput")):
+        if r.arch.family != "deepseek_v4" or gpu.vendor != "nvidia" or gpu.fp4 \
+                or not r.layout.expert_parallel:
+            continue
+        runner = _engine_arg(ctx, i, SGLANG_RUNNER_FLAG)
+        ok = [n for n, since in DSV4_DEEPEP_RUNNERS.items() if version >= since]
+        if _dsv4_dequant(ctx, i) or runner in ok:
+            continue
+        if runner in DSV4_DEEPEP_RUNNERS:
+            since = ".".join(map(str, DSV4_DEEPEP_RUNNERS[runner]))
+            why = (f"--moe-runner-backend {runner} takes DeepEP's layouts only from SGLang "
+                   f"{since} (this is {ctx.spec.spec.engine.version}), and the default runner "
+                   "(deep_gemm) runs DeepGEMM's FP8 x FP4 grouped GEMM, which is SM100-only")
+        else:
+            who = f"--moe-runner-backend {runner}" if runner else "the default runner (deep_gemm)"
+            why = (f"{who} runs DeepGEMM's FP8 x FP4 grouped GEMM, which is SM100-only" if not
+                   runner or runner == "deep_gemm" else
+                   f"{who} has no DeepEP path for these experts (moe_runner/runner.py)")
+        yield Hit(role_path(i, "moe", "all2all"),
+                  f"role {r.name!r}: DeepSeek-V4's MXFP4 experts behind {a2a} on {gpu.id} "
+                  f"({gpu.generation}): {why}: every rank dies at start or CUDA-graph capture",
+                  (f"add engineArgs: [--moe-runner-backend, {ok[0]}] (Humming MXFP4, DeepEP "
+                   "layouts), or " if ok else "use SGLang 0.5.16 or later with "
+                   "--moe-runner-backend humming, or ")
+                  + "set SGLANG_DSV4_FP4_DEQUANT=1 in roles[].env (FP8 experts, ~1.9x their "
+                  "memory), or run the all-to-all as allgather_reducescatter")

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from ..catalog import GPUS
+from ..facts.requirements import refusals
 from ..pods import effective_pod
 from ..sizing import placement_for
 from ..sizing.params import inventory
 from ..sizing.weights import FP8_BLOCK, block_misfits
-from .registry import Context, E, Hit, role_path, rule, serving_path
+from .registry import Context, E, Hit, W, role_path, rule, serving_path
 
 
 @rule("MOD001", E, "model: exactly one of architecture and config", "docs/spec.md §2 (model: a catalog id, or config: a HF config.json)")
@@ -119,3 +121,37 @@ def _weights_mounted(ctx: Context):
                   "pod.extraVolumeMounts covers it",
                   "set model.volume (e.g. {persistentVolumeClaim: {claimName: weights}}), or "
                   "mount the weights with pod.extraVolumes/extraVolumeMounts")
+
+
+def _refusal_hits(ctx: Context, warn: bool):
+    if ctx.arch is None or ctx.dialect is None:
+        return
+    spec = ctx.spec.spec
+    rows = [r for r in refusals(ctx.engine, spec.engine.version, ctx.arch.config)
+            if r.warn == warn]
+    for i, r in ctx.role_items():
+        gpu = GPUS[spec.nodePools[spec.roles[i].nodePool].gpu]
+        args = spec.roles[i].engineArgs
+        for row in rows:
+            if warn and any(a.startswith("--chat-template") for a in args):
+                continue
+            if row.match is None or row.match.holds(r, spec.model.weights, gpu.generation):
+                yield Hit(role_path(i, *row.field),
+                          f"role {r.name!r}: {ctx.arch.config.get('model_type')} on "
+                          f"{ctx.dialect.label} {spec.engine.version}: {row.why} ({row.source})",
+                          row.hint)
+
+
+@rule("MOD030", E, "the engine runs the model with the role's features",
+      "generator/facts/requirements.py REQUIREMENTS (one table of model requirements keyed by "
+      "model_type, each row citing the engine file; e.g. SGLang 0.5.23 "
+      "python/sglang/srt/configs/moe_model_registry.py, sgl-project/sglang PR#39408)")
+def _model_refusals(ctx: Context):
+    yield from _refusal_hits(ctx, warn=False)
+
+
+@rule("MOD031", W, "the engine serves every API of the model",
+      "generator/facts/requirements.py REQUIREMENTS (rows that break part of the API; e.g. "
+      "vllm-project/vllm#30933: DeepSeek-V3.2 chat completions before vLLM 0.13.0)")
+def _model_api_gaps(ctx: Context):
+    yield from _refusal_hits(ctx, warn=True)

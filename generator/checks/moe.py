@@ -220,12 +220,16 @@ def _sglang_deepep_tokens(ctx: Context):
                           "speculative tokens")
 
 
-@rule("A2A007", W, "SGLang decode with DeepEP normal mode runs without CUDA graphs",
+@rule("A2A007", W, "decode with DeepEP normal mode runs without CUDA graphs",
       "SGLang 0.5.23 python/sglang/srt/arg_groups/moe_hook.py disables CUDA graphs when "
-      "deepep_mode is normal (sgl-project/sglang#5014); moegen renders --disable-cuda-graph "
-      "explicitly", engines=("sglang",))
+      "deepep_mode is normal (sgl-project/sglang#5014; moegen renders --disable-cuda-graph "
+      "explicitly); vllm-project/vllm@v0.33.0:vllm/config/compilation.py:1242-1258 sets "
+      "cudagraph_mode NONE for deepep_high_throughput with data parallelism (\"incompatible "
+      "with CUDA Graphs\", vllm-project/vllm#25093)")
 def _sglang_deepep_normal_decode(ctx: Context):
     for i, r in ctx.role_items():
+        if is_vllm(ctx) and r.layout.data <= 1:
+            continue   # vLLM disables graphs for DeepEP normal only with data parallelism
         if r.mode != "prefill" and r.moe and r.moe.all2all == "deepep_high_throughput":
             yield Hit(role_path(i, "moe", "all2all"),
                       f"role {r.name!r}: DeepEP normal (high-throughput) kernels cannot be "
@@ -402,3 +406,33 @@ def _sbo_low_latency(ctx: Context):
                       f"{moe.all2all or 'unset'}: SGLang's SBO hook expects DeepEP's "
                       "low-latency dispatch layout", "use all2all deepep_low_latency (decode "
                       "roles), two_batch overlap, or drop moe.overlap")
+
+
+@rule("A2A030", E, "DeepEP V1's buffer fits the expert-parallel group onto nodes of 8 GPUs",
+      "deepseek-ai/DeepEP@dd758ca:csrc/legacy/buffer.hpp:113-120 (num_ranks < 8 or num_ranks % 8 "
+      "== 0 in every mode; rdma_rank = rank / 8), deepseek-ai/DeepEP@dd758ca:csrc/kernels/legacy/internode.cu:25 (normal "
+      "kernels: 8 NVLink peers per node); deepseek-ai/DeepEP#392, deepseek-ai/DeepEP#477, deepseek-ai/DeepEP#50")
+def _deepep_nvl_groups(ctx: Context):
+    for i, r in ctx.role_items():
+        a2a = r.moe.all2all if r.moe else None
+        if a2a not in ("deepep_low_latency", "deepep_high_throughput") \
+                or not r.layout.expert_parallel:
+            continue
+        ep = r.layout.ep_size
+        per_node = ctx.spec.spec.nodePools[ctx.spec.spec.roles[i].nodePool].gpusPerNode
+        if ep >= deepep.NVL_PEERS and ep % deepep.NVL_PEERS:
+            yield Hit(role_path(i, "parallel"),
+                      f"role {r.name!r}: {a2a} over {ep} expert-parallel ranks: DeepEP's buffer "
+                      f"groups ranks by {deepep.NVL_PEERS} and refuses a group of 8 or more that "
+                      f"is not a multiple of {deepep.NVL_PEERS} at start",
+                      f"use an expert-parallel size below {deepep.NVL_PEERS} or a multiple of "
+                      f"{deepep.NVL_PEERS}, or allgather_reducescatter")
+        elif a2a == "deepep_high_throughput" and r.layout.multi_pod \
+                and per_node != deepep.NVL_PEERS:
+            yield Hit(role_path(i, "moe", "all2all"),
+                      f"role {r.name!r}: DeepEP's normal kernels take each {deepep.NVL_PEERS} "
+                      f"consecutive ranks as NVLink peers of one node, but pool nodes have "
+                      f"{per_node} GPUs and the group spans {len(r.layout.pods)} pods: the "
+                      "dispatch reaches GPUs of another node over NVLink handles it cannot open",
+                      "use deepep_low_latency across pods (it talks RDMA/MNNVL per rank), keep "
+                      "the group inside one node, or use 8-GPU nodes")

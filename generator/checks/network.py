@@ -4,10 +4,12 @@ from __future__ import annotations
 
 from ..durations import timing_env
 from ..engines import sglang as sg
+from ..facts.versions import parse_version
 from ..engines import vllm as v
+from ..engines import vllm_ranks
 from ..engines.caches import CACHE_ENV_KEYS
 from ..engines.gateway import SIDECAR_ENGINE_PORT, has_sidecar
-from ..engines.network import network_env
+from ..engines.network import network_env, nic_family
 from ..layout import Spread
 from ..pods import effective_pod
 from .registry import Context, E, Hit, W, is_vllm, role_path, rule, serving_path
@@ -74,8 +76,11 @@ def _iface_exists(ctx: Context):
 #: the network ones (engines/network.py); a user value replaces moegen's.
 ENGINE_ENV = ("VLLM_NIXL_SIDE_CHANNEL_HOST", "VLLM_NIXL_SIDE_CHANNEL_PORT",
               "VLLM_MOONCAKE_BOOTSTRAP_PORT", "VLLM_ALL2ALL_BACKEND", "VLLM_ENGINE_READY_TIMEOUT_S",
+              v.MNNVL_SWITCH,
               "SGLANG_HEALTH_CHECK_TIMEOUT", "SGLANG_DEEPEP_NUM_MAX_DISPATCH_TOKENS_PER_RANK",
-              "MC_GID_INDEX", *CACHE_ENV_KEYS)
+              "SGLANG_DEEPEP_V2_NUM_MAX_DISPATCH_TOKENS_PER_RANK", "NVSHMEM_QP_DEPTH",
+              "SGLANG_DISAGGREGATION_NIXL_BACKEND", "MOONCAKE_PROTOCOL",
+              *CACHE_ENV_KEYS)
 
 
 def _user_env(ctx: Context):
@@ -93,7 +98,7 @@ def _user_env(ctx: Context):
 def _env_override(ctx: Context):
     derived = set(ENGINE_ENV)
     for _, r in ctx.role_items():
-        derived |= {k for k, _ in network_env(r.network, r.moe, r.kv_transfer)}
+        derived |= {k for k, _ in network_env(r.network, r.moe, r.kv_transfer, r.mnnvl)}
         derived |= set(timing_env(ctx.spec, ctx.engine, r.mode, ctx.durations))
     for path, key in _user_env(ctx):
         if key in derived:
@@ -131,9 +136,9 @@ def _ports(ctx: Context):
                 used[sg.BOOTSTRAP_PORT] = "disaggregation bootstrap"
         else:
             if r.layout.spread in (Spread.DATA, Spread.PER_RANK):
-                used[v.DP_RPC_PORT] = "data-parallel RPC"
+                used[vllm_ranks.DP_RPC_PORT] = "data-parallel RPC"
             if r.layout.spread is Spread.MODEL:
-                used[v.MASTER_PORT] = "torch.distributed master"
+                used[vllm_ranks.MASTER_PORT] = "torch.distributed master"
             if r.kv_transfer is not None and r.kv_transfer.connector == "nixl":
                 lo, hi = ctx.dialect.nixl_port_range(r.layout)
                 for p in range(lo, hi + 1):
@@ -165,3 +170,78 @@ def _host_ports(ctx: Context):
                       "bind the same host ports",
                       "use pods that take whole nodes (workload: lws or statefulset with "
                       "tensor x data x pipeline a multiple of gpusPerNode), or hostNetwork: false")
+
+
+@rule("NET030", E, "DeepEP V1 across pods runs on NICs with IBGDA (mlx5)",
+      "deepseek-ai/DeepEP@dd758ca:csrc/kernels/legacy/ibgda_device.cuh:69 (the internode and "
+      "low-latency kernels build mlx5 work requests: NVSHMEM IBGDA is mlx5-only, "
+      "deepseek-ai/DeepEP#759); deepseek-ai/DeepEP#369 and vllm-project/vllm#27898 (AWS EFA: no "
+      "IBGDA, no DeepEP across nodes); generator/engines/network.py NICS")
+def _deepep_nic(ctx: Context):
+    nic = nic_family(ctx.spec.spec.network.rdma)
+    if nic is None or nic.ibgda:
+        return
+    for i, r in ctx.role_items():
+        a2a = r.moe.all2all if r.moe else None
+        if a2a in ("deepep_low_latency", "deepep_high_throughput") and r.layout.multi_pod:
+            alt = [c for c in ("deepep_v2", "pplx", "allgather_reducescatter")
+                   if ctx.dialect is None or c in ctx.dialect.all2all_choices]
+            yield Hit(role_path(i, "moe", "all2all"),
+                      f"role {r.name!r}: {a2a} spans {len(r.layout.pods)} pods over "
+                      f"{nic.name} NICs ({', '.join(ctx.spec.spec.network.rdma.devices)}): "
+                      "DeepEP's V1 internode kernels need NVSHMEM IBGDA, which drives mlx5 NICs "
+                      f"only ({nic.source})",
+                      f"use {' or '.join(alt)} across pods, or keep each instance in one node")
+
+
+@rule("NET031", E, "SGLang's Mooncake transfer runs the protocol of the pods' NICs",
+      "sgl-project/sglang#24838 (AWS EFA: \"Failed to create QP: Operation not supported\", then "
+      "a segmentation fault at the first transfer: the rdma protocol was hard-coded), fixed by "
+      "sgl-project/sglang#25083 (MOONCAKE_PROTOCOL, SGLang 0.5.13; python/sglang/srt/distributed/"
+      "device_communicators/mooncake_transfer_engine.py); generator/engines/network.py NICS",
+      engines=("sglang",))
+def _mooncake_protocol(ctx: Context):
+    nic = nic_family(ctx.spec.spec.network.rdma)
+    if nic is None or nic.mooncake_protocol == "rdma" \
+            or parse_version(ctx.spec.spec.engine.version) >= sg.MOONCAKE_PROTOCOL_SINCE:
+        return
+    for i, role in enumerate(ctx.spec.spec.roles):
+        if role.kvTransfer is not None and role.kvTransfer.connector == "mooncake":
+            yield Hit(role_path(i, "kvTransfer", "connector"),
+                      f"role {role.name!r}: SGLang {ctx.spec.spec.engine.version} starts "
+                      "Mooncake with the rdma protocol whatever the NIC, and "
+                      f"{nic.name} refuses verbs RC queue pairs: the first KV transfer crashes",
+                      f"use SGLang 0.5.13 or later (moegen renders MOONCAKE_PROTOCOL="
+                      f"{nic.mooncake_protocol}; the image needs Mooncake built with EFA), or "
+                      "connector: nixl (NIXL's LIBFABRIC backend)")
+
+
+#: Connectors that register the KV cache with the NIC once (ibv_reg_mr) and then move it by RDMA.
+PINNED_KV_CONNECTORS = ("nixl", "mooncake")
+
+
+@rule("NET032", E, "the KV cache an RDMA connector registers stays on fixed physical pages",
+      "vLLM 0.33.0 vllm/config/vllm.py:1262-1300 (\"KV connector ... is incompatible with "
+      "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True\": the CUDA VMM allocator remaps the KV "
+      "cache behind the NIC's memory registration), added by vllm-project/vllm#41237 (before it: "
+      "IBV_WC_REM_ACCESS_ERR / NIXL_ERR_REMOTE_DISCONNECT at the first inter-node transfer); "
+      "sgl-project/sglang#39973 (Mooncake: the same allocator refused under EFA)")
+def _expandable_segments(ctx: Context):
+    for path, key in _user_env(ctx):
+        if key not in ("PYTORCH_CUDA_ALLOC_CONF", "PYTORCH_ALLOC_CONF"):
+            continue
+        value = (ctx.spec.spec.network.env.get(key) if path[1] == "network"
+                 else ctx.spec.spec.roles[path[2]].env.get(key)) or ""
+        if "expandable_segments:true" not in value.replace(" ", "").lower():
+            continue
+        roles = [r for j, r in enumerate(ctx.spec.spec.roles)
+                 if (path[1] == "network" or j == path[2]) and r.kvTransfer is not None
+                 and r.kvTransfer.connector in PINNED_KV_CONNECTORS]
+        if roles:
+            yield Hit(path,
+                      f"{key}=expandable_segments:True with {roles[0].kvTransfer.connector} KV "
+                      f"transfer on {', '.join(repr(r.name) for r in roles)}: the allocator may "
+                      "remap the KV cache to other physical pages after the connector registered "
+                      "it with the NIC, so transfers read stale memory (vLLM refuses the "
+                      "combination at start)",
+                      "drop expandable_segments:True from the KV-transfer roles' environment")

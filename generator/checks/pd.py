@@ -183,28 +183,80 @@ def _router_ports(ctx: Context):
                   f"router.port {r.port} is the router's metrics port", "choose another port")
 
 
+#: What vLLM's NIXL compatibility hash takes from the speculative config (>= 0.28.0; 0.33.0
+#: vllm/distributed/kv_transfer/kv_connector/v1/nixl/metadata.py:103-143
+#: _get_speculative_compatibility_factors): method, draft model and revision, parallel drafting,
+#: the draft's KV dtype and auxiliary layers; nothing when there is no EAGLE/MTP config. Not
+#: num_speculative_tokens. Of moegen's speculative fields only ``method`` and presence reach it.
+NIXL_SPECULATIVE_FACTORS = ("method",)
+
+
+def _hashed(sp) -> tuple | None:
+    """The part of a role's speculative block vLLM's NIXL handshake compares (None: no MTP)."""
+    return None if sp is None else tuple(getattr(sp, f) for f in NIXL_SPECULATIVE_FACTORS)
+
+
+def _decode_speculative(ctx: Context):
+    """The one speculative config of the decode roles, and the first decode role; None when there
+    is no decode role or they disagree (SPD004)."""
+    decodes = [r for r in ctx.spec.spec.roles if r.mode == "decode"]
+    if not decodes or len({d.speculative for d in decodes}) != 1:
+        return None
+    return decodes[0].speculative, decodes[0]
+
+
 @rule("SPD003", E, "prefill runs the decode roles' speculative config",
-      "vLLM >= 0.28.0 hashes the EAGLE/MTP config into the NIXL handshake "
-      "(vllm-project/vllm@v0.33.0:vllm/distributed/kv_transfer/kv_connector/v1/nixl/metadata.py:103 "
+      "vLLM >= 0.28.0 hashes the EAGLE/MTP method (not the token count) into the NIXL handshake "
+      "(vllm-project/vllm@v0.33.0:vllm/distributed/kv_transfer/kv_connector/v1/nixl/metadata.py:103-143 "
       "_get_speculative_compatibility_factors); SGLang decode needs the draft hidden states a "
       "speculating prefill sends (SGLang 0.5.23 python/sglang/srt/disaggregation/prefill.py)")
 def _spec_prefill_matches(ctx: Context):
-    roles = ctx.spec.spec.roles
-    decodes = [r for r in roles if r.mode == "decode"]
-    if not decodes or len({d.speculative for d in decodes}) != 1:
-        return  # no decode role, or they disagree (SPD004)
-    want = decodes[0].speculative
-    for i, role in enumerate(roles):
+    decoded = _decode_speculative(ctx)
+    if decoded is None:
+        return
+    want, first = decoded
+    for i, role in enumerate(ctx.spec.spec.roles):
         if role.mode != "prefill" or role.speculative is None or role.speculative == want:
             continue
+        if is_vllm(ctx) and _hashed(role.speculative) == _hashed(want):
+            continue   # only numSpeculativeTokens differs: SPD030
         theirs = (f"{want.method} with {want.numSpeculativeTokens} token(s)" if want
                   else "no speculative decoding")
+        if not is_vllm(ctx):
+            why = "decode cannot use what prefill sends"
+        elif ctx.dialect is not None and ctx.dialect.nixl_hash_covers_speculative:
+            why = ("the NIXL handshake hashes the speculative method of both sides and refuses "
+                   "the pair")
+        else:
+            why = "prefill computes KV for a draft layer decode does not run, or none for one it does"
         yield Hit(role_path(i, "speculative"),
                   f"prefill role {role.name!r} speculates with {role.speculative.method} and "
                   f"{role.speculative.numSpeculativeTokens} token(s) but decode role "
-                  f"{decodes[0].name!r} runs {theirs}: "
-                  + ("the NIXL handshake refuses the pair" if is_vllm(ctx)
-                     else "decode cannot use what prefill sends"),
+                  f"{first.name!r} runs {theirs}: {why}",
+                  "remove speculative from the prefill role: it carries the decode role's config "
+                  "automatically")
+
+
+@rule("SPD030", W, "a vLLM prefill role's own numSpeculativeTokens is not what decode runs",
+      "vLLM 0.33.0 vllm/distributed/kv_transfer/kv_connector/v1/nixl/metadata.py:103-143 (the "
+      "NIXL hash takes the speculative method, draft model, parallel drafting and KV dtype, not "
+      "num_speculative_tokens): the pair connects and decode drafts with its own count",
+      engines=("vllm",))
+def _spec_prefill_tokens(ctx: Context):
+    decoded = _decode_speculative(ctx)
+    if decoded is None:
+        return
+    want, first = decoded
+    for i, role in enumerate(ctx.spec.spec.roles):
+        sp = role.speculative
+        if role.mode != "prefill" or sp is None or want is None or sp == want \
+                or _hashed(sp) != _hashed(want):
+            continue
+        yield Hit(role_path(i, "speculative", "numSpeculativeTokens"),
+                  f"prefill role {role.name!r} drafts {sp.numSpeculativeTokens} token(s), decode "
+                  f"role {first.name!r} {want.numSpeculativeTokens}: vLLM's NIXL handshake does "
+                  "not compare the count, so the pair connects and decode drafts with its own "
+                  f"{want.numSpeculativeTokens}; the prefill setting only misleads",
                   "remove speculative from the prefill role: it carries the decode role's config "
                   "automatically")
 
@@ -337,3 +389,26 @@ def _sglang_len(ctx: Context):
                       f"only {lp}: a longer prompt is refused by prefill and hangs on decode "
                       f"until its KV wait times out ({ctx.durations.kv_wait_s} s)",
                       f"give both maxModelLen {lp}")
+
+
+@rule("PD030", E, "vLLM's NIXL transfer supports the prefill/decode tensor sizes",
+      "vLLM 0.11.0-0.13.0 vllm/distributed/kv_transfer/kv_connector/v1/nixl_connector.py (0.11.0:968 "
+      "and 0.13.0:1577 assert \"Decode TP cannot be smaller than prefill TP\"; 0.11.1/0.12.0 "
+      "kv_topo.tp_ratio asserts divisibility, :726-730); P TP > D TP from 0.14.0 (vllm-project/vllm#27274, "
+      "vllm-project/vllm#43523)", engines=("vllm",))
+def _nixl_tp_ratio(ctx: Context):
+    if ctx.dialect is None or getattr(ctx.dialect, "nixl_smaller_decode_tp", True):
+        return
+    for i, p, j, d in pd_pairs(ctx):
+        if not (p.kv_transfer and d.kv_transfer and p.kv_transfer.connector == "nixl"
+                and d.kv_transfer.connector == "nixl"):
+            continue
+        if d.layout.tensor < p.layout.tensor or d.layout.tensor % p.layout.tensor:
+            yield Hit(role_path(j, "parallel", "tensor"),
+                      f"decode role {d.name!r} runs tensor {d.layout.tensor} per engine, prefill "
+                      f"role {p.name!r} tensor {p.layout.tensor}: vLLM "
+                      f"{ctx.spec.spec.engine.version}'s NIXL handshake needs the decode tensor "
+                      "size to be a multiple of prefill's (\"Decode TP cannot be smaller than "
+                      "prefill TP\"); every KV transfer fails",
+                      "use vLLM 0.14.0 or later, or give decode a tensor size that is a multiple "
+                      f"of {p.layout.tensor} (data-parallel decode ranks count 1 each)")

@@ -7,6 +7,7 @@ import dataclasses
 import math
 
 from ..catalog import GPUS
+from ..facts import batches
 from ..roles import RoleInput
 from ..sizing import RoleSizing, size_role
 from ..sizing.sglang_budget import fraction_with_room
@@ -101,6 +102,20 @@ def _siz_fit(ctx: Context):
                           f"pin serving.memFractionStatic: {room:g} (leaves "
                           f"{z.activation + z.overhead + 1.0:.1f} GiB outside the pool for "
                           "activations, graphs and buffers)")
+                continue
+            graphs = z.overhead - z.comm
+            if z.engine == "sglang" and r.layout.data > 1 and graphs > z.weights:
+                # The decode graphs of a DP-attention batch, not the model, fill the GPU
+                # (sizing/sglang_budget.py cuda_graph_gib).
+                yield Hit(role_path(i, "sizing", "concurrency"),
+                          f"role {r.name!r} does not fit: CUDA graphs of a decode batch of "
+                          f"{batches.cuda_graph_batch(r)} per rank on {r.layout.data} attention-DP "
+                          f"ranks take {graphs:.1f} GiB outside the pool, more than the "
+                          f"weights ({_breakdown(z)} leaves {z.kv_cache:.1f} GiB for the KV "
+                          "cache)",
+                          "lower the decode batch per rank (sizing.concurrency / data, "
+                          "serving.maxNumSeqs), use fewer attention-DP ranks, or "
+                          "serving.enforceEager: true")
                 continue
             yield Hit(role_path(i, "parallel"),
                       f"role {r.name!r} does not fit: {_breakdown(z)} leaves {z.kv_cache:.1f} GiB "

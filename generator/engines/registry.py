@@ -3,7 +3,7 @@
 
 Supported ranges (docs/spec.md §2): vLLM 0.11.0 up to the 0.33.x series, SGLang 0.5.x; a version
 inside a range uses the dialect of the greatest known release not above it, any other version is
-refused (:class:`~generator.engines.versions.UnsupportedVersion`).
+refused (:class:`~generator.facts.versions.UnsupportedVersion`).
 """
 
 from __future__ import annotations

@@ -45,15 +45,20 @@ from typing import ClassVar
 
 from ..facts.batches import (
     DEEPEP_LL_DEFAULT_TOKENS,
+    DEEPEP_V2_DEFAULT_TOKENS,
     cuda_graph_batch,
     deepep_dispatch_tokens,
+    deepep_v2_dispatch_tokens,
 )
 from ..facts.versions import SupportedRange, parse_version, select_known
+from ..facts.deepep import qp_depth as deepep_qp_depth
+from ..facts.requirements import required_flags
 from ..layout import Spread
 from ..resources import package_text
 from ..roles import RoleInput
 from ..sizing import RoleSizing
 from ..sizing.host import PodProcesses
+from .network import nic_family
 from .base import (
     DERIVED_BY_LAYOUT as _LAYOUT,
 )
@@ -89,6 +94,13 @@ A2A = {"deepep_low_latency": ("deepep", "low_latency"),
        "mori": ("mori", None), "mori_high_throughput": ("mori", "normal"),
        "mori_low_latency": ("mori", "low_latency"),
        "naive": ("none", None), "allgather_reducescatter": ("none", None)}
+#: Target all-to-all backends the MTP draft may not inherit -> the draft's
+#: ``--speculative-moe-a2a-backend``. The draft inherits the target's backend when the flag is
+#: unset, and 0.5.23 refuses a DeepEP v2 draft at start (arg_groups/moe_hook.py:624-638
+#: validate_deepep_v2_speculative_draft: "DeepEP v2 MoE is not validated as a speculative draft
+#: backend"); ``none`` runs the draft's MoE layer on the standard all-gather path, as SGLang does
+#: itself for drafts of a flashinfer_megamoe target (server_args help of the flag).
+DRAFT_A2A = {"deepep_v2": "none"}
 #: ``SGLANG_HEALTH_CHECK_TIMEOUT``: how long /health waits for its one-token generation, s
 #: (SGLang's default 20, entrypoints/http_server.py); probes time out only after it.
 HEALTH_CHECK_TIMEOUT_S = 20
@@ -100,6 +112,16 @@ HEALTH_CHECK_TIMEOUT_S = 20
 PP_SPECULATIVE_PREFILL = (0, 5, 21)
 #: ``--cp-strategy`` for prefill context parallelism (see the module docstring).
 CP_STRATEGY = "interleave"
+#: First release whose Mooncake transfer engine takes its protocol from MOONCAKE_PROTOCOL
+#: (sgl-project/sglang PR#25083, fixing #24838); 0.5.1-0.5.12 pass "rdma" hard-coded
+#: (mooncake_transfer_engine.py:191-197 at 0.5.11). Read in the 0.5.11-0.5.14 wheels.
+MOONCAKE_PROTOCOL_SINCE = (0, 5, 13)
+#: First release that raises NVSHMEM_QP_DEPTH for its DeepEP low-latency dispatch itself
+#: (token_dispatcher/deepep.py _set_nvshmem_qp_depth; absent in the 0.5.15-0.5.18 wheels).
+SETS_QP_DEPTH = (0, 5, 19)
+#: First release read with SGLANG_DISAGGREGATION_NIXL_BACKEND (srt/environ.py in the 0.5.15,
+#: 0.5.16 and 0.5.23 wheels).
+NIXL_BACKEND_ENV_SINCE = (0, 5, 15)
 #: kvTransfer.connector -> --disaggregation-transfer-backend.
 TRANSFER = {"nixl": "nixl", "mooncake": "mooncake"}
 #: serving.kvCacheDtype -> --kv-cache-dtype (0.5.23 choices have no plain "fp8").
@@ -148,6 +170,7 @@ DERIVED_FLAGS: dict[str, str] = {
                             "--disaggregation-bootstrap-port")},
     "--moe-a2a-backend": "roles[].moe.all2all",
     "--deepep-mode": "roles[].moe.all2all",
+    "--deepep-v2-mode": "roles[].moe.all2all (hybrid when a deepep_v2 instance spans nodes)",
     "--enable-deepep-moe": "roles[].moe.all2all",
     "--enable-eplb": "roles[].moe.eplb",
     "--enable-two-batch-overlap": "roles[].moe.overlap",
@@ -162,6 +185,7 @@ DERIVED_FLAGS: dict[str, str] = {
     "--speculative-num-steps": "roles[].speculative.numSpeculativeTokens",
     "--speculative-eagle-topk": "roles[].speculative",
     "--speculative-num-draft-tokens": "roles[].speculative.numSpeculativeTokens",
+    "--speculative-moe-a2a-backend": "roles[].moe.all2all (the MTP draft of a deepep_v2 target)",
     "--mem-fraction-static": "serving.memFractionStatic (else derived by the HBM check)",
     "--context-length": "serving.maxModelLen",
     "--kv-cache-dtype": "serving.kvCacheDtype",
@@ -239,6 +263,72 @@ class SglangDialect:
             out.append(PodProcesses(gpu=pod.gpus, api=api, other=other))
         return tuple(out)
 
+    def _moe_args(self, role: RoleInput, sizing: RoleSizing | None,
+                  env: dict[str, str]) -> list[str]:
+        """The MoE flags of ``role`` (all-to-all backend and mode, DeepEP v2 across nodes and
+        its dispatch budget, the low-latency dispatch tokens and NVSHMEM QP depth, overlap,
+        EPLB); environment they need goes into ``env``."""
+        lay, moe = role.layout, role.moe
+        common: list[str] = []
+        if moe is not None and moe.all2all is not None:
+            backend, mode = A2A[moe.all2all]
+            if backend != "none":
+                common += ["--moe-a2a-backend", backend]
+            if mode:
+                common += ["--deepep-mode", mode]
+            if moe.all2all == "deepep_v2" and lay.multi_pod and self.has("--deepep-v2-mode"):
+                # The default "direct" is NVLink-only: 0.5.23 arg_groups/moe_hook.py:432-436
+                # refuses it with nnodes > 1 ("pass --deepep-v2-mode hybrid").
+                common += ["--deepep-v2-mode", "hybrid"]
+            if moe.all2all == "deepep_low_latency" and role.mode != "prefill":
+                tokens = deepep_dispatch_tokens(role)
+                if tokens != DEEPEP_LL_DEFAULT_TOKENS:
+                    env["SGLANG_DEEPEP_NUM_MAX_DISPATCH_TOKENS_PER_RANK"] = str(tokens)
+                depth = deepep_qp_depth(tokens)
+                if depth is not None and parse_version(self.version) < SETS_QP_DEPTH:
+                    env["NVSHMEM_QP_DEPTH"] = str(depth)
+            if moe.all2all == "deepep_v2" and sizing is not None:
+                tokens = deepep_v2_dispatch_tokens(role, sizing.batched_tokens)
+                if tokens != DEEPEP_V2_DEFAULT_TOKENS:
+                    env["SGLANG_DEEPEP_V2_NUM_MAX_DISPATCH_TOKENS_PER_RANK"] = str(tokens)
+        if moe is not None and moe.overlap is not None:
+            # exec.overlap (arg_groups/fields/exec_.py, 0.5.23; server_args.py before 0.5.22):
+            # two-batch since 0.4.x, single-batch since 0.5.3 (checked by OVL002).
+            common += [OVERLAP[moe.overlap]]
+        if moe is not None and moe.eplb is not None and moe.eplb.enabled:
+            common += ["--enable-eplb",
+                       "--ep-num-redundant-experts", str(moe.eplb.redundantExperts),
+                       "--eplb-rebalance-num-iterations", str(moe.eplb.stepInterval),
+                       "--expert-distribution-recorder-buffer-size", str(moe.eplb.windowSize)]
+        return common
+
+    def _transfer_args(self, role: RoleInput, env: dict[str, str]) -> list[str]:
+        """The disaggregation flags of a PD role (mode, transfer backend, IB devices, the NIC's
+        NIXL backend / Mooncake protocol, the prefill's bootstrap port)."""
+        common: list[str] = []
+        if role.kv_transfer is None:
+            return common
+        common += ["--disaggregation-mode", role.mode,
+                   "--disaggregation-transfer-backend", TRANSFER[role.kv_transfer.connector]]
+        if role.network.rdma is not None:
+            common += ["--disaggregation-ib-device", ",".join(role.network.rdma.devices)]
+        nic = nic_family(role.network.rdma)
+        if role.kv_transfer.connector == "nixl" and nic is not None \
+                and nic.nixl_backend != "UCX" \
+                and parse_version(self.version) >= NIXL_BACKEND_ENV_SINCE:
+            # SGLANG_DISAGGREGATION_NIXL_BACKEND defaults to UCX (srt/environ.py:766), which
+            # cannot do RDMA on EFA (vllm#41814, nixl#909).
+            env["SGLANG_DISAGGREGATION_NIXL_BACKEND"] = nic.nixl_backend
+        if role.kv_transfer.connector == "mooncake" and nic is not None \
+                and nic.mooncake_protocol != "rdma" \
+                and parse_version(self.version) >= MOONCAKE_PROTOCOL_SINCE:
+            # MOONCAKE_PROTOCOL (default rdma) selects the transfer engine's transport
+            # (distributed/device_communicators/mooncake_transfer_engine.py:207-209, 0.5.23).
+            env["MOONCAKE_PROTOCOL"] = nic.mooncake_protocol
+        if role.mode == "prefill":
+            common += ["--disaggregation-bootstrap-port", str(BOOTSTRAP_PORT)]
+        return common
+
     def launch(self, role: RoleInput, sizing: RoleSizing | None,
                startup_s: int | None = None, drain_s: int | None = None) -> EngineLaunch:
         """Build the launch of one instance of ``role`` (the role must have passed the rules);
@@ -256,6 +346,8 @@ class SglangDialect:
             "--port", str(s.port),
             "--tp-size", str(group),
         ]
+        # What the model needs on every command line (facts/requirements.py).
+        common += required_flags(self.engine, self.version, role.arch.config)
         if lay.pipeline > 1:
             common += ["--pp-size", str(lay.pipeline)]
         if lay.data > 1:
@@ -272,37 +364,16 @@ class SglangDialect:
             common += ["--ep-size", str(group)]
         env: dict[str, str] = {"SGLANG_HEALTH_CHECK_TIMEOUT": str(HEALTH_CHECK_TIMEOUT_S)}
         moe = role.moe
-        if moe is not None and moe.all2all is not None:
-            backend, mode = A2A[moe.all2all]
-            if backend != "none":
-                common += ["--moe-a2a-backend", backend]
-            if mode:
-                common += ["--deepep-mode", mode]
-            if moe.all2all == "deepep_low_latency" and role.mode != "prefill":
-                tokens = deepep_dispatch_tokens(role)
-                if tokens != DEEPEP_LL_DEFAULT_TOKENS:
-                    env["SGLANG_DEEPEP_NUM_MAX_DISPATCH_TOKENS_PER_RANK"] = str(tokens)
-        if moe is not None and moe.overlap is not None:
-            # exec.overlap (arg_groups/fields/exec_.py, 0.5.23; server_args.py before 0.5.22):
-            # two-batch since 0.4.x, single-batch since 0.5.3 (checked by OVL002).
-            common += [OVERLAP[moe.overlap]]
-        if moe is not None and moe.eplb is not None and moe.eplb.enabled:
-            common += ["--enable-eplb",
-                       "--ep-num-redundant-experts", str(moe.eplb.redundantExperts),
-                       "--eplb-rebalance-num-iterations", str(moe.eplb.stepInterval),
-                       "--expert-distribution-recorder-buffer-size", str(moe.eplb.windowSize)]
-        if role.kv_transfer is not None:
-            common += ["--disaggregation-mode", role.mode,
-                       "--disaggregation-transfer-backend", TRANSFER[role.kv_transfer.connector]]
-            if role.network.rdma is not None:
-                common += ["--disaggregation-ib-device", ",".join(role.network.rdma.devices)]
-            if role.mode == "prefill":
-                common += ["--disaggregation-bootstrap-port", str(BOOTSTRAP_PORT)]
+        common += self._moe_args(role, sizing, env)
+        common += self._transfer_args(role, env)
         if role.speculative is not None:
             steps = role.speculative.numSpeculativeTokens
             common += ["--speculative-algorithm", "EAGLE", "--speculative-num-steps", str(steps),
                        "--speculative-eagle-topk", "1",
                        "--speculative-num-draft-tokens", str(steps + 1)]
+            draft_a2a = DRAFT_A2A.get(moe.all2all) if moe is not None and moe.all2all else None
+            if draft_a2a and self.has("--speculative-moe-a2a-backend"):
+                common += ["--speculative-moe-a2a-backend", draft_a2a]
         max_len = s.maxModelLen or role.arch.max_position_embeddings
         common += ["--context-length", str(max_len),
                    "--kv-cache-dtype", KV_DTYPE[s.kvCacheDtype],
@@ -326,9 +397,6 @@ class SglangDialect:
             flag = ("--cuda-graph-max-bs-decode" if self.has("--cuda-graph-max-bs-decode")
                     else "--cuda-graph-max-bs")
             common += [flag, str(cuda_graph_batch(role))]
-        if role.kv_transfer is not None and role.kv_transfer.connector == "mooncake" \
-                and role.network.rdma is not None and role.network.rdma.gidIndex is not None:
-            env["MC_GID_INDEX"] = str(role.network.rdma.gidIndex)
 
         notes: list[str] = []
         if role.speculative is not None and role.speculative_from:

@@ -58,12 +58,15 @@ from functools import cache
 from typing import ClassVar
 
 from ..facts.versions import SupportedRange, parse_version, select_known
+from ..facts.deepep import qp_depth as deepep_qp_depth
+from ..facts.requirements import required_flags
 from ..layout import Spread
 from ..pods import DRAIN_S
 from ..resources import package_text
 from ..roles import RoleInput
 from ..sizing import RoleSizing
 from ..sizing.host import PodProcesses
+from .network import nic_family
 from .base import (
     DERIVED_BY_LAYOUT as _LAYOUT,
 )
@@ -71,24 +74,15 @@ from .base import (
     DERIVED_LISTENER as _LISTENER,
 )
 from .base import (
-    LEADER_IP,
-    POD_IP,
     EngineLaunch,
     Port,
 )
 from .options import release_options
+from .vllm_ranks import DP_SUPERVISOR_PORT, rank_args
 
 #: vLLM releases moegen supports: 0.11.0 up to the 0.33.x series (docs/spec.md §2).
 SUPPORTED = [SupportedRange((0, 11, 0), (0, 34, 0))]
 
-#: ``--data-parallel-rpc-port``: vLLM's default, rendered explicitly so every pod agrees
-#: (ParallelConfig.data_parallel_rpc_port = 29550, vllm/config/parallel.py).
-DP_RPC_PORT = 29550
-#: ``--master-port`` for multi-node TP/PP: vLLM's default 29501 (vllm/config/parallel.py).
-MASTER_PORT = 29501
-#: ``--data-parallel-supervisor-port``: vLLM's default (0.22.0+, the DP supervisor's aggregated
-#: ``/health``: vllm/entrypoints/launchers/dp_supervisor.py), rendered explicitly.
-DP_SUPERVISOR_PORT = 9256
 #: ``VLLM_NIXL_SIDE_CHANNEL_PORT``: the >= 0.11.1 default, pinned so the 0.11.0 default (5557)
 #: and docs that still say 5557 never disagree with what the pods open (vllm/envs.py).
 NIXL_SIDE_CHANNEL_PORT = 5600
@@ -101,6 +95,16 @@ MOONCAKE_BOOTSTRAP_PORT = 8998
 #: the role's startup budget (sizing/host.py); 1800 s when there is none.
 ENGINE_READY_TIMEOUT_S = 1800
 
+#: First release whose NixlConnector lets a decode instance run a smaller tensor-parallel size
+#: than prefill (P TP > D TP, vllm PR#27274: the ``tp_ratio < 0`` paths of
+#: nixl_connector.py:1576-1693 in 0.14.0). 0.11.0-0.13.0 assert "Decode TP cannot be smaller
+#: than prefill TP" in the handshake (nixl_connector.py:968 at 0.11.0, :1577 at 0.13.0; 0.11.1
+#: and 0.12.0 already fail tp_ratio's "is not divisible" assertion, :726-730): read in each
+#: release's wheel. vllm-project/vllm#43523.
+NIXL_SMALLER_DECODE_TP = (0, 14, 0)
+#: vLLM's switch that lets DeepEP's low-latency kernels use multi-node NVLink (vllm/envs.py, in
+#: every release 0.11.0-0.33.0: data/vllm-releases.json env).
+MNNVL_SWITCH = "VLLM_DEEPEP_LOW_LATENCY_USE_MNNVL"
 #: moegen's kvTransfer.connector -> vLLM connector class (registered names, vLLM
 #: vllm/distributed/kv_transfer/kv_connector/factory.py).
 CONNECTORS = {"nixl": "NixlConnector", "mooncake": "MooncakeConnector",
@@ -284,6 +288,11 @@ class VllmDialect:
         return full.options if full is not None else frozenset(self.facts["options"]) | {"--port"}
 
     @property
+    def nixl_smaller_decode_tp(self) -> bool:
+        """NIXL transfers KV from a prefill TP group to a smaller decode TP group (>= 0.14.0)."""
+        return self._v() >= NIXL_SMALLER_DECODE_TP
+
+    @property
     def nixl_hash_covers_speculative(self) -> bool:
         """The NIXL handshake compares prefill's and decode's speculative configs (>= 0.28.0)."""
         return self._v() >= NIXL_HASHES_SPECULATIVE
@@ -335,6 +344,8 @@ class VllmDialect:
             "--tensor-parallel-size", str(lay.tensor),
             "--pipeline-parallel-size", str(lay.pipeline),
         ]
+        # What the model needs on every command line (facts/requirements.py).
+        common += required_flags(self.engine, self.version, role.arch.config)
         env: dict[str, str] = {}
         notes: list[str] = []
         if lay.data > 1:
@@ -342,33 +353,8 @@ class VllmDialect:
         if lay.expert_parallel:
             common += ["--enable-expert-parallel"]
         moe = role.moe
-        if moe is not None and moe.all2all is not None:
-            if self.all2all_by_env:
-                env["VLLM_ALL2ALL_BACKEND"] = moe.all2all
-            else:
-                common += ["--all2all-backend", moe.all2all]
-        if moe is not None and moe.overlap == "two_batch":
-            # Dual batch overlap: two micro-batches when DP > 1 (ParallelConfig.enable_dbo,
-            # vllm/config/parallel.py; vllm/v1/worker/gpu/ubatch_utils.py). No single-batch
-            # form exists in vLLM (OVL002).
-            common += ["--enable-dbo"]
-        if moe is not None and moe.eplb is not None and moe.eplb.enabled:
-            eplb = {"window_size": moe.eplb.windowSize, "step_interval": moe.eplb.stepInterval,
-                    "num_redundant_experts": moe.eplb.redundantExperts,
-                    "log_balancedness": moe.eplb.logBalancedness}
-            common += ["--enable-eplb", "--eplb-config", _json(eplb)]
-        if moe is not None and moe.placement is not None:
-            common += ["--expert-placement-strategy", moe.placement]
-        if role.kv_transfer is not None:
-            kvt = {"kv_connector": CONNECTORS[role.kv_transfer.connector],
-                   "kv_role": KV_ROLES[role.mode]}
-            if role.mode == "decode" and self.kv_load_failure_policy:
-                kvt["kv_load_failure_policy"] = KV_LOAD_FAILURE_POLICY
-            common += ["--kv-transfer-config", _json(kvt)]
-            if role.kv_transfer.connector == "nixl":
-                env["VLLM_NIXL_SIDE_CHANNEL_PORT"] = str(NIXL_SIDE_CHANNEL_PORT)
-            if role.kv_transfer.connector == "mooncake":
-                env["VLLM_MOONCAKE_BOOTSTRAP_PORT"] = str(MOONCAKE_BOOTSTRAP_PORT)
+        common += self._moe_args(role, env)
+        common += self._kv_transfer_args(role, env)
         if role.speculative is not None:
             spec = {"method": "mtp", "num_speculative_tokens": role.speculative.numSpeculativeTokens}
             common += ["--speculative-config", _json(spec)]
@@ -385,6 +371,14 @@ class VllmDialect:
             common += ["--max-num-batched-tokens", str(planned)]
         if s.enforceEager:
             common += ["--enforce-eager"]
+        if moe is not None and moe.all2all == "deepep_low_latency" and planned \
+                and self._v() >= (0, 20, 0):
+            # DeepEP's low-latency buffer takes max_num_batched_tokens dispatch tokens per rank
+            # (fused_moe/all2all_utils.py moe.max_num_tokens; before 0.20 VLLM_MOE_DP_CHUNK_SIZE
+            # 256), and vLLM leaves NVSHMEM_QP_DEPTH at DeepEP's 1024 (facts/deepep.py).
+            depth = deepep_qp_depth(planned)
+            if depth is not None:
+                env["NVSHMEM_QP_DEPTH"] = str(depth)
         if self._v() >= (0, 18, 0):
             # Drain in-flight requests on SIGTERM (default 0 aborts them; vllm/config/vllm.py).
             common += ["--shutdown-timeout", str(drain_s)]
@@ -395,7 +389,7 @@ class VllmDialect:
             notes.append(f"speculative config of decode role {role.speculative_from!r}: the NIXL "
                          "handshake compares it (vLLM >= 0.28.0) and prefill computes the MTP "
                          "layer's KV")
-        per_pod, serves, rendezvous = self._rank_args(role, notes)
+        per_pod, serves, rendezvous = rank_args(role, notes)
         ports = [Port("http", s.port)]
         if role.rank_ports > 1:   # the DP supervisor: one API server per local rank
             ports += [Port(f"http-{i}", s.port + i) for i in range(1, role.rank_ports)]
@@ -414,6 +408,70 @@ class VllmDialect:
             probe_port="dp-supervisor" if role.rank_ports > 1 else "http",
             notes=tuple(notes),
         )
+
+    def _moe_args(self, role: RoleInput, env: dict[str, str]) -> list[str]:
+        """The MoE flags of ``role`` (all-to-all backend, MNNVL switch, dual-batch overlap, EPLB,
+        expert placement); environment they need goes into ``env``."""
+        moe = role.moe
+        common: list[str] = []
+        if moe is not None and moe.all2all is not None:
+            if self.all2all_by_env:
+                env["VLLM_ALL2ALL_BACKEND"] = moe.all2all
+            else:
+                common += ["--all2all-backend", moe.all2all]
+        if role.mnnvl and moe is not None and moe.all2all == "deepep_low_latency" \
+                and self.facts["env"].get(MNNVL_SWITCH) is not None:
+            # DeepEP's low-latency kernels over the NVL72 fabric: off by default (vllm/envs.py
+            # VLLM_DEEPEP_LOW_LATENCY_USE_MNNVL False; all2all.py passes it as allow_mnnvl and
+            # DeepEP then sets NVSHMEM_DISABLE_MNNVL=1, deep_ep/buffers/legacy.py:124-126);
+            # vllm PR#27328.
+            env[MNNVL_SWITCH] = "1"
+        if moe is not None and moe.overlap == "two_batch":
+            # Dual batch overlap: two micro-batches when DP > 1 (ParallelConfig.enable_dbo,
+            # vllm/config/parallel.py; vllm/v1/worker/gpu/ubatch_utils.py). No single-batch
+            # form exists in vLLM (OVL002).
+            common += ["--enable-dbo"]
+        if moe is not None and moe.eplb is not None and moe.eplb.enabled:
+            eplb = {"window_size": moe.eplb.windowSize, "step_interval": moe.eplb.stepInterval,
+                    "num_redundant_experts": moe.eplb.redundantExperts,
+                    "log_balancedness": moe.eplb.logBalancedness}
+            common += ["--enable-eplb", "--eplb-config", _json(eplb)]
+        if moe is not None and moe.placement is not None:
+            common += ["--expert-placement-strategy", moe.placement]
+        return common
+
+    def _kv_transfer_args(self, role: RoleInput, env: dict[str, str]) -> list[str]:
+        """``--kv-transfer-config`` of a PD role (connector, KV role, the decode's load-failure
+        policy, the NIC's NIXL backend / Mooncake devices and protocol); its ports go into
+        ``env``."""
+        common: list[str] = []
+        if role.kv_transfer is None:
+            return common
+        kvt = {"kv_connector": CONNECTORS[role.kv_transfer.connector],
+               "kv_role": KV_ROLES[role.mode]}
+        if role.mode == "decode" and self.kv_load_failure_policy:
+            kvt["kv_load_failure_policy"] = KV_LOAD_FAILURE_POLICY
+        nic = nic_family(role.network.rdma)
+        if role.kv_transfer.connector == "nixl" and nic is not None \
+                and nic.nixl_backend != "UCX":
+            # NixlConnector's default backends ["UCX"] (nixl/base_worker.py:624-626) cannot
+            # do RDMA on EFA (vllm#41814, nixl#909): LIBFABRIC can.
+            kvt["kv_connector_extra_config"] = {"backends": [nic.nixl_backend]}
+        if role.kv_transfer.connector == "mooncake" and role.network.rdma is not None:
+            # The spec's HCAs, as SGLang's --disaggregation-ib-device gives them: Mooncake
+            # otherwise opens every device it finds ("device_name" "" = all;
+            # mooncake_connector.py register_kv_caches, engine.initialize), and the NIC's
+            # protocol ("mooncake_protocol", default "rdma": EFA needs "efa").
+            extra = {"device_name": ",".join(role.network.rdma.devices)}
+            if nic.mooncake_protocol != "rdma":
+                extra["mooncake_protocol"] = nic.mooncake_protocol
+            kvt["kv_connector_extra_config"] = extra
+        common += ["--kv-transfer-config", _json(kvt)]
+        if role.kv_transfer.connector == "nixl":
+            env["VLLM_NIXL_SIDE_CHANNEL_PORT"] = str(NIXL_SIDE_CHANNEL_PORT)
+        if role.kv_transfer.connector == "mooncake":
+            env["VLLM_MOONCAKE_BOOTSTRAP_PORT"] = str(MOONCAKE_BOOTSTRAP_PORT)
+        return common
 
     def _pod_ports(self, role: RoleInput, rendezvous, notes: list[str]):
         """(extra ports, extra env) of each pod of one instance: the leader's rendezvous port,
@@ -481,81 +539,6 @@ class VllmDialect:
             coordinator = 1 if lay.data > 1 and pod.index == 0 else 0
             out.append(PodProcesses(gpu=gpus, api=api, other=cores + coordinator))
         return tuple(out)
-
-    def _rank_args(self, role: RoleInput, notes: list[str]):
-        """Per-pod rank/address arguments from the layout (one load-balancing mode per role).
-
-        Returns (per-pod arguments, which pods serve the API, the leader's rendezvous port as
-        ``(name, port)`` or None).
-
-        * DATA spread, internal load balancing: the leader gets ``--data-parallel-size-local``
-          and binds ``--data-parallel-address`` on its own IP; workers add ``--headless`` and
-          ``--data-parallel-start-rank``. No start rank on the leader: a start rank on a
-          non-headless node switches vLLM to hybrid LB, which rejects headless workers
-          (vllm-project/vllm@v0.33.0:vllm/engine/arg_utils.py; gpustack/gpustack#6221).
-        * MODEL spread (data == 1): ``--nnodes/--node-rank/--master-addr/--master-port``;
-          workers are ``--headless``.
-        * PER_RANK: external load balancing; every pod is one DP rank with its own API server,
-          ``--data-parallel-rank`` = pod index, rank 0's IP as ``--data-parallel-address``.
-        """
-        lay = role.layout
-        pods = lay.pods
-        if role.rank_ports > 1:
-            return self._supervised_rank_args(role, notes)
-        if lay.spread is Spread.SINGLE:
-            return [[]], [True], None
-        if lay.spread is Spread.DATA:
-            shared = ["--data-parallel-size-local", str(lay.dp_local),
-                      "--data-parallel-rpc-port", str(DP_RPC_PORT)]
-            per_pod = [shared + ["--data-parallel-address", POD_IP]]
-            for pod in pods[1:]:
-                per_pod.append(["--headless", "--data-parallel-start-rank", str(pod.dp_start)]
-                               + shared + ["--data-parallel-address", LEADER_IP])
-            notes.append(f"internal load balancing: {lay.data} DP ranks, {lay.dp_local} per pod; "
-                         "the leader serves the API, workers are headless")
-            return per_pod, [True] + [False] * (len(pods) - 1), ("dp-rpc", DP_RPC_PORT)
-        if lay.spread is Spread.MODEL:
-            shared = ["--nnodes", str(len(pods)), "--master-port", str(MASTER_PORT)]
-            per_pod = [shared + ["--node-rank", "0", "--master-addr", POD_IP]]
-            for pod in pods[1:]:
-                per_pod.append(["--headless"] + shared
-                               + ["--node-rank", str(pod.index), "--master-addr", LEADER_IP])
-            notes.append(f"one TP x PP = {lay.tensor} x {lay.pipeline} group over {len(pods)} pods; "
-                         "the leader serves the API, workers are headless")
-            return per_pod, [True] + [False] * (len(pods) - 1), ("master", MASTER_PORT)
-        # PER_RANK
-        per_pod = []
-        for pod in pods:
-            addr = POD_IP if pod.index == 0 else LEADER_IP
-            per_pod.append(["--data-parallel-rank", str(pod.dp_start),
-                            "--data-parallel-rpc-port", str(DP_RPC_PORT),
-                            "--data-parallel-address", addr])
-        notes.append(f"external load balancing: {lay.data} DP ranks, one pod and API server each")
-        return per_pod, [True] * len(pods), ("dp-rpc", DP_RPC_PORT)
-
-    def _supervised_rank_args(self, role: RoleInput, notes: list[str]):
-        """Every pod runs vLLM's DP supervisor (``--data-parallel-multi-port-external-lb``,
-        vllm/entrypoints/launchers/dp_supervisor.py, 0.22.0+): one external-LB API server per
-        local rank on ``--port + i`` (rank = ``--data-parallel-start-rank + i``), aggregated
-        ``/health`` on ``--data-parallel-supervisor-port``; the supervisor refuses
-        ``--data-parallel-rank``, ``--headless``-style external/hybrid LB flags and an
-        ``--api-server-count`` other than 1 (``validate_multi_port_external_lb_args``)."""
-        lay = role.layout
-        per_pod = []
-        for pod in lay.pods:
-            addr = POD_IP if pod.index == 0 else LEADER_IP
-            per_pod.append(["--data-parallel-multi-port-external-lb",
-                            "--data-parallel-size-local", str(lay.dp_local),
-                            "--data-parallel-start-rank", str(pod.dp_start),
-                            "--data-parallel-supervisor-port", str(DP_SUPERVISOR_PORT),
-                            "--data-parallel-rpc-port", str(DP_RPC_PORT),
-                            "--data-parallel-address", addr])
-        notes.append(f"DP supervisor: {lay.data} DP ranks, {lay.dp_local} per pod, one API "
-                     f"server each on ports {role.serving.port}-"
-                     f"{role.serving.port + lay.dp_local - 1} (rank endpoints for the "
-                     "inference gateway)")
-        rendezvous = ("dp-rpc", DP_RPC_PORT) if len(lay.pods) > 1 or lay.data > 1 else None
-        return per_pod, [True] * len(lay.pods), rendezvous
 
 
 def _json(obj: dict) -> str:

@@ -32,6 +32,25 @@ def draft_tokens(role: RoleInput) -> int:
     return role.speculative.numSpeculativeTokens + 1 if role.speculative else 1
 
 
+#: SGLANG_DEEPEP_V2_NUM_MAX_DISPATCH_TOKENS_PER_RANK default (python/sglang/srt/environ.py, 0.5.23).
+DEEPEP_V2_DEFAULT_TOKENS = 128
+
+
+def deepep_v2_dispatch_tokens(role: RoleInput, chunked: int) -> int:
+    """DeepEP v2 dispatch tokens per rank a role needs, at least SGLang's default: its largest
+    prefill chunk on one rank (``chunked`` = the role's chunked-prefill size, which SGLang divides
+    by the attention-DP size: arg_groups/parallel_hook.py:327-335) unless it is a decode role, and
+    its largest decode graph (graph batch x draft tokens) unless it is a prefill role. SGLang
+    0.5.23 refuses to start below either (arg_groups/moe_hook.py:679-706
+    validate_deepep_v2_dispatch_token_budget; sgl-project/sglang#35634)."""
+    need = DEEPEP_V2_DEFAULT_TOKENS
+    if role.mode != "decode":
+        need = max(need, chunked // role.layout.data if role.layout.data > 1 else chunked)
+    if role.mode != "prefill" and not role.serving.enforceEager:
+        need = max(need, min(cuda_graph_batch(role), admitted_per_rank(role)) * draft_tokens(role))
+    return need
+
+
 def deepep_dispatch_tokens(role: RoleInput) -> int:
     """DeepEP low-latency dispatch tokens per rank a decode role needs: the largest batch a rank
     can run (graph batch, or what max-running-requests admits) x draft tokens, at least SGLang's

@@ -18,6 +18,13 @@ NORMAL_INTRANODE_RANKS = (2, 4, 8)
 NORMAL_NODES = (2, 3, 4, 6, 8, 12, 16, 18, 20)
 NVL_PEERS = 8
 LL_MAX_TOKENS = 1024
+#: The V1 buffer groups ranks into NVLink "nodes" of NVL_PEERS (rdma_rank = rank / 8): it asserts
+#: ``num_ranks < 8 or num_ranks % 8 == 0`` in every mode, and the normal (high-throughput)
+#: kernels take the 8 consecutive ranks of such a group as NVLink peers (csrc/legacy/buffer.hpp
+#: :113-120, csrc/kernels/legacy/internode.cu:25 EP_STATIC_ASSERT(LEGACY_NUM_MAX_NVL_PEERS == 8),
+#: compiled.cuh:5-6, at dd758ca). Pools with fewer GPUs per node: deepseek-ai/DeepEP#50, #477,
+#: #392 ("normal kernels limit the number of GPUs per node to 8, the normal mode doesn't support
+#: GB200 yet").
 
 
 def normal_rank_counts(limit: int = 256) -> list[int]:
@@ -30,3 +37,18 @@ def ll_buffer_bytes(experts: int, tokens: int, hidden: int) -> int:
     """DeepEP low-latency RDMA buffer of one rank, bytes (``experts`` physical experts,
     ``tokens`` dispatch tokens per rank)."""
     return 4 * experts * tokens * 2 * hidden
+
+
+#: NVSHMEM_QP_DEPTH DeepEP leaves in place (deep_ep/buffers/legacy.py:113-114, dd758ca), and the
+#: low-latency dispatch's check against it: depth >= (num_max_dispatch_tokens_per_rank + 1) x 2
+#: (legacy.py:609 and :665, since deepseek-ai/DeepEP PR#430, d981409 2025-09-25): from 512 dispatch
+#: tokens the default fails at the first dispatch unless the engine raises it (SGLang does from
+#: 0.5.19, token_dispatcher/deepep.py _set_nvshmem_qp_depth; vLLM 0.33.0 does not).
+QP_DEPTH_DEFAULT = 1024
+
+
+def qp_depth(tokens: int) -> int | None:
+    """The NVSHMEM_QP_DEPTH a low-latency dispatch of ``tokens`` per rank needs, or None when
+    DeepEP's default holds it."""
+    need = 2 * (tokens + 1)
+    return need if need > QP_DEPTH_DEFAULT else None

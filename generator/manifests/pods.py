@@ -70,6 +70,9 @@ class PodSpecPlan:
     #: Native sidecars (init containers with ``restartPolicy: Always``): the routing sidecar of
     #: decode pods behind router kind inference-gateway (engines/gateway.py).
     init_containers: list[dict[str, Any]] = field(default_factory=list)
+    #: Pod-level DRA claims (``spec.resourceClaims``): the IMEX channel of an NVL72 pool's
+    #: ComputeDomain (``network.computeDomain``), which the engine container claims too.
+    resource_claims: list[dict[str, Any]] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -184,7 +187,14 @@ def _resources(ctx: PodContext, pods: range) -> dict[str, Any]:
     limits[GPUS[ctx.pool.gpu].resource] = role.layout.gpus_per_pod
     if net.rdma is not None:
         limits[net.rdma.resourceName] = net.rdma.resourceCount
-    return {"limits": limits} | ({"requests": requests} if requests else {})
+    claims = {"claims": [{"name": IMEX_CLAIM}]} if role.mnnvl else {}
+    return {"limits": limits} | ({"requests": requests} if requests else {}) | claims
+
+
+#: The pod's claim name for the ComputeDomain's IMEX channel (Kubernetes PodSpec resourceClaims;
+#: the NVIDIA DRA driver's ComputeDomain guide: a pod claims the domain's
+#: resourceClaimTemplate and its container lists the claim in resources.claims).
+IMEX_CLAIM = "imex-channel"
 
 
 def container_security(ctx: PodContext) -> dict[str, Any]:
@@ -349,6 +359,8 @@ def pod_spec(ctx: PodContext, pods: range, index_label: str | None,
         priority_class=ctx.pod.priority_class,
         scheduler_name=ctx.pod.scheduler_name or _gang_scheduler(ctx),
         init_containers=[dict(ctx.sidecar)] if ctx.sidecar is not None and serves_api else [],
+        resource_claims=[{"name": IMEX_CLAIM, "resourceClaimTemplateName":
+                          net.computeDomain.resourceClaimTemplate}] if role.mnnvl else [],
     )
 
 

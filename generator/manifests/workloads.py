@@ -348,7 +348,7 @@ def add_role(out: RoleObjects, shared: SharedInputs, role_spec: Role, role: Role
     pool = spec.spec.nodePools[role_spec.nodePool]
     cache = cache_env(dialect.engine, dialect.requested,
                       cache_root(dialect.engine, dialect.requested, pool.gpu, lay))
-    items = env_items(network_env(spec.spec.network, role.moe, role.kv_transfer)
+    items = env_items(network_env(spec.spec.network, role.moe, role.kv_transfer, role.mnnvl)
                       + sorted(launch.env.items()) + cache,
                       {**spec.spec.network.env, **role_spec.env})
     out.env_files.append(EnvFilePlan(role.name, f"env/{role.name}.env", configmap, items))

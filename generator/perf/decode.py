@@ -208,7 +208,7 @@ def decode_estimate(req: PlanRequest, role: RoleInput, z: RoleSizing, pool,
                                 ctx=ctx_avg, gpus_per_node=pool.gpusPerNode,
                                 inter_gbps=s.network.interNodeGbps, draft=k,
                                 bf16=bf16_compute(s.model.weights), attn_fp8=fp8_attn,
-                                drafter=drafter(req))
+                                drafter=drafter(req), mnnvl=s.network.mnnvl)
     if cap_b < 1:
         return None
     if per_rank_needed is not None:

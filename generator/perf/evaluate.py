@@ -106,7 +106,7 @@ def evaluate(req: PlanRequest, prov: Provenance | None = None,
                             gpus_per_node=pool.gpusPerNode,
                             inter_gbps=s.network.interNodeGbps, weights_bytes=z.weights * 2**30,
                             bf16=bf16_compute(s.model.weights),
-                            overlap=ri.moe.overlap if ri.moe else None)
+                            overlap=ri.moe.overlap if ri.moe else None, mnnvl=s.network.mnnvl)
 
     dec_name = next(r.name for r in roles if r.mode in ("decode", "unified"))
     r, ri, z = sized[dec_name]

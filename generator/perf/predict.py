@@ -22,6 +22,12 @@ from .evaluate import evaluate
 #: RDMA bandwidth per GPU when the spec does not give ``network.interNodeGbps`` (Gbit/s): one
 #: ConnectX-7 NDR port per GPU, as in the HGX H100/H20 reference designs.
 DEFAULT_INTER_NODE_GBPS = 400.0
+#: The longest TTFT, as a multiple of the unloaded one, that a steady state of the model has: the
+#: M/D/1 wait at prefill at its utilisation clamp 0.95 (perf/loop.py ``wait``):
+#: 1 + 0.95 / (2 x 0.05) = 10.5. A prediction beyond it is the closed loop's overflow (the sized
+#: concurrency exceeds the capacity: TTFT = concurrency / R - OSL x TPOT), i.e. requests queueing
+#: without bound in front of prefill, not an operating point (rule PRF030).
+QUEUE_BOUND = 1 + 0.95 / (2 * (1 - 0.95))
 
 
 @dataclass
@@ -85,15 +91,22 @@ class Prediction:
     assumptions: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     reason: str | None = None
+    #: Sanity hits on the prediction itself, ``(code, path, message, hint)`` (:func:`sanity`);
+    #: ``generator/pipeline.py`` turns them into located findings.
+    sanity: list[tuple[str, tuple, str, str]] = field(default_factory=list)
+    findings: list = field(default_factory=list)
 
     def to_json(self) -> dict:
         """``{"totalTokensPerSec", "outputTokensPerSec", "bound", "assumptions"}`` or
         ``{"reason"}``."""
         if self.reason:
             return {"reason": self.reason}
-        return {"totalTokensPerSec": round(self.total_tps),
-                "outputTokensPerSec": round(self.output_tps), "bound": self.bound,
-                "assumptions": self.assumptions, "notes": self.notes}
+        out = {"totalTokensPerSec": round(self.total_tps),
+               "outputTokensPerSec": round(self.output_tps), "bound": self.bound,
+               "assumptions": self.assumptions, "notes": self.notes}
+        if self.findings:
+            out["findings"] = [f.to_json() for f in self.findings]
+        return out
 
 
 def plan_request(doc: InferenceDeployment) -> PlanRequest | str:
@@ -119,7 +132,8 @@ def plan_request(doc: InferenceDeployment) -> PlanRequest | str:
         "engine": {"name": s.engine.name, "version": s.engine.version},
         "nodePools": {n: {"gpu": p.gpu, "gpusPerNode": p.gpusPerNode, "nodes": p.nodes}
                       for n, p in s.nodePools.items()},
-        "network": {"interNodeGbps": s.network.interNodeGbps or DEFAULT_INTER_NODE_GBPS},
+        "network": {"interNodeGbps": s.network.interNodeGbps or DEFAULT_INTER_NODE_GBPS,
+                    "mnnvl": s.network.computeDomain is not None},
         "workload": {"inputTokens": s.traffic.inputTokens,
                      "outputTokens": s.traffic.outputTokens, "concurrency": concurrency},
         "roles": [r.model_dump(exclude_none=True) for r in s.roles],
@@ -169,4 +183,44 @@ def predict(doc: InferenceDeployment) -> Prediction:
             p.fed_batch = cand.decode_batch or p.batch_per_rank
             p.output_total = round(cand.output_tps)
         out.roles[r.name] = p
+    out.sanity = sanity(doc, req, cand.ttft_ms, out)
+    return out
+
+
+def _unloaded_ttft_ms(req: PlanRequest) -> float | None:
+    """The TTFT of one request alone on the same layout (concurrency 1), ms."""
+    doc = req.model_dump(mode="json", exclude_none=True)
+    doc["spec"]["workload"] = {**doc["spec"]["workload"], "concurrency": 1}
+    doc["spec"]["workload"].pop("requestsPerSecond", None)
+    try:
+        cand = evaluate(PlanRequest.model_validate(doc)).candidates[0]
+    except (ValidationError, IndexError):
+        return None
+    return cand.ttft_ms if cand.fits and cand.ttft_ms > 0 else None
+
+
+def sanity(doc: InferenceDeployment, req: PlanRequest, ttft_ms: float,
+           pred: Prediction) -> list[tuple[str, tuple, str, str]]:
+    """Predictions that are not an operating point (rule PRF030): a TTFT beyond
+    :data:`QUEUE_BOUND` x the unloaded TTFT means the sized concurrency overflows the capacity and
+    requests queue for prefill without bound. Returns ``(code, path, message, hint)``."""
+    alone = _unloaded_ttft_ms(req)
+    if alone is None or ttft_ms <= QUEUE_BOUND * alone:
+        return []
+    out = []
+    for i, role in enumerate(doc.spec.roles):
+        p = pred.roles.get(role.name)
+        if p is None or role.mode == "prefill" or p.fed_batch is None:
+            continue
+        fed = (f"; decode keeps {p.fed_batch} of the {p.batch_per_rank} sequences per rank it is "
+               "sized for" if p.batch_per_rank and p.fed_batch < p.batch_per_rank else "")
+        out.append(("PRF030", ("spec", "roles", i, "sizing", "concurrency"),
+                    f"role {role.name!r}: predicted TTFT {ttft_ms:,.0f} ms is "
+                    f"{ttft_ms / alone:.0f}x the {alone:,.0f} ms of a request alone, beyond the "
+                    f"{QUEUE_BOUND:g}x wait of a 95%-busy prefill: {role.sizing.concurrency} "
+                    f"sequences overflow what the deployment serves, and requests queue for "
+                    f"prefill without bound{fed}",
+                    "add prefill capacity (prefill replicas or nodes), or size for fewer "
+                    "sequences (sizing.concurrency)"))
+        break
     return out

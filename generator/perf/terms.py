@@ -62,7 +62,7 @@ ETA_PREFILL_BY_GPU = {"H20-96GB": 0.80, "H20-141GB": 0.80}
 #: Rate of compute-bound expert GEMMs with 4-bit weights (w4a8, MXFP4) on a GPU without FP4
 #: tensor cores, relative to FP8 weights: the kernels dequantize to FP8 in the main loop. Not
 #: applied to weight-only ``w4a16`` (BF16 activations), whose GEMMs are timed at the BF16 peak
-#: (capacity/search.py ``bf16_compute``): its W4A16 kernels dequantize to BF16. Fitted
+#: (perf/decode.py ``bf16_compute``): its W4A16 kernels dequantize to BF16. Fitted
 #: to two independent H20 figures: seed 000 (vLLM, w4a8, 16 x H20: 15,800 tokens/s) and seed 002
 #: (SGLang, DeepSeek-V4-Pro MXFP4 experts, PP2-CP8-TP8 prefill: 8.45k tokens/s per node).
 #: Prefill only: decode's small-M expert GEMMs are bandwidth-bound.
@@ -263,7 +263,8 @@ class StepTerms:
 def decode_terms(m: ModelShape, gpu: Gpu, *, batch: int, tensor: int, data: int, expert: bool,
                  nonexpert_bytes: float, local_experts_per_layer: float, ctx: float,
                  gpus_per_node: int, inter_gbps: float, draft: int, bf16: bool,
-                 attn_fp8: bool = False, drafter: str = "sglang_mtp") -> StepTerms:
+                 attn_fp8: bool = False, drafter: str = "sglang_mtp",
+                 mnnvl: bool = True) -> StepTerms:
     """The terms of one decode step of one DP rank holding ``batch`` sequences of mean context
     ``ctx`` tokens, with ``draft`` MTP tokens per sequence (bytes and FLOPs per the module
     docstring). ``attn_fp8``: the attention kernel computes in FP8 (FP8 KV cache with FP8
@@ -297,7 +298,7 @@ def decode_terms(m: ModelShape, gpu: Gpu, *, batch: int, tensor: int, data: int,
     peak = (gpu.bf16_tflops if bf16 else gpu.fp8_tflops) * 1e12 \
         * ETA_DECODE_COMPUTE_BY_GPU.get(gpu.id, ETA_DECODE_COMPUTE)
     attn_peak = gpu.bf16_tflops * 1e12 * ETA_ATTN * (ATTN_FP8_SPEEDUP if attn_fp8 else 1.0)
-    domain = nvlink_domain(gpu, gpus_per_node)
+    domain = nvlink_domain(gpu, gpus_per_node, mnnvl)
     dispatch = combine = latency = allreduce = 0.0
     if expert:
         ep = tensor * data
@@ -310,7 +311,7 @@ def decode_terms(m: ModelShape, gpu: Gpu, *, batch: int, tensor: int, data: int,
         latency += 2 * m.moe_layers * A2A_LATENCY_S
     if tensor > 1:
         ar = 2 * m.layers * 2 * tokens_rank * m.hidden * 2 * (tensor - 1) / tensor
-        allreduce = ar / _tp_link(gpu, tensor, gpus_per_node, inter_gbps)
+        allreduce = ar / _tp_link(gpu, tensor, gpus_per_node, inter_gbps, mnnvl)
         latency += 2 * m.layers * ALLREDUCE_LATENCY_S
     draft_s = 0.0
     if draft:
@@ -345,16 +346,19 @@ def decode_step(m: ModelShape, gpu: Gpu, *, overlap: str | None = None, **kw) ->
     return decode_terms(m, gpu, **kw).total(overlap)
 
 
-def nvlink_domain(gpu: Gpu, gpus_per_node: int) -> int:
+def nvlink_domain(gpu: Gpu, gpus_per_node: int, mnnvl: bool = True) -> int:
     """GPUs that reach each other over NVLink (or xGMI): the node, or the rack-scale domain of
-    an NVL72 system (catalog ``scaleup_gpus``: 72 for GB200/GB300) when larger."""
-    return max(gpus_per_node, gpu.scaleup_gpus if gpu.nvlink else 1)
+    an NVL72 system (catalog ``scaleup_gpus``: 72 for GB200/GB300) when larger and the pods use
+    it (``mnnvl``: they claim a ComputeDomain IMEX channel; without one NCCL and DeepEP cross
+    trays over the NIC: vllm PR#16992, PR#27328, ai-dynamo/dynamo PR#6364)."""
+    return max(gpus_per_node, gpu.scaleup_gpus if gpu.nvlink and mnnvl else 1)
 
 
-def _tp_link(gpu: Gpu, tensor: int, gpus_per_node: int, inter_gbps: float) -> float:
+def _tp_link(gpu: Gpu, tensor: int, gpus_per_node: int, inter_gbps: float,
+             mnnvl: bool = True) -> float:
     """Bytes/s of a TP all-reduce ring: NVLink (one direction of it) within the NVLink domain,
     the RDMA network across it."""
-    if tensor > nvlink_domain(gpu, gpus_per_node):
+    if tensor > nvlink_domain(gpu, gpus_per_node, mnnvl):
         return inter_gbps / 8 * 1e9 * ETA_NET
     return gpu.nvlink_gbps / 2 * 1e9 * ETA_NVLINK
 
@@ -372,7 +376,7 @@ class PrefillEstimate:
 
 def prefill(m: ModelShape, gpu: Gpu, *, isl: int, tensor: int, data: int, pipeline: int,
             expert: bool, gpus_per_node: int, inter_gbps: float, weights_bytes: float,
-            bf16: bool, overlap: str | None = None) -> PrefillEstimate:
+            bf16: bool, overlap: str | None = None, mnnvl: bool = True) -> PrefillEstimate:
     """Prefill of ``isl`` tokens on an instance of tensor x data x pipeline GPUs.
 
     One request runs on one data-parallel rank (attention, dense layers) while its MoE layers
@@ -403,10 +407,11 @@ def prefill(m: ModelShape, gpu: Gpu, *, isl: int, tensor: int, data: int, pipeli
     allreduce = a2a = 0.0                                           # GPU-seconds per request
     if tensor > 1:
         per_gpu = 2 * m.layers / pipeline * isl * m.hidden * 2 * 2 * (tensor - 1) / tensor
-        allreduce = rank_gpus * per_gpu / _tp_link(gpu, tensor, gpus_per_node, inter_gbps)
+        allreduce = rank_gpus * per_gpu / _tp_link(gpu, tensor, gpus_per_node, inter_gbps,
+                                                   mnnvl)
     ep = tensor * data if expert else 1
     if ep > 1:
-        domain = nvlink_domain(gpu, gpus_per_node)
+        domain = nvlink_domain(gpu, gpus_per_node, mnnvl)
         nodes = -(-ep // domain)
         per_copy = isl * m.moe_layers * m.hidden * 3                # FP8 out + BF16 back
         rdma = per_copy * _nodes_hit(m, nodes) * (nodes - 1) / nodes \

@@ -75,6 +75,33 @@ SGLANG_INIT_GIB = 1.8
 #: CUDA graphs of a decode role, GiB (outside the static pool); SGLang disables them for
 #: disaggregated prefill (server_args.py).
 SGLANG_CUDA_GRAPH_GIB = 1.7
+#: Graph memory per captured sequence per attention-DP rank with DP attention, MB, and the extra
+#: above a graph batch of 300: SGLang's own reserve for it (0.5.23 python/sglang/srt/arg_groups/
+#: memory_hook.py reserve_for_graph_mb: "DP attention needs more padding ... much more for large
+#: cuda graph max bs": max_bs x attn_dp_size x 3, + x 1.5 when max_bs > 300). The gathered
+#: buffers of a DP-attention graph hold the tokens of every DP rank, so the term grows with
+#: batch x DP: sgl-project/sglang#24453 measured ~20 GB per rank captured at batch 128 x DP32
+#: (Kimi-K2, DeepEP with 256 dispatch tokens), which this term + the base + DeepEP's low-latency
+#: buffer reproduce (1.7 + 12.0 + 5.25 = 18.95 GiB; tests/test_sizing.py).
+DP_ATTN_GRAPH_MB, DP_ATTN_GRAPH_LARGE_MB, DP_ATTN_GRAPH_LARGE_BS = 3.0, 1.5, 300
+#: The first release the batch x DP term is applied to: the one sgl-project/sglang#24453 measured
+#: it on (v0.5.10). Older releases keep the flat :data:`SGLANG_CUDA_GRAPH_GIB`: the LMSYS H20
+#: deployment (examples/plan/h20-96-fixed-layout.yaml, 0.5.6.post1: DP16 decode at batch 48 with
+#: mem-fraction-static 0.9) ran with less graph memory than the term gives.
+DP_ATTN_GRAPH_SINCE = (0, 5, 10)
+
+
+def cuda_graph_gib(graph_batch: int, attn_dp: int, version: str = "0.5.23") -> float:
+    """Decode CUDA-graph memory of one GPU outside SGLang's static pool, GiB: the base
+    :data:`SGLANG_CUDA_GRAPH_GIB` plus, with DP attention (``attn_dp`` > 1) on releases from
+    :data:`DP_ATTN_GRAPH_SINCE`, the term that grows with graph batch x attention-DP ranks
+    (:data:`DP_ATTN_GRAPH_MB`)."""
+    extra = 0.0
+    if attn_dp > 1 and parse_version(version) >= DP_ATTN_GRAPH_SINCE:
+        extra = graph_batch * attn_dp * DP_ATTN_GRAPH_MB
+        if graph_batch > DP_ATTN_GRAPH_LARGE_BS:
+            extra += graph_batch * attn_dp * DP_ATTN_GRAPH_LARGE_MB
+    return SGLANG_CUDA_GRAPH_GIB + extra / 1024
 
 
 def v4_rope_tables_gib(cfg: dict) -> float:
@@ -120,7 +147,7 @@ def size_sglang(role: RoleInput, gpu: Gpu, inv, cfg: dict, stages, place,
         comm = deepep.ll_buffer_bytes(experts, tokens, hidden) / GIB
     elif moe and moe.all2all in ("deepep_high_throughput", "deepep_v2") and lay.expert_parallel:
         comm = 2 * DEEPEP_HT_BUFFER_MB / 1024
-    overhead = comm + (SGLANG_CUDA_GRAPH_GIB if graphs_on else 0.0)
+    overhead = comm + (cuda_graph_gib(cgmbs, lay.data, dialect_version) if graphs_on else 0.0)
     if s.memFractionStatic:
         mfs = s.memFractionStatic
     elif s.gpuMemoryUtilization:

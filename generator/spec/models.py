@@ -130,6 +130,16 @@ class Rdma(_Model):
     gidIndex: int | None = Field(None, ge=0, le=255, description="RoCE GID index.")
 
 
+class ComputeDomain(_Model):
+    """Multi-node NVLink (GB200/GB300 NVL72): the IMEX channel the pods claim."""
+
+    resourceClaimTemplate: DnsSubdomain = Field(
+        description="The ResourceClaimTemplate of an NVIDIA DRA ComputeDomain "
+        "(resource.nvidia.com ComputeDomain spec.channel.resourceClaimTemplate.name, in the "
+        "deployment's namespace): pods on NVL72 pools claim it, so an instance spanning trays "
+        "reaches its peers over NVLink, not the NIC.")
+
+
 class Network(_Model):
     """Pod networking and the communication libraries' environment."""
 
@@ -142,6 +152,9 @@ class Network(_Model):
         description="RDMA NICs for NCCL, NVSHMEM/DeepEP and the KV transfer.")
     env: dict[EnvName, OneLine] = Field(default_factory=dict, max_length=256,
                                         description="Extra environment variables, applied last.")
+    computeDomain: ComputeDomain | None = Field(None,
+        description="GB200/GB300 NVL72: the ComputeDomain channel the pods claim for "
+        "multi-node NVLink (the NCCL/DeepEP MNNVL switches are then rendered).")
     interNodeGbps: float | None = Field(
         None, gt=0, le=3200, allow_inf_nan=False,
         description="RDMA bandwidth per GPU between nodes, Gbit/s, for the performance "

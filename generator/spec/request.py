@@ -53,6 +53,9 @@ class PlanNetwork(Network):
     rdma, env), which ``gen plan --emit`` writes into the spec it emits."""
 
     interNodeGbps: float = Field(400, gt=0, le=3200, allow_inf_nan=False)
+    mnnvl: bool = Field(True, description="NVL72 pools (GB200/GB300): instances spanning "
+                        "trays talk over multi-node NVLink (the pods claim a ComputeDomain); "
+                        "false prices that traffic at interNodeGbps")
 
 
 class Workload(_M):

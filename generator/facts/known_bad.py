@@ -1,0 +1,204 @@
+"""Known-bad engine releases: a release range x a feature combination that fails, as data.
+
+Each :class:`KnownBad` row names an engine, the first release that has the bug and the first
+that does not (``[first, fixed)``), the features of a role that trigger it (:class:`Match`: every
+field given must hold; a field left ``None`` matches anything), what the user sees, and its
+sources: the upstream report, the fixing change and the engine file:line at a bad and a fixed
+release, read in the released wheels or sdists. Rule ENG030 (``checks/engine.py``) reads the table:
+one rule for every row, so a new regression is one row here plus its field case under
+``tests/field/``.
+
+Rows are added when the root cause was read in the released source, not on a report alone.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..roles import RoleInput
+from .versions import Version, parse_version
+
+
+@dataclass(frozen=True)
+class Match:
+    """The role features a row needs (``None``: any). All given fields must hold.
+
+    Attributes:
+        weights: ``model.weights`` formats.
+        all2all: ``moe.all2all`` backends (engine-neutral names).
+        modes: role modes (``prefill``, ``decode``, ``unified``).
+        speculative: the role speculates (MTP) or not.
+        families: model families (``catalog.FAMILIES`` values).
+        connectors: ``kvTransfer.connector`` names.
+        expert_parallel: ``parallel.expert``.
+        data_parallel: more than one data-parallel rank.
+        eplb: EPLB enabled.
+        kv_dtypes: ``serving.kvCacheDtype`` values.
+        multi_node: the instance spans pods.
+        generations: GPU generations of the role's pool (``catalog.Gpu.generation``).
+        min_tensor: the role's tensor-parallel size is at least this.
+    """
+
+    weights: frozenset[str] | None = None
+    all2all: frozenset[str] | None = None
+    modes: frozenset[str] | None = None
+    speculative: bool | None = None
+    families: frozenset[str] | None = None
+    connectors: frozenset[str] | None = None
+    expert_parallel: bool | None = None
+    data_parallel: bool | None = None
+    eplb: bool | None = None
+    kv_dtypes: frozenset[str] | None = None
+    multi_node: bool | None = None
+    generations: frozenset[str] | None = None
+    min_tensor: int | None = None
+
+    def holds(self, role: RoleInput, weights: str, generation: str) -> bool:
+        """Every given feature holds for ``role`` (checkpoint ``weights``, pool GPU
+        ``generation``)."""
+        moe = role.moe
+        eplb = bool(moe and moe.eplb and moe.eplb.enabled)
+        checks = (
+            (self.weights, weights),
+            (self.all2all, moe.all2all if moe else None),
+            (self.modes, role.mode),
+            (self.families, role.arch.family),
+            (self.connectors, role.kv_transfer.connector if role.kv_transfer else None),
+            (self.kv_dtypes, role.serving.kvCacheDtype),
+            (self.generations, generation),
+        )
+        if any(want is not None and have not in want for want, have in checks):
+            return False
+        if self.min_tensor is not None and role.layout.tensor < self.min_tensor:
+            return False
+        flags = ((self.speculative, role.speculative is not None),
+                 (self.expert_parallel, role.layout.expert_parallel),
+                 (self.data_parallel, role.layout.data > 1),
+                 (self.eplb, eplb),
+                 (self.multi_node, role.layout.multi_pod))
+        return all(want is None or want == have for want, have in flags)
+
+
+@dataclass(frozen=True)
+class KnownBad:
+    """One known-bad release range x feature combination (see the module docstring).
+
+    Attributes:
+        engine: ``vllm`` or ``sglang``.
+        first: first release with the bug.
+        fixed: first release without it (None: not fixed in any release moegen knows).
+        match: the features that trigger it.
+        field: the role field the finding points at (a path below ``spec.roles[i]``).
+        what: what fails, as the user sees it.
+        source: upstream report, fixing change, engine file:line at a bad and a fixed release.
+        hint: what to do instead.
+        unless_arg: ``(option, value)`` in the role's engineArgs that avoids the bug (a kernel
+            choice), or None.
+    """
+
+    engine: str
+    first: Version
+    fixed: Version | None
+    match: Match
+    field: tuple[str, ...]
+    what: str
+    source: str
+    hint: str
+    unless_arg: tuple[str, str] | None = None
+
+    def covers(self, engine: str, version: str) -> bool:
+        """``engine`` at ``version`` is in the bad range."""
+        v = parse_version(version)
+        return engine == self.engine and v >= self.first and (self.fixed is None
+                                                               or v < self.fixed)
+
+    @property
+    def releases(self) -> str:
+        """The bad range as text (``0.5.16-0.5.17``-style: ``>= first, < fixed``)."""
+        first = ".".join(map(str, self.first))
+        return f"{first} .. before {'.'.join(map(str, self.fixed))}" if self.fixed \
+            else f"{first} and later"
+
+
+def _f(*names: str) -> frozenset[str]:
+    return frozenset(names)
+
+
+#: Every known-bad row (see the module docstring). Keep rows ordered by engine, then release.
+KNOWN_BAD: tuple[KnownBad, ...] = (
+    KnownBad(
+        "sglang", (0, 5, 16), (0, 5, 18),
+        Match(weights=_f("w4a8"), all2all=_f("deepep_high_throughput"),
+              expert_parallel=True),
+        ("moe", "all2all"),
+        "W4AFP8 experts behind DeepEP's normal (high-throughput) dispatch crash every rank at "
+        "the first prefill batch: TypeError \"missing 1 required positional argument: "
+        "'routed_scaling_factor'\"",
+        "sgl-project/sglang#33660, fixed by PR#33669; SGLang 0.5.17 python/sglang/srt/layers/"
+        "moe/cutlass_w4a8_moe.py:420-429 calls deepep_post_reorder_triton_kernel without the "
+        "routed_scaling_factor that sglang/kernels/ops/moe/ep_moe_kernels.py:110-118 requires "
+        "since 0.5.16 (0.5.15's kernel had no such parameter); 0.5.18 passes 1.0 "
+        "(cutlass_w4a8_moe.py:420-430)",
+        "use SGLang 0.5.18 or later, or deepep_low_latency / allgather_reducescatter"),
+    KnownBad(
+        "sglang", (0, 5, 12), (0, 5, 13),
+        Match(families=_f("deepseek_v4"), eplb=True, expert_parallel=True),
+        ("moe", "eplb", "enabled"),
+        "EPLB with DeepSeek-V4: the model's forward sets no current layer for the expert "
+        "distribution recorder, so its layer index is None: prefill crashes, decode records "
+        "wrong statistics and rebalances on them",
+        "sgl-project/sglang PR#25948 (\"[dsv4] support eplb\": \"Without the context, the "
+        "layer_idx used in eplb distribution gatherer is None which causes crash in prefill node "
+        "and stats inaccuracy issue in decode node\"); SGLang 0.5.12 python/sglang/srt/models/"
+        "deepseek_v4.py:988 (layer loop without the recorder context), 0.5.13 :1678-1682 "
+        "(with_current_layer); read in the 0.5.12 and 0.5.13 wheels",
+        "use SGLang 0.5.13 or later, or disable EPLB"),
+    KnownBad(
+        "sglang", (0, 5, 9), (0, 5, 11),
+        Match(families=_f("deepseek_v32"), kv_dtypes=_f("fp8"), generations=_f("hopper"),
+              min_tensor=4),
+        ("parallel", "tensor"),
+        "DeepSeek-V3.2 with an FP8 KV cache on Hopper decodes with FlashMLA's FP8 sparse kernel "
+        "(nsa decode backend flashmla_kv), which takes 64 or 128 query heads: tensor 4 or more "
+        "leaves 128 / tensor heads per GPU and the kernel refuses them",
+        "sgl-project/sglang PR#22372 (\"FlashMLA requires q heads to be 64 or 128, but with "
+        "tensor parallelism the per-GPU head count gets divided ... DeepSeek V3.2's 128 heads / "
+        "TP8 = 16\"; adds the padding); SGLang 0.5.10 python/sglang/srt/server_args.py:1463-1473 "
+        "(fp8_e4m3 on sm90: decode flashmla_kv), srt/layers/attention/nsa_backend.py:1700-1740 "
+        "(_forward_flashmla_kv passes layer.tp_q_head_num unpadded); 0.5.11 pads "
+        "(nsa_backend.py:330-335, :1744); read in the 0.5.9, 0.5.10 and 0.5.11 wheels",
+        "use SGLang 0.5.11 or later, run attention data-parallel (parallel.data, tensor 1 or 2), "
+        "or serve the KV cache in BF16 (kvCacheDtype: auto)"),
+    KnownBad(
+        "vllm", (0, 11, 0), None,
+        Match(weights=_f("w4a16"), eplb=True, expert_parallel=True),
+        ("moe", "eplb", "enabled"),
+        "EPLB with INT4 (W4A16, compressed-tensors WNA16) experts: 0.33.0 refuses the model at "
+        "load (NotImplementedError \"EPLB is not supported CompressedTensorsWNA16MoEMethod\") "
+        "unless the experts run the Triton WNA16 kernel, which vLLM picks after Marlin, Humming "
+        "and FlashInfer; 0.11 ran it through Marlin and gave wrong outputs",
+        "vllm-project/vllm#32388 (0.11.0: wrong outputs with EPLB on "
+        "CompressedTensorsWNA16MarlinMoEMethod); vLLM 0.33.0 vllm/model_executor/layers/"
+        "quantization/compressed_tensors/compressed_tensors_moe/compressed_tensors_moe_wna16.py:"
+        "562-563 (supports_eplb only for WNA16MoEBackend.TRITON), "
+        "vllm/model_executor/layers/fused_moe/routed_experts.py:186-199, "
+        "fused_moe/oracle/int_wna16.py:126-143 (backend priority)",
+        "drop EPLB (moe.eplb.enabled: false), or add engineArgs: [--moe-backend, triton]",
+        unless_arg=("--moe-backend", "triton")),
+)
+
+
+def known_bad(engine: str, version: str, role: RoleInput, weights: str, generation: str,
+              engine_args: list[str] | tuple[str, ...] = ()) -> list[KnownBad]:
+    """The rows of :data:`KNOWN_BAD` that ``role`` hits on ``engine`` ``version`` (with its
+    ``engine_args``, which may avoid a row: ``unless_arg``)."""
+    def avoided(row: KnownBad) -> bool:
+        if row.unless_arg is None:
+            return False
+        opt, val = row.unless_arg
+        args = list(engine_args)
+        return any(a == f"{opt}={val}" or (a == opt and i + 1 < len(args) and args[i + 1] == val)
+                   for i, a in enumerate(args))
+    return [row for row in KNOWN_BAD
+            if row.covers(engine, version) and row.match.holds(role, weights, generation)
+            and not avoided(row)]
