@@ -44,6 +44,12 @@ Bugs moegen finds that the notes do not mention, verified:
   and later (no such variable in vLLM 0.33.0 vllm/envs.py; moegen's release table has it through
   0.15.1), so the backend stays allgather_reducescatter: IMP007. The presets' image
   (llm-d-cuda:v0.8.0) does not name its vLLM release, checked as 0.33.0 (IMP008).
+* kserve-llmisvc-deepseek-r1-0528-pd-deepep-ht: ``PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True``
+  on both NixlConnector roles (decode l.59, prefill l.248): vLLM 0.33.0 refuses a KV connector
+  with it unless ``enable_cumem_allocator`` (not set here) at config time
+  (vllm/config/vllm.py:1284-1301, "KV connector ... is incompatible with
+  PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True": the CUDA VMM allocator remaps the KV cache
+  behind NIXL's memory registration; vllm-project/vllm#41237): NET032.
 * kv_role ``kv_both`` with NixlConnector on prefill/decode roles (Dynamo vLLM recipes, llm-d):
   vLLM 0.33.0 logs that it is deprecated (vllm/distributed/kv_transfer/kv_connector/v1/nixl/
   connector.py:97): IMP015.
@@ -66,6 +72,11 @@ release: checked as the newest release whose parser has every option used: SGLan
 the Dynamo recipes, whose ``--prefill-round-robin-balance`` / ``cuda-graph-bs`` left SGLang in
 0.5.20), IMP010 (weights downloaded from the Hub at start), IMP011 (a model outside the catalog:
 Llama-4, gpt-oss, GLM-5.2), IMP003 (a 1500Gi /dev/shm above what the spec holds).
+
+The GB200 manifests (Dynamo SGLang V4-Pro, llm-d OCI V4-Pro) claim a ComputeDomain's IMEX
+channel (pod ``resourceClaims`` + the container's ``resources.claims``, the ComputeDomain in the
+same file): imported as ``network.computeDomain``, so GPU030 (instances across trays without
+the channel) does not fire and the NCCL MNNVL variables are moegen's own.
 
 Known quirks in the notes moegen does not check: probes (tcpSocket readiness, HTTPS liveness on
 the routing sidecar's port), a comment naming a file not in the directory, ``requests:`` left
@@ -163,10 +174,12 @@ EXPECTED = {
     "kserve-llmisvc-deepseek-r1-0528-pd-deepep-ht": ("H200-141GB", [
         ("IMP004", 34),
         ("IMP007", 56),
+        ("NET032", 59),
         ("POOL005", 221),
         ("IMP004", 231),
         ("IMP008", 231),
         ("IMP007", 246),
+        ("NET032", 248),
     ]),
     "llmd-pd-disaggregation-sglang-gpt-oss-120b-coreweave": ("H200-141GB", [
         ("IMP004", 51),
@@ -314,7 +327,8 @@ def test_reference_manifest_import(name, tmp_path):
 
 
 #: Codes that are errors in the expectations above (gen import then exits 1).
-ERROR_CODES = {"PD011", "NET001", "SRV001", "IMP013", "VER001", "LOAD014", "POD001", "A2A004"}
+ERROR_CODES = {"PD011", "NET001", "SRV001", "IMP013", "VER001", "LOAD014", "POD001", "A2A004",
+               "NET032"}
 
 
 def test_the_directory_in_one_process():

@@ -225,7 +225,7 @@ def assemble(group: list[Role], opts: Options, files: list[str]) -> Imported:
     roles = []
     for i, (r, name, pool) in enumerate(zip(group, names, pool_of)):
         r.name, r.mode = name, _mode(r)
-        issues += _kv_role_issues(r)
+        issues += _kv_role_issues(r) + _kv_config_issues(r, net)
         role: dict[str, Any] = {"name": name, "mode": r.mode, "nodePool": pool,
                                 "replicas": r.workload.replicas,
                                 "workload": _workload_kind(r), **r.fields.role}
@@ -234,7 +234,7 @@ def assemble(group: list[Role], opts: Options, files: list[str]) -> Imported:
             role.setdefault("serving", {})["port"] = port
         if r.pod.pod:
             role["pod"] = r.pod.pod
-        env = _role_env(r, net)
+        env = _role_env(r, net, pools[pool])
         if env:
             role["env"] = env
         roles.append(role)
@@ -242,6 +242,8 @@ def assemble(group: list[Role], opts: Options, files: list[str]) -> Imported:
         prov.locations[rpath] = r.workload.doc.provenance.locate(r.workload.path) \
             if r.workload.path else r.workload.doc.provenance.locate(())
         _located(prov, rpath, r.fields.locs)
+        _located(prov, rpath, {("env", k): r.launch.env_locations[k] for k in env
+                               if k in r.launch.env_locations})
         issues += r.fields.issues + r.pod.issues + _layout_issues(r, name)
         if any(i.code == "IMP005" and "load balancing" in i.message for i in r.fields.issues):
             suppress.add("POD004")   # its process count assumes moegen's load balancing
@@ -279,6 +281,28 @@ def _kv_role_issues(r: Role) -> list[Issue]:
     return []
 
 
+def _kv_config_issues(r: Role, network: dict | None) -> list[Issue]:
+    """vLLM's ``--kv-transfer-config`` keys the spec does not hold: all but kv_connector and
+    kv_role, except a ``kv_connector_extra_config`` equal to what moegen derives from the
+    connector and ``network.rdma`` (engines/vllm.py kv_connector_extra)."""
+    keys = list(r.fields.kv_unmodelled)
+    connector = r.fields.role.get("kvTransfer", {}).get("connector")
+    if "kv_connector_extra_config" in keys and connector is not None:
+        from ..spec.models import Network
+        try:
+            rdma = Network.model_validate(network or {}).rdma
+        except ValueError:
+            rdma = None
+        if r.fields.kv_extra == vl.kv_connector_extra(connector, rdma):
+            keys.remove("kv_connector_extra_config")
+    if not keys:
+        return []
+    o = r.launch.command.get("--kv-transfer-config")
+    return [Issue("IMP005", f"{o.name} keys {', '.join(keys)} are not modelled by moegen (the "
+                  "spec renders kv_connector, kv_role and the extra config network.rdma "
+                  "implies)", r.launch.loc(o.index))]
+
+
 def _inherited_speculative(roles: list[dict], prov: Provenance) -> None:
     """A prefill role runs its decode role's speculative config (moegen copies it there:
     engines/vllm.py and engines/sglang.py notes; the NIXL handshake compares it): the copy is
@@ -291,10 +315,10 @@ def _inherited_speculative(roles: list[dict], prov: Provenance) -> None:
             prov.locations.pop(("spec", "roles", i, "speculative"), None)
 
 
-def _role_env(r: Role, network: dict | None) -> dict[str, str]:
+def _role_env(r: Role, network: dict | None, pool: dict) -> dict[str, str]:
     """The environment the role keeps: what the pod sets that moegen does not derive (a
     derived variable with another value is kept: it overrides moegen's, as in the manifest)."""
-    derived = _derived_env(r, network)
+    derived = _derived_env(r, network, pool)
     managed = r.workload.labels.get(MANAGED[0]) == MANAGED[1]
     env = {}
     for k, v in r.launch.env.items():
@@ -313,10 +337,13 @@ def _role_env(r: Role, network: dict | None) -> dict[str, str]:
     return env
 
 
-def _derived_env(r: Role, network: dict | None) -> dict[str, str]:
-    """The network variables moegen derives for the role (engines/network.py) and its fixed
-    engine variables (engines/vllm.py, engines/sglang.py)."""
+def _derived_env(r: Role, network: dict | None, pool: dict) -> dict[str, str]:
+    """The network variables moegen derives for the role (engines/network.py; ``pool``: its
+    node pool, for multi-node NVLink) and its fixed engine variables (engines/vllm.py,
+    engines/sglang.py)."""
+    from ..catalog import GPUS
     from ..engines.network import network_env
+    from ..roles import uses_mnnvl
     from ..spec.models import KvTransfer, Moe, Network
     role = r.fields.role
     try:
@@ -325,7 +352,8 @@ def _derived_env(r: Role, network: dict | None) -> dict[str, str]:
         kvt = KvTransfer.model_validate(role["kvTransfer"]) if "kvTransfer" in role else None
     except ValueError:
         return {}
-    out = dict(network_env(net, moe, kvt))
+    mnnvl = pool["gpu"] in GPUS and uses_mnnvl(net, GPUS[pool["gpu"]], pool["gpusPerNode"])
+    out = dict(network_env(net, moe, kvt, mnnvl))
     out.update({"VLLM_NIXL_SIDE_CHANNEL_PORT": str(vl.NIXL_SIDE_CHANNEL_PORT),
                 "VLLM_MOONCAKE_BOOTSTRAP_PORT": str(vl.MOONCAKE_BOOTSTRAP_PORT),
                 "SGLANG_HEALTH_CHECK_TIMEOUT": str(sg.HEALTH_CHECK_TIMEOUT_S)})

@@ -124,11 +124,12 @@ def read_roles(workloads: list[Workload], ctx: Context, opts: Options) -> tuple[
         else:
             fields_ = sglang_fields(cmd, launch, managed)
         model_path = fields_.model.get("path")
-        pod = read_pod(w, w.leader, launch, opts.gpu, model_path)
+        pod = read_pod(w, w.leader, launch, opts.gpu, model_path, frozenset(ctx.channels))
         if w.worker is not None:
             workers = [x for x in engine_containers(w, w.worker, ctx, None) if x.command]
             if workers:
-                other = read_pod(w, w.worker, workers[0], opts.gpu, model_path)
+                other = read_pod(w, w.worker, workers[0], opts.gpu, model_path,
+                                 frozenset(ctx.channels))
                 for key in ("cpu", "memory", "ephemeralStorage", "limits"):
                     if pod.pod.get(key) != other.pod.get(key):
                         pod.pod.pop(key, None)   # leader and workers differ: moegen derives

@@ -60,7 +60,9 @@ class RoleFields:
         model: ``name``/``path``/``weights`` found on the command line; model_locs likewise.
         mode: ``prefill``/``decode`` when the command says (SGLang ``--disaggregation-mode``,
             the vLLM KV role, Dynamo's wrapper), else None.
-        kv_role: vLLM's ``kv_role`` as written; devices: SGLang's ``--disaggregation-ib-device``.
+        kv_role: vLLM's ``kv_role`` as written; kv_extra: its ``kv_connector_extra_config``;
+            kv_unmodelled: its keys beyond connector and role (the extra config is checked
+            against ``network.rdma`` once the pods are read); devices: SGLang's ``--disaggregation-ib-device``.
         issues: what the spec cannot hold.
     """
 
@@ -71,6 +73,8 @@ class RoleFields:
     mode: str | None = None
     port: int | None = None
     kv_role: str | None = None
+    kv_extra: Any = None
+    kv_unmodelled: list[str] = field(default_factory=list)
     devices: list[str] | None = None
     all2all_env: bool = False
     issues: list[Issue] = field(default_factory=list)
@@ -251,10 +255,10 @@ def _vllm_pd(r: _Reader) -> None:
         # moegen renders kv_load_failure_policy "recompute" on decode (engines/vllm.py).
         derived = {"kv_load_failure_policy"} if cfg.get("kv_load_failure_policy") == \
             vl.KV_LOAD_FAILURE_POLICY and cfg.get("kv_role") == "kv_consumer" else set()
-        extra = sorted(set(cfg) - {"kv_connector", "kv_role"} - derived)
-        if extra:
-            r.issue("IMP005", f"{o.name} keys {', '.join(extra)} are not modelled by moegen (the "
-                    "spec renders kv_connector and kv_role only)", o)
+        # kv_connector_extra_config is compared with what network.rdma implies once the pod is
+        # read (assemble.py _kv_config_issues).
+        r.out.kv_extra = cfg.get("kv_connector_extra_config")
+        r.out.kv_unmodelled = sorted(set(cfg) - {"kv_connector", "kv_role"} - derived)
     o = r.opt("--speculative-config")
     if o is not None:
         cfg = r.cmd.json("--speculative-config") or {}
@@ -436,6 +440,15 @@ def _sglang_moe(r: _Reader) -> None:
             r.issue("IMP005", f"--moe-a2a-backend {o.value}"
                     f"{' --deepep-mode ' + str(mode.value) if mode else ''}: not a backend "
                     "moegen renders", o)
+    all2all = r.out.role.get("moe", {}).get("all2all")
+    o = r.opt("--deepep-v2-mode")
+    if o is not None and not (all2all == "deepep_v2" and o.value == "hybrid"):
+        r.issue("IMP005", f"--deepep-v2-mode {o.value}: moegen renders hybrid for a deepep_v2 "
+                "instance across nodes and SGLang's default (direct) within one", o)
+    o = r.opt("--speculative-moe-a2a-backend")
+    if o is not None and o.value != sg.DRAFT_A2A.get(all2all or ""):
+        r.issue("IMP005", f"--speculative-moe-a2a-backend {o.value}: moegen's MTP draft "
+                "inherits the target's all-to-all backend (none behind deepep_v2)", o)
     eplb = r.opt("--enable-eplb")
     if eplb is not None:
         e: dict[str, Any] = {"enabled": True}

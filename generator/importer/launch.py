@@ -89,17 +89,41 @@ def kube_expand(text: str, env: dict[str, Any]) -> str:
     return _KUBE_REF.sub(sub, text)
 
 
+#: The device class of a ComputeDomain's IMEX channel (NVIDIA DRA driver for GPUs).
+CHANNEL_CLASS = "compute-domain-default-channel.nvidia.com"
+
+
+def _get(data: Any, *keys: str) -> Any:
+    for k in keys:
+        data = data.get(k) if isinstance(data, dict) else None
+    return data
+
+
 class Context:
-    """The documents of one input that pods refer to (ConfigMaps by name)."""
+    """The documents of one input that pods refer to: ConfigMaps by name, and the names of the
+    ResourceClaimTemplates that are a ComputeDomain's IMEX channel (the NVIDIA DRA driver's
+    ComputeDomain ``spec.channel.resourceClaimTemplate.name``, or a template requesting the
+    ``compute-domain-default-channel.nvidia.com`` device class: NVIDIA/k8s-dra-driver-gpu
+    api/nvidia.com/resource/v1beta1/computedomain.go)."""
 
     def __init__(self, docs: list[Document]) -> None:
         self.configmaps: dict[str, Document] = {}
+        self.channels: set[str] = set()
         for d in docs:
-            if isinstance(d.data, dict) and d.data.get("kind") == "ConfigMap" \
-                    and str(d.data.get("apiVersion", "")) == "v1":
-                name = (d.data.get("metadata") or {}).get("name")
-                if isinstance(name, str):
-                    self.configmaps.setdefault(name, d)
+            if not isinstance(d.data, dict):
+                continue
+            kind, api = d.data.get("kind"), str(d.data.get("apiVersion", ""))
+            meta = d.data.get("metadata") if isinstance(d.data.get("metadata"), dict) else {}
+            name = meta.get("name")
+            if kind == "ConfigMap" and api == "v1" and isinstance(name, str):
+                self.configmaps.setdefault(name, d)
+            elif kind == "ComputeDomain" and api.startswith("resource.nvidia.com/"):
+                tpl = _get(d.data, "spec", "channel", "resourceClaimTemplate", "name")
+                if isinstance(tpl, str):
+                    self.channels.add(tpl)
+            elif kind == "ResourceClaimTemplate" and isinstance(name, str) \
+                    and CHANNEL_CLASS in str(d.data.get("spec")):
+                self.channels.add(name)
 
     def configmap(self, name: Any) -> tuple[dict, Document | None]:
         doc = self.configmaps.get(name) if isinstance(name, str) else None

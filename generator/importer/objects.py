@@ -236,8 +236,19 @@ def _autoscaling(imported: Imported, spec: dict, docs: list[Document]) -> None:
             spec.setdefault("monitoring", {"enabled": True})["prometheusUrl"] = url
 
 
+def _lws(platform: dict, feature: str) -> dict:
+    """``platform.lws``, its version raised to the first release with ``feature``
+    (facts/lws.py) when it is older."""
+    cfg = platform.setdefault("lws", {})
+    first = lwsv.since(feature).lstrip("v")
+    if "version" not in cfg or lwsv.parse(cfg["version"]) < lwsv.parse(first):
+        cfg["version"] = first
+    return cfg
+
+
 def _platform(imported: Imported, spec: dict) -> None:
     platform: dict[str, Any] = {}
+    surge: dict[str, int] = {}   # pool -> the largest surge instance of its roles, nodes
     for i, r in enumerate(imported.roles):
         w = r.workload
         labels, ann = w.labels, _m(_m(w.doc.data.get("metadata")).get("annotations"))
@@ -260,14 +271,26 @@ def _platform(imported: Imported, spec: dict) -> None:
                 "leaderWorkerTemplate", {})
         policy = lwt.get("restartPolicy") if isinstance(lwt, dict) else None
         if policy == "RecreateGroupAfterStart":
-            platform.setdefault("lws", {"version": "0.9.0"})["restartPolicy"] = policy
+            _lws(platform, "recreateGroupAfterStart")["restartPolicy"] = policy
         elif ann.get(lwsv.RECREATE_AFTER_START_ANNOTATION):
-            platform.setdefault("lws", {"version": "0.8.0"})["restartPolicy"] = \
+            _lws(platform, "recreateGroupAfterStartAnnotation")["restartPolicy"] = \
                 "RecreateGroupAfterStart"
         if w.kind == "DisaggregatedSet" or w.platform == "lws":
-            platform.setdefault("lws", {"version": "0.9.0"})["disaggregatedSet"] = True
+            _lws(platform, "disaggregatedSet")["disaggregatedSet"] = True
+        rolling = _m(_m(_m(w.doc.data.get("spec")).get("rolloutStrategy")).get(
+            "rollingUpdateConfiguration")) if w.kind == "LeaderWorkerSet" else {}
+        if rolling.get("maxUnavailable") == 0 and rolling.get("maxSurge") not in (None, 0):
+            # A surge with no instance down: the leader StatefulSet refuses maxUnavailable 0
+            # before LWS 0.9.0 (lifecycle.py rollout), so the cluster runs 0.9.0 or later.
+            _lws(platform, "surgeWithoutUnavailable")
+            pool = spec["roles"][i]["nodePool"]
+            surge[pool] = max(surge.get(pool, 0), w.size)
     if platform:
         spec["platform"] = {**spec.get("platform", {}), **platform}
+    for pool, nodes in surge.items():
+        # moegen surges only where the pool holds one more instance beside every role's peak
+        # (lifecycle.py rollout): the pool had those nodes.
+        spec["nodePools"][pool]["nodes"] = min(4096, spec["nodePools"][pool]["nodes"] + nodes)
     for r in spec["roles"]:
         pod = r.get("pod", {})
         if pod.get("schedulerName") == "volcano" and platform.get("scheduler", {}).get(

@@ -18,6 +18,7 @@ from ..catalog import GPUS
 from ..engines import gateway as gw
 from ..engines.caches import CACHE_ENV_KEYS, CACHE_MOUNT
 from ..errors import Location
+from ..manifests.pods import IMEX_CLAIM
 from .launch import Issue, Launch
 from .shell import is_runtime, show
 from .workloads import Pods, Workload
@@ -41,8 +42,9 @@ GPU_LABELS = ("nvidia.com/gpu.product", "cloud.google.com/gke-accelerator",
               "amd.com/gpu.product-name")
 _CACHE_GPU = re.compile(re.escape(CACHE_MOUNT) + r"/[^/]+/([A-Za-z0-9-]+)/")
 #: RDMA device-plugin resources (names of the common plugins: rdma/*, the NVIDIA network
-#: operator's rdma/rdma_shared_device_*, SR-IOV nvidia.com/*rdma*, *roce*).
-_RDMA = re.compile(r"(^rdma/|rdma|roce|hca)", re.I)
+#: operator's rdma/rdma_shared_device_*, SR-IOV nvidia.com/*rdma*, *roce*, and AWS's EFA
+#: device plugin, vpc.amazonaws.com/efa: engines/network.py NICS).
+_RDMA = re.compile(r"(^rdma/|rdma|roce|hca|^vpc\.amazonaws\.com/efa$)", re.I)
 #: The largest /dev/shm the spec holds (spec/operations.py Pod.shmSizeGiB), GiB.
 _SHM_MAX_GIB = 1024
 #: Volumes moegen renders itself (manifests/pods.py): not carried as extraVolumes.
@@ -129,8 +131,9 @@ def _quantity_gpus(value: Any) -> int | None:
 
 
 def read_pod(w: Workload, pods: Pods, launch: Launch, gpu_option: str | None,
-             model_path: str | None) -> PodFields:
-    """The role fields of ``pods`` (``launch``: its engine container)."""
+             model_path: str | None, channels: frozenset[str] = frozenset()) -> PodFields:
+    """The role fields of ``pods`` (``launch``: its engine container; ``channels``: the
+    ResourceClaimTemplates of the input that are ComputeDomain IMEX channels)."""
     prov = w.doc.provenance
     spec, c = pods.spec, launch.container
     out = PodFields()
@@ -159,6 +162,7 @@ def read_pod(w: Workload, pods: Pods, launch: Launch, gpu_option: str | None,
         out.pool["tolerations"] = [t for t in tol if isinstance(t, dict)]
     _resources(launch, limits, requests, out)
     _network(spec, launch, limits, out)
+    _compute_domain(w, pods, launch, res, channels, out)
     _volumes(w, pods, launch, model_path, out)
     _pod_settings(w, pods, launch, out)
     out.sidecar_port = _sidecar(spec, launch)
@@ -241,6 +245,33 @@ def _network(spec: dict, launch: Launch, limits: dict, out: PodFields) -> None:
                 "NVSHMEM_HCA_LIST, UCX_NET_DEVICES): network.rdma is left out, so the RDMA "
                 "checks did not run", launch.loc(-1),
                 "set NCCL_IB_HCA to the HCAs, or give network.rdma in an overlay (-f)"))
+
+
+def _compute_domain(w: Workload, pods: Pods, launch: Launch, res: dict,
+                    channels: frozenset[str], out: PodFields) -> None:
+    """``network.computeDomain`` from the pod's DRA claims (the inverse of manifests/pods.py's
+    ``resource_claims``): a pod-level claim of a ComputeDomain's channel template that the
+    engine container lists in ``resources.claims`` (Kubernetes PodSpec resourceClaims; Dynamo
+    v1alpha1 gives the container's claims on the component's ``resources``). A claim of a
+    template the input does not show to be a channel is not modelled (IMP003)."""
+    listed = [res.get("claims")]
+    if w.platform == "dynamo":
+        listed.append((w.extra.get("resources") or {}).get("claims"))
+    names = {c.get("name") for cl in listed if isinstance(cl, list) for c in cl
+             if isinstance(c, dict)}
+    claims = pods.spec.get("resourceClaims")
+    for claim in claims if isinstance(claims, list) else []:
+        if not isinstance(claim, dict) or claim.get("name") not in names:
+            continue
+        tpl = claim.get("resourceClaimTemplateName")
+        if isinstance(tpl, str) and (tpl in channels or claim.get("name") == IMEX_CLAIM):
+            out.network["computeDomain"] = {"resourceClaimTemplate": tpl}
+            return
+        out.issues.append(Issue(
+            "IMP003", f"the engine container claims {claim.get('name')!r} (template {tpl!r}), "
+            "which the input does not show to be a ComputeDomain IMEX channel: the claim is not "
+            "imported", launch.loc(-1), "give the ComputeDomain in the input, or set "
+            "network.computeDomain in an overlay (-f)"))
 
 
 def _devices(env: dict) -> list[str]:

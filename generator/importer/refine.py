@@ -9,7 +9,8 @@ the memory plan's ``batched_tokens``, engines/vllm.py), ``serving.memFractionSta
 the plan's ``utilization``, engines/sglang.py), ``serving.gpuMemoryUtilization`` (the release's
 default), ``serving.maxModelLen`` (the model's ``max_position_embeddings``),
 ``serving.kvCacheDtype: auto``, ``pod.cpu``/``memory``/``ephemeralStorage`` (the host plan of
-the role's first pod, sizing/host.py) and ``pod.shmSizeGiB`` (pods.py ``SHM_DEFAULT_GIB``).
+the role's first pod, sizing/host.py) and ``pod.shmSizeGiB`` (pods.py ``SHM_DEFAULT_GIB``);
+``engineArgs`` the model needs (facts/requirements.py, rendered by both dialects).
 """
 
 from __future__ import annotations
@@ -39,7 +40,7 @@ def refine(imported: Imported) -> None:
         for key in _POD:
             if key in role.get("pod", {}):
                 removed[(i, "pod", key)] = role["pod"].pop(key)
-    if not removed:
+    if not removed and not any("engineArgs" in r for r in data["spec"]["roles"]):
         _defaults(imported.data)
         return
     spec, findings = validate_structure(LoadedSpec(data, imported.provenance, imported.files))
@@ -51,7 +52,32 @@ def refine(imported: Imported) -> None:
         if _derived(model, i, where, key) == value:
             imported.data["spec"]["roles"][i][where].pop(key, None)
             imported.provenance.locations.pop(("spec", "roles", i, where, key), None)
+    _required_flags(imported.data, model)
     _defaults(imported.data)
+
+
+def _required_flags(data: dict, model) -> None:
+    """engineArgs that are a row of facts/requirements.py for the role's model (the flags the
+    dialects render for it: ``--trust-remote-code`` for Kimi-K2, ``--tokenizer-mode
+    deepseek_v32``) are left to moegen."""
+    from ..facts.requirements import REQUIREMENTS
+    version = model.spec.spec.engine.version
+    for i, role in enumerate(data["spec"]["roles"]):
+        args = role.get("engineArgs")
+        r = model.roles[i] if i < len(model.roles) else None
+        if not args or r is None:
+            continue
+        for req in REQUIREMENTS:
+            if req.refuse or not req.flags \
+                    or not req.applies(model.engine, version, r.arch.config.get("model_type")):
+                continue
+            n = len(req.flags)
+            at = next((j for j in range(len(args) - n + 1)
+                       if tuple(args[j:j + n]) == req.flags), None)
+            if at is not None:
+                del args[at:at + n]
+        if not args:
+            del role["engineArgs"]
 
 
 def _derived(model, i: int, where: str, key: str):
