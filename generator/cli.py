@@ -41,9 +41,16 @@ def _exist(*paths: Path) -> None:
             raise UsageError(f"{path}: no such file")
 
 
-def _checked(spec: Path, overlays: tuple[Path, ...]) -> pipeline.Checked:
+#: ``--target NAME[@VERSION]``: the platform to render for, replacing the spec's spec.target.
+_TARGET = click.option("--target", "target", metavar="NAME[@VERSION]", default=None,
+                       help="Render for this platform instead of spec.target: kubernetes, "
+                       "kserve, rbg, dynamo or aibrix, optionally @ a controller release.")
+
+
+def _checked(spec: Path, overlays: tuple[Path, ...],
+             target: str | None = None) -> pipeline.Checked:
     _exist(spec, *overlays)
-    checked = pipeline.check(spec, list(overlays))
+    checked = pipeline.check(spec, list(overlays), target)
     if checked.spec is None and checked.loaded.data.get("kind") == "PlanRequest":
         raise UsageError(f"{display_name(spec)} is a PlanRequest: use gen plan (or gen report) on it")
     return checked
@@ -115,11 +122,13 @@ def main() -> None:
 @click.option("--check", is_flag=True, help="Compare OUTDIR with a fresh render; exit 3 on drift.")
 @click.option("--format", "fmt", type=click.Choice(["text", "json", "github"]), default="text",
               help="How findings are printed.")
+@_TARGET
 def render(spec: Path, overlays: tuple[Path, ...], outdir: Path | None, check: bool,
-           fmt: str) -> None:
-    """Validate SPEC, then write its manifests and env files as a kustomize base."""
+           fmt: str, target: str | None) -> None:
+    """Validate SPEC, then write its manifests and env files as a kustomize base (or the
+    custom resources of the platform spec.target / --target names)."""
     from .emit import diff_tree, write_tree
-    checked = _checked(spec, overlays)
+    checked = _checked(spec, overlays, target)
     _emit_findings(checked, fmt, quiet_ok_json=check)
     if not checked.ok:
         raise SpecRejected(checked.findings)
@@ -165,10 +174,11 @@ def _import_options(gpu: str | None, engine_version: str | None, model_config: P
     return Options(gpu, engine_version, str(model_config.resolve()) if model_config else None)
 
 
-def _batch(inputs: tuple[Path, ...], overlays: tuple[Path, ...], opts, check: bool = True):
+def _batch(inputs: tuple[Path, ...], overlays: tuple[Path, ...], opts, check: bool = True,
+           target: str | None = None):
     from .inputs import read_inputs
     _exist(*overlays)
-    batch = read_inputs(list(inputs), list(overlays), opts, check)
+    batch = read_inputs(list(inputs), list(overlays), opts, check, target)
     if batch.missing:
         raise UsageError(f"{batch.missing[0]}: no such file")
     return batch
@@ -184,8 +194,10 @@ def _batch(inputs: tuple[Path, ...], overlays: tuple[Path, ...], opts, check: bo
 @_GPU
 @_ENGINE_VERSION
 @_MODEL_CONFIG
+@_TARGET
 def validate(inputs: tuple[Path, ...], overlays: tuple[Path, ...], fmt: str, strict: bool,
-             gpu: str | None, engine_version: str | None, model_config: Path | None) -> None:
+             gpu: str | None, engine_version: str | None, model_config: Path | None,
+             target: str | None) -> None:
     """Run every check on INPUTS and write nothing (the CI policy check).
 
     INPUTS are spec files, Kubernetes manifests that run vLLM or SGLang (LeaderWorkerSet,
@@ -194,7 +206,8 @@ def validate(inputs: tuple[Path, ...], overlays: tuple[Path, ...], fmt: str, str
     or directories of them; other files are skipped and counted.
     """
     from .inputs import summary_line
-    batch = _batch(inputs, overlays, _import_options(gpu, engine_version, model_config))
+    batch = _batch(inputs, overlays, _import_options(gpu, engine_version, model_config),
+                   target=target)
     if len(inputs) == 1 and batch.plans and not batch.results:
         raise UsageError(f"{batch.plans[0]} is a PlanRequest: use gen plan (or gen report) on it")
     findings = batch.all_findings()

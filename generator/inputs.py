@@ -107,9 +107,10 @@ def _file_docs(unit: InputUnit, name: str):
 
 
 def read_inputs(paths: list[Path], overlays: list[Path] = (), opts: Options | None = None,
-                check: bool = True) -> Batch:
+                check: bool = True, target: str | None = None) -> Batch:
     """Read, classify, import and (with ``check``) check every input (never raises for bad
-    input)."""
+    input); ``target``: ``NAME[@VERSION]`` replacing each deployment's ``spec.target``
+    (``--target``)."""
     batch = Batch()
     expanded, batch.missing = expand_inputs(list(paths))
     pool = InputUnit("manifests")
@@ -131,7 +132,7 @@ def read_inputs(paths: list[Path], overlays: list[Path] = (), opts: Options | No
                 if len(docs) > 1:
                     loaded.findings.append(_one_document(name))
                 loaded.findings += [f for f in unit.findings if f.location.file == name]
-                batch.results.append(Checked(name, SPEC, pipeline.check_loaded(loaded)
+                batch.results.append(Checked(name, SPEC, pipeline.check_loaded(loaded, target)
                                              if check else pipeline.Checked(loaded)))
             elif kind == PLAN:
                 batch.plans.append(name)
@@ -161,8 +162,9 @@ def read_inputs(paths: list[Path], overlays: list[Path] = (), opts: Options | No
     batch.findings += imported.findings
     for dep in imported.deployments:
         name = f"{dep.data['metadata']['name']} ({', '.join(dep.files)})"
-        batch.results.append(Checked(name, MANIFEST, check_imported(dep, list(overlays)) if check
-                                     else pipeline.Checked(to_loaded(dep, list(overlays))), dep))
+        batch.results.append(Checked(name, MANIFEST, check_imported(dep, list(overlays), target)
+                                     if check else pipeline.Checked(to_loaded(dep, list(overlays))),
+                                     dep))
     batch.skipped = sorted(set(batch.skipped))
     return batch
 

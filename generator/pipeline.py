@@ -6,7 +6,8 @@ files.
   explains what failed);
 * the deployment model: :func:`generator.deployment.build` (dialect, model shape, layouts, HBM
   sizing, host plans; the prediction on first use);
-* rules: :func:`generator.checks.run_rules` on it;
+* rules: :func:`generator.checks.run_rules` on it, then what the chosen target
+  (``spec.target``) cannot express (:meth:`generator.targets.Target.findings`);
 * plan: :func:`generator.manifests.plan.build_plan` (every object, name and number);
 * target: :func:`generator.targets.target_for` turns the plan into files (templates only
   substitute and loop); :mod:`generator.emit` writes them.
@@ -25,11 +26,11 @@ from typing import TYPE_CHECKING
 from .checks import Context, run_rules
 from .deployment import Deployment, build
 from .engines.base import Dialect
-from .errors import Finding, Severity
+from .errors import Finding, Location, Severity
 from .roles import RoleInput
 from .sizing import RoleSizing
 from .sizing.host import HostPlan
-from .spec.load import LoadedSpec, load_spec
+from .spec.load import LoadedSpec, Provenance, load_spec
 from .spec.models import InferenceDeployment
 from .spec.validate import validate_structure
 
@@ -83,17 +84,37 @@ class Checked:
         return self.model.host if self.model is not None else ()
 
 
-def check(spec_path: Path, overlays: list[Path] = ()) -> Checked:
-    """Run every check on a spec and its overlays. Never raises for bad input."""
-    return check_loaded(load_spec(Path(spec_path), [Path(o) for o in overlays]))
+def check(spec_path: Path, overlays: list[Path] = (), target: str | None = None) -> Checked:
+    """Run every check on a spec and its overlays. Never raises for bad input.
+
+    ``target``: ``NAME`` or ``NAME@VERSION`` (``gen render --target``), replacing the spec's
+    ``spec.target``."""
+    return check_loaded(load_spec(Path(spec_path), [Path(o) for o in overlays]), target)
 
 
-def check_loaded(loaded: LoadedSpec) -> Checked:
+def override_target(loaded: LoadedSpec, target: str) -> None:
+    """Set ``spec.target`` of ``loaded`` to ``NAME[@VERSION]`` (the whole object: the spec's
+    other target options belong to the target it named); findings on it point at the command
+    line (``--target``)."""
+    spec = loaded.data.get("spec")
+    if not isinstance(spec, dict):
+        return
+    name, _, version = target.partition("@")
+    spec["target"] = {"name": name, **({"version": version} if version else {})}
+    where = Location("--target")
+    loaded.provenance.replace_subtree(("spec", "target"), Provenance(
+        {("spec", "target"): where, ("spec", "target", "name"): where,
+         ("spec", "target", "version"): where}))
+
+
+def check_loaded(loaded: LoadedSpec, target: str | None = None) -> Checked:
     """Run every check on a spec already read (a file's, or one built in memory, as
     ``gen plan`` does for a fixed layout). Never raises for bad input."""
     result = Checked(loaded, findings=list(loaded.findings))
     if not result.ok:
         return _sorted(result)
+    if target is not None:
+        override_target(loaded, target)
     spec, findings = validate_structure(loaded)
     result.findings += findings
     if spec is None:
@@ -103,6 +124,8 @@ def check_loaded(loaded: LoadedSpec) -> Checked:
     result.model = model
     result.findings += model.findings
     result.findings += run_rules(Context.of(model))
+    from .targets import target_for
+    result.findings += target_for(spec.spec.target.name).findings(model)
     return _sorted(result)
 
 
@@ -127,9 +150,9 @@ def deployment_plan(checked: Checked) -> DeploymentPlan:
     return build_plan(checked.model)
 
 
-def render(checked: Checked, target: str | None = None) -> tuple[DeploymentPlan, dict[str, str]]:
-    """Plan and render the files of a spec that passed, for ``target`` (default: the spec's
-    ``spec.target``, else ``kubernetes``)."""
+def render(checked: Checked) -> tuple[DeploymentPlan, dict[str, str]]:
+    """Plan and render the files of a spec that passed, for its ``spec.target`` (checked with
+    that target: :func:`check` with ``target`` overrides it)."""
     from .targets import target_for
     p = deployment_plan(checked)
-    return p, target_for(target or "kubernetes").render(p)
+    return p, target_for(checked.spec.spec.target.name).render(p, checked.model)

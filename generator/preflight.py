@@ -168,7 +168,20 @@ def _crds(checked) -> list[tuple[str, str]]:
     """(CRD name, what needs it) of the output."""
     spec = checked.spec.spec
     out = []
-    if any(r.workload in ("lws", "pod-per-rank") for r in spec.roles):
+    target = spec.target.name
+    if target != "kubernetes":
+        # The platform's custom resources (generator/facts/controllers.py); KServe and Dynamo
+        # render no monitoring or gateway objects of moegen's, RBG and AIBrix do.
+        from .facts import controllers
+        rel = controllers.normalise(target, spec.target.version)
+        for key in ("crd", "policyCrd"):
+            crd = controllers.facts(target, rel).get(key)
+            if crd is not None and (key == "crd" or {"prefill", "decode"}
+                                    <= {r.mode for r in spec.roles}):
+                out.append((crd["name"], f"target {target}"))
+        if target in ("kserve", "dynamo"):
+            return out
+    elif any(r.workload in ("lws", "pod-per-rank") for r in spec.roles):
         out.append(("leaderworkersets.leaderworkerset.x-k8s.io", "the LeaderWorkerSets"))
     lws = spec.platform.lws if spec.platform else None
     if lws is not None and lws.disaggregatedSet:

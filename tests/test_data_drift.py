@@ -54,3 +54,46 @@ def test_every_release_option_list_reconstructs():
         for version, groups in raw.items():
             assert release_options(engine, version).options == {o for g in groups for o in g}, \
                 (engine, version)
+
+
+def test_controller_facts_match_the_tagged_source():
+    """generator/facts/data/controllers.json is what tools/extract_controllers.py reads from
+    the controllers' tagged source (git mirrors of kserve/kserve, sgl-project/rbg,
+    ai-dynamo/dynamo, vllm-project/aibrix: $MOEGEN_MIRRORS, else ../.mirror beside the checkout;
+    skipped without them)."""
+    import pytest
+    tool = _tool("extract_controllers")
+    mirrors = tool.mirrors_dir()
+    missing = [m for _, m, _ in tool.SOURCES.values() if not (mirrors / m / "repo").is_dir()]
+    if missing:
+        pytest.skip(f"controller git mirrors not present under {mirrors}: {missing}")
+    committed = (ROOT / "generator" / "facts" / "data" / "controllers.json").read_text()
+    assert committed == tool.render(mirrors), "run: python tools/extract_controllers.py"
+
+
+def test_controller_facts_cite_a_release_and_a_line():
+    """Every fact names the upstream file and line at the release it was read at; every
+    release has the commit it was read at."""
+    doc = json.loads((ROOT / "generator" / "facts" / "data" / "controllers.json").read_text())
+    sources = []
+
+    def walk(node):
+        if isinstance(node, dict):
+            if "value" in node and "source" in node:
+                sources.append(node["source"])
+            for v in node.values():
+                walk(v)
+        elif isinstance(node, list):
+            for v in node:
+                walk(v)
+
+    for target, data in doc["targets"].items():
+        for release, facts in data["releases"].items():
+            assert len(facts["commit"]) == 40, (target, release)
+            walk(facts)
+    assert len(sources) > 60
+    for s in sources:
+        repo, _, rest = s.partition("@")
+        ref, _, where = rest.partition(":")
+        assert "/" in repo and ref and where, s
+        assert where.rsplit(":", 1)[-1].isdigit(), f"{s}: no line"

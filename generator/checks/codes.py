@@ -131,3 +131,50 @@ for _code, _sev, _summary, _source in (
      "https://kubernetes.io/docs/reference/using-api/api-concepts/#dry-run)"),
 ):
     external(_code, _sev, _summary, _source)
+
+# spec.target: what each platform target cannot express (errors) or replaces (warnings), raised
+# by the target's findings (generator/targets; the controller facts and their sources:
+# generator/facts/data/controllers.json, tools/extract_controllers.py).
+for _code, _sev, _summary, _source in (
+    ("TGT001", E, "spec.target.version is a controller release moegen knows",
+     "generator/facts/controllers.py (the releases read by tools/extract_controllers.py: KServe "
+     "v0.20.0, RBG v0.8.0-alpha.5, Dynamo 1.4.0, AIBrix v0.7.0)"),
+    ("TGT002", E, "the target's controller runs the engine",
+     "generator/targets/common.py (KServe's presets run vLLM only: kserve/kserve@v0.20.0 "
+     "config/llmisvcconfig/config-llm-template.yaml; Dynamo backendFramework sglang/vllm/trtllm: "
+     "ai-dynamo/dynamo@e147cee:deploy/operator/api/v1beta1/dynamographdeployment_types.go)"),
+    ("TGT003", E, "spec.target options belong to the target that has them",
+     "generator/targets/common.py, generator/targets/kubernetes.py (image, clusterTopology and "
+     "packDomain are Dynamo's; version names a platform controller's release)"),
+    ("TGT010", E, "an LLMInferenceService on KServe's presets expresses the deployment",
+     "generator/targets/kserve.py (kserve/kserve@v0.20.0 pkg/controller/v1alpha2/llmisvc/"
+     "config_merge.go: the well-known presets; llm_inference_service_validation.go: a worker "
+     "needs data parallelism; the decode presets' routing sidecar speaks NIXL)"),
+    ("TGT011", W, "what KServe replaces or ignores (router, monitoring, autoscaling metric, "
+                  "platform.lws, a root image)",
+     "generator/targets/kserve.py (kserve/kserve@v0.20.0 pkg/apis/serving/v1alpha2/"
+     "llm_inference_service_types.go: router.scheduler, scaling.wva.keda)"),
+    ("TGT020", E, "a RoleBasedGroup expresses the deployment",
+     "generator/targets/common.py group_findings, generator/targets/rbg.py "
+     "(sgl-project/rbg@v0.8.0-alpha.5 api/workloads/v1alpha2/rolebasedgroup_types.go)"),
+    ("TGT021", W, "what RBG ignores (autoscaling, platform.lws, rollouts in the restart alert)",
+     "generator/targets/common.py group_findings (sgl-project/rbg@v0.8.0-alpha.5 "
+     "api/workloads/v1alpha2/rolebasedgroup_types.go: RoleInstanceSet roles)"),
+    ("TGT030", E, "a DynamoGraphDeployment expresses the deployment",
+     "generator/targets/dynamo.py (ai-dynamo/dynamo@e147cee deploy/operator/internal/dynamo/"
+     "backend_vllm.go, backend_sglang.go: the operator's rank flags)"),
+    ("TGT031", W, "what Dynamo replaces or ignores (router, monitoring, autoscaling, gang "
+                  "scheduling, platform.lws)",
+     "generator/targets/dynamo.py (ai-dynamo/dynamo@e147cee deploy/operator/internal/dynamo/"
+     "component_frontend.go: python3 -m dynamo.frontend)"),
+    ("TGT032", E, "engine.version is the release the Dynamo runtime image bundles",
+     "generator/targets/dynamo.py (ai-dynamo/dynamo@e147cee pyproject.toml: vllm==0.26.0, "
+     "sglang==0.5.16 in the 1.4.0 runtime images)"),
+    ("TGT040", E, "a StormService expresses the deployment",
+     "generator/targets/aibrix.py (vllm-project/aibrix@v0.7.0 pkg/controller/podset/"
+     "podset_controller.go: one template per pod group, names shortened at 63)"),
+    ("TGT041", W, "what AIBrix ignores (autoscaling, platform.lws, rollouts in the restart alert)",
+     "generator/targets/common.py group_findings (vllm-project/aibrix@v0.7.0 "
+     "pkg/controller/roleset/podset_rollsyncer.go)"),
+):
+    external(_code, _sev, _summary, _source)

@@ -109,15 +109,16 @@ def to_loaded(imported: "Imported", overlays: list[Path] = ()) -> LoadedSpec:
     return loaded
 
 
-def check_imported(imported: "Imported", overlays: list[Path] = ()):
-    """Run every check on an imported deployment (:func:`generator.pipeline.check_loaded`): IMP
-    findings are reported beside the checks' unless one of :data:`BLOCKING` stops them."""
+def check_imported(imported: "Imported", overlays: list[Path] = (), target: str | None = None):
+    """Run every check on an imported deployment (:func:`generator.pipeline.check_loaded`;
+    ``target``: ``NAME[@VERSION]``, as ``--target``): IMP findings are reported beside the
+    checks' unless one of :data:`BLOCKING` stops them."""
     from .. import pipeline
     loaded = to_loaded(imported, overlays)
     imp = [f for f in loaded.findings if f.code.startswith("IMP")]
     if any(f.code in BLOCKING and f.severity is Severity.ERROR for f in imp):
-        return pipeline.check_loaded(loaded)
+        return pipeline.check_loaded(loaded, target)
     loaded.findings = [f for f in loaded.findings if not f.code.startswith("IMP")]
-    checked = pipeline.check_loaded(loaded)
+    checked = pipeline.check_loaded(loaded, target)
     checked.findings = sorted(imp + checked.findings, key=Finding.sort_key)
     return checked

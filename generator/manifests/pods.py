@@ -37,6 +37,10 @@ LIVENESS_PERIOD_S, LIVENESS_FAILURES, LIVENESS_TIMEOUT_S = 30, 5, 10
 RESOLVE_TRIES, RESOLVE_SLEEP_S = 240, 5
 
 
+#: The pod's index in its instance and the leader's DNS name, as the pod template defines them.
+INDEX_ENV, LEADER_HOST_ENV = "MOEGEN_POD_INDEX", "MOEGEN_LEADER_HOST"
+
+
 @dataclass(frozen=True, eq=False)
 class PodSpecPlan:
     """The spec of a pod template, shared by every template of a role that runs the same pods
@@ -129,6 +133,11 @@ def launcher_context(launch: EngineLaunch, role: str, engine: str) -> dict[str, 
         "resolve_sleep": str(RESOLVE_SLEEP_S),
         "resolve_budget": str(RESOLVE_TRIES * RESOLVE_SLEEP_S),
         "rendezvous_port": str(port) if port else "",
+        # The environment variables the launcher reads: the pod's index in its instance and the
+        # leader's DNS name (the pod template defines them; a platform target may name the
+        # ones its controller injects instead).
+        "index_env": INDEX_ENV,
+        "leader_env": LEADER_HOST_ENV,
     }
 
 
@@ -278,10 +287,10 @@ def pod_spec(ctx: PodContext, pods: range, index_label: str | None,
         {"name": "MOEGEN_POD_IP", "valueFrom": {"fieldRef": {"fieldPath": "status.podIP"}}},
     ]
     if index_label:
-        env.append({"name": "MOEGEN_POD_INDEX",
+        env.append({"name": INDEX_ENV,
                     "valueFrom": {"fieldRef": {"fieldPath": f"metadata.labels['{index_label}']"}}})
     if leader_host:
-        env.append({"name": "MOEGEN_LEADER_HOST", "value": leader_host})
+        env.append({"name": LEADER_HOST_ENV, "value": leader_host})
     if role.kv_transfer is not None and role.kv_transfer.connector == "nixl" \
             and spec.spec.engine.name == "vllm":
         # Each pod's own IP: a host copied across pods breaks the NIXL handshake

@@ -34,7 +34,15 @@ from .fields import (
     _Model,
 )
 from .k8s import link_schema
-from .operations import Autoscaling, Monitoring, Placement, Platform, Pod, RouterGateway
+from .operations import (
+    Autoscaling,
+    Monitoring,
+    Placement,
+    Platform,
+    Pod,
+    RouterGateway,
+    Target,
+)
 
 
 class Metadata(_Model):
@@ -365,6 +373,8 @@ class DeploymentSpec(_Model):
                                           "default).")
     traffic: Traffic | None = Field(None, description="Mean request shape for the predicted "
                                     "TTFT, TPOT and tokens/s of each role (moegen's addition).")
+    target: Target = Field(default_factory=Target, description="The platform the deployment "
+                           "is rendered for (default: plain Kubernetes objects).")
 
 
 Model.model_rebuild()

@@ -12,6 +12,7 @@ from pydantic import Field
 from .fields import (
     DNS_LABEL,
     DNS_SUBDOMAIN,
+    IMAGE,
     CpuQuantity,
     DnsSubdomain,
     LabelKey,
@@ -188,6 +189,39 @@ class Platform(_Model):
         "refuses pods that need a higher one (rule SEC001) and names the cause.")
     topology: Topology | None = Field(None, description="Keep each multi-node instance inside "
                                       "one topology domain.")
+
+
+#: ``spec.target.name`` values (generator/targets): plain Kubernetes objects, or a platform
+#: controller's custom resource.
+TARGET_NAMES = ("kubernetes", "kserve", "rbg", "dynamo", "aibrix")
+
+
+class Target(_Model):
+    """The platform the deployment is rendered for (docs/spec.md §6.3): plain Kubernetes objects
+    (LeaderWorkerSets, StatefulSets, a kustomize base), or the custom resource of a platform
+    controller that runs the pods itself and injects rank flags and environment of its own
+    (KServe LLMInferenceService, SGLang RoleBasedGroup, NVIDIA Dynamo DynamoGraphDeployment,
+    AIBrix StormService). ``gen render --target`` overrides it."""
+
+    name: Literal[TARGET_NAMES] = Field(  # type: ignore[valid-type]
+        "kubernetes", description="kubernetes (default), kserve, rbg, dynamo or aibrix.")
+    version: str | None = Field(
+        None, pattern=r"^v?(0|[1-9][0-9]{0,3})\.(0|[1-9][0-9]{0,3})\.(0|[1-9][0-9]{0,3})"
+        r"(-[0-9A-Za-z.]+)?$", max_length=32,
+        description="The controller release the cluster runs (default: the newest moegen "
+        "knows); what it injects is read from that release's source (TGT001 lists them).")
+    image: str | None = Field(
+        None, min_length=1, max_length=512, pattern=IMAGE,
+        description="dynamo only: the Dynamo runtime image of the workers (default: the "
+        "release's vllm-runtime or sglang-runtime image, whose bundled engine release "
+        "engine.version must name: TGT032).")
+    clusterTopology: DnsSubdomain | None = Field(
+        None, description="dynamo only: the Grove ClusterTopology that defines the domain "
+        "platform.topology packs each multi-node instance in.")
+    packDomain: str | None = Field(
+        None, pattern=r"^[a-z0-9]([a-z0-9-]*[a-z0-9])?$", max_length=63,
+        description="dynamo only: the ClusterTopology domain (e.g. rack) each multi-node "
+        "instance is packed in (topologyConstraint.packDomain).")
 
 
 class Monitoring(_Model):

@@ -3,8 +3,18 @@
 A target is a module-level object with a ``name``, :meth:`Target.findings` (what of the
 deployment the platform cannot express, as findings) and :meth:`Target.render` (the plan as
 ``{relative path: text}``; templates only substitute and loop, :mod:`.templates`). The one
-writer (:mod:`generator.emit`) writes what ``render`` returns. ``kubernetes`` (LeaderWorkerSets,
-StatefulSets and a kustomize base: :mod:`.kubernetes`) is the default.
+writer (:mod:`generator.emit`) writes what ``render`` returns. ``spec.target.name`` (or ``gen
+render --target``) chooses one:
+
+* ``kubernetes`` (the default: LeaderWorkerSets, StatefulSets and a kustomize base,
+  :mod:`.kubernetes`);
+* ``kserve`` (an LLMInferenceService on KServe's vLLM presets, :mod:`.kserve`), ``rbg`` (an
+  SGLang RoleBasedGroup, :mod:`.rbg`), ``dynamo`` (an NVIDIA DynamoGraphDeployment,
+  :mod:`.dynamo`), ``aibrix`` (an AIBrix StormService, :mod:`.aibrix`): each keeps what its
+  controller injects (rank flags, environment, ports: generator/facts/controllers.py, read from
+  the controller's tagged source) out of what moegen renders, so nothing is derived twice.
+
+:mod:`.common` holds what the platform targets share.
 """
 
 from __future__ import annotations
@@ -28,13 +38,20 @@ class Target(Protocol):
         (warnings); empty when it expresses all of it."""
         ...
 
-    def render(self, plan: DeploymentPlan) -> dict[str, str]:
-        """Every output file of ``plan`` (POSIX relative path -> text), sorted by path."""
+    def render(self, plan: DeploymentPlan, deployment: Deployment) -> dict[str, str]:
+        """Every output file of ``plan`` (POSIX relative path -> text), sorted by path;
+        ``deployment`` is the model the plan was built from (a checked one: ``findings`` found
+        no error), for what a platform's object says beside the plan (the model source, the
+        typed parallelism)."""
         ...
 
 
 #: Target name -> module path (imported on first use: a policy check imports no templates).
-TARGETS = {"kubernetes": "generator.targets.kubernetes"}
+TARGETS = {"kubernetes": "generator.targets.kubernetes",
+           "kserve": "generator.targets.kserve",
+           "rbg": "generator.targets.rbg",
+           "dynamo": "generator.targets.dynamo",
+           "aibrix": "generator.targets.aibrix"}
 DEFAULT_TARGET = "kubernetes"
 
 

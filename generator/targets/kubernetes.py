@@ -24,7 +24,6 @@ from ..deployment import Deployment
 from ..errors import Finding
 from ..manifests.plan import DeploymentPlan
 from ..manifests.pods import PodSpecPlan
-from .templates import macro, render
 
 
 #: Where a pod template names another object, under a pod spec (kustomize fieldSpec paths; a
@@ -70,6 +69,7 @@ def render_files(plan: DeploymentPlan) -> dict[str, str]:
     Each pod spec is rendered once, however many workloads share it (the single-pod
     StatefulSets of a role), and substituted into every workload that uses it.
     """
+    from .templates import macro, render
     files: dict[str, str] = {}
     pod_spec = macro("_pod.yaml.j2", "pod_spec")
     specs: dict[PodSpecPlan, str] = {}
@@ -141,11 +141,25 @@ class KubernetesTarget:
     name = "kubernetes"
 
     def findings(self, deployment: Deployment) -> list[Finding]:
-        """Nothing: every checked spec renders for plain Kubernetes."""
-        return []
+        """Every checked spec renders for plain Kubernetes; only the ``spec.target`` options of
+        the platform targets are refused here (TGT003: they name a controller it has none of)."""
+        from ..errors import Severity
+        from ..spec.load import json_path
+        out = []
+        target = deployment.spec.spec.target
+        for key in ("version", "image", "clusterTopology", "packDomain"):
+            if getattr(target, key) is not None:
+                path = ("spec", "target", key)
+                out.append(Finding(
+                    "TGT003", Severity.ERROR, json_path(path),
+                    f"spec.target.{key} names something of a platform controller; the "
+                    "kubernetes target has none (platform.lws.version names the "
+                    "LeaderWorkerSet release)", f"remove spec.target.{key}",
+                    deployment.provenance.locate(path)))
+        return out
 
-    def render(self, plan: DeploymentPlan) -> dict[str, str]:
-        """:func:`render_files`."""
+    def render(self, plan: DeploymentPlan, deployment: Deployment) -> dict[str, str]:
+        """:func:`render_files` (``deployment`` unused: the plan holds everything)."""
         return render_files(plan)
 
 

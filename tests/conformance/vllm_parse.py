@@ -3,7 +3,8 @@
 Runs under the engines venv's python (see .ci/engines-venv.sh), never under the project's.
 
 stdin:  {"commands": [{"id": "<str>", "argv": ["vllm", "serve", "<model>", "--flag", "v", ...],
-                       "env": {"VLLM_X": "..."}   # optional}]}
+                       "env": {"VLLM_X": "..."},  # optional
+                       "parser": "serve" | "engine"}]}   # optional, default "serve"
 stdout: {"engine": "vllm", "version": "<vllm.__version__>",
          "results": [{"id": ..., "engine": "vllm", "ok": bool, "error": "<message or ''>",
                       "unknown_env": [<VLLM_* names in "env" that this vLLM does not know>]}]}
@@ -20,6 +21,12 @@ Per command it does what `vllm serve` does before it needs a GPU or the model's 
      the HTTP server stack);
   5. AsyncEngineArgs.from_cli_args(args) (what run_server / run_headless build).
 It does not call create_engine_config (that needs the model's config.json and a device).
+
+With ``"parser": "engine"`` the argv (engine arguments only, no program) goes through what
+``python3 -m dynamo.vllm`` runs on the arguments Dynamo's own parser leaves
+(ai-dynamo/dynamo components/src/dynamo/vllm/args.py: a FlexibleArgumentParser with
+``AsyncEngineArgs.add_cli_args(parser, async_args_only=False)``, ``parse_args``, then
+``AsyncEngineArgs.from_cli_args``): an API-server option (``--port``) is refused.
 
 All logging goes to stderr; stdout carries only the JSON document.
 """
@@ -141,6 +148,10 @@ def main() -> int:
     )
     from vllm.utils.argparse_utils import FlexibleArgumentParser
 
+    engine_only = FlexibleArgumentParser(add_help=False)
+    AsyncEngineArgs.add_cli_args(engine_only, async_args_only=False)
+    engine_only.exit = _raising_exit  # type: ignore[method-assign]
+
     top = FlexibleArgumentParser(prog="vllm", description="vLLM CLI")
     subparsers = top.add_subparsers(required=False, dest="subparser")
     serve = subparsers.add_parser("serve", usage="vllm serve [model_tag] [options]")
@@ -158,6 +169,16 @@ def main() -> int:
                "unknown_env": sorted(k for k in env if k.startswith("VLLM_") and k not in known_env)}
         saved_env = {k: os.environ.get(k) for k in env}
         try:
+            if cmd.get("parser") == "engine":
+                os.environ.update({k: str(v) for k, v in env.items()})
+                stderr_buf = io.StringIO()
+                with redirect_stderr(stderr_buf):
+                    args = engine_only.parse_args(argv)
+                sys.stderr.write(stderr_buf.getvalue())
+                AsyncEngineArgs.from_cli_args(args)
+                res["ok"] = True
+                results.append(res)
+                continue
             if len(argv) < 2 or os.path.basename(argv[0]) != "vllm" or argv[1] != "serve":
                 raise ParseError(f"argv must start with ['vllm', 'serve', ...]; got {argv[:2]!r}")
             os.environ.update({k: str(v) for k, v in env.items()})
