@@ -216,6 +216,33 @@ def test_import_of_a_rendered_field_case_renders_the_same_bytes(case, tmp_path):
         sorted((f.code, f.path) for f in original.findings)
 
 
+TARGET_GOLDEN = ROOT / "tests" / "golden-targets"
+TARGET_CASES = sorted(p.name for p in TARGET_GOLDEN.iterdir() if (p / "expected").is_dir())
+
+
+@pytest.mark.parametrize("name", TARGET_CASES)
+def test_moegens_platform_output_imports_without_findings(name, tmp_path):
+    """moegen's KServe, RBG, Dynamo and AIBrix output (tests/golden-targets) reads back as one
+    deployment with the engine release it was rendered for and no finding: the KServe presets'
+    single-node command (no --api-server-count outside data parallelism), RBG's leader and
+    worker template patches (a strategic merge: the leader's 75 cores / 180Gi, the workers' 42 /
+    130Gi on S1's decode), the engine release of a Dynamo runtime image (1.4.0's vllm-runtime
+    bundles vLLM 0.26.0 and sglang-runtime SGLang 0.5.16, facts/controllers.py; a custom
+    build's -vllm0.33.0 suffix). (The spec it gives back does not name spec.target, and is not
+    byte-identical when rendered for the platform: the round trip holds for the kubernetes
+    output, test_import_of_moegens_output_renders_the_same_bytes.)"""
+    case = yaml.safe_load((TARGET_GOLDEN / name / "case.yaml").read_text())
+    spec, overlays = ROOT / case["spec"], [TARGET_GOLDEN / name / o
+                                           for o in case.get("overlays", [])]
+    original = pipeline.check(spec, overlays)
+    batch = read_inputs([TARGET_GOLDEN / name / "expected"])
+    assert [r.kind for r in batch.results] == ["manifest"]
+    assert batch.all_findings() == []
+    engine = batch.results[0].imported.data["spec"]["engine"]
+    assert (engine["name"], engine["version"]) == (original.spec.spec.engine.name,
+                                                   original.spec.spec.engine.version)
+
+
 def test_gen_import_writes_a_spec_that_renders_the_same_tree(tmp_path, capsys):
     out = tmp_path / "o"
     assert run(["render", str(S1), "-o", str(out)]) == 0

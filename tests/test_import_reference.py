@@ -25,8 +25,10 @@ Bugs moegen finds that the notes do not mention, verified:
   ``DEFAULT_MAX_NUM_BATCHED_TOKENS_FOR_BATCHED_DP`` = 256, vllm/config/scheduler.py:42;
   vllm/config/parallel.py ``use_batched_dp_moe``) and refuses to start, "max_num_batched_tokens
   (256) must be greater than or equal to max_num_seqs (512)" (vllm/config/scheduler.py:331):
-  SRV001. (From vLLM 0.20.0 on, per generator/sizing/vllm_budget.py; the image does not name its
-  vLLM release.)
+  SRV001. (From vLLM 0.20.0 on, per generator/sizing/vllm_budget.py; the image,
+  vllm-runtime:1.3.0, does not name its vLLM release, and moegen's Dynamo facts start at 1.4.0:
+  ai-dynamo/dynamo's pyproject.toml pinned vllm==0.21.0 when its version became 1.3.0, commit
+  5b4bc1d read in the fork wxsms/dynamo, so the default applies.)
 * dynamo-dgd-deepseek-r1-sglang-disagg-8gpu/-16gpu: no ``--disaggregation-transfer-backend``,
   so SGLang transfers KV with Mooncake, whose transport is RDMA unless MOONCAKE_PROTOCOL says
   otherwise (sglang@v0.5.23 python/sglang/srt/distributed/device_communicators/

@@ -16,6 +16,7 @@ from ..engines import vllm as vl
 from ..durations import KEEPALIVE_ENV, SGLANG_KV_TIMEOUT_ENV
 from ..engines.caches import CACHE_ENV_KEYS, CACHE_MOUNT
 from ..spec.provenance import Provenance
+from .platforms import KSERVE_COMMAND_ENV
 from .build import (
     CHECKPOINT_FORMAT,
     MANAGED,
@@ -127,7 +128,7 @@ def _engine(group: list[Role], opts: Options, issues: list[Issue]) -> dict:
     if not image and first.workload.platform == "kserve":
         from .platforms import KSERVE_IMAGE
         image = KSERVE_IMAGE
-    version = opts.engine_version or version_of(image)
+    version = opts.engine_version or version_of(image, cmd.engine)
     if version is None:
         version, why = _newest_with(cmd.engine, [r.launch.command for r in group])
         issues.append(Issue("IMP008", f"the image {image or '(none)'} does not name the "
@@ -333,6 +334,8 @@ def _role_env(r: Role, network: dict | None, pool: dict) -> dict[str, str]:
             continue   # moegen's startup budget, keep-alive, ports and cache directories
         if k == "VLLM_ALL2ALL_BACKEND" and r.fields.all2all_env:
             continue   # read into moe.all2all
+        if r.workload.platform == "kserve" and k in KSERVE_COMMAND_ENV:
+            continue   # read with the preset's command line
         env[k] = v
     return env
 

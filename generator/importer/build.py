@@ -61,15 +61,34 @@ class Imported:
     suppress: set[str] = field(default_factory=set)
 
 
-def version_of(image: str) -> str | None:
-    """The engine release an image tag names (``vllm/vllm-openai:v0.33.0`` -> ``0.33.0``)."""
+def version_of(image: str, engine: str | None = None) -> str | None:
+    """The engine release an image tag names (``vllm/vllm-openai:v0.33.0`` -> ``0.33.0``), or
+    that a Dynamo runtime image of ``engine`` bundles: a ``-vllm0.33.0`` / ``-sglang0.5.23``
+    suffix of a custom build's tag, else the release's pin (facts/controllers.py ``bundled``,
+    ai-dynamo/dynamo pyproject.toml) for ``nvcr.io/nvidia/ai-dynamo/<engine>-runtime:<release>``
+    of a Dynamo release moegen knows."""
     tag = image.rsplit("@", 1)[0].rsplit(":", 1)
     if len(tag) != 2 or "/" in tag[1]:
         return None
-    if tag[0].rsplit("/", 1)[-1].lower() not in ENGINE_IMAGES:
-        return None   # a platform's image (Dynamo's runtime, llm-d's): its own versions
+    repo = tag[0].rsplit("/", 1)[-1].lower()
+    if engine is not None and repo == f"{engine}-runtime":
+        return _dynamo_bundled(tag[0], tag[1], engine)
+    if repo not in ENGINE_IMAGES:
+        return None   # a platform's image (llm-d's): its own versions
     m = _VERSION.match(tag[1])
     return m.group(1) if m else None
+
+
+def _dynamo_bundled(repo: str, tag: str, engine: str) -> str | None:
+    m = re.search(rf"-{engine}v?(\d+\.\d+\.\d+(?:\.post\d+)?)$", tag)
+    if m:
+        return m.group(1)
+    from ..facts import controllers
+    release = tag.lstrip("v")
+    if release not in controllers.releases("dynamo") \
+            or repo != controllers.value("dynamo", release, "runtimeImage", engine):
+        return None
+    return controllers.value("dynamo", release, "bundled", engine)
 
 
 def architecture_of(*names: str | None) -> str | None:
@@ -116,7 +135,7 @@ def read_roles(workloads: list[Workload], ctx: Context, opts: Options) -> tuple[
                                 "command)", launch.loc(-1), error=True))
             continue
         managed = w.labels.get(MANAGED[0]) == MANAGED[1]
-        version = opts.engine_version or version_of(launch.image)
+        version = opts.engine_version or version_of(launch.image, launch.command.engine)
         cmd = launch.command
         _multi_node_statefulset(w, cmd)
         if cmd.engine == "vllm":

@@ -12,6 +12,9 @@ KServe LLMInferenceService: the user's ``template``/``worker`` containers are me
       --data-parallel-rpc-port 5555 --data-parallel-start-rank $START_RANK [--headless]
       ... $VLLM_ADDITIONAL_ARGS "$@"
 
+for data-parallel sections (``IsDataParallel``: ``parallelism.data`` or ``dataLocal``; the others run
+``vllm serve /mnt/models --served-model-name NAME --port P [--tensor-parallel-size T]
+$VLLM_ADDITIONAL_ARGS "$@"``, config-llm-template.yaml and its prefill/decode variants)
 (kserve/kserve@v0.20.0 config/llmisvcconfig/config-llm-worker-data-parallel.yaml,
 config-llm-decode-worker-data-parallel.yaml (``--port 8001``: the routing sidecar listens on
 8000), config-llm-prefill-worker-data-parallel.yaml, config-llm-template.yaml). The presets'
@@ -22,6 +25,8 @@ from __future__ import annotations
 
 from .shell import ShellError, run_script, runtime
 
+#: Variables the presets read into the command line (read into the role's fields with it).
+KSERVE_COMMAND_ENV = ("VLLM_ADDITIONAL_ARGS", "VLLM_API_SERVER_COUNT")
 #: The preset's engine image (kserve@v0.20.0 config/llmisvcconfig/*.yaml ``containers[0].image``).
 KSERVE_IMAGE = "ghcr.io/llm-d/llm-d-cuda:v0.8.0"
 
@@ -36,6 +41,14 @@ def kserve_argv(w, launch, toks: list[str], origin: list[tuple]) -> tuple[list[s
     serves = launch_index(launch) == 0
     argv = ["vllm", "serve", "/mnt/models", "--served-model-name", name,
             "--port", "8001" if w.mode == "decode" else "8000"]
+    if not (par.get("data") or par.get("dataLocal")):
+        # Not data parallel (ParallelismSpec.IsDataParallel: data or dataLocal > 0): the
+        # single-node templates, config-llm-template.yaml / -prefill- / -decode-template.yaml
+        # ("vllm serve ... [--tensor-parallel-size T] ${VLLM_ADDITIONAL_ARGS} $@"; their
+        # access-log, shutdown and KV-offload arguments depend on the image's vLLM release).
+        if par.get("tensor"):
+            argv += ["--tensor-parallel-size", str(par["tensor"])]
+        return _additional(launch, argv, [ppath] * len(argv), ppath, toks, origin)
     if serves:
         argv += ["--api-server-count", launch.env.get("VLLM_API_SERVER_COUNT") or "8"]
     if par.get("expert"):
@@ -49,7 +62,12 @@ def kserve_argv(w, launch, toks: list[str], origin: list[tuple]) -> tuple[list[s
              "--data-parallel-start-rank", runtime("START_RANK")]
     if not serves:
         argv += ["--headless"]
-    origins = [ppath] * len(argv)
+    return _additional(launch, argv, [ppath] * len(argv), ppath, toks, origin)
+
+
+def _additional(launch, argv: list[str], origins: list, ppath: tuple, toks: list[str],
+                origin: list) -> tuple[list[str], list]:
+    """``$VLLM_ADDITIONAL_ARGS`` split as ``eval`` does, then the container's ``args``."""
     extra = launch.env.get("VLLM_ADDITIONAL_ARGS")
     if isinstance(extra, str) and extra.strip():
         try:

@@ -128,6 +128,39 @@ def _template(tpl: Any, path: tuple, index: int = 0, main: str | None = None) ->
                 _m(meta.get("annotations")), index, main)
 
 
+#: Merge keys of the pod template's lists (Kubernetes core/v1 types.go patchMergeKey tags);
+#: other lists are replaced.
+_MERGE_KEYS = {"containers": "name", "initContainers": "name", "env": "name",
+               "volumes": "name", "volumeMounts": "mountPath", "ports": "containerPort",
+               "imagePullSecrets": "name", "resourceClaims": "name"}
+
+
+def strategic_merge(base: Any, patch: Any, key: str | None = None) -> Any:
+    """``patch`` applied to ``base`` as a Kubernetes strategic merge patch of a pod template
+    (mappings merge, ``null`` deletes, the lists of :data:`_MERGE_KEYS` merge by their key,
+    other lists and values are replaced; ``$patch`` directives are not read)."""
+    if isinstance(base, dict) and isinstance(patch, dict):
+        out = dict(base)
+        for k, v in patch.items():
+            if v is None:
+                out.pop(k, None)
+            else:
+                out[k] = strategic_merge(base.get(k), v, k)
+        return out
+    merge_key = _MERGE_KEYS.get(key or "")
+    if merge_key and isinstance(base, list) and isinstance(patch, list):
+        out = list(base)
+        for item in patch:
+            at = next((i for i, b in enumerate(out) if isinstance(b, dict) and isinstance(item, dict)
+                       and b.get(merge_key) == item.get(merge_key)), None)
+            if at is None:
+                out.append(item)
+            else:
+                out[at] = strategic_merge(out[at], item)
+        return out
+    return patch
+
+
 def _annotations(doc: Document, path: tuple = ()) -> dict:
     """The object's metadata annotations (``path``: where its metadata is, a DisaggregatedSet
     role's)."""
@@ -242,9 +275,26 @@ def _rbg(doc: Document, spec: dict, name: str, ns: str | None, labels: dict,
         tpath = (*path, key, "template") if key and tpl_owner.get("template") else \
             (*path, "template")
         tpl = tpl_owner.get("template") if tpl_owner.get("template") else role.get("template")
-        pods = _template(tpl, tpath)
         size = _int(lw.get("size"), 1) if lw else 1
-        worker = Pods(pods.spec, pods.path, pods.labels, pods.annotations, 1) if size > 1 else None
+        # The leader's and the workers' templates: the role's template with each patch applied
+        # as a strategic merge patch (v1alpha2 leader/workerTemplatePatch, v1alpha1
+        # leaderWorkerSet.patchLeader/WorkerTemplate; rbg@v0.8.0-alpha.5
+        # pkg/reconciler/lws_reconciler.go applyStrategicMergePatch).
+        lw_key = "leaderWorkerPattern" if role.get("leaderWorkerPattern") else "leaderWorkerSet"
+        patched = []
+        for index, names in ((0, ("leaderTemplatePatch", "patchLeaderTemplate")),
+                             (1, ("workerTemplatePatch", "patchWorkerTemplate"))):
+            key = next((k for k in names if isinstance(lw.get(k), dict)), None)
+            if key is None:
+                patched.append(_template(tpl, tpath, index))
+                continue
+            ppath = (*path, lw_key, key)
+            merged = strategic_merge(_m(tpl), lw[key])
+            # Located at the patch when it gives the containers (the engine command), else at
+            # the template.
+            at = ppath if _m(lw[key].get("spec")).get("containers") else tpath
+            patched.append(_template(merged, at, index))
+        pods, worker = patched[0], (patched[1] if size > 1 else None)
         out.append(Workload("RoleBasedGroup", api, f"{name}-{rname}", ns, labels, doc, path,
                             _int(role.get("replicas"), 1), size, pods, worker, role=rname,
                             platform="rbg", group=name, indexed=size > 1))
