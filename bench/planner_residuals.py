@@ -1,12 +1,19 @@
-"""The planner against published deployments: each case of ``bench/published_cases.yaml`` is a
-PlanRequest with fixed roles (docs/spec.md §5.1) and the figure its deployment published;
-moegen's prediction for that figure, the ratio, the median |ratio - 1| and the worst ratio.
+"""The planner against published deployments, per regime.
 
-    python bench/planner_residuals.py
+Each case of ``bench/published_cases.yaml`` is a PlanRequest with fixed roles (docs/spec.md
+§5.1), the figure its deployment published (with its source address and configuration), and
+whether the figure is a development figure (constants of generator/perf/terms.py are fitted
+to it) or held out (never fitted). moegen's prediction of that figure, the ratio predicted /
+published, and the regime (generator/perf/regimes.py) it falls in; per regime and split:
+n, median and worst error factor max(ratio, 1 / ratio).
+
+    python bench/planner_residuals.py            # the table
+    python bench/planner_residuals.py --write    # and write generator/perf/data/regime-errors.json
 """
 
 from __future__ import annotations
 
+import json
 import statistics
 import sys
 from pathlib import Path
@@ -17,9 +24,12 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from generator.capacity import plan
+from generator.catalog import GPUS, builtin_config
+from generator.perf.regimes import ERRORS_FILE, REGIMES, classify, kind_of, sparse_attention
 from generator.spec.request import PlanRequest
 
 CASES = ROOT / "bench" / "published_cases.yaml"
+SPLITS = ("dev", "held-out")
 
 
 def _merge(base: dict, update: dict) -> dict:
@@ -41,10 +51,25 @@ def requests() -> list[tuple[dict, PlanRequest]]:
     return out
 
 
-def residuals() -> list[dict]:
-    """Per case: id, published value, predicted value (None when the layout does not fit)."""
+def case_regime(case: dict, req: PlanRequest) -> str:
+    """The regime of a case's figure (generator/perf/regimes.py ``classify``)."""
+    m = case["metric"]
+    roles = req.spec.roles or []
+    unified = any(r.mode == "unified" for r in roles)
+    decoding = next((r for r in roles if r.mode != "prefill"), roles[0])
+    gpu = GPUS[req.spec.nodePools[decoding.nodePool].gpu]
+    kind = kind_of(m["field"], unified=unified, role_level=bool(m.get("role")))
+    return classify(kind, unified=unified, data=decoding.parallel.data, vendor=gpu.vendor,
+                    sparse=sparse_attention(builtin_config(req.spec.model.architecture)))
+
+
+def residuals(ids=None) -> list[dict]:
+    """Per case (those in ``ids`` if given): id, split, regime, published value, predicted
+    value (None when the layout does not fit, with the reason in ``note``) and ratio."""
     rows = []
     for case, req in requests():
+        if ids is not None and case["id"] not in ids:
+            continue
         m = case["metric"]
         result = plan(req)
         cand = result.candidates[0] if result.candidates else None
@@ -53,27 +78,74 @@ def residuals() -> list[dict]:
         else:   # a figure of the whole deployment (docs/spec.md §5 candidate fields)
             doc = cand.to_json() if cand else {}
         got = doc.get(m["field"]) if cand and cand.fits else None
-        rows.append({"id": case["id"], "published": m["value"], "predicted": got,
+        if got is not None and m.get("perGpu"):
+            role = next(r for r in req.spec.roles if r.name == m["role"])
+            got = got / req.spec.nodePools[role.nodePool].gpusPerNode
+        rows.append({"id": case["id"], "split": case.get("split", "dev"),
+                     "regime": case_regime(case, req), "field": m["field"],
+                     "published": m["value"], "predicted": got,
                      "ratio": got / m["value"] if got else None,
                      "note": result.bound if got is None else ""})
     return rows
 
 
-def main() -> int:
+def _factor(ratio: float) -> float:
+    return max(ratio, 1 / ratio)
+
+
+def summary(rows: list[dict]) -> dict:
+    """Per regime (every id of REGIMES): label, and for ``dev``, ``heldOut`` and ``all``: n
+    (figures with a prediction), missing (figures without one), median and worst error factor
+    (rounded to 0.001)."""
+    out = {}
+    for regime, label in REGIMES.items():
+        entry = {"label": label}
+        for key, splits in (("dev", ("dev",)), ("heldOut", ("held-out",)), ("all", SPLITS)):
+            sel = [r for r in rows if r["regime"] == regime and r["split"] in splits]
+            factors = [_factor(r["ratio"]) for r in sel if r["ratio"]]
+            entry[key] = {"n": len(factors), "missing": len(sel) - len(factors),
+                          "median": round(statistics.median(factors), 3) if factors else None,
+                          "worst": round(max(factors), 3) if factors else None}
+        out[regime] = entry
+    return out
+
+
+def table(summ: dict) -> str:
+    """The per-regime table as text."""
+    lines = [f"{'regime':<26} {'dev n':>5} {'median':>7} {'worst':>6}   {'held-out n':>10} "
+             f"{'median':>7} {'worst':>6}   {'all n':>5} {'median':>7} {'worst':>6}"]
+
+    def cell(s):
+        if not s["n"]:
+            return f"{s['n']:>5} {'-':>7} {'-':>6}"
+        miss = f"+{s['missing']}" if s["missing"] else ""
+        return f"{str(s['n']) + miss:>5} {s['median']:>6.2f}x {s['worst']:>5.2f}x"
+    for regime, e in summ.items():
+        lines.append(f"{regime:<26} {cell(e['dev'])}   {'':>5}{cell(e['heldOut'])}   "
+                     f"{cell(e['all'])}")
+    return "\n".join(lines)
+
+
+def main(argv: list[str]) -> int:
     rows = residuals()
     for r in rows:
         ratio = f"{r['ratio']:.2f}" if r["ratio"] else "  - "
-        got = f"{r['predicted']:>10,}" if r["predicted"] else "       n/a"
-        print(f"{r['id']:<40} published {r['published']:>9,}  predicted {got}  ratio {ratio}"
-              f"  {r['note']}")
-    ratios = [r["ratio"] for r in rows if r["ratio"]]
-    if ratios:
-        errors = [abs(x - 1) for x in ratios]
-        worst = max(ratios, key=lambda x: max(x, 1 / x))
-        print(f"\n{len(ratios)} of {len(rows)} cases: median |ratio - 1| "
-              f"{statistics.median(errors):.0%}, worst ratio {worst:.2f}")
+        got = f"{r['predicted']:>10,.1f}" if r["predicted"] else "       n/a"
+        print(f"{r['id']:<46} {r['split']:<8} {r['regime']:<24} published {r['published']:>9,}"
+              f"  predicted {got}  ratio {ratio}  {r['note'][:80]}")
+    summ = summary(rows)
+    print()
+    print(table(summ))
+    print("\n(n: figures with a prediction; +k: figures the layout gave no prediction for; "
+          "error factor max(predicted / published, published / predicted))")
+    if "--write" in argv:
+        ERRORS_FILE.parent.mkdir(exist_ok=True)
+        ERRORS_FILE.write_text(json.dumps({
+            "source": "bench/planner_residuals.py over bench/published_cases.yaml",
+            "regimes": summ}, indent=1, sort_keys=True) + "\n")
+        print(f"wrote {ERRORS_FILE.relative_to(ROOT)}")
     return 0
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(main(sys.argv[1:]))

@@ -6,6 +6,7 @@ prints predicted vs printed weights per GPU and KV-cache tokens per rank, with r
 Cases moegen cannot express are listed with the reason.
 
     python bench/sizing_residuals.py [groundtruth.yaml]
+    python bench/sizing_residuals.py --dev3      # the published-dev-3 memory cases
 """
 
 from __future__ import annotations
@@ -157,6 +158,9 @@ def residuals(path: Path = DEFAULT) -> list[dict]:
 
 
 def main(argv: list[str]) -> int:
+    if "--dev3" in argv:
+        print_dev3()
+        return 0
     path = Path(argv[1]) if len(argv) > 1 else DEFAULT
     for r in residuals(path):
         if "skipped" in r:
@@ -178,6 +182,98 @@ def main(argv: list[str]) -> int:
             line += f"\n{'':<42} known miss: {r['known_miss']}"
         print(line)
     return 0
+
+
+
+# --- published-dev-3 memory cases -----------------------------------------------------------
+#: The compact deployment fragments of ``shared/reference/published-dev-3/sizing`` and, per case,
+#: what its configuration line states that the fragment does not carry (the -v2 checkpoint,
+#: --kv-cache-memory-bytes, the group offloader), with the engine-printed figure to compare.
+DEV3 = ROOT.parent / "shared" / "reference" / "published-dev-3"
+DEV3_CASES = {
+    # minosfuture/vllm runs/DS-R1/fp4/report/2000in-2000out/decode-master-pd.log (+ cmd.sh):
+    # nvidia/DeepSeek-R1-0528-NVFP4-v2, --kv-cache-memory-bytes 119519622533.
+    "m01-vllm-r1nvfp4-gb200-dp8-decode": {
+        "weights": "nvfp4-v2", "serving": {"kvCacheMemoryBytes": 119519622533},
+        "printed": {"weights_gib": 58.2179, "kv_tokens": 3401600}},
+    # .../prefill-2000in/prefill-master-pd.log: --offload-group-size 2 --offload-num-in-group 1
+    # (vLLM's group offloader: flags from 0.17.0, so sized as 0.17.0).
+    "m03-vllm-r1nvfp4-gb200-dp2-prefill": {
+        "weights": "nvfp4-v2", "version": "0.17.0",
+        "serving": {"weightOffload": {"groupSize": 2, "numInGroup": 1}},
+        "printed": {"weights_gib": 112.6157, "kv_tokens": 596672,
+                    "non_kv_gib": 24.52}},
+}
+#: Not compared: m05 (ktransformers keeps DeepSeek-V4-Flash's experts in CPU memory, which a
+#: spec cannot say; at the printed 19.3 GB the V4 pool matches: 15,956 bytes per full token),
+#: m07/m08 (low trust: the GPU is not stated, the CUDA-graph memory is outside moegen's model).
+
+
+def dev3_spec(name: str) -> str:
+    """An InferenceDeployment from a published-dev-3 sizing fragment and :data:`DEV3_CASES`."""
+    frag = yaml.safe_load((DEV3 / "sizing" / f"{name}.yaml").read_text())["spec"]
+    extra = DEV3_CASES[name]
+    eng = frag["engine"]
+    version = extra.get("version", eng["version"])
+    image = (f"vllm/vllm-openai:v{version}" if eng["name"] == "vllm"
+             else f"lmsysorg/sglang:v{version}")
+    role = {"name": "r", "mode": frag.get("mode", "unified"), "nodePool": "p",
+            "parallel": frag["parallel"]} | (frag.get("role") or {})
+    if role["mode"] != "unified":
+        role["mode"] = "unified"   # memory only: one role of the same layout
+    serving = dict(frag.get("serving") or {}) | extra.get("serving", {})
+    return yaml.safe_dump({
+        "apiVersion": "moegen.dev/v1alpha1", "kind": "InferenceDeployment",
+        "metadata": {"name": "dev3"},
+        "spec": {
+            "model": {"name": "m", "architecture": frag["arch"],
+                      "weights": extra.get("weights", frag["weights"]), "path": "/m"},
+            "engine": {"name": eng["name"], "version": version, "image": image},
+            "network": {"socketInterface": "eth0"},
+            "nodePools": {"p": {"gpu": frag["gpu"], "gpusPerNode": frag["gpusPerNode"],
+                                "nodes": frag["nodes"]}},
+            "serving": serving, "roles": [role]}})
+
+
+def dev3_residuals() -> list[dict]:
+    """Per published-dev-3 memory case: moegen vs printed (weights GiB, KV tokens per rank,
+    non-KV GiB inside the budget) and the relative errors."""
+    rows = []
+    for name, extra in DEV3_CASES.items():
+        with tempfile.TemporaryDirectory() as tmp:
+            path = Path(tmp) / "spec.yaml"
+            path.write_text(dev3_spec(name))
+            checked = pipeline.check(path)
+        z = checked.sizing[0] if checked.sizing else None
+        if not isinstance(z, RoleSizing):
+            rows.append({"id": name, "skipped": "; ".join(map(str, checked.findings))[:200]})
+            continue
+        p = extra["printed"]
+        row = {"id": name}
+        if "weights_gib" in p:
+            row |= {"weights": z.weights, "weights_printed": p["weights_gib"],
+                    "weights_err": z.weights / p["weights_gib"] - 1}
+        if "kv_tokens" in p:
+            row |= {"tokens": z.kv_tokens_per_rank, "tokens_printed": p["kv_tokens"],
+                    "tokens_err": z.kv_tokens_per_rank / p["kv_tokens"] - 1}
+        if "non_kv_gib" in p:
+            row |= {"non_kv": z.activation + z.overhead, "non_kv_printed": p["non_kv_gib"],
+                    "non_kv_err": (z.activation + z.overhead) / p["non_kv_gib"] - 1}
+        rows.append(row)
+    return rows
+
+
+def print_dev3() -> None:
+    for r in dev3_residuals():
+        if "skipped" in r:
+            print(f"{r['id']:<42} skipped: {r['skipped']}")
+            continue
+        parts = []
+        for key, unit in (("weights", "GiB"), ("tokens", "tokens"), ("non_kv", "GiB")):
+            if key in r:
+                parts.append(f"{key} {r[key]:,.2f} vs {r[key + '_printed']:,.2f} {unit} "
+                             f"({r[key + '_err']:+.1%})")
+        print(f"{r['id']:<42} " + "; ".join(parts))
 
 
 if __name__ == "__main__":

@@ -340,9 +340,10 @@ def plan(request: Path, fmt: str, emit_path: Path | None) -> None:
     else:
         result = run_plan(req, prov=prov)
     if fmt == "json":
-        click.echo(json.dumps(result.to_json(), indent=2))
+        from .perf.regimes import annotate_plan
+        click.echo(json.dumps(annotate_plan(result.to_json(), req), indent=2))
     else:
-        click.echo(plan_text(result), nl=False)
+        click.echo(plan_text(result, req), nl=False)
     if req.spec.roles and result.candidates and result.candidates[0].findings:
         _reject(result.candidates[0].findings)   # a fixed layout that does not fit (spec §5.1)
     if emit_path is not None:

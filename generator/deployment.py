@@ -161,7 +161,12 @@ def _size_roles(spec: InferenceDeployment, roles: list[RoleInput | None],
             continue
         gpu = GPUS[spec.spec.nodePools[role_spec.nodePool].gpu]
         try:
-            out.append(size_role(role, gpu, dialect))
+            z = size_role(role, gpu, dialect)
+            traffic = spec.spec.traffic
+            if traffic is not None and role.mode != "prefill":   # SIZ003 at the traffic's mean
+                z.admit_len = min(z.max_model_len,
+                                  traffic.inputTokens + traffic.outputTokens // 2)
+            out.append(z)
         except KeyError as exc:
             out.append(f"config.json has no {exc.args[0]!r}, which the weight inventory needs")
     return tuple(out)

@@ -55,22 +55,27 @@ def test_fixed_layout_is_evaluated_as_given():
 def test_prefill_per_node_is_the_compute_model_by_hand():
     """TP8 prefill of 4096 tokens on one H20-96GB node, every GPU busy. GPU-seconds per token:
     * GEMMs: 2 x active params (37.55e9: DeepSeek-V3 report's "37B activated") at 296 TFLOPS
-      FP8 x 0.80 (the H20's prefill GEMM efficiency);
+      FP8 x 0.86 (the H20's prefill GEMM efficiency);
     * attention: 2 x 61 layers x 128 heads x (4096 / 2 causal keys) x (192 + 128) head dims at
       148 TFLOPS BF16 x 0.67 (FlashMLA/FA3);
     * TP all-reduce: on each of 8 GPUs, 2 per layer x 61 x 7168 x 2 B x 2 x 7/8 over NVLink
       900 GB/s / 2 (one direction) x 0.78.
-    Tokens/s per node = 8 GPUs / that."""
+    * the prefill step's kernel launches, 61 layers x 1.11 ms per step of the 8192-token batch
+      (2 requests), 22 % of them not hidden behind the longer GPU work: 8 GPUs x 0.22 x 61 x
+      1.11e-3 / 2 GPU-seconds per request.
+    Tokens/s per node = 8 GPUs x 4096 / GPU-seconds per request."""
     res = plan(PlanRequest.model_validate(_doc()))
     pre = res.candidates[0].roles[0]
     active = model_shape(builtin_config("deepseek-r1"), "fp8", 0).active_params
     assert 37.0e9 < active < 38.0e9
     assert GPUS["H20-96GB"].fp8_tflops == 296 and GPUS["H20-96GB"].bf16_tflops == 148
-    assert perf.ETA_PREFILL_BY_GPU["H20-96GB"] == 0.80 and perf.ETA_ATTN == 0.67
-    gemm = 2 * active / (296e12 * 0.80)
+    assert perf.ETA_PREFILL_BY_GPU["H20-96GB"] == 0.86 and perf.ETA_ATTN == 0.67
+    assert perf.FIXED_COSTS[("nvidia", "hopper")].prefill_layer_s == 1.11e-3
+    gemm = 2 * active / (296e12 * 0.86)
     attn = 2 * 61 * 128 * (4096 / 2) * (192 + 128) / (148e12 * 0.67)
     allreduce = 8 * (2 * 61 * 7168 * 2 * 2 * 7 / 8) / (900e9 / 2 * 0.78)
-    by_hand = 8 / (gemm + attn + allreduce)
+    launches = 8 * 0.22 * 61 * 1.11e-3 / 2 / 4096
+    by_hand = 8 / (gemm + attn + allreduce + launches)
     assert pre["inputTokensPerSecPerNode"] == pytest.approx(by_hand, rel=0.002)
 
 
@@ -97,8 +102,8 @@ def test_concurrency_beyond_the_kv_cache_is_rejected(tmp_path, capsys):
     doc["spec"]["workload"]["concurrency"] = 100_000
     assert run(["plan", _write(tmp_path, doc)]) == 1
     err = capsys.readouterr().err
-    # ceil(100000 / 16) = 6250 sequences of 4096 + 1536 = 5632 tokens on one rank.
-    assert "SIZ003" in err and "6250 sequences of 5632 tokens" in err
+    # ceil(100000 / 16) = 6250 sequences of 4096 + 1536 / 2 = 4864 tokens on average on one rank.
+    assert "SIZ003" in err and "6250 sequences of 4864 tokens on average" in err
 
 
 @pytest.mark.parametrize("edit, code", [
@@ -131,17 +136,18 @@ def _bench():
 
 
 def test_published_deployments_within_the_stated_band():
-    """Each published case (bench/published_cases.yaml: lmsys.org large-scale EP on H100, DeepSeek
-    day-6 H800, lmsys.org / Ant Group H20-96G, seeds 000 and 002) within a factor of 1.35 (the
-    issue's acceptance bound; measured when set: worst 1.33, Ant Group's batch-12 decode with two
-    draft tokens), median error under 12 % (measured: 5 %)."""
-    rows = _bench().residuals()
-    assert len(rows) >= 14
+    """Every development figure of bench/published_cases.yaml (the constants of perf.py are
+    fitted to them: lmsys.org large-scale EP on H100, DeepSeek day-6 H800, Ant Group H20-96G,
+    seeds 000 and 002, the SGLang cookbook's 1K/1K runs on B200 and MI300X, V3.2 and Kimi-K2 on
+    B200, vLLM on GB200/GB300) has a prediction within a factor of 1.5 (issue 25's worst bound),
+    median error under 8 %. Per regime, held-out figures included: tests/test_regimes.py."""
+    rows = [r for r in _bench().residuals() if r["split"] == "dev"]
+    assert len(rows) >= 45
     ratios = [r["ratio"] for r in rows]
-    assert all(r is not None for r in ratios), rows
-    assert all(1 / 1.35 <= x <= 1.35 for x in ratios), rows
-    median = sorted(abs(x - 1) for x in ratios)[len(ratios) // 2]
-    assert median <= 0.12, rows
+    assert all(r is not None for r in ratios), [r["id"] for r in rows if r["ratio"] is None]
+    assert all(1 / 1.5 <= x <= 1.5 for x in ratios), [(r["id"], r["ratio"]) for r in rows]
+    median = sorted(max(x, 1 / x) - 1 for x in ratios)[len(ratios) // 2]
+    assert median <= 0.08, median
 
 
 def test_fixed_layout_is_judged_by_the_validators_rules(tmp_path, capsys):

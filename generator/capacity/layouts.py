@@ -48,7 +48,7 @@ def all2all_for(gpu_id: str, mode: str, ep: int, gpus_per_node: int,
     engine argument the planner does not write)."""
     g = GPUS[gpu_id]
     decode = mode != "prefill"
-    if engine == "sglang" and weights in ("nvfp4", "w4a16"):
+    if engine == "sglang" and weights in ("nvfp4", "nvfp4-v2", "w4a16"):
         want = []
     elif g.vendor == "amd":
         want = ["mori_low_latency" if decode else "mori_high_throughput", "mori"]

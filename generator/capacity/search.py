@@ -151,7 +151,8 @@ class _Search:
                             gpus_per_node=pool.gpusPerNode, inter_gbps=s.network.interNodeGbps,
                             weights_bytes=z.weights * 2**30, bf16=self.bf16,
                             overlap=role.moe.overlap if role.moe else None,
-                            mnnvl=s.network.mnnvl)
+                            mnnvl=s.network.mnnvl, batch_tokens=z.batched_tokens,
+                            graphs=s.engine.name == "vllm" and not role.serving.enforceEager)
 
     def retimer(self, drole: RoleInput, z: RoleSizing, dpool, ranks: int):
         """The decode step at a smaller batch than sized (the closed loop's), memoized per

@@ -43,7 +43,7 @@ from ..engines.options import option_value
 from ..facts import deepep
 from ..facts.versions import parse_version
 from ..roles import RoleInput
-from ..sizing.formats import kernel_on, storage
+from ..sizing.formats import NVFP4_FORMATS, base_format, kernel_on, storage
 from .registry import Context, E, Hit, W, is_vllm, role_path, rule
 
 #: DeepEP's all-to-all backends (engine-neutral names).
@@ -257,7 +257,7 @@ def _format_kernel(ctx: Context):
       "nvfp4_emulation_moe.py (ROCm); SGLang 0.5.23 layers/quantization/fp4_utils.py (auto -> "
       "marlin on SM80-SM9x)")
 def _nvfp4_weight_only(ctx: Context):
-    if ctx.spec.spec.model.weights != "nvfp4":
+    if ctx.spec.spec.model.weights not in NVFP4_FORMATS:
         return
     for i, r in ctx.role_items():
         gpu = _gpu(ctx, i)
@@ -318,7 +318,7 @@ def _dsv4_dequant_memory(ctx: Context):
       "deprecated\"); SGLang 0.5.23 arg_groups/moe_hook.py (flashinfer_cutedsl FP4 MoE: DeepEP "
       "low_latency only)", engines=("sglang",))
 def _sglang_4bit_a2a(ctx: Context):
-    fmt = ctx.spec.spec.model.weights
+    fmt = base_format(ctx.spec.spec.model.weights)
     if fmt not in ("nvfp4", "w4a16"):
         return
     for i, r, a2a, gpu in _a2a_roles(ctx, SGLANG_EP_LAYER + ("flashinfer_all2allv",)):
@@ -364,7 +364,7 @@ def _sglang_4bit_a2a(ctx: Context):
       "only (vLLM 0.33 vllm/model_executor/layers/fused_moe/experts/trtllm_mxfp4_moe.py "
       "_supports_current_device)", engines=("sglang",))
 def _dsv4_nvfp4_hopper(ctx: Context):
-    if ctx.spec.spec.model.weights != "nvfp4":
+    if ctx.spec.spec.model.weights not in NVFP4_FORMATS:
         return
     for i, r in ctx.role_items():
         gpu = _gpu(ctx, i)

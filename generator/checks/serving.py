@@ -150,6 +150,39 @@ def _interval(ctx: Context):
                   f"e.g. interval: 15s ({low}s to {high}s)")
 
 
+#: The release's flag for each way of offloading weights (docs/spec.md §2
+#: ``serving.weightOffload``).
+OFFLOAD_FLAGS = {"groupSize": "--offload-group-size", "cpuGiB": "--cpu-offload-gb"}
+
+
+@rule("SRV009", E, "weight offloading names one way to offload and the release has its flags",
+      "vllm-project/vllm@v0.17.0:vllm/config/offload.py OffloadConfig (cpu_offload_gb; "
+      "offload_group_size / offload_num_in_group <= group size / offload_prefetch_step; the "
+      "flags from 0.17.0: generator/engines/data/engine-options.json); "
+      "sgl-project/sglang@v0.5.23:python/sglang/srt/server_args.py (--cpu-offload-gb, "
+      "--offload-group-size, --offload-num-in-group, --offload-prefetch-step)")
+def _weight_offload(ctx: Context):
+    for i, r in ctx.role_items():
+        wo = r.serving.weightOffload
+        if wo is None:
+            continue
+        path = serving_path(ctx, i, "weightOffload")
+        if wo.groupSize is None and wo.cpuGiB is None:
+            yield Hit(path, f"role {r.name!r}: weightOffload offloads nothing",
+                      "give groupSize (group offloading with prefetch) or cpuGiB (UVA)")
+            continue
+        if wo.groupSize is not None and wo.numInGroup > wo.groupSize:
+            yield Hit(path, f"role {r.name!r}: weightOffload.numInGroup {wo.numInGroup} exceeds "
+                      f"groupSize {wo.groupSize}: the engine refuses to start",
+                      f"use numInGroup <= {wo.groupSize}")
+        for field, flag in OFFLOAD_FLAGS.items():
+            if getattr(wo, field) is not None and ctx.dialect is not None \
+                    and not ctx.dialect.has(flag):
+                yield Hit(path, f"role {r.name!r}: {ctx.engine} {ctx.dialect.version} has no "
+                          f"{flag} (weightOffload.{field})",
+                          "use a release that has it (vLLM >= 0.17.0 for group offloading)")
+
+
 @rule("SRV060", E, "VLLM_ENGINE_READY_TIMEOUT_S covers the role's cold start",
       "vllm-project/vllm@v0.33.0:vllm/v1/engine/core_client.py: the API servers wait "
       "VLLM_ENGINE_READY_TIMEOUT_S (vllm-project/vllm@v0.33.0:vllm/envs.py:26, default 600) for "

@@ -138,12 +138,28 @@ def _siz_one(ctx: Context):
                       "; ".join([f"set maxModelLen <= {z.longest_len_for(1)}"] + _freers(r, z)))
 
 
-@rule("SIZ003", E, "sizing.concurrency sequences of maxModelLen fit (ceil per DP rank)",
-      "docs/spec.md §2 (sizing.concurrency); vLLM prints \"Maximum concurrency for N tokens per "
-      "request\" (vLLM 0.33.0 vllm/v1/core/kv_cache_utils.py:1149)", phase=SIZING)
+@rule("SIZ003", E, "sizing.concurrency sequences fit (ceil per DP rank) at maxModelLen, or at "
+      "spec.traffic's mean context where given",
+      "docs/spec.md §2 (sizing.concurrency, traffic); vLLM prints \"Maximum concurrency for N "
+      "tokens per request\" (vLLM 0.33.0 vllm/v1/core/kv_cache_utils.py:1149)", phase=SIZING)
 def _siz_conc(ctx: Context):
     for i, r, z in ctx.sized():
         if z.kv_cache <= 0 or z.kv_tokens_per_rank < z.max_model_len:
+            continue
+        if z.admit_len:
+            # Sequences of a steady load are spread over their output: on average they hold
+            # the prompt and half the output (the performance model's context).
+            mean = z.admit_len
+            if not z.holds(z.per_rank_required, mean):
+                per_rank = z.longest_len_for(z.per_rank_required)
+                yield Hit(role_path(i, "sizing", "concurrency"),
+                          f"role {r.name!r} must hold {z.required_concurrency} sequences of "
+                          f"{mean} tokens on average (spec.traffic: input + output / 2), "
+                          f"{z.per_rank_required} per DP rank, but one rank's KV cache holds "
+                          f"{z.kv_tokens_per_rank} tokens ({_breakdown(z)}); at that "
+                          f"concurrency a sequence may average {per_rank} tokens",
+                          "; ".join(_what_if(ctx, i, r, z) + ["lower sizing.concurrency"])
+                          + "; or more expert/data parallelism")
             continue
         if z.max_concurrency < z.per_rank_required:
             fits = int(z.max_concurrency) * z.data

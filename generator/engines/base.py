@@ -155,3 +155,18 @@ class Dialect(Protocol):
         """The processes of each pod of one instance (leader first); ``api_servers``: the
         user's ``--api-server-count`` / ``--tokenizer-worker-num`` from engineArgs, if any."""
         ...
+
+
+def offload_args(wo) -> list[str]:
+    """The weight-offloading flags of ``serving.weightOffload`` (the same spelling in vLLM,
+    vllm/engine/arg_utils.py OffloadConfig fields, and SGLang, python/sglang/srt/server_args.py);
+    SRV009 checks the release has them."""
+    if wo is None:
+        return []
+    out = []
+    if wo.groupSize:
+        out += ["--offload-group-size", str(wo.groupSize), "--offload-num-in-group",
+                str(wo.numInGroup), "--offload-prefetch-step", str(wo.prefetchStep)]
+    if wo.cpuGiB:
+        out += ["--cpu-offload-gb", repr(round(float(wo.cpuGiB), 6))]
+    return out

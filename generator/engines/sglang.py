@@ -70,6 +70,7 @@ from .base import (
     POD_IP,
     EngineLaunch,
     Port,
+    offload_args,
 )
 from .options import release_options
 
@@ -194,6 +195,11 @@ DERIVED_FLAGS: dict[str, str] = {
     "--cuda-graph-max-bs": "(derived from the batch the role admits)",
     "--cuda-graph-max-bs-decode": "(derived from the batch the role admits)",
     "--disable-cuda-graph": "serving.enforceEager",
+    "--max-total-tokens": "serving.kvCacheMemoryBytes",
+    "--cpu-offload-gb": "serving.weightOffload.cpuGiB",
+    "--offload-group-size": "serving.weightOffload.groupSize",
+    "--offload-num-in-group": "serving.weightOffload.numInGroup",
+    "--offload-prefetch-step": "serving.weightOffload.prefetchStep",
     "--quantization": "spec.model.weights",
     **{f: _LISTENER for f in ("--grpc-mode", "--ssl-keyfile", "--ssl-certfile")},
     "--enable-metrics": "spec.monitoring.enabled",
@@ -388,6 +394,12 @@ class SglangDialect:
             common += ["--max-running-requests", str(per_rank * lay.data)]
         if s.maxNumBatchedTokens is not None:
             common += ["--chunked-prefill-size", str(s.maxNumBatchedTokens)]
+        if s.kvCacheMemoryBytes and sizing is not None:
+            # SGLang caps its pool in tokens (model_runner_kv_cache_mixin.py: min(profiled,
+            # --max-total-tokens)): the bytes over the role's KV bytes per token.
+            common += ["--max-total-tokens",
+                       str(s.kvCacheMemoryBytes // max(sizing.kv_bytes_per_token, 1))]
+        common += offload_args(s.weightOffload)
         normal_deepep = moe is not None and moe.all2all == "deepep_high_throughput"
         if s.enforceEager or (normal_deepep and role.mode != "prefill"):
             # DeepEP normal mode cannot be graph-captured: SGLang would switch graphs off

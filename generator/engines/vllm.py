@@ -76,6 +76,7 @@ from .base import (
 from .base import (
     EngineLaunch,
     Port,
+    offload_args,
 )
 from .options import release_options
 from .vllm_ranks import DP_SUPERVISOR_PORT, rank_args
@@ -200,7 +201,11 @@ DERIVED_FLAGS: dict[str, str] = {
     "--max-model-len": "serving.maxModelLen",
     "--kv-cache-dtype": "serving.kvCacheDtype",
     "--gpu-memory-utilization": "serving.gpuMemoryUtilization",
-    "--kv-cache-memory-bytes": "serving.gpuMemoryUtilization (the HBM check sizes the KV cache)",
+    "--kv-cache-memory-bytes": "serving.kvCacheMemoryBytes",
+    "--cpu-offload-gb": "serving.weightOffload.cpuGiB",
+    "--offload-group-size": "serving.weightOffload.groupSize",
+    "--offload-num-in-group": "serving.weightOffload.numInGroup",
+    "--offload-prefetch-step": "serving.weightOffload.prefetchStep",
     "--max-num-seqs": "serving.maxNumSeqs (or roles[].sizing.concurrency)",
     "--max-num-batched-tokens": "serving.maxNumBatchedTokens",
     "--enforce-eager": "serving.enforceEager",
@@ -379,6 +384,9 @@ class VllmDialect:
             depth = deepep_qp_depth(planned)
             if depth is not None:
                 env["NVSHMEM_QP_DEPTH"] = str(depth)
+        if s.kvCacheMemoryBytes:
+            common += ["--kv-cache-memory-bytes", str(s.kvCacheMemoryBytes)]
+        common += offload_args(s.weightOffload)
         if self._v() >= (0, 18, 0):
             # Drain in-flight requests on SIGTERM (default 0 aborts them; vllm/config/vllm.py).
             common += ["--shutdown-timeout", str(drain_s)]

@@ -83,12 +83,11 @@ def _quantiles(metric: str, sel: str) -> list[tuple[str, str]]:
 
 def dashboard_plan(base: str, engine: str, roles: list[tuple[str, str, bool]],
                    sizing: dict[str, RoleSizing], prediction,
-                   labels: dict[str, str], load: dict[str, str] | None = None) -> DashboardPlan:
+                   labels: dict[str, str]) -> DashboardPlan:
     """``roles``: (name, mode, sizing.concurrency set) per role; ``sizing``: the roles' memory
     plans (a KV line where the role's concurrency is sized); ``prediction``: a
-    :class:`~generator.perf.predict.Prediction` (latency and rate lines when it has roles);
-    ``load``: per decode role, the load its TPOT line was predicted for, as the panel states it
-    (:func:`load_text`). The JSON is deterministic (sorted keys)."""
+    :class:`~generator.perf.predict.Prediction` (latency and rate lines when it has roles).
+    The JSON is deterministic (sorted keys)."""
     from grafana_foundation_sdk.builders import dashboard
     from grafana_foundation_sdk.cog.encoder import JSONEncoder
 
@@ -122,24 +121,26 @@ def dashboard_plan(base: str, engine: str, roles: list[tuple[str, str, bool]],
         # both at once, so the decode engine's TTFT covers the whole wait.
         ttft_here = mode == "unified" or (mode == "prefill") == (engine == "vllm")
         if mode != "prefill":
-            at = f" ({(load or {})[name]})" if name in (load or {}) else " (spec.traffic)"
             panels.append(("TPOT", "per-request time per output token; the line: moegen's "
-                           f"predicted TPOT at the sized load{at}",
+                           "predicted TPOT at the sized load (spec.traffic)"
+                           + _regime(p, "tpotMs"),
                            _quantiles(m.tpot_seconds, sel), "s",
                            round(p.tpot_ms / 1000, 4) if p and p.tpot_ms else None))
         if ttft_here:
             panels.append(("TTFT", "time to first token as this role's engine records it; "
                            "the line: moegen's predicted TTFT (prefill queue + compute + KV "
-                           "transfer)", _quantiles(m.ttft_seconds, sel), "s",
+                           "transfer)" + _regime(_ttft_role(predicted), "ttftMs"),
+                           _quantiles(m.ttft_seconds, sel), "s",
                            round(ttft / 1000, 4) if ttft else None))
         if mode != "prefill":
             panels.append(("Output tokens/s", "all pods of the role; the line: the output "
-                           "rate predicted at the sized load",
+                           "rate predicted at the sized load" + _regime(p, "outputTokensPerSec"),
                            [(f"sum(rate({m.generated_total}{sel}[{WINDOW}]))", name)],
                            "short", p.output_total if p else None))
         if mode != "decode":
             panels.append(("Input tokens/s", "prompt tokens processed by the role; the line: "
-                           "the input rate predicted at the sized load",
+                           "the input rate predicted at the sized load"
+                           + _regime(p, "inputTokensPerSec"),
                            [(f"sum(rate({m.prompt_total}{sel}[{WINDOW}]))", name)], "short",
                            p.input_total if p else None))
         for i, (title, desc, queries, unit, ref) in enumerate(panels):
@@ -155,13 +156,16 @@ def dashboard_plan(base: str, engine: str, roles: list[tuple[str, str, bool]],
                          f"{base}.json", text)
 
 
-def load_text(input_tokens: int, output_tokens: int, acceptance: float,
-              concurrency: int) -> str:
-    """The load a TPOT line is predicted for, as its panel says it (``spec.traffic`` and the
-    role's ``sizing.concurrency``; the manifest importer reads it back)."""
-    return (f"spec.traffic: {input_tokens:,} input and {output_tokens:,} output tokens per "
-            f"request, draft acceptance {acceptance:g}; {concurrency} sequences per decode "
-            "instance")
+def _regime(p, field: str) -> str:
+    """``"; <regime> regime, bench median error ..."`` for the predicted figure ``field`` of
+    role prediction ``p`` (generator/perf/regimes.py), or "" without one."""
+    e = p.regimes.get(field) if p is not None else None
+    return f" ({e.describe()})" if e is not None else ""
+
+
+def _ttft_role(predicted: dict):
+    """The role prediction that carries the deployment's TTFT (prefill or unified)."""
+    return next((p for p in predicted.values() if p.ttft_ms is not None), None)
 
 
 def _ttft(predicted: dict) -> float | None:

@@ -38,7 +38,7 @@ from ..pods import PRESTOP_S, termination_grace
 from ..roles import RoleInput
 from ..sizing import RoleSizing
 from ..spec.models import InferenceDeployment
-from .dashboard import DashboardPlan, dashboard_plan, load_text
+from .dashboard import DashboardPlan, dashboard_plan
 from .monitoring import MonitoringPlan, monitoring_plan
 from .pods import (
     ENGINE_STARTUP_S,
@@ -257,14 +257,10 @@ def build_plan(model: Deployment) -> DeploymentPlan:
             monitoring, labels=dict(common_labels) | dict(spec.spec.monitoring.labels))
     dashboard = None
     if shared.monitored and spec.spec.monitoring.dashboard:
-        traffic = spec.spec.traffic
-        load = {r.name: load_text(traffic.inputTokens, traffic.outputTokens, traffic.acceptance,
-                                  r.admission) for r in roles
-                if traffic is not None and r.admission is not None and r.mode != "prefill"}
         dashboard = dashboard_plan(base, dialect.engine,
                                    [(r.name, r.mode, r.admission is not None) for r in roles],
                                    sizing_by_role, model.prediction,
-                                   dict(common_labels) | dict(spec.spec.monitoring.labels), load)
+                                   dict(common_labels) | dict(spec.spec.monitoring.labels))
     platform = spec.spec.platform
     disaggregated = None
     if platform is not None and platform.lws is not None and platform.lws.disaggregatedSet:

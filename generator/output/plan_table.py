@@ -6,8 +6,10 @@ from ..capacity.search import PlanResult
 from ..layout import parallel_text
 
 
-def plan_text(result: PlanResult) -> str:
-    """The planner's ranked table and its assumptions."""
+def plan_text(result: PlanResult, req=None) -> str:
+    """The planner's ranked table and its assumptions; with the PlanRequest ``req``, each
+    candidate's regime per figure (generator/perf/regimes.py) and that regime's measured
+    error against published figures (bench/planner_residuals.py)."""
     lines = ["assumptions:"] + [f"  - {a}" for a in result.assumptions]
     lines.append(f"reachable: {'yes' if result.reachable else 'NO'}; binding: {result.bound}")
     for alt in result.alternatives:
@@ -24,6 +26,8 @@ def plan_text(result: PlanResult) -> str:
         lines.append(f"{c.rank:>2} {layout:<44} {c.gpus:>4} {c.kv_tokens_per_rank:>11,} "
                      f"{c.ttft_ms:>8.0f} {c.tpot_ms:>7.1f} {c.output_tps:>9,.0f} {c.total_tps:>9,.0f} "
                      f"{c.output_tps / c.gpus:>7.0f}  {c.bound}{mark}")
+    if req is not None:
+        lines += _regime_lines(result, req)
     # A fixed layout (docs/spec.md section 5.1): each role's own capacity per node.
     for r in (result.candidates[0].roles if len(result.candidates) == 1 else []):
         rates = [f"{r[k]:,} {label} tokens/s per node" for k, label in
@@ -33,3 +37,25 @@ def plan_text(result: PlanResult) -> str:
             batch = f" (batch {r['batchPerRank']} per rank)" if "batchPerRank" in r else ""
             lines.append(f"   {r.get('name', r['mode'])}: {', '.join(rates)}{batch}")
     return "\n".join(lines) + "\n"
+
+
+def _regime_lines(result: PlanResult, req) -> list[str]:
+    """Per listed candidate, the regime of its TTFT, TPOT and tokens/s; then each regime's
+    measured bench error once."""
+    from ..perf.regimes import roles_regimes
+    s = req.spec
+    seen: dict[str, object] = {}
+    lines = []
+    for c in result.candidates[:10]:
+        if not c.roles:
+            continue
+        reg = roles_regimes(c.roles, s.nodePools, s.model.architecture)
+        figs = (("TTFT", reg["ttftMs"]), ("TPOT", reg["tpotMs"]),
+                ("tokens/s", reg["outputTokensPerSec"]))
+        lines.append(f"   #{c.rank} regimes: " + ", ".join(f"{n} {e.regime}" for n, e in figs))
+        for _, e in figs:
+            seen.setdefault(e.regime, e)
+    if seen:
+        lines.append("model error by regime (bench/planner_residuals.py over published figures):")
+        lines += [f"   {e.describe()}" for e in seen.values()]
+    return lines

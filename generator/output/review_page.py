@@ -278,7 +278,8 @@ def _predicted_text(p) -> str:
         parts.append(f"{p.output_per_node:,} output tokens/s per node")
     if p.input_per_node is not None:
         parts.append(f"{p.input_per_node:,} input tokens/s per node")
-    return "predicted: " + ", ".join(parts)
+    errors = dict.fromkeys(e.describe() for e in p.regimes.values())   # one per regime
+    return "predicted: " + ", ".join(parts) + ("; " + "; ".join(errors) if errors else "")
 
 
 def build(checked, plan, prediction=None) -> dict:

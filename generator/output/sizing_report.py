@@ -45,21 +45,29 @@ def sizing_json(checked, prediction=None) -> dict:
 
 
 def predicted_rows(p) -> list[tuple[str, str]]:
-    """Rows of one role's predicted figures (:class:`~generator.perf.predict.RolePrediction`)."""
+    """Rows of one role's predicted figures (:class:`~generator.perf.predict.RolePrediction`),
+    each with its regime and that regime's measured error (generator/perf/regimes.py)."""
+    def regime(field: str) -> str:
+        e = p.regimes.get(field)
+        return f"; {e.describe()}" if e is not None else ""
+
     rows = []
     if p.ttft_ms is not None:
-        rows.append(("TTFT", f"{p.ttft_ms:,.0f} ms (predicted: prefill + KV transfer + queue)"))
+        rows.append(("TTFT", f"{p.ttft_ms:,.0f} ms (predicted: request + prefill + KV transfer "
+                             f"+ queue{regime('ttftMs')})"))
     if p.tpot_ms is not None:
         fed = "" if p.fed_batch == p.batch_per_rank else \
             f"; sized for {p.batch_per_rank}, prefill feeds fewer"
         rows.append(("TPOT", f"{p.tpot_ms:,.1f} ms (predicted at batch {p.fed_batch} per "
-                             f"rank{fed})"))
+                             f"rank{fed}{regime('tpotMs')})"))
     if p.output_per_node is not None:
         rows.append(("output", f"{p.output_per_node:,} tokens/s per node at the sized batch "
-                               f"{p.batch_per_rank}; {p.output_total:,} delivered (predicted)"))
+                               f"{p.batch_per_rank}; {p.output_total:,} delivered (predicted"
+                               f"{regime('outputTokensPerSec')})"))
     if p.input_per_node is not None:
         rows.append(("input", f"{p.input_per_node:,} tokens/s per node with every GPU busy; "
-                              f"{p.input_total:,} delivered at the sized load (predicted)"))
+                              f"{p.input_total:,} delivered at the sized load (predicted"
+                              f"{regime('inputTokensPerSec')})"))
     return rows
 
 

@@ -6,7 +6,9 @@
 * :mod:`.loop`: queueing and the closed loop (prefill M/D/1, the rate a concurrency sustains);
 * :mod:`.candidate`: the evaluated deployment and ranked result types;
 * :mod:`.evaluate`: a fixed layout timed as given; :mod:`.predict`: an InferenceDeployment's
-  predicted figures (the deployment model's ``prediction``).
+  predicted figures (the deployment model's ``prediction``);
+* :mod:`.regimes`: which regime a predicted figure is in and that regime's measured error
+  (``data/regime-errors.json``, from bench/planner_residuals.py).
 
 Below the deployment model and the pipeline: nothing here checks a spec or plans a search
 (``generator/capacity`` does, above the pipeline).

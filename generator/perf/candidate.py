@@ -82,14 +82,17 @@ def assumptions(req: PlanRequest) -> list[str]:
          "where the attention kernel computes in FP8) + expert all-to-all (RDMA "
          f"{perf.ETA_A2A:.0%}, NVLink {perf.ETA_NVLINK:.0%} per direction) + TP all-reduce + "
          "collective latencies + MTP draft passes + "
-         f"{perf.STEP_OVERHEAD_S * 1000:.0f} ms per step; the search assumes no all-to-all "
+         "fixed costs per decode layer and per expert slice by GPU family (perf.FIXED_COSTS); "
+         "the search assumes no all-to-all "
          f"overlap (moe.overlap in a fixed layout: two_batch hides {perf.OVERLAP_TWO_BATCH:.0%} "
          f"of the shorter of computation and all-to-all, single_batch "
          f"{perf.OVERLAP_SINGLE_BATCH:.0%} of the combine)"),
         (f"prefill: GEMMs at {perf.ETA_PREFILL:.0%} of the {peak} peak (H20: "
          f"{perf.ETA_PREFILL_BY_GPU['H20-96GB']:.0%}; 4-bit experts without FP4 cores at "
          f"{perf.DEQUANT_4BIT_PREFILL:.0%} of that), attention at {perf.ETA_ATTN:.0%} of the BF16 "
-         "peak, plus TP all-reduce and DeepEP all-to-all (bench/published_cases.yaml)"),
+         "peak, plus TP all-reduce and DeepEP all-to-all (bench/published_cases.yaml); TTFT adds "
+         "the per-request cost and the prefill step's launches (perf.FIXED_COSTS); a unified "
+         "role's decode waits for its prefill steps (perf.interleaved)"),
         (f"context per sequence: input + output/2 = "
         f"{s.workload.inputTokens + s.workload.outputTokens // 2} tokens (mean); {spec_txt}"),
         f"inter-node RDMA {s.network.interNodeGbps:g} Gbit/s per GPU; KV cache {s.constraints.kvCacheDtype}",

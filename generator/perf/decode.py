@@ -121,9 +121,13 @@ def _model_shape(cfg: dict, fmt: str, kv_bytes_per_token: float) -> perf.ModelSh
                            qk_head=qk, v_head=v, latent=latent, attn_window=window,
                            n_group=cfg.get("n_group") or 0, topk_group=cfg.get("topk_group") or 0,
                            lm_head_bytes=2.0 * cfg["vocab_size"] * cfg["hidden_size"],
-                           expert_bits=4 if fmt in ("w4a8", "mxfp4", "nvfp4", "w4a16")
+                           expert_bits=4 if fmt in ("w4a8", "mxfp4", "nvfp4", "nvfp4-v2",
+                                                    "w4a16")
                            else 16 if fmt == "bf16"
-                           else 8, latent_v=latent_v)
+                           else 8, latent_v=latent_v,
+                           sparse_mla=bool(cfg.get("index_topk")) and not cfg.get("compress_ratios"),
+                           indexer_heads=cfg.get("index_n_heads") or 0,
+                           indexer_dim=cfg.get("index_head_dim") or 0)
 
 
 #: Checkpoint formats whose GEMMs run in BF16: unquantized, and weight-only 4-bit (``w4a16``:
@@ -208,13 +212,15 @@ def decode_estimate(req: PlanRequest, role: RoleInput, z: RoleSizing, pool,
                                 ctx=ctx_avg, gpus_per_node=pool.gpusPerNode,
                                 inter_gbps=s.network.interNodeGbps, draft=k,
                                 bf16=bf16_compute(s.model.weights), attn_fp8=fp8_attn,
-                                drafter=drafter(req), mnnvl=s.network.mnnvl)
+                                drafter=drafter(req), mnnvl=s.network.mnnvl,
+                                all2all=role.moe.all2all if role.moe else None)
     if cap_b < 1:
         return None
     if per_rank_needed is not None:
         b = per_rank_needed
-        # The validator's rule (SIZ003): the required sequences fit at maxModelLen.
-        if b * z.max_model_len > z.kv_tokens_per_rank:
+        # The validator's rule (SIZ003): the required sequences fit at the workload's mean
+        # context (input + output / 2, within maxModelLen).
+        if not z.holds(b, min(z.max_model_len, wl.inputTokens + wl.outputTokens // 2)):
             return None
     elif wl.requestsPerSecond:
         b = 1

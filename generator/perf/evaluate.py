@@ -106,7 +106,9 @@ def evaluate(req: PlanRequest, prov: Provenance | None = None,
                             gpus_per_node=pool.gpusPerNode,
                             inter_gbps=s.network.interNodeGbps, weights_bytes=z.weights * 2**30,
                             bf16=bf16_compute(s.model.weights),
-                            overlap=ri.moe.overlap if ri.moe else None, mnnvl=s.network.mnnvl)
+                            overlap=ri.moe.overlap if ri.moe else None, mnnvl=s.network.mnnvl,
+                            batch_tokens=z.batched_tokens,
+                            graphs=s.engine.name == "vllm" and not ri.serving.enforceEager)
 
     dec_name = next(r.name for r in roles if r.mode in ("decode", "unified"))
     r, ri, z = sized[dec_name]
@@ -165,6 +167,12 @@ def evaluate(req: PlanRequest, prov: Provenance | None = None,
     return PlanResult([cand], reachable, cand.bound, assumptions(req))
 
 
+def mean_len(z, wl) -> int:
+    """Tokens a decoding sequence holds on average under the workload (input + output / 2,
+    within maxModelLen): the length SIZ003 admits the concurrency at."""
+    return min(z.max_model_len, wl.inputTokens + wl.outputTokens // 2)
+
+
 def _role_json(r: sm.Role) -> dict:
     return {"name": r.name, "mode": r.mode, "nodePool": r.nodePool, "replicas": r.replicas,
             "parallel": r.parallel.model_dump(exclude_none=True)}
@@ -187,7 +195,7 @@ def _size_fixed(req: PlanRequest, roles: list, inputs: list[RoleInput], dialect,
                 per_rank: int | None, ranks: int, finding) -> dict:
     """Size each fixed role with the validator's code; report through ``finding`` a layout
     that is impossible (LAY001), does not fit (SIZ001), cannot take the workload's requests
-    (PLN003) or cannot hold its share of the sequences at maxModelLen (SIZ003). Returns
+    (PLN003) or cannot hold its share of the sequences at the mean context (SIZ003). Returns
     {role name: (role, role input at its concurrency, sizing)} of the roles sized."""
     s = req.spec
     wl = s.workload
@@ -214,11 +222,11 @@ def _size_fixed(req: PlanRequest, roles: list, inputs: list[RoleInput], dialect,
                     f"maxModelLen >= {need}, or shorter workload.inputTokens/outputTokens")
         if z.kv_cache <= 0:
             pass
-        elif r.mode != "prefill" and per_rank and per_rank * z.max_model_len > z.kv_tokens_per_rank:
+        elif r.mode != "prefill" and per_rank and not z.holds(per_rank, mean_len(z, wl)):
             finding("SIZ003", i, "parallel",
-                    f"role {r.name!r}: {per_rank} sequences of {z.max_model_len} tokens per "
-                    f"rank (workload.concurrency over {ranks} decode ranks) exceed its "
-                    f"{z.kv_tokens_per_rank:,} KV tokens",
-                    f"at most {z.kv_tokens_per_rank // z.max_model_len} sequences per rank: "
+                    f"role {r.name!r}: {per_rank} sequences of {mean_len(z, wl)} tokens on "
+                    f"average (input + output / 2) per rank (workload.concurrency over "
+                    f"{ranks} decode ranks) exceed its {z.kv_tokens_per_rank:,} KV tokens",
+                    f"at most {z.kv_tokens_per_rank // mean_len(z, wl)} sequences per rank: "
                     "lower workload.concurrency or add decode ranks")
     return sized

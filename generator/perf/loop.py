@@ -14,6 +14,7 @@ from ..spec.request import PlanRequest
 from . import terms as perf
 from .candidate import Candidate, RoleChoice
 from .decode import decode_curve
+from .interleave import Interleave, interleaved
 
 
 def _in_flight(wl, capacity: int) -> int:
@@ -88,7 +89,7 @@ def pd_candidate(req: PlanRequest, prefill: RoleChoice, decode: RoleChoice,
 
     def wait(rate: float) -> float:
         rho = min(rate / prefill_cap, 0.95) if prefill_cap else 0.95
-        return pre.latency_s * (1 + rho / (2 * (1 - rho))) + kv_t   # M/D/1 at prefill
+        return pre.request_s + pre.latency_s * (1 + rho / (2 * (1 - rho))) + kv_t   # M/D/1
 
     if wl.concurrency:
         rho_max = 0.95
@@ -99,7 +100,7 @@ def pd_candidate(req: PlanRequest, prefill: RoleChoice, decode: RoleChoice,
         def in_loop(r: float) -> float:   # wait(r) + OSL x TPOT at the fed batch, inlined
             rho = min(r / prefill_cap, 0.95)
             b = fed_at(r, osl)
-            return r * (lat * (1 + rho / (2 * (1 - rho))) + kv_t
+            return r * (pre.request_s + lat * (1 + rho / (2 * (1 - rho))) + kv_t
                         + osl * tpot_of(b if b is not None else b_max))
 
         r_max = min(prefill_cap * rho_max, decode_cap)
@@ -139,54 +140,78 @@ def pd_candidate(req: PlanRequest, prefill: RoleChoice, decode: RoleChoice,
 def unified_candidate(req: PlanRequest, unified: RoleChoice, pre: perf.PrefillEstimate,
                        est: perf.DecodeEstimate, z: RoleSizing, retime=None,
                        draft: int = 0) -> Candidate:
-    """Prefill and decode share the GPUs: prefill work takes a fraction busy = R / (n x prefill
-    requests/s) of the instances, during which decode stalls, so TPOT stretches to
-    t / (1 - busy) and R = S (1 - busy) / (OSL x t) for S sequences decoding at TPOT t.
+    """Prefill and decode share the GPUs (:func:`~generator.perf.interleave.interleaved`: prefill steps hold the
+    instance's decode, attention DP synchronises its ranks), so a decoding sequence's TPOT
+    stretches with the arrival rate R; TTFT = the per-request cost + the prefill latency with
+    its M/D/1 wait at the time share ``busy`` prefill takes.
 
-    Open load: S is the sized batch over the ranks (capacity), R = S / (OSL x t + S / (n x
-    prefill req/s)). Fixed ``concurrency`` (a closed loop): the sequences decoding and those
-    waiting for prefill add up to it, R x (TTFT(R) + OSL x t(b) / (1 - busy)) = concurrency,
-    with t timed at the batch b that R keeps decoding (:class:`DecodeCurve`); beyond the
-    capacity the rest wait: TTFT = concurrency / R - OSL x TPOT."""
+    Open load: S sequences decode (the sized batch over the ranks, or the workload's
+    concurrency), R x OSL x TPOT(R) = S. Fixed ``concurrency`` (a closed loop): the sequences
+    decoding and those waiting for prefill add up to it, R x (TTFT(R) + OSL x TPOT(R)) =
+    concurrency, with the decode step timed at the batch R keeps decoding
+    (:class:`DecodeCurve`); beyond the capacity (busy 95 % or the sized batch) the rest wait:
+    TTFT = concurrency / R - OSL x TPOT."""
     wl = req.spec.workload
     osl = wl.outputTokens
     ul = unified.layout
     ranks = unified.instances * ul.data * ul.pipeline
-    cap = unified.instances * pre.requests_per_s
+    per_inst = ul.data * ul.pipeline
+    engine = req.spec.engine.name
 
     def wait(busy: float) -> float:
-        return pre.latency_s * (1 + busy / (2 * (1 - busy)))
+        return pre.request_s + pre.latency_s * (1 + busy / (2 * (1 - busy)))
+
+    def mix(r: float, t_dec: float, b: float) -> Interleave:
+        return interleaved(r / unified.instances, t_dec, pre, data=ul.data, engine=engine,
+                                sequences=b * per_inst, osl=osl)
+
+    curve = decode_curve(req, est, ranks, retime, draft) if wl.concurrency else None
+
+    def point(r: float) -> tuple[Interleave, int]:
+        """The interleave at rate r and the batch per rank it keeps decoding (the sized batch
+        beyond the capacity)."""
+        if curve is None:
+            return mix(r, est.tpot_s, est.batch_per_rank), est.batch_per_rank
+        b = curve.fed(r, osl) or curve.b_max
+        m = mix(r, curve.tpot(b), b)
+        b = curve.fed(r, osl, m.tpot_s / curve.tpot(b)) or curve.b_max
+        return mix(r, curve.tpot(b), b), b
+
+    def capacity(seqs: float) -> float:
+        """The rate at which ``seqs`` sequences decode: R x OSL x TPOT(R) = seqs (bisection;
+        at most where prefill takes 95 % of the time)."""
+        lo, hi = 0.0, seqs / (osl * est.tpot_s)
+        for _ in range(60):
+            mid = (lo + hi) / 2
+            m = point(mid)[0]
+            if m.busy < 0.95 and mid * osl * m.tpot_s < seqs:
+                lo = mid
+            else:
+                hi = mid
+        return lo
 
     if wl.concurrency:
-        curve = decode_curve(req, est, ranks, retime, draft)
-        # Decode at its sized batch: R x OSL x t_B / (1 - R / cap) = ranks x B.
-        r_dec = ranks * est.batch_per_rank / (osl * est.tpot_s + ranks * est.batch_per_rank
-                                              / cap)
-
         def in_loop(r: float) -> float:
-            busy = min(r / cap, 0.95)
-            b = curve.fed(r, osl, 1 / (1 - busy))
-            t = curve.tpot(b if b is not None else curve.b_max)
-            return r * (wait(busy) + osl * t / (1 - busy))
+            m = point(r)[0]
+            return r * (wait(m.busy) + osl * m.tpot_s)
 
-        rate, capped = _solve_closed_loop(wl.concurrency, min(0.95 * cap, r_dec), in_loop)
-        busy = min(rate / cap, 0.95)
-        fed = curve.fed(rate, osl, 1 / (1 - busy)) or curve.b_max
-        tpot = curve.tpot(fed) / (1 - busy)
+        rate, capped = _solve_closed_loop(wl.concurrency,
+                                          capacity(ranks * est.batch_per_rank), in_loop)
+        m, batch = point(rate)
+        busy, tpot = m.busy, m.tpot_s
         ttft = wait(busy)
         if capped and rate:
             ttft = max(ttft, wl.concurrency / rate - osl * tpot)
-        batch = fed
         sustains = True
     else:
         seqs = _in_flight(wl, ranks * est.batch_per_rank)
-        rate = seqs / (osl * est.tpot_s + seqs / cap)
+        rate = capacity(seqs)
         sustains = True
         if wl.requestsPerSecond:
             sustains = rate >= wl.requestsPerSecond * 0.999
             rate = min(rate, wl.requestsPerSecond)
-        busy = min(rate / cap, 0.95)
-        tpot = est.tpot_s / (1 - busy)
+        m = mix(rate, est.tpot_s, est.batch_per_rank)
+        busy, tpot = m.busy, m.tpot_s
         ttft = wait(busy)
         batch = est.batch_per_rank
     gpus = unified.gpus

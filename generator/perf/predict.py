@@ -18,6 +18,7 @@ from ..catalog import ARCHITECTURES
 from ..spec.models import InferenceDeployment
 from ..spec.request import PlanRequest
 from .evaluate import evaluate
+from .regimes import roles_regimes
 
 #: RDMA bandwidth per GPU when the spec does not give ``network.interNodeGbps`` (Gbit/s): one
 #: ConnectX-7 NDR port per GPU, as in the HGX H100/H20 reference designs.
@@ -48,6 +49,9 @@ class RolePrediction:
         batch_per_rank: sequences per decode rank the role is sized for (``sizing.concurrency``).
         fed_batch: sequences per decode rank at the predicted operating point (fewer when
             prefill cannot feed the sized batch); TPOT is timed at this batch.
+        regimes: per figure this role quotes (``ttftMs``, ``tpotMs``, ``outputTokensPerSec``,
+            ``inputTokensPerSec``), its regime and measured bench error
+            (:class:`~generator.perf.regimes.RegimeError`).
     """
 
     name: str
@@ -60,16 +64,20 @@ class RolePrediction:
     input_total: int | None = None
     batch_per_rank: int | None = None
     fed_batch: int | None = None
+    regimes: dict = field(default_factory=dict)
 
     def to_json(self) -> dict:
-        """Camel-case JSON, absent figures left out."""
+        """Camel-case JSON, absent figures left out; ``regimes`` per figure quoted."""
         out = {"ttftMs": self.ttft_ms, "tpotMs": self.tpot_ms,
                "outputTokensPerSecPerNode": self.output_per_node,
                "inputTokensPerSecPerNode": self.input_per_node,
                "outputTokensPerSec": self.output_total,
                "inputTokensPerSec": self.input_total,
                "batchPerRank": self.batch_per_rank, "fedBatchPerRank": self.fed_batch}
-        return {k: v for k, v in out.items() if v is not None}
+        out = {k: v for k, v in out.items() if v is not None}
+        if self.regimes:
+            out["regimes"] = {k: e.to_json() for k, e in self.regimes.items()}
+        return out
 
 
 @dataclass
@@ -171,6 +179,7 @@ def predict(doc: InferenceDeployment) -> Prediction:
     s = doc.spec
     out = Prediction(total_tps=cand.total_tps, output_tps=cand.output_tps, bound=cand.bound,
                      assumptions=res.assumptions, notes=list(cand.notes))
+    regimes = roles_regimes(s.roles, s.nodePools, s.model.architecture)
     for r, j in zip(s.roles, cand.roles):
         p = RolePrediction(r.name, r.mode, batch_per_rank=j.get("batchPerRank"),
                            output_per_node=j.get("outputTokensPerSecPerNode"),
@@ -178,10 +187,12 @@ def predict(doc: InferenceDeployment) -> Prediction:
         if r.mode != "decode":
             p.ttft_ms = round(cand.ttft_ms, 1)
             p.input_total = round(cand.total_tps - cand.output_tps)
+            p.regimes |= {k: regimes[k] for k in ("ttftMs", "inputTokensPerSec")}
         if r.mode != "prefill":
             p.tpot_ms = round(cand.tpot_ms, 1)
             p.fed_batch = cand.decode_batch or p.batch_per_rank
             p.output_total = round(cand.output_tps)
+            p.regimes |= {k: regimes[k] for k in ("tpotMs", "outputTokensPerSec")}
         out.roles[r.name] = p
     out.sanity = sanity(doc, req, cand.ttft_ms, out)
     return out

@@ -1,15 +1,20 @@
 """Performance model of the planner: decode and prefill time per GPU from first principles.
 
-Every estimate is a sum of physical costs divided by a named efficiency; the efficiencies are
-the only fitted numbers, each calibrated on a published figure (tests/test_planner.py states the
-figures and tolerances). Units: bytes, FLOPs, seconds.
+Every estimate is a sum of physical costs divided by a named efficiency, plus named fixed costs
+of the engine on a GPU family (:class:`FixedCosts`, :data:`FIXED_COSTS`); the efficiencies and
+fixed costs are the only fitted numbers, each fitted to named published figures of the
+development split of bench/published_cases.yaml (bench/fit_constants.py; held-out figures are
+never fitted). bench/planner_residuals.py reports the error per regime (perf/regimes.py).
+Units: bytes, FLOPs, seconds.
 
 Decode step of one data-parallel rank holding ``b`` sequences (and its GPUs), :class:`StepTerms`:
 
 * memory: the weights the step reads (every non-expert tensor of the GPU, and the local
   experts that at least one token of the step is routed to: with T tokens routed top-k over E
   experts, a given expert is hit with probability 1 - (1 - 1/E)^(T x k)) plus the KV cache of the
-  rank's sequences (MLA latent, replicated per TP rank), at HBM bandwidth x :data:`ETA_HBM`;
+  rank's sequences (MLA latent, replicated per TP rank), at HBM bandwidth x :data:`ETA_HBM`
+  (per family), plus :attr:`FixedCosts.moe_slice_s` per routed-expert slice read (a whole
+  expert under EP, a 1/TP column slice under TP: the MoE's efficiency by slice);
 * compute: 2 x active parameters per token at the GPU's dense FP8 (or BF16) peak x
   :data:`ETA_DECODE_COMPUTE` (per GPU family), plus absorbed-MLA attention over the context (or
   the sparse-attention window of V3.2/V4) at the BF16 peak x :data:`ETA_ATTN`, x
@@ -17,10 +22,12 @@ Decode step of one data-parallel rank holding ``b`` sequences (and its GPUs), :c
 * communication: expert-parallel dispatch (FP8) + combine (BF16) of every token's top-k copies,
   the inter-node share over RDMA x :data:`ETA_A2A` and the rest over one NVLink direction x
   :data:`ETA_NVLINK` (the NVLink domain is the node, or the rack on NVL72); TP all-reduces (two
-  per layer); a latency floor per collective (:data:`A2A_LATENCY_S`, :data:`ALLREDUCE_LATENCY_S`);
+  per layer); a latency floor per collective (per family: DeepEP's dispatch / combine, the
+  token gather / scatter of EP without DeepEP, the TP all-reduce);
 * speculative decoding: the draft passes (MTP: SGLang's draft extend + k, vLLM k; DeepSeek-V4
   DSpark: one forward of :data:`DSPARK_LAYERS` layers), each one layer's weights and the LM head;
-* a fixed per-step cost :data:`STEP_OVERHEAD_S` (scheduling, sampling, launch);
+* a fixed per-step cost, :attr:`FixedCosts.decode_layer_s` per layer (scheduling, sampling,
+  the kernel chain under CUDA graphs; DeepSeek-V3.2 adds :data:`fixed.SPARSE_DECODE_LAYER_S`);
 * step = max(memory, compute) + communication + latencies + drafts + overhead, where two-batch
   overlap (SGLang TBO, vLLM DBO) hides :data:`OVERLAP_TWO_BATCH` of the shorter of work and
   all-to-all and single-batch overlap (SGLang SBO) :data:`OVERLAP_SINGLE_BATCH` of the combine;
@@ -30,8 +37,13 @@ Decode step of one data-parallel rank holding ``b`` sequences (and its GPUs), :c
 Prefill of one request of ``isl`` tokens on an instance (:func:`prefill`): dense and expert GEMMs
 at the FP8 (BF16) peak x :data:`ETA_PREFILL` (per GPU family; 4-bit experts on GPUs without FP4
 at :data:`DEQUANT_4BIT_PREFILL` of it), causal attention at the BF16 peak x :data:`ETA_ATTN`, TP
-all-reduce and DeepEP's node-deduplicated all-to-all; TTFT adds the KV transfer to the decode side
-over the network (:func:`kv_transfer_time`).
+all-reduce and DeepEP's node-deduplicated all-to-all (DeepSeek-V3.2: its indexer and the
+latent-form sparse MLA at :data:`ETA_SPARSE_PREFILL`); the step's kernel launches
+(:attr:`FixedCosts.prefill_layer_s` per layer, + ``dp_sync_layer_s`` under attention DP) partly
+hidden behind that work (:func:`step_time`). TTFT = the per-request cost off the GPU
+(:attr:`FixedCosts.request_s`) + the prefill step + its queue + the KV transfer to the decode side
+over the network (:func:`kv_transfer_time`). One role serving both phases interleaves prefill
+steps with decode (:func:`generator.perf.interleave.interleaved`).
 """
 
 from __future__ import annotations
@@ -40,6 +52,16 @@ import math
 from dataclasses import dataclass
 
 from ..catalog import Gpu
+from . import fixed
+from .fixed import (  # noqa: F401 (re-exported: the fixed costs are part of the model's terms)
+    A2A_LATENCY_S,
+    ALLREDUCE_LATENCY_S,
+    FIXED_COSTS,
+    STEP_OVERHEAD_S,
+    FixedCosts,
+    fixed_costs,
+    step_time,
+)
 
 #: Fraction of HBM bandwidth a decode step achieves (weights + KV streaming). Typical for
 #: large-batch GEMV/grouped-GEMM decode kernels on Hopper (DeepGEMM / FlashMLA reach 70-85 %).
@@ -53,12 +75,14 @@ ETA_HBM = 0.75
 ETA_DECODE_COMPUTE = 0.32
 ETA_DECODE_COMPUTE_BY_GPU = {"H20-96GB": 0.45, "H20-141GB": 0.45}
 #: Fraction of the dense FP8 (BF16) peak prefill GEMMs reach (dense + grouped MoE GEMMs), per
-#: GPU family as above. H20: fitted to Ant Group's TP8 prefill on H20-96G (16.5k input tokens/s
-#: per node at 4,096 tokens, with the TP all-reduce at one NVLink direction x ETA_NVLINK); other GPUs: to lmsys.org 2025-05-05's EP32 prefill on H100 (57.7k /
-#: 54.5k / 50.3k input tokens/s per node at 1K / 2K / 4K tokens, default EPLB: the constant
-#: absorbs its expert imbalance).
-ETA_PREFILL = 0.40
-ETA_PREFILL_BY_GPU = {"H20-96GB": 0.80, "H20-141GB": 0.80}
+#: GPU family as above (Blackwell: fixed.FIXED_COSTS ``prefill_eta``). H20: fitted to Ant
+#: Group's TP8 prefill on H20-96G (16.5k input tokens/s per node at 4,096 tokens, with the TP
+#: all-reduce at one NVLink direction x ETA_NVLINK); other GPUs: to lmsys.org 2025-05-05's EP32
+#: prefill on H100 (57.7k / 54.5k / 50.3k input tokens/s per node at 1K / 2K / 4K tokens,
+#: default EPLB: the constant absorbs its expert imbalance); both with the prefill step's
+#: exposed launches (fixed.PREFILL_LAUNCH_EXPOSED, bench/fit_constants.py).
+ETA_PREFILL = 0.38
+ETA_PREFILL_BY_GPU = {"H20-96GB": 0.86, "H20-141GB": 0.86}
 #: Rate of compute-bound expert GEMMs with 4-bit weights (w4a8, MXFP4) on a GPU without FP4
 #: tensor cores, relative to FP8 weights: the kernels dequantize to FP8 in the main loop. Not
 #: applied to weight-only ``w4a16`` (BF16 activations), whose GEMMs are timed at the BF16 peak
@@ -80,6 +104,12 @@ ETA_NVLINK = 0.78
 #: kernels 43-58 GB/s, low-latency kernels 39-46 GB/s at EP 64-256 (63-98 GB/s at EP 8-16, where
 #: part of the traffic stays within the node).
 ETA_A2A = 0.8
+#: Fraction of the peak DeepSeek-V3.2's sparse prefill kernels reach (the lightning indexer's
+#: FP8 logits, top-k selection and the latent-form sparse MLA), relative to the FP8 / BF16 peak:
+#: fitted to vLLM's V3.2-NVFP4 TP2 prefill-only ceiling on 2 x GB300 (7,360 tokens/s per GPU
+#: at 2K input, vllm-project.github.io _posts/2026-02-13-gb300-deepseek.md: "R1's prefill
+#: throughput capability is ~3x that of DeepSeek V3.2" on the same GPUs).
+ETA_SPARSE_PREFILL = 0.079
 #: Fraction of the BF16 peak MLA attention reaches: FlashMLA README (2025-04-22) 660 TFLOPS on
 #: H800 SXM5 (989 dense BF16) in the compute-bound decode regime = 0.67; FA3 prefill attention is
 #: of the same order (FlashAttention-3 paper: 600-740 TFLOPS BF16 on H100).
@@ -102,13 +132,6 @@ OVERLAP_TWO_BATCH = 0.5
 #: down-projection GEMMs) hides: Ant Group measured SBO +8-10 % at batch 20-56 on H20 EP16
 #: (lmsys.org 2025-09-26).
 OVERLAP_SINGLE_BATCH = 0.7
-#: Fixed cost of a decode step, s (scheduler, sampler, kernel launches under CUDA graphs).
-STEP_OVERHEAD_S = 0.003
-#: Latency of one TP all-reduce of a decode step (one-shot custom all-reduce over NVLink), s,
-#: and of one DeepEP low-latency dispatch or combine, s. Two of each per layer. Calibrated with
-#: seed 002's batch-1 TP8 (271 tokens/s) and DP16-EP16 (27.4 ms TPOT) figures.
-ALLREDUCE_LATENCY_S = 15e-6
-A2A_LATENCY_S = 25e-6
 
 
 @dataclass(frozen=True)
@@ -130,6 +153,9 @@ class ModelShape:
         lm_head_bytes: bytes of the LM head (vocabulary x hidden, BF16), read per MTP draft pass.
         expert_bits: bits per routed-expert weight of the checkpoint format (4: w4a8, MXFP4).
         latent_v: MLA decode value width per head (kv_lora_rank; DeepSeek-V4: head_dim).
+        sparse_mla: DeepSeek-V3.2's sparse attention (a lightning indexer of ``indexer_heads``
+            x ``indexer_dim`` picks ``attn_window`` keys per query; MLA in latent form); False
+            for dense MLA and for DeepSeek-V4's compressed attention.
     """
 
     active_params: float
@@ -151,6 +177,9 @@ class ModelShape:
     lm_head_bytes: float = 0.0
     expert_bits: int = 8
     latent_v: int = 512
+    sparse_mla: bool = False
+    indexer_heads: int = 0
+    indexer_dim: int = 0
 
     def attended(self, ctx: float) -> float:
         """Tokens one decode query attends to at context ``ctx``."""
@@ -217,6 +246,9 @@ class StepTerms:
         latency: collective latency floors (all-to-all and all-reduce).
         allreduce: TP all-reduce transfer time.
         draft: the MTP draft passes.
+        slices: the routed-expert slices' fixed cost (:attr:`FixedCosts.moe_slice_s` x slices
+            read), on the memory side.
+        fixed: the step's fixed cost (:attr:`FixedCosts.decode_layer_s` x layers).
     """
 
     weights: float
@@ -230,6 +262,8 @@ class StepTerms:
     latency: float
     allreduce: float
     draft: float
+    slices: float = 0.0
+    fixed: float = STEP_OVERHEAD_S
 
     def total(self, overlap: str | None) -> tuple[float, str]:
         """Step time (s) and the binding term's name under ``overlap``:
@@ -240,14 +274,14 @@ class StepTerms:
           computation and all-to-all is hidden;
         * ``single_batch`` (SGLang SBO): :data:`OVERLAP_SINGLE_BATCH` of the combine, up to the
           experts' GEMMs, is hidden."""
-        mem = self.weights + self.kv
+        mem = self.weights + self.kv + self.slices
         comp = self.gemm + self.attn
         a2a = self.dispatch + self.combine
         comm = a2a + self.allreduce
         work = max(mem, comp)
         latency = self.latency
         if overlap == "two_batch" and a2a:
-            work = max(2 * self.weights_half + self.kv, comp)
+            work = max(2 * self.weights_half + self.kv + self.slices, comp)
             hidden = OVERLAP_TWO_BATCH * min(work, a2a)
             latency = 2 * self.latency
         elif overlap == "single_batch" and a2a:
@@ -257,20 +291,23 @@ class StepTerms:
         bound = "decode HBM bandwidth" if mem >= comp else "decode compute"
         if comm > work:
             bound = "expert all-to-all network" if self.dispatch else "tensor all-reduce"
-        return work + comm - hidden + latency + self.draft + STEP_OVERHEAD_S, bound
+        return work + comm - hidden + latency + self.draft + self.fixed, bound
 
 
 def decode_terms(m: ModelShape, gpu: Gpu, *, batch: int, tensor: int, data: int, expert: bool,
                  nonexpert_bytes: float, local_experts_per_layer: float, ctx: float,
                  gpus_per_node: int, inter_gbps: float, draft: int, bf16: bool,
                  attn_fp8: bool = False, drafter: str = "sglang_mtp",
-                 mnnvl: bool = True) -> StepTerms:
+                 mnnvl: bool = True, all2all: str | None = None) -> StepTerms:
     """The terms of one decode step of one DP rank holding ``batch`` sequences of mean context
     ``ctx`` tokens, with ``draft`` MTP tokens per sequence (bytes and FLOPs per the module
     docstring). ``attn_fp8``: the attention kernel computes in FP8 (FP8 KV cache with FP8
     FlashMLA), else BF16. ``drafter``: ``sglang_mtp`` runs ``draft`` MTP passes after the draft
     extend, ``vllm_mtp`` ``draft - 1``, ``dspark`` one forward of :data:`DSPARK_LAYERS` layers
-    over the block."""
+    over the block. Fixed costs, HBM efficiency and collective latencies are the GPU family's
+    (:func:`fixed_costs`); ``all2all``: the expert all-to-all backend (DeepEP's dispatch and
+    combine, else a token gather and scatter: :attr:`FixedCosts.gather_latency_s`)."""
+    costs = fixed_costs(gpu)
     tokens_rank = batch * (1 + draft)                       # tokens this rank computes
 
     def expert_bytes(tokens: float) -> float:
@@ -282,11 +319,17 @@ def decode_terms(m: ModelShape, gpu: Gpu, *, batch: int, tensor: int, data: int,
             * _hit_fraction(tokens, m.topk, m.experts)
 
     expert_read = expert_bytes(tokens_rank)
+    # Expert slices this GPU reads per MoE layer: its local experts that a token hits (EP),
+    # or its 1/TP slice of every hit expert (TP).
+    if expert:
+        slices = local_experts_per_layer * _hit_fraction(tokens_rank * data, m.topk, m.experts)
+    else:
+        slices = m.experts * _hit_fraction(tokens_rank, m.topk, m.experts)
     if expert:
         expert_tokens = tokens_rank * data * m.topk / m.experts * local_experts_per_layer
     else:
         expert_tokens = tokens_rank * m.topk / tensor
-    hbm = gpu.hbm_gbps * 1e9 * ETA_HBM
+    hbm = gpu.hbm_gbps * 1e9 * (costs.hbm_eta or ETA_HBM)
     kv_read = batch * ctx * m.kv_bytes_per_token
     dense_flops = 2 * (m.active_params - m.topk * m.moe_layers * m.expert_params) \
         * tokens_rank / tensor
@@ -308,11 +351,12 @@ def decode_terms(m: ModelShape, gpu: Gpu, *, batch: int, tensor: int, data: int,
                     + (1 - remote) / (gpu.nvlink_gbps / 2 * 1e9 * ETA_NVLINK))
         dispatch = copies * 1 / rate                      # FP8 activations
         combine = copies * 2 / rate                       # BF16 outputs
-        latency += 2 * m.moe_layers * A2A_LATENCY_S
+        deepep = (all2all or "").startswith("deepep")
+        latency += 2 * m.moe_layers * (costs.a2a_latency_s if deepep else costs.gather_latency_s)
     if tensor > 1:
         ar = 2 * m.layers * 2 * tokens_rank * m.hidden * 2 * (tensor - 1) / tensor
         allreduce = ar / _tp_link(gpu, tensor, gpus_per_node, inter_gbps, mnnvl)
-        latency += 2 * m.layers * ALLREDUCE_LATENCY_S
+        latency += 2 * m.layers * costs.allreduce_latency_s
     draft_s = 0.0
     if draft:
         # The MTP module's passes: one over the step's accepted and drafted tokens (SGLang's
@@ -332,12 +376,16 @@ def decode_terms(m: ModelShape, gpu: Gpu, *, batch: int, tensor: int, data: int,
                 draft if drafter == "sglang_mtp" else draft - 1)
         for tokens, layers in passes:
             draft_s += max(layers * layer + head, layers * per_token * tokens) + DRAFT_PASS_S \
-                + (layers * (2 * A2A_LATENCY_S + a2a_token * tokens) if expert else 0.0)
+                + (layers * (2 * costs.a2a_latency_s + a2a_token * tokens) if expert else 0.0)
     return StepTerms(weights=(nonexpert_bytes + expert_read) / hbm, kv=kv_read / hbm,
                      weights_half=(nonexpert_bytes + expert_bytes(tokens_rank / 2)) / hbm,
                      gemm=(dense_flops + moe_flops) / peak, moe_gemm=moe_flops / peak,
                      attn=attn_flops / attn_peak, dispatch=dispatch, combine=combine,
-                     latency=latency, allreduce=allreduce, draft=draft_s)
+                     latency=latency, allreduce=allreduce, draft=draft_s,
+                     slices=m.moe_layers * slices * costs.moe_slice_s,
+                     fixed=m.layers * (costs.decode_layer_s
+                                       + (fixed.SPARSE_DECODE_LAYER_S if m.sparse_mla
+                                          else 0.0)))
 
 
 def decode_step(m: ModelShape, gpu: Gpu, *, overlap: str | None = None, **kw) -> tuple[float, str]:
@@ -372,11 +420,19 @@ class PrefillEstimate:
     latency_s: float
     requests_per_s: float
     bound: str = "prefill compute"
+    #: The prefill step's fixed cost (:attr:`FixedCosts.prefill_layer_s` x layers), s, and one
+    #: request's GPU time on its rank, s: latency_s = :func:`step_time` (step_s, work_s) (a GPU
+    #: busy with longer kernels hides their launches).
+    step_s: float = 0.0
+    work_s: float = 0.0
+    #: The per-request cost off the GPU (:attr:`FixedCosts.request_s`), part of TTFT, s.
+    request_s: float = 0.0
 
 
 def prefill(m: ModelShape, gpu: Gpu, *, isl: int, tensor: int, data: int, pipeline: int,
             expert: bool, gpus_per_node: int, inter_gbps: float, weights_bytes: float,
-            bf16: bool, overlap: str | None = None, mnnvl: bool = True) -> PrefillEstimate:
+            bf16: bool, overlap: str | None = None, mnnvl: bool = True,
+            batch_tokens: int = 8192, graphs: bool = False) -> PrefillEstimate:
     """Prefill of ``isl`` tokens on an instance of tensor x data x pipeline GPUs.
 
     One request runs on one data-parallel rank (attention, dense layers) while its MoE layers
@@ -390,14 +446,32 @@ def prefill(m: ModelShape, gpu: Gpu, *, isl: int, tensor: int, data: int, pipeli
     per-direction NVLink rate x :data:`ETA_NVLINK`, the two concurrently; FP8 out, BF16 back.
     Throughput keeps every GPU busy: GPUs / GPU time per request, where ``two_batch`` overlap
     hides :data:`OVERLAP_TWO_BATCH` of the shorter of computation and all-to-all. Latency is one
-    request on its rank, at least one read of the GPU's weights.
+    request on its rank, at least one read of the GPU's weights, and at least the prefill step's
+    fixed cost (:attr:`FixedCosts.prefill_layer_s` per layer, + ``dp_sync_layer_s`` under
+    attention DP: the kernel launches from Python, which a GPU busy with longer kernels hides;
+    with ``graphs``, a prefill step replayed from CUDA graphs as vLLM V1's piecewise graphs do
+    unless enforce-eager, ``decode_layer_s`` per layer); throughput spreads that cost over the
+    requests of one prefill batch of ``batch_tokens`` per rank (SGLang ``chunked_prefill_size``,
+    vLLM ``max_num_batched_tokens``: the sizing's profile batch).
+
+    DeepSeek-V3.2 (``m.sparse_mla``) prefills in the sparse path: its lightning indexer scores
+    every earlier token (``indexer_heads`` x ``indexer_dim``, FP8) and MLA runs in the absorbed
+    latent form (query-key over kv_lora + rope, value over kv_lora, as in decode) over at most
+    the indexer's top-k keys, both at :data:`ETA_SPARSE_PREFILL` of the FP8 / BF16 peak.
     """
+    costs = fixed_costs(gpu)
     gemm_peak = (gpu.bf16_tflops if bf16 else gpu.fp8_tflops) * 1e12 \
-        * ETA_PREFILL_BY_GPU.get(gpu.id, ETA_PREFILL)
+        * ETA_PREFILL_BY_GPU.get(gpu.id, costs.prefill_eta or ETA_PREFILL)
     attn_peak = gpu.bf16_tflops * 1e12 * ETA_ATTN
     moe = 2 * m.topk * m.moe_layers * m.expert_params * isl
     dense = 2 * m.active_params * isl - moe
-    attn = 2 * m.layers * m.heads * m.causal_pairs(isl) * (m.qk_head + m.v_head)
+    if m.sparse_mla:
+        # Attention and indexer at the sparse kernels' rate, expressed at attn_peak.
+        attn = (2 * m.layers * m.heads * m.causal_pairs(isl) * (m.latent + m.latent_v)
+                + 2 * m.layers * m.indexer_heads * m.indexer_dim * isl * isl / 2
+                * gpu.bf16_tflops / gpu.fp8_tflops) * ETA_ATTN / ETA_SPARSE_PREFILL
+    else:
+        attn = 2 * m.layers * m.heads * m.causal_pairs(isl) * (m.qk_head + m.v_head)
     rank_gpus = tensor * pipeline
     moe_gpus = rank_gpus * (data if expert else 1)
     # w4a16 (bf16) dequantizes its 4-bit experts to BF16 and runs at the BF16 peak already.
@@ -423,13 +497,22 @@ def prefill(m: ModelShape, gpu: Gpu, *, isl: int, tensor: int, data: int, pipeli
     comm = allreduce + a2a
     rank_t = (dense / gemm_peak + attn / attn_peak) / rank_gpus + moe / (moe_gpus * moe_peak) \
         + comm / rank_gpus
-    rank_t = max(rank_t, weights_bytes / (gpu.hbm_gbps * 1e9 * ETA_HBM))
+    rank_t = max(rank_t, weights_bytes / (gpu.hbm_gbps * 1e9 * (costs.hbm_eta or ETA_HBM)))
+    eager = costs.prefill_layer_s + (costs.dp_sync_layer_s if data > 1 else 0.0)
+    step_s = m.layers * ((costs.decode_layer_s if graphs else eager)
+                         + (fixed.SPARSE_PREFILL_LAYER_S if m.sparse_mla else 0.0))
+    per_step = max(1, batch_tokens // max(isl, 1))          # requests of one prefill batch
     gpus = tensor * data * pipeline
     hidden = OVERLAP_TWO_BATCH * min(compute, a2a) if overlap == "two_batch" else 0.0
-    busy = compute + comm - hidden
+    work = compute + comm - hidden                           # GPU-seconds per request
+    launches = step_s * rank_gpus / per_step
+    busy = step_time(launches, work)
     bound = "prefill compute" if compute >= comm else \
         "prefill expert all-to-all network" if a2a >= allreduce else "prefill tensor all-reduce"
-    return PrefillEstimate(rank_t, gpus / busy, bound)
+    return PrefillEstimate(step_time(step_s, rank_t), gpus / busy, bound, step_s, rank_t,
+                           costs.request_s)
+
+
 
 
 def kv_transfer_time(isl: int, kv_bytes_per_token: float, inter_gbps: float) -> float:

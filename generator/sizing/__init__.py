@@ -18,7 +18,7 @@ from .params import inventory
 from .result import RoleSizing
 from .sglang_budget import size_sglang
 from .vllm_budget import size_vllm
-from .weights import Placement, stage_weights
+from .weights import Placement, offload_stages, stage_weights
 
 __all__ = ["EngineRelease", "RoleSizing", "placement_for", "size_role"]
 
@@ -83,7 +83,8 @@ def size_role(role: RoleInput, gpu: Gpu, dialect: EngineRelease) -> RoleSizing:
     hit = _STAGES.get(key)
     if hit is None:   # the planner sizes one placement many times (concurrency varies)
         hit = _STAGES[key] = (cfg, stage_weights(inv, cfg, role.model.weights, place))
-    stages = hit[1]
+    stages = offload_stages(hit[1], inv, cfg, role.model.weights, place,
+                            role.serving.weightOffload)
     if dialect.engine == "sglang":
         return size_sglang(role, gpu, inv, cfg, stages, place, dialect.version)
     return size_vllm(role, gpu, dialect.version, dialect.gpu_memory_utilization_default,

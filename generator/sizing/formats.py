@@ -37,10 +37,12 @@ checkpoint may quantize; the rest, router, norms, embedding, lm_head, stay as th
   shared experts and the dense MLP of the first layers are ``nvfp4`` (per linear: U8
   ``weight``, F8_E4M3 ``weight_scale`` [out, in/16], F32 ``weight_scale_2`` and
   ``input_scale``), while attention, the indexer and the whole MTP layer are ``bf16``. The
-  router ``gate`` is not a Linear in DeepSeek's reference model and stays BF16. (The ``-v2``
-  checkpoints, e.g. nvidia/DeepSeek-R1-NVFP4-v2, also quantize ``o_proj`` ("additionally
-  quantizes the wo module in attention layers", their model card): moegen sizes the v1
-  layout, which holds 61 x 7168 x 16384 x (2 - 0.5625) B = 10.3 GB more over the model.)
+  router ``gate`` is not a Linear in DeepSeek's reference model and stays BF16.
+* ``nvfp4-v2``, DeepSeek-V3/R1/V3.1/V3.2: NVIDIA's ``-v2`` checkpoints (nvidia/DeepSeek-R1-0528-
+  NVFP4-v2, nvidia/DeepSeek-R1-NVFP4-v2: "additionally quantizes the wo module in attention
+  layers", their model cards): the ``nvfp4`` layout with each layer's attention output
+  projection ``o_proj`` also ``nvfp4`` (61 x 7168 x 16384 x (2 - 0.5625) B = 10.3 GB less over
+  the model than v1); the MTP layer stays BF16. On DeepSeek-V4 it is the hybrid ``nvfp4``.
 * ``nvfp4``, DeepSeek-V4 (nvidia/DeepSeek-V4-Pro-NVFP4, a hybrid: SGLang 0.5.23
   layers/quantization/modelopt_quant.py ``HybridFp8NvFp4Config``: "FP8 (linear/attention/MTP
   MoE) + NVFP4 (FusedMoE)"): routed experts ``nvfp4``, the MTP layer's experts ``mxfp4`` (its
@@ -70,7 +72,10 @@ from dataclasses import dataclass
 from ..catalog import Gpu
 
 #: The formats of ``spec.model.weights`` (docs/spec.md §2).
-FORMATS = ("bf16", "fp8", "w4a8", "mxfp4", "nvfp4", "w4a16")
+FORMATS = ("bf16", "fp8", "w4a8", "mxfp4", "nvfp4", "nvfp4-v2", "w4a16")
+#: The NVFP4 formats: the same kernels, engine paths and rules; they differ in which attention
+#: tensors are quantized (``o_proj`` in the ``-v2`` layout).
+NVFP4_FORMATS = ("nvfp4", "nvfp4-v2")
 #: FP8 block size (DeepSeek ``quantization_config.weight_block_size``).
 FP8_BLOCK = 128
 #: Group sizes of the 4-bit encodings.
@@ -81,15 +86,24 @@ GROUP_SCALE_BYTES = {"int4_g128": 2, "mxfp4": 1, "nvfp4": 1, "int4_g32": 2}
 #: (vLLM 0.33 quantization/modelopt.py ``ModelOptNvFp4FusedMoE.create_weights``).
 NVFP4_TENSOR_SCALES = 2 * 4
 #: Routed-expert encoding of the 4-bit formats.
-EXPERT_ENCODING = {"w4a8": "int4_g128", "mxfp4": "mxfp4", "nvfp4": "nvfp4", "w4a16": "int4_g32"}
+EXPERT_ENCODING = {"w4a8": "int4_g128", "mxfp4": "mxfp4", "nvfp4": "nvfp4", "nvfp4-v2": "nvfp4",
+                   "w4a16": "int4_g32"}
 #: Components the ModelOpt DeepSeek recipe quantizes to NVFP4 (MLP linears); the rest of the
 #: quantized tensors (attention, indexer) it keeps in BF16.
 NVFP4_MLP = ("routed_experts", "shared_experts", "dense_mlp")
+#: The attention tensor the ``nvfp4-v2`` layout also quantizes (``params.Tensor.name``).
+NVFP4_V2_ATTENTION = ("attn.o_proj",)
+
+
+def base_format(fmt: str) -> str:
+    """The format whose kernels and engine paths ``fmt`` uses (``nvfp4`` for ``nvfp4-v2``)."""
+    return "nvfp4" if fmt in NVFP4_FORMATS else fmt
 
 
 def encoding(component: str, quantized: bool, fmt: str, *, v4: bool = False,
-             mtp: bool = False) -> str:
-    """The encoding a tensor of ``component`` has in a checkpoint of format ``fmt``.
+             mtp: bool = False, name: str = "") -> str:
+    """The encoding a tensor of ``component`` (``name``: its ``params.Tensor.name``) has in a
+    checkpoint of format ``fmt``.
 
     ``quantized``: the tensor is a linear layer checkpoints quantize (``Tensor.quantized``);
     ``v4``: the model is DeepSeek-V4 (``model_type: deepseek_v4``); ``mtp``: the tensor belongs
@@ -99,8 +113,12 @@ def encoding(component: str, quantized: bool, fmt: str, *, v4: bool = False,
         return "bf16"
     if fmt == "fp8":
         return "fp8_block"
-    if fmt == "nvfp4" and not v4:
-        return "nvfp4" if component in NVFP4_MLP and not mtp else "bf16"
+    if fmt in NVFP4_FORMATS and not v4:
+        if mtp:
+            return "bf16"
+        v2 = fmt == "nvfp4-v2" and name in NVFP4_V2_ATTENTION
+        return "nvfp4" if component in NVFP4_MLP or v2 else "bf16"
+    fmt = base_format(fmt)
     if fmt == "nvfp4" and mtp and component == "routed_experts":
         return "mxfp4"   # V4-NVFP4: the MTP layer's experts keep the source MXFP4
     if component == "routed_experts":
@@ -240,6 +258,7 @@ def storage(engine: str, fmt: str, gpu: Gpu) -> Storage | None:
     """The :data:`ENGINE_STORAGE` row of ``engine``/``fmt`` on ``gpu`` (None: not tabled, the
     checkpoint's bytes and the engine's usual kernels)."""
     plat = platform_of(gpu)
+    fmt = base_format(fmt)
     for s in ENGINE_STORAGE:
         if s.engine == engine and s.fmt == fmt and s.platform == plat:
             return s

@@ -30,6 +30,9 @@ class RoleSizing:
             (vLLM gpu_memory_utilization; SGLang mem_fraction_static).
         outside_pool: SGLang: memory left outside the static pool for activations, graphs and
             buffers, GiB (0 for vLLM).
+        admit_len: the tokens a sequence holds on average under the deployment's traffic
+            (``spec.traffic``: input + output / 2), which :attr:`fits` and SIZ003 admit the
+            required concurrency at; 0: at ``max_model_len``.
     """
 
     name: str
@@ -55,6 +58,7 @@ class RoleSizing:
     utilization: float
     outside_pool: float = 0.0
     seq_layout: Any = None
+    admit_len: int = 0
     findings: list = field(default_factory=list)
 
     def longest_len_for(self, sequences: int) -> int:
@@ -76,6 +80,11 @@ class RoleSizing:
                 hi = mid - 1
         return lo
 
+    def holds(self, sequences: int, length: int) -> bool:
+        """Whether one DP rank's KV cache holds ``sequences`` sequences of ``length`` tokens
+        (:meth:`longest_len_for`)."""
+        return sequences <= 0 or self.longest_len_for(sequences) >= length
+
     @property
     def fraction_base(self) -> float:
         """GiB the memory fraction multiplies: SGLang's memory at startup (static pool + what
@@ -87,11 +96,13 @@ class RoleSizing:
 
     @property
     def fits(self) -> bool:
-        """The role starts, holds its required concurrency at max_model_len, and (SGLang) has
+        """The role starts, holds its required concurrency at max_model_len (at
+        :attr:`admit_len` when the traffic gives it), and (SGLang) has
         room outside the static pool for activations, CUDA graphs and buffers."""
         outside_ok = self.engine != "sglang" or self.outside_pool >= self.activation + self.overhead
-        return self.kv_cache > 0 and self.max_concurrency >= self.per_rank_required \
-            and self.max_concurrency >= 1 and outside_ok
+        admitted = self.holds(self.per_rank_required, self.admit_len) if self.admit_len \
+            else self.max_concurrency >= self.per_rank_required
+        return self.kv_cache > 0 and admitted and self.max_concurrency >= 1 and outside_ok
 
     def to_json(self) -> dict:
         """docs/spec.md §4 form (GiB rounded to 0.01, concurrency to 0.1)."""

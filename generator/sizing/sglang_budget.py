@@ -171,8 +171,15 @@ def size_sglang(role: RoleInput, gpu: Gpu, inv, cfg: dict, stages, place,
                        len(ratios) + mtp, running_per_rank=running, mtp=mtp > 0)
 
     rope = v4_rope_tables_gib(cfg)
+
+    def capped(pool_gib: float) -> float:
+        """serving.kvCacheMemoryBytes renders --max-total-tokens (bytes / bytes per token),
+        which caps the pool mem_fraction_static sizes (model_runner_kv_cache_mixin.py
+        ``max_total_num_tokens = min(..., server_args.max_total_tokens)``)."""
+        return min(pool_gib, s.kvCacheMemoryBytes / GIB) if s.kvCacheMemoryBytes else pool_gib
+
     st, weights, pool, tokens, per_token, sequences, seq_layout = worst_stage(
-        stages, inv, cfg, place, s.kvCacheDtype, max_len, lambda w: pre * mfs - w - rope,
+        stages, inv, cfg, place, s.kvCacheDtype, max_len, lambda w: capped(pre * mfs - w - rope),
         v4_cache)
     by_component = {k: b / GIB for k, b in st.by_component.items()}
     if rope:

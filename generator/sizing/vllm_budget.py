@@ -19,7 +19,9 @@ engine-printed numbers are printed by ``bench/sizing_residuals.py``):
   :data:`ACT_BYTES_PER_TOKEN_HIDDEN` bytes per token per hidden unit, fitted to the TP8
   DeepSeek-R1/V3.2/Kimi start-up logs collected in
   ashishkamra/vllm-memory-estimator@8b0e21d1:test_data/validation_db.json (H200/B200, 8192 tokens: 4.4-7.3 GiB of
-  activation + non-torch memory; replayed by bench/sizing_residuals.py).
+  activation + non-torch memory; replayed by bench/sizing_residuals.py); the MoE's share of it
+  (:data:`ACT_MOE_BYTES_PER_TOKEN_HIDDEN`) stops growing at vLLM's fused-MoE chunk
+  (:data:`FUSED_MOE_CHUNK_TOKENS`), so the peak is not linear beyond it.
 * non-torch memory created after vLLM's start snapshot (NCCL communicators and their buffers,
   custom all-reduce IPC buffers, cuBLAS workspaces): :data:`NON_TORCH_GIB`.
 * CUDA graphs: subtracted before KV sizing only when the release estimates them
@@ -53,6 +55,17 @@ from .weights import Placement, StageWeights
 #: tokens (R1 H200 0.11.2 / 0.18.0, R1 B200 0.18.0, V3.2 H200 0.16.0): residuals -1.7 % to +3.3 %
 #: in KV tokens (bench/sizing_residuals.py).
 ACT_BYTES_PER_TOKEN_HIDDEN = 88
+#: The part of :data:`ACT_BYTES_PER_TOKEN_HIDDEN` that lives in the fused MoE (gate/up outputs,
+#: the activation, the expert-sorted copies), which vLLM computes ``VLLM_FUSED_MOE_CHUNK_SIZE``
+#: tokens at a time (:data:`FUSED_MOE_CHUNK_TOKENS`): bytes per token of one chunk per hidden
+#: unit. Fitted to vLLM's R1-NVFP4 DP2-EP2 prefill on GB200 at 65,536 batched tokens
+#: (minosfuture/vllm runs/DS-R1/fp4/report/prefill-2000in/prefill-master-pd.log: 0.85 x 184.31
+#: GiB - 112.62 GiB resident weights - 19.53 GiB KV = 24.5 GiB of activation + non-torch),
+#: with the 8,192-token fit: 88 = 44 per token + 44 per chunk token.
+ACT_MOE_BYTES_PER_TOKEN_HIDDEN = 44
+#: vllm/envs.py ``VLLM_FUSED_MOE_CHUNK_SIZE`` default (16 * 1024 tokens), with
+#: ``VLLM_ENABLE_FUSED_MOE_ACTIVATION_CHUNKING`` on by default.
+FUSED_MOE_CHUNK_TOKENS = 16 * 1024
 #: Non-torch memory that appears after vLLM's start snapshot, GiB: NCCL communicator buffers and
 #: custom all-reduce (TP > 1; ~0.55 GiB at TP2 and growing with TP) and cuBLAS/attention
 #: workspaces (0.13 GiB at TP1): llm-d's H100 measurements,
@@ -81,6 +94,16 @@ def v4_gather_gib(max_model_len: int, batched_tokens: int) -> float:
 #: CUDA context + memory held before vLLM's start snapshot, GiB: outside the budget, it must fit in
 #: the (1 - utilization) headroom: moegen's allowance for the CUDA context, docs/design.md §5.
 CUDA_CONTEXT_GIB = 0.5
+
+
+def activation_gib(batched_tokens: int, hidden: int) -> float:
+    """The profile run's activation peak, GiB: ``batched_tokens`` x hidden x
+    (:data:`ACT_BYTES_PER_TOKEN_HIDDEN` - :data:`ACT_MOE_BYTES_PER_TOKEN_HIDDEN`) for the
+    per-token tensors + min(batched_tokens, :data:`FUSED_MOE_CHUNK_TOKENS`) x hidden x
+    :data:`ACT_MOE_BYTES_PER_TOKEN_HIDDEN` for the chunked MoE."""
+    per_token = ACT_BYTES_PER_TOKEN_HIDDEN - ACT_MOE_BYTES_PER_TOKEN_HIDDEN
+    moe = min(batched_tokens, FUSED_MOE_CHUNK_TOKENS) * ACT_MOE_BYTES_PER_TOKEN_HIDDEN
+    return (batched_tokens * per_token + moe) * hidden / GIB
 
 
 def default_max_num_batched_tokens(version: tuple[int, int, int], gpu_total_gib: float,
@@ -129,7 +152,7 @@ def vllm_budget(version: tuple[int, int, int], total_gib: float, utilization: fl
     ``extra_activation``: model-specific workspaces, GiB (DeepSeek-V4's gather buffer and
     kernel workspaces).
     """
-    activation = batched_tokens * hidden * ACT_BYTES_PER_TOKEN_HIDDEN / GIB + extra_activation
+    activation = activation_gib(batched_tokens, hidden) + extra_activation
     non_torch = NON_TORCH_GIB.get(tp, NON_TORCH_GIB[8])
     estimates_graphs = version >= (0, 20, 0)
     graphs = 0.0 if enforce_eager else CUDA_GRAPH_GIB
@@ -174,9 +197,19 @@ def size_vllm(role: RoleInput, gpu: Gpu, version: str, default_utilization: floa
         return V4Cache("vllm", scheme, ratios.count(4), ratios.count(128), len(ratios) + mtp,
                        in_flight=in_flight)
 
+    def kv_gib(w: float) -> float:
+        """The KV cache next to ``w`` GiB of weights: the utilization budget's remainder, or
+        serving.kvCacheMemoryBytes (--kv-cache-memory-bytes: vllm/v1/worker/gpu_worker.py
+        ``determine_available_memory`` returns it unprofiled, whatever the utilization),
+        negative by the shortfall when the GPU cannot hold it next to the rest."""
+        if not s.kvCacheMemoryBytes:
+            return budget.budget - w - budget.activation - budget.overhead
+        want = s.kvCacheMemoryBytes / GIB
+        free = gpu.torch_total_gib - CUDA_CONTEXT_GIB - w - budget.activation - budget.overhead
+        return want if free >= want else free - want
+
     st, weights, kv, tokens, per_token, sequences, seq_layout = worst_stage(
-        stages, inv, cfg, place, s.kvCacheDtype, max_len,
-        lambda w: budget.budget - w - budget.activation - budget.overhead, v4_cache)
+        stages, inv, cfg, place, s.kvCacheDtype, max_len, kv_gib, v4_cache)
     return RoleSizing(
         name=role.name, gpu=gpu.id, engine="vllm", gpu_memory=gpu.torch_total_gib,
         budget=budget.budget, weights=weights, activation=budget.activation,

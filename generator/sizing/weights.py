@@ -17,6 +17,8 @@ Formats (``spec.model.weights``), bytes per parameter of a *quantized* tensor:
 * ``nvfp4``: ModelOpt NVFP4 (E2M1 + one FP8 E4M3 scale per 16, 0.5 + 1/16 B, plus two FP32
   scalars per matrix) on the MLP linears (routed, shared experts, dense MLP), attention and the
   MTP layer BF16 (nvidia/DeepSeek-R1-FP4); DeepSeek-V4's hybrid keeps its block-FP8 rest.
+* ``nvfp4-v2``: ``nvfp4`` with the attention output projection ``o_proj`` NVFP4 too (NVIDIA's
+  ``-v2`` checkpoints, e.g. nvidia/DeepSeek-R1-0528-NVFP4-v2).
 * ``w4a16``: routed experts INT4 with a BF16 scale per 32 (0.5 + 2/32 B), everything else BF16
   (moonshotai/Kimi-K2-Thinking's compressed-tensors ``ignore`` list).
 
@@ -64,7 +66,7 @@ def tensor_bytes(t: Tensor, fmt: str, scale_bytes: int = 4, *, v4: bool = False,
     ``sizing/formats.py``). ``experts_as``: the encoding the engine holds routed experts in
     when it differs from the checkpoint's (``formats.held_encoding``).
     """
-    enc = encoding(t.component, t.quantized, fmt, v4=v4, mtp=mtp)
+    enc = encoding(t.component, t.quantized, fmt, v4=v4, mtp=mtp, name=t.name)
     if experts_as and t.component == "routed_experts" and enc != "bf16":
         enc = experts_as
     return encoded_bytes(enc, t.out_dim, t.in_dim, t.elem_bytes, scale_bytes, t.parts) * t.experts
@@ -182,7 +184,7 @@ def block_misfits(inv: Inventory, fmt: str, place: Placement) -> list[tuple[Tens
     for t, mtp in tensors:
         if not t.quantized or t.tp != "shard" or t.name in seen:
             continue
-        if encoding(t.component, t.quantized, fmt, v4=v4, mtp=mtp) != "fp8_block":
+        if encoding(t.component, t.quantized, fmt, v4=v4, mtp=mtp, name=t.name) != "fp8_block":
             continue  # 4-bit formats' per-group scales, BF16 tensors: no 128 x 128 blocks
         tp = place.tp_of(t)
         if tp == 1:
@@ -266,3 +268,63 @@ def checkpoint_bytes(inv: Inventory, config: dict, fmt: str, mtp: bool) -> tuple
         else:
             other += b
     return other, experts
+
+
+#: Bits per weight of the packed data of each encoding (its scales excluded): what an
+#: offloader moves when it offloads a quantized weight tensor (its scale tensors stay).
+WEIGHT_BITS = {"bf16": 16, "fp8_block": 8, "int4_g128": 4, "mxfp4": 4, "nvfp4": 4,
+               "int4_g32": 4}
+
+
+def expert_weight_bytes(inv: Inventory, fmt: str, place: Placement, experts: int,
+                        kind: str, *, v4: bool = False) -> float:
+    """Bytes of one GPU's routed-expert weight data (no scales) in one layer of ``kind``."""
+    total = 0.0
+    for t in inv.kinds[kind]:
+        if t.component != "routed_experts":
+            continue
+        enc = place.experts_as or encoding(t.component, t.quantized, fmt, v4=v4, name=t.name)
+        per_expert = t.out_dim * t.in_dim * WEIGHT_BITS[enc] / 8
+        if place.ep > 1:
+            total += per_expert * -(-(experts + place.redundant) // place.ep)
+        else:
+            total += per_expert * t.experts / (place.moe_tp or place.tp)
+    return total
+
+
+def offload_stages(stages: list[StageWeights], inv: Inventory, config: dict, fmt: str,
+                   place: Placement, offload) -> list[StageWeights]:
+    """The stages' resident weights with ``offload`` (spec ``serving.weightOffload``) applied.
+
+    Group offloading (vLLM vllm/model_executor/offloader/v2.py ``OffloaderV2.wrap_modules``):
+    decoder layer i is offloaded when i % groupSize >= groupSize - numInGroup; DeepSeek's
+    offloaded parameters are the routed experts' weight data (vLLM's R1-NVFP4 DP2-EP2 GB200
+    run saved 81.74 GB over 30 layers, minosfuture/vllm runs/DS-R1/fp4/report/prefill-2000in:
+    29 MoE layers x 128 experts x 44.04 M x 0.5 B = 81.7 GB, the scales stay). Its
+    ``prefetchStep`` static buffers of one offloaded layer (``StaticBufferPool``,
+    slot_capacity = prefetch_step) are allocated after the engine measures the load and
+    before it profiles, so they sit outside its KV budget (the same run prints 112.62 GiB
+    resident = 188.7 - 76.1 offloaded, and a KV cache that leaves no room for them inside
+    gpu_memory_utilization): not counted here. UVA offloading (``cpuGiB``,
+    vllm/config/offload.py ``cpu_offload_gb``: "the space in GiB to offload to CPU, per
+    GPU"): that many GiB leave every GPU. Offloaded bytes are booked as the negative
+    component ``offloaded``."""
+    if offload is None:
+        return stages
+    experts = config.get("n_routed_experts") or 0
+    v4 = _is_v4(config)
+    out = []
+    for st in stages:
+        acc = dict(st.by_component)
+        if offload.groupSize:
+            g, n = offload.groupSize, offload.numInGroup
+            moved = [expert_weight_bytes(inv, fmt, place, experts, inv.layer_kinds[i], v4=v4)
+                     for i in st.layers if i % g >= g - n]
+            moved = [b for b in moved if b]
+            if moved:
+                _add(acc, "offloaded", -sum(moved))
+        if offload.cpuGiB:
+            left = sum(acc.values())
+            _add(acc, "offloaded", -min(offload.cpuGiB * GIB, left))
+        out.append(StageWeights(st.stage, st.layers, acc))
+    return out

@@ -72,10 +72,11 @@ class Model(_Model):
         None, description="Built-in catalog id; or give `config`.")
     config: str | None = Field(
         None, description="Local HF config.json, relative to the file that sets it.")
-    weights: Literal["bf16", "fp8", "w4a8", "mxfp4", "nvfp4", "w4a16"] = Field(
+    weights: Literal["bf16", "fp8", "w4a8", "mxfp4", "nvfp4", "nvfp4-v2", "w4a16"] = Field(
         description="Checkpoint format of the weights (docs/spec.md §2: bf16, block fp8, "
-        "w4a8, mxfp4 (DeepSeek-V4 FP4 experts), nvfp4 (ModelOpt NVFP4), w4a16 "
-        "(compressed-tensors INT4 experts, Kimi-K2-Thinking)).")
+        "w4a8, mxfp4 (DeepSeek-V4 FP4 experts), nvfp4 (ModelOpt NVFP4), nvfp4-v2 (NVIDIA's "
+        "-v2 NVFP4 checkpoints: o_proj NVFP4 too), w4a16 (compressed-tensors INT4 experts, "
+        "Kimi-K2-Thinking)).")
     path: str = Field(pattern=r"^/[^\x00-\x1f\x7f-\x9f\u2028\u2029\ufeff\ufffe\uffff]*$",
                       max_length=1024,
                       description="Weights directory inside the container.")
@@ -182,6 +183,31 @@ class Traffic(_Model):
                               "speculative draft tokens (MTP), if any.")
 
 
+class WeightOffload(_Model):
+    """Weights kept in host memory instead of HBM (docs/spec.md §2 ``serving.weightOffload``).
+
+    Group offloading (``groupSize``): of every ``groupSize`` decoder layers, the last
+    ``numInGroup`` keep their routed-expert weights in pinned host memory; each is copied into
+    one of ``prefetchStep`` static GPU buffers ``prefetchStep`` layers ahead of its use (vLLM
+    0.17+ ``--offload-group-size/--offload-num-in-group/--offload-prefetch-step``,
+    vllm/config/offload.py, vllm/model_executor/offloader/v2.py "adapted from" SGLang's
+    python/sglang/srt/utils/offloader.py, which takes the same three flags). ``cpuGiB``: UVA
+    offloading, that many GiB of weights per GPU read from host memory in every forward (vLLM
+    and SGLang ``--cpu-offload-gb``)."""
+
+    groupSize: int | None = Field(None, ge=1, le=1024,
+        description="Group offloading: layers per group (the last numInGroup of each group are "
+                    "offloaded).")
+    numInGroup: int = Field(1, ge=1, le=1024,
+        description="Group offloading: offloaded layers per group (<= groupSize).")
+    prefetchStep: int = Field(1, ge=1, le=64,
+        description="Group offloading: layers prefetched ahead (static GPU buffers).")
+    cpuGiB: float | None = Field(None, gt=0, le=65536, allow_inf_nan=False,
+        description="UVA offloading: GiB of weights per GPU kept in host memory "
+                    "(--cpu-offload-gb).")
+
+
+
 class Serving(_Model):
     """Serving settings. At spec level they are defaults; a role's ``serving`` overrides each."""
 
@@ -203,6 +229,12 @@ class Serving(_Model):
         description="Tokens per scheduler step (vLLM --max-num-batched-tokens; SGLang "
                     "--chunked-prefill-size).")
     enforceEager: bool | None = Field(None, description="No CUDA graphs.")
+    kvCacheMemoryBytes: int | None = Field(None, ge=1, le=1 << 50,
+        description="KV cache per GPU, bytes: vLLM --kv-cache-memory-bytes (the KV pool is this "
+                    "size whatever gpuMemoryUtilization); SGLang --max-total-tokens = bytes / "
+                    "KV bytes per token (a cap on the pool mem_fraction_static sizes).")
+    weightOffload: WeightOffload | None = Field(None,
+        description="Keep part of the weights in host memory (group or UVA offloading).")
 
 
 class Parallel(_Model):
@@ -409,6 +441,8 @@ class ServingSettings:
     maxNumSeqs: int | None = None
     maxNumBatchedTokens: int | None = None
     enforceEager: bool = False
+    kvCacheMemoryBytes: int | None = None
+    weightOffload: WeightOffload | None = None
 
 
 def effective_serving(spec: DeploymentSpec, role: Role) -> ServingSettings:
@@ -422,6 +456,8 @@ def merged_serving(*layers: Serving | None) -> ServingSettings:
     for layer in layers:
         if layer is not None:
             merged.update({k: v for k, v in layer.model_dump().items() if v is not None})
+    if isinstance(merged.get("weightOffload"), dict):
+        merged["weightOffload"] = WeightOffload(**merged["weightOffload"])
     return ServingSettings(**merged)
 
 

@@ -23,7 +23,7 @@ class PlanModel(_M):
     """The model to serve."""
 
     architecture: Literal[tuple(ARCHITECTURES)]  # type: ignore[valid-type]
-    weights: Literal["bf16", "fp8", "w4a8", "mxfp4", "nvfp4", "w4a16"]
+    weights: Literal["bf16", "fp8", "w4a8", "mxfp4", "nvfp4", "nvfp4-v2", "w4a16"]
     name: str | None = Field(None, description="Served model id (default: the architecture id).")
 
 

@@ -1,0 +1,158 @@
+"""Fit the performance model's constants to the development figures of
+``bench/published_cases.yaml`` (never to held-out ones), one group at a time, and print the
+values to write into generator/perf/terms.py and fixed.py (which name the figures each is
+fitted to).
+
+Each group is a set of constants and the development cases that determine them; the fit
+minimises the sum of squared log(predicted / published) over those cases by coordinate descent
+in log space (a golden-section search per constant, a few sweeps), starting from the values in
+perf.py. The groups run in order; later groups see the earlier groups' fitted values.
+
+    python bench/fit_constants.py            # fit and print
+    python bench/fit_constants.py --check    # only print the current dev error per group
+    python bench/fit_constants.py --only=6   # fit (or --check) one group
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "bench"))
+
+import planner_residuals as bench  # noqa: E402
+
+from generator.perf import fixed  # noqa: E402
+from generator.perf import terms as perf  # noqa: E402
+
+
+def _costs(family):
+    def get():
+        return fixed.FIXED_COSTS[family]
+
+    def param(name):
+        def read():
+            return getattr(get(), name)
+
+        def write(v):
+            fixed.FIXED_COSTS[family] = dataclasses.replace(get(), **{name: v})
+        return (f"FIXED_COSTS[{family}].{name}", read, write)
+    return param
+
+
+def _module(name, mod=perf):
+    return (f"{mod.__name__.rsplit('.', 1)[1]}.{name}", lambda: getattr(mod, name),
+            lambda v: setattr(mod, name, v))
+
+
+def _by_gpu(name, gpus):
+    table = getattr(perf, name)
+
+    def write(v):
+        for g in gpus:
+            table[g] = v
+    return (f"{name}[{', '.join(gpus)}]", lambda: table[gpus[0]], write)
+
+
+BLACKWELL = _costs(("nvidia", "blackwell"))
+AMD = _costs(("amd", "*"))
+
+#: (name, parameters, development case ids: a prefix matches every case it starts).
+GROUPS = [
+    ("NVIDIA prefill efficiency and single-node TP fixed costs (lmsys.org EP32 prefill on H100; "
+     "Ant Group TP8 prefill on H20-96G; SGLang cookbook R1 TP8 on B200, 1K/1K)",
+     [_module("ETA_PREFILL"), _by_gpu("ETA_PREFILL_BY_GPU", ["H20-96GB", "H20-141GB"]),
+      _module("PREFILL_LAUNCH_EXPOSED", fixed), BLACKWELL("decode_layer_s"), BLACKWELL("moe_slice_s"),
+      BLACKWELL("prefill_layer_s"), BLACKWELL("request_s")],
+     ["lmsys-h100-prefill-ep32-", "antgroup-h20-96-prefill-tp8", "cookbook-r1-b200-tp8-1k1k-"]),
+    ("MI300X single-node TP (SGLang cookbook V3.1, 1K/1K)",
+     [AMD("decode_layer_s"), AMD("moe_slice_s"), AMD("prefill_layer_s"), AMD("request_s")],
+     ["cookbook-v31-mi300x-tp8-1k1k-"]),
+    ("Blackwell prefill GEMM efficiency (vLLM R1-NVFP4 prefill on GB300 and GB200)",
+     [BLACKWELL("prefill_eta")],
+     ["vllm-gb300-r1nvfp4-dp2ep2-prefill-only", "vllm-gb200-r1nvfp4-prefill-dp2"]),
+    ("DeepSeek-V3.2 sparse attention and attention-DP prefill steps (cookbook V3.2 TP8 c=1 and "
+     "DP8 c=100, Kimi-K2 DP4 c=1 on B200; vLLM V3.2 TP2 prefill on GB300)",
+     [BLACKWELL("dp_sync_layer_s"), BLACKWELL("gather_latency_s"), _module("SPARSE_DECODE_LAYER_S", fixed),
+      _module("SPARSE_PREFILL_LAYER_S", fixed), _module("ETA_SPARSE_PREFILL")],
+     ["cookbook-v32-b200-dp8ep8-c100-", "cookbook-v32-b200-tp8-eagle-c1-",
+      "cookbook-k2-b200-dp4-c1-", "vllm-gb300-v32nvfp4-tp2-prefill-only"]),
+]
+
+
+def _rows(prefixes):
+    ids = set()
+    for case, _ in bench.requests():
+        if case.get("split", "dev") == "dev" and any(case["id"].startswith(p)
+                                                     for p in prefixes):
+            ids.add(case["id"])
+    return ids
+
+
+def loss(ids) -> tuple[float, list]:
+    """Sum of squared log ratios over the cases ``ids`` (1e3 for a case without prediction)."""
+    rows = bench.residuals(ids)
+    total = sum(math.log(r["ratio"]) ** 2 if r["ratio"] else 1e3 for r in rows)
+    return total, rows
+
+
+def _golden(f, lo, hi, iters=18):
+    g = (math.sqrt(5) - 1) / 2
+    a, b = lo, hi
+    c, d = b - g * (b - a), a + g * (b - a)
+    fc, fd = f(c), f(d)
+    for _ in range(iters):
+        if fc < fd:
+            b, d, fd = d, c, fc
+            c = b - g * (b - a)
+            fc = f(c)
+        else:
+            a, c, fc = c, d, fd
+            d = a + g * (b - a)
+            fd = f(d)
+    return (a + b) / 2
+
+
+def fit(params, ids, sweeps=3):
+    """Coordinate descent over ``params`` (log space, each within x0.1 .. x10 of its start;
+    a start of 0 searches 1e-7 .. 1e-2)."""
+    for _ in range(sweeps):
+        for _name, read, write in params:
+            x0 = read()
+            lo, hi = (math.log(1e-7), math.log(1e-2)) if x0 == 0 else \
+                (math.log(x0) - math.log(10), math.log(x0) + math.log(10))
+
+            def f(lx, write=write):
+                write(math.exp(lx))
+                return loss(ids)[0]
+            before = f(math.log(x0)) if x0 else float("inf")
+            found = math.exp(_golden(f, lo, hi))
+            write(found)
+            if loss(ids)[0] > before:   # the section search landed in a worse local minimum
+                write(x0)
+
+
+def main(argv) -> int:
+    only = [int(a.split("=", 1)[1]) for a in argv if a.startswith("--only=")]
+    for k, (name, params, prefixes) in enumerate(GROUPS, 1):
+        if only and k not in only:
+            continue
+        ids = _rows(prefixes)
+        if "--check" not in argv:
+            fit(params, ids)
+        total, rows = loss(ids)
+        print(f"== {name}: {len(ids)} development figures, sum log^2 {total:.4f}")
+        for pname, read, _ in params:
+            print(f"   {pname} = {read():.4g}")
+        for r in sorted(rows, key=lambda r: r["id"]):
+            print(f"   {r['id']:<46} ratio {r['ratio']:.3f}" if r["ratio"] else
+                  f"   {r['id']:<46} no prediction")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

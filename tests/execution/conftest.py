@@ -1,0 +1,128 @@
+"""Fixtures of the execution tier: the CPU runtime, the tiny checkpoint, rendering, the shape report.
+
+The tier needs the CPU runtime venv (``.ci/cpu-runtime-venv.sh``). Without it the engine tests
+skip with a loud reason, except under ``CI=true``, where they fail: CI must build it.
+Deselect the whole tier with ``pytest -m "not execution"``.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from generator import pipeline
+from tests.execution import cpu
+from tests.helpers import EXAMPLES, ROOT
+
+HERE = Path(__file__).resolve().parent
+OVERLAYS = HERE / "overlays"
+_clusters = iter(range(100, 256))
+#: per shape module (its ``SHAPE`` title): test outcomes, and facts its tests recorded
+_shapes: dict[str, str] = {}
+_outcomes: dict[str, list[str]] = {}
+_facts: dict[str, list[str]] = {}
+
+
+def in_ci() -> bool:
+    return os.environ.get("CI", "").strip().lower() in ("true", "1", "yes")
+
+
+def pytest_collection_modifyitems(items):
+    for item in items:
+        shape = getattr(getattr(item, "module", None), "SHAPE", None)
+        if shape and item.nodeid.startswith("tests/execution/"):
+            _shapes[item.nodeid.split("::")[0]] = shape
+
+
+def pytest_runtest_logreport(report):
+    module = report.nodeid.split("::")[0]
+    if module not in _shapes or (report.when != "call" and report.outcome == "passed"):
+        return
+    test = report.nodeid.split("::")[-1]
+    if hasattr(report, "wasxfail"):
+        what = f"xfail ({report.wasxfail})" if report.skipped else "XPASS(strict) -> failed"
+    elif report.skipped:
+        what = "not run: " + str(report.longrepr[2] if isinstance(report.longrepr, tuple) else report.longrepr)
+    else:
+        what = report.outcome
+    _outcomes.setdefault(module, []).append(f"{test}: {what}")
+
+
+def pytest_terminal_summary(terminalreporter):
+    if not _shapes:
+        return
+    terminalreporter.section("execution tier: rendered pods run with the real engine and router on CPU")
+    for module, shape in _shapes.items():
+        lines = _outcomes.get(module, [])
+        if not lines:
+            status = "not run (deselected)"
+        elif any(": failed" in x or "-> failed" in x for x in lines):
+            status = "FAILED"
+        elif all(": not run" in x for x in lines):
+            status = "NOT RUN"
+        else:
+            status = "ran"
+        terminalreporter.write_line(f"{shape}: {status}")
+        for line in _facts.get(module, []) + lines:
+            terminalreporter.write_line(f"    {line}")
+
+
+def fact(request, text: str) -> None:
+    """Record a measured fact of the running shape (times, memory) for the session summary."""
+    _facts.setdefault(request.node.nodeid.split("::")[0], []).append(text)
+    print(f"[execution] {text}", file=sys.stderr)
+
+
+def usage(request, cluster) -> None:
+    """Record each pod's peak memory and CPU time (facts of the session summary)."""
+    cpu_s = cluster.cpu_s
+    for name, (rss, pss) in sorted(cluster.peak_kib.items()):
+        fact(request, f"{name}: peak {rss / 2**20:.2f} GiB RSS ({pss / 2**20:.2f} GiB PSS), "
+                      f"{cpu_s.get(name, 0):.0f} CPU-s over all its starts")
+
+
+@pytest.fixture(scope="session")
+def runtime() -> cpu.Runtime:
+    rt = cpu.find_runtime()
+    if rt is not None:
+        return rt
+    reason = cpu.absent_reason()
+    print(reason, file=sys.stderr)
+    if in_ci():
+        pytest.fail(reason + " [CI=true: .ci/run must build the CPU runtime]", pytrace=False)
+    pytest.skip(reason)
+
+
+@pytest.fixture(scope="session")
+def checkpoint(runtime, tmp_path_factory) -> Path:
+    """The tiny DeepSeek-V2-Lite-architecture checkpoint (tests/execution/checkpoint.py)."""
+    out = tmp_path_factory.mktemp("checkpoint") / "tiny-deepseek-v2-lite"
+    subprocess.run([str(runtime.python), str(HERE / "checkpoint.py"), str(out)], check=True, timeout=120,
+                   env={k: v for k, v in os.environ.items() if not k.startswith("PYTHON")})
+    return out
+
+
+def render(example: str, overlays: list[str], out_dir: Path) -> Path:
+    """``gen render examples/<example> -f ...`` through moegen's public pipeline, written to
+    ``out_dir``; fails the test on any error finding. Overlay names are looked up in
+    ``overlays/`` (shipped) first, then ``tests/execution/overlays/``."""
+    paths = [ROOT / "overlays" / o if (ROOT / "overlays" / o).exists() else OVERLAYS / o for o in overlays]
+    checked = pipeline.check(EXAMPLES / example, paths)
+    errors = [str(f) for f in checked.findings if f.severity.value == "error"]
+    assert not errors, "\n".join(errors)
+    _, files = pipeline.render(checked)
+    for name, text in files.items():
+        path = out_dir / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+    return out_dir
+
+
+def ip_prefix() -> str:
+    """A loopback /24 of this cluster: 127.<100..255>.<pid mod 256>, distinct per cluster of
+    this session and (by the PID) from another session's on the same machine."""
+    return f"127.{next(_clusters)}.{os.getpid() % 256}"

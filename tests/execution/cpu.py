@@ -1,0 +1,191 @@
+"""The CPU runtime, and THE list of what the execution tier changes in a rendered pod to run it here.
+
+This module is the only place where anything rendered is changed. ``substitute(pod, ...)`` applies
+exactly the substitutions below and records each one it applied on the pod (``pod.changes``;
+``Cluster.substitutions()`` prints them, the tests echo them). Anything not listed runs as
+rendered: the launcher script, every engine and router flag, every env value, ports, probes.
+
+| # | what | why |
+|---|---|---|
+| S1 | a volumeMount's ``mountPath`` (other than ``/dev/shm``) -> a host directory, in argv and env: the model PVC -> the tiny checkpoint, an emptyDir -> a per-pod directory (kept over a container restart, new for a new pod) | no volumes here; nothing may write outside the test's work directory |
+| S2 | ``/dev/shm`` (a ``medium: Memory`` emptyDir) -> a private tmpfs of its ``sizeLimit`` in the pod's mount namespace | the launcher empties /dev/shm at start; on a shared host that would hit every process |
+| S3 | ``vllm serve ... --host <podIP>`` | the rendered engine binds 0.0.0.0; the pods share one network namespace here |
+| S4 | ``vllm serve ... --kv-cache-memory-bytes 64 MiB`` | on CPU ``--gpu-memory-utilization`` is a fraction of host RAM, checked against free memory at start-up (vllm-project/vllm@v0.32.0: vllm/v1/worker/cpu_worker.py); an explicit KV size replaces it. 64 MiB holds 29127 tokens of the tiny model (2 layers x 576 x 2 bytes = 2304 B/token), above the rendered --max-model-len 8192 |
+| S5 | ``vllm serve ... --enforce-eager`` where the command has ``--enable-expert-parallel`` | on CPU torch.compile traces the fused-MoE forward and fails on the EP all-gather's data-dependent sizes (vllm-project/vllm@v0.32.0: vllm/model_executor/layers/fused_moe/modular_kernel.py) |
+| S6 | ``PYTHONPATH=tests/execution/cpu_ep_plugin`` where the command has ``--enable-expert-parallel`` | the CPU communicator lacks the collectives EP calls (vllm-project/vllm#57837); a test plugin fills them in |
+| S7 | ``GLOO_SOCKET_IFNAME`` / ``NCCL_SOCKET_IFNAME`` -> ``lo``; ``VLLM_HOST_IP=<podIP>`` | the rendered NIC (eth0) does not exist here; ``VLLM_HOST_IP`` is what vLLM's ``get_ip()`` finds in a pod |
+| S8 | ``VLLM_CPU_OMP_THREADS_BIND=<core>`` | one core per pod, round robin (a pod's "node"); vLLM's ``auto`` binding would reserve cores per engine |
+| S9 | router: ``--service-discovery`` (+ namespace, port, label selectors) -> ``--prefill``/``--decode`` ``http://<podIP>:<port>`` of the pods the selectors match; ``--host``/``--prometheus-host 0.0.0.0`` -> the router pod's IP | no Kubernetes API here; the same pods, port and selectors |
+
+The container image's environment (``PATH`` = the runtime venv first, ``HOME`` = the pod
+directory, ``HF_HUB_OFFLINE=1``, ``VLLM_NO_USAGE_STATS=1``, ``DO_NOT_TRACK=1``) stands in for
+what ``vllm/vllm-openai`` and ``vllm/vllm-router`` set; the wrappers of S3-S5 sit first on PATH.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shlex
+import stat
+from dataclasses import dataclass
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+REPO = HERE.parent.parent
+BUILD_SCRIPT = REPO / ".ci" / "cpu-runtime-venv.sh"
+MARKER_NAME = ".moegen-cpu-runtime-ok"  # written by .ci/cpu-runtime-venv.sh after its smoke test
+EP_PLUGIN = HERE / "cpu_ep_plugin"
+#: S4: 64 MiB of KV cache per engine (see the table).
+KV_CACHE_BYTES = 64 * 2**20
+#: The rendered images' default environment, as far as these processes need one.
+IMAGE_ENV = {"HF_HUB_OFFLINE": "1", "VLLM_NO_USAGE_STATS": "1", "DO_NOT_TRACK": "1",
+             "PYTHONUNBUFFERED": "1", "LANG": "C.UTF-8"}
+
+
+@dataclass(frozen=True)
+class Runtime:
+    """The CPU runtime venv (``.ci/cpu-runtime-venv.sh``)."""
+
+    venv: Path
+
+    @property
+    def python(self) -> Path:
+        return self.venv / "bin" / "python"
+
+    @property
+    def bin(self) -> Path:
+        return self.venv / "bin"
+
+
+def runtime_venv() -> Path:
+    env = os.environ.get("MOEGEN_CPU_RUNTIME_VENV")
+    return Path(env).expanduser() if env else Path.home() / ".cache" / "moegen" / "cpu-runtime-v1"
+
+
+def find_runtime() -> Runtime | None:
+    """The CPU runtime, or None if absent or never finished (no marker)."""
+    venv = runtime_venv()
+    if (venv / MARKER_NAME).is_file() and (venv / "bin" / "python").exists():
+        return Runtime(venv)
+    return None
+
+
+def absent_reason() -> str:
+    return ("!!! EXECUTION TIER NOT RUN: no finished CPU runtime at "
+            f"{runtime_venv()} (marker {MARKER_NAME} missing). The rendered pods were NOT started "
+            f"with the real engine and router. Build it with `bash {BUILD_SCRIPT.relative_to(REPO)}` "
+            "(~2.5 min, ~2.8 GB; MOEGEN_CPU_RUNTIME_VENV puts it elsewhere). !!!")
+
+
+def _set(argv: list[str], old: str, new: str) -> tuple[list[str], bool]:
+    out = [a.replace(old, new) for a in argv]
+    return out, out != argv
+
+
+def substitute(pod, cluster, model_dir: Path) -> None:
+    """Apply S1-S9 to ``pod`` (its rendered argv/env -> argv/env), recording each change."""
+    argv, env = list(pod.rendered_argv), dict(pod.rendered_env)
+    changes = pod.changes
+    pod_dir = cluster.work / "pods" / pod.name
+    script = " ".join(argv)
+
+    # S1, S2: volumes
+    for vm in pod.container.get("volumeMounts", []):
+        vol = pod.volumes[vm["name"]]
+        mp = vm["mountPath"]
+        if mp == "/dev/shm":
+            size = (vol.get("emptyDir") or {}).get("sizeLimit", "64Mi")
+            pod.shm_size = re.sub(r"([KMGT])i$", lambda m: m.group(1).lower(), size)
+            changes.append(f"S2 /dev/shm: private tmpfs, size {size}")
+            continue
+        if "persistentVolumeClaim" in vol:
+            host = str(model_dir)
+        elif "emptyDir" in vol:
+            host = str(pod_dir / "volumes" / vm["name"])
+        else:
+            raise NotImplementedError(f"{pod.name}: volume {vm['name']} {vol} is not emulated")
+        pod.mounts[mp] = host
+        argv, in_argv = _set(argv, mp, host)
+        hit_env = [k for k, v in env.items() if mp in v]
+        env = {k: v.replace(mp, host) for k, v in env.items()}
+        where = ", ".join(x for x in ("argv" if in_argv else "", f"env {','.join(hit_env)}" if hit_env else "") if x)
+        changes.append(f"S1 volume {vm['name']} {mp} -> {host} ({where or 'not referenced'})")
+
+    wrap_dir = pod_dir / "bin"
+    path = [str(wrap_dir), str(cluster.runtime.bin), "/usr/local/bin", "/usr/bin", "/bin"]
+    if "vllm serve" in script:
+        extra = ["--host", pod.ip, "--kv-cache-memory-bytes", str(KV_CACHE_BYTES)]
+        changes.append(f"S3 vllm serve: + --host {pod.ip}")
+        changes.append(f"S4 vllm serve: + --kv-cache-memory-bytes {KV_CACHE_BYTES}")
+        if "--enable-expert-parallel" in script:
+            extra.append("--enforce-eager")
+            changes.append("S5 vllm serve: + --enforce-eager (expert parallel on CPU)")
+            env["PYTHONPATH"] = str(EP_PLUGIN)
+            changes.append(f"S6 + PYTHONPATH={EP_PLUGIN.relative_to(REPO)} (EP collectives, vllm#57837)")
+        _wrapper(wrap_dir / "vllm", cluster.runtime.bin / "vllm", "serve", extra)
+        for k in ("GLOO_SOCKET_IFNAME", "NCCL_SOCKET_IFNAME"):
+            if k in env and env[k] != "lo":
+                changes.append(f"S7 {k} {env[k]} -> lo")
+                env[k] = "lo"
+        env["VLLM_HOST_IP"] = pod.ip
+        env["VLLM_CPU_OMP_THREADS_BIND"] = str(pod.core)
+        changes.append(f"S7 + VLLM_HOST_IP={pod.ip}")
+        changes.append(f"S8 + VLLM_CPU_OMP_THREADS_BIND={pod.core}")
+    if argv and argv[0] == "vllm-router":
+        argv, note = _router_static(argv, pod, cluster)
+        changes.append(f"S9 router: {note}")
+    env.update(IMAGE_ENV, PATH=":".join(path), HOME=str(pod_dir))
+    pod.argv, pod.env = argv, env
+
+
+def _wrapper(path: Path, real: Path, subcommand: str, extra: list[str]) -> None:
+    """An executable ``path`` that runs ``real`` with ``extra`` appended after ``subcommand``'s
+    arguments (later flags win in vLLM's argument parser)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("#!/bin/sh\n"
+                    f'if [ "$1" = {subcommand} ]; then exec {shlex.quote(str(real))} "$@" {shlex.join(extra)}; fi\n'
+                    f'exec {shlex.quote(str(real))} "$@"\n')
+    path.chmod(path.stat().st_mode | stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH)
+
+
+def _router_static(argv: list[str], pod, cluster) -> tuple[list[str], str]:
+    """S9: the router's Kubernetes service discovery -> the URLs it would discover."""
+    out, sel, port, i = [argv[0]], {}, None, 1
+    flags = {"--prefill-selector": "--prefill", "--decode-selector": "--decode", "--selector": "--worker-urls"}
+    while i < len(argv):
+        a = argv[i]
+        if a in flags:
+            i += 1
+            labels = {}
+            while i < len(argv) and not argv[i].startswith("--"):
+                k, _, v = argv[i].partition("=")
+                labels[k] = v
+                i += 1
+            sel[flags[a]] = labels
+            continue
+        if a == "--service-discovery":
+            i += 1
+            continue
+        if a in ("--service-discovery-namespace", "--service-discovery-port"):
+            if a.endswith("port"):
+                port = argv[i + 1]
+            i += 2
+            continue
+        if a in ("--host", "--prometheus-host") and argv[i + 1] == "0.0.0.0":
+            out += [a, pod.ip]
+            i += 2
+            continue
+        out.append(a)
+        i += 1
+    if not sel:
+        return argv, "no service discovery"
+    if port is None:
+        raise NotImplementedError(f"{pod.name}: service discovery without --service-discovery-port")
+    found = []
+    for flag, labels in sel.items():
+        urls = [f"http://{q.ip}:{port}" for q in cluster.pods.values()
+                if q is not pod and labels and all(q.labels.get(k) == v for k, v in labels.items())]
+        out += [flag, *urls] if flag == "--worker-urls" else [x for u in urls for x in (flag, u)]
+        found.append(f"{flag} {' '.join(urls) or '(no pod matches)'}")
+    return out, "service discovery -> " + "; ".join(found) + f"; 0.0.0.0 -> {pod.ip}"

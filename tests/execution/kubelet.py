@@ -1,0 +1,628 @@
+"""Run a rendered output directory as local "pods", the way the kubelet and the controllers would.
+
+moegen renders LeaderWorkerSets, StatefulSets and Deployments; this module turns each pod of them
+into a process group on this machine, and nothing in the rendered pod is changed except the
+listed CPU substitutions of ``tests/execution/cpu.py`` (that module is the only place that changes
+anything). What it emulates, with the upstream behaviour it follows:
+
+* **Pods** of each workload: a Deployment's ``replicas`` pods, a StatefulSet's ``<name>-<i>``, a
+  LeaderWorkerSet's groups: leader ``<lws>-<g>`` from ``leaderTemplate`` (else
+  ``workerTemplate``), workers ``<lws>-<g>-<i>``, labelled ``leaderworkerset.sigs.k8s.io/name``,
+  ``group-index``, ``worker-index`` (kubernetes-sigs/lws@v0.9.0:
+  api/leaderworkerset/v1/leaderworkerset_types.go:37-49; pkg/controllers/pod_controller.go).
+* **Environment**, as the kubelet builds it (kubernetes/kubernetes@v1.33.0:
+  pkg/kubelet/kubelet_pods.go, ``makeEnvironmentVariables``): LWS's variables first
+  (``LWS_LEADER_ADDRESS=<lws>-<g>.<lws>.<namespace>``, ``LWS_GROUP_SIZE``, ``LWS_WORKER_INDEX``,
+  prepended to the container's env: kubernetes-sigs/lws@v0.9.0:pkg/utils/pod/pod_utils.go:132),
+  then ``envFrom`` (the ConfigMaps of the kustomize ``configMapGenerator``: the rendered
+  ``env/<role>.env`` files), then ``env`` in order, each value with ``$(VAR)`` expanded against
+  what is defined so far (``$$`` is a literal ``$``, an undefined reference stays as written:
+  third_party/forked/golang/expansion/expand.go) and the downward API (``status.podIP``,
+  ``metadata.name``/``namespace``/``labels[...]``/``annotations[...]``); service links for every
+  Service of the namespace (``<NAME>_SERVICE_HOST`` ... : pkg/kubelet/envvars/envvars.go; each
+  Service gets an unused address of the cluster's range as its ClusterIP; the ``kubernetes``
+  Service's own variables are not set, there is no API server); then
+  ``command`` + ``args`` with ``$(VAR)`` expanded against the final env.
+* **Isolation** per pod: its own loopback address (``status.podIP``; all pods share this
+  machine's network namespace), a PID namespace (the pod's processes die with it), a mount
+  namespace with a fresh tmpfs on ``/dev/shm`` (the rendered ``dshm`` emptyDir, its sizeLimit)
+  and an ``/etc/hosts`` naming every pod (``<pod>.<subdomain>.<namespace>[.svc.cluster.local]``,
+  what the LWS headless Service gives), a UTS namespace with the pod's hostname.
+* **Probes**: the startup probe, then the readiness probe (``httpGet`` or ``tcpSocket`` on the
+  named container port), polled every second against the rendered startup budget
+  (``initialDelaySeconds + failureThreshold x periodSeconds``); a pod without probes is ready
+  once its process runs. Liveness probes are not acted on.
+* **Restarts**: ``recreate_group`` is what a LeaderWorkerSet with ``RecreateGroupOnPodRestart``
+  does when one of its pods restarts: every pod of the group deleted and created anew (fresh
+  emptyDirs, same names and addresses); ``start(fresh=False)`` would be a container restart in
+  place (emptyDirs kept).
+
+Every pod's process tree is bounded in time (``timeout -s KILL``) and killed by its own process
+group; ``close()`` checks that no process of any pod's PID namespace is left.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shlex
+import shutil
+import signal
+import socket
+import subprocess
+import time
+import urllib.request
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import yaml
+
+from tests.execution import cpu
+
+LWS = "leaderworkerset.sigs.k8s.io/"
+_REF = re.compile(r"\$\$|\$\(([A-Za-z_][A-Za-z0-9_.-]*)\)")
+
+
+class PodFailed(AssertionError):
+    """A pod did not become ready (exited, or ran out of its startup budget)."""
+
+
+def expand(value: str, env: dict[str, str]) -> str:
+    """Kubernetes ``$(VAR)`` expansion: defined names are replaced, ``$$`` becomes ``$``, an
+    undefined ``$(NAME)`` is left as written."""
+    def one(m):
+        if m.group(0) == "$$":
+            return "$"
+        return env.get(m.group(1), m.group(0))
+    return _REF.sub(one, value)
+
+
+def read_env_file(text: str) -> dict[str, str]:
+    """A kustomize ``configMapGenerator`` env file: ``KEY=VALUE`` lines (split at the first
+    ``=``, the value kept as written), ``#`` comments and blank lines skipped."""
+    out = {}
+    for line in text.splitlines():
+        line = line.lstrip()
+        if not line or line.startswith("#"):
+            continue
+        key, sep, value = line.partition("=")
+        if not sep:
+            raise ValueError(f"env file line without '=': {line!r}")
+        out[key] = value
+    return out
+
+
+@dataclass
+class Pod:
+    """One pod of the rendered output, before and after the CPU substitutions."""
+
+    name: str
+    namespace: str
+    workload: str                 # owning LeaderWorkerSet/StatefulSet/Deployment
+    group: str                    # LWS group (<lws>-<g>), else the pod name
+    ip: str
+    labels: dict[str, str]
+    annotations: dict[str, str]
+    subdomain: str | None
+    container: dict               # the first container, as rendered
+    volumes: dict[str, dict]      # volume name -> volume
+    core: int = 0                 # the CPU core this pod's engine is bound to ("its node")
+    rendered_argv: list[str] = field(default_factory=list)
+    rendered_env: dict[str, str] = field(default_factory=dict)
+    argv: list[str] = field(default_factory=list)
+    env: dict[str, str] = field(default_factory=dict)
+    mounts: dict[str, str] = field(default_factory=dict)   # mountPath -> host path ("" = tmpfs)
+    shm_size: str | None = None
+    changes: list[str] = field(default_factory=list)
+
+    def port(self, name_or_number) -> int:
+        for p in self.container.get("ports", []):
+            if p.get("name") == name_or_number:
+                return int(p["containerPort"])
+        return int(name_or_number)
+
+    @property
+    def probes(self) -> list[dict]:
+        return [self.container[k] for k in ("startupProbe", "readinessProbe") if k in self.container]
+
+    @property
+    def startup_budget_s(self) -> float:
+        """What the kubelet allows before it gives up on the container's start (k8s defaults:
+        failureThreshold 3, periodSeconds 10)."""
+        sp = self.container.get("startupProbe") or self.container.get("readinessProbe")
+        if not sp:
+            return 0.0
+        return sp.get("initialDelaySeconds", 0) + sp.get("failureThreshold", 3) * sp.get("periodSeconds", 10)
+
+
+def load_objects(out_dir: Path) -> tuple[list[dict], dict[str, dict[str, str]]]:
+    """The Kubernetes objects of a rendered output directory, and its generated ConfigMaps."""
+    docs, configmaps = [], {}
+    for path in sorted(out_dir.rglob("*.yaml")):
+        for d in yaml.safe_load_all(path.read_text()):
+            if not d:
+                continue
+            if d.get("kind") == "Kustomization":
+                for gen in d.get("configMapGenerator", []):
+                    data = {}
+                    for env_file in gen.get("envs", []):
+                        data.update(read_env_file((path.parent / env_file).read_text()))
+                    data.update(dict(x.split("=", 1) for x in gen.get("literals", [])))
+                    configmaps[gen["name"]] = data
+            elif "kind" in d and "apiVersion" in d:
+                docs.append(d)
+    return docs, configmaps
+
+
+def plan_pods(out_dir: Path, ip_prefix: str) -> tuple[list[Pod], list[dict]]:
+    """Every pod of the rendered workloads, each with an address ``<ip_prefix>.<n>`` (n from 10)."""
+    docs, _ = load_objects(out_dir)
+    pods: list[Pod] = []
+
+    def add(workload, template, name, group, extra_labels, annotations, subdomain, ns):
+        meta = template.get("metadata", {})
+        spec = template["spec"]
+        pods.append(Pod(
+            name=name, namespace=ns, workload=workload, group=group,
+            ip=f"{ip_prefix}.{10 + len(pods)}",
+            labels={**meta.get("labels", {}), **extra_labels},
+            annotations={**meta.get("annotations", {}), **annotations},
+            subdomain=subdomain, container=spec["containers"][0],
+            volumes={v["name"]: v for v in spec.get("volumes", [])}))
+
+    for d in docs:
+        kind, meta, spec = d["kind"], d["metadata"], d.get("spec", {})
+        ns, name = meta.get("namespace", "default"), meta["name"]
+        if kind == "LeaderWorkerSet":
+            t = spec["leaderWorkerTemplate"]
+            size = int(t.get("size", 1))
+            for g in range(int(spec.get("replicas", 1))):
+                for i in range(size):
+                    tpl = t.get("leaderTemplate", t["workerTemplate"]) if i == 0 else t["workerTemplate"]
+                    lws = {LWS + "name": name, LWS + "group-index": str(g), LWS + "worker-index": str(i)}
+                    add(name, tpl, f"{name}-{g}" if i == 0 else f"{name}-{g}-{i}", f"{name}-{g}",
+                        lws, {LWS + "size": str(size)}, name, ns)
+        elif kind == "StatefulSet":
+            for i in range(int(spec.get("replicas", 1))):
+                add(name, spec["template"], f"{name}-{i}", f"{name}-{i}", {}, {},
+                    spec.get("serviceName"), ns)
+        elif kind == "Deployment":
+            for i in range(int(spec.get("replicas", 1))):
+                add(name, spec["template"], f"{name}-{i}", f"{name}-{i}", {}, {}, None, ns)
+    return pods, docs
+
+
+def lws_env(pod: Pod) -> dict[str, str]:
+    """What the LWS pod webhook prepends to every container's env."""
+    if LWS + "name" not in pod.labels:
+        return {}
+    lws, g = pod.labels[LWS + "name"], pod.labels[LWS + "group-index"]
+    return {"LWS_LEADER_ADDRESS": f"{lws}-{g}.{pod.subdomain}.{pod.namespace}",
+            "LWS_GROUP_SIZE": pod.annotations[LWS + "size"],
+            "LWS_WORKER_INDEX": pod.labels[LWS + "worker-index"]}
+
+
+def service_links(docs: list[dict], namespace: str, cluster_ips: dict[str, str]) -> dict[str, str]:
+    """The docker-links style variables the kubelet sets for every Service of the namespace
+    (enableServiceLinks defaults to true): ``<NAME>_SERVICE_HOST``, ``_SERVICE_PORT[_<PORT>]``,
+    ``_PORT``, ``_PORT_<port>_<PROTO>[_PROTO|_PORT|_ADDR]``."""
+    out = {}
+    for d in docs:
+        if d["kind"] != "Service" or d["metadata"].get("namespace", "default") != namespace:
+            continue
+        if d["spec"].get("clusterIP") == "None":
+            continue
+        name = d["metadata"]["name"]
+        ip, prefix = cluster_ips[name], name.upper().replace("-", "_")
+        ports = d["spec"].get("ports", [])
+        out[f"{prefix}_SERVICE_HOST"] = ip
+        for j, p in enumerate(ports):
+            proto = p.get("protocol", "TCP")
+            if j == 0:
+                out[f"{prefix}_SERVICE_PORT"] = str(p["port"])
+                out[f"{prefix}_PORT"] = f"{proto.lower()}://{ip}:{p['port']}"
+            if p.get("name"):
+                out[f"{prefix}_SERVICE_PORT_{p['name'].upper().replace('-', '_')}"] = str(p["port"])
+            base = f"{prefix}_PORT_{p['port']}_{proto}"
+            out.update({base: f"{proto.lower()}://{ip}:{p['port']}", base + "_PROTO": proto.lower(),
+                        base + "_PORT": str(p["port"]), base + "_ADDR": ip})
+    return out
+
+
+def field_ref(pod: Pod, path: str) -> str:
+    """The downward API (the fieldRef paths a pod spec may use for env)."""
+    if path == "status.podIP":
+        return pod.ip
+    if path == "metadata.name":
+        return pod.name
+    if path == "metadata.namespace":
+        return pod.namespace
+    m = re.fullmatch(r"metadata\.(labels|annotations)\['([^']+)'\]", path)
+    if m:
+        return (pod.labels if m.group(1) == "labels" else pod.annotations).get(m.group(2), "")
+    raise NotImplementedError(f"{pod.name}: downward API field {path!r} is not emulated")
+
+
+def container_env(pod: Pod, configmaps: dict[str, dict[str, str]], links: dict[str, str]) -> dict[str, str]:
+    """The container's environment as the kubelet builds it (see the module docstring)."""
+    c = pod.container
+    env = dict(lws_env(pod))
+    for src in c.get("envFrom", []):
+        if "configMapRef" not in src:
+            raise NotImplementedError(f"{pod.name}: envFrom {src} is not emulated")
+        data = configmaps[src["configMapRef"]["name"]]
+        env.update({src.get("prefix", "") + k: v for k, v in data.items()})
+    for e in c.get("env", []):
+        if "value" in e or "valueFrom" not in e:
+            env[e["name"]] = expand(e.get("value", ""), {**links, **env})
+        elif "fieldRef" in e["valueFrom"]:
+            env[e["name"]] = field_ref(pod, e["valueFrom"]["fieldRef"]["fieldPath"])
+        elif "configMapKeyRef" in e["valueFrom"]:
+            ref = e["valueFrom"]["configMapKeyRef"]
+            env[e["name"]] = configmaps[ref["name"]][ref["key"]]
+        else:
+            raise NotImplementedError(f"{pod.name}: env {e['name']} valueFrom {e['valueFrom']}")
+    return {**links, **env}
+
+
+def selector_matches(selector: dict[str, str], labels: dict[str, str]) -> bool:
+    return all(labels.get(k) == v for k, v in selector.items())
+
+
+def _pidns(pid: int) -> str | None:
+    try:
+        return os.readlink(f"/proc/{pid}/ns/pid")
+    except OSError:
+        return None
+
+
+def _children(pid: int) -> list[int]:
+    out = []
+    try:
+        for tid in os.listdir(f"/proc/{pid}/task"):
+            with open(f"/proc/{pid}/task/{tid}/children") as f:
+                out += [int(x) for x in f.read().split()]
+    except OSError:
+        pass
+    return out
+
+
+def _die_with_parent() -> None:
+    """In the child before exec: SIGKILL when the harness process dies (prctl PR_SET_PDEATHSIG)."""
+    import ctypes
+    ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+def _cpu_ticks(pid: int) -> int:
+    """utime + stime of a process, in clock ticks (proc(5))."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        return int(fields[11]) + int(fields[12])
+    except (OSError, IndexError, ValueError):
+        return 0
+
+
+def _mem_kib(pid: int) -> tuple[int, int]:
+    rss = pss = 0
+    try:
+        with open(f"/proc/{pid}/smaps_rollup") as f:
+            for line in f:
+                if line.startswith("Rss:"):
+                    rss = int(line.split()[1])
+                elif line.startswith("Pss:"):
+                    pss = int(line.split()[1])
+    except OSError:
+        pass
+    return rss, pss
+
+
+@dataclass
+class Running:
+    popen: subprocess.Popen
+    started: float
+    pidns: str | None = None
+    log: Path | None = None
+    ready_after_s: float | None = None
+
+
+class Cluster:
+    """The pods of one rendered output directory, run on this machine.
+
+    ``Cluster(out_dir, work_dir, runtime, model_dir)`` plans every pod and applies the CPU
+    substitutions (recorded in ``work_dir/substitutions.txt`` and ``self.substitutions()``);
+    nothing runs until ``start``. Use as a context manager: leaving it kills every pod.
+    """
+
+    def __init__(self, out_dir: Path, work_dir: Path, runtime: "cpu.Runtime", model_dir: Path,
+                 ip_prefix: str, lifetime_s: float = 1200, ready_limit_s: float = 600):
+        self.out_dir, self.work = Path(out_dir), Path(work_dir)
+        self.runtime, self.lifetime_s = runtime, lifetime_s
+        self.model_dir, self.ip_prefix = Path(model_dir), ip_prefix
+        self.ready_limit_s = ready_limit_s
+        self._variants = 0
+        self._children: list[Cluster] = []
+        self.work.mkdir(parents=True, exist_ok=True)
+        pods, self.docs = plan_pods(self.out_dir, ip_prefix)
+        _, self.configmaps = load_objects(self.out_dir)
+        svc_ips = {d["metadata"]["name"]: f"{ip_prefix}.{200 + i}"
+                   for i, d in enumerate(x for x in self.docs if x["kind"] == "Service")}
+        for i, p in enumerate(pods):
+            p.core = i % max(1, len(os.sched_getaffinity(0)))
+            links = service_links(self.docs, p.namespace, svc_ips)
+            p.rendered_env = container_env(p, self.configmaps, links)
+            p.rendered_argv = [expand(a, p.rendered_env)
+                               for a in [*p.container.get("command", []), *p.container.get("args", [])]]
+        self.pods = {p.name: p for p in pods}
+        for p in pods:
+            cpu.substitute(p, self, model_dir)
+        self.hosts = self.work / "hosts"
+        base = Path("/etc/hosts").read_text() if Path("/etc/hosts").exists() else "127.0.0.1 localhost\n"
+        lines = [base.rstrip("\n"), "# pods of the rendered output (tests/execution/kubelet.py)"]
+        for p in pods:
+            names = [p.name]
+            if p.subdomain:
+                fq = f"{p.name}.{p.subdomain}.{p.namespace}"
+                names = [fq, fq + ".svc.cluster.local", p.name]
+            lines.append(f"{p.ip} {' '.join(names)}")
+        self.hosts.write_text("\n".join(lines) + "\n")
+        (self.work / "substitutions.txt").write_text(self.substitutions())
+        self.running: dict[str, Running] = {}
+        self.generation: dict[str, int] = {p.name: 0 for p in pods}
+        self.peak_kib: dict[str, tuple[int, int]] = {}
+        self._dead_ns: set[str] = set()
+        self._ticks: dict[tuple[str, int], tuple[str, int]] = {}
+
+    def variant(self, file: str, old: str, new: str) -> "Cluster":
+        """The same rendered output with ONE edit (``old`` -> ``new`` wherever it occurs in the
+        rendered ``file``), planned on the same addresses: start one of its pods in place of this
+        cluster's pod of the same name (kill that first) to see what the edit breaks."""
+        self._variants += 1
+        work = self.work / f"variant-{self._variants}"
+        shutil.copytree(self.out_dir, work / "out")
+        path = work / "out" / file
+        text = path.read_text()
+        if old not in text:
+            raise AssertionError(f"{file}: {old!r} does not occur")
+        path.write_text(text.replace(old, new))
+        v = Cluster(work / "out", work, self.runtime, self.model_dir, self.ip_prefix, self.lifetime_s,
+                    self.ready_limit_s)
+        self._children.append(v)
+        return v
+
+    # ------------------------------------------------------------------ views
+    def substitutions(self) -> str:
+        """Every change made to every pod, one line each (the CPU substitutions)."""
+        out = []
+        for p in self.pods.values():
+            out.append(f"{p.name} ({p.ip}, core {p.core}):")
+            out += [f"  - {c}" for c in p.changes] or ["  (none)"]
+        return "\n".join(out) + "\n"
+
+    def select(self, **labels) -> list[Pod]:
+        return [p for p in self.pods.values() if selector_matches(labels, p.labels)]
+
+    def group_of(self, name: str) -> list[str]:
+        g = self.pods[name].group
+        return [n for n, p in self.pods.items() if p.group == g]
+
+    def url(self, name: str, port="http", path="") -> str:
+        p = self.pods[name]
+        return f"http://{p.ip}:{p.port(port)}{path}"
+
+    def service_url(self, service: str, port: str | None = None) -> tuple[str, str]:
+        """Where a rendered Service sends traffic: (pod name, ``http://<podIP>:<targetPort>``)
+        of the first running pod its selector matches. ``port``: the Service port's name."""
+        [svc] = [d for d in self.docs if d["kind"] == "Service" and d["metadata"]["name"] == service]
+        ports = svc["spec"]["ports"]
+        sp = next(p for p in ports if port is None or p.get("name") == port)
+        for p in self.select(**svc["spec"]["selector"]):
+            if p.name in self.running:
+                return p.name, f"http://{p.ip}:{p.port(sp.get('targetPort', sp['port']))}"
+        raise AssertionError(f"Service {service}: no running pod matches {svc['spec']['selector']}")
+
+    def log(self, name: str) -> str:
+        r = self.running.get(name)
+        path = r.log if r else max(self.work.glob(f"pods/{name}/log.*"), default=None)
+        return path.read_text(errors="replace") if path and path.exists() else ""
+
+    # ------------------------------------------------------------------ process control
+    def _pod_dir(self, name: str) -> Path:
+        return self.work / "pods" / name
+
+    def start(self, *names: str, fresh: bool = True) -> None:
+        """Start the pods' containers. ``fresh``: new pod (emptyDirs emptied), else a container
+        restart in the same pod (emptyDirs kept)."""
+        for n in names:
+            if n in self.running:
+                raise RuntimeError(f"{n} is already running")
+            p, pd = self.pods[n], self._pod_dir(n)
+            self.generation[n] += 1
+            for mount, host in p.mounts.items():
+                if host.startswith(str(pd)):
+                    if fresh:
+                        subprocess.run(["rm", "-rf", host], check=True)
+                    Path(host).mkdir(parents=True, exist_ok=True)
+            pd.mkdir(parents=True, exist_ok=True)
+            log = pd / f"log.{self.generation[n]}"
+            setup = " && ".join([
+                f"mount -t tmpfs -o size={shlex.quote(p.shm_size or '64m')} tmpfs /dev/shm",
+                f"mount --bind {shlex.quote(str(self.hosts))} /etc/hosts",
+                f"hostname {shlex.quote(p.name)}",
+                'exec "$@"'])
+            # unshare's child (PID 1 of the pod's namespace) is `timeout`: the pod's lifetime
+            # bound; unshare dies with this process (PR_SET_PDEATHSIG) and takes the namespace,
+            # every process in it, along (--kill-child).
+            cmd = ["unshare", "--pid", "--kill-child", "--mount-proc", "--uts", "--propagation", "private",
+                   "timeout", "-s", "KILL", str(int(self.lifetime_s)),
+                   "/bin/sh", "-c", setup, "pod-setup", *p.argv]
+            (pd / f"argv.{self.generation[n]}.json").write_text(json.dumps({"argv": p.argv, "env": p.env}, indent=1))
+            with open(log, "wb") as fh:
+                popen = subprocess.Popen(cmd, stdout=fh, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                         env=p.env, cwd=pd, start_new_session=True, preexec_fn=_die_with_parent)
+            self.running[n] = Running(popen, time.monotonic(), log=log)
+
+    def _ns_of(self, r: Running) -> str | None:
+        if r.pidns is None:
+            mine = _pidns(os.getpid())
+            todo = [r.popen.pid]
+            while todo and r.pidns is None:
+                pid = todo.pop()
+                ns = _pidns(pid)
+                if ns and ns != mine:
+                    r.pidns = ns
+                todo += _children(pid)
+        return r.pidns
+
+    def _pids_in(self, ns: str) -> list[int]:
+        out = []
+        for d in os.listdir("/proc"):
+            if d.isdigit() and _pidns(int(d)) == ns and _alive(int(d)):
+                out.append(int(d))
+        return out
+
+    def sample_memory(self) -> None:
+        """Record each running pod's peak RSS/PSS (sum over the processes of its namespace) and
+        the CPU time its processes have used (``cpu_s``: core-seconds over all its starts)."""
+        for n, r in self.running.items():
+            ns = self._ns_of(r)
+            if not ns:
+                continue
+            tot = [0, 0]
+            for pid in self._pids_in(ns):
+                rss, pss = _mem_kib(pid)
+                tot[0] += rss
+                tot[1] += pss
+                self._ticks[(ns, pid)] = (n, _cpu_ticks(pid))
+            old = self.peak_kib.get(n, (0, 0))
+            self.peak_kib[n] = (max(old[0], tot[0]), max(old[1], tot[1]))
+
+    @property
+    def cpu_s(self) -> dict[str, float]:
+        out: dict[str, float] = {}
+        for n, ticks in self._ticks.values():
+            out[n] = out.get(n, 0.0) + ticks / os.sysconf("SC_CLK_TCK")
+        return out
+
+    def alive(self, name: str) -> bool:
+        r = self.running.get(name)
+        return bool(r) and r.popen.poll() is None
+
+    def kill(self, *names: str) -> None:
+        """SIGKILL the pods' process groups (a node losing the pod, or ``kubectl delete --force``)."""
+        for n in names:
+            if n in self.running:
+                self.sample_memory()
+            r = self.running.pop(n, None)
+            if r is None:
+                continue
+            self._ns_of(r)
+            try:
+                os.killpg(r.popen.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            r.popen.wait(timeout=30)
+            if r.pidns:
+                self._dead_ns.add(r.pidns)
+                deadline = time.monotonic() + 30
+                while self._pids_in(r.pidns) and time.monotonic() < deadline:
+                    time.sleep(0.2)
+
+    def recreate_group(self, name: str) -> list[str]:
+        """LWS ``RecreateGroupOnPodRestart``: every pod of ``name``'s group deleted and created."""
+        members = self.group_of(name)
+        self.kill(*members)
+        self.start(*members, fresh=True)
+        return members
+
+    # ------------------------------------------------------------------ probes
+    def probe(self, name: str) -> bool:
+        """One round of the pod's startup and readiness probes (True: all pass, or none)."""
+        p = self.pods[name]
+        for pr in p.probes:
+            timeout = pr.get("timeoutSeconds", 1)
+            try:
+                if "httpGet" in pr:
+                    h = pr["httpGet"]
+                    url = f"http://{p.ip}:{p.port(h['port'])}{h.get('path', '/')}"
+                    with urllib.request.urlopen(url, timeout=timeout) as resp:
+                        if not 200 <= resp.status < 400:
+                            return False
+                elif "tcpSocket" in pr:
+                    socket.create_connection((p.ip, p.port(pr["tcpSocket"]["port"])), timeout).close()
+                else:
+                    raise NotImplementedError(f"{name}: probe {pr} is not emulated")
+            except (OSError, ValueError):
+                return False
+        return True
+
+    def wait_ready(self, *names: str, limit_s: float | None = None) -> dict[str, float]:
+        """Poll the pods' probes until all pass; returns seconds from start to ready per pod.
+        Fails (PodFailed) when a pod's process exits, or when its rendered startup budget (or
+        ``limit_s``, the harness's own bound, default ``ready_limit_s``, if smaller) runs out."""
+        pending, out = set(names), {}
+        limit_s = limit_s or self.ready_limit_s
+        while pending:
+            self.sample_memory()
+            for n in sorted(pending):
+                r = self.running.get(n)
+                if r is None or r.popen.poll() is not None:
+                    raise PodFailed(f"{n}: exited before it was ready (rc {r and r.popen.returncode})\n"
+                                    + tail(self.log(n)))
+                waited = time.monotonic() - r.started
+                if self.probe(n):
+                    r.ready_after_s = out[n] = round(waited, 1)
+                    pending.discard(n)
+                    continue
+                budget = self.pods[n].startup_budget_s or float("inf")
+                if waited > min(budget, limit_s or float("inf")):
+                    what = "rendered startup budget" if budget <= (limit_s or float("inf")) else "harness limit"
+                    raise PodFailed(f"{n}: not ready after {waited:.0f}s ({what}; rendered budget {budget:.0f}s)\n"
+                                    + tail(self.log(n)))
+            if pending:
+                time.sleep(1)
+        return out
+
+    # ------------------------------------------------------------------ teardown
+    def leftovers(self) -> list[int]:
+        """PIDs still alive in the PID namespace of any pod this cluster ever ran."""
+        return [pid for ns in self._dead_ns for pid in self._pids_in(ns)]
+
+    def close(self) -> None:
+        """Kill every pod (of the variants first), then check that nothing is left."""
+        errors = []
+        for v in self._children:
+            try:
+                v.close()
+            except AssertionError as e:
+                errors.append(str(e))
+        self.kill(*list(self.running))
+        left = self.leftovers()
+        for pid in left:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        if left:
+            errors.append(f"{self.work}: processes left after the pods were killed: {left}")
+        if errors:
+            raise AssertionError("\n".join(errors))
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+
+def tail(text: str, lines: int = 40) -> str:
+    return "\n".join(text.splitlines()[-lines:])

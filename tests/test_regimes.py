@@ -1,0 +1,105 @@
+"""Regimes of the performance model: which regime a predicted figure is in, the shipped error
+table is what the bench measures, and every regime's measured error within its stated band
+(bench/planner_residuals.py over bench/published_cases.yaml; issue 25's target is a median
+within 1.2x and a worst within 1.5x in every regime)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from generator.perf.regimes import (ERRORS_FILE, REGIMES, classify, figure_regimes,
+                                        regime_error, sparse_attention)
+from generator.catalog import builtin_config
+from generator.cli import run
+from tests.helpers import EXAMPLES, load_script
+
+
+def test_the_first_matching_regime_wins():
+    """AMD before TTFT before attention DP before sparse attention before prefill."""
+    amd_ttft = classify("ttft", unified=True, data=1, vendor="amd", sparse=False)
+    assert amd_ttft == "amd"
+    assert classify("ttft", unified=True, data=8, vendor="nvidia", sparse=True) == "ttft"
+    assert classify("ttft", unified=False, data=16, vendor="nvidia", sparse=False) == \
+        "ttft-disaggregated"
+    assert classify("tpot", unified=True, data=8, vendor="nvidia", sparse=True) == \
+        "dp-attention-unified"
+    assert classify("tpot", unified=True, data=1, vendor="nvidia", sparse=True) == \
+        "sparse-attention"
+    assert classify("input", unified=True, data=8, vendor="nvidia", sparse=False) == "prefill"
+    assert classify("input", unified=True, data=1, vendor="nvidia", sparse=True) == \
+        "sparse-attention"
+    assert classify("end-to-end", unified=False, data=16, vendor="nvidia", sparse=False) == \
+        "disaggregated-end-to-end"
+    assert classify("output", unified=False, data=16, vendor="nvidia", sparse=False) == \
+        "ep-decode"
+    assert classify("tpot", unified=False, data=1, vendor="nvidia", sparse=False) == "tp-decode"
+    with pytest.raises(ValueError):
+        classify("latency", unified=True, data=1, vendor="nvidia", sparse=False)
+
+
+def test_sparse_attention_is_v32s_indexer_not_v4s_compressed_attention():
+    assert sparse_attention(builtin_config("deepseek-v3.2"))
+    assert not sparse_attention(builtin_config("deepseek-v4-pro"))
+    assert not sparse_attention(builtin_config("deepseek-r1"))
+
+
+def _bench():
+    return load_script("bench/planner_residuals.py")
+
+
+def test_the_shipped_error_table_is_what_the_bench_measures():
+    """generator/perf/data/regime-errors.json = bench/planner_residuals.py's summary
+    (refresh: python bench/planner_residuals.py --write)."""
+    bench = _bench()
+    shipped = json.loads(ERRORS_FILE.read_text())["regimes"]
+    assert shipped == bench.summary(bench.residuals())
+    assert set(shipped) == set(REGIMES)
+
+
+#: Per regime, the measured error over every figure (development and held-out): (median,
+#: worst) factor bands, set from the bench when issue 25 closed (see its closing note). The AMD
+#: regime misses issue 25's target (1.2 / 1.5): MI300X prefill of 4K-token prompts and
+#: DeepSeek-V3 with attention DP on MI300X are slower than any development figure shows.
+BANDS = {
+    "tp-decode": (1.03, 1.15), "ep-decode": (1.08, 1.40), "prefill": (1.06, 1.25),
+    "disaggregated-end-to-end": (1.06, 1.06), "dp-attention-unified": (1.12, 1.45),
+    "sparse-attention": (1.06, 1.35), "ttft": (1.10, 1.52), "amd": (1.10, 6.50),
+}
+
+
+def test_every_regime_within_its_stated_band():
+    table = json.loads(ERRORS_FILE.read_text())["regimes"]
+    for regime, (median, worst) in BANDS.items():
+        row = table[regime]["all"]
+        assert row["n"] >= 1 and row["missing"] == 0, (regime, row)
+        assert row["median"] <= median and row["worst"] <= worst, (regime, row)
+    assert table["ttft-disaggregated"]["all"]["n"] == 0   # no published PD TTFT in the bench
+
+
+def test_a_prediction_names_its_regime_and_its_error():
+    """gen size on S1 (PD, DP16-EP16 decode on H20): TPOT is in the expert-parallel decode
+    regime, TTFT in the disaggregated TTFT regime, which the bench has no figure of; the
+    text quotes the measured error the table holds."""
+    regimes = figure_regimes(unified=False, data=16, vendor="nvidia", sparse=False)
+    assert regimes["tpotMs"].regime == "ep-decode"
+    assert regimes["ttftMs"].describe() == \
+        "time to first token (disaggregated) regime, no published figure in the bench"
+    e = regime_error("ep-decode")
+    assert e.describe().startswith(
+        f"expert-parallel decode regime, bench median error {e.median - 1:.0%}, worst ")
+
+
+def test_gen_size_and_plan_quote_the_regime(capsys):
+    assert run(["size", str(EXAMPLES / "s1-16xh20-pd.yaml"), "--format", "json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    dec = next(r for r in out["roles"] if r["name"] == "decode")["predicted"]
+    assert dec["regimes"]["tpotMs"]["regime"] == "ep-decode"
+    assert dec["regimes"]["tpotMs"]["figures"] == regime_error("ep-decode").n
+    assert run(["size", str(EXAMPLES / "s1-16xh20-pd.yaml")]) == 0
+    assert "expert-parallel decode regime, bench median error" in capsys.readouterr().out
+    assert run(["plan", str(EXAMPLES / "plan" / "h20-16-seed000.yaml"), "--format",
+                "json"]) == 0
+    cand = json.loads(capsys.readouterr().out)["candidates"][0]
+    assert set(cand["regimes"]) == {"ttftMs", "tpotMs", "totalTokensPerSec"}
