@@ -12,7 +12,7 @@ object; none of them computes a layout, a size or a prediction of its own.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Iterator
+from typing import TYPE_CHECKING, Iterator
 
 from .catalog import (
     GPUS,
@@ -27,13 +27,15 @@ from .engines.gateway import with_rank_ports
 from .engines.registry import dialect_for
 from .errors import Finding, Severity
 from .facts.versions import UnsupportedVersion
-from .perf.predict import Prediction, predict
 from .pods import STARTUP_PERIOD_S, effective_pod
 from .roles import RoleInput, role_inputs
 from .sizing import RoleSizing, size_role
 from .sizing.host import HostPlan, api_servers_from, host_plan
 from .spec.load import Provenance, json_path
 from .spec.models import InferenceDeployment
+
+if TYPE_CHECKING:
+    from .perf.predict import Prediction
 
 
 @dataclass(frozen=True)
@@ -91,6 +93,9 @@ class Deployment:
         """Each role's predicted TTFT, TPOT and tokens/s (:func:`generator.perf.predict.predict`),
         computed once; a :class:`Prediction` with ``reason`` set when the spec cannot be timed."""
         if "prediction" not in self._cache:
+            # Imported on first use: gen validate never times a deployment (the perf model's
+            # imports are a tenth of the policy check's start).
+            from .perf.predict import Prediction, predict
             resolved = self.dialect is not None and self.arch is not None and all(
                 r is not None and not r.layout.problem for r in self.roles)
             out = (predict(self.spec) if resolved

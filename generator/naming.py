@@ -35,6 +35,11 @@ LWS_WORKER_INDEX_LABEL = "leaderworkerset.sigs.k8s.io/worker-index"
 #: Unique per LWS group, on every pod of the group (lws pkg/utils/pod/pod_utils.go).
 LWS_GROUP_KEY_LABEL = "leaderworkerset.sigs.k8s.io/group-key"
 STS_POD_INDEX_LABEL = "apps.kubernetes.io/pod-index"
+#: Annotation on each role's workload: the load it was sized and timed for
+#: (``sizing.concurrency``, ``spec.traffic``), which the rendered admission limits, CUDA graphs
+#: and durations (generator/durations.py) follow from but do not show; ``gen import`` reads it
+#: back (generator/importer/objects.py).
+SIZED_LOAD = "moegen.dev/sized-load"
 
 #: Longest hostname a pod may have (RFC 1123 label; pod hostnames come from pod names).
 MAX_LABEL = 63

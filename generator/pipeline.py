@@ -27,7 +27,6 @@ from .checks import Context, run_rules
 from .deployment import Deployment, build
 from .engines.base import Dialect
 from .errors import Finding, Location, Severity
-from .perf.predict import Prediction
 from .roles import RoleInput
 from .sizing import RoleSizing
 from .sizing.host import HostPlan
@@ -37,6 +36,7 @@ from .spec.validate import validate_structure
 
 if TYPE_CHECKING:
     from .manifests.plan import DeploymentPlan
+    from .perf.predict import Prediction
 
 
 @dataclass

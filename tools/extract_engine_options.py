@@ -10,8 +10,10 @@ Sources, dumped from the engines' own parsers (one list of option strings per ar
   ``tools/data/sglang-options-by-release.json`` (``tools/extract_vllm_options.py`` and
   ``tools/extract_sglang_options.py``: each release's own parser built from its sources).
 
-Writes ``generator/engines/data/engine-options.json``: per engine an alias table and the releases
-as a base list plus per-release additions/removals; ``tests/test_data_drift.py`` fails when the
+Writes ``generator/engines/data/engine-options.json``: per engine an alias table, the arity of
+each option of the current release (options that take no value, a list, or an optional value:
+how the manifest importer reads a command line), and the releases as a base list plus
+per-release additions/removals; ``tests/test_data_drift.py`` fails when the
 committed file drifts.
 
 Usage: python tools/extract_engine_options.py [REFERENCE_DIR] [OUT_JSON]
@@ -62,6 +64,20 @@ def _groups(entries) -> list[list[str]]:
     return [e if isinstance(e, list) else [e] for e in entries]
 
 
+def _arity(dump: list[dict]) -> dict[str, list[str]]:
+    """How many values each option of the current release's parser takes (argparse ``nargs``):
+    ``flags`` take none (store_true/BooleanOptionalAction, ``nargs`` 0), ``lists`` one or more
+    (``+``, ``*``), ``optional`` zero or one (``?``); every other option takes exactly one.
+    Option strings of every action are listed, so aliases and ``--no-x`` negations are found."""
+    kinds = {0: "flags", "+": "lists", "*": "lists", "?": "optional"}
+    out: dict[str, set[str]] = {"flags": set(), "lists": set(), "optional": set()}
+    for e in dump:
+        kind = kinds.get(e.get("nargs"))
+        if kind and e["opts"]:
+            out[kind] |= set(e["opts"])
+    return {k: sorted(v) for k, v in out.items()}
+
+
 def _engine(current: str, dump: list[dict], by_release: Path) -> dict:
     releases = json.loads(by_release.read_text()) if by_release.is_file() else {}
     releases = {v: _groups(g) for v, g in releases.items()}
@@ -70,7 +86,7 @@ def _engine(current: str, dump: list[dict], by_release: Path) -> dict:
     for v in sorted(releases, key=_key):
         aliases.update(_aliases(releases[v]))
     flat = {v: sorted({o for g in groups for o in g}) for v, groups in releases.items()}
-    return {"aliases": dict(sorted(aliases.items())), **_delta(flat)}
+    return {"aliases": dict(sorted(aliases.items())), "arity": _arity(dump), **_delta(flat)}
 
 
 def extract(src: Path) -> dict:

@@ -22,6 +22,56 @@ for _code, _sev, _summary, _source in (
     ("LOAD013", E, "an overlay names each item of a list once",
      "docs/spec.md §2 (overlays: lists of named objects merge by name; a name given twice "
      "would merge twice into one item)"),
+    ("LOAD014", E, "mapping keys are scalars",
+     "generator/spec/load.py (Kubernetes objects have string keys: a {{X}} template "
+     "placeholder parses as a mapping key; https://yaml.org/spec/1.2.2/)"),
+    ("IMP001", E, "a serving workload's engine command can be found",
+     "generator/importer/launch.py (vllm serve, python -m vllm.entrypoints.openai.api_server, "
+     "python -m sglang.launch_server, sglang serve, the Dynamo wrappers)"),
+    ("IMP002", E, "the launch script and the engine's --config file can be read",
+     "generator/importer/shell.py (POSIX Shell Command Language); SGLang 0.5.23 "
+     "python/sglang/srt/utils/server_args_config_parser.py (--config YAML)"),
+    ("IMP003", W, "every engine option and pod value fits the spec",
+     "generator/importer/engine.py (values only the running pod knows, out-of-range sizes)"),
+    ("IMP004", W, "a pod that requests RDMA names its devices (NCCL_IB_HCA)",
+     "generator/importer/pods.py; NCCL env docs (NCCL_IB_HCA) "
+     "https://docs.nvidia.com/deeplearning/nccl/user-guide/docs/env.html"),
+    ("IMP005", W, "the engine's options are ones moegen models",
+     "generator/importer/engine.py (load-balancing modes, listeners, connectors and "
+     "speculative methods moegen renders: generator/engines/vllm.py, generator/engines/sglang.py)"),
+    ("IMP006", W, "the engine command uses only variables the pod sets",
+     "POSIX Shell Command Language 2.6.2 (an unset parameter expands to nothing); "
+     "generator/importer/shell.py"),
+    ("IMP007", W, "VLLM_ALL2ALL_BACKEND is read only by vLLM before 0.16.0",
+     "vLLM 0.33.0 vllm/envs.py (no VLLM_ALL2ALL_BACKEND; the backend is "
+     "--all2all-backend, vllm/config/parallel.py); generator/engines/data/vllm-releases.json "
+     "(envChoices through 0.15.1)"),
+    ("IMP008", W, "the engine image names its release",
+     "generator/importer/build.py (image tags of vllm/vllm-openai and lmsysorg/sglang)"),
+    ("IMP009", E, "pods x GPUs per pod give the ranks the engine asks for",
+     "vLLM 0.33.0 vllm/v1/engine/utils.py (the DP handshake waits for every rank); "
+     "generator/importer/assemble.py"),
+    ("IMP010", W, "the weights come from a volume, not a download at start",
+     "docs/spec.md §2 (model.path, model.volume); generator/importer/build.py"),
+    ("IMP011", W, "the model is in moegen's catalog (or --model-config gives it)",
+     "generator/catalog/__init__.py (ARCHITECTURES)"),
+    ("IMP012", E, "the GPU is stated (node selector, node affinity or --gpu)",
+     "generator/importer/pods.py (nvidia.com/gpu.product: NVIDIA/k8s-device-plugin GPU "
+     "feature discovery; cloud.google.com/gke-accelerator: "
+     "https://cloud.google.com/kubernetes-engine/docs/how-to/gpus)"),
+    ("IMP013", E, "metadata.namespace is a namespace name",
+     "Kubernetes namespace names are RFC 1123 labels: "
+     "kubernetes/apimachinery@v0.31.0:pkg/util/validation/validation.go (IsDNS1123Label); "
+     "https://kubernetes.io/docs/concepts/overview/working-with-objects/names/#dns-label-names"),
+    ("IMP014", W, "env values use $(NAME), which Kubernetes expands, not ${NAME}",
+     "kubernetes/kubernetes@v1.31.0:third_party/forked/golang/expansion/expand.go; "
+     "https://kubernetes.io/docs/tasks/inject-data-application/define-interdependent-environment-variables/"),
+    ("IMP015", W, "vLLM's kv_role matches the role (kv_producer / kv_consumer)",
+     "vLLM 0.33.0 vllm/distributed/kv_transfer/kv_connector/v1/nixl/connector.py (kv_both is "
+     "deprecated); generator/importer/assemble.py"),
+    ("IMP016", W, "a memory-backed /dev/shm has a sizeLimit",
+     "Kubernetes emptyDir (medium Memory: the files count against the container's memory "
+     "limit; sizeLimit bounds it) https://kubernetes.io/docs/concepts/storage/volumes/#emptydir"),
     ("SCH001", E, "the spec matches the schema", "schemas/inferencedeployment.schema.json"),
     ("SCH002", E, "no unknown fields",
      "schemas/inferencedeployment.schema.json (additionalProperties: false)"),

@@ -79,8 +79,6 @@ from __future__ import annotations
 import hashlib
 from dataclasses import replace
 
-import yaml
-
 from ..naming import L_MODE
 from .metrics import METRICS
 from .router_releases import PickerRelease, resolve
@@ -264,6 +262,7 @@ def epp_config(release: PickerRelease, pd: bool) -> dict:
 
 def config_text(config: dict) -> str:
     """The configuration as the ConfigMap's file (block YAML, keys in a fixed order)."""
+    import yaml   # the render path only (gen validate never writes the file)
     return yaml.safe_dump(config, sort_keys=False, default_flow_style=False, width=10_000)
 
 

@@ -95,6 +95,33 @@ class ReleaseOptions:
                                          cutoff=0.75)
 
 
+#: What an option takes (argparse nargs of the current release's parser, engine-options.json
+#: ``arity``): nothing (a flag), one value, a list of one or more, or an optional value.
+TAKES_NONE, TAKES_ONE, TAKES_LIST, TAKES_OPTIONAL = "flag", "one", "list", "optional"
+
+
+@cache
+def _arity(engine: str) -> dict[str, str]:
+    table = _data()[engine]["arity"]
+    return {**{o: TAKES_LIST for o in table["lists"]},
+            **{o: TAKES_OPTIONAL for o in table["optional"]},
+            **{o: TAKES_NONE for o in table["flags"]}}
+
+
+def option_arity(engine: str, name: str) -> str:
+    """How many values ``name`` (an option string, any spelling) takes: :data:`TAKES_NONE`,
+    :data:`TAKES_ONE`, :data:`TAKES_LIST` or :data:`TAKES_OPTIONAL`, as the current release's parser reads it
+    (the option strings of every action, aliases and ``--no-`` negations included). An option
+    the current release no longer has is a flag when named like one (``--enable-``,
+    ``--disable-``, ``--no-``), else takes one value."""
+    arity = _arity(engine)
+    if name in arity:
+        return arity[name]
+    if name.startswith(("--enable-", "--disable-", "--no-")):
+        return TAKES_NONE
+    return TAKES_ONE
+
+
 def known_releases(engine: str) -> list[str]:
     """Releases whose complete option list moegen ships, oldest first."""
     return list(_data()[engine]["order"])

@@ -452,20 +452,8 @@ class VllmDialect:
                "kv_role": KV_ROLES[role.mode]}
         if role.mode == "decode" and self.kv_load_failure_policy:
             kvt["kv_load_failure_policy"] = KV_LOAD_FAILURE_POLICY
-        nic = nic_family(role.network.rdma)
-        if role.kv_transfer.connector == "nixl" and nic is not None \
-                and nic.nixl_backend != "UCX":
-            # NixlConnector's default backends ["UCX"] (nixl/base_worker.py:624-626) cannot
-            # do RDMA on EFA (vllm#41814, nixl#909): LIBFABRIC can.
-            kvt["kv_connector_extra_config"] = {"backends": [nic.nixl_backend]}
-        if role.kv_transfer.connector == "mooncake" and role.network.rdma is not None:
-            # The spec's HCAs, as SGLang's --disaggregation-ib-device gives them: Mooncake
-            # otherwise opens every device it finds ("device_name" "" = all;
-            # mooncake_connector.py register_kv_caches, engine.initialize), and the NIC's
-            # protocol ("mooncake_protocol", default "rdma": EFA needs "efa").
-            extra = {"device_name": ",".join(role.network.rdma.devices)}
-            if nic.mooncake_protocol != "rdma":
-                extra["mooncake_protocol"] = nic.mooncake_protocol
+        extra = kv_connector_extra(role.kv_transfer.connector, role.network.rdma)
+        if extra is not None:
             kvt["kv_connector_extra_config"] = extra
         common += ["--kv-transfer-config", _json(kvt)]
         if role.kv_transfer.connector == "nixl":
@@ -555,3 +543,23 @@ def _num(x: float) -> str:
 def dialect(requested: str) -> VllmDialect:
     """The dialect for ``requested`` (raises versions.UnsupportedVersion outside 0.11.0..0.33.x)."""
     return VllmDialect(requested, select_known(requested, known_versions(), SUPPORTED))
+
+
+def kv_connector_extra(connector: str, rdma) -> dict | None:
+    """``kv_connector_extra_config`` of a PD role's ``--kv-transfer-config`` (None: none), from
+    the spec's connector (``nixl``/``mooncake``) and ``network.rdma`` (a ``Rdma`` or None).
+
+    NixlConnector's default backends ["UCX"] (nixl/base_worker.py:624-626) cannot do RDMA on EFA
+    (vllm-project/vllm#41814, ai-dynamo/nixl#909): LIBFABRIC can. Mooncake gets the spec's HCAs, as SGLang's
+    --disaggregation-ib-device gives them: it otherwise opens every device it finds
+    ("device_name" "" = all; mooncake_connector.py register_kv_caches, engine.initialize), and
+    the NIC's protocol ("mooncake_protocol", default "rdma": EFA needs "efa")."""
+    nic = nic_family(rdma)
+    if connector == "nixl" and nic is not None and nic.nixl_backend != "UCX":
+        return {"backends": [nic.nixl_backend]}
+    if connector == "mooncake" and rdma is not None:
+        extra = {"device_name": ",".join(rdma.devices)}
+        if nic.mooncake_protocol != "rdma":
+            extra["mooncake_protocol"] = nic.mooncake_protocol
+        return extra
+    return None

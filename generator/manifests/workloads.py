@@ -33,6 +33,7 @@ from ..engines.routers import (
 from ..facts import lws as lwsv
 from ..layout import RoleLayout
 from ..naming import (
+    SIZED_LOAD,
     L_API,
     L_COMPONENT,
     L_INSTANCE,
@@ -386,6 +387,18 @@ def add_role(out: RoleObjects, shared: SharedInputs, role_spec: Role, role: Role
             headless=False))
 
 
+def sized_load(spec: InferenceDeployment, role_spec: Role) -> dict[str, str]:
+    """``{SIZED_LOAD: "concurrency=200 traffic=3500/1200 acceptance=0.7"}`` (the parts the
+    spec sets), or ``{}``."""
+    parts = []
+    if role_spec.sizing.concurrency is not None:
+        parts.append(f"concurrency={role_spec.sizing.concurrency}")
+    t = spec.spec.traffic
+    if t is not None:
+        parts += [f"traffic={t.inputTokens}/{t.outputTokens}", f"acceptance={t.acceptance:g}"]
+    return {SIZED_LOAD: " ".join(parts)} if parts else {}
+
+
 def _add_lws(out: RoleObjects, shared: SharedInputs, ctx: PodContext, rlabels: dict[str, str],
              metrics: dict[str, str], bootstrap: dict[str, str], hplan: HostPlan | None,
              port: int) -> None:
@@ -418,7 +431,7 @@ def _add_lws(out: RoleObjects, shared: SharedInputs, ctx: PodContext, rlabels: d
         if lay.multi_pod else None,
         annotations={**gang_annotations,
                      **({LWS_EXCLUSIVE_TOPOLOGY: topology} if topology else {}),
-                     **shared.restart_annotations},
+                     **shared.restart_annotations, **sized_load(spec, role_spec)},
         restart_policy=shared.restart_policy, autoscaled=role_spec.autoscaling is not None,
         **_rollout(shared, role.name)))
     if role_spec.autoscaling is not None:

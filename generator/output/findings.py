@@ -42,9 +42,11 @@ def text(findings: list[Finding], colour: bool, with_summary: bool = True) -> st
     return "\n".join(lines)
 
 
-def as_json(findings: list[Finding], ok: bool) -> str:
-    """``{"ok": bool, "findings": [...]}`` (stable key order)."""
-    return json.dumps({"ok": ok, "findings": [f.to_json() for f in findings]}, indent=2)
+def as_json(findings: list[Finding], ok: bool, extra: dict | None = None) -> str:
+    """``{"ok": bool, "findings": [...]}`` (stable key order), plus ``extra`` keys (``gen
+    validate`` of many inputs: ``inputs``, ``skipped``, ``planRequests``)."""
+    return json.dumps({"ok": ok, "findings": [f.to_json() for f in findings], **(extra or {})},
+                      indent=2)
 
 
 def _escape(value: str, prop: bool = False) -> str:

@@ -1,23 +1,27 @@
-"""Read a spec and its overlays: the only module of moegen that reads input files.
+"""Read specs, overlays and manifest streams: the only module of moegen that reads input files.
 
 Loading is safe and positional:
 
 * YAML is parsed with ruamel.yaml's round-trip composer, which builds only plain mappings,
   sequences and scalars (no Python objects). Before composing, the event stream is scanned and
-  refused when it holds custom tags, anchors/aliases (alias bombs), more than one document, or
-  nesting deeper than :data:`MAX_DEPTH`; files larger than :data:`MAX_BYTES` or not UTF-8 text are
-  refused unread. Duplicate keys are errors.
+  refused when it holds custom tags, anchors/aliases (alias bombs), mapping keys that are not
+  scalars, more than one document (a spec or overlay), or nesting deeper than :data:`MAX_DEPTH`;
+  files larger than :data:`MAX_BYTES` (:data:`MAX_STREAM_BYTES` for manifest streams) or not
+  UTF-8 text are refused unread. Duplicate keys are errors.
 * Every scalar, mapping and sequence keeps the file, line and column that set it
-  (:class:`Provenance`), so findings can point at the overlay that set a field.
+  (:class:`Provenance`), so findings can point at the overlay that set a field, or at the line
+  of a manifest (and of a launch script inside it) an imported deployment came from.
 
-Overlays merge as docs/spec.md §2 fixes: in command-line order, last wins; mappings merge key by
-key; lists whose items are all mappings with a ``name`` merge item by item by ``name`` (new names
-are appended); every other list is replaced whole.
+Overlays merge as docs/spec.md §2 fixes (:mod:`.overlays`). Manifests (``gen validate`` and
+``gen import`` of Kubernetes YAML) are read as :class:`InputUnit`: a file, a directory (every
+``*.yaml``/``*.yml`` below it, and the env files its ``kustomization.yaml`` generates ConfigMaps
+from) or standard input, each a list of :class:`Document`; a stream with a broken document keeps
+the documents before it. What the documents mean is the importer's business
+(``generator/importer``).
 """
 
 from __future__ import annotations
 
-import difflib
 import io
 import json
 import sys
@@ -28,19 +32,15 @@ from typing import Any
 from ruamel.yaml import YAML
 from ruamel.yaml.comments import CommentedMap, CommentedSeq
 from ruamel.yaml.error import MarkedYAMLError, YAMLError
-from ruamel.yaml.events import (
-    AliasEvent,
-    CollectionEndEvent,
-    CollectionStartEvent,
-    DocumentStartEvent,
-    MappingStartEvent,
-    NodeEvent,
-    ScalarEvent,
-    SequenceStartEvent,
-)
+from ruamel.yaml.events import (AliasEvent, CollectionEndEvent, CollectionStartEvent,
+                                 DocumentEndEvent, DocumentStartEvent, MappingStartEvent,
+                                 NodeEvent, ScalarEvent, SequenceStartEvent, StreamEndEvent)
 from ruamel.yaml.reader import Reader
+from ruamel.yaml.scalarstring import FoldedScalarString, LiteralScalarString
 
 from ..errors import Finding, Location, Severity
+from .overlays import _new_names, merge  # noqa: F401 - merge: re-exported
+from .provenance import PathKey, Provenance, json_path  # noqa: F401 - re-exported
 
 #: Largest spec or overlay file accepted, bytes. Real specs are a few KiB; 1 MiB leaves room for
 #: generated ones while keeping hostile inputs cheap to refuse.
@@ -49,51 +49,17 @@ MAX_BYTES = 1 << 20
 MAX_DEPTH = 64
 #: Largest model ``config.json`` accepted, bytes (HF configs are < 10 KiB).
 MAX_CONFIG_BYTES = 1 << 20
+#: Largest manifest file or stream accepted (``helm template`` / ``kustomize build`` of a whole
+#: deployment is at most a few MiB), bytes.
+MAX_STREAM_BYTES = 16 << 20
+#: Most files one directory input reads (a repository of manifests, not a file system).
+MAX_FILES = 4096
 
-PathKey = tuple  # a JSON path as a tuple of str keys and int indices
-
+#: Block scalars (``|``, ``>``): their content starts on the line after the indicator.
+_BLOCK_STRINGS = (LiteralScalarString, FoldedScalarString)
 #: Explicit tags a spec may carry (the YAML 1.2 core schema); anything else is refused.
 _PLAIN_TAGS = {f"tag:yaml.org,2002:{t}" for t in ("str", "int", "float", "bool", "null", "map", "seq")}
 _PLAIN_TAGS |= {f"!!{t}" for t in ("str", "int", "float", "bool", "null", "map", "seq")}
-
-
-def json_path(path: PathKey) -> str:
-    """Format ``("spec", "roles", 1, "parallel")`` as ``$.spec.roles[1].parallel``."""
-    out = "$"
-    for part in path:
-        out += f"[{part}]" if isinstance(part, int) else f".{part}"
-    return out
-
-
-@dataclass
-class Provenance:
-    """Where each value of the merged spec came from.
-
-    ``locations`` maps a path tuple to the :class:`Location` of the key (for mapping entries) or
-    item (for sequence items) that set it. Lookups of paths that no file set (defaults) fall back
-    to the nearest ancestor that has a location.
-    """
-
-    locations: dict[PathKey, Location] = field(default_factory=dict)
-
-    def locate(self, path: PathKey) -> Location:
-        """Location of ``path`` or of its nearest located ancestor (``Location()`` if none)."""
-        path = tuple(path)
-        while path:
-            loc = self.locations.get(path)
-            if loc is not None:
-                return loc
-            path = path[:-1]
-        return self.locations.get((), Location())
-
-    def replace_subtree(self, path: PathKey, other: "Provenance") -> None:
-        """Drop every location at or under ``path`` and copy ``other``'s locations there."""
-        n = len(path)
-        for key in [k for k in self.locations if k[:n] == path]:
-            del self.locations[key]
-        for key, loc in other.locations.items():
-            if key[:n] == path:
-                self.locations[key] = loc
 
 
 @dataclass
@@ -122,14 +88,15 @@ def _finding(code: str, file: str, message: str, hint: str = "", line: int = 0,
 
 #: The path that means standard input (``gen validate -``), and the name findings give it.
 STDIN, STDIN_NAME = "-", "<stdin>"
-#: Standard input, read once (a command may parse its input twice: gen report, gen plan).
+#: Standard input, read once (a command may parse its input twice: gen report, gen plan), up
+#: to the largest limit any reader applies.
 _stdin_cache: dict[int, bytes] = {}
 
 
 def _read_stdin(limit: int) -> bytes:
-    if limit not in _stdin_cache:
-        _stdin_cache[limit] = sys.stdin.buffer.read(limit + 1)
-    return _stdin_cache[limit]
+    if 0 not in _stdin_cache:
+        _stdin_cache[0] = sys.stdin.buffer.read(MAX_STREAM_BYTES + 1)
+    return _stdin_cache[0][:limit + 1]
 
 
 def display_name(path: Path) -> str:
@@ -175,9 +142,8 @@ class _Replay:
         self._i = 0
 
     def check_event(self, *choices: Any) -> bool:
-        if self._i >= len(self._events):
-            return False
-        return not choices or isinstance(self._events[self._i], choices)
+        return self._i < len(self._events) and (not choices
+                                                or isinstance(self._events[self._i], choices))
 
     def peek_event(self) -> Any:
         return self._events[self._i]
@@ -221,58 +187,101 @@ class _Reader(Reader):
         return None
 
 
-def _scan_events(yaml: YAML, text: str, display: str) -> tuple[list, Finding | None]:
-    """Parse ``text`` into events, refusing what the spec format never needs as soon as it
-    appears (before any node is built: cheap on bombs). Returns (events, finding or None)."""
+def _scan_events(yaml: YAML, text: str, display: str,
+                 multi: bool = False) -> tuple[list, list[Finding]]:
+    """Parse ``text`` into events, refusing what the formats never need as soon as it appears
+    (before any node is built: cheap on bombs). Returns (events, findings).
+
+    A spec or overlay (``multi`` false) is one document, refused whole on the first problem. A
+    manifest stream (``multi``) may hold many: a document with a problem is dropped (its events
+    are skipped to its end) and the others are kept; a syntax error ends the stream, keeping the
+    documents before it."""
     depth = 0
     docs = 0
     events: list = []
+    findings: list[Finding] = []
+    doc_start = 0            # index in ``events`` where the current document starts
+    skipping = False         # the current document is refused: drop events to its end
     keys: list[bool | None] = []   # per open collection: next node is a mapping key (None: list)
+
+    def refuse(code: str, message: str, hint: str, line: int, col: int) -> bool:
+        nonlocal skipping
+        findings.append(_finding(code, display, message, hint, line, col))
+        if not multi:
+            return True
+        del events[doc_start:]
+        skipping = True
+        return False
+
     try:
         for ev in yaml.parse(io.StringIO(text)):
-            events.append(ev)
-            mark = getattr(ev, "start_mark", None)
-            line, col = (mark.line + 1, mark.column + 1) if mark else (0, 0)
-            if isinstance(ev, NodeEvent) and keys and keys[-1] is not None:
-                is_key, keys[-1] = keys[-1], not keys[-1]
-                if is_key and isinstance(ev, ScalarEvent) and ev.value == "<<" and not ev.style:
-                    return [], _finding("LOAD005", display,
-                                        "YAML merge keys (<<) are not accepted in specs",
-                                        "write the values out, or use an overlay (-f) to share "
-                                        "them", line, col)
-            if isinstance(ev, MappingStartEvent):
-                keys.append(True)
-            elif isinstance(ev, SequenceStartEvent):
-                keys.append(None)
-            elif isinstance(ev, CollectionEndEvent) and keys:
-                keys.pop()
             if isinstance(ev, DocumentStartEvent):
                 docs += 1
-                if docs > 1:
-                    return [], _finding("LOAD004", display, "more than one YAML document",
-                                        "put one InferenceDeployment per file", line, col)
-            if isinstance(ev, AliasEvent) or (isinstance(ev, NodeEvent) and ev.anchor):
-                return [], _finding("LOAD005", display,
-                                    "YAML anchors and aliases are not accepted in specs",
-                                    "write the values out, or use an overlay (-f) to share them",
-                                    line, col)
-            tag = getattr(ev, "tag", None)
-            if tag is not None and str(tag) not in _PLAIN_TAGS:
-                return [], _finding("LOAD006", display, f"custom YAML tag {tag} is not accepted",
-                                    "remove the tag; specs hold plain maps, lists and scalars",
-                                    line, col)
+                doc_start, skipping, depth, keys = len(events), False, 0, []
+                if docs > 1 and not multi:
+                    mark = ev.start_mark
+                    refuse("LOAD004", "more than one YAML document",
+                           "put one InferenceDeployment per file", mark.line + 1, mark.column + 1)
+                    return [], findings
+            if skipping:
+                if isinstance(ev, (DocumentEndEvent, StreamEndEvent)):
+                    skipping = False
+                    if isinstance(ev, StreamEndEvent):
+                        events.append(ev)
+                continue
+            events.append(ev)
+            problem = _event_problem(ev, keys, depth)
             if isinstance(ev, CollectionStartEvent):
                 depth += 1
-                if depth > MAX_DEPTH:
-                    return [], _finding("LOAD007", display,
-                                        f"nesting deeper than {MAX_DEPTH} levels", "", line, col)
             elif isinstance(ev, CollectionEndEvent):
                 depth -= 1
+            if problem is not None:
+                mark = ev.start_mark
+                if refuse(*problem, mark.line + 1, mark.column + 1):
+                    return [], findings
     except MarkedYAMLError as exc:
-        return [], _yaml_error(exc, display)
+        findings.append(_yaml_error(exc, display))
+        if not multi:
+            return [], findings
+        end = max((i for i, ev in enumerate(events) if isinstance(ev, DocumentEndEvent)),
+                  default=-1)
+        events = events[:end + 1] + [StreamEndEvent()] if end >= 0 else []
     except YAMLError as exc:  # pragma: no cover - ruamel raises MarkedYAMLError for syntax
-        return [], _finding("LOAD008", display, f"invalid YAML: {exc}")
-    return events, None
+        return [], [_finding("LOAD008", display, f"invalid YAML: {exc}")]
+    return events, findings
+
+
+def _event_problem(ev: Any, keys: list[bool | None], depth: int) -> tuple[str, str, str] | None:
+    """What the hostile-input guard refuses in one event: (code, message, hint) or None.
+    ``keys`` tracks, per open collection, whether the next node is a mapping key (updated)."""
+    problem = None
+    if isinstance(ev, NodeEvent) and keys and keys[-1] is not None:
+        is_key, keys[-1] = keys[-1], not keys[-1]
+        if is_key and isinstance(ev, ScalarEvent) and ev.value == "<<" and not ev.style:
+            problem = ("LOAD005", "YAML merge keys (<<) are not accepted",
+                       "write the values out, or use an overlay (-f) to share them")
+        elif is_key and isinstance(ev, CollectionStartEvent):
+            problem = ("LOAD014", "a mapping key is a mapping or a list (Kubernetes objects and "
+                       "specs have string keys; a template placeholder such as {{X}} parses as "
+                       "one)", "quote the value, or substitute the placeholder before applying")
+    if isinstance(ev, MappingStartEvent):
+        keys.append(True)
+    elif isinstance(ev, SequenceStartEvent):
+        keys.append(None)
+    elif isinstance(ev, CollectionEndEvent) and keys:
+        keys.pop()
+    if problem is not None:
+        return problem
+    if isinstance(ev, AliasEvent) or (isinstance(ev, NodeEvent) and ev.anchor):
+        return ("LOAD005", "YAML anchors and aliases are not accepted",
+                "write the values out, or use an overlay (-f) to share them")
+    tag = getattr(ev, "tag", None)
+    if tag is not None and str(tag) not in _PLAIN_TAGS:
+        return ("LOAD006", f"custom YAML tag {tag} is not accepted",
+                "remove the tag; specs and manifests hold plain maps, lists and scalars")
+    if isinstance(ev, CollectionStartEvent) and depth + 1 > MAX_DEPTH:
+        return ("LOAD007", f"nesting deeper than {MAX_DEPTH} levels", "")
+    return None
 
 
 def _yaml_error(exc: MarkedYAMLError, display: str) -> Finding:
@@ -284,15 +293,29 @@ def _yaml_error(exc: MarkedYAMLError, display: str) -> Finding:
     return _finding(code, display, f"invalid YAML: {problem}", hint, line, col)
 
 
-def _plain(node: Any, path: PathKey, display: str, prov: Provenance) -> Any:
-    """Convert ruamel nodes to plain data, recording each key's/item's location."""
+def _block(lines: list[str], line: int) -> tuple[int, int]:
+    """(first content line, its indentation) of a block scalar whose indicator is on 0-based
+    ``line``: the first non-blank line after it."""
+    for j in range(line + 1, len(lines)):
+        if lines[j].strip():
+            return j + 1, len(lines[j]) - len(lines[j].lstrip(" "))
+    return line + 2, 0
+
+
+def _plain(node: Any, path: PathKey, display: str, prov: Provenance,
+           lines: list[str] | None = None) -> Any:
+    """Convert ruamel nodes to plain data, recording each key's/item's location (and, with the
+    text's ``lines``, where each block scalar's content starts)."""
     if isinstance(node, CommentedMap):
         out = {}
         for key in node:
             kline, kcol = node.lc.key(key)
             sub = (*path, str(key))
             prov.locations[sub] = Location(display, kline + 1, kcol + 1)
-            out[str(key)] = _plain(node[key], sub, display, prov)
+            value = node[key]
+            if lines is not None and isinstance(value, _BLOCK_STRINGS):
+                prov.blocks[sub] = _block(lines, node.lc.value(key)[0])
+            out[str(key)] = _plain(value, sub, display, prov, lines)
         return out
     if isinstance(node, CommentedSeq):
         out_list = []
@@ -300,7 +323,9 @@ def _plain(node: Any, path: PathKey, display: str, prov: Provenance) -> Any:
             iline, icol = node.lc.item(i)
             sub = (*path, i)
             prov.locations[sub] = Location(display, iline + 1, icol + 1)
-            out_list.append(_plain(item, sub, display, prov))
+            if lines is not None and isinstance(item, _BLOCK_STRINGS):
+                prov.blocks[sub] = _block(lines, iline)
+            out_list.append(_plain(item, sub, display, prov, lines))
         return out_list
     # ruamel returns int/float/bool subclasses (ScalarInt, ScalarFloat, ScalarBoolean): plain
     # Python values from here on, so no later consumer sees a ruamel type.
@@ -318,6 +343,40 @@ def _plain(node: Any, path: PathKey, display: str, prov: Provenance) -> Any:
     return str(node)
 
 
+def _parse_text(text: str, display: str, multi: bool) -> tuple[list[tuple[Any, Provenance]],
+                                                                list[Finding]]:
+    """Every document of ``text`` as (plain data, provenance), and what was refused."""
+    err = _non_printable(text, display)
+    if err:
+        return [], [err]
+    yaml = YAML(typ="rt", pure=True)
+    yaml.Reader = _Reader
+    yaml.allow_duplicate_keys = False
+    events, findings = _scan_events(yaml, text, display, multi)
+    if not events or (findings and not multi):
+        return [], findings
+    constructor, _ = yaml.get_constructor_parser(io.StringIO(""))
+    yaml._parser = _Replay(events)   # the composer reads yaml.parser: replay the scanned events
+    lines = text.splitlines() if multi else None
+    docs: list[tuple[Any, Provenance]] = []
+    try:
+        if not multi:
+            nodes = [constructor.get_single_data()]
+        else:
+            nodes = []
+            while constructor.check_data():
+                nodes.append(constructor.get_data())
+    except MarkedYAMLError as exc:
+        return docs, [*findings, _yaml_error(exc, display)]
+    starts = [ev.start_mark.line for ev in events if isinstance(ev, DocumentStartEvent)]
+    for i, node in enumerate(nodes):
+        prov = Provenance()
+        line = starts[i] + 1 if i < len(starts) else 1
+        prov.locations[()] = Location(display, line, 1)
+        docs.append((_plain(node, (), display, prov, lines), prov))
+    return docs, findings
+
+
 def parse_yaml_file(path: Path, overlay: bool = False) -> tuple[Any, Provenance, list[Finding]]:
     """Read one YAML file safely. Returns (data, provenance, findings); data is None on error.
     ``overlay``: the file is an overlay (only the hint of a non-mapping document differs)."""
@@ -325,24 +384,10 @@ def parse_yaml_file(path: Path, overlay: bool = False) -> tuple[Any, Provenance,
     text, err = _read_text(path, display, MAX_BYTES)
     if err:
         return None, Provenance(), [err]
-    err = _non_printable(text, display)
-    if err:
-        return None, Provenance(), [err]
-    yaml = YAML(typ="rt", pure=True)
-    yaml.Reader = _Reader
-    yaml.allow_duplicate_keys = False
-    events, err = _scan_events(yaml, text, display)
-    if err:
-        return None, Provenance(), [err]
-    constructor, _ = yaml.get_constructor_parser(io.StringIO(""))
-    yaml._parser = _Replay(events)   # the composer reads yaml.parser: replay the scanned events
-    try:
-        node = constructor.get_single_data()
-    except MarkedYAMLError as exc:
-        return None, Provenance(), [_yaml_error(exc, display)]
-    prov = Provenance()
-    prov.locations[()] = Location(display, 1, 1)
-    data = _plain(node, (), display, prov)
+    docs, findings = _parse_text(text, display, multi=False)
+    if findings or not docs:
+        return None, Provenance(), findings
+    data, prov = docs[0]
     if not isinstance(data, dict):
         hint = ("an overlay is a mapping of the fields it changes, e.g. spec: {serving: ...}"
                 if overlay else "a spec starts with apiVersion:, kind:, metadata:, spec:")
@@ -351,111 +396,178 @@ def parse_yaml_file(path: Path, overlay: bool = False) -> tuple[Any, Provenance,
     return data, prov, []
 
 
-def _is_named_list(value: Any) -> bool:
-    return (isinstance(value, list) and bool(value)
-            and all(isinstance(i, dict) and isinstance(i.get("name"), str) for i in value))
-
-
-def merge(base: Any, base_prov: Provenance, over: Any, over_prov: Provenance,
-          path: PathKey = ()) -> Any:
-    """Deep-merge ``over`` into ``base`` (both plain data), updating ``base_prov`` in place.
-
-    Mappings merge per key; lists of named mappings merge per ``name``; anything else in
-    ``over`` replaces ``base`` and takes ``over``'s locations.
-    """
-    if isinstance(base, dict) and isinstance(over, dict):
-        out = dict(base)
-        for key, value in over.items():
-            sub = (*path, key)
-            if key in out:
-                both_maps = isinstance(out[key], dict) and isinstance(value, dict)
-                out[key] = merge(out[key], base_prov, value, over_prov, sub)
-                # A mapping merged into a mapping keeps its key's original location (a finding
-                # about a field the overlay did not set points at the base); replaced values
-                # point at the overlay.
-                if sub in over_prov.locations and not both_maps:
-                    base_prov.locations[sub] = over_prov.locations[sub]
-            else:
-                out[key] = value
-                base_prov.replace_subtree(sub, over_prov)
-        return out
-    if _is_named_list(base) and _is_named_list(over):
-        out_list = list(base)
-        index = {item["name"]: i for i, item in enumerate(base)}
-        for j, item in enumerate(over):
-            if item["name"] in index:
-                i = index[item["name"]]
-                # Re-key the overlay item's locations to the merged index before merging.
-                moved = _shift(over_prov, (*path, j), (*path, i))
-                out_list[i] = merge(out_list[i], base_prov, item, moved, (*path, i))
-            else:
-                i = len(out_list)
-                out_list.append(item)
-                base_prov.replace_subtree((*path, i), _shift(over_prov, (*path, j), (*path, i)))
-        return out_list
-    base_prov.replace_subtree(path, over_prov)
-    return over
-
-
-def _shift(prov: Provenance, old: PathKey, new: PathKey) -> Provenance:
-    n = len(old)
-    return Provenance({(*new, *k[n:]): loc for k, loc in prov.locations.items() if k[:n] == old})
-
-
-def _new_names(base: Any, over: Any, over_prov: Provenance, path: PathKey = ()) -> list[Finding]:
-    """Warn when an overlay adds a named item whose name is close to an existing one (a typo
-    such as ``decdoe`` would otherwise add a new, incomplete role)."""
-    out: list[Finding] = []
-    if isinstance(base, dict) and isinstance(over, dict):
-        for key, value in over.items():
-            if key in base:
-                out += _new_names(base[key], value, over_prov, (*path, key))
-    elif _is_named_list(base) and _is_named_list(over):
-        names = [item["name"] for item in base]
-        added = 0
-        seen: set = set()
-        for j, item in enumerate(over):
-            if item["name"] in seen:
-                out.append(Finding(
-                    "LOAD013", Severity.ERROR, json_path((*path, j, "name")),
-                    f"the overlay names {item['name']!r} twice in this list",
-                    "merge the two items into one", over_prov.locate((*path, j, "name"))))
-            seen.add(item["name"])
-            if item["name"] in names:
-                i = names.index(item["name"])
-                out += _new_names(base[i], item, over_prov, (*path, j))
-                continue
-            close = difflib.get_close_matches(item["name"], names, n=1, cutoff=0.75)
-            merged_index = len(names) + added
-            added += 1
-            if close:
-                loc = over_prov.locate((*path, j, "name"))
-                out.append(Finding(
-                    "LOAD012", Severity.WARNING, json_path((*path, merged_index, "name")),
-                    f"the overlay adds a new item {item['name']!r}; the base has {close[0]!r}",
-                    f"to change {close[0]!r}, use name: {close[0]}", loc))
-    return out
-
-
 def load_spec(spec_path: Path, overlays: list[Path] = ()) -> LoadedSpec:
     """Read ``spec_path`` and merge ``overlays`` in order; load ``spec.model.config`` if set.
 
     Never raises for bad input: problems are returned in ``LoadedSpec.findings``.
     """
-    files = [display_name(spec_path), *map(str, overlays)]
     data, prov, findings = parse_yaml_file(spec_path)
     if data is None:
-        return LoadedSpec({}, prov, files, None, findings)
+        return LoadedSpec({}, prov, [display_name(spec_path), *map(str, overlays)], None,
+                          findings)
+    return with_overlays(data, prov, [display_name(spec_path)], overlays, findings)
+
+
+def with_overlays(data: dict, prov: Provenance, files: list[str], overlays: list[Path] = (),
+                  findings: list[Finding] | None = None) -> LoadedSpec:
+    """A spec document already read (a file's, or one the manifest importer built, with
+    ``files`` it came from) with ``overlays`` merged in order and ``spec.model.config`` loaded."""
+    findings = list(findings or [])
     for overlay in overlays:
         odata, oprov, ofindings = parse_yaml_file(overlay, overlay=True)
         findings += ofindings
         if odata is not None:
             findings += _new_names(data, odata, oprov)
             data = merge(data, prov, odata, oprov)
-    loaded = LoadedSpec(data, prov, files, None, findings)
-    if not findings:
+    loaded = LoadedSpec(data, prov, [*files, *map(str, overlays)], None, findings)
+    if not any(f.severity is Severity.ERROR for f in findings):
         _load_model_config(loaded)
     return loaded
+
+
+@dataclass
+class Document:
+    """One YAML document of a manifest file or stream.
+
+    ``data``: plain data (usually a Kubernetes object); ``provenance``: locations, paths from
+    the document's root; ``file``: the name findings give its file (``<stdin>``: stdin).
+    """
+
+    data: Any
+    provenance: Provenance
+    file: str
+
+
+@dataclass
+class InputUnit:
+    """One command-line input of ``gen validate`` / ``gen import``: a file, a directory or
+    standard input, read as documents.
+
+    ``documents``: every document, in file order (a directory's files sorted by path), and the
+    ConfigMaps a ``kustomization.yaml``'s ``configMapGenerator`` builds from env files (keys
+    located at the env files' lines); ``files``: each file read -> indices of its documents;
+    ``findings``: what could not be read; ``texts``: each file's size, bytes; ``marks``: the
+    files whose text matches :func:`read_unit`'s ``mark`` -> the name of its group that matched.
+    """
+
+    name: str
+    documents: list[Document] = field(default_factory=list)
+    files: dict[str, list[int]] = field(default_factory=dict)
+    findings: list[Finding] = field(default_factory=list)
+    texts: dict[str, int] = field(default_factory=dict)
+    marks: dict[str, str] = field(default_factory=dict)
+
+
+def expand_inputs(paths: list[Path]) -> tuple[list[tuple[Path, list[Path]]], list[str]]:
+    """Each input with the files it stands for: a file (or ``-``) itself, a directory every
+    ``*.yaml``/``*.yml`` below it (sorted; hidden files and directories skipped; at most
+    :data:`MAX_FILES`). Returns (inputs, missing inputs)."""
+    out, missing = [], []
+    for p in paths:
+        if str(p) == STDIN or p.is_file() or (p.exists() and not p.is_dir()):
+            out.append((p, [p]))
+        elif p.is_dir():
+            files = sorted(f for f in p.rglob("*") if f.suffix in (".yaml", ".yml")
+                           and f.is_file() and not any(part.startswith(".")
+                                                       for part in f.relative_to(p).parts))
+            out.append((p, files[:MAX_FILES]))
+        else:
+            missing.append(str(p))
+    return out, missing
+
+
+def read_unit(path: Path, files: list[Path] | None = None, mark: Any = None) -> InputUnit:
+    """Read one input (:func:`expand_inputs` gives ``files``) as documents (``mark``: a
+    compiled pattern; files whose text it matches are in ``marks``). Never raises for bad
+    input: what cannot be read is in ``findings``; a file that fails part-way keeps the
+    documents before the failure."""
+    unit = InputUnit(display_name(path))
+    for f in files if files is not None else [path]:
+        name = display_name(f)
+        text, err = _read_text(f, name, MAX_STREAM_BYTES)
+        if err:
+            unit.findings.append(err)
+            continue
+        unit.texts[name] = len(text.encode("utf-8"))
+        m = mark.search(text) if mark is not None else None
+        if m:
+            unit.marks[name] = m.lastgroup or ""
+        docs, findings = _parse_text(text, name, multi=True)
+        unit.findings += findings
+        first = len(unit.documents)
+        unit.documents += [Document(d, p, name) for d, p in docs]
+        unit.files[name] = list(range(first, len(unit.documents)))
+    for i in [i for i, d in enumerate(unit.documents) if _is_kustomization(d.data)]:
+        _generated_configmaps(unit, unit.documents[i])
+    return unit
+
+
+def _is_kustomization(data: Any) -> bool:
+    return isinstance(data, dict) and data.get("kind") == "Kustomization" \
+        and str(data.get("apiVersion", "")).startswith("kustomize.config.k8s.io/")
+
+
+def _generated_configmaps(unit: InputUnit, doc: Document) -> None:
+    """The ConfigMaps ``configMapGenerator`` builds from env files and literals (unhashed names,
+    as an unbuilt directory's pods refer to them); env files must lie below the kustomization."""
+    base = Path(doc.file).parent
+    gens = doc.data.get("configMapGenerator")
+    for j, gen in enumerate(gens if isinstance(gens, list) else []):
+        if not isinstance(gen, dict) or not isinstance(gen.get("name"), str):
+            continue
+        cm = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": gen["name"]},
+              "data": {}}
+        prov = Provenance({(): doc.provenance.locate(("configMapGenerator", j))})
+        envs = gen.get("envs") or ([gen["env"]] if isinstance(gen.get("env"), str) else [])
+        for k, env in enumerate(envs if isinstance(envs, list) else []):
+            name, where = str(base / str(env)), doc.provenance.locate(("configMapGenerator", j))
+            if base.resolve() not in (base / str(env)).resolve().parents:
+                unit.findings.append(_finding("LOAD001", doc.file, f"env file {env} is outside "
+                                              f"{base}", "", where.line, where.column))
+                continue
+            text, err = _read_text(base / str(env), name, MAX_BYTES)
+            unit.findings += [err] if err else []
+            for n, line in enumerate((text or "").splitlines(), 1):
+                key, eq, value = line.partition("=")
+                if eq and key.strip() and not line.lstrip().startswith("#"):
+                    cm["data"][key.strip()] = value
+                    prov.locations[("data", key.strip())] = Location(name, n, 1)
+        for lit in gen.get("literals") or []:
+            key, eq, value = str(lit).partition("=")
+            cm["data"].update({key: value} if eq else {})
+        if isinstance(doc.data.get("namespace"), str):
+            cm["metadata"]["namespace"] = doc.data["namespace"]
+        unit.documents.append(Document(cm, prov, doc.file))
+
+
+def parse_embedded(text: str, file: str, block: tuple[int, int] | None,
+                   at: Location) -> tuple[Any, Provenance, list[Finding]]:
+    """A YAML document held in a string of another file (a ConfigMap's ``prefill.yaml`` that
+    an engine reads with ``--config``), read with the same guard; its locations are those in
+    the outer file (``block``: the string's first content line and indentation, else every
+    value is located at ``at``)."""
+    docs, findings = _parse_text(text, file, multi=False)
+    if findings or not docs:
+        return None, Provenance(), [Finding(f.code, f.severity, f.path, f.message, f.hint, _moved(
+            f.location, block, at)) for f in findings]
+    data, inner = docs[0]
+    prov = Provenance({k: _moved(v, block, at) for k, v in inner.locations.items()})
+    return data, prov, []
+
+
+def _moved(loc: Location, block: tuple[int, int] | None, at: Location) -> Location:
+    return at if block is None or not loc.line else \
+        Location(at.file, block[0] + loc.line - 1, block[1] + loc.column)
+
+
+def loaded_from_document(doc: Document, overlays: list[Path] = (), size: int = 0) -> LoadedSpec:
+    """The :class:`LoadedSpec` of a spec document read by :func:`read_unit` (one document per
+    spec file, at most :data:`MAX_BYTES`: the same limits as :func:`load_spec`)."""
+    if size > MAX_BYTES:
+        return LoadedSpec({}, doc.provenance, [doc.file], None, [_finding(
+            "LOAD002", doc.file, f"{doc.file} is larger than the limit of {MAX_BYTES} bytes",
+            "a spec is a few KiB: is this the right file?")])
+    return with_overlays(doc.data, doc.provenance, [doc.file], overlays)
 
 
 def _load_model_config(loaded: LoadedSpec) -> None:

@@ -20,10 +20,14 @@ Files of an output directory (one object per file, named ``<role>-<kind>.yaml``)
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from ..deployment import Deployment
 from ..errors import Finding
-from ..manifests.plan import DeploymentPlan
-from ..manifests.pods import PodSpecPlan
+
+if TYPE_CHECKING:   # the render path's types: gen validate asks this target for findings only
+    from ..manifests.plan import DeploymentPlan
+    from ..manifests.pods import PodSpecPlan
 
 
 #: Where a pod template names another object, under a pod spec (kustomize fieldSpec paths; a

@@ -1,0 +1,124 @@
+"""The second input: Kubernetes manifests that run vLLM or SGLang -> InferenceDeployment
+documents, so the same checks (the rule catalogue, the HBM check) run on deployments moegen did
+not write, and ``gen import`` can turn them into specs.
+
+``read_unit`` (``generator/spec/load.py``, the one reader) gives the documents of a file, a
+directory or a stream; :func:`classify` says what an input is; :func:`import_unit` reconstructs
+each deployment it holds (:mod:`.workloads` -> :mod:`.launch` (environment, command line, shell
+script) -> :mod:`.engine` and :mod:`.pods` -> :mod:`.build`, the moegen-specific objects in
+:mod:`.objects`) as a :class:`~generator.spec.load.LoadedSpec` whose provenance points at the
+manifests' file:line:column, with IMP findings for what could not be reconstructed.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from typing import TYPE_CHECKING
+
+from ..errors import Finding, Severity
+from ..spec.load import Document, InputUnit, LoadedSpec, with_overlays
+from .options import Options
+
+if TYPE_CHECKING:
+    from .build import Imported
+
+__all__ = ["Options", "classify", "import_unit", "to_loaded", "check_imported", "SPEC",
+           "MANIFEST", "NEITHER", "IMPORTED_SUPPRESSED"]
+
+SPEC, MANIFEST, NEITHER, PLAN = "spec", "manifest", "neither", "plan"
+#: Codes that speak about a spec's own form, not the deployment, and have an IMP counterpart
+#: on imported manifests (not reported there): MOD001 (the model source: IMP011), ENG002 (the
+#: image tag: IMP008), NET003 (a variable moegen would derive: the manifest sets it itself),
+#: SRV004 (moegen's own SGLang renders need sizing.concurrency; an engine left at its default
+#: admission limit is not wrong).
+IMPORTED_SUPPRESSED = frozenset({"MOD001", "ENG002", "NET003", "SRV004"})
+
+
+def _is_spec(d: Document) -> bool:
+    return isinstance(d.data, dict) and d.data.get("kind") == "InferenceDeployment"
+
+
+def classify(docs: list[Document]) -> str:
+    """What a file's documents are: a spec, a PlanRequest, serving manifests (a workload that
+    runs an engine, or could: every pod-template kind the importer reads), or neither."""
+    if any(_is_spec(d) for d in docs):
+        return SPEC
+    if any(isinstance(d.data, dict) and d.data.get("kind") == "PlanRequest" for d in docs):
+        return PLAN
+    from .build import read_roles
+    from .launch import Context
+    from .workloads import workloads_of
+    ctx = Context(docs)
+    opts = Options()
+    for d in docs:
+        ws = workloads_of(d)
+        if ws and any(read_roles(ws, ctx, opts)):   # roles, or what kept them from being read
+            return MANIFEST
+    return NEITHER
+
+
+@dataclass
+class UnitImport:
+    """What one input holds: each deployment reconstructed, and the findings of the input that
+    belong to no deployment (unreadable documents)."""
+
+    deployments: list["Imported"] = field(default_factory=list)
+    findings: list[Finding] = field(default_factory=list)
+
+
+def import_unit(unit: InputUnit, opts: Options | None = None) -> UnitImport:
+    """Reconstruct every deployment in ``unit`` (documents that are specs are left out)."""
+    from .assemble import assemble
+    from .build import group_roles, read_roles
+    from .launch import Context
+    from .workloads import workloads_of
+    opts = opts or Options()
+    docs = [d for d in unit.documents if not _is_spec(d)]
+    ctx = Context(docs)
+    workloads = [w for d in docs for w in workloads_of(d)]
+    roles, issues = read_roles(workloads, ctx, opts)
+    out = UnitImport(findings=list(unit.findings) + [_finding(i) for i in issues])
+    from .objects import apply_objects
+    from .refine import refine
+    for group in group_roles(roles):
+        files = sorted({r.workload.doc.file for r in group})
+        imported = assemble(group, opts, files)
+        apply_objects(imported, docs)
+        refine(imported)
+        out.deployments.append(imported)
+    return out
+
+
+def _finding(issue) -> Finding:
+    sev = Severity.ERROR if issue.error else Severity.WARNING
+    return Finding(issue.code, sev, "$", issue.message, issue.hint, issue.location)
+
+
+#: IMP errors after which the checks do not run (no engine command, an unreadable script, no
+#: GPU: the HBM check would size another GPU); the others leave a spec worth checking.
+BLOCKING = frozenset({"IMP001", "IMP002", "IMP012"})
+
+
+def to_loaded(imported: "Imported", overlays: list[Path] = ()) -> LoadedSpec:
+    """The imported deployment as the pipeline's input (overlays merge over it: a context file
+    gives what the manifests do not say), its IMP findings first."""
+    loaded = with_overlays(imported.data, imported.provenance, imported.files, list(overlays))
+    loaded.findings = [_finding(i) for i in imported.issues] + loaded.findings
+    return loaded
+
+
+def check_imported(imported: "Imported", overlays: list[Path] = (), target: str | None = None):
+    """Run every check on an imported deployment (:func:`generator.pipeline.check_loaded`;
+    ``target``: ``NAME[@VERSION]``, as ``--target``): IMP findings are reported beside the
+    checks' unless one of :data:`BLOCKING` stops them."""
+    from .. import pipeline
+    loaded = to_loaded(imported, overlays)
+    imp = [f for f in loaded.findings if f.code.startswith("IMP")]
+    if any(f.code in BLOCKING and f.severity is Severity.ERROR for f in imp):
+        return pipeline.check_loaded(loaded, target)
+    loaded.findings = [f for f in loaded.findings if not f.code.startswith("IMP")]
+    checked = pipeline.check_loaded(loaded, target)
+    checked.findings = sorted(imp + checked.findings, key=Finding.sort_key)
+    return checked

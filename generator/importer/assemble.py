@@ -1,0 +1,365 @@
+"""One group of imported roles -> the InferenceDeployment document and its provenance: the
+model, engine, node pools, network and roles, with the checks the importer makes itself
+(pods x GPUs against the ranks asked for, the KV role, the engine release) and the environment
+each role keeps (what moegen would not derive).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from ..catalog import ARCHITECTURES
+from ..checks.network import ENGINE_ENV
+from ..engines import sglang as sg
+from ..engines import vllm as vl
+from ..durations import KEEPALIVE_ENV, SGLANG_KV_TIMEOUT_ENV
+from ..engines.caches import CACHE_ENV_KEYS, CACHE_MOUNT
+from ..spec.provenance import Provenance
+from .platforms import KSERVE_COMMAND_ENV
+from .build import (
+    CHECKPOINT_FORMAT,
+    MANAGED,
+    Imported,
+    Options,
+    Role,
+    _base_name,
+    _common_labels,
+    _located,
+    _merge_statefulsets,
+    _mode,
+    _role_name,
+    _role_order,
+    _workload_kind,
+    architecture_of,
+    version_of,
+)
+from .launch import Issue
+from .pods import token_secret
+from .shell import is_runtime
+
+
+def _layout_issues(r: Role, name: str) -> list[Issue]:
+    """Pods x GPUs per pod against the ranks the command asks for (before moegen's rules)."""
+    w, role = r.workload, r.fields.role
+    par = role.get("parallel", {})
+    gpus = par.get("tensor", 1) * par.get("data", 1) * par.get("pipeline", 1)
+    per_pod = r.pod.gpus
+    out = []
+    if per_pod and gpus != w.size * per_pod and not (w.size == 1 and gpus < per_pod):
+        out.append(Issue("IMP009", f"role {name!r}: the engine asks for {gpus} GPUs per "
+                         f"instance (tensor x data x pipeline), the workload gives {w.size} "
+                         f"pod(s) x {per_pod} GPUs = {w.size * per_pod}", r.launch.loc(0),
+                         "make the parallel sizes match the pods and their GPUs", error=True))
+    local = r.launch.command.get("--data-parallel-size-local") if r.launch.command else None
+    data = par.get("data", 1)
+    try:
+        n_local = int(str(local.value)) if local is not None else None
+    except ValueError:
+        n_local = None
+    if n_local and n_local * w.size != data:
+        out.append(Issue("IMP009", f"role {name!r}: --data-parallel-size-local {n_local} x "
+                         f"{w.size} pod(s) = {n_local * w.size} DP ranks, but "
+                         f"--data-parallel-size is {data} (vLLM waits for the missing ranks "
+                         "forever: vllm/v1/engine/utils.py)", r.launch.loc(local.index),
+                         "make the local sizes add up to the data-parallel size", error=True))
+    return out
+
+
+def _model(group: list[Role], opts: Options, prov: Provenance,
+           issues: list[Issue], imported_suppress: set[str]) -> dict:
+    first = next((r for r in group if r.fields.model.get("path") or r.fields.model.get("name")),
+                 group[0])
+    m = first.fields.model
+    path, name = m.get("path"), m.get("name") or m.get("path")
+    model: dict[str, Any] = {"name": str(name or "model")}
+    loc = first.fields.model_locs
+    at = first.launch.loc(0)
+    if isinstance(path, str) and path.startswith("/"):
+        model["path"] = path
+    else:
+        model["path"] = "/models/" + str(path or name or "model").rsplit("/", 1)[-1]
+        imported_suppress.add("MOD005")   # the volume moegen needs: this IMP010 says it
+        issues.append(Issue("IMP010", f"the engine loads {path!r} from the Hugging Face Hub at "
+                            "start; moegen serves weights from a volume (model.path "
+                            f"{model['path']} and model.volume)", loc.get("path", at),
+                            "give the weights a volume, and set model.path"))
+    if opts.model_config:
+        model["config"] = opts.model_config
+    else:
+        arch = architecture_of(model["name"], path)
+        if arch is not None:
+            model["architecture"] = arch
+        else:
+            issues.append(Issue("IMP011", f"model {model['name']!r} is not in moegen's catalog "
+                                f"({', '.join(sorted(ARCHITECTURES))}): the model-dependent "
+                                "checks (HBM sizing, layout divisibility, MoE) did not run",
+                                loc.get("name", at), "give its config.json with --model-config",
+                                error=False))
+    quant = {"fp8": "fp8", "mxfp4": "mxfp4", "modelopt_fp4": "nvfp4", "compressed-tensors":
+             "w4a16"}.get(str(m.get("quantization", "")))
+    model["weights"] = quant or CHECKPOINT_FORMAT.get(model.get("architecture", ""), "fp8")
+    volume = next((r.pod.volume for r in group if r.pod.volume), None) or _storage_uri(group)
+    if volume is not None:
+        model["volume"] = volume
+    token = next((t for t in (token_secret(r.launch)[0] for r in group) if t), None)
+    if token is not None:
+        model["tokenSecret"] = token
+    _located(prov, ("spec", "model"), {(k,): v for k, v in loc.items()})
+    return model
+
+
+def _storage_uri(group: list[Role]) -> dict | None:
+    """KServe's ``spec.model.uri``: ``pvc://NAME[/path]`` is mounted at /mnt/models by the
+    controller (kserve@v0.20.0 pkg/controller/v1alpha2/llmisvc: the storage initializer)."""
+    for r in group:
+        uri = str((r.workload.extra.get("model") or {}).get("uri", ""))
+        if uri.startswith("pvc://"):
+            claim = uri[len("pvc://"):].split("/", 1)[0]
+            return {"persistentVolumeClaim": {"claimName": claim, "readOnly": True}} \
+                if claim else None
+    return None
+
+
+def _engine(group: list[Role], opts: Options, issues: list[Issue]) -> dict:
+    first = group[0]
+    cmd = first.launch.command
+    image = first.launch.image
+    if not image and first.workload.platform == "kserve":
+        from .platforms import KSERVE_IMAGE
+        image = KSERVE_IMAGE
+    version = opts.engine_version or version_of(image, cmd.engine)
+    if version is None:
+        version, why = _newest_with(cmd.engine, [r.launch.command for r in group])
+        issues.append(Issue("IMP008", f"the image {image or '(none)'} does not name the "
+                            f"{cmd.engine} release: checked as {version}, {why}",
+                            first.launch.loc(-1),
+                            "pin the image to a release tag, or pass --engine-version"))
+    return {"name": cmd.engine, "version": version, "image": image or f"{cmd.engine}:{version}"}
+
+
+def _newest_with(engine: str, commands: list) -> tuple[str, str]:
+    """The newest known release whose parser has every option ``commands`` use (options no
+    release has are left out: ENG004 reports them), and why it was chosen."""
+    from ..engines.options import known_releases
+    from .argv import resolve
+    releases = known_releases(engine)
+    used = sorted({o.name for c in commands if c is not None for o in c.options
+                   if not o.wrapper})
+    anywhere = [n for n in used if any(resolve(engine, v, n) for v in releases)]
+    for v in reversed(releases):
+        missing = [n for n in anywhere if resolve(engine, v, n) is None]
+        if not missing:
+            if v == releases[-1]:
+                return v, "the newest release moegen knows"
+            gone = [n for n in anywhere if resolve(engine, releases[-1], n) is None]
+            return v, (f"the newest release whose parser has every option the command uses "
+                       f"({', '.join(gone)}: not in {releases[-1]})")
+    return releases[-1], "the newest release moegen knows (no release has every option used)"
+
+
+def _pools(group: list[Role], names: list[str], issues: list[Issue]) -> tuple[dict, list[str]]:
+    pools: dict[str, dict] = {}
+    keys: dict[str, str] = {}
+    chosen = []
+    for r, name in zip(group, names):
+        gpu = r.pod.gpu
+        if gpu is None:
+            issues.append(Issue("IMP012", f"role {name!r}: the GPU is not stated (no GPU product "
+                                "in the node selector or node affinity)", r.launch.loc(-1),
+                                "pass --gpu (e.g. --gpu H200-141GB)", error=True))
+            gpu = "H100-80GB"
+        per_pod = r.pod.gpus or 1
+        nodes = r.workload.replicas * r.workload.size
+        if _workload_kind(r) == "pod-per-rank":
+            # One pod per DP rank: the node holds several (GB200/GB300 trays have 4 GPUs,
+            # HGX boards 8: catalog scaleup_gpus).
+            per_node = 4 if gpu.startswith("GB") else 8
+            nodes = -(-nodes * per_pod // per_node)
+            per_pod = per_node
+        key = repr((gpu, per_pod, r.pod.pool))
+        pool = keys.get(key)
+        if pool is None:
+            pool = name if name not in pools else f"{name}-pool"
+            keys[key] = pool
+            pools[pool] = {"gpu": gpu, "gpusPerNode": min(per_pod, 16), "nodes": 0,
+                           **r.pod.pool}
+        pools[pool]["nodes"] = min(4096, pools[pool]["nodes"] + nodes)
+        chosen.append(pool)
+    return pools, chosen
+
+
+def assemble(group: list[Role], opts: Options, files: list[str]) -> Imported:
+    """The InferenceDeployment of one group of roles."""
+    issues: list[Issue] = []
+    group = sorted(_merge_statefulsets(group), key=_role_order)
+    base = _base_name(group)
+    prov = Provenance()
+    first = group[0].workload
+    prov.locations[()] = first.doc.provenance.locate(first.path) \
+        if first.path else first.doc.provenance.locate(())
+    names: list[str] = []
+    for r in group:
+        names.append(_role_name(r, names, base))
+    meta: dict[str, Any] = {"name": base}
+    if first.namespace and not re.fullmatch(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?", first.namespace):
+        issues.append(Issue("IMP013", f"metadata.namespace {first.namespace!r} is not a "
+                            "namespace name (an RFC 1123 label): the API server refuses the "
+                            "object", first.doc.provenance.locate(("metadata", "namespace")),
+                            "substitute the placeholder", error=True))
+        first.namespace = None
+    labels = _common_labels(group)
+    if labels:
+        meta["labels"] = labels
+    if first.namespace:
+        meta["namespace"] = first.namespace
+        prov.locations[("metadata", "namespace")] = first.doc.provenance.locate(
+            ("metadata", "namespace"))
+    suppress: set[str] = set()
+    spec: dict[str, Any] = {"model": _model(group, opts, prov, issues, suppress),
+                            "engine": _engine(group, opts, issues)}
+    pools, pool_of = _pools(group, names, issues)
+    spec["nodePools"] = pools
+    net = next((r.pod.network for r in group if r.pod.network), None)
+    if net:
+        spec["network"] = net
+    roles = []
+    for i, (r, name, pool) in enumerate(zip(group, names, pool_of)):
+        r.name, r.mode = name, _mode(r)
+        issues += _kv_role_issues(r) + _kv_config_issues(r, net)
+        role: dict[str, Any] = {"name": name, "mode": r.mode, "nodePool": pool,
+                                "replicas": r.workload.replicas,
+                                "workload": _workload_kind(r), **r.fields.role}
+        port = r.pod.sidecar_port or r.fields.port
+        if port not in (None, 8000):
+            role.setdefault("serving", {})["port"] = port
+        if r.pod.pod:
+            role["pod"] = r.pod.pod
+        env = _role_env(r, net, pools[pool])
+        if env:
+            role["env"] = env
+        roles.append(role)
+        rpath = ("spec", "roles", i)
+        prov.locations[rpath] = r.workload.doc.provenance.locate(r.workload.path) \
+            if r.workload.path else r.workload.doc.provenance.locate(())
+        _located(prov, rpath, r.fields.locs)
+        _located(prov, rpath, {("env", k): r.launch.env_locations[k] for k in env
+                               if k in r.launch.env_locations})
+        issues += r.fields.issues + r.pod.issues + _layout_issues(r, name)
+        if any(i.code == "IMP005" and "load balancing" in i.message for i in r.fields.issues):
+            suppress.add("POD004")   # its process count assumes moegen's load balancing
+        if any(i.code == "IMP004" for i in r.pod.issues):
+            suppress |= {"A2A004", "PD011"}   # "network.rdma unset": IMP004 says why
+        if "overlap" in role.get("moe", {}) and "concurrency" not in role.get("sizing", {}):
+            suppress.add("OVL005")   # its premise is the sized load (sizing.concurrency)
+    spec["roles"] = roles
+    _inherited_speculative(roles, prov)
+    data = {"apiVersion": "moegen.dev/v1alpha1", "kind": "InferenceDeployment",
+            "metadata": meta, "spec": spec}
+    return Imported(data, prov, files, issues, group, suppress)
+
+
+def _kv_role_issues(r: Role) -> list[Issue]:
+    """vLLM's kv_role against the role's mode: the spec renders kv_producer on prefill and
+    kv_consumer on decode (engines/vllm.py KV_ROLES)."""
+    kv_role, cmd = r.fields.kv_role, r.launch.command
+    o = cmd.get("--kv-transfer-config") if cmd is not None else None
+    if o is None or kv_role is None or r.mode not in ("prefill", "decode"):
+        return []
+    want = vl.KV_ROLES[r.mode]
+    loc = r.launch.loc(o.index)
+    if kv_role == "kv_both":
+        if r.fields.role.get("kvTransfer", {}).get("connector") != "nixl":
+            return []
+        return [Issue("IMP015", f"role {r.name!r} ({r.mode}) runs NixlConnector with kv_role "
+                      f"kv_both, which vLLM deprecates (vllm/distributed/kv_transfer/"
+                      f"kv_connector/v1/nixl/connector.py); the spec renders {want}", loc,
+                      f"set kv_role {want}")]
+    if kv_role != want:
+        return [Issue("IMP015", f"role {r.name!r} is a {r.mode} role but its KV connector's "
+                      f"kv_role is {kv_role}: the KV would flow the wrong way", loc,
+                      f"set kv_role {want}", error=True)]
+    return []
+
+
+def _kv_config_issues(r: Role, network: dict | None) -> list[Issue]:
+    """vLLM's ``--kv-transfer-config`` keys the spec does not hold: all but kv_connector and
+    kv_role, except a ``kv_connector_extra_config`` equal to what moegen derives from the
+    connector and ``network.rdma`` (engines/vllm.py kv_connector_extra)."""
+    keys = list(r.fields.kv_unmodelled)
+    connector = r.fields.role.get("kvTransfer", {}).get("connector")
+    if "kv_connector_extra_config" in keys and connector is not None:
+        from ..spec.models import Network
+        try:
+            rdma = Network.model_validate(network or {}).rdma
+        except ValueError:
+            rdma = None
+        if r.fields.kv_extra == vl.kv_connector_extra(connector, rdma):
+            keys.remove("kv_connector_extra_config")
+    if not keys:
+        return []
+    o = r.launch.command.get("--kv-transfer-config")
+    return [Issue("IMP005", f"{o.name} keys {', '.join(keys)} are not modelled by moegen (the "
+                  "spec renders kv_connector, kv_role and the extra config network.rdma "
+                  "implies)", r.launch.loc(o.index))]
+
+
+def _inherited_speculative(roles: list[dict], prov: Provenance) -> None:
+    """A prefill role runs its decode role's speculative config (moegen copies it there:
+    engines/vllm.py and engines/sglang.py notes; the NIXL handshake compares it): the copy is
+    left to moegen."""
+    decode = [r.get("speculative") for r in roles if r["mode"] == "decode"]
+    for i, r in enumerate(roles):
+        if r["mode"] == "prefill" and r.get("speculative") is not None \
+                and decode and all(d == r["speculative"] for d in decode):
+            del r["speculative"]
+            prov.locations.pop(("spec", "roles", i, "speculative"), None)
+
+
+def _role_env(r: Role, network: dict | None, pool: dict) -> dict[str, str]:
+    """The environment the role keeps: what the pod sets that moegen does not derive (a
+    derived variable with another value is kept: it overrides moegen's, as in the manifest)."""
+    derived = _derived_env(r, network, pool)
+    managed = r.workload.labels.get(MANAGED[0]) == MANAGED[1]
+    env = {}
+    for k, v in r.launch.env.items():
+        src = r.launch.env_sources.get(k)
+        if src is None or k.startswith(("MOEGEN_", "LWS_")) or not isinstance(v, str):
+            continue
+        if src in ("fieldRef",) or src.startswith("secret:") or is_runtime(v) \
+                or derived.get(k) == v:
+            continue
+        if managed and (k in ENGINE_ENV or k in KEEPALIVE_ENV.values() or k == SGLANG_KV_TIMEOUT_ENV
+                        or (k in CACHE_ENV_KEYS and v.startswith(CACHE_MOUNT))):
+            continue   # moegen's startup budget, keep-alive, ports and cache directories
+        if k == "VLLM_ALL2ALL_BACKEND" and r.fields.all2all_env:
+            continue   # read into moe.all2all
+        if r.workload.platform == "kserve" and k in KSERVE_COMMAND_ENV:
+            continue   # read with the preset's command line
+        env[k] = v
+    return env
+
+
+def _derived_env(r: Role, network: dict | None, pool: dict) -> dict[str, str]:
+    """The network variables moegen derives for the role (engines/network.py; ``pool``: its
+    node pool, for multi-node NVLink) and its fixed engine variables (engines/vllm.py,
+    engines/sglang.py)."""
+    from ..catalog import GPUS
+    from ..engines.network import network_env
+    from ..roles import uses_mnnvl
+    from ..spec.models import KvTransfer, Moe, Network
+    role = r.fields.role
+    try:
+        net = Network.model_validate(network or {})
+        moe = Moe.model_validate(role["moe"]) if "moe" in role else None
+        kvt = KvTransfer.model_validate(role["kvTransfer"]) if "kvTransfer" in role else None
+    except ValueError:
+        return {}
+    mnnvl = pool["gpu"] in GPUS and uses_mnnvl(net, GPUS[pool["gpu"]], pool["gpusPerNode"])
+    out = dict(network_env(net, moe, kvt, mnnvl))
+    out.update({"VLLM_NIXL_SIDE_CHANNEL_PORT": str(vl.NIXL_SIDE_CHANNEL_PORT),
+                "VLLM_MOONCAKE_BOOTSTRAP_PORT": str(vl.MOONCAKE_BOOTSTRAP_PORT),
+                "SGLANG_HEALTH_CHECK_TIMEOUT": str(sg.HEALTH_CHECK_TIMEOUT_S)})
+    if net.rdma is not None and net.rdma.gidIndex is not None:
+        out["MC_GID_INDEX"] = str(net.rdma.gidIndex)
+    return out

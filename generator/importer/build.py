@@ -1,0 +1,328 @@
+"""Serving workloads -> roles: the engine command and pod of each workload read, and the
+roles grouped into deployments (:mod:`.assemble` writes each as an InferenceDeployment).
+
+Workloads group into deployments by the object that holds them (a platform CR, a
+DisaggregatedSet), by moegen's instance label, or else by namespace and served model (the
+prefill and decode workloads of one model are one deployment). Each role is one workload; its
+fields come from the engine command (:mod:`.engine`), the pod template (:mod:`.pods`) and the
+workload (replicas, pods per instance). Every field is located at the manifest text it came
+from; what cannot be read is an :class:`~.launch.Issue`.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from ..catalog import ARCHITECTURES, HF_IDS
+from ..facts.versions import UnsupportedVersion
+from ..spec.provenance import Provenance
+from .engine import RoleFields, sglang_fields, vllm_fields
+from .launch import Context, Issue, Launch, engine_containers
+from .options import Options
+from .pods import PodFields, read_pod
+from .workloads import Workload
+
+#: The checkpoint format each catalog model is published in (its Hugging Face config.json
+#: ``quantization_config``; DeepSeek-V4's routed experts are FP4: generator/sizing/formats.py).
+CHECKPOINT_FORMAT = {"deepseek-v4-pro": "mxfp4", "deepseek-v4-flash": "mxfp4",
+                     "kimi-k2-thinking": "w4a16", "deepseek-v2-lite": "bf16"}
+_VERSION = re.compile(r"^v?(\d+\.\d+\.\d+(?:\.post\d+|\.\d+)?)(?:[-+].*)?$")
+MANAGED = ("app.kubernetes.io/managed-by", "moegen")
+#: Images whose tag is the engine's release (vllm-project/vllm docker/Dockerfile published as
+#: vllm/vllm-openai and vllm/vllm-openai-rocm; sgl-project/sglang docker/Dockerfile as
+#: lmsysorg/sglang).
+ENGINE_IMAGES = ("vllm-openai", "vllm-openai-rocm", "sglang")
+
+
+@dataclass
+class Role:
+    """One imported role before it becomes spec data."""
+
+    workload: Workload
+    launch: Launch
+    fields: RoleFields
+    pod: PodFields
+    name: str = ""
+    mode: str = "unified"
+
+
+@dataclass
+class Imported:
+    """One deployment read from manifests: the spec document, its provenance, what could not be
+    read, and the files it came from."""
+
+    data: dict
+    provenance: Provenance
+    files: list[str]
+    issues: list[Issue] = field(default_factory=list)
+    #: Codes the pipeline reports for this deployment that an IMP finding already explains.
+    roles: list[Role] = field(default_factory=list)
+    suppress: set[str] = field(default_factory=set)
+
+
+def version_of(image: str, engine: str | None = None) -> str | None:
+    """The engine release an image tag names (``vllm/vllm-openai:v0.33.0`` -> ``0.33.0``), or
+    that a Dynamo runtime image of ``engine`` bundles: a ``-vllm0.33.0`` / ``-sglang0.5.23``
+    suffix of a custom build's tag, else the release's pin (facts/controllers.py ``bundled``,
+    ai-dynamo/dynamo pyproject.toml) for ``nvcr.io/nvidia/ai-dynamo/<engine>-runtime:<release>``
+    of a Dynamo release moegen knows."""
+    tag = image.rsplit("@", 1)[0].rsplit(":", 1)
+    if len(tag) != 2 or "/" in tag[1]:
+        return None
+    repo = tag[0].rsplit("/", 1)[-1].lower()
+    if engine is not None and repo == f"{engine}-runtime":
+        return _dynamo_bundled(tag[0], tag[1], engine)
+    if repo not in ENGINE_IMAGES:
+        return None   # a platform's image (llm-d's): its own versions
+    m = _VERSION.match(tag[1])
+    return m.group(1) if m else None
+
+
+def _dynamo_bundled(repo: str, tag: str, engine: str) -> str | None:
+    m = re.search(rf"-{engine}v?(\d+\.\d+\.\d+(?:\.post\d+)?)$", tag)
+    if m:
+        return m.group(1)
+    from ..facts import controllers
+    release = tag.lstrip("v")
+    if release not in controllers.releases("dynamo") \
+            or repo != controllers.value("dynamo", release, "runtimeImage", engine):
+        return None
+    return controllers.value("dynamo", release, "bundled", engine)
+
+
+def architecture_of(*names: str | None) -> str | None:
+    """The catalog model a served name, HF id or weights path names (longest catalog id that
+    the last path component starts with, ``DeepSeek-R1-0528`` -> ``deepseek-r1``)."""
+    by_hf = {v.lower(): k for k, v in HF_IDS.items()}
+    for name in names:
+        if not name:
+            continue
+        low = name.lower().rstrip("/")
+        if low in by_hf:
+            return by_hf[low]
+        base = low.rsplit("/", 1)[-1]
+        for arch in sorted(ARCHITECTURES, key=len, reverse=True):
+            if base == arch or base.startswith(arch + "-") or base.startswith(arch + "_"):
+                if arch == "kimi-k2" and "thinking" in base:
+                    return "kimi-k2-thinking"
+                return arch
+    return None
+
+
+def _dns(text: str, limit: int) -> str:
+    out = re.sub(r"[^a-z0-9-]+", "-", text.lower()).strip("-")
+    return (out[:limit].rstrip("-")) or "x"
+
+
+def read_roles(workloads: list[Workload], ctx: Context, opts: Options) -> tuple[list[Role],
+                                                                                list[Issue]]:
+    """The engine roles of ``workloads`` (workloads without an engine are not roles)."""
+    roles: list[Role] = []
+    issues: list[Issue] = []
+    for w in workloads:
+        launches = engine_containers(w, w.leader, ctx, None)
+        launches = [x for x in launches if x.command is not None] or launches
+        if not launches:
+            continue
+        launch = launches[0]
+        issues += launch.issues
+        if launch.command is None and any(i.code == "IMP002" for i in launch.issues):
+            continue   # the script could not be read (IMP002 says why)
+        if launch.command is None:
+            issues.append(Issue("IMP001", f"{w.kind} {w.name}: the engine command could not be "
+                                "found (no vllm serve / sglang launch_server in the container's "
+                                "command)", launch.loc(-1), error=True))
+            continue
+        managed = w.labels.get(MANAGED[0]) == MANAGED[1]
+        version = opts.engine_version or version_of(launch.image, launch.command.engine)
+        cmd = launch.command
+        _multi_node_statefulset(w, cmd)
+        if cmd.engine == "vllm":
+            fields_ = vllm_fields(cmd, launch, _reads_env(version), managed)
+        else:
+            fields_ = sglang_fields(cmd, launch, managed)
+        model_path = fields_.model.get("path")
+        pod = read_pod(w, w.leader, launch, opts.gpu, model_path, frozenset(ctx.channels))
+        if w.worker is not None:
+            workers = [x for x in engine_containers(w, w.worker, ctx, None) if x.command]
+            if workers:
+                other = read_pod(w, w.worker, workers[0], opts.gpu, model_path,
+                                 frozenset(ctx.channels))
+                for key in ("cpu", "memory", "ephemeralStorage", "limits"):
+                    if pod.pod.get(key) != other.pod.get(key):
+                        pod.pod.pop(key, None)   # leader and workers differ: moegen derives
+        roles.append(Role(w, launch, fields_, pod))
+    return roles, issues
+
+
+def _multi_node_statefulset(w: Workload, cmd) -> None:
+    """A StatefulSet whose pods are the nodes of one engine instance (``--nnodes N``, the node
+    rank from the pod-index label: sgl-project/sglang docker/k8s-sglang-distributed-sts.yaml):
+    ``replicas / N`` instances of N pods, not ``replicas`` single-pod instances."""
+    if w.kind != "StatefulSet" or w.size != 1:
+        return
+    try:
+        nodes = int(str(cmd.value("--nnodes") or 1))
+    except ValueError:
+        return
+    if nodes > 1:
+        w.size, w.replicas = nodes, max(1, w.replicas // nodes)
+        w.worker = type(w.leader)(w.leader.spec, w.leader.path, w.leader.labels,
+                                  w.leader.annotations, 1, w.leader.main)
+
+
+def _reads_env(version: str | None) -> bool:
+    """The vLLM release reads VLLM_ALL2ALL_BACKEND (0.11.x-0.15.x; vllm/envs.py)."""
+    from ..facts.versions import parse_version
+    if version is None:
+        return False
+    try:
+        return parse_version(version) < (0, 16, 0)
+    except (UnsupportedVersion, ValueError):
+        return False
+
+
+def group_roles(roles: list[Role]) -> list[list[Role]]:
+    """Roles of one deployment together (see the module docstring), in input order. Workloads
+    grouped by namespace and model that repeat an object (the same kind and name, or the same
+    role) are alternatives, not one deployment (a directory of variants): they split by file."""
+    groups: dict[tuple, list[Role]] = {}
+    for r in roles:
+        w = r.workload
+        if w.group:
+            key: tuple = ("cr", w.kind, w.group)
+        elif w.labels.get(MANAGED[0]) == MANAGED[1] and w.labels.get("app.kubernetes.io/instance"):
+            key = ("moegen", w.labels["app.kubernetes.io/instance"])
+        else:
+            key = ("model", w.namespace, r.fields.model.get("name") or r.fields.model.get("path"))
+        groups.setdefault(key, []).append(r)
+    out: list[list[Role]] = []
+    for key, group in groups.items():
+        names = [(r.workload.kind, r.workload.name, r.workload.role) for r in group]
+        modes = [(_mode(r), r.workload.leader.labels.get("llm-d.ai/role")) for r in group]
+        if key[0] == "model" and (len(set(names)) < len(names) or len(set(modes)) < len(modes)):
+            by_file: dict[str, list[Role]] = {}
+            for r in group:
+                by_file.setdefault(r.workload.doc.file, []).append(r)
+            out += list(by_file.values())
+        else:
+            out.append(group)
+    return out
+
+
+def _role_name(r: Role, names: list[str], base: str) -> str:
+    w = r.workload
+    label = w.labels.get("moegen.dev/role") or w.labels.get("llm-d.ai/role") \
+        or r.workload.leader.labels.get("llm-d.ai/role")
+    words = re.split(r"[^a-z]+", re.sub(r"([a-z])([A-Z])", r"\1-\2", w.role or "").lower())
+    if label:
+        name = label
+    elif w.role and ({"prefill", "decode"} & set(words)):
+        name = "prefill" if "prefill" in words else "decode"
+    elif w.role:
+        name = w.role
+    else:
+        name = w.name[len(base):].strip("-") if base and w.name.startswith(base) else w.name
+        for mode in ("prefill", "decode"):
+            if mode in w.name.split("-"):
+                name = mode
+        name = name or (_mode(r) if _mode(r) != "unified" else "serve")
+    name = _dns(name, 15)
+    while name in names:
+        name = _dns(name[:12] + f"-{len(names)}", 15)
+    return name
+
+
+def _mode(r: Role) -> str:
+    if r.fields.mode in ("prefill", "decode"):
+        return r.fields.mode
+    w = r.workload
+    if w.mode in ("prefill", "decode"):
+        return w.mode
+    for label in (w.labels.get("moegen.dev/mode"), w.labels.get("llm-d.ai/role"),
+                  w.leader.labels.get("llm-d.ai/role")):
+        if label in ("prefill", "decode", "unified"):
+            return label
+    kv_role = r.fields.kv_role
+    if kv_role == "kv_producer":
+        return "prefill"
+    if kv_role == "kv_consumer":
+        return "decode"
+    return "unified"
+
+
+def _base_name(group: list[Role]) -> str:
+    w = group[0].workload
+    if w.group:
+        return _dns(w.group, 40)
+    inst = w.labels.get("app.kubernetes.io/instance")
+    if inst:
+        return _dns(inst, 40)
+    names = [r.workload.name for r in group]
+    prefix = names[0]
+    for n in names[1:]:
+        while not n.startswith(prefix):
+            prefix = prefix[:-1]
+    prefix = prefix.rstrip("-")
+    if len(group) > 1 and len(prefix) >= 3:
+        return _dns(prefix, 40)
+    if len(group) == 1:
+        return _dns(names[0], 40)
+    model = group[0].fields.model.get("name") or "deployment"
+    return _dns(str(model).rsplit("/", 1)[-1], 40)
+
+
+_ORDER = {"prefill": 0, "decode": 1, "unified": 2}
+
+
+def _role_order(r: Role) -> int:
+    """Prefill roles first, then decode, then unified (moegen's examples' order); stable."""
+    return _ORDER.get(_mode(r), 3)
+
+
+#: Labels controllers, moegen and kustomize put on objects (not the deployment's own).
+_SYSTEM_LABEL = re.compile(r"^(app\.kubernetes\.io/(name|instance|component|managed-by)|"
+                           r"moegen\.dev/|leaderworkerset\.sigs\.k8s\.io/|kueue\.x-k8s\.io/)")
+
+
+def _common_labels(group: list[Role]) -> dict[str, str]:
+    """The workloads' labels every role shares (metadata.labels)."""
+    sets = [{k: str(v) for k, v in r.workload.labels.items() if not _SYSTEM_LABEL.match(str(k))}
+            for r in group]
+    common = dict(sets[0]) if sets else {}
+    for other in sets[1:]:
+        common = {k: v for k, v in common.items() if other.get(k) == v}
+    return common
+
+
+def _located(prov: Provenance, base: tuple, locs: dict) -> None:
+    for path, loc in locs.items():
+        if loc is not None and loc.line:
+            prov.locations[(*base, *path)] = loc
+
+
+def _workload_kind(r: Role) -> str:
+    w = r.workload
+    if w.kind == "StatefulSet" and w.labels.get(MANAGED[0]) == MANAGED[1]:
+        return "statefulset"
+    if r.launch.command is not None and r.launch.command.get("--data-parallel-rank"):
+        return "pod-per-rank"
+    return "lws"
+
+
+def _merge_statefulsets(roles: list[Role]) -> list[Role]:
+    """moegen renders one StatefulSet per instance of a ``statefulset`` role: one role again."""
+    out: list[Role] = []
+    seen: dict[str, Role] = {}
+    for r in roles:
+        w = r.workload
+        key = w.labels.get("moegen.dev/role") if w.kind == "StatefulSet" \
+            and w.labels.get(MANAGED[0]) == MANAGED[1] else None
+        if key and key in seen:
+            seen[key].workload.replicas += w.replicas
+            continue
+        if key:
+            seen[key] = r
+        out.append(r)
+    return out

@@ -1,0 +1,356 @@
+"""The twenty third-party manifests of ../shared/reference/manifests (issue #24): each is linted
+(``gen validate``) and imported (``gen import``), with the findings written down here, reviewed
+one by one. ``--gpu`` is given where a manifest does not name its GPU (the README of the
+reference set says which: the recipes' H200, OCI's GB200); the SGLang StatefulSet serves
+DeepSeek-R1 from a local path, so its config.json is given with ``--model-config``.
+
+What each finding is (the README's ``notes:`` are the authors' own words; "verified" means read
+in the engine's source at the release named):
+
+Bugs the notes (the authors) report, that moegen finds:
+
+* gke-deployment-vllm-llama4-maverick: the Secret's ``{{HF_TOKEN}}`` (not valid as written):
+  LOAD014 at its line (a flow mapping as a key); ``LD_LIBRARY_PATH: ${LD_LIBRARY_PATH}:...``,
+  which Kubernetes does not expand: IMP014.
+* dynamo-dgd-deepseek-v4-pro-sglang-disagg-gb200: ``metadata.namespace: <your-namespace>``, a
+  literal placeholder: IMP013 (the API server refuses the name).
+* gke-lws-...-hdml: "the dshm emptyDir has no sizeLimit": IMP016 (also the Maverick sample's).
+
+Bugs moegen finds that the notes do not mention, verified:
+
+* dynamo-dgd-deepseek-r1-vllm-disagg-hopper-16gpu, decode: ``--max-num-seqs 512`` with no
+  ``--max-num-batched-tokens`` under DeepEP low-latency + EP + DP16: vLLM 0.33.0 defaults the
+  batched tokens to 256 then (vllm/engine/arg_utils.py
+  ``_set_default_max_num_seqs_and_batched_tokens_args``: ``use_batched_dp_moe`` ->
+  ``DEFAULT_MAX_NUM_BATCHED_TOKENS_FOR_BATCHED_DP`` = 256, vllm/config/scheduler.py:42;
+  vllm/config/parallel.py ``use_batched_dp_moe``) and refuses to start, "max_num_batched_tokens
+  (256) must be greater than or equal to max_num_seqs (512)" (vllm/config/scheduler.py:331):
+  SRV001. (From vLLM 0.20.0 on, per generator/sizing/vllm_budget.py; the image,
+  vllm-runtime:1.3.0, does not name its vLLM release, and moegen's Dynamo facts start at 1.4.0:
+  ai-dynamo/dynamo's pyproject.toml pinned vllm==0.21.0 when its version became 1.3.0, commit
+  5b4bc1d read in the fork wxsms/dynamo, so the default applies.)
+* dynamo-dgd-deepseek-r1-sglang-disagg-8gpu/-16gpu: no ``--disaggregation-transfer-backend``,
+  so SGLang transfers KV with Mooncake, whose transport is RDMA unless MOONCAKE_PROTOCOL says
+  otherwise (sglang@v0.5.23 python/sglang/srt/distributed/device_communicators/
+  mooncake_transfer_engine.py:207), and the pods request no RDMA device (the vLLM recipe of the
+  same repository does: ``custom: rdma/ib: "8"``): PD011 on both roles.
+* llmd-wide-ep-lws-vllm-deepseek-r1-0528-disaggregatedset: DeepEP (high-throughput on prefill,
+  low-latency on decode) across the two pods of each group with no RDMA resource in the pods
+  (the CoreWeave and GKE variants of the same guide add rdma/ib or the GKE RDMA networks; this
+  base does not): NVSHMEM's internode transport needs an RDMA NIC: A2A004 on both roles.
+* llmd-pd-disaggregation-{sglang,vllm}-gpt-oss: the prefill pods' memory limit (16Gi) does not
+  exceed their memory-backed /dev/shm (16Gi / 20Gi), which counts against it (Kubernetes
+  emptyDir, medium Memory: "files you write count against your container's memory limit"):
+  POD001.
+* kserve-llmisvc-*: ``VLLM_ALL2ALL_BACKEND=deepep_high_throughput`` is not read by vLLM 0.16.0
+  and later (no such variable in vLLM 0.33.0 vllm/envs.py; moegen's release table has it through
+  0.15.1), so the backend stays allgather_reducescatter: IMP007. The presets' image
+  (llm-d-cuda:v0.8.0) does not name its vLLM release, checked as 0.33.0 (IMP008).
+* kserve-llmisvc-deepseek-r1-0528-pd-deepep-ht: ``PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True``
+  on both NixlConnector roles (decode l.59, prefill l.248): vLLM 0.33.0 refuses a KV connector
+  with it unless ``enable_cumem_allocator`` (not set here) at config time
+  (vllm/config/vllm.py:1284-1301, "KV connector ... is incompatible with
+  PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True": the CUDA VMM allocator remaps the KV cache
+  behind NIXL's memory registration; vllm-project/vllm#41237): NET032.
+* kv_role ``kv_both`` with NixlConnector on prefill/decode roles (Dynamo vLLM recipes, llm-d):
+  vLLM 0.33.0 logs that it is deprecated (vllm/distributed/kv_transfer/kv_connector/v1/nixl/
+  connector.py:97): IMP015.
+* sglang-statefulset (SGLang's own example): ``hostNetwork: true`` multi-node launch with no
+  GLOO_SOCKET_IFNAME/NCCL_SOCKET_IFNAME: on hosts with Ethernet and InfiniBand NICs Gloo picks
+  an unroutable interface (sgl-project/sglang#3226): NET001.
+
+moegen's policy, not a bug of the manifest as it runs (documented, not verified as failures):
+
+* NET001 on the GKE LWS samples (pod network, one eth0: Gloo resolves the hostname to it) and on
+  the Dynamo SGLang 16-GPU recipe (moegen requires the bootstrap NIC named for every multi-pod
+  role); POOL005/POOL004 (pools without a GPU nodeSelector); ENG003 (``latest``/``nightly``).
+* VER001: vLLM 0.8.5 / 0.10.0 predate the releases moegen knows (0.11.0+): nothing else is
+  checked for those roles.
+
+What the importer could not carry over (IMP notes): IMP004 (an RDMA resource without device
+names: the checks that need network.rdma did not run), IMP005 (options and load-balancing modes
+moegen does not render, kv-transfer-config keys), IMP008 (the image does not name the engine
+release: checked as the newest release whose parser has every option used: SGLang 0.5.19 for
+the Dynamo recipes, whose ``--prefill-round-robin-balance`` / ``cuda-graph-bs`` left SGLang in
+0.5.20), IMP010 (weights downloaded from the Hub at start), IMP011 (a model outside the catalog:
+Llama-4, gpt-oss, GLM-5.2), IMP003 (a 1500Gi /dev/shm above what the spec holds).
+
+The GB200 manifests (Dynamo SGLang V4-Pro, llm-d OCI V4-Pro) claim a ComputeDomain's IMEX
+channel (pod ``resourceClaims`` + the container's ``resources.claims``, the ComputeDomain in the
+same file): imported as ``network.computeDomain``, so GPU030 (instances across trays without
+the channel) does not fire and the NCCL MNNVL variables are moegen's own.
+
+Known quirks in the notes moegen does not check: probes (tcpSocket readiness, HTTPS liveness on
+the routing sidecar's port), a comment naming a file not in the directory, ``requests:`` left
+null (valid Kubernetes), the kustomize placeholders of an unrendered overlay.
+"""
+
+from __future__ import annotations
+
+import pytest
+import yaml
+
+from generator.cli import run
+from generator.importer import IMPORTED_SUPPRESSED, Options
+from generator.inputs import read_inputs
+from tests.helpers import ROOT, shared
+
+R1_CONFIG = ROOT / "generator" / "catalog" / "models" / "deepseek-r1.config.json"
+
+#: manifest -> (--gpu, the findings as (code, line)), sorted as gen validate prints them.
+EXPECTED = {
+    "dynamo-dgd-deepseek-r1-sglang-disagg-16gpu": ("H200-141GB", [
+        ("PD011", 67),
+        ("NET001", 78),
+        ("POOL005", 78),
+        ("IMP008", 93),
+        ("IMP010", 101),
+        ("PD011", 111),
+    ]),
+    "dynamo-dgd-deepseek-r1-sglang-disagg-8gpu": ("H200-141GB", [
+        ("PD011", 64),
+        ("POOL005", 75),
+        ("IMP008", 88),
+        ("IMP010", 96),
+        ("PD011", 105),
+    ]),
+    "dynamo-dgd-deepseek-r1-vllm-disagg-hopper-16gpu": ("H200-141GB", [
+        ("SRV001", 36),
+        ("IMP004", 53),
+        ("IMP005", 87),
+        ("IMP015", 106),
+        ("POOL005", 108),
+        ("IMP004", 125),
+        ("IMP008", 125),
+        ("IMP015", 155),
+        ("IMP005", 161),
+    ]),
+    "dynamo-dgd-deepseek-v4-flash-vllm-disagg-h200-agentic": (None, [
+        ("IMP004", 64),
+        ("IMP008", 64),
+        ("IMP010", 119),
+        ("IMP005", 136),
+        ("IMP015", 136),
+        ("IMP004", 182),
+        ("IMP005", 262),
+        ("IMP015", 262),
+    ]),
+    "dynamo-dgd-deepseek-v4-pro-sglang-disagg-gb200": ("GB200-186GB", [
+        ("IMP013", 32),
+        ("POOL005", 172),
+        ("IMP008", 192),
+        ("IMP010", 198),
+    ]),
+    "dynamo-dgd-glm-5.2-fp8-sglang-disagg-h200-agentic": (None, [
+        ("IMP010", 19),
+        ("IMP011", 20),
+        ("IMP004", 152),
+        ("IMP008", 152),
+        ("IMP004", 261),
+    ]),
+    "gke-deployment-vllm-llama4-maverick-fp8-tp8": (None, [
+        ("VER001", 22),
+        ("IMP011", 52),
+        ("IMP010", 60),
+        ("IMP014", 63),
+        ("IMP016", 76),
+        ("LOAD014", 101),
+    ]),
+    "gke-lws-vllm-deepseek-r1-tp8-pp2-hdml": ("H100-80GB", [
+        ("VER001", 28),
+        ("NET001", 28),
+        ("POOL005", 28),
+        ("IMP016", 68),
+    ]),
+    "gke-lws-vllm-deepseek-r1-tp8-pp2": (None, [
+        ("VER001", 27),
+        ("NET001", 27),
+        ("IMP010", 51),
+    ]),
+    "kserve-llmisvc-deepseek-r1-0528-dp-ep-deepep-ht": ("H200-141GB", [
+        ("POOL005", 14),
+        ("IMP004", 34),
+        ("IMP008", 34),
+        ("IMP007", 45),
+    ]),
+    "kserve-llmisvc-deepseek-r1-0528-pd-deepep-ht": ("H200-141GB", [
+        ("IMP004", 34),
+        ("IMP007", 56),
+        ("NET032", 59),
+        ("POOL005", 221),
+        ("IMP004", 231),
+        ("IMP008", 231),
+        ("IMP007", 246),
+        ("NET032", 248),
+    ]),
+    "llmd-pd-disaggregation-sglang-gpt-oss-120b-coreweave": ("H200-141GB", [
+        ("IMP004", 51),
+        ("POOL005", 150),
+        ("POOL004", 150),
+        ("POOL005", 150),
+        ("POD001", 150),
+        ("IMP004", 183),
+        ("IMP010", 184),
+        ("IMP011", 194),
+    ]),
+    "llmd-pd-disaggregation-vllm-gpt-oss-120b-coreweave": ("H200-141GB", [
+        ("IMP004", 51),
+        ("IMP015", 56),
+        ("POOL005", 156),
+        ("POOL004", 156),
+        ("POOL005", 156),
+        ("POD001", 156),
+        ("IMP004", 189),
+        ("IMP010", 190),
+        ("IMP015", 194),
+        ("IMP011", 198),
+    ]),
+    "llmd-wide-ep-lws-vllm-deepseek-r1-0528-coreweave": ("H200-141GB", [
+        ("IMP005", 54),
+        ("IMP005", 65),
+        ("IMP015", 65),
+        ("POOL005", 282),
+        ("IMP008", 296),
+        ("IMP010", 310),
+        ("IMP005", 314),
+        ("IMP005", 323),
+        ("IMP015", 323),
+    ]),
+    "llmd-wide-ep-lws-vllm-deepseek-r1-0528-disaggregatedset": ("H200-141GB", [
+        ("POOL005", 37),
+        ("IMP008", 51),
+        ("IMP010", 65),
+        ("IMP005", 69),
+        ("IMP005", 78),
+        ("IMP015", 78),
+        ("A2A004", 82),
+        ("IMP005", 270),
+        ("IMP005", 281),
+        ("IMP015", 281),
+        ("A2A004", 286),
+    ]),
+    "llmd-wide-ep-lws-vllm-deepseek-r1-0528-gke": ("H200-141GB", [
+        ("IMP004", 70),
+        ("IMP005", 87),
+        ("IMP005", 98),
+        ("IMP015", 98),
+        ("POOL005", 334),
+        ("IMP004", 381),
+        ("IMP008", 381),
+        ("IMP010", 395),
+        ("IMP005", 399),
+        ("IMP005", 408),
+        ("IMP015", 408),
+    ]),
+    "llmd-wide-ep-lws-vllm-deepseek-v4-pro-oci-gb200-high-tpt": ("GB200-186GB", [
+        ("IMP005", 68),
+        ("IMP005", 77),
+        ("POOL005", 272),
+        ("IMP010", 298),
+        ("IMP005", 306),
+        ("IMP005", 315),
+    ]),
+    "llmd-wide-ep-lws-vllm-deepseek-v4-pro-oci-gb200-low-latency": ("GB200-186GB", [
+        ("IMP005", 73),
+        ("POOL005", 264),
+        ("IMP010", 291),
+        ("IMP005", 299),
+        ("IMP005", 308),
+    ]),
+    "llmd-wide-ep-lws-vllm-glm-5.2-fp8-p1w1d1w2-coreweave": ("H200-141GB", [
+        ("IMP005", 192),
+        ("IMP005", 203),
+        ("IMP015", 203),
+        ("ENG003", 478),
+        ("POOL005", 478),
+        ("IMP003", 502),
+        ("IMP008", 502),
+        ("IMP011", 573),
+        ("IMP010", 574),
+        ("IMP005", 580),
+        ("IMP005", 590),
+        ("IMP015", 590),
+    ]),
+    "sglang-statefulset-deepseek-r1-tp16-ep16": ("H200-141GB", [
+        ("ENG003", 9),
+        ("NET001", 9),
+        ("POOL005", 9),
+        ("IMP008", 25),
+    ]),
+}
+
+
+def _options(name: str, gpu: str | None) -> Options:
+    config = str(R1_CONFIG) if name.startswith("sglang-statefulset") else None
+    return Options(gpu=gpu, model_config=config)
+
+
+def test_every_reference_manifest_is_covered():
+    names = {p.stem for p in shared("reference", "manifests").glob("*.yaml")}
+    assert names == set(EXPECTED) and len(names) == 20
+
+
+@pytest.mark.parametrize("name", sorted(EXPECTED))
+def test_reference_manifest_lint(name):
+    gpu, expected = EXPECTED[name]
+    path = shared("reference", "manifests", f"{name}.yaml")
+    batch = read_inputs([path], opts=_options(name, gpu))
+    assert [r.kind for r in batch.results] == ["manifest"], "one deployment per manifest"
+    found = [(f.code, f.location.line) for f in batch.all_findings()]
+    assert found == expected
+    assert all(f.location.file == str(path) for f in batch.all_findings())
+
+
+@pytest.mark.parametrize("name", sorted(EXPECTED))
+def test_reference_manifest_import(name, tmp_path):
+    """gen import writes an InferenceDeployment that passes the schema; gen validate of it
+    reports the checks' findings again (not the importer's IMP notes, which live in its header
+    comment), except where the import could not be checked at all."""
+    gpu, expected = EXPECTED[name]
+    path = shared("reference", "manifests", f"{name}.yaml")
+    spec = tmp_path / "spec.yaml"
+    args = ["import", str(path), "-o", str(spec)] + (["--gpu", gpu] if gpu else [])
+    if name.startswith("sglang-statefulset"):
+        args += ["--model-config", str(R1_CONFIG)]
+    errors = any(code in ERROR_CODES for code, _ in expected)
+    assert run(args) == (1 if errors else 0)
+    doc = yaml.safe_load(spec.read_text())
+    assert doc["kind"] == "InferenceDeployment" and doc["spec"]["roles"]
+    again = read_inputs([spec]).results[0].checked
+    assert not [f for f in again.findings if f.code.startswith(("SCH", "LOAD"))]
+    rules = {c for c, _ in expected if not c.startswith(("IMP", "LOAD"))}
+    codes = {f.code for f in again.findings}
+    # The spec says what the import could not carry (an RDMA resource without device names, a
+    # load-balancing mode moegen does not render), so the rules whose premise that is, which
+    # validating the manifests leaves out (IMPORTED_SUPPRESSED and the deployment's own), speak.
+    imported = read_inputs([path], opts=_options(name, gpu)).results[0].imported
+    assert rules <= codes
+    assert codes - rules <= IMPORTED_SUPPRESSED | imported.suppress
+
+
+#: Codes that are errors in the expectations above (gen import then exits 1).
+ERROR_CODES = {"PD011", "NET001", "SRV001", "IMP013", "VER001", "LOAD014", "POD001", "A2A004",
+               "NET032"}
+
+
+def test_the_directory_in_one_process():
+    """All twenty in one gen validate: twenty deployments, none merged with another (the llm-d
+    variants of one guide repeat their LeaderWorkerSets' names: alternatives, split by file)."""
+    directory = shared("reference", "manifests")
+    batch = read_inputs([directory], opts=Options(gpu="H200-141GB"))
+    assert len(batch.results) == 20 and batch.skipped == []
+    assert all(len(r.imported.files) == 1 for r in batch.results)
+
+
+def test_prefill_and_decode_in_two_files_are_one_deployment(tmp_path):
+    text = shared("reference", "manifests",
+                  "llmd-wide-ep-lws-vllm-deepseek-r1-0528-coreweave.yaml").read_text()
+    docs = [d for d in text.split("\n---\n")]
+    decode = next(d for d in docs if "name: wide-ep-llm-d-decode" in d)
+    prefill = next(d for d in docs if "name: wide-ep-llm-d-prefill" in d)
+    (tmp_path / "decode.yaml").write_text(decode)
+    (tmp_path / "prefill.yaml").write_text(prefill)
+    batch = read_inputs([tmp_path / "decode.yaml", tmp_path / "prefill.yaml"],
+                        opts=Options(gpu="H200-141GB"))
+    (dep,) = batch.results
+    assert [r["mode"] for r in dep.imported.data["spec"]["roles"]] == ["prefill", "decode"]
