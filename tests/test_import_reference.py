@@ -276,6 +276,8 @@ EXPECTED = {
         ("NET001", 9),
         ("POOL005", 9),
         ("IMP008", 25),
+        # hostNetwork (line 65) with --host 0.0.0.0: the API listens on every node interface.
+        ("NET090", 65),
     ]),
 }
 

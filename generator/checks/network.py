@@ -262,4 +262,4 @@ def _host_bind(ctx: Context):
                   "API (no --api-key) is reachable outside the Gateway and router, and usually "
                   "outside NetworkPolicy; with the inference gateway the routing sidecar too",
                   "set network.bindAddress: podIP (the engines listen on the node's pod IP "
-                  "only), and firewall the API and sidecar ports on the nodes")
+                  "only; in a manifest: --host $(POD_IP) from fieldRef status.podIP), and firewall the API and sidecar ports on the nodes")

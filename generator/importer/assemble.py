@@ -220,9 +220,11 @@ def assemble(group: list[Role], opts: Options, files: list[str]) -> Imported:
                             "engine": _engine(group, opts, issues)}
     pools, pool_of = _pools(group, names, issues)
     spec["nodePools"] = pools
-    net = next((r.pod.network for r in group if r.pod.network), None)
-    if net:
+    netted = next((r for r in group if r.pod.network), None)
+    net = netted.pod.network if netted else None
+    if netted:
         spec["network"] = net
+        _located(prov, ("spec", "network"), netted.pod.network_locs)
     roles = []
     for i, (r, name, pool) in enumerate(zip(group, names, pool_of)):
         r.name, r.mode = name, _mode(r)

@@ -102,7 +102,7 @@ class PodFields:
     Attributes:
         gpus: GPUs per pod; gpu: catalog id (None: not stated); gpu_loc: where it was read.
         pool: nodeSelector / tolerations of the role's pool.
-        network: ``spec.network`` fields; rdma_resource: (name, count).
+        network: ``spec.network`` fields; network_locs: path under it -> location.
         env: the role's environment (what moegen does not derive), in order.
         token: ``model.tokenSecret``; volume: ``model.volume`` (a VolumeSource mapping).
         pod: ``roles[].pod`` fields; locs: spec path under the role -> location.
@@ -114,6 +114,7 @@ class PodFields:
     gpu_loc: Location | None = None
     pool: dict = field(default_factory=dict)
     network: dict = field(default_factory=dict)
+    network_locs: dict = field(default_factory=dict)
     env: dict = field(default_factory=dict)
     env_locs: dict = field(default_factory=dict)
     token: dict | None = None
@@ -162,6 +163,12 @@ def read_pod(w: Workload, pods: Pods, launch: Launch, gpu_option: str | None,
         out.pool["tolerations"] = [t for t in tol if isinstance(t, dict)]
     _resources(launch, limits, requests, out)
     _network(spec, launch, limits, out)
+    if "hostNetwork" in out.network:
+        at = prov.locate((*pods.path, "hostNetwork"))
+        out.network_locs.update({("hostNetwork",): at, ("bindAddress",): at})
+    iface = next((k for k in ("GLOO_SOCKET_IFNAME", "NCCL_SOCKET_IFNAME") if k in launch.env), None)
+    if "socketInterface" in out.network and iface:
+        out.network_locs[("socketInterface",)] = launch.env_locations.get(iface)
     _compute_domain(w, pods, launch, res, channels, out)
     _volumes(w, pods, launch, model_path, out)
     _pod_settings(w, pods, launch, out)
