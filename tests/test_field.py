@@ -7,10 +7,12 @@ Every case also runs through the CLI: no traceback.
 
 from __future__ import annotations
 
+import json
 from collections import Counter
 from pathlib import Path
 
 import pytest
+import yaml
 
 from generator import pipeline
 from generator.cli import run
@@ -30,6 +32,7 @@ def test_field_case(case: Path, tmp_path: Path, capsys) -> None:
     spec, overlays, meta = materialise_case(case, tmp_path)
     missing = [k for k in REQUIRED if not meta.get(k)]
     assert not missing, f"{case.name}: case.yaml lacks {missing}"
+    assert isinstance(meta.get("rules"), list), f"{case.name}: rules: (list, [] for a rendered fix)"
     assert meta["class"] in CLASSES, meta["class"]
     assert "expect" in meta or "warnings" in meta or "render" in meta or "predicted" in meta, \
         case.name
@@ -64,3 +67,35 @@ def test_field_case(case: Path, tmp_path: Path, capsys) -> None:
     args = ["validate", str(spec)] + [a for o in overlays for a in ("-f", str(o))]
     assert run(args) == (1 if errors else 0)
     assert "Traceback" not in capsys.readouterr().err
+
+
+def test_field_index_is_current() -> None:
+    """``gen rules`` reads the shipped index of these cases: regenerated, it is unchanged (run
+    ``python tools/index_field_cases.py`` after adding a case or changing its ``rules:``)."""
+    import importlib.util
+    spec = importlib.util.spec_from_file_location("index_field_cases",
+                                                  ROOT / "tools" / "index_field_cases.py")
+    tool = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(tool)
+    shipped = (ROOT / "generator" / "checks" / "data" / "field_cases.json").read_text()
+    assert tool.index(FIELD) == shipped, "stale: run python tools/index_field_cases.py"
+
+
+def test_gen_rules_lists_the_field_cases_of_each_rule(capsys) -> None:
+    """SRV060 covers the three engine-ready-timeout cases (their ``rules: [SRV060]``); a rendered
+    fix (rules: []) is listed under what moegen renders."""
+    assert run(["rules"]) == 0
+    out = capsys.readouterr().out
+    block = out.split("\nSRV060 ", 1)[1].split("\nSRV061 ", 1)[0]
+    cases = block.split("field cases: ", 1)[1]
+    assert [c.split(" (")[0] for c in cases.strip().split("; ")] == [
+        "engine-ready-timeout-163-shards", "engine-ready-timeout-dp16-deepgemm",
+        "engine-ready-timeout-dsv32-dp16"]
+    rendered = out.split("prevented by what moegen renders", 1)[1]
+    assert "sglang-pd-role-services" in rendered and "SRV060" not in rendered
+    assert run(["rules", "--format", "json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    by_code = {r["code"]: r for r in doc}
+    assert [c["case"] for c in by_code["PD061"]["fieldCases"]] == ["vllm-0.12-autoscaled-prefill"]
+    assert by_code["PD061"]["fieldCases"][0]["source"] == \
+        yaml.safe_load((FIELD / "vllm-0.12-autoscaled-prefill" / "case.yaml").read_text())["source"]
