@@ -367,25 +367,36 @@ def plan(request: Path, fmt: str, emit_path: Path | None) -> None:
 @click.option("--namespace", "namespace", default=None,
               help="The namespace the objects are applied to, when an overlay moves them "
                    "(kustomize namespace:); default metadata.namespace.")
+@click.option("--objects", "objects_path", default=None,
+              type=click.Path(dir_okay=True, allow_dash=True, path_type=Path),
+              help="The objects actually applied (a file, a directory, or - for standard input: "
+                   "kustomize build of the render with your overlays): their namespace is the "
+                   "one checked, and --dry-run submits them instead of the render.")
 def preflight(spec: Path, overlays: tuple[Path, ...], context: str | None,
-              kubeconfig: str | None, fmt: str, dry_run: bool, namespace: str | None) -> None:
+              kubeconfig: str | None, fmt: str, dry_run: bool, namespace: str | None,
+              objects_path: Path | None) -> None:
     """Read-only checks of the target cluster: CRDs, nodes and their GPUs and allocatable
     resources, namespace, volumes, references (exit 1 on a finding that blocks the deployment).
     With --dry-run, the API server also validates and admits every rendered object (PRE010)."""
     from .preflight import client_api, cluster_error
     from .preflight import preflight as run_preflight
     _exist(spec, *overlays)
+    objects = None
+    if objects_path is not None:
+        objects, namespace = _applied(objects_path, namespace, fmt)
     checked = pipeline.check(spec, list(overlays), namespace=namespace)
     if not checked.ok:
         _emit_findings(checked, fmt)
         raise SpecRejected(checked.findings)
-    files = pipeline.render(checked)[1] if dry_run else None   # a render error is a bug (4)
+    # a render error is a bug (4)
+    files = pipeline.render(checked)[1] if dry_run and objects is None else None
     try:
         api = client_api(context, kubeconfig)
     except Exception as exc:  # noqa: BLE001 - kubeconfig problems are the user's environment
         _fail(fmt, f"cannot reach the cluster: {cluster_error(exc, kubeconfig)}")
     try:
-        checked.findings = run_preflight(checked, api, dry_run=dry_run, files=files)
+        checked.findings = run_preflight(checked, api, dry_run=dry_run, files=files,
+                                         objects=objects)
     except Exception as exc:  # noqa: BLE001 - API errors (auth, network) are not bugs
         _fail(fmt, f"the cluster refused a {'request' if dry_run else 'read'}: "
                    f"{cluster_error(exc, kubeconfig)}")
@@ -397,6 +408,28 @@ def preflight(spec: Path, overlays: tuple[Path, ...], context: str | None,
         raise SpecRejected(checked.findings)
     if fmt == "text":
         click.echo(f"{display_name(spec)}: the cluster is ready ({report.summary(checked.findings)})", err=True)
+
+
+def _applied(path: Path, namespace: str | None, fmt: str) -> tuple[list, str | None]:
+    """The objects of ``--objects`` and the namespace to check: ``--namespace``, else the one
+    namespace the objects name. Unreadable objects are findings (exit 1); objects in several
+    namespaces without ``--namespace`` are a usage error (exit 2)."""
+    from .preflight import applied_objects
+    from .spec.load import expand_inputs, read_unit
+    inputs, missing = expand_inputs([path])
+    if missing:
+        _fail(fmt, f"--objects: {missing[0]} does not exist")
+    unit = read_unit(*inputs[0])
+    if unit.findings:
+        _print_findings(unit.findings, fmt, ok=False)
+        raise SpecRejected(unit.findings)
+    objects, namespaces = applied_objects(unit.documents)
+    if not objects:
+        _fail(fmt, f"--objects: {unit.name} holds no Kubernetes object")
+    if namespace is None and len(namespaces) > 1:
+        _fail(fmt, f"--objects: the objects go to {len(namespaces)} namespaces "
+                   f"({', '.join(namespaces)}): pass --namespace with the deployment's")
+    return objects, namespace or (namespaces[0] if namespaces else None)
 
 
 def _fail(fmt: str, message: str) -> None:

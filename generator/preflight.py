@@ -229,10 +229,13 @@ def _crds(checked) -> list[tuple[str, str]]:
 
 
 def preflight(checked, api: Api, dry_run: bool = False,
-              files: dict[str, str] | None = None) -> list[Finding]:
+              files: dict[str, str] | None = None,
+              objects: list[tuple[Location, dict]] | None = None) -> list[Finding]:
     """Every finding about the cluster ``api`` reads, for a spec that passed every check; with
     ``dry_run``, also the API server's answer to a server-side dry run of every rendered object
-    (PRE010; ``files``: the render of ``checked``, rendered here when not given)."""
+    (PRE010; ``files``: the render of ``checked``, rendered here when not given), or of
+    ``objects`` when given: what is actually applied (a ``kustomize build`` of the render with
+    the team's overlays), each with where it was read."""
     spec = checked.spec
     ns = spec.metadata.namespace
     out: list[Finding] = []
@@ -249,10 +252,12 @@ def preflight(checked, api: Api, dry_run: bool = False,
     out += _references(checked, api)
     out += _server_version(checked, api)
     if dry_run:
-        if files is None:
-            from .pipeline import render
-            _, files = render(checked)
-        out += dry_run_findings(files, api, ns, namespace_exists)
+        if objects is None:
+            if files is None:
+                from .pipeline import render
+                _, files = render(checked)
+            objects = [(Location(f, 0, 0), o) for f, o in rendered_objects(files, ns)]
+        out += dry_run_findings(objects, api, namespace_exists)
     return out
 
 
@@ -297,6 +302,26 @@ def rendered_objects(files: dict[str, str], namespace: str) -> list[tuple[str, d
     return out
 
 
+def applied_objects(documents) -> tuple[list[tuple[Location, dict]], list[str]]:
+    """The Kubernetes objects of ``documents`` (:class:`generator.spec.load.Document`, e.g.
+    ``kustomize build`` on standard input), each located at its document's first line, and the
+    sorted namespaces they name (``metadata.namespace``; objects without one go where kubectl
+    would send them, the namespace preflight checks). Documents that are not objects (no
+    ``kind``/``apiVersion``) and the ``List`` wrappers' items are handled as kubectl does: a
+    ``*List`` kind contributes its ``items``."""
+    out: list[tuple[Location, dict]] = []
+    for doc in documents:
+        data = doc.data
+        if not isinstance(data, dict) or not data.get("kind") or not data.get("apiVersion"):
+            continue
+        at = doc.provenance.locate(())
+        items = data.get("items") if str(data["kind"]).endswith("List") else [data]
+        out += [(at, o) for o in items or [] if isinstance(o, dict) and o.get("kind")]
+    namespaces = sorted({str(o["metadata"]["namespace"]) for _, o in out
+                         if isinstance(o.get("metadata"), dict) and o["metadata"].get("namespace")})
+    return out, namespaces
+
+
 def _served(api: Api, api_version: str, cache: dict) -> dict[str, tuple[str, bool]] | None:
     """kind -> (resource, namespaced) the API server serves for ``api_version``, from discovery
     (``/api/v1``, ``/apis/<group>/<version>``: APIResourceList, subresources left out), or None
@@ -318,16 +343,17 @@ _DRY_RUN_HINTS = {
 }
 
 
-def dry_run_findings(files: dict[str, str], api: Api, namespace: str,
+def dry_run_findings(objects: list[tuple[Location, dict]], api: Api,
                      namespace_exists: bool = True) -> list[Finding]:
-    """PRE010: every rendered object the API server refuses in a server-side dry run.
+    """PRE010: every object (where it was read, the object with its ``metadata.namespace``;
+    :func:`rendered_objects` for a render) the API server refuses in a server-side dry run.
     Namespaced objects are not sent while their namespace is missing (PRE005 says so; the
     server would answer NotFound for each)."""
     if api.dry_run_apply is None:
         raise RuntimeError("this Api cannot send dry runs")
     out: list[Finding] = []
     cache: dict = {}
-    for file, obj in rendered_objects(files, namespace):
+    for at, obj in objects:
         kind, version = obj.get("kind"), obj.get("apiVersion", "")
         meta = obj.get("metadata") or {}
         name, ns = meta.get("name", "?"), meta.get("namespace")
@@ -336,7 +362,7 @@ def dry_run_findings(files: dict[str, str], api: Api, namespace: str,
             out.append(Finding(
                 "PRE010", Severity.ERROR, "$.kind",
                 f"{kind} {name}: the API server serves no {kind} in {version} (no matches for "
-                "kind)", "install the CRD that defines it (PRE001)", Location(file, 0, 0)))
+                "kind)", "install the CRD that defines it (PRE001)", at))
             continue
         resource, namespaced = served[kind]
         if namespaced and not namespace_exists:
@@ -359,7 +385,7 @@ def dry_run_findings(files: dict[str, str], api: Api, namespace: str,
             f"{' ' + reason if reason else ''}): {body.get('message') or 'no message'}",
             _DRY_RUN_HINTS.get(status, "fix the spec, or the cluster's admission webhooks, "
                                "policies or quotas, before applying"),
-            Location(file, 0, 0)))
+            at))
     return out
 
 

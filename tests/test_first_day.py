@@ -251,6 +251,56 @@ def test_preflight_checks_the_namespace_the_objects_go_to():
     assert pre005.path == "$.metadata.namespace"
 
 
+@pytest.mark.skipif(KUBECTL is None, reason="kubectl (with built-in kustomize) is not installed")
+def test_preflight_checks_the_objects_actually_applied(tmp_path, monkeypatch):
+    """--objects takes the kustomize build of the render with a namespace override and a pull
+    secret from a secretGenerator: preflight checks the namespace the objects go to (llm-prod,
+    from the objects, no --namespace) and the dry run submits the built objects, hashed names
+    and all, located at their documents in the stream (before: only the render was checked)."""
+    from generator import cli
+    from generator.preflight import Api
+    _, _, files = render_spec(S1, [])
+    built = _kustomize(tmp_path, files, "namespace: llm-prod\nsecretGenerator:\n"
+                       "- {name: regcred, literals: [k=v]}\n")
+    stream = tmp_path / "built.yaml"
+    stream.write_text(yaml.safe_dump_all(built, sort_keys=False))
+    seen, sent = [], []
+
+    def get(path, query=None):
+        seen.append(path)
+        if path.startswith("/apis/") and path.count("/") == 3 or path == "/api/v1":
+            kinds = {o["kind"] for o in built if o["apiVersion"] == path.split("/apis/")[-1]
+                     or (path == "/api/v1" and o["apiVersion"] == "v1")}
+            return {"resources": [{"kind": k, "name": k.lower() + "s", "namespaced": True}
+                                  for k in kinds]}
+        return {} if path.startswith("/api/v1/namespaces/") else None
+
+    def apply(path, obj):
+        sent.append((path, obj["kind"], obj["metadata"]["name"]))
+        return 200, obj
+
+    monkeypatch.setattr("generator.preflight.client_api",
+                        lambda *a, **k: Api(get=get, dry_run_apply=apply))
+    assert cli.run(["preflight", str(S1), "--objects", str(stream), "--dry-run",
+                    "--format", "json"]) == 1          # PRE002 etc.: no nodes in this cluster
+    assert "/api/v1/namespaces/llm-prod" in seen and "/api/v1/namespaces/llm" not in seen
+    assert len(sent) == len(built)
+    assert all("/namespaces/llm-prod/" in path for path, _, _ in sent)
+    secret = next(name for _, kind, name in sent if kind == "Secret")
+    assert secret.startswith("regcred-") and secret != "regcred"       # kustomize's hash
+    env = [name for _, kind, name in sent if kind == "ConfigMap"]
+    assert env and all(n.startswith("dsv3-pd-") and n.count("-") >= 4 for n in env), env
+
+
+def test_preflight_objects_in_several_namespaces_need_namespace(tmp_path, capsys):
+    from generator.cli import run
+    stream = tmp_path / "objs.yaml"
+    stream.write_text("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a, namespace: x}\n---\n"
+                      "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: b, namespace: y}\n")
+    assert run(["preflight", str(S1), "--objects", str(stream)]) == 2
+    assert "the objects go to 2 namespaces (x, y): pass --namespace" in capsys.readouterr().err
+
+
 # --- 14: gen size says how much KV the sized load uses -----------------------------------------
 
 def test_gen_size_shows_the_kv_the_sized_load_uses(capsys):
