@@ -275,7 +275,10 @@ def test_s1_vllm_route_objects():
     epp = _obj(files, "epp-deployment.yaml")["spec"]["template"]["spec"]["containers"][0]
     assert epp["args"][:6] == ["--pool-name", "dsv3-pd-pool", "--pool-namespace", "$(NAMESPACE)",
                                "--config-file", "/config/epp-config.yaml"]
-    assert "vllm:num_requests_waiting" in epp["args"] and "vllm:kv_cache_usage_perc" in epp["args"]
+    # llm-d-router 0.10.0 refuses the metric flags at start (pkg/epp/server/options.go:398,
+    # "deprecated and cannot be used"); vLLM's names are its extractor's defaults.
+    assert not [a for a in epp["args"] if a.endswith("-metric")]
+    assert "--tracing=false" in epp["args"]
     assert epp["env"] == [{"name": "NAMESPACE", "valueFrom": {"fieldRef": {
         "fieldPath": "metadata.namespace"}}}]
     role = _obj(files, "epp-role.yaml")
@@ -322,9 +325,53 @@ def test_s3_sglang_sidecar_and_metrics():
     for name in ("prefill-lws.yaml", "decode-lws.yaml"):
         assert "--enable-metrics" in files[name]   # the picker scrapes queue and KV usage
     args = _obj(files, "epp-deployment.yaml")["spec"]["template"]["spec"]["containers"][0]["args"]
-    assert args[args.index("--total-queued-requests-metric") + 1] == "sglang:num_queue_reqs"
-    assert args[args.index("--kv-cache-usage-percentage-metric") + 1] == "sglang:token_usage"
-    assert args[args.index("--lora-info-metric") + 1] == ""
+    # 0.10.0 refuses the metric flags; its extractor reads the engine from llm-d.ai/engine-type
+    # (pkg/epp/framework/plugins/datalayer/extractor/metrics/mapping_registry.go:29), vLLM's
+    # names for a pod without it: every pod the pool selects says sglang.
+    assert not [a for a in args if a.endswith("-metric")]
+    for name in ("prefill-lws.yaml", "decode-lws.yaml"):
+        for tmpl in lws_templates(_obj(files, name)).values():
+            assert tmpl["metadata"]["labels"]["llm-d.ai/engine-type"] == "sglang"
+
+
+@pytest.mark.parametrize("version,flags,label", [
+    # GIE fd30cb97714a: legacy collector, the flags name SGLang's series.
+    ("0.6.0", True, None),
+    # GIE v1.5.0: the data layer by default (runner.go:326), label key of mapping_registry.go:29.
+    ("0.8.0", False, "inference.networking.k8s.io/engine-type"),
+    ("0.9.0", False, "llm-d.ai/engine-type"),
+])
+def test_sglang_metric_names_reach_the_picker_at_each_release(version, flags, label, tmp_path):
+    over = tmp_path / "v.yaml"
+    over.write_text(f'spec:\n  router: {{version: "{version}"}}\n')
+    _, _, files = render_spec(S3, [IGW, over])
+    args = _obj(files, "epp-deployment.yaml")["spec"]["template"]["spec"]["containers"][0]["args"]
+    assert ("--total-queued-requests-metric" in args) is flags
+    if flags:
+        assert args[args.index("--total-queued-requests-metric") + 1] == "sglang:num_queue_reqs"
+        assert args[args.index("--kv-cache-usage-percentage-metric") + 1] == "sglang:token_usage"
+        assert args[args.index("--lora-info-metric") + 1] == ""
+    labels = lws_templates(_obj(files, "decode-lws.yaml"))["leader"]["metadata"]["labels"]
+    assert {k for k in labels if k.endswith("/engine-type")} == ({label} if label else set())
+    # The picker watches InferenceObjectives in every group it may prefer (llm-d.ai from 0.9.0:
+    # pkg/epp/server/controller_config.go supportedInferenceAPIGVs).
+    role = _obj(files, "epp-role.yaml")
+    groups = [g for r in role["rules"] if "inferenceobjectives" in r["resources"]
+              for g in r["apiGroups"]]
+    assert groups == (["llm-d.ai", "inference.networking.x-k8s.io"] if version == "0.9.0"
+                      else ["inference.networking.x-k8s.io"])
+
+
+def test_sglang_behind_llm_d_router_0_7_is_refused(tmp_path):
+    """0.7.0 (GIE v1.4.0) refuses the metric flags and its legacy collector reads vLLM's
+    names: RTR014, not a picker that scores every SGLang pod as idle."""
+    from generator import pipeline
+    over = tmp_path / "v.yaml"
+    over.write_text('spec:\n  router: {version: "0.7.0"}\n')
+    checked = pipeline.check(S3, [IGW, over])
+    (f,) = [f for f in checked.findings if f.code == "RTR014"]
+    assert "gateway-api-inference-extension@v1.4.0:pkg/epp/server/options.go:249" in f.message
+    assert (f.location.file, f.location.line) == (str(over), 2)
 
 
 def test_unified_roles_get_a_single_profile_and_no_sidecar():
@@ -520,7 +567,9 @@ def test_router_flags_exist_at_every_release(component):
                                    drain_s=88)
             options = [a for a in launch.args if a.startswith("--")]
             assert options and all(launch.release.has(o) for o in options), (version, options)
-            assert launch.image.endswith(f":v{version}")
+            # smg images carry the bare version (release-docker.yml), vllm-router's the tag.
+            prefix = "v" if component == "vllm-router" else ""
+            assert launch.image.endswith(f":{prefix}{version}")
 
 
 def test_routers_stay_up():

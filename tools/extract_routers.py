@@ -446,6 +446,73 @@ def _flags(repo: GoRepo, tree: GitTree, paths: list[str]) -> dict[str, dict]:
     return dict(sorted(out.items()))
 
 
+def _refused_flags(tree: GitTree, path: str) -> dict[str, str]:
+    """Flags the options' ``Validate`` refuses when set at all (``deprecatedMetricFlags``: GIE
+    v1.4.0 pkg/epp/server/options.go, a list; llm-d-router v0.9.0, a map): name -> the source of
+    the refusal. The picker exits at start with "flag ... is deprecated and cannot be used"."""
+    text = tree.read(path) or ""
+    m = re.search(r"deprecatedMetricFlags\s*:?=\s*(?:\[\]string|map\[string\]struct\{\})\{", text)
+    check = re.search(r'"flag %q is deprecated and cannot be used', text)
+    if not m or not check:
+        return {}
+    body = text[m.end():text.index("\n}", m.end())]
+    line = text.count("\n", 0, check.start()) + 1
+    return {name: f"{path}:{line}" for name in re.findall(r'"([a-z0-9-]+)"', body)}
+
+
+def _metrics_collector(tree: GitTree, path: str) -> dict:
+    """Which metrics collector the picker runs by default: ``legacy`` (the metric flags' names,
+    vLLM's unless set; the pluggable data layer behind the ``dataLayer`` gate: GIE v1.4.0
+    cmd/epp/runner/runner.go) or ``datalayer`` (the metrics extractor, which picks an engine's
+    metric names by a pod label: GIE v1.5.0 behind ``enableLegacyMetrics``, llm-d-router v0.9.0
+    only)."""
+    text = tree.read(path) or ""
+    m = re.search(r"datalayerMetricsEnabled := (!?)r\.featureGates\[datalayer\.(\w+)\]", text)
+    if m:
+        line = text.count("\n", 0, m.start()) + 1
+        return {"default": "datalayer" if m.group(1) else "legacy", "gate": m.group(2),
+                "source": f"{path}:{line}"}
+    return {"default": "datalayer", "gate": None, "source": path}
+
+
+def _engine_label(tree: GitTree) -> dict | None:
+    """The pod label whose value names a pod's engine to the metrics extractor
+    (``DefaultEngineTypeLabelKey``), with its source."""
+    for path in sorted(tree.paths):
+        if path.endswith("mapping_registry.go") and "extractor/metrics" in path:
+            text = tree.read(path) or ""
+            m = re.search(r'DefaultEngineTypeLabelKey\s*=\s*"([^"]+)"', text)
+            if m:
+                return {"key": m.group(1),
+                        "source": f"{path}:{text.count(chr(10), 0, m.start()) + 1}"}
+    return None
+
+
+def _objective_groups(tree: GitTree) -> dict:
+    """The API groups whose InferenceObjective / InferenceModelRewrite the picker watches: from
+    v0.9.0 the first of ``supportedInferenceAPIGVs`` discovery finds (``llm-d.ai``, the group of
+    apix/v1alpha2, preferred; then the legacy group: pkg/epp/server/controller_config.go),
+    before it the Gateway API Inference Extension's ``inference.networking.x-k8s.io``."""
+    path = "pkg/epp/server/controller_config.go"
+    text = tree.read(path) or ""
+    m = re.search(r"supportedInferenceAPIGVs\s*=", text)
+    if not m:
+        return {"groups": ["inference.networking.x-k8s.io"], "source": None}
+    groups = []
+    for name in re.findall(r"^\s*(\w+),\s*$", text[m.end():text.index("}", m.end())], re.M):
+        d = re.search(rf"{name}\s*=\s*schema\.GroupVersion\{{Group:\s*([^,]+),", text)
+        expr = d.group(1).strip() if d else ""
+        if expr.startswith('"'):
+            groups.append(expr.strip('"'))
+        elif expr.startswith("v1alpha2."):
+            reg = tree.read("apix/v1alpha2/zz_generated.register.go") or ""
+            g = re.search(r'const GroupName = "([^"]+)"', reg)
+            if g:
+                groups.append(g.group(1))
+    line = text.count("\n", 0, m.start()) + 1
+    return {"groups": groups, "source": f"{path}:{line}"}
+
+
 def _first(tree: GitTree, *paths: str) -> str | None:
     return next((p for p in paths if p in tree.paths), None)
 
@@ -539,6 +606,13 @@ def _pool_crd(gie: GitTree) -> dict:
     return out
 
 
+def _sourced(entry: dict | None, own: bool, gie: GitTree | None) -> dict | None:
+    """``entry`` with its source prefixed by the GIE module and commit when it was read there."""
+    if entry is None or own:
+        return entry
+    return {**entry, "source": f"{GIE_MODULE}@{gie.ref}:{entry['source']}"}
+
+
 def scheduler_release(llmd_dir: Path, gie_dir: Path, tag: str) -> dict:
     """The facts of one llm-d-router release."""
     tree = GitTree(llmd_dir, tag)
@@ -565,6 +639,10 @@ def scheduler_release(llmd_dir: Path, gie_dir: Path, tag: str) -> dict:
     server_opts = "pkg/epp/server/options.go"
     epp_flags = _flags(repo, runner_tree,
                        ["cmd/epp/runner/runner.go", server_opts])
+    for name, where in _refused_flags(runner_tree, server_opts).items():
+        if name in epp_flags:
+            src = where if runner_tree is tree else f"{GIE_MODULE}@{gie.ref}:{where}"
+            epp_flags[name]["refused"] = src
     sidecar_paths = [p for p in ("cmd/pd-sidecar/main.go", "pkg/sidecar/proxy/options.go")
                      if p in tree.paths]
     dp_file = tree.read("pkg/sidecar/proxy/data_parallel.go") or ""
@@ -581,6 +659,10 @@ def scheduler_release(llmd_dir: Path, gie_dir: Path, tag: str) -> dict:
         "experimentalPluginsFlag": "allow-experimental-plugins" in epp_flags,
         "eppFlags": epp_flags,
         "metricsScraper": _metrics_scraper(runner_tree),
+        "metricsCollector": _sourced(_metrics_collector(runner_tree, "cmd/epp/runner/runner.go"),
+                                     runner_tree is tree, gie),
+        "objectiveGroups": _objective_groups(tree),
+        "engineLabel": _sourced(_engine_label(runner_tree), runner_tree is tree, gie),
         "sidecar": {
             "flags": _flags(repo, tree, sidecar_paths),
             "kvConnectors": _connectors(repo, tree, sidecar_paths),

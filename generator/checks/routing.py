@@ -4,7 +4,8 @@
 from __future__ import annotations
 
 from ..engines import router_releases as rr
-from ..engines.gateway import engine_api_ports, rank_blocker, release_for, sidecar_connector
+from ..engines.gateway import (engine_api_ports, rank_blocker, release_for, sidecar_connector,
+                               sglang_metrics_unreadable)
 from ..engines.routers import DEFAULT_KIND, GATEWAY_KIND, KIND_ENGINES, router_kind
 from ..layout import Spread
 from .pod import _image_tag, _release
@@ -217,6 +218,27 @@ def _one_engine_scored(ctx: Context):
                       "give every role of the pool the same 2-8 DP ranks per pod (one endpoint "
                       "per rank, vLLM >= 0.22.0: router.gateway.rankEndpoints), or workload "
                       "pod-per-rank")
+
+
+@rule("RTR014", E, "the endpoint picker can read SGLang's metrics at router.version",
+      "kubernetes-sigs/gateway-api-inference-extension@v1.4.0:pkg/epp/server/options.go:249 "
+      "(the metric flags are refused at start: \"deprecated and cannot be used\") and "
+      "kubernetes-sigs/gateway-api-inference-extension@v1.4.0:cmd/epp/runner/runner.go:319 "
+      "(the legacy collector, vLLM's metric names, unless the "
+      "dataLayer gate); llm-d-router 0.7.0 pins v1.4.0 (generator/engines/data/"
+      "router-releases.json)", engines=("sglang",))
+def _sglang_metrics_readable(ctx: Context):
+    if not _gateway(ctx) or ctx.engine != "sglang" or not _known_release(ctx):
+        return
+    release = release_for(ctx.spec.spec)
+    if sglang_metrics_unreadable(release):
+        yield Hit(("spec", "router", "version"),
+                  f"llm-d-router {release.tag} refuses the metric flags that name SGLang's series "
+                  f"({release.refused('total-queued-requests-metric')}), and its default "
+                  f"collector reads vLLM's names ({release.metrics_collector['source']}): the "
+                  "picker would score every SGLang pod as idle",
+                  "use router.version 0.6.0, or 0.8.0 or later (the metrics extractor reads "
+                  "the engine from a pod label moegen renders)")
 
 
 @rule("RTR013", E, "router.image is the release router.version renders for",

@@ -143,14 +143,18 @@ def route_timeout(seconds: int | None) -> str:
     return f"{min(seconds or ROUTE_REQUEST_TIMEOUT_S, MAX_DURATION_S)}s"
 #: Namespaced read-only RBAC of the EPP (GIE chart rbac.yaml): its pods, its pool and the
 #: objectives that name the pool.
-EPP_RULES = [
-    {"apiGroups": [""], "resources": ["pods"], "verbs": ["get", "list", "watch"]},
-    {"apiGroups": [POOL_GROUP], "resources": ["inferencepools"],
-     "verbs": ["get", "list", "watch"]},
-    {"apiGroups": ["inference.networking.x-k8s.io"],
-     "resources": ["inferenceobjectives", "inferencemodelrewrites"],
-     "verbs": ["get", "list", "watch"]},
-]
+def epp_rules(release: PickerRelease) -> list[dict]:
+    """The picker's namespaced RBAC rules at ``release``: read pods and its InferencePool, and
+    the InferenceObjectives / InferenceModelRewrites of every group it may watch (from 0.9.0
+    ``llm-d.ai`` first when its CRD is installed, else the legacy group: a list it is not
+    allowed makes its cache never sync and the manager exit; llm-d-router@v0.10.0:
+    pkg/epp/server/controller_config.go, the chart's templates/rbac.yaml grants both)."""
+    read = ["get", "list", "watch"]
+    return [{"apiGroups": [""], "resources": ["pods"], "verbs": read},
+            {"apiGroups": [POOL_GROUP], "resources": ["inferencepools"], "verbs": read},
+            *({"apiGroups": [group], "resources": ["inferenceobjectives", "inferencemodelrewrites"],
+               "verbs": read} for group in release.facts["objectiveGroups"]["groups"])]
+
 
 #: More than one endpoint picker: leader election (GIE chart config/charts/epplib/templates/
 #: _deployment.yaml and _leader-election-rbac.yaml at v1.5.0): the flag, a lease in the
@@ -282,24 +286,52 @@ EPP_OPEN_METRICS_FLAG = "--metrics-endpoint-auth=false"
 
 def epp_args(release: PickerRelease, engine: str, pool: str, monitored: bool = False) -> list[str]:
     """The EPP's command line at ``release``: its pool (the namespace comes from
-    ``NAMESPACE``), its configuration file and the engine's metric names (queue depth, KV-cache
-    usage; SGLang has no LoRA or cache-info series: empty names turn them off,
-    values_sglang.yaml); ``monitored``: :data:`EPP_OPEN_METRICS_FLAG`, so the ServiceMonitor
-    can scrape it. Every flag is one the release defines (the metric flags are deprecated for
-    ``engineConfigs`` from GIE v1.5.0 / llm-d-router v0.9.0 and still read)."""
+    ``NAMESPACE``), its configuration file, tracing off (on by default, it exports to
+    localhost:4317 where no collector listens: llm-d-router@v0.10.0:pkg/epp/server/options.go:149;
+    the chart passes ``--tracing=false``) and, where the release still accepts them, the
+    engine's metric names (queue depth, KV-cache usage; SGLang has no LoRA or cache-info series:
+    empty names turn them off, values_sglang.yaml). From 0.7.0 the picker refuses the metric
+    flags at start (:meth:`PickerRelease.refused`); the metrics extractor then reads a pod's
+    engine from :func:`engine_labels`, and rule RTR014 refuses SGLang where neither works.
+    ``monitored``: :data:`EPP_OPEN_METRICS_FLAG`, so the ServiceMonitor can scrape it. Every
+    flag is one the release defines."""
     m = METRICS[engine]
     # The pool's namespace explicitly: releases read it from NAMESPACE (the chart at 04a97e6)
     # or POD_NAMESPACE (later runner options), else fall back to "default"
     # (gateway-api-inference-extension cmd/epp/runner --pool-namespace).
     args = ["--pool-name", pool, "--pool-namespace", f"$({EPP_NAMESPACE_ENV})",
-            "--config-file", f"{EPP_CONFIG_DIR}/{EPP_CONFIG_FILE}",
-            "--total-queued-requests-metric", m.waiting,
-            "--kv-cache-usage-percentage-metric", m.kv_usage]
-    if engine == "sglang":
-        args += ["--lora-info-metric", "", "--cache-info-metric", ""]
+            "--config-file", f"{EPP_CONFIG_DIR}/{EPP_CONFIG_FILE}"]
+    if release.epp_flag("tracing"):
+        args.append("--tracing=false")
+    if not release.refused("total-queued-requests-metric"):
+        args += ["--total-queued-requests-metric", m.waiting,
+                 "--kv-cache-usage-percentage-metric", m.kv_usage]
+        if engine == "sglang":
+            args += ["--lora-info-metric", "", "--cache-info-metric", ""]
     if monitored:
         args.append(EPP_OPEN_METRICS_FLAG)
     return args
+
+
+def engine_labels(release: PickerRelease | None, engine: str) -> dict[str, str]:
+    """The label that names the engine pods' engine to the picker's metrics extractor, where the
+    release reads metrics through it (the data layer: the default from 0.8.0, GIE v1.5.0
+    cmd/epp/runner/runner.go:326) and the engine is not the extractor's default (vLLM, GIE
+    v1.4.0 pkg/epp/framework/plugins/datalayer/extractor/metrics/factories.go:84): SGLang.
+    ``{}`` otherwise."""
+    if release is None or engine == "vllm":
+        return {}
+    label = release.engine_label
+    if label is None or release.metrics_collector["default"] != "datalayer":
+        return {}
+    return {label["key"]: engine}
+
+
+def sglang_metrics_unreadable(release: PickerRelease) -> bool:
+    """The release can read SGLang's metric names neither by flag (refused) nor by the engine
+    label (its legacy collector ignores it): llm-d-router 0.7.0 on GIE v1.4.0."""
+    return bool(release.refused("total-queued-requests-metric")) \
+        and release.metrics_collector["default"] == "legacy"
 
 
 #: The routing sidecar's container port name (the decode pods' API behind the gateway).

@@ -120,6 +120,27 @@ class PickerRelease:
     def epp_flag(self, name: str) -> dict | None:
         return self.facts["eppFlags"].get(name)
 
+    def refused(self, flag: str) -> str | None:
+        """Where the picker's ``Validate`` refuses ``flag`` when it is set at all (the metric
+        flags from GIE v1.4.0 / llm-d-router 0.7.0: "deprecated and cannot be used"; the picker
+        exits at start), else None."""
+        f = self.epp_flag(flag)
+        return f.get("refused") if f else None
+
+    @property
+    def metrics_collector(self) -> dict:
+        """``{"default": "legacy" | "datalayer", "gate", "source"}``: legacy reads the metric
+        flags' names (vLLM's by default); the data layer's extractor picks an engine's metric
+        names by :attr:`engine_label` (vLLM's for a pod without it)."""
+        return self.facts["metricsCollector"]
+
+    @property
+    def engine_label(self) -> dict | None:
+        """``{"key", "source"}``: the pod label that names a pod's engine to the metrics
+        extractor (``inference.networking.k8s.io/engine-type``, ``llm-d.ai/engine-type`` from
+        0.9.0), None where the release has no extractor."""
+        return self.facts.get("engineLabel")
+
     def sidecar_flag(self, name: str) -> dict | None:
         return self.facts["sidecar"]["flags"].get(name)
 

@@ -47,6 +47,12 @@ from .router_releases import COMPONENT, RouterRelease, resolve
 #: (docker/Dockerfile.router, published as vllm/vllm-router); lightseekorg/smg
 #: .github/workflows/_build-engine-image.yml at v1.9.0 and Docker Hub lightseekorg/smg.
 ROUTER_IMAGE_REPOSITORY = {"vllm-router": "vllm/vllm-router", "smg": "lightseekorg/smg"}
+#: How each router's image tag spells a release: smg tags its images with the bare version
+#: (lightseekorg/smg@v1.9.0:.github/workflows/release-docker.yml:109
+#: ``IMAGE="lightseekorg/smg:${VERSION}"``, VERSION from bindings/python/pyproject.toml; the
+#: Helm chart's ``repository:AppVersion``, deploy/helm/smg/templates/_helpers.tpl:55);
+#: vllm-router's release images carry the git tag (``v0.1.17``).
+ROUTER_IMAGE_TAG_PREFIX = {"vllm-router": "v", "smg": ""}
 #: ``--prometheus-port``: both routers' default metrics port.
 ROUTER_METRICS_PORT = 29000
 #: The router kind each engine gets by default, and the engines each kind can route.
@@ -172,7 +178,8 @@ def router_launch(engine: str, *, port: int, policy: str, connector: str,
                  "--decode-selector", *_selector(discovery.decode)]
         prefill_urls = decode_urls = []
     release = router_release(engine, None, version)
-    tag = f"{ROUTER_IMAGE_REPOSITORY[release.component]}:v{release.version}"
+    tag = (f"{ROUTER_IMAGE_REPOSITORY[release.component]}:"
+           f"{ROUTER_IMAGE_TAG_PREFIX[release.component]}{release.version}")
     if engine == "sglang":
         health = ["--health-check-timeout-secs",
                   str(sglang.HEALTH_CHECK_TIMEOUT_S + SMG_HEALTH_MARGIN_S)]

@@ -371,7 +371,10 @@ def _dynamo_volume(w: Workload, model_path: str) -> dict | None:
 #: Labels and annotations controllers and moegen set on pods (not pod settings of the spec).
 _OWN_LABEL = re.compile(r"^(app\.kubernetes\.io/|moegen\.dev/|leaderworkerset\.sigs\.k8s\.io/|"
                         r"kueue\.x-k8s\.io/|apps\.kubernetes\.io/|statefulset\.kubernetes\.io/|"
-                        r"sglang\.ai/bootstrap-port$)")
+                        r"sglang\.ai/bootstrap-port$|"
+                        # the endpoint picker's engine label, which moegen renders behind the
+                        # inference gateway (engines/gateway.py engine_labels)
+                        r"(llm-d\.ai|inference\.networking\.k8s\.io)/engine-type$)")
 
 
 def _pod_settings(w: Workload, pods: Pods, launch: Launch, out: PodFields) -> None:

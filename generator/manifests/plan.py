@@ -398,7 +398,7 @@ def _gateway_plan(spec: InferenceDeployment, roles: list[RoleInput], engine: str
         resources={"requests": dict(gw.EPP_RESOURCES), "limits": dict(gw.EPP_RESOURCES)},
         config_file=gw.EPP_CONFIG_FILE, config_dir=gw.EPP_CONFIG_DIR, config_text=text,
         config_data={gw.EPP_CONFIG_FILE: text},
-        rules=[dict(r) for r in gw.EPP_RULES + (gw.EPP_HA_RULES if ha else [])],
+        rules=[dict(r) for r in gw.epp_rules(release) + (gw.EPP_HA_RULES if ha else [])],
         service_account=cfg.serviceAccountName or epp,
         own_service_account=own_sa, security_context=dict(CONTROL_SECURITY),
         grace_s=max(gw.EPP_GRACE_S, termination_grace(durations.drain_s)),

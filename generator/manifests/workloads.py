@@ -361,6 +361,8 @@ def add_role(out: RoleObjects, shared: SharedInputs, role_spec: Role, role: Role
     # The pods whose /metrics the PodMonitor scrapes (SGLang: every node; vLLM: the API
     # pods, whose front end aggregates every DP rank).
     metrics = {L_METRICS: "true"} if shared.monitored else {}
+    # Behind the inference gateway: which engine's metric names the picker reads (SGLang).
+    metrics = {**metrics, **gw.engine_labels(shared.picker, dialect.engine)}
     # smg reads a discovered prefill pod's bootstrap port from this annotation.
     bootstrap = ({SMG_BOOTSTRAP_ANNOTATION: str(sg.BOOTSTRAP_PORT)}
                  if shared.discovery is not None and dialect.engine == "sglang"
