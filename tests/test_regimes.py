@@ -85,7 +85,8 @@ def test_the_bench_marks_the_inconsistent_held_out_figures():
 #: worst) factor bands, set from the bench when issue 25 closed (see its closing note). The AMD
 #: regime misses issue 25's target (1.2 / 1.5): DeepSeek-V3 with attention DP on MI300X is
 #: slower than any development figure shows (held-out TPOT 2.0x), SGLang 0.5.19's decode on
-#: MI325X faster than the per-step costs fitted to SGLang 0.5.7 (held-out TPOT 1.7-2.0x), and
+#: MI325X faster and less held by its prefills than the costs fitted to SGLang 0.5.7 and to its
+#: own TTFTs make it (held-out TPOT 1.7-2.0x), and
 #: SGLang 0.5.7's 4K-token prefill on MI300X faster than InferenceX's 7K-token TTFTs on MI325X
 #: (the development figures of the AMD prefill rate) imply (held-out TTFT up to 1.75x).
 BANDS = {
