@@ -69,9 +69,11 @@ GROUPS = [
       _module("PREFILL_LAUNCH_EXPOSED", fixed), BLACKWELL("decode_layer_s"), BLACKWELL("moe_slice_s"),
       BLACKWELL("prefill_layer_s"), BLACKWELL("request_s")],
      ["lmsys-h100-prefill-ep32-", "antgroup-h20-96-prefill-tp8", "cookbook-r1-b200-tp8-1k1k-"]),
-    ("MI300X single-node TP (SGLang cookbook V3.1, 1K/1K)",
-     [AMD("decode_layer_s"), AMD("moe_slice_s"), AMD("prefill_layer_s"), AMD("request_s")],
-     ["cookbook-v31-mi300x-tp8-1k1k-"]),
+    ("MI300X-class single-node TP (SGLang cookbook V3.1 on MI300X, 1K/1K; InferenceX R1 on "
+     "MI325X, 8K/1K)",
+     [AMD("decode_layer_s"), AMD("moe_slice_s"), AMD("prefill_layer_s"), AMD("request_s"),
+      AMD("prefill_eta")],
+     ["cookbook-v31-mi300x-tp8-1k1k-", "inferencex-r1-mi325x-tp8-8k1k-"]),
     ("Blackwell prefill GEMM efficiency (vLLM R1-NVFP4 prefill on GB300 and GB200)",
      [BLACKWELL("prefill_eta")],
      ["vllm-gb300-r1nvfp4-dp2ep2-prefill-only", "vllm-gb200-r1nvfp4-prefill-dp2"]),
@@ -87,8 +89,8 @@ GROUPS = [
 def _rows(prefixes):
     ids = set()
     for case, _ in bench.requests():
-        if case.get("split", "dev") == "dev" and any(case["id"].startswith(p)
-                                                     for p in prefixes):
+        if case.get("split", "dev") == "dev" and not case.get("excluded") \
+                and any(case["id"].startswith(p) for p in prefixes):
             ids.add(case["id"])
     return ids
 

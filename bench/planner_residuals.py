@@ -7,6 +7,12 @@ to it) or held out (never fitted). moegen's prediction of that figure, the ratio
 published, and the regime (generator/perf/regimes.py) it falls in; per regime and split:
 n, median and worst error factor max(ratio, 1 / ratio).
 
+A case may carry ``excluded: "<why>"`` (with ``trust: low`` where the figure itself is
+suspect): a figure that is internally inconsistent (a TTFT median that falls as concurrency
+rises in the same sweep; warm-up in a concurrency-1 TTFT) or one of a configuration the model
+has no term for. It is still predicted and listed, but counted apart (``excluded``), not in n,
+median or worst, and bench/fit_constants.py never fits it.
+
     python bench/planner_residuals.py            # the table
     python bench/planner_residuals.py --write    # and write generator/perf/data/regime-errors.json
 """
@@ -85,7 +91,8 @@ def residuals(ids=None) -> list[dict]:
                      "regime": case_regime(case, req), "field": m["field"],
                      "published": m["value"], "predicted": got,
                      "ratio": got / m["value"] if got else None,
-                     "note": result.bound if got is None else ""})
+                     "note": result.bound if got is None else "",
+                     "excluded": case.get("excluded", "")})
     return rows
 
 
@@ -95,15 +102,17 @@ def _factor(ratio: float) -> float:
 
 def summary(rows: list[dict]) -> dict:
     """Per regime (every id of REGIMES): label, and for ``dev``, ``heldOut`` and ``all``: n
-    (figures with a prediction), missing (figures without one), median and worst error factor
-    (rounded to 0.001)."""
+    (figures with a prediction), missing (figures without one), excluded (figures marked
+    ``excluded``, in neither), median and worst error factor (rounded to 0.001)."""
     out = {}
     for regime, label in REGIMES.items():
         entry = {"label": label}
         for key, splits in (("dev", ("dev",)), ("heldOut", ("held-out",)), ("all", SPLITS)):
             sel = [r for r in rows if r["regime"] == regime and r["split"] in splits]
-            factors = [_factor(r["ratio"]) for r in sel if r["ratio"]]
-            entry[key] = {"n": len(factors), "missing": len(sel) - len(factors),
+            kept = [r for r in sel if not r["excluded"]]
+            factors = [_factor(r["ratio"]) for r in kept if r["ratio"]]
+            entry[key] = {"n": len(factors), "missing": len(kept) - len(factors),
+                          "excluded": len(sel) - len(kept),
                           "median": round(statistics.median(factors), 3) if factors else None,
                           "worst": round(max(factors), 3) if factors else None}
         out[regime] = entry
@@ -111,14 +120,16 @@ def summary(rows: list[dict]) -> dict:
 
 
 def table(summ: dict) -> str:
-    """The per-regime table as text."""
+    """The per-regime table as text (``+k``: k figures without a prediction, ``~j``: j figures
+    excluded)."""
     lines = [f"{'regime':<26} {'dev n':>5} {'median':>7} {'worst':>6}   {'held-out n':>10} "
              f"{'median':>7} {'worst':>6}   {'all n':>5} {'median':>7} {'worst':>6}"]
 
     def cell(s):
         if not s["n"]:
             return f"{s['n']:>5} {'-':>7} {'-':>6}"
-        miss = f"+{s['missing']}" if s["missing"] else ""
+        miss = (f"+{s['missing']}" if s["missing"] else "") + \
+            (f"~{s['excluded']}" if s.get("excluded") else "")
         return f"{str(s['n']) + miss:>5} {s['median']:>6.2f}x {s['worst']:>5.2f}x"
     for regime, e in summ.items():
         lines.append(f"{regime:<26} {cell(e['dev'])}   {'':>5}{cell(e['heldOut'])}   "
@@ -137,7 +148,14 @@ def main(argv: list[str]) -> int:
     print()
     print(table(summ))
     print("\n(n: figures with a prediction; +k: figures the layout gave no prediction for; "
-          "error factor max(predicted / published, published / predicted))")
+          "~j: figures excluded, listed below; error factor max(predicted / published, "
+          "published / predicted))")
+    excluded = [r for r in rows if r["excluded"]]
+    if excluded:
+        print("\nexcluded (not in n, median or worst; never fitted):")
+    for r in excluded:
+        ratio = f"{r['ratio']:.2f}" if r["ratio"] else "-"
+        print(f"  {r['id']:<44} {r['split']:<8} ratio {ratio:>5}  {r['excluded']}")
     if "--write" in argv:
         ERRORS_FILE.parent.mkdir(exist_ok=True)
         ERRORS_FILE.write_text(json.dumps({

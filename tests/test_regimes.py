@@ -58,14 +58,41 @@ def test_the_shipped_error_table_is_what_the_bench_measures():
     assert set(shipped) == set(REGIMES)
 
 
+def test_an_excluded_figure_is_counted_apart():
+    """A case marked ``excluded`` (bench/planner_residuals.py) is listed and counted as
+    excluded, never in n, median or worst: two AMD held-out figures at ratios 2 and 0.5 (factors
+    2 and 2) and one excluded at 10 give n 2, median 2, worst 2, excluded 1."""
+    bench = _bench()
+    rows = [{"regime": "amd", "split": "held-out", "ratio": r, "excluded": why}
+            for r, why in ((2.0, ""), (0.5, ""), (10.0, "warm-up in a concurrency-1 TTFT"))]
+    held = bench.summary(rows)["amd"]["heldOut"]
+    assert held == {"n": 2, "missing": 0, "excluded": 1, "median": 2.0, "worst": 2.0}
+    assert "~1" in bench.table(bench.summary(rows))
+
+
+def test_the_bench_marks_the_inconsistent_held_out_figures():
+    """The two held-out AMD figures the bench excludes, each with its reason: a TTFT median not
+    monotonic in concurrency (8K/1K c16: 1,347 ms between 481 ms at c1 and 499 ms at c64) and a
+    concurrency-1 TTFT with warm-up in it (EAGLE on DP8: median 1,249 ms above its mean)."""
+    rows = {r["id"]: r for r in _bench().residuals()}
+    excluded = {i for i, r in rows.items() if r["excluded"]}
+    assert excluded == {"cookbook-v31-mi300x-tp8-8k1k-c16-ttft",
+                        "cookbook-v3-mi300x-dp8-eagle-c1-ttft"}
+    assert all(rows[i]["split"] == "held-out" for i in excluded)
+
+
 #: Per regime, the measured error over every figure (development and held-out): (median,
 #: worst) factor bands, set from the bench when issue 25 closed (see its closing note). The AMD
-#: regime misses issue 25's target (1.2 / 1.5): MI300X prefill of 4K-token prompts and
-#: DeepSeek-V3 with attention DP on MI300X are slower than any development figure shows.
+#: regime misses issue 25's target (1.2 / 1.5): DeepSeek-V3 with attention DP on MI300X is
+#: slower than any development figure shows (held-out TPOT 2.0x), SGLang 0.5.19's decode on
+#: MI325X faster and less held by its prefills than the costs fitted to SGLang 0.5.7 and to its
+#: own TTFTs make it (held-out TPOT 1.7-2.0x), and
+#: SGLang 0.5.7's 4K-token prefill on MI300X faster than InferenceX's 7K-token TTFTs on MI325X
+#: (the development figures of the AMD prefill rate) imply (held-out TTFT up to 1.75x).
 BANDS = {
     "tp-decode": (1.03, 1.15), "ep-decode": (1.08, 1.40), "prefill": (1.06, 1.25),
     "disaggregated-end-to-end": (1.06, 1.06), "dp-attention-unified": (1.12, 1.45),
-    "sparse-attention": (1.06, 1.35), "ttft": (1.10, 1.52), "amd": (1.10, 6.50),
+    "sparse-attention": (1.06, 1.35), "ttft": (1.10, 1.52), "amd": (1.12, 2.05),
 }
 
 

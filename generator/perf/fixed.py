@@ -43,7 +43,8 @@ class FixedCosts:
             or combine) of a decode step.
         hbm_eta: fraction of the HBM bandwidth decode reaches (None: terms.ETA_HBM).
         prefill_eta: fraction of the FP8 (BF16) peak prefill GEMMs reach (None:
-            terms.ETA_PREFILL, fitted on Hopper).
+            terms.ETA_PREFILL, fitted on Hopper; Blackwell's and AMD's are fitted to their
+            own figures, :data:`FIXED_COSTS`).
         gather_latency_s: one token gather or scatter of a decode step under expert parallelism
             without DeepEP (two per MoE layer): SGLang's attention-DP MoE gathers every rank's
             tokens and scatters the outputs back (layers/dp_attention.py ``dp_gather_partial``
@@ -87,11 +88,22 @@ class FixedCosts:
 #:   figures: lmsys.org EP72 on H100, Ant Group EP16 on H20); the other terms as Blackwell:
 #:   no Hopper TTFT, small-batch TP or unified attention-DP figure is in the development set.
 #: * AMD (CDNA3/CDNA4): ``decode_layer_s``, ``moe_slice_s``, ``prefill_layer_s``, ``request_s``
-#:   fitted to the cookbook's DeepSeek-V3.1 TP8 on 8 x MI300X, 1K/1K at concurrency 1 / 14 /
-#:   91 (TPOT 23.84 / 35.5 / 73.33 ms, TTFT median 214 / 191 / 237 ms): ROCm's per-step costs
-#:   (graph launch, RCCL latency) and MoE kernel efficiency (AITER). The prefill efficiency and
-#:   the attention-DP terms are NVIDIA's: no development figure measures them on AMD (the
-#:   held-out 8K-prompt and DP8 runs show MI300X slower: bench/planner_residuals.py).
+#:   and ``prefill_eta`` fitted together to the cookbook's DeepSeek-V3.1 TP8 on 8 x MI300X
+#:   (SGLang 0.5.7), 1K/1K at concurrency 1 / 14 / 91 (TPOT 23.84 / 35.5 / 73.33 ms, TTFT
+#:   median 214 / 191 / 237 ms), and SemiAnalysis InferenceX's DeepSeek-R1 TP8 on 8 x MI325X
+#:   (the MI300X's compute die; SGLang 0.5.19), 8K/1K TTFT at concurrency 4 / 8 / 16 / 32 / 64
+#:   (mean 1,025 / 1,027 / 1,163 / 1,363 / 1,918 ms, SemiAnalysisAI/InferenceX#3318): ROCm's
+#:   per-step costs (graph launch, RCCL latency) and MoE kernel efficiency (AITER). The 1K
+#:   prompts pin the per-request and per-layer costs, the 7K prompts the prefill's compute
+#:   rate: ``prefill_eta`` 0.0325 of the 2,615 TFLOPS FP8 peak (~85 TFLOPS per GPU, against
+#:   0.38 on Hopper), SGLang's TP8 prefill on ROCm: block-scaled FP8 GEMMs through AITER's
+#:   ``gemm_a8w8_blockscale`` on gfx942 (sgl-project/sglang#14043) and the fused-MoE expert
+#:   GEMMs of 1/8 column slices with ~230 tokens per expert for one 7K-token prompt (a separate
+#:   AMD prefill-attention rate fitted to the same figures lands at 0.81 of the BF16 peak, no
+#:   slower than terms.ETA_ATTN: the figures put the slowness in the GEMMs, not the causal
+#:   attention, so the model keeps the one rate). The attention-DP terms are
+#:   NVIDIA's: no development figure measures them on AMD (the held-out DP8-EP8 run on MI300X
+#:   is slower: bench/planner_residuals.py).
 FIXED_COSTS = {
     ("nvidia", "hopper"): FixedCosts(decode_layer_s=STEP_OVERHEAD_S / 61,
                                      prefill_layer_s=1.11e-3, request_s=0.062,
@@ -101,8 +113,8 @@ FIXED_COSTS = {
                                         request_s=0.062, moe_slice_s=0.35e-6,
                                         prefill_eta=0.42, dp_sync_layer_s=0.50e-3,
                                         gather_latency_s=54e-6),
-    ("amd", "*"): FixedCosts(decode_layer_s=0.27e-3, prefill_layer_s=1.78e-3, request_s=0.091,
-                             moe_slice_s=0.65e-6, dp_sync_layer_s=0.50e-3,
+    ("amd", "*"): FixedCosts(decode_layer_s=0.33e-3, prefill_layer_s=0.87e-3, request_s=0.139,
+                             moe_slice_s=0.57e-6, prefill_eta=0.0325, dp_sync_layer_s=0.50e-3,
                              gather_latency_s=54e-6, allreduce_latency_s=40e-6),
 }
 

@@ -77,6 +77,7 @@ def classify(kind: str, *, unified: bool, data: int, vendor: str, sparse: bool) 
 FIELD_KINDS = {
     "ttftMs": "ttft", "tpotMs": "tpot", "tpotMsAtBatch": "tpot",
     "outputTokensPerSec": "output", "outputTokensPerSecPerNode": "output",
+    "outputTokensPerSecPerGpu": "output",
     "totalTokensPerSec": "output", "inputTokensPerSecPerNode": "input",
     "inputTokensPerSec": "input",
 }

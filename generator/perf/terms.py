@@ -75,7 +75,7 @@ ETA_HBM = 0.75
 ETA_DECODE_COMPUTE = 0.32
 ETA_DECODE_COMPUTE_BY_GPU = {"H20-96GB": 0.45, "H20-141GB": 0.45}
 #: Fraction of the dense FP8 (BF16) peak prefill GEMMs reach (dense + grouped MoE GEMMs), per
-#: GPU family as above (Blackwell: fixed.FIXED_COSTS ``prefill_eta``). H20: fitted to Ant
+#: GPU family as above (Blackwell and AMD: fixed.FIXED_COSTS ``prefill_eta``). H20: fitted to Ant
 #: Group's TP8 prefill on H20-96G (16.5k input tokens/s per node at 4,096 tokens, with the TP
 #: all-reduce at one NVLink direction x ETA_NVLINK); other GPUs: to lmsys.org 2025-05-05's EP32
 #: prefill on H100 (57.7k / 54.5k / 50.3k input tokens/s per node at 1K / 2K / 4K tokens,
