@@ -239,10 +239,14 @@ def test_target_output_is_a_kustomize_base(name: str, tmp_path: Path) -> None:
 # --- every example on every platform ----------------------------------------------------------
 
 #: What each platform refuses of the shipped examples (error codes), derived by hand:
-#: KServe's presets run vLLM only (the S3 examples are SGLang); Dynamo 1.4.0's runtime images
-#: bundle vLLM 0.26.0 and SGLang 0.5.16, and every example pins vLLM 0.33.0 or SGLang 0.5.23.
+#: KServe's presets run vLLM only (the S3 examples are SGLang), as non-root (the vLLM examples
+#: name no runAsUser), and vLLM 0.33.0 refuses their data-parallel leader's start rank (every
+#: vLLM example has a multi-pod DP role: TGT010 both); Dynamo 1.4.0's runtime images bundle
+#: vLLM 0.26.0 and SGLang 0.5.16, and every example pins vLLM 0.33.0 or SGLang 0.5.23.
 REFUSED = {**{("kserve", e): {"TGT002"} for e in ("s3-v4pro-pd-dp16", "s3-v4pro-pd-dp32",
                                                   "s3-v4pro-pd-lowlat", "s3-v4pro-tp8-ref")},
+           **{("kserve", e): {"TGT010"} for e in ("s1-16xh20-pd", "s1-32xh20-pd",
+                                                  "s1-32xh20-unified", "s2-32xh20-ep32-fp8")},
            **{("dynamo", p.stem): {"TGT032"} for p in sorted(EXAMPLES.glob("*.yaml"))}}
 
 
@@ -289,6 +293,8 @@ def test_kserve_passes_the_api_server_count_through_the_presets_variable(tmp_pat
     default, the DP size 16, which the host plan sized) goes there, never twice."""
     checked = _check_overlay(tmp_path, "s1-16xh20-pd.yaml", """
 spec:
+  engine: {version: "0.26.0", image: "vllm/vllm-openai:v0.26.0"}
+  pod: {securityContext: {runAsUser: 1000}}
   roles:
     - name: decode
       engineArgs: ["--api-server-count", "4"]
@@ -388,14 +394,19 @@ def test_every_golden_case_renders_or_is_refused_by_the_target(platform: str,
     each platform: rendered, its platform object valid against the CRD, or refused by the
     target's own findings only (TGT codes) -- never another error, never a traceback. On Dynamo
     with a runtime image of the case's own engine release (spec.target.image), since every
-    case pins another release than the 1.4.0 images bundle (TGT032)."""
+    case pins another release than the 1.4.0 images bundle (TGT032); on KServe with a non-root
+    user (its presets set runAsNonRoot)."""
     from tests.test_golden import cases
     image = tmp_path / "dynamo-image.yaml"
     image.write_text("spec:\n  target: {name: dynamo, image: registry.example.com/runtime:x}\n")
+    user = tmp_path / "non-root.yaml"
+    user.write_text("spec:\n  pod: {securityContext: {runAsUser: 1000}}\n")
     refused = 0
     for name, spec, overlays in cases():
         if platform == "dynamo":
             checked = pipeline.check(spec, [*overlays, image])
+        elif platform == "kserve":
+            checked = pipeline.check(spec, [*overlays, user], platform)
         else:
             checked = pipeline.check(spec, overlays, platform)
         errors = {f.code for f in checked.findings if f.severity.value == "error"}
@@ -409,3 +420,42 @@ def test_every_golden_case_renders_or_is_refused_by_the_target(platform: str,
         for obj in kinds:
             jsonschema.validate(obj, platform_schema(obj["kind"]))
     assert refused < len(cases())
+
+
+def test_kserve_probe_timing_router_replicas_and_non_root() -> None:
+    """The presets' readiness/liveness answer within 1 s (config-llm-worker-data-parallel.yaml);
+    the leader template carries the kubernetes target's timing (readiness period 10 s, timeout
+    5 s, 3 failures; liveness 30 s, timeout max(10, 5) = 10, 5 failures; generator/pods.py),
+    the headless workers none. The scheduler runs ROUTER_REPLICAS = 2 (KServe adds leader
+    election above 1). The golden's runAsUser 1000 lifts the non-root refusal."""
+    checked, _, files = render_case("kserve-s1")
+    obj = yaml.safe_load(files["llminferenceservice.yaml"])
+    main = obj["spec"]["template"]["containers"][0]
+    assert main["readinessProbe"] == {"periodSeconds": 10, "timeoutSeconds": 5,
+                                      "failureThreshold": 3}
+    assert main["livenessProbe"] == {"periodSeconds": 30, "timeoutSeconds": 10,
+                                     "failureThreshold": 5}
+    assert "readinessProbe" not in obj["spec"]["worker"]["containers"][0]
+    assert obj["spec"]["router"]["scheduler"]["replicas"] == 2
+    assert obj["spec"]["template"]["securityContext"]["runAsUser"] == 1000
+    assert not any(f.code == "TGT010" for f in checked.findings)
+
+
+def test_aibrix_router_selects_only_the_sglang_api_pods() -> None:
+    """S3's SGLang roles span pods whose followers (node rank >= 1) answer /health only; the
+    pods share one template, API label included, so the router's selectors name pod-group
+    index 0 (launch.serves_api), while the followers keep their probes (they bind HTTP)."""
+    _, _, files = render_case("aibrix-s3")
+    args = yaml.safe_load(files["router-deployment.yaml"])["spec"]["template"]["spec"][
+        "containers"][0]["args"]
+    for flag in ("--prefill-selector", "--decode-selector"):
+        i = args.index(flag)
+        assert "stormservice.orchestration.aibrix.ai/pod-group-index=0" in args[i + 1:i + 5]
+    storm = yaml.safe_load(files["stormservice.yaml"])
+    for role in storm["spec"]["template"]["spec"]["roles"]:
+        probe = role["template"]["spec"]["containers"][0].get("readinessProbe", {})
+        assert "exec" not in probe, role["name"]
+    checked = render_case("aibrix-s3")[0]
+    multi = {f"$.spec.roles[{i}].parallel" for i, r in checked.model.role_items()
+             if r.layout.multi_pod}
+    assert multi and {f.path for f in checked.findings if f.code == "TGT042"} == multi

@@ -176,5 +176,8 @@ for _code, _sev, _summary, _source in (
     ("TGT041", W, "what AIBrix ignores (autoscaling, platform.lws, rollouts in the restart alert)",
      "generator/targets/common.py group_findings (vllm-project/aibrix@v0.7.0 "
      "pkg/controller/roleset/podset_rollsyncer.go)"),
+    ("TGT042", W, "an AIBrix pod group outlives an engine restart in one of its pods",
+     "generator/targets/aibrix.py (vllm-project/aibrix@v0.7.0:pkg/controller/podset/"
+     "podset_controller.go:229-262: pods are replaced only when one is missing)"),
 ):
     external(_code, _sev, _summary, _source)
