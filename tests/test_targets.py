@@ -459,3 +459,68 @@ def test_aibrix_router_selects_only_the_sglang_api_pods() -> None:
     multi = {f"$.spec.roles[{i}].parallel" for i, r in checked.model.role_items()
              if r.layout.multi_pod}
     assert multi and {f.path for f in checked.findings if f.code == "TGT042"} == multi
+
+
+def _mergo_override(base: dict, user: dict) -> dict:
+    """mergo.Merge(base, user, WithOverride) on a container (dario.cat/mergo v0.3.16, as
+    ai-dynamo/dynamo@e147cee:deploy/operator/internal/dynamo/graph.go:1735-1745 calls it):
+    every non-empty field of ``user`` replaces base's (slices whole: no WithAppendSlice), maps
+    merge key by key; env is then merged by name (MergeEnvs)."""
+    out = copy.deepcopy(base)
+    for key, value in user.items():
+        if value in (None, "", [], {}):
+            continue
+        if isinstance(value, dict) and isinstance(out.get(key), dict):
+            out[key] = _mergo_override(out[key], value)
+        else:
+            out[key] = copy.deepcopy(value)
+    return out
+
+
+@pytest.mark.parametrize("name", [n for n in IDS if n.startswith("dynamo-")])
+def test_dynamo_worker_ports_survive_the_operators_merge(name: str) -> None:
+    """The operator's worker container declares system (9090) and nixl (19090) and probes the
+    named port system (component_worker.go:30-80); the worker Service targets system
+    (graph.go:924-928). After the merge the named port exists, once, and no name or number
+    repeats (moegen's NIXL side channels are vllm-nixl-*)."""
+    from generator.targets.dynamo import OPERATOR_PORTS
+    _, _, files = render_case(name)
+    obj = yaml.safe_load(files["dynamographdeployment.yaml"])
+    probe = {"httpGet": {"path": "/health", "port": "system"}}
+    base = {"name": "main", "ports": [dict(p) for p in OPERATOR_PORTS],
+            "readinessProbe": probe, "livenessProbe": probe, "startupProbe": probe}
+    assert [p["containerPort"] for p in OPERATOR_PORTS] == [9090, 19090]
+    for c in obj["spec"]["components"]:
+        if c["type"] == "frontend":
+            continue
+        user = c["podTemplate"]["spec"]["containers"][0]
+        merged = _mergo_override(base, user)
+        names = [p["name"] for p in merged["ports"]]
+        numbers = [p["containerPort"] for p in merged["ports"]]
+        assert len(names) == len(set(names)) and len(numbers) == len(set(numbers)), c["name"]
+        for kind in ("readinessProbe", "livenessProbe", "startupProbe"):
+            assert merged[kind]["httpGet"]["port"] in names, (c["name"], kind)
+        assert {"system", "nixl"} <= set(names)
+        assert 9090 in numbers and 19090 in numbers
+
+
+def test_declared_nixl_ports_are_the_bound_ones() -> None:
+    """vLLM's NIXL side channel of DP rank r binds base + r. S1's decode: DP16, 8 ranks a pod.
+    KServe: the worker template (pod 1, ranks 8-15) runs with base 5600 - 8 = 5592 and declares
+    5592 + 8..15 = 5600-5607. Dynamo: one template for both pods, base 5600: pod 0 binds
+    5600-5607 and pod 1 5608-5615, all declared."""
+    _, _, files = render_case("kserve-s1")
+    worker = yaml.safe_load(files["llminferenceservice.yaml"])["spec"]["worker"]["containers"][0]
+    env = {e["name"]: e.get("value") for e in worker["env"]}
+    assert env["VLLM_NIXL_SIDE_CHANNEL_PORT"] == "5592"
+    assert [p["containerPort"] for p in worker["ports"] if p["name"].startswith("nixl")] == \
+        list(range(5600, 5608))
+    assert [e["name"] for e in worker["env"]].count("VLLM_NIXL_SIDE_CHANNEL_PORT") == 1
+    _, _, files = render_case("dynamo-s1-custom-image")
+    obj = yaml.safe_load(files["dynamographdeployment.yaml"])
+    decode = next(c for c in obj["spec"]["components"] if c["name"] == "decode")
+    main = decode["podTemplate"]["spec"]["containers"][0]
+    env = {e["name"]: e.get("value") for e in main["env"]}
+    assert env["VLLM_NIXL_SIDE_CHANNEL_PORT"] == "5600"
+    assert [p["containerPort"] for p in main["ports"] if p["name"].startswith("vllm-nixl")] == \
+        list(range(5600, 5616))

@@ -37,8 +37,8 @@ from ..manifests.plan import DeploymentPlan
 from ..manifests.pods import INDEX_ENV, LEADER_HOST_ENV, PodSpecPlan, group_args
 from ..naming import L_API, L_METRICS
 from ..pods import STARTUP_PERIOD_S, effective_pod
-from .common import E, W, Findings, common_findings, document, env_items, kustomization, \
-    merged_env, release, roles_by_mode
+from .common import NIXL_PORT_ENV, E, W, Findings, bound_ports, common_findings, document, \
+    env_items, kustomization, merged_env, pod_base, release, roles_by_mode
 
 NAME = "kserve"
 #: The variables of the presets' ``vllm serve`` line that hold whole arguments
@@ -388,9 +388,16 @@ def _workload(plan: DeploymentPlan, d: Deployment, rel: str, i: int, pd: bool) -
     out["template"] = _pod(work.leader.spec, items, extra_env, startup, additional,
                            containers["template"]["capabilities"])
     if lay.multi_pod:
-        out["worker"] = _pod(work.worker.spec, items,
-                             [e for e in extra_env if e["name"] == ADDITIONAL_ARGS], None,
-                             additional, containers["worker"]["capabilities"])
+        # The workers share one template: it runs with the first worker's NIXL base (the
+        # kubernetes target's per-pod env) and declares what every worker then binds.
+        default = dict(items).get(NIXL_PORT_ENV)
+        base = pod_base(launch, 1, default)
+        worker_env = [e for e in extra_env if e["name"] == ADDITIONAL_ARGS]
+        if base is not None and base != default:
+            worker_env.append({"name": NIXL_PORT_ENV, "value": base})
+        ports = bound_ports(launch, range(1, len(launch.per_pod)), base, default)
+        out["worker"] = _pod(work.worker.spec, items, worker_env, None, additional,
+                             containers["worker"]["capabilities"], ports)
     return out
 
 
@@ -421,7 +428,8 @@ _PRESET_MOUNTED = ("dshm", "model")
 
 
 def _pod(spec: PodSpecPlan, items: list[tuple[str, str]], extra_env: list[dict[str, Any]],
-         startup_s: int | None, additional: list[str], preset_caps: list[str]) -> dict[str, Any]:
+         startup_s: int | None, additional: list[str], preset_caps: list[str],
+         ports: list[dict[str, Any]] | None = None) -> dict[str, Any]:
     """A pod template merged over the preset's (strategic merge on the container ``main``):
     image, environment, resources, moegen's extra ports and volumes, the startup budget, and
     the capabilities moegen needs that the preset does not add (IPC_LOCK for RDMA: the
@@ -431,10 +439,10 @@ def _pod(spec: PodSpecPlan, items: list[tuple[str, str]], extra_env: list[dict[s
     keep = set() if POD_IP in args else {"MOEGEN_POD_IP"}
     if LEADER_IP not in args:
         keep |= {INDEX_ENV, LEADER_HOST_ENV}
-    env = merged_env([e for e in spec.env if e["name"] not in keep], items) + extra_env
+    env = merged_env([*(e for e in spec.env if e["name"] not in keep), *extra_env], items)
     main: dict[str, Any] = {"name": "main", "image": spec.image, "env": env,
                             "resources": spec.resources}
-    ports = [p for p in spec.ports if p["name"] != "http"]
+    ports = [p for p in (spec.ports if ports is None else ports) if p["name"] != "http"]
     if ports:
         main["ports"] = ports
     if spec.security_context.get("privileged"):
