@@ -524,3 +524,25 @@ def test_declared_nixl_ports_are_the_bound_ones() -> None:
     assert env["VLLM_NIXL_SIDE_CHANNEL_PORT"] == "5600"
     assert [p["containerPort"] for p in main["ports"] if p["name"].startswith("vllm-nixl")] == \
         list(range(5600, 5616))
+
+
+@pytest.mark.parametrize("name", IDS)
+def test_target_output_validates_and_imports_its_sized_load(name: str, tmp_path: Path,
+                                                           capsys) -> None:
+    """Round trip: the golden cases' rendered output, read back by ``gen validate``, has no
+    error, and where the spec sets spec.traffic (S1: 3500/1200; S3 dp16) ``gen import`` gets it
+    back from the moegen.dev/sized-load annotation each target carries (KServe on the
+    WorkloadSpec, RBG/Dynamo/AIBrix on the leader's pod template)."""
+    checked, _, files = render_case(name)
+    traffic = checked.spec.spec.traffic
+    write_tree(tmp_path / "out", files)
+    code = run(["validate", str(tmp_path / "out")])
+    err = capsys.readouterr().err
+    assert code == 0, err
+    assert run(["import", str(tmp_path / "out")]) == 0
+    imported = yaml.safe_load(capsys.readouterr().out)
+    if traffic is None:
+        assert "traffic" not in imported["spec"]
+        return
+    assert imported["spec"]["traffic"]["inputTokens"] == traffic.inputTokens
+    assert imported["spec"]["traffic"]["outputTokens"] == traffic.outputTokens

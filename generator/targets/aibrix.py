@@ -36,6 +36,7 @@ from .common import (
     E,
     W,
     Findings,
+    annotate,
     common_findings,
     document,
     env_items,
@@ -46,6 +47,7 @@ from .common import (
     pod_spec_dict,
     release,
     resource_size,
+    sized_load,
     template,
     with_launcher,
     without_env,
@@ -251,8 +253,9 @@ def storm_service(plan: DeploymentPlan, d: Deployment, rel: str) -> dict[str, An
         entry: dict[str, Any] = {
             "name": role.name, "replicas": rs.replicas, "stateful": True,
             "updateStrategy": {"maxSurge": 0, "maxUnavailable": 1},
-            "template": _shared_template(plan, rp, work.leader, work.worker if multi else None,
-                                         rel)}
+            "template": annotate(_shared_template(plan, rp, work.leader,
+                                                  work.worker if multi else None, rel),
+                                 sized_load(work))}
         if multi:
             entry["podGroupSize"] = len(role.layout.pods)
         roles.append(entry)

@@ -156,6 +156,23 @@ def template(pod: PodPlan, spec: dict[str, Any]) -> dict[str, Any]:
     return {"metadata": meta, "spec": spec}
 
 
+def sized_load(work) -> dict[str, str]:
+    """The kubernetes target's ``moegen.dev/sized-load`` annotation of a workload (the load its
+    role was sized for: manifests/workloads.py ``sized_load``), which ``gen import`` reads back
+    (importer/objects.py ``_sized_load``), or ``{}``."""
+    from ..naming import SIZED_LOAD
+    value = work.annotations.get(SIZED_LOAD)
+    return {SIZED_LOAD: value} if value else {}
+
+
+def annotate(tpl: dict[str, Any], annotations: dict[str, str]) -> dict[str, Any]:
+    """``tpl`` (a PodTemplateSpec) with ``annotations`` added to its metadata."""
+    if annotations:
+        meta = tpl.setdefault("metadata", {})
+        meta["annotations"] = {**meta.get("annotations", {}), **annotations}
+    return tpl
+
+
 def resource_size(resources: dict[str, Any]) -> tuple[float, float]:
     """(memory GiB, CPU) of a container's requests (else limits), to pick the larger of two
     pods' resources for a template they share."""

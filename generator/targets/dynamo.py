@@ -47,7 +47,7 @@ from ..manifests.pods import INDEX_ENV, LEADER_HOST_ENV
 from ..naming import L_API, L_METRICS
 from ..pods import effective_pod
 from .common import NIXL_PORT_ENV, E, W, Findings, bound_ports, common_findings, document, \
-    env_items, kustomization, merged_env, release, resource_size
+    env_items, kustomization, merged_env, release, resource_size, sized_load
 from .kserve import drop_flags
 
 NAME = "dynamo"
@@ -314,8 +314,8 @@ def _component(plan: DeploymentPlan, d: Deployment, rel: str, i: int) -> dict[st
         spec["dnsPolicy"] = leader.dns_policy
     labels = {k: v for k, v in work.leader.labels.items() if k not in (L_API, L_METRICS)}
     meta: dict[str, Any] = {"labels": labels}
-    if work.leader.annotations:
-        meta["annotations"] = dict(work.leader.annotations)
+    if work.leader.annotations or sized_load(work):
+        meta["annotations"] = {**work.leader.annotations, **sized_load(work)}
     out: dict[str, Any] = {"name": role.name,
                            "type": role.mode if role.mode in DISAGGREGATION_MODE else "worker",
                            "replicas": rs.replicas,

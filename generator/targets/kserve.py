@@ -38,7 +38,7 @@ from ..manifests.pods import INDEX_ENV, LEADER_HOST_ENV, PodSpecPlan, group_args
 from ..naming import L_API, L_METRICS
 from ..pods import STARTUP_PERIOD_S, effective_pod
 from .common import NIXL_PORT_ENV, E, W, Findings, bound_ports, common_findings, document, \
-    env_items, kustomization, merged_env, pod_base, release, roles_by_mode
+    env_items, kustomization, merged_env, pod_base, release, roles_by_mode, sized_load
 
 NAME = "kserve"
 #: The variables of the presets' ``vllm serve`` line that hold whole arguments
@@ -376,8 +376,8 @@ def _workload(plan: DeploymentPlan, d: Deployment, rel: str, i: int, pd: bool) -
         out["scaling"] = _scaling(scaled.spec)
     out["parallelism"] = par
     out["labels"] = labels
-    if work.leader.annotations:
-        out["annotations"] = dict(work.leader.annotations)
+    if work.leader.annotations or sized_load(work):
+        out["annotations"] = {**work.leader.annotations, **sized_load(work)}
     items = env_items(plan, role.name)
     extra_env = [{"name": ADDITIONAL_ARGS, "value": " ".join(_quote(a) for a in additional)}]
     if lay.spread is Spread.DATA:

@@ -32,6 +32,7 @@ from ..manifests.pods import INDEX_ENV, LEADER_HOST_ENV, PodPlan
 from .common import (
     E,
     Findings,
+    annotate,
     common_findings,
     document,
     env_items,
@@ -41,6 +42,7 @@ from .common import (
     plain_objects,
     pod_spec_dict,
     release,
+    sized_load,
     template,
     with_launcher,
     without_env,
@@ -123,11 +125,13 @@ def group(plan: DeploymentPlan, d: Deployment, rel: str) -> dict[str, Any]:
         rs = d.spec.spec.roles[i]
         work = next(w for w in plan.workloads if w.role == role.name)
         lay = role.layout
-        leader = _engine_template(plan, work.leader, role.name, lay.multi_pod, rel)
+        leader = annotate(_engine_template(plan, work.leader, role.name, lay.multi_pod, rel),
+                          sized_load(work))
         if lay.multi_pod:
             pattern = {"leaderWorkerPattern": {
                 "size": len(lay.pods),
-                "template": _engine_template(plan, work.worker, role.name, True, rel),
+                "template": annotate(_engine_template(plan, work.worker, role.name, True, rel),
+                                     sized_load(work)),
                 "leaderTemplatePatch": leader,
                 "restartPolicyConfig": {"type": _v(rel, "restartPolicy")}}}
         else:
