@@ -546,3 +546,27 @@ def test_target_output_validates_and_imports_its_sized_load(name: str, tmp_path:
         return
     assert imported["spec"]["traffic"]["inputTokens"] == traffic.inputTokens
     assert imported["spec"]["traffic"]["outputTokens"] == traffic.outputTokens
+
+
+def test_rbg_stable_release_renders_its_restart_policy_field(tmp_path) -> None:
+    """RBG v0.7.0 (the stable release; v1alpha2 and the same RBG_LWP_* env as v0.8.0-alpha.5)
+    is known: its leaderWorkerPattern has the ``restartPolicy`` string, no
+    ``restartPolicyConfig`` (the extracted CRD properties), and every field moegen renders
+    exists at the release."""
+    checked = _check_overlay(tmp_path, "s3-v4pro-pd-dp16.yaml",
+                             "spec:\n  target: {name: rbg, version: v0.7.0}\n")
+    assert checked.ok, checked.findings
+    assert controllers.value("rbg", "v0.7.0", "env", "workerIndex") == "RBG_LWP_WORKER_INDEX"
+    _, files = pipeline.render(checked)
+    obj = yaml.safe_load(files["rolebasedgroup.yaml"])
+    props = controllers.value("rbg", "v0.7.0", "crd")["properties"]
+    for role in obj["spec"]["roles"]:
+        assert set(role) <= set(props["role"]), role["name"]
+        lwp = role.get("leaderWorkerPattern")
+        if lwp is not None:
+            assert lwp["restartPolicy"] == "RecreateRoleInstanceOnPodRestart"
+            assert set(lwp) <= set(props["leaderWorkerPattern"])
+    _, _, files = render_case("rbg-s3")
+    lwp = next(r["leaderWorkerPattern"] for r in yaml.safe_load(files["rolebasedgroup.yaml"])[
+        "spec"]["roles"] if "leaderWorkerPattern" in r)
+    assert lwp["restartPolicyConfig"] == {"type": "RecreateRoleInstanceOnPodRestart"}

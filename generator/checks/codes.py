@@ -138,7 +138,7 @@ for _code, _sev, _summary, _source in (
 for _code, _sev, _summary, _source in (
     ("TGT001", E, "spec.target.version is a controller release moegen knows",
      "generator/facts/controllers.py (the releases read by tools/extract_controllers.py: KServe "
-     "v0.20.0, RBG v0.8.0-alpha.5, Dynamo 1.4.0, AIBrix v0.7.0)"),
+     "v0.20.0, RBG v0.7.0 and v0.8.0-alpha.5, Dynamo 1.4.0, AIBrix v0.7.0)"),
     ("TGT002", E, "the target's controller runs the engine",
      "generator/targets/common.py (KServe's presets run vLLM only: kserve/kserve@v0.20.0 "
      "config/llmisvcconfig/config-llm-template.yaml; Dynamo backendFramework sglang/vllm/trtllm: "
