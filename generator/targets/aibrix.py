@@ -124,8 +124,9 @@ class AibrixTarget:
                 found.add("TGT042", W, ("spec", "roles", i, "parallel"),
                           f"role {role.name!r}: a PodSet replaces pods only when one is "
                           f"missing ({RECOVERY}) and a role sets no recovery policy (only a "
-                          f"PodSet has one, {RECOVERY_FIELD}); an engine container that restarts in one pod leaves the "
-                          "others of its group waiting on a peer that lost its state (a "
+                          f"PodSet has one, {RECOVERY_FIELD}); an engine container that "
+                          "restarts in one pod leaves the others of its group waiting on a "
+                          "peer that lost its state (a "
                           "LeaderWorkerSet or an RBG role re-creates the whole group)",
                           "watch for engine restarts (moegen's EngineGroupRestarts alert) and "
                           "delete the group's pods, or use target kubernetes or rbg")
