@@ -239,10 +239,14 @@ def test_target_output_is_a_kustomize_base(name: str, tmp_path: Path) -> None:
 # --- every example on every platform ----------------------------------------------------------
 
 #: What each platform refuses of the shipped examples (error codes), derived by hand:
-#: KServe's presets run vLLM only (the S3 examples are SGLang); Dynamo 1.4.0's runtime images
-#: bundle vLLM 0.26.0 and SGLang 0.5.16, and every example pins vLLM 0.33.0 or SGLang 0.5.23.
+#: KServe's presets run vLLM only (the S3 examples are SGLang), as non-root (the vLLM examples
+#: name no runAsUser), and vLLM 0.33.0 refuses their data-parallel leader's start rank (every
+#: vLLM example has a multi-pod DP role: TGT010 both); Dynamo 1.4.0's runtime images bundle
+#: vLLM 0.26.0 and SGLang 0.5.16, and every example pins vLLM 0.33.0 or SGLang 0.5.23.
 REFUSED = {**{("kserve", e): {"TGT002"} for e in ("s3-v4pro-pd-dp16", "s3-v4pro-pd-dp32",
                                                   "s3-v4pro-pd-lowlat", "s3-v4pro-tp8-ref")},
+           **{("kserve", e): {"TGT010"} for e in ("s1-16xh20-pd", "s1-32xh20-pd",
+                                                  "s1-32xh20-unified", "s2-32xh20-ep32-fp8")},
            **{("dynamo", p.stem): {"TGT032"} for p in sorted(EXAMPLES.glob("*.yaml"))}}
 
 
@@ -289,6 +293,8 @@ def test_kserve_passes_the_api_server_count_through_the_presets_variable(tmp_pat
     default, the DP size 16, which the host plan sized) goes there, never twice."""
     checked = _check_overlay(tmp_path, "s1-16xh20-pd.yaml", """
 spec:
+  engine: {version: "0.26.0", image: "vllm/vllm-openai:v0.26.0"}
+  pod: {securityContext: {runAsUser: 1000}}
   roles:
     - name: decode
       engineArgs: ["--api-server-count", "4"]
@@ -388,14 +394,19 @@ def test_every_golden_case_renders_or_is_refused_by_the_target(platform: str,
     each platform: rendered, its platform object valid against the CRD, or refused by the
     target's own findings only (TGT codes) -- never another error, never a traceback. On Dynamo
     with a runtime image of the case's own engine release (spec.target.image), since every
-    case pins another release than the 1.4.0 images bundle (TGT032)."""
+    case pins another release than the 1.4.0 images bundle (TGT032); on KServe with a non-root
+    user (its presets set runAsNonRoot)."""
     from tests.test_golden import cases
     image = tmp_path / "dynamo-image.yaml"
     image.write_text("spec:\n  target: {name: dynamo, image: registry.example.com/runtime:x}\n")
+    user = tmp_path / "non-root.yaml"
+    user.write_text("spec:\n  pod: {securityContext: {runAsUser: 1000}}\n")
     refused = 0
     for name, spec, overlays in cases():
         if platform == "dynamo":
             checked = pipeline.check(spec, [*overlays, image])
+        elif platform == "kserve":
+            checked = pipeline.check(spec, [*overlays, user], platform)
         else:
             checked = pipeline.check(spec, overlays, platform)
         errors = {f.code for f in checked.findings if f.severity.value == "error"}
@@ -409,3 +420,153 @@ def test_every_golden_case_renders_or_is_refused_by_the_target(platform: str,
         for obj in kinds:
             jsonschema.validate(obj, platform_schema(obj["kind"]))
     assert refused < len(cases())
+
+
+def test_kserve_probe_timing_router_replicas_and_non_root() -> None:
+    """The presets' readiness/liveness answer within 1 s (config-llm-worker-data-parallel.yaml);
+    the leader template carries the kubernetes target's timing (readiness period 10 s, timeout
+    5 s, 3 failures; liveness 30 s, timeout max(10, 5) = 10, 5 failures; generator/pods.py),
+    the headless workers none. The scheduler runs ROUTER_REPLICAS = 2 (KServe adds leader
+    election above 1). The golden's runAsUser 1000 lifts the non-root refusal."""
+    checked, _, files = render_case("kserve-s1")
+    obj = yaml.safe_load(files["llminferenceservice.yaml"])
+    main = obj["spec"]["template"]["containers"][0]
+    assert main["readinessProbe"] == {"periodSeconds": 10, "timeoutSeconds": 5,
+                                      "failureThreshold": 3}
+    assert main["livenessProbe"] == {"periodSeconds": 30, "timeoutSeconds": 10,
+                                     "failureThreshold": 5}
+    assert "readinessProbe" not in obj["spec"]["worker"]["containers"][0]
+    assert obj["spec"]["router"]["scheduler"]["replicas"] == 2
+    assert obj["spec"]["template"]["securityContext"]["runAsUser"] == 1000
+    assert not any(f.code == "TGT010" for f in checked.findings)
+
+
+def test_aibrix_router_selects_only_the_sglang_api_pods() -> None:
+    """S3's SGLang roles span pods whose followers (node rank >= 1) answer /health only; the
+    pods share one template, API label included, so the router's selectors name pod-group
+    index 0 (launch.serves_api), while the followers keep their probes (they bind HTTP)."""
+    _, _, files = render_case("aibrix-s3")
+    args = yaml.safe_load(files["router-deployment.yaml"])["spec"]["template"]["spec"][
+        "containers"][0]["args"]
+    for flag in ("--prefill-selector", "--decode-selector"):
+        i = args.index(flag)
+        assert "stormservice.orchestration.aibrix.ai/pod-group-index=0" in args[i + 1:i + 5]
+    storm = yaml.safe_load(files["stormservice.yaml"])
+    for role in storm["spec"]["template"]["spec"]["roles"]:
+        probe = role["template"]["spec"]["containers"][0].get("readinessProbe", {})
+        assert "exec" not in probe, role["name"]
+    checked = render_case("aibrix-s3")[0]
+    multi = {f"$.spec.roles[{i}].parallel" for i, r in checked.model.role_items()
+             if r.layout.multi_pod}
+    assert multi and {f.path for f in checked.findings if f.code == "TGT042"} == multi
+
+
+def _mergo_override(base: dict, user: dict) -> dict:
+    """mergo.Merge(base, user, WithOverride) on a container (dario.cat/mergo v0.3.16, as
+    ai-dynamo/dynamo@e147cee:deploy/operator/internal/dynamo/graph.go:1735-1745 calls it):
+    every non-empty field of ``user`` replaces base's (slices whole: no WithAppendSlice), maps
+    merge key by key; env is then merged by name (MergeEnvs)."""
+    out = copy.deepcopy(base)
+    for key, value in user.items():
+        if value in (None, "", [], {}):
+            continue
+        if isinstance(value, dict) and isinstance(out.get(key), dict):
+            out[key] = _mergo_override(out[key], value)
+        else:
+            out[key] = copy.deepcopy(value)
+    return out
+
+
+@pytest.mark.parametrize("name", [n for n in IDS if n.startswith("dynamo-")])
+def test_dynamo_worker_ports_survive_the_operators_merge(name: str) -> None:
+    """The operator's worker container declares system (9090) and nixl (19090) and probes the
+    named port system (component_worker.go:30-80); the worker Service targets system
+    (graph.go:924-928). After the merge the named port exists, once, and no name or number
+    repeats (moegen's NIXL side channels are vllm-nixl-*)."""
+    from generator.targets.dynamo import OPERATOR_PORTS
+    _, _, files = render_case(name)
+    obj = yaml.safe_load(files["dynamographdeployment.yaml"])
+    probe = {"httpGet": {"path": "/health", "port": "system"}}
+    base = {"name": "main", "ports": [dict(p) for p in OPERATOR_PORTS],
+            "readinessProbe": probe, "livenessProbe": probe, "startupProbe": probe}
+    assert [p["containerPort"] for p in OPERATOR_PORTS] == [9090, 19090]
+    for c in obj["spec"]["components"]:
+        if c["type"] == "frontend":
+            continue
+        user = c["podTemplate"]["spec"]["containers"][0]
+        merged = _mergo_override(base, user)
+        names = [p["name"] for p in merged["ports"]]
+        numbers = [p["containerPort"] for p in merged["ports"]]
+        assert len(names) == len(set(names)) and len(numbers) == len(set(numbers)), c["name"]
+        for kind in ("readinessProbe", "livenessProbe", "startupProbe"):
+            assert merged[kind]["httpGet"]["port"] in names, (c["name"], kind)
+        assert {"system", "nixl"} <= set(names)
+        assert 9090 in numbers and 19090 in numbers
+
+
+def test_declared_nixl_ports_are_the_bound_ones() -> None:
+    """vLLM's NIXL side channel of DP rank r binds base + r. S1's decode: DP16, 8 ranks a pod.
+    KServe: the worker template (pod 1, ranks 8-15) runs with base 5600 - 8 = 5592 and declares
+    5592 + 8..15 = 5600-5607. Dynamo: one template for both pods, base 5600: pod 0 binds
+    5600-5607 and pod 1 5608-5615, all declared."""
+    _, _, files = render_case("kserve-s1")
+    worker = yaml.safe_load(files["llminferenceservice.yaml"])["spec"]["worker"]["containers"][0]
+    env = {e["name"]: e.get("value") for e in worker["env"]}
+    assert env["VLLM_NIXL_SIDE_CHANNEL_PORT"] == "5592"
+    assert [p["containerPort"] for p in worker["ports"] if p["name"].startswith("nixl")] == \
+        list(range(5600, 5608))
+    assert [e["name"] for e in worker["env"]].count("VLLM_NIXL_SIDE_CHANNEL_PORT") == 1
+    _, _, files = render_case("dynamo-s1-custom-image")
+    obj = yaml.safe_load(files["dynamographdeployment.yaml"])
+    decode = next(c for c in obj["spec"]["components"] if c["name"] == "decode")
+    main = decode["podTemplate"]["spec"]["containers"][0]
+    env = {e["name"]: e.get("value") for e in main["env"]}
+    assert env["VLLM_NIXL_SIDE_CHANNEL_PORT"] == "5600"
+    assert [p["containerPort"] for p in main["ports"] if p["name"].startswith("vllm-nixl")] == \
+        list(range(5600, 5616))
+
+
+@pytest.mark.parametrize("name", IDS)
+def test_target_output_validates_and_imports_its_sized_load(name: str, tmp_path: Path,
+                                                           capsys) -> None:
+    """Round trip: the golden cases' rendered output, read back by ``gen validate``, has no
+    error, and where the spec sets spec.traffic (S1: 3500/1200; S3 dp16) ``gen import`` gets it
+    back from the moegen.dev/sized-load annotation each target carries (KServe on the
+    WorkloadSpec, RBG/Dynamo/AIBrix on the leader's pod template)."""
+    checked, _, files = render_case(name)
+    traffic = checked.spec.spec.traffic
+    write_tree(tmp_path / "out", files)
+    code = run(["validate", str(tmp_path / "out")])
+    err = capsys.readouterr().err
+    assert code == 0, err
+    assert run(["import", str(tmp_path / "out")]) == 0
+    imported = yaml.safe_load(capsys.readouterr().out)
+    if traffic is None:
+        assert "traffic" not in imported["spec"]
+        return
+    assert imported["spec"]["traffic"]["inputTokens"] == traffic.inputTokens
+    assert imported["spec"]["traffic"]["outputTokens"] == traffic.outputTokens
+
+
+def test_rbg_stable_release_renders_its_restart_policy_field(tmp_path) -> None:
+    """RBG v0.7.0 (the stable release; v1alpha2 and the same RBG_LWP_* env as v0.8.0-alpha.5)
+    is known: its leaderWorkerPattern has the ``restartPolicy`` string, no
+    ``restartPolicyConfig`` (the extracted CRD properties), and every field moegen renders
+    exists at the release."""
+    checked = _check_overlay(tmp_path, "s3-v4pro-pd-dp16.yaml",
+                             "spec:\n  target: {name: rbg, version: v0.7.0}\n")
+    assert checked.ok, checked.findings
+    assert controllers.value("rbg", "v0.7.0", "env", "workerIndex") == "RBG_LWP_WORKER_INDEX"
+    _, files = pipeline.render(checked)
+    obj = yaml.safe_load(files["rolebasedgroup.yaml"])
+    props = controllers.value("rbg", "v0.7.0", "crd")["properties"]
+    for role in obj["spec"]["roles"]:
+        assert set(role) <= set(props["role"]), role["name"]
+        lwp = role.get("leaderWorkerPattern")
+        if lwp is not None:
+            assert lwp["restartPolicy"] == "RecreateRoleInstanceOnPodRestart"
+            assert set(lwp) <= set(props["leaderWorkerPattern"])
+    _, _, files = render_case("rbg-s3")
+    lwp = next(r["leaderWorkerPattern"] for r in yaml.safe_load(files["rolebasedgroup.yaml"])[
+        "spec"]["roles"] if "leaderWorkerPattern" in r)
+    assert lwp["restartPolicyConfig"] == {"type": "RecreateRoleInstanceOnPodRestart"}

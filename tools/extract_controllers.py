@@ -13,7 +13,8 @@ Sources (``--mirrors DIR``, default ``../.mirror`` beside the checkout, or $MOEG
 
 * kserve/kserve v0.20.0: config/llmisvcconfig (the LLMInferenceServiceConfig presets),
   pkg/controller/v1alpha2/llmisvc, config/crd/full/llmisvc;
-* sgl-project/rbg v0.8.0-alpha.5: api/workloads, pkg/discovery, pkg/reconciler, config/crd/bases;
+* sgl-project/rbg v0.7.0 (the stable release) and v0.8.0-alpha.5: api/workloads, pkg/discovery,
+  pkg/reconciler, config/crd/bases;
 * ai-dynamo/dynamo 1.4.0: the release/1.4.0 branch point (commit e147cee, the parent of
   c13fdcec6 "bump version to 1.5.0 post 1.4.0 branch cut"; read from the fork wxsms/dynamo
   whose main carries the upstream commits, the release tag is not in the mirror):
@@ -47,7 +48,8 @@ def mirrors_dir() -> Path:
 #: target -> (upstream repository cited, mirror directory, {release: git ref}).
 SOURCES = {
     "kserve": ("kserve/kserve", "kserve+kserve", {"v0.20.0": "v0.20.0"}),
-    "rbg": ("sgl-project/rbg", "sgl-project+rbg", {"v0.8.0-alpha.5": "v0.8.0-alpha.5"}),
+    "rbg": ("sgl-project/rbg", "sgl-project+rbg", {"v0.7.0": "v0.7.0",
+                                                     "v0.8.0-alpha.5": "v0.8.0-alpha.5"}),
     "dynamo": ("ai-dynamo/dynamo", "wxsms+dynamo",
                {"1.4.0": "e147ceeac0563354f530b9624d0fc90ccfa6952a"}),
     "aibrix": ("vllm-project/aibrix", "vllm-project+aibrix", {"v0.7.0": "v0.7.0"}),

@@ -138,7 +138,7 @@ for _code, _sev, _summary, _source in (
 for _code, _sev, _summary, _source in (
     ("TGT001", E, "spec.target.version is a controller release moegen knows",
      "generator/facts/controllers.py (the releases read by tools/extract_controllers.py: KServe "
-     "v0.20.0, RBG v0.8.0-alpha.5, Dynamo 1.4.0, AIBrix v0.7.0)"),
+     "v0.20.0, RBG v0.7.0 and v0.8.0-alpha.5, Dynamo 1.4.0, AIBrix v0.7.0)"),
     ("TGT002", E, "the target's controller runs the engine",
      "generator/targets/common.py (KServe's presets run vLLM only: kserve/kserve@v0.20.0 "
      "config/llmisvcconfig/config-llm-template.yaml; Dynamo backendFramework sglang/vllm/trtllm: "
@@ -176,5 +176,8 @@ for _code, _sev, _summary, _source in (
     ("TGT041", W, "what AIBrix ignores (autoscaling, platform.lws, rollouts in the restart alert)",
      "generator/targets/common.py group_findings (vllm-project/aibrix@v0.7.0 "
      "pkg/controller/roleset/podset_rollsyncer.go)"),
+    ("TGT042", W, "an AIBrix pod group outlives an engine restart in one of its pods",
+     "generator/targets/aibrix.py (vllm-project/aibrix@v0.7.0:pkg/controller/podset/"
+     "podset_controller.go:229-262: pods are replaced only when one is missing)"),
 ):
     external(_code, _sev, _summary, _source)

@@ -182,9 +182,12 @@ _LOAD = re.compile(r"(concurrency|traffic|acceptance)=([0-9./]+)")
 def _sized_load(imported: Imported, spec: dict) -> None:
     """``sizing.concurrency`` and ``spec.traffic`` from the annotation moegen puts on each
     role's workload (manifests/workloads.py ``SIZED_LOAD``): what the rendered admission
-    limits, CUDA graphs and durations follow from."""
+    limits, CUDA graphs and durations follow from. The platform targets carry it on the
+    workload's annotations (KServe's WorkloadSpec) or on its leader's pod template (RBG,
+    Dynamo, AIBrix: their roles or components have no annotations of their own)."""
     for role, r in zip(spec["roles"], imported.roles):
-        text = str(r.workload.annotations.get(SIZED_LOAD, ""))
+        text = str(r.workload.annotations.get(SIZED_LOAD)
+                   or r.workload.leader.annotations.get(SIZED_LOAD, ""))
         found = dict(_LOAD.findall(text))
         if "concurrency" in found and found["concurrency"].isdigit():
             role.setdefault("sizing", {})["concurrency"] = int(found["concurrency"])

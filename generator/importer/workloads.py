@@ -257,6 +257,7 @@ def _kserve(doc: Document, spec: dict, name: str, ns: str | None, labels: dict,
                             _int(sec.get("replicas"), 1), size, leader, wpods,
                             role=mode if mode != "unified" else None, mode=mode,
                             platform="kserve", group=name, indexed=True,
+                            annotations=_m(sec.get("annotations")),
                             extra={"parallelism": par, "model": model}))
     return out
 

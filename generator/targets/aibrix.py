@@ -34,7 +34,9 @@ from ..manifests.pods import INDEX_ENV, LEADER_HOST_ENV, PodPlan
 from ..naming import L_INSTANCE, L_ROLE
 from .common import (
     E,
+    W,
     Findings,
+    annotate,
     common_findings,
     document,
     env_items,
@@ -45,6 +47,7 @@ from .common import (
     pod_spec_dict,
     release,
     resource_size,
+    sized_load,
     template,
     with_launcher,
     without_env,
@@ -56,6 +59,10 @@ NAME = "aibrix"
 GENERATED_SUFFIX = 5
 #: One instance replaced at a time, no surge (a surge instance needs extra GPU nodes).
 UPDATE = {"type": "RollingUpdate", "maxSurge": 0, "maxUnavailable": 1}
+#: A PodSet acts on its pods only when fewer than podGroupSize are active (ReplaceUnhealthy then
+#: deletes the restarted ones); the role has no field for a PodSet's recoveryPolicy.
+RECOVERY = "vllm-project/aibrix@v0.7.0:pkg/controller/podset/podset_controller.go:229-262"
+RECOVERY_FIELD = "vllm-project/aibrix@v0.7.0:api/orchestration/v1alpha1/podset_types.go:43"
 
 
 def _v(rel: str, *path: str):
@@ -67,9 +74,17 @@ def _src(rel: str, *path: str) -> str:
 
 
 def _uniform(rp: RolePlan) -> bool:
-    """Every pod of the role's instance binds the HTTP port (SGLang's nodes do; vLLM's
-    headless workers do not)."""
+    """Every pod of the role's instance binds the HTTP port (SGLang's nodes do: the followers
+    answer ``/health`` and serve their schedulers' ``/metrics``; vLLM's headless workers do
+    not): the probes and the PodMonitor may then cover every pod."""
     return all(rp.launch.binds_http(i) for i in range(len(rp.launch.per_pod)))
+
+
+def _all_serve_api(rp: RolePlan) -> bool:
+    """Every pod of the role's instance serves the API (neither SGLang's followers nor vLLM's
+    headless workers do): the client Services and the router may then select every pod. The
+    pods share one template, API label included (podset_controller.go:362-386)."""
+    return all(rp.launch.serves_api)
 
 
 class AibrixTarget:
@@ -79,7 +94,7 @@ class AibrixTarget:
 
     def findings(self, deployment: Deployment) -> list[Finding]:
         """TGT001-003, TGT040 (what a StormService cannot express), TGT041 (what AIBrix
-        ignores)."""
+        ignores), TGT042 (a multi-pod group outlives a restarted rank)."""
         found = Findings(deployment)
         rel = common_findings(deployment, found, ("engines",))
         if rel is None:
@@ -104,6 +119,17 @@ class AibrixTarget:
                           f"shortens names of {limit}+ ({_src(rel, 'nameLimit')}), and the "
                           "leader's name $(PODSET_NAME)-0 then no longer resolves",
                           "shorten metadata.name or the role name")
+        for i, role in deployment.role_items():
+            if role.layout.multi_pod:
+                found.add("TGT042", W, ("spec", "roles", i, "parallel"),
+                          f"role {role.name!r}: a PodSet replaces pods only when one is "
+                          f"missing ({RECOVERY}) and a role sets no recovery policy (only a "
+                          f"PodSet has one, {RECOVERY_FIELD}); an engine container that "
+                          "restarts in one pod leaves the others of its group waiting on a "
+                          "peer that lost its state (a "
+                          "LeaderWorkerSet or an RBG role re-creates the whole group)",
+                          "watch for engine restarts (moegen's EngineGroupRestarts alert) and "
+                          "delete the group's pods, or use target kubernetes or rbg")
         if rendered_router(spec) == "gateway" and any(
                 r.layout.multi_pod for _, r in deployment.role_items()):
             found.add("TGT040", E, ("spec", "router", "kind"),
@@ -116,13 +142,15 @@ class AibrixTarget:
         """``stormservice.yaml``, the plain objects (selectors narrowed to pod-group index 0
         where workers do not serve HTTP) and a kustomization."""
         rel = release(deployment)
-        leaders = {rp.name: rp for rp in plan.roles
-                   if len(rp.launch.per_pod) > 1 and not _uniform(rp)}
+        api = {rp.name: rp for rp in plan.roles
+               if len(rp.launch.per_pod) > 1 and not _all_serve_api(rp)}
+        http = {rp.name: rp for rp in plan.roles
+                if len(rp.launch.per_pod) > 1 and not _uniform(rp)}
         plain = plain_objects(plan, drop=[so.file for so in plan.scaled_objects])
         label = _v(rel, "groupIndexLabel")
         for obj in plain.values():
-            _narrow(obj, leaders, label, max((len(rp.launch.per_pod) for rp in plan.roles),
-                                              default=1))
+            _narrow(obj, api, http, label, max((len(rp.launch.per_pod) for rp in plan.roles),
+                                               default=1))
         files = {path: document(plan, obj) for path, obj in plain.items()}
         files["stormservice.yaml"] = document(plan, storm_service(plan, deployment, rel))
         files["kustomization.yaml"] = kustomization(plan, files)
@@ -134,15 +162,17 @@ def spec_name(d: Deployment) -> str:
     return d.spec.metadata.name
 
 
-def _narrow(obj: dict[str, Any], leaders: dict[str, RolePlan], label: str, size: int) -> None:
-    """Select only pod-group index 0 of the roles in ``leaders`` (their workers share the
-    leader's template, labels included)."""
+def _narrow(obj: dict[str, Any], leaders: dict[str, RolePlan], http: dict[str, RolePlan],
+            label: str, size: int) -> None:
+    """Select only pod-group index 0 of the roles in ``leaders`` (the API's: client Services,
+    the router's discovery) and of those in ``http`` (the PodMonitor: pods that serve
+    ``/metrics``); their workers share the leader's template, labels included."""
     kind = obj.get("kind")
     if kind == "Service":
         sel = obj["spec"]["selector"]
         if sel.get(L_ROLE) in leaders:
             sel[label] = "0"
-    elif kind == "PodMonitor" and leaders and size > 1:
+    elif kind == "PodMonitor" and http and size > 1:
         match = obj["spec"]["selector"]
         match["matchExpressions"] = [*match.get("matchExpressions", []),
                                      {"key": label, "operator": "NotIn",
@@ -224,8 +254,9 @@ def storm_service(plan: DeploymentPlan, d: Deployment, rel: str) -> dict[str, An
         entry: dict[str, Any] = {
             "name": role.name, "replicas": rs.replicas, "stateful": True,
             "updateStrategy": {"maxSurge": 0, "maxUnavailable": 1},
-            "template": _shared_template(plan, rp, work.leader, work.worker if multi else None,
-                                         rel)}
+            "template": annotate(_shared_template(plan, rp, work.leader,
+                                                  work.worker if multi else None, rel),
+                                 sized_load(work))}
         if multi:
             entry["podGroupSize"] = len(role.layout.pods)
         roles.append(entry)

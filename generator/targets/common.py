@@ -156,12 +156,65 @@ def template(pod: PodPlan, spec: dict[str, Any]) -> dict[str, Any]:
     return {"metadata": meta, "spec": spec}
 
 
+def sized_load(work) -> dict[str, str]:
+    """The kubernetes target's ``moegen.dev/sized-load`` annotation of a workload (the load its
+    role was sized for: manifests/workloads.py ``sized_load``), which ``gen import`` reads back
+    (importer/objects.py ``_sized_load``), or ``{}``."""
+    from ..naming import SIZED_LOAD
+    value = work.annotations.get(SIZED_LOAD)
+    return {SIZED_LOAD: value} if value else {}
+
+
+def annotate(tpl: dict[str, Any], annotations: dict[str, str]) -> dict[str, Any]:
+    """``tpl`` (a PodTemplateSpec) with ``annotations`` added to its metadata."""
+    if annotations:
+        meta = tpl.setdefault("metadata", {})
+        meta["annotations"] = {**meta.get("annotations", {}), **annotations}
+    return tpl
+
+
 def resource_size(resources: dict[str, Any]) -> tuple[float, float]:
     """(memory GiB, CPU) of a container's requests (else limits), to pick the larger of two
     pods' resources for a template they share."""
     req = resources.get("requests") or resources.get("limits") or {}
     mem = str(req.get("memory", "0Gi"))
     return (float(mem[:-2]) if mem.endswith("Gi") else 0.0, float(req.get("cpu", 0)))
+
+
+#: The env var vLLM's NIXL side channel reads its base port from: DP rank r binds base + r
+#: (x the TP step; generator/engines/vllm.py nixl_base). The kubernetes target's launcher
+#: exports a per-pod base so every pod binds the same ports.
+NIXL_PORT_ENV = "VLLM_NIXL_SIDE_CHANNEL_PORT"
+
+
+def pod_base(launch, pod: int, default: str | None) -> str | None:
+    """The NIXL base port pod ``pod`` of an instance runs with in the kubernetes target (its
+    per-pod env, else ``default``: the env file's)."""
+    env = dict(launch.pod_env[pod]) if pod < len(launch.pod_env) else {}
+    return env.get(NIXL_PORT_ENV, default)
+
+
+def bound_ports(launch, pods: Iterable[int], base: str | None, default: str | None,
+                nixl_name: str = "nixl") -> list[dict[str, Any]]:
+    """The container ports of ``pods`` as they bind when every pod runs with the NIXL base
+    ``base`` (one template's env for all of them): each pod's NIXL side-channel ports shifted
+    from its own base to ``base``, named ``<nixl_name>-<k>`` in order; the others unchanged."""
+    out: list[dict[str, Any]] = []
+    nixl: list[int] = []
+    for i in pods:
+        own = pod_base(launch, i, default)
+        for p in launch.ports_of(i):
+            if p.name.startswith("nixl") and base is not None and own is not None:
+                port = p.port - int(own) + int(base)
+                if port not in nixl:
+                    nixl.append(port)
+                continue
+            entry = {"name": p.name, "containerPort": p.port, "protocol": "TCP"}
+            if entry not in out:
+                out.append(entry)
+    names = [nixl_name] if len(nixl) == 1 else [f"{nixl_name}-{k}" for k in range(len(nixl))]
+    return out + [{"name": n, "containerPort": p, "protocol": "TCP"}
+                  for n, p in zip(names, sorted(nixl))]
 
 
 def env_items(plan: DeploymentPlan, role: str) -> list[tuple[str, str]]:

@@ -10,9 +10,16 @@ tools/extract_controllers.py):
   parallelism over nodes ``--data-parallel-hybrid-lb``, ``--data-parallel-size-local``,
   ``-start-rank``, ``-address`` (the leader's name) and ``-rpc-port``; with a model spanning
   nodes ``--distributed-executor-backend mp --nnodes --master-addr --master-port --node-rank``
-  (``--headless`` on workers), and ``VLLM_NIXL_SIDE_CHANNEL_HOST``. SGLang:
+  (``--headless`` on workers). On both paths ``VLLM_NIXL_SIDE_CHANNEL_HOST`` (the pod IP):
+  backend_vllm.go:66-75 sets it on every multi-node vLLM component whose executor is mp
+  (``shouldUseMpBackend``: the origin-version gate of DGDs created by an operator >= 1.0.0,
+  or the executor annotation), not on the data-parallel path alone. SGLang:
   ``--dist-init-addr --nnodes --node-rank``. moegen's per-pod rank arguments are left out;
-* every worker gets Dynamo's system port (9090) with its probes and ``DYN_*`` environment;
+* every worker gets Dynamo's system port (9090, named ``system``) and NIXL port (19090,
+  ``nixl``) with probes on the named port ``system``, and ``DYN_*`` environment; the
+  operator merges moegen's container over its own with mergo's WithOverride
+  (graph.go:1735-1745), where a non-empty ``ports`` list replaces the operator's, so moegen
+  renders the operator's two first and names its own NIXL side channels ``vllm-nixl-<k>``;
   the frontend (``python3 -m dynamo.frontend``) serves HTTP and routes: it replaces moegen's
   router;
 * ``sharedMemorySize`` sizes ``/dev/shm``; ``compilationCache`` (a PVC) is mounted and, for
@@ -36,11 +43,11 @@ from ..errors import Finding
 from ..facts import controllers
 from ..layout import Spread
 from ..manifests.plan import DeploymentPlan, RolePlan
-from ..manifests.pods import INDEX_ENV, LEADER_HOST_ENV, PodSpecPlan
+from ..manifests.pods import INDEX_ENV, LEADER_HOST_ENV
 from ..naming import L_API, L_METRICS
 from ..pods import effective_pod
-from .common import E, W, Findings, common_findings, document, env_items, kustomization, \
-    merged_env, release, resource_size
+from .common import NIXL_PORT_ENV, E, W, Findings, bound_ports, common_findings, document, \
+    env_items, kustomization, merged_env, release, resource_size, sized_load
 from .kserve import drop_flags
 
 NAME = "dynamo"
@@ -63,6 +70,14 @@ VLLM_RANK_FLAGS = frozenset({"--data-parallel-size-local", "--data-parallel-star
 SGLANG_RANK_FLAGS = frozenset({"--dist-init-addr", "--nnodes", "--node-rank"})
 #: dynamo.vllm's worker kind (components/src/dynamo/vllm/backend_args.py --disaggregation-mode).
 DISAGGREGATION_MODE = {"prefill": "prefill", "decode": "decode"}
+#: The worker ports of the operator's base container (ai-dynamo/dynamo@e147cee:deploy/operator/
+#: internal/dynamo/component_worker.go:30-41; names and numbers: deploy/operator/internal/
+#: consts/consts.go:20-21,27-28). Its probes (component_worker.go:43-80) and the worker
+#: Service's target port (graph.go:924-928) name ``system``.
+OPERATOR_PORTS = ({"name": "system", "containerPort": 9090, "protocol": "TCP"},
+                  {"name": "nixl", "containerPort": 19090, "protocol": "TCP"})
+#: What moegen names its vLLM NIXL side-channel ports on Dynamo (``nixl`` is the operator's).
+NIXL_PORT_NAME = "vllm-nixl"
 
 
 def _v(rel: str, *path: str):
@@ -231,12 +246,25 @@ def worker_args(rp: RolePlan, engine: str, multi_pod: bool) -> tuple[list[str], 
     return ["python3", "-m", "dynamo.sglang"], args
 
 
-def _ports(spec: PodSpecPlan, rp: RolePlan) -> list[dict[str, Any]]:
-    """moegen's extra ports (NIXL side channels, bootstrap) without the HTTP port (the
-    frontend serves HTTP) and the rendezvous port (the operator's ranks use its own)."""
-    skip = {"http"}
-    return [p for p in spec.ports if p["name"] not in skip
-            and p["containerPort"] != rp.launch.rendezvous_port]
+def worker_ports(rp: RolePlan, base: str | None) -> list[dict[str, Any]]:
+    """The container's complete port list (mergo replaces the operator's with a non-empty
+    one): the operator's :data:`OPERATOR_PORTS`, then moegen's extra ports (NIXL side
+    channels, bootstrap) without the HTTP port (the frontend serves HTTP) and the rendezvous
+    port (the operator's ranks use its own). Every pod runs with the env file's NIXL base
+    ``base`` (one template), so the side channels are declared as every pod binds them."""
+    launch = rp.launch
+    ours = bound_ports(launch, range(len(launch.per_pod)), base, base, NIXL_PORT_NAME)
+    taken = {p["name"] for p in OPERATOR_PORTS} | {p["containerPort"] for p in OPERATOR_PORTS}
+    out = [dict(p) for p in OPERATOR_PORTS]
+    for p in ours:
+        if p["name"] == "http" or p["containerPort"] == launch.rendezvous_port:
+            continue
+        if p["containerPort"] in taken:
+            continue
+        if p["name"] in taken:
+            p = {**p, "name": f"moegen-{p['name']}"[:15]}
+        out.append(p)
+    return out
 
 
 def _component(plan: DeploymentPlan, d: Deployment, rel: str, i: int) -> dict[str, Any]:
@@ -254,20 +282,18 @@ def _component(plan: DeploymentPlan, d: Deployment, rel: str, i: int) -> dict[st
     cache = pod.cache.volume.persistentVolumeClaim if pod.cache.volume is not None else None
     drop_env = {"MOEGEN_POD_IP", INDEX_ENV, LEADER_HOST_ENV}
     if multi and engine == "vllm":
-        drop_env.add("VLLM_NIXL_SIDE_CHANNEL_HOST")   # the operator sets it (mp backend)
+        # The operator sets it on every multi-node vLLM component, DP and mp paths alike
+        # (backend_vllm.go:66-75).
+        drop_env.add("VLLM_NIXL_SIDE_CHANNEL_HOST")
     items = env_items(plan, role.name)
     if cache is not None and engine == "vllm":
         items = [(k, v) for k, v in items if k != _v(rel, "vllm", "cacheRoot")]
     env = merged_env([e for e in leader.env if e["name"] not in drop_env], items)
-    ports: list[dict[str, Any]] = []
-    for s in specs:
-        ports += [p for p in _ports(s, rp) if p not in ports]
     resources = max((s.resources for s in specs), key=resource_size)
     main: dict[str, Any] = {"name": _v(rel, "mainContainer"), "image": image(d, rel),
                             "command": command, "args": args, "env": env,
-                            "resources": resources}
-    if ports:
-        main["ports"] = ports
+                            "resources": resources,
+                            "ports": worker_ports(rp, dict(items).get(NIXL_PORT_ENV))}
     main["securityContext"] = dict(leader.security_context)
     drop_vol = {"dshm"} | ({"compile-cache"} if cache is not None else set())
     main["volumeMounts"] = [m for m in leader.volume_mounts if m["name"] not in drop_vol]
@@ -288,8 +314,8 @@ def _component(plan: DeploymentPlan, d: Deployment, rel: str, i: int) -> dict[st
         spec["dnsPolicy"] = leader.dns_policy
     labels = {k: v for k, v in work.leader.labels.items() if k not in (L_API, L_METRICS)}
     meta: dict[str, Any] = {"labels": labels}
-    if work.leader.annotations:
-        meta["annotations"] = dict(work.leader.annotations)
+    if work.leader.annotations or sized_load(work):
+        meta["annotations"] = {**work.leader.annotations, **sized_load(work)}
     out: dict[str, Any] = {"name": role.name,
                            "type": role.mode if role.mode in DISAGGREGATION_MODE else "worker",
                            "replicas": rs.replicas,

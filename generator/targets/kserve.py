@@ -29,7 +29,7 @@ from typing import Any
 
 from ..deployment import Deployment
 from ..engines.base import LEADER_IP, POD_IP
-from ..engines.routers import rendered_router
+from ..engines.routers import ROUTER_REPLICAS, rendered_router
 from ..errors import Finding
 from ..facts import controllers
 from ..layout import Spread
@@ -37,8 +37,8 @@ from ..manifests.plan import DeploymentPlan
 from ..manifests.pods import INDEX_ENV, LEADER_HOST_ENV, PodSpecPlan, group_args
 from ..naming import L_API, L_METRICS
 from ..pods import STARTUP_PERIOD_S, effective_pod
-from .common import E, W, Findings, common_findings, document, env_items, kustomization, \
-    merged_env, release, roles_by_mode
+from .common import NIXL_PORT_ENV, E, W, Findings, bound_ports, common_findings, document, \
+    env_items, kustomization, merged_env, pod_base, release, roles_by_mode, sized_load
 
 NAME = "kserve"
 #: The variables of the presets' ``vllm serve`` line that hold whole arguments
@@ -51,6 +51,21 @@ ADDITIONAL_ARGS = "VLLM_ADDITIONAL_ARGS"
 #: (config-llm-worker-data-parallel.yaml: ``${VLLM_API_SERVER_COUNT:-8}``).
 API_SERVER_COUNT = "VLLM_API_SERVER_COUNT"
 API_SERVER_FLAGS = frozenset({"--api-server-count", "-asc"})
+#: vLLM releases read at the source where a ``--data-parallel-start-rank`` that ``is not None``
+#: on a node that is not headless infers hybrid load balancing, and the leader's handshake then
+#: refuses the headless workers ("Remote engine N must not use --headless in external or hybrid
+#: dp lb mode"; gpustack/gpustack#6236). KServe's data-parallel leader passes
+#: ``--data-parallel-start-rank 0`` (config-llm-worker-data-parallel.yaml:199) and its workers
+#: ``--headless`` (:481); older releases tested the start rank's truthiness, where 0 infers
+#: nothing (unverified here: a warning).
+HYBRID_FROM_START_RANK = {
+    "0.32.0": "vLLM 0.32.0 vllm/engine/arg_utils.py:2448, vllm/v1/engine/utils.py:1377,1464",
+    "0.33.0": "vLLM 0.33.0 vllm/engine/arg_utils.py:2489-2491, "
+              "vllm/v1/engine/utils.py:1419-1422,1503-1507",
+}
+#: KServe's default engine image, which runs as a non-root user
+#: (kserve/kserve@v0.20.0:config/llmisvcconfig/config-llm-template.yaml:10).
+NON_ROOT_IMAGE = "ghcr.io/llm-d/llm-d-cuda"
 
 
 def _facts(rel: str, *path: str):
@@ -113,6 +128,8 @@ class KServeTarget:
         if rel is None or deployment.spec.spec.engine.name != "vllm":
             return found.out
         _cannot(deployment, rel, found)
+        _start_rank(deployment, rel, found)
+        _non_root(deployment, rel, found)
         _replaced(deployment, rel, found)
         return found.out
 
@@ -228,19 +245,66 @@ def _replaced(d: Deployment, rel: str, found: Findings) -> None:
         found.add("TGT011", W, ("spec", "platform", "lws"),
                   "KServe creates the LeaderWorkerSets; platform.lws is not applied",
                   "remove platform.lws")
+
+
+def _start_rank(d: Deployment, rel: str, found: Findings) -> None:
+    """TGT010 (TGT011 where unverified): KServe's data-parallel leader passes
+    ``--data-parallel-start-rank 0`` and its workers ``--headless``; the vLLM releases of
+    :data:`HYBRID_FROM_START_RANK` then infer hybrid load balancing on the leader, which refuses
+    its headless workers. The preset's command is one shell script that sets the start rank
+    itself (``START_RANK=0``), so no env or argument of moegen's removes it."""
+    version = getattr(d.dialect, "version", None)
+    for i, role in d.role_items():
+        if role.layout.spread is not Spread.DATA or not role.layout.multi_pod:
+            continue
+        name = preset(role.mode, Spread.DATA, any(r.mode == "prefill" for r in d.spec.spec.roles))
+        leader = _src(rel, "presets", name, "template")
+        worker = _src(rel, "presets", name, "worker")
+        where = HYBRID_FROM_START_RANK.get(version)
+        if where is not None:
+            found.add("TGT010", E, ("spec", "roles", i, "parallel"),
+                      f"role {role.name!r}: KServe's data-parallel leader passes "
+                      f"--data-parallel-start-rank 0 ({leader}) and its workers --headless "
+                      f"({worker}); vLLM {version} infers hybrid load balancing from a start "
+                      f"rank that is not None on a node that is not headless, and the leader "
+                      f"then refuses the headless workers ({where}; gpustack/gpustack#6236)",
+                      "fit the instance in one node (one pod runs every DP rank), or use "
+                      "target kubernetes (its leader passes no start rank)")
+        else:
+            found.add("TGT011", W, ("spec", "roles", i, "parallel"),
+                      f"role {role.name!r}: KServe's data-parallel leader passes "
+                      f"--data-parallel-start-rank 0 ({leader}) and its workers --headless "
+                      f"({worker}); vLLM 0.32.0 and 0.33.0 infer hybrid load balancing from it "
+                      f"and refuse the workers; vLLM {version} was not read for it",
+                      "check vllm/engine/arg_utils.py of the release: `start_rank is not None "
+                      "and not headless` refuses, a truthiness test does not")
+
+
+def _non_root(d: Deployment, rel: str, found: Findings) -> None:
+    """TGT010: KServe's presets run the engine container with ``runAsNonRoot: true``; the
+    kubelet refuses to start an image that runs as root (as vllm/vllm-openai does) unless the
+    pod names a non-root ``runAsUser`` (``privileged`` does not lift the check). KServe's own
+    image (:data:`NON_ROOT_IMAGE`) runs as a non-root user."""
+    spec = d.spec.spec
     c = _facts(rel, "presets", "kserve-config-llm-template", "template")
-    rootless = [i for i, rs in enumerate(spec.roles)
-                if not effective_pod(spec, rs).privileged
-                and "runAsUser" not in (effective_pod(spec, rs).security_context or {})]
-    if c["runAsNonRoot"]["value"] and rootless:
-        i = rootless[0]
-        path = ("spec", "roles", i, "pod") if spec.roles[i].pod is not None else ("spec", "pod")
-        found.add("TGT011", W, path,
-                  f"KServe's presets run the engine container with runAsNonRoot "
-                  f"({c['runAsNonRoot']['source']}); an image that runs as root (as "
-                  f"vllm/vllm-openai does) is refused by the kubelet (roles: "
-                  f"{', '.join(spec.roles[j].name for j in rootless)})",
-                  "set pod.securityContext.runAsUser (a non-root user of the image)")
+    if not c["runAsNonRoot"]["value"] \
+            or spec.engine.image.partition("@")[0].rpartition(":")[0] == NON_ROOT_IMAGE:
+        return
+    rooted = [i for i, rs in enumerate(spec.roles)
+              if not (effective_pod(spec, rs).security_context or {}).get("runAsUser")]
+    if not rooted:
+        return
+    i = rooted[0]
+    path = ("spec", "roles", i, "pod") if spec.roles[i].pod is not None else ("spec", "pod")
+    found.add("TGT010", E, path,
+              f"KServe's presets run the engine container with runAsNonRoot "
+              f"({c['runAsNonRoot']['source']}); the kubelet refuses to start an image that "
+              f"runs as root (as vllm/vllm-openai does; engine.image is {spec.engine.image}) "
+              f"unless the pod names a non-root runAsUser (roles "
+              f"{', '.join(spec.roles[j].name for j in rooted)})",
+              "set a non-root user of the image: spec.pod.securityContext.runAsUser: 1000 "
+              f"(an overlay), or use KServe's default image {NON_ROOT_IMAGE} "
+              f"({_src(rel, 'presets', 'kserve-config-llm-template', 'template')})")
 
 
 # --- the object -------------------------------------------------------------------------------
@@ -266,7 +330,10 @@ def service(plan: DeploymentPlan, d: Deployment, rel: str) -> dict[str, Any]:
         if ref is not None:
             gateway = {"refs": [{"name": ref.name,
                                  **({"namespace": ref.namespace} if ref.namespace else {})}]}
-        body["router"] = {"scheduler": {"replicas": spec.router.replicas or 1}, "route": {},
+        # KServe adds --ha-enable-leader-election itself above one replica
+        # (kserve/kserve@v0.20.0:pkg/controller/v1alpha2/llmisvc/scheduler.go:406-412).
+        replicas = spec.router.replicas or ROUTER_REPLICAS
+        body["router"] = {"scheduler": {"replicas": replicas}, "route": {},
                           "gateway": gateway}
     return {"apiVersion": f"{crd['group']}/{crd['storage']}", "kind": crd["kind"],
             "metadata": {"name": plan.name, "namespace": plan.namespace,
@@ -309,8 +376,8 @@ def _workload(plan: DeploymentPlan, d: Deployment, rel: str, i: int, pd: bool) -
         out["scaling"] = _scaling(scaled.spec)
     out["parallelism"] = par
     out["labels"] = labels
-    if work.leader.annotations:
-        out["annotations"] = dict(work.leader.annotations)
+    if work.leader.annotations or sized_load(work):
+        out["annotations"] = {**work.leader.annotations, **sized_load(work)}
     items = env_items(plan, role.name)
     extra_env = [{"name": ADDITIONAL_ARGS, "value": " ".join(_quote(a) for a in additional)}]
     if lay.spread is Spread.DATA:
@@ -321,9 +388,16 @@ def _workload(plan: DeploymentPlan, d: Deployment, rel: str, i: int, pd: bool) -
     out["template"] = _pod(work.leader.spec, items, extra_env, startup, additional,
                            containers["template"]["capabilities"])
     if lay.multi_pod:
-        out["worker"] = _pod(work.worker.spec, items,
-                             [e for e in extra_env if e["name"] == ADDITIONAL_ARGS], None,
-                             additional, containers["worker"]["capabilities"])
+        # The workers share one template: it runs with the first worker's NIXL base (the
+        # kubernetes target's per-pod env) and declares what every worker then binds.
+        default = dict(items).get(NIXL_PORT_ENV)
+        base = pod_base(launch, 1, default)
+        worker_env = [e for e in extra_env if e["name"] == ADDITIONAL_ARGS]
+        if base is not None and base != default:
+            worker_env.append({"name": NIXL_PORT_ENV, "value": base})
+        ports = bound_ports(launch, range(1, len(launch.per_pod)), base, default)
+        out["worker"] = _pod(work.worker.spec, items, worker_env, None, additional,
+                             containers["worker"]["capabilities"], ports)
     return out
 
 
@@ -354,7 +428,8 @@ _PRESET_MOUNTED = ("dshm", "model")
 
 
 def _pod(spec: PodSpecPlan, items: list[tuple[str, str]], extra_env: list[dict[str, Any]],
-         startup_s: int | None, additional: list[str], preset_caps: list[str]) -> dict[str, Any]:
+         startup_s: int | None, additional: list[str], preset_caps: list[str],
+         ports: list[dict[str, Any]] | None = None) -> dict[str, Any]:
     """A pod template merged over the preset's (strategic merge on the container ``main``):
     image, environment, resources, moegen's extra ports and volumes, the startup budget, and
     the capabilities moegen needs that the preset does not add (IPC_LOCK for RDMA: the
@@ -364,10 +439,10 @@ def _pod(spec: PodSpecPlan, items: list[tuple[str, str]], extra_env: list[dict[s
     keep = set() if POD_IP in args else {"MOEGEN_POD_IP"}
     if LEADER_IP not in args:
         keep |= {INDEX_ENV, LEADER_HOST_ENV}
-    env = merged_env([e for e in spec.env if e["name"] not in keep], items) + extra_env
+    env = merged_env([*(e for e in spec.env if e["name"] not in keep), *extra_env], items)
     main: dict[str, Any] = {"name": "main", "image": spec.image, "env": env,
                             "resources": spec.resources}
-    ports = [p for p in spec.ports if p["name"] != "http"]
+    ports = [p for p in (spec.ports if ports is None else ports) if p["name"] != "http"]
     if ports:
         main["ports"] = ports
     if spec.security_context.get("privileged"):
@@ -378,7 +453,13 @@ def _pod(spec: PodSpecPlan, items: list[tuple[str, str]], extra_env: list[dict[s
             main["securityContext"] = {"capabilities": {"add": sorted(need | set(preset_caps)),
                                                         "drop": ["ALL"]}}
     if startup_s is not None:
-        main["startupProbe"] = {"periodSeconds": STARTUP_PERIOD_S,
+        # The kubernetes target's probe timing merged over the preset's probes (whose httpGet,
+        # port and scheme stay): its readiness and liveness answer within 1 s
+        # (config-llm-worker-data-parallel.yaml livenessProbe, readinessProbe), which an engine
+        # busy with a long prefill misses.
+        for kind, probe in spec.probes.items():
+            main[kind] = {k: v for k, v in probe.items() if k != "httpGet"}
+        main["startupProbe"] = {**main.get("startupProbe", {}), "periodSeconds": STARTUP_PERIOD_S,
                                 "failureThreshold": startup_s // STARTUP_PERIOD_S}
     main["volumeMounts"] = [m for m in spec.volume_mounts if m["name"] not in _PRESET_MOUNTED]
     pod: dict[str, Any] = {"containers": [main],

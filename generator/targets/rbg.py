@@ -3,7 +3,9 @@ engine role and the router, and a ``CoordinatedPolicy`` that keeps prefill and d
 during rollouts and scaling.
 
 What the RBG controller does and moegen therefore does not (facts: generator/facts/
-controllers.py, read from sgl-project/rbg@v0.8.0-alpha.5 by tools/extract_controllers.py):
+controllers.py, read from sgl-project/rbg@v0.7.0 and @v0.8.0-alpha.5 by
+tools/extract_controllers.py; both serve workloads.x-k8s.io/v1alpha2 and inject the same
+RBG_LWP_* env):
 
 * a multi-pod role is a ``leaderWorkerPattern`` of ``size`` pods on a RoleInstanceSet (RBG's
   default workload); the controller injects ``RBG_LWP_LEADER_ADDRESS`` (the leader's DNS name
@@ -32,6 +34,7 @@ from ..manifests.pods import INDEX_ENV, LEADER_HOST_ENV, PodPlan
 from .common import (
     E,
     Findings,
+    annotate,
     common_findings,
     document,
     env_items,
@@ -41,6 +44,7 @@ from .common import (
     plain_objects,
     pod_spec_dict,
     release,
+    sized_load,
     template,
     with_launcher,
     without_env,
@@ -114,6 +118,16 @@ def _engine_template(plan: DeploymentPlan, pod: PodPlan, role: str, multi_pod: b
     return template(pod, inline_env(pod_spec_dict(spec), env_items(plan, role)))
 
 
+def _restart_policy(rel: str) -> dict[str, Any]:
+    """Re-create the whole instance when one of its pods restarts: ``restartPolicyConfig``
+    from v0.8.0 (its ``restartPolicy`` string deprecated), the ``restartPolicy`` string in
+    v0.7.0 (whose CRD has no restartPolicyConfig: the extracted property list)."""
+    kind = _v(rel, "restartPolicy")
+    if "restartPolicyConfig" in _v(rel, "crd")["properties"]["leaderWorkerPattern"]:
+        return {"restartPolicyConfig": {"type": kind}}
+    return {"restartPolicy": kind}
+
+
 def group(plan: DeploymentPlan, d: Deployment, rel: str) -> dict[str, Any]:
     """The RoleBasedGroup: a role per engine role (leaderWorkerPattern for multi-pod
     instances, standalonePattern otherwise) and the router role."""
@@ -123,13 +137,15 @@ def group(plan: DeploymentPlan, d: Deployment, rel: str) -> dict[str, Any]:
         rs = d.spec.spec.roles[i]
         work = next(w for w in plan.workloads if w.role == role.name)
         lay = role.layout
-        leader = _engine_template(plan, work.leader, role.name, lay.multi_pod, rel)
+        leader = annotate(_engine_template(plan, work.leader, role.name, lay.multi_pod, rel),
+                          sized_load(work))
         if lay.multi_pod:
             pattern = {"leaderWorkerPattern": {
                 "size": len(lay.pods),
-                "template": _engine_template(plan, work.worker, role.name, True, rel),
+                "template": annotate(_engine_template(plan, work.worker, role.name, True, rel),
+                                     sized_load(work)),
                 "leaderTemplatePatch": leader,
-                "restartPolicyConfig": {"type": _v(rel, "restartPolicy")}}}
+                **_restart_policy(rel)}}
         else:
             pattern = {"standalonePattern": {"template": leader}}
         roles.append({"name": role.name, "replicas": rs.replicas, "rolloutStrategy": ROLLOUT,
