@@ -1,7 +1,9 @@
 """Many inputs in one process (``gen validate a.yaml b.yaml dir/ -``, ``gen import``): each file
 is a spec, a PlanRequest, serving manifests, or neither; specs are checked one by one (with the
 overlays), every manifest document of every input is imported together (a deployment's prefill
-and decode may sit in different files) and each deployment found is checked like a spec
+and decode may sit in different files; inputs that repeat an object, such as a copy of a
+rendered tree or two renders of one spec, stay separate deployments:
+:func:`generator.importer.build.group_roles`) and each deployment found is checked like a spec
 (:func:`generator.pipeline.check_loaded`), its findings located in the manifests.
 
 Files that are neither (a values file, a CI workflow) are skipped and counted, so a pre-commit
@@ -122,6 +124,8 @@ def read_inputs(paths: list[Path], overlays: list[Path] = (), opts: Options | No
         bad = {f.location.file for f in unit.findings}
         indexed = {i for idx in unit.files.values() for i in idx}
         generated = [d for i, d in enumerate(unit.documents) if i not in indexed]
+        pool.inputs.update({n: unit.name for n in unit.files})
+        pool.inputs.update({d.file: unit.name for d in generated})
         for name in unit.files:
             docs = _file_docs(unit, name)
             kind = _kind_of(docs)

@@ -69,26 +69,56 @@ class UnitImport:
 
 
 def import_unit(unit: InputUnit, opts: Options | None = None) -> UnitImport:
-    """Reconstruct every deployment in ``unit`` (documents that are specs are left out)."""
+    """Reconstruct every deployment in ``unit`` (documents that are specs are left out). In a
+    pool of several inputs (``unit.inputs``) a pod's ConfigMaps are looked up in its own input
+    first, roles group across inputs only where they do not repeat each other
+    (:func:`.build.group_roles`), and a deployment reads the objects beside it (router,
+    monitoring) from its own inputs and from inputs that hold no engine."""
     from .assemble import assemble
     from .build import group_roles, read_roles
     from .launch import Context
     from .workloads import workloads_of
     opts = opts or Options()
     docs = [d for d in unit.documents if not _is_spec(d)]
-    ctx = Context(docs)
-    workloads = [w for d in docs for w in workloads_of(d)]
-    roles, issues = read_roles(workloads, ctx, opts)
+
+    def input_of(d: Document) -> str:
+        return unit.inputs.get(d.file, unit.name)
+
+    shared = Context(docs)
+    by_input: dict[str, list[Document]] = {}
+    for d in docs:
+        by_input.setdefault(input_of(d), []).append(d)
+    roles, issues = [], []
+    for own in by_input.values():
+        ctx = Context(own, shared) if len(by_input) > 1 else shared
+        found, why = read_roles([w for d in own for w in workloads_of(d)], ctx, opts)
+        roles += found
+        issues += why
     out = UnitImport(findings=list(unit.findings) + [_finding(i) for i in issues])
     from .objects import apply_objects
     from .refine import refine
-    for group in group_roles(roles):
+    groups = group_roles(roles, lambda r: input_of(r.workload.doc))
+    for group in groups:
         files = sorted({r.workload.doc.file for r in group})
         imported = assemble(group, opts, files)
-        apply_objects(imported, docs)
+        apply_objects(imported, [d for d in docs if _beside(d, group, groups, input_of)])
         refine(imported)
         out.deployments.append(imported)
     return out
+
+
+def _beside(d: Document, group: list, groups: list[list], input_of) -> bool:
+    """``d`` is read with ``group``'s roles: it is in one of their inputs; or its input holds no
+    engine and it sits in the directory of one of them (else of no deployment's workload)."""
+    def where(f: str) -> str:
+        return str(Path(f).parent)
+    if input_of(d) in {input_of(r.workload.doc) for r in group}:
+        return True
+    if any(input_of(d) == input_of(r.workload.doc) for g in groups for r in g):
+        return False
+    if where(d.file) in {where(r.workload.doc.file) for r in group}:
+        return True
+    return all(where(d.file) != where(r.workload.doc.file) for g in groups for r in g)
 
 
 def _finding(issue) -> Finding:

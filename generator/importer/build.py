@@ -183,10 +183,17 @@ def _reads_env(version: str | None) -> bool:
         return False
 
 
-def group_roles(roles: list[Role]) -> list[list[Role]]:
-    """Roles of one deployment together (see the module docstring), in input order. Workloads
-    grouped by namespace and model that repeat an object (the same kind and name, or the same
-    role) are alternatives, not one deployment (a directory of variants): they split by file."""
+def group_roles(roles: list[Role], input_of=None) -> list[list[Role]]:
+    """Roles of one deployment together (see the module docstring), in input order.
+
+    ``input_of``: the command-line input of a role (a file, a directory, the stream; None: one
+    input). An input's roles that repeat an object (the same API group, kind, namespace and
+    name, or the same role of a platform object) are alternatives, not one deployment (a
+    directory of variants): they split by file; workloads grouped only by namespace and model
+    split so too when they repeat a mode. Roles of different inputs combine (a prefill and a
+    decode in two files) only when they repeat none of this: a copy of a rendered tree, or two
+    renders of one spec, are two deployments."""
+    input_of = input_of or (lambda r: "")
     groups: dict[tuple, list[Role]] = {}
     for r in roles:
         w = r.workload
@@ -199,16 +206,43 @@ def group_roles(roles: list[Role]) -> list[list[Role]]:
         groups.setdefault(key, []).append(r)
     out: list[list[Role]] = []
     for key, group in groups.items():
-        names = [(r.workload.kind, r.workload.name, r.workload.role) for r in group]
-        modes = [(_mode(r), r.workload.leader.labels.get("llm-d.ai/role")) for r in group]
-        if key[0] == "model" and (len(set(names)) < len(names) or len(set(modes)) < len(modes)):
-            by_file: dict[str, list[Role]] = {}
-            for r in group:
-                by_file.setdefault(r.workload.doc.file, []).append(r)
-            out += list(by_file.values())
-        else:
-            out.append(group)
+        parts: list[list[Role]] = []
+        by_input: dict[str, list[Role]] = {}
+        for r in group:
+            by_input.setdefault(input_of(r), []).append(r)
+        for own in by_input.values():
+            if _repeats(key, own):
+                by_file: dict[str, list[Role]] = {}
+                for r in own:
+                    by_file.setdefault(r.workload.doc.file, []).append(r)
+                parts += list(by_file.values())
+            else:
+                parts.append(own)
+        merged: list[list[Role]] = []
+        for part in parts:   # into a deployment of the same directory first
+            fits = [m for m in merged if {input_of(r) for r in m}.isdisjoint(
+                input_of(r) for r in part) and not _repeats(key, m + part)]
+            into = next((m for m in fits if _dirs(m) & _dirs(part)), fits[0] if fits else None)
+            if into is None:
+                merged.append(part)
+            else:
+                into += part
+        out += merged
     return out
+
+
+def _dirs(group: list[Role]) -> set[str]:
+    return {r.workload.doc.file.rsplit("/", 1)[0] for r in group}
+
+
+def _repeats(key: tuple, group: list[Role]) -> bool:
+    """``group`` holds one object twice, or (grouped by model only) one mode twice."""
+    names = [(r.workload.api.split("/")[0] if "/" in r.workload.api else "", r.workload.kind,
+              r.workload.namespace or "", r.workload.name, r.workload.role) for r in group]
+    if len(set(names)) < len(names):
+        return True
+    modes = [(_mode(r), r.workload.leader.labels.get("llm-d.ai/role")) for r in group]
+    return key[0] == "model" and len(set(modes)) < len(modes)
 
 
 def _role_name(r: Role, names: list[str], base: str) -> str:

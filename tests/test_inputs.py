@@ -1,0 +1,68 @@
+"""Many inputs in one process (generator/inputs.py): how deployments group across inputs, and
+what is reported for files that cannot be read."""
+
+from __future__ import annotations
+
+import shutil
+
+from generator.cli import run
+from generator.inputs import read_inputs
+from tests.helpers import ROOT
+
+GOLDEN = ROOT / "tests" / "golden"
+S1_TREE = GOLDEN / "s1-16xh20-pd" / "expected"
+S1_IGW = GOLDEN / "s1-inference-gateway" / "expected"
+S1_KSERVE = ROOT / "tests" / "golden-targets" / "kserve-s1" / "expected"
+
+
+def _roles(batch) -> list[list[str]]:
+    return [[r["name"] for r in c.imported.data["spec"]["roles"]] for c in batch.results]
+
+
+def test_a_copied_tree_is_a_second_deployment_not_more_roles(tmp_path):
+    # gen import out/r1 r1-copy: two deployments of two roles each (not prefill, prefill-1,
+    # decode, decode-3): the same LeaderWorkerSets (group, kind, namespace, name) twice.
+    copy = tmp_path / "r1-copy-staging"
+    shutil.copytree(S1_TREE, copy)
+    batch = read_inputs([S1_TREE, copy])
+    assert _roles(batch) == [["prefill", "decode"], ["prefill", "decode"]]
+    assert batch.ok, batch.all_findings()
+
+
+def test_two_renders_of_one_spec_are_two_deployments():
+    # The inference-gateway render's objects (InferencePool, picker) are not read into the
+    # plain render's deployment (RTR012 belongs to the gateway render only), and a KServe
+    # render beside a Kubernetes render keeps its own ports (no RTR005).
+    batch = read_inputs([S1_TREE, S1_IGW])
+    assert _roles(batch) == [["prefill", "decode"], ["prefill", "decode"]]
+    rtr012 = {f.location.file for f in batch.all_findings() if f.code == "RTR012"}
+    assert rtr012 == {str(S1_IGW / "decode-lws.yaml")}
+    both = read_inputs([S1_IGW, S1_KSERVE])
+    assert len(both.results) == 2 and both.ok, both.all_findings()
+    assert not [f for f in both.all_findings() if f.code == "RTR005"]
+
+
+def test_prefill_and_decode_in_two_files_are_still_one_deployment(tmp_path):
+    # The documented feature: a deployment's roles in different inputs combine, as long as
+    # they repeat no object; given file by file, two trees still split by directory.
+    a, b = tmp_path / "a", tmp_path / "b"
+    shutil.copytree(S1_TREE, a)
+    shutil.copytree(S1_TREE, b)
+    one = read_inputs([a / "prefill-lws.yaml", a / "decode-lws.yaml", a / "kustomization.yaml"])
+    assert _roles(one) == [["prefill", "decode"]]
+    files = sorted(str(p) for p in tmp_path.glob("*/*.yaml"))
+    batch = read_inputs([type(a)(f) for f in files])
+    assert _roles(batch) == [["prefill", "decode"], ["prefill", "decode"]]
+    assert [sorted({f.rsplit("/", 2)[1] for f in c.imported.files}) for c in batch.results] \
+        == [["a"], ["b"]]
+
+
+def test_the_readme_renders_beside_the_checkout_validate(tmp_path):
+    # The README's commands render into out/ (a plain, a gateway and a KServe render of S1):
+    # validated together, file by file as the pre-commit hook passes them, each is its own.
+    out = tmp_path / "out"
+    for name, tree in (("s1", S1_TREE), ("igw", S1_IGW), ("s1-kserve", S1_KSERVE)):
+        shutil.copytree(tree, out / name)
+    files = sorted(str(p) for p in out.rglob("*.yaml"))
+    assert run(["validate", *files]) == 0
+    assert run(["validate", str(out / "s1"), str(out / "igw"), str(out / "s1-kserve")]) == 0
