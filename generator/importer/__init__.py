@@ -145,10 +145,11 @@ def check_imported(imported: "Imported", overlays: list[Path] = (), target: str 
     checks' unless one of :data:`BLOCKING` stops them."""
     from .. import pipeline
     loaded = to_loaded(imported, overlays)
-    imp = [f for f in loaded.findings if f.code.startswith("IMP")]
+    mine = {i.code for i in imported.issues}   # IMP codes, and ENG006 for refused values
+    imp = [f for f in loaded.findings if f.code in mine]
     if any(f.code in BLOCKING and f.severity is Severity.ERROR for f in imp):
         return pipeline.check_loaded(loaded, target)
-    loaded.findings = [f for f in loaded.findings if not f.code.startswith("IMP")]
+    loaded.findings = [f for f in loaded.findings if f.code not in mine]
     checked = pipeline.check_loaded(loaded, target)
     checked.findings = sorted(imp + checked.findings, key=Finding.sort_key)
     return checked

@@ -139,9 +139,9 @@ def read_roles(workloads: list[Workload], ctx: Context, opts: Options) -> tuple[
         cmd = launch.command
         _multi_node_statefulset(w, cmd)
         if cmd.engine == "vllm":
-            fields_ = vllm_fields(cmd, launch, _reads_env(version), managed)
+            fields_ = vllm_fields(cmd, launch, _reads_env(version), managed, version)
         else:
-            fields_ = sglang_fields(cmd, launch, managed)
+            fields_ = sglang_fields(cmd, launch, managed, version)
         model_path = fields_.model.get("path")
         pod = read_pod(w, w.leader, launch, opts.gpu, model_path, frozenset(ctx.channels))
         if w.worker is not None:
