@@ -9,7 +9,8 @@ rendered tree or two renders of one spec, stay separate deployments:
 Files that are neither (a values file, a CI workflow) are skipped and counted, so a pre-commit
 hook may hand every changed YAML file over. An unreadable file counts as a spec or manifest
 (its findings are reported) when its text names one (``kind: InferenceDeployment``, an engine
-entry point), else it is skipped too.
+entry point); one that names neither is reported when it is not valid YAML (:data:`BROKEN`),
+given or found in a directory alike, unless it is a template (``{{ }}``); else it is skipped too.
 """
 
 from __future__ import annotations
@@ -44,7 +45,13 @@ _RELEVANT = re.compile(
     r"\A(?:(?=(?P<spec>.*?(?:InferenceDeployment|moegen\.dev/)))|(?=.*\bkind:\s*(?:LeaderWorkerSet|"
     r"StatefulSet|Deployment|DisaggregatedSet|LLMInferenceService|RoleBasedGroup|"
     r"DynamoGraphDeployment|StormService)\b)(?=(?P<manifest>.*?(?:vllm\s+serve|vllm\.entrypoints|"
-    r"sglang\.launch_server|sglang\s+serve|dynamo\.(?:vllm|sglang)))))", re.S)
+    r"sglang\.launch_server|sglang\s+serve|dynamo\.(?:vllm|sglang))))|(?=(?P<template>.*?\{\{)))",
+    re.S)
+#: What makes a file that names neither a spec nor an engine a finding: it is not valid YAML
+#: (a syntax error, a duplicate key). Files moegen's guard refuses for its own inputs (anchors,
+#: custom tags, depth) are other tools' valid YAML, and a template (``{{ }}``: Helm, Jinja) is
+#: YAML only once rendered: both are skipped.
+BROKEN = frozenset({"LOAD008", "LOAD009"})
 
 
 @dataclass
@@ -145,6 +152,11 @@ def read_inputs(paths: list[Path], overlays: list[Path] = (), opts: Options | No
                 loaded = LoadedSpec({}, Provenance(), [name], None,
                                     [f for f in unit.findings if f.location.file == name])
                 batch.results.append(Checked(name, SPEC, pipeline.check_loaded(loaded)))
+            elif name in bad and not unit.marks.get(name) and any(
+                    f.code in BROKEN for f in unit.findings if f.location.file == name):
+                # Broken YAML that names no spec or engine (given, or found in a directory):
+                # reported, so a policy check fails on it.
+                batch.findings += [f for f in unit.findings if f.location.file == name]
             elif kind == MANIFEST or (name in bad and unit.marks.get(name) == "manifest"):
                 pool.documents += docs
                 pool.files[name] = []

@@ -66,3 +66,32 @@ def test_the_readme_renders_beside_the_checkout_validate(tmp_path):
     files = sorted(str(p) for p in out.rglob("*.yaml"))
     assert run(["validate", *files]) == 0
     assert run(["validate", str(out / "s1"), str(out / "igw"), str(out / "s1-kserve")]) == 0
+
+
+def test_broken_yaml_that_names_no_engine_is_a_finding(tmp_path, capsys):
+    # A policy check must fail on it: given explicitly or found in a directory (LOAD008 at the
+    # line the parser stopped), exit 1, not "checked nothing; 1 file skipped".
+    broken = tmp_path / "deploy" / "f.yaml"
+    broken.parent.mkdir()
+    broken.write_text("apiVersion: x\nkind: LeaderWorkerSet\nspec: {\n")
+    for arg in (broken, broken.parent):
+        batch = read_inputs([arg])
+        assert [(f.code, f.location.line) for f in batch.all_findings()] == [("LOAD008", 4)]
+        assert not batch.ok and batch.skipped == []
+        assert run(["validate", str(arg)]) == 1
+        assert "Traceback" not in capsys.readouterr().err
+    dup = tmp_path / "dup.yaml"
+    dup.write_text("a: 1\na: 2\n")
+    assert [f.code for f in read_inputs([dup]).all_findings()] == ["LOAD009"]
+
+
+def test_templates_and_yaml_moegen_refuses_for_itself_are_still_skipped(tmp_path):
+    # A Helm template is YAML only once rendered; anchors are valid YAML other tools use (a
+    # GitLab CI file): neither is moegen's to judge.
+    helm = tmp_path / "deployment.yaml"
+    helm.write_text("spec:\n  replicas: {{ .Values.replicas }}\n  x: {\n")
+    ci = tmp_path / ".gitlab-ci.yaml"
+    ci.write_text(".base: &base\n  image: python\njob:\n  <<: *base\n")
+    batch = read_inputs([helm, ci])
+    assert batch.ok and batch.all_findings() == []
+    assert batch.skipped == sorted([str(helm), str(ci)])
