@@ -41,10 +41,33 @@ def _exist(*paths: Path) -> None:
             raise UsageError(f"{path}: no such file")
 
 
-#: ``--target NAME[@VERSION]``: the platform to render for, replacing the spec's spec.target.
+def _target_arg(ctx, param, value: str | None) -> str | None:
+    """``--target`` names a known target, and a release after ``@`` (a usage error, exit 2)."""
+    if value is None:
+        return None
+    import difflib
+    import re
+    from .spec.operations import TARGET_NAMES, Target
+    name, at, version = value.partition("@")
+    if name not in TARGET_NAMES:
+        near = difflib.get_close_matches(name, TARGET_NAMES, n=1, cutoff=0.6)
+        raise UsageError(f"--target {value}: {name!r} is not a target "
+                         f"({'did you mean ' + repr(near[0]) + '? ' if near else ''}"
+                         f"one of {', '.join(TARGET_NAMES)})")
+    pattern = Target.model_fields["version"].metadata
+    regex = next((m.pattern for m in pattern if getattr(m, "pattern", None)), None)
+    if at and (not version or (regex and not re.match(regex, version))):
+        what = "no release after @" if not version else f"{version!r} is not a release"
+        raise UsageError(f"--target {value}: {what}; give NAME or NAME@MAJOR.MINOR.PATCH")
+    return value
+
+
+#: ``--target NAME[@VERSION]``: the platform to render for (spec.target.name and version).
 _TARGET = click.option("--target", "target", metavar="NAME[@VERSION]", default=None,
-                       help="Render for this platform instead of spec.target: kubernetes, "
-                       "kserve, rbg, dynamo or aibrix, optionally @ a controller release.")
+                       callback=_target_arg,
+                       help="Render for this platform (spec.target.name): kubernetes, "
+                       "kserve, rbg, dynamo or aibrix, optionally @ a controller release "
+                       "(spec.target.version).")
 
 
 def _checked(spec: Path, overlays: tuple[Path, ...],
