@@ -271,6 +271,7 @@ def import_cmd(inputs: tuple[Path, ...], out: Path | None, overlays: tuple[Path,
     gen validate does (exit 1 on errors; the spec is written either way)."""
     from .emit import write_file
     from .importer.spec_text import spec_yaml
+    from .inputs import written_errors
     batch = _batch(inputs, overlays, _import_options(gpu, engine_version, model_config))
     deps = [r for r in batch.results if r.kind == "manifest"]
     if not deps:
@@ -279,6 +280,11 @@ def import_cmd(inputs: tuple[Path, ...], out: Path | None, overlays: tuple[Path,
         raise UsageError("no vLLM or SGLang workload found in the input "
                          f"({len(batch.files)} files read)")
     texts = [(r.imported.data["metadata"]["name"], spec_yaml(r.imported)) for r in deps]
+    many = out is not None and (out.is_dir() or str(out).endswith("/") or len(texts) > 1)
+    written = []   # what gen validate of each written spec would add (IMP010 -> MOD005)
+    for r, (name, text) in zip(deps, texts):
+        where = str(out / f"{name}.yaml") if many else str(out) if out else f"<stdout: {name}>"
+        written += written_errors(r, text, where, list(overlays))
     if out is None:
         click.echo("---\n".join(t for _, t in texts), nl=False)
     elif out.is_dir() or str(out).endswith("/") or len(texts) > 1:
@@ -291,10 +297,10 @@ def import_cmd(inputs: tuple[Path, ...], out: Path | None, overlays: tuple[Path,
     else:
         write_file(out, texts[0][1], IMPORT_MARKER)
         click.echo(f"{out}: InferenceDeployment {texts[0][0]} written", err=True)
-    findings = batch.all_findings()
+    findings = batch.all_findings() + written
     if findings:
         click.echo(report.text(findings, colour=sys.stderr.isatty()), err=True)
-    if not batch.ok:
+    if not batch.ok or written:
         raise SpecRejected(findings)
 
 

@@ -29,7 +29,9 @@ from .spec.load import (
     Provenance,
     expand_inputs,
     loaded_from_document,
+    parse_embedded,
     read_unit,
+    with_overlays,
 )
 
 if TYPE_CHECKING:
@@ -229,6 +231,24 @@ def _one_document(name: str) -> Finding:
     from .errors import Location
     return Finding("LOAD004", Severity.ERROR, "$", "more than one YAML document in a spec file",
                    "put one InferenceDeployment per file", Location(name, 1, 1))
+
+
+def written_errors(result: Checked, text: str, file: str, overlays: list[Path] = (),
+                   target: str | None = None) -> list[Finding]:
+    """The errors ``gen validate FILE`` (with the same overlays) would report on the spec
+    ``gen import`` wrote for ``result`` (``text``) that the manifests' check did not: codes
+    reported on manifests only through an IMP finding (model.volume for weights the engine
+    downloads from the Hub: IMP010, MOD005), so that import and validate of its spec agree."""
+    from .errors import Location
+    from .importer import BLOCKING
+    if any(f.code in BLOCKING and f.severity is Severity.ERROR for f in result.findings):
+        return []   # the checks did not run on the manifests: the import failed already
+    data, prov, findings = parse_embedded(text, file, (1, 0), Location(file, 1, 1))
+    if not findings:
+        findings = pipeline.check_loaded(with_overlays(data, prov, [file], list(overlays)),
+                                         target).findings
+    seen = {f.code for f in result.findings}
+    return [f for f in findings if f.severity is Severity.ERROR and f.code not in seen]
 
 
 def summary_line(batch: Batch) -> str:

@@ -95,3 +95,42 @@ def test_templates_and_yaml_moegen_refuses_for_itself_are_still_skipped(tmp_path
     batch = read_inputs([helm, ci])
     assert batch.ok and batch.all_findings() == []
     assert batch.skipped == sorted([str(helm), str(ci)])
+
+
+HUB = """apiVersion: apps/v1
+kind: Deployment
+metadata: {name: r1}
+spec:
+  replicas: 1
+  selector: {matchLabels: {app: r1}}
+  template:
+    metadata: {labels: {app: r1}}
+    spec:
+      nodeSelector: {nvidia.com/gpu.product: NVIDIA-H200}
+      containers:
+      - name: vllm
+        image: vllm/vllm-openai:v0.33.0
+        command: [vllm, serve, deepseek-ai/DeepSeek-R1]
+        args: [--tensor-parallel-size, "8"]
+        resources: {limits: {nvidia.com/gpu: 8}}
+"""
+
+
+def test_import_fails_when_validate_of_its_spec_would(tmp_path, capsys):
+    # Weights from the Hugging Face Hub (IMP010, a warning on the manifest, which works): the
+    # spec has no Hub download, so the written spec needs model.volume (MOD005). gen import
+    # used to exit 0 ("0 errors") and gen validate of its spec 1; now both say MOD005.
+    manifest = tmp_path / "r1-lws2.yaml"
+    manifest.write_text(HUB)
+    assert run(["validate", str(manifest)]) == 0
+    capsys.readouterr()
+    spec = tmp_path / "r1-imported.yaml"
+    assert run(["import", str(manifest), "-o", str(spec)]) == 1
+    err = capsys.readouterr().err
+    assert f"{spec}:9:3: error MOD005" in err and "IMP010" in err
+    assert run(["validate", str(spec)]) == 1 and "MOD005" in capsys.readouterr().err
+    # The overlay that gives the volume makes both pass.
+    vol = tmp_path / "vol.yaml"
+    vol.write_text("spec:\n  model:\n    volume: {persistentVolumeClaim: {claimName: w}}\n")
+    assert run(["import", str(manifest), "-o", str(spec), "-f", str(vol)]) == 0
+    assert run(["validate", str(spec), "-f", str(vol)]) == 0
