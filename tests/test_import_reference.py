@@ -149,7 +149,7 @@ EXPECTED = {
         ("IMP004", 261),
     ]),
     "gke-deployment-vllm-llama4-maverick-fp8-tp8": (None, [
-        ("VER001", 22),
+        ("VER001", 40),
         ("IMP011", 52),
         ("IMP010", 60),
         ("IMP014", 63),
@@ -157,14 +157,14 @@ EXPECTED = {
         ("LOAD014", 101),
     ]),
     "gke-lws-vllm-deepseek-r1-tp8-pp2-hdml": ("H100-80GB", [
-        ("VER001", 28),
         ("NET001", 28),
         ("POOL005", 28),
+        ("VER001", 40),
         ("IMP016", 68),
     ]),
     "gke-lws-vllm-deepseek-r1-tp8-pp2": (None, [
-        ("VER001", 27),
         ("NET001", 27),
+        ("VER001", 41),
         ("IMP010", 51),
     ]),
     "kserve-llmisvc-deepseek-r1-0528-dp-ep-deepep-ht": ("H200-141GB", [
@@ -261,7 +261,6 @@ EXPECTED = {
         ("IMP005", 192),
         ("IMP005", 203),
         ("IMP015", 203),
-        ("ENG003", 478),
         ("POOL005", 478),
         ("IMP003", 502),
         ("IMP008", 502),
@@ -270,12 +269,14 @@ EXPECTED = {
         ("IMP005", 580),
         ("IMP005", 590),
         ("IMP015", 590),
+        # The image line of the first role's container (the engine's findings are at it).
+        ("ENG003", 669),
     ]),
     "sglang-statefulset-deepseek-r1-tp16-ep16": ("H200-141GB", [
-        ("ENG003", 9),
         ("NET001", 9),
         ("POOL005", 9),
         ("IMP008", 25),
+        ("ENG003", 26),
         # hostNetwork (line 65) with --host 0.0.0.0: the API listens on every node interface.
         ("NET090", 65),
     ]),

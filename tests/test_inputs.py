@@ -134,3 +134,28 @@ def test_import_fails_when_validate_of_its_spec_would(tmp_path, capsys):
     vol.write_text("spec:\n  model:\n    volume: {persistentVolumeClaim: {claimName: w}}\n")
     assert run(["import", str(manifest), "-o", str(spec), "-f", str(vol)]) == 0
     assert run(["validate", str(spec), "-f", str(vol)]) == 0
+
+
+def test_pool005_hint_names_the_pools_own_gpu_label(tmp_path):
+    from generator import pipeline
+    from tests.helpers import EXAMPLES
+    # An H200 pool is told NVIDIA-H200 (not NVIDIA-H20); a GPU whose label value moegen has not
+    # seen gets no invented value.
+    text = (EXAMPLES / "s1-16xh20-pd.yaml").read_text()
+    text = text.replace("gpu: H20-96GB", "gpu: H200-141GB").replace("gpu: H20-141GB",
+                                                                     "gpu: H800-80GB")
+    text = "\n".join(ln for ln in text.splitlines() if "nodeSelector:" not in ln) + "\n"
+    spec = tmp_path / "s.yaml"
+    spec.write_text(text)
+    found = [f for f in pipeline.check(spec).findings if f.code == "POOL005"]
+    hints = {f.path.rsplit(".", 1)[-1]: f.hint for f in found}
+    assert "{nvidia.com/gpu.product: NVIDIA-H200}" in hints["prefill-h20"]
+    assert "NVIDIA-H" not in hints["decode-h20"] and "H800-80GB nodes" in hints["decode-h20"]
+
+
+def test_engine_release_findings_point_at_the_image_line(tmp_path):
+    # VER001 for an image of a release moegen does not support: at the image, not at 1:1.
+    manifest = tmp_path / "sts.yaml"
+    manifest.write_text(HUB.replace("vllm/vllm-openai:v0.33.0", "vllm/vllm-openai:v0.6.9"))
+    found = [f for f in read_inputs([manifest]).all_findings() if f.code == "VER001"]
+    assert [(f.location.line, f.location.column) for f in found] == [(13, 9)]
