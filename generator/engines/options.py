@@ -15,6 +15,7 @@ import re
 from dataclasses import dataclass
 from functools import cache
 
+from ..errors import closest
 from ..resources import package_text
 
 #: A token that is an option (``-tp``, ``--x``, ``--x=v``), not a negative number value.
@@ -250,9 +251,9 @@ def value_problem(engine: str, version: str | None, name: str, value: str) -> tu
         ok = value in allowed
     if ok:
         return None
-    near = [] if kind else difflib.get_close_matches(value, allowed, n=1, cutoff=0.6)
+    near = None if kind else closest(value, allowed)
     return (f"{value!r} is not one of its choices",
-            (f"did you mean {near[0]!r}? " if near else "")
+            (f"did you mean {near!r}? " if near else "")
             + f"one of: {', '.join(allowed)}")
 
 
