@@ -159,3 +159,16 @@ def test_engine_release_findings_point_at_the_image_line(tmp_path):
     manifest.write_text(HUB.replace("vllm/vllm-openai:v0.33.0", "vllm/vllm-openai:v0.6.9"))
     found = [f for f in read_inputs([manifest]).all_findings() if f.code == "VER001"]
     assert [(f.location.line, f.location.column) for f in found] == [(13, 9)]
+
+
+def test_one_directory_of_several_renders_splits_by_directory(tmp_path):
+    # gen validate out/ (the README's renders side by side): each subdirectory its own
+    # deployment, reading its own objects (the KServe render does not get the gateway
+    # render's InferencePool: no RTR005) and its own env ConfigMaps.
+    out = tmp_path / "out"
+    for name, tree in (("s1", S1_TREE), ("igw", S1_IGW), ("s1-kserve", S1_KSERVE)):
+        shutil.copytree(tree, out / name)
+    batch = read_inputs([out])
+    assert sorted(_roles(batch)) == [["prefill", "decode"]] * 3
+    assert batch.ok, batch.all_findings()
+    assert {f.code for f in batch.all_findings()} == {"RTR012"}

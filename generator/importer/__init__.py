@@ -70,10 +70,10 @@ class UnitImport:
 
 def import_unit(unit: InputUnit, opts: Options | None = None) -> UnitImport:
     """Reconstruct every deployment in ``unit`` (documents that are specs are left out). In a
-    pool of several inputs (``unit.inputs``) a pod's ConfigMaps are looked up in its own input
-    first, roles group across inputs only where they do not repeat each other
+    pool of several inputs (``unit.inputs``) or a tree of directories a pod's ConfigMaps are
+    looked up in its own directory first, roles group only where they do not repeat each other
     (:func:`.build.group_roles`), and a deployment reads the objects beside it (router,
-    monitoring) from its own inputs and from inputs that hold no engine."""
+    monitoring) from its own directories and from directories that hold no engine."""
     from .assemble import assemble
     from .build import group_roles, read_roles
     from .launch import Context
@@ -85,12 +85,12 @@ def import_unit(unit: InputUnit, opts: Options | None = None) -> UnitImport:
         return unit.inputs.get(d.file, unit.name)
 
     shared = Context(docs)
-    by_input: dict[str, list[Document]] = {}
+    by_dir: dict[str, list[Document]] = {}   # a pod's ConfigMaps: its own directory's first
     for d in docs:
-        by_input.setdefault(input_of(d), []).append(d)
+        by_dir.setdefault(_where(d.file), []).append(d)
     roles, issues = [], []
-    for own in by_input.values():
-        ctx = Context(own, shared) if len(by_input) > 1 else shared
+    for own in by_dir.values():
+        ctx = Context(own, shared) if len(by_dir) > 1 else shared
         found, why = read_roles([w for d in own for w in workloads_of(d)], ctx, opts)
         roles += found
         issues += why
@@ -101,24 +101,23 @@ def import_unit(unit: InputUnit, opts: Options | None = None) -> UnitImport:
     for group in groups:
         files = sorted({r.workload.doc.file for r in group})
         imported = assemble(group, opts, files)
-        apply_objects(imported, [d for d in docs if _beside(d, group, groups, input_of)])
+        apply_objects(imported, [d for d in docs if _beside(d, group, groups)])
         refine(imported)
         out.deployments.append(imported)
     return out
 
 
-def _beside(d: Document, group: list, groups: list[list], input_of) -> bool:
-    """``d`` is read with ``group``'s roles: it is in one of their inputs; or its input holds no
-    engine and it sits in the directory of one of them (else of no deployment's workload)."""
-    def where(f: str) -> str:
-        return str(Path(f).parent)
-    if input_of(d) in {input_of(r.workload.doc) for r in group}:
+def _where(file: str) -> str:
+    return file.rsplit("/", 1)[0] if "/" in file else ""
+
+
+def _beside(d: Document, group: list, groups: list[list]) -> bool:
+    """``d`` is read with ``group``'s roles: it sits in the directory of one of them, or in a
+    directory that holds no deployment's engine."""
+    home = _where(d.file)
+    if home in {_where(r.workload.doc.file) for r in group}:
         return True
-    if any(input_of(d) == input_of(r.workload.doc) for g in groups for r in g):
-        return False
-    if where(d.file) in {where(r.workload.doc.file) for r in group}:
-        return True
-    return all(where(d.file) != where(r.workload.doc.file) for g in groups for r in g)
+    return all(home != _where(r.workload.doc.file) for g in groups for r in g)
 
 
 def _finding(issue) -> Finding:

@@ -187,12 +187,13 @@ def group_roles(roles: list[Role], input_of=None) -> list[list[Role]]:
     """Roles of one deployment together (see the module docstring), in input order.
 
     ``input_of``: the command-line input of a role (a file, a directory, the stream; None: one
-    input). An input's roles that repeat an object (the same API group, kind, namespace and
-    name, or the same role of a platform object) are alternatives, not one deployment (a
-    directory of variants): they split by file; workloads grouped only by namespace and model
-    split so too when they repeat a mode. Roles of different inputs combine (a prefill and a
-    decode in two files) only when they repeat none of this: a copy of a rendered tree, or two
-    renders of one spec, are two deployments."""
+    input). Roles that repeat an object (the same API group, kind, namespace and name, or the
+    same role of a platform object) are alternatives, not one deployment; workloads grouped
+    only by namespace and model are so too when they repeat a mode. An input that repeats
+    itself splits by directory (a tree of renders: out/s1, out/igw), a directory that does by
+    file (a directory of variants); then the parts combine again wherever they repeat nothing,
+    parts of one directory first: a deployment's prefill and decode in two files stay one, a
+    copy of a rendered tree or two renders of one spec are two deployments."""
     input_of = input_of or (lambda r: "")
     groups: dict[tuple, list[Role]] = {}
     for r in roles:
@@ -206,22 +207,10 @@ def group_roles(roles: list[Role], input_of=None) -> list[list[Role]]:
         groups.setdefault(key, []).append(r)
     out: list[list[Role]] = []
     for key, group in groups.items():
-        parts: list[list[Role]] = []
-        by_input: dict[str, list[Role]] = {}
-        for r in group:
-            by_input.setdefault(input_of(r), []).append(r)
-        for own in by_input.values():
-            if _repeats(key, own):
-                by_file: dict[str, list[Role]] = {}
-                for r in own:
-                    by_file.setdefault(r.workload.doc.file, []).append(r)
-                parts += list(by_file.values())
-            else:
-                parts.append(own)
+        parts = _split(key, group, [input_of, _dir, lambda r: r.workload.doc.file])
         merged: list[list[Role]] = []
         for part in parts:   # into a deployment of the same directory first
-            fits = [m for m in merged if {input_of(r) for r in m}.isdisjoint(
-                input_of(r) for r in part) and not _repeats(key, m + part)]
+            fits = [m for m in merged if not _repeats(key, m + part)]
             into = next((m for m in fits if _dirs(m) & _dirs(part)), fits[0] if fits else None)
             if into is None:
                 merged.append(part)
@@ -231,8 +220,25 @@ def group_roles(roles: list[Role], input_of=None) -> list[list[Role]]:
     return out
 
 
+def _split(key: tuple, group: list[Role], by: list) -> list[list[Role]]:
+    """``group`` split by ``by[0]`` (then each part that still repeats itself by ``by[1:]``)."""
+    if not by:
+        return [group]
+    parts: dict[str, list[Role]] = {}
+    for r in group:
+        parts.setdefault(by[0](r), []).append(r)
+    if len(parts) == 1 and not _repeats(key, group):
+        return [group]
+    return [q for p in parts.values()
+            for q in (_split(key, p, by[1:]) if _repeats(key, p) else [p])]
+
+
+def _dir(r: Role) -> str:
+    return r.workload.doc.file.rsplit("/", 1)[0] if "/" in r.workload.doc.file else ""
+
+
 def _dirs(group: list[Role]) -> set[str]:
-    return {r.workload.doc.file.rsplit("/", 1)[0] for r in group}
+    return {_dir(r) for r in group}
 
 
 def _repeats(key: tuple, group: list[Role]) -> bool:
