@@ -41,10 +41,33 @@ def _exist(*paths: Path) -> None:
             raise UsageError(f"{path}: no such file")
 
 
-#: ``--target NAME[@VERSION]``: the platform to render for, replacing the spec's spec.target.
+def _target_arg(ctx, param, value: str | None) -> str | None:
+    """``--target`` names a known target, and a release after ``@`` (a usage error, exit 2)."""
+    if value is None:
+        return None
+    import difflib
+    import re
+    from .spec.operations import TARGET_NAMES, Target
+    name, at, version = value.partition("@")
+    if name not in TARGET_NAMES:
+        near = difflib.get_close_matches(name, TARGET_NAMES, n=1, cutoff=0.6)
+        raise UsageError(f"--target {value}: {name!r} is not a target "
+                         f"({'did you mean ' + repr(near[0]) + '? ' if near else ''}"
+                         f"one of {', '.join(TARGET_NAMES)})")
+    pattern = Target.model_fields["version"].metadata
+    regex = next((m.pattern for m in pattern if getattr(m, "pattern", None)), None)
+    if at and (not version or (regex and not re.match(regex, version))):
+        what = "no release after @" if not version else f"{version!r} is not a release"
+        raise UsageError(f"--target {value}: {what}; give NAME or NAME@MAJOR.MINOR.PATCH")
+    return value
+
+
+#: ``--target NAME[@VERSION]``: the platform to render for (spec.target.name and version).
 _TARGET = click.option("--target", "target", metavar="NAME[@VERSION]", default=None,
-                       help="Render for this platform instead of spec.target: kubernetes, "
-                       "kserve, rbg, dynamo or aibrix, optionally @ a controller release.")
+                       callback=_target_arg,
+                       help="Render for this platform (spec.target.name): kubernetes, "
+                       "kserve, rbg, dynamo or aibrix, optionally @ a controller release "
+                       "(spec.target.version).")
 
 
 def _checked(spec: Path, overlays: tuple[Path, ...],
@@ -248,6 +271,7 @@ def import_cmd(inputs: tuple[Path, ...], out: Path | None, overlays: tuple[Path,
     gen validate does (exit 1 on errors; the spec is written either way)."""
     from .emit import write_file
     from .importer.spec_text import spec_yaml
+    from .inputs import written_errors
     batch = _batch(inputs, overlays, _import_options(gpu, engine_version, model_config))
     deps = [r for r in batch.results if r.kind == "manifest"]
     if not deps:
@@ -256,6 +280,11 @@ def import_cmd(inputs: tuple[Path, ...], out: Path | None, overlays: tuple[Path,
         raise UsageError("no vLLM or SGLang workload found in the input "
                          f"({len(batch.files)} files read)")
     texts = [(r.imported.data["metadata"]["name"], spec_yaml(r.imported)) for r in deps]
+    many = out is not None and (out.is_dir() or str(out).endswith("/") or len(texts) > 1)
+    written = []   # what gen validate of each written spec would add (IMP010 -> MOD005)
+    for r, (name, text) in zip(deps, texts):
+        where = str(out / f"{name}.yaml") if many else str(out) if out else f"<stdout: {name}>"
+        written += written_errors(r, text, where, list(overlays))
     if out is None:
         click.echo("---\n".join(t for _, t in texts), nl=False)
     elif out.is_dir() or str(out).endswith("/") or len(texts) > 1:
@@ -268,10 +297,10 @@ def import_cmd(inputs: tuple[Path, ...], out: Path | None, overlays: tuple[Path,
     else:
         write_file(out, texts[0][1], IMPORT_MARKER)
         click.echo(f"{out}: InferenceDeployment {texts[0][0]} written", err=True)
-    findings = batch.all_findings()
+    findings = batch.all_findings() + written
     if findings:
         click.echo(report.text(findings, colour=sys.stderr.isatty()), err=True)
-    if not batch.ok:
+    if not batch.ok or written:
         raise SpecRejected(findings)
 
 

@@ -103,3 +103,57 @@ class DriftDetected(GenError):
     def __init__(self, changes: list[str]):
         super().__init__(f"{len(changes)} file(s) differ")
         self.changes = changes
+
+
+#: Spellings people use for a value under another name -> moegen's name (did-you-mean): DeepEP's
+#: "normal" kernels are its high-throughput mode (deepseek-ai/DeepEP README: normal kernels for
+#: training and inference prefilling, low-latency kernels for decoding; SGLang 0.5.23
+#: python/sglang/srt/server_args.py --deepep-mode normal|low_latency; vLLM 0.33.0
+#: vllm/config/parallel.py deepep_high_throughput|deepep_low_latency).
+ALIASES = {"deepep_normal": "deepep_high_throughput", "deepep_ht": "deepep_high_throughput",
+           "deepep": "deepep_high_throughput", "normal": "deepep_high_throughput",
+           "high_throughput": "deepep_high_throughput", "deepep_ll": "deepep_low_latency",
+           "low_latency": "deepep_low_latency", "mori_normal": "mori_high_throughput",
+           "mori_ll": "mori_low_latency"}
+
+
+def _parts(text: str) -> list:
+    import re
+    return [int(p) if p.isdigit() else p for p in re.findall(r"[a-z]+|\d+", text.lower())]
+
+
+def _part_score(a: list, b: list) -> float:
+    """Part-by-part likeness of two ids made of letter and number runs (``H300-200GB``): a
+    number is as close as its relative difference, a word as its spelling."""
+    import difflib
+    if len(a) > len(b) or not a:
+        return 0.0
+    scale = 1.0 if len(a) == len(b) else 0.9   # a prefix of the id (H200 for H200-141GB)
+    total = 0.0
+    for x, y in zip(a, b):
+        if isinstance(x, int) and isinstance(y, int):
+            total += 1 - abs(x - y) / max(x, y, 1)
+        elif isinstance(x, str) and isinstance(y, str):
+            total += difflib.SequenceMatcher(None, x, y).ratio()
+    return scale * total / len(a)
+
+
+def closest(value: str, options: list[str], cutoff: float = 0.6) -> str | None:
+    """The option ``value`` most likely means (did-you-mean), or None: an alias people use
+    (:data:`ALIASES`), the same value in another case or separator, for ids with numbers
+    (GPU ids: ``H300-200GB`` -> ``H200-141GB``, not ``H800-80GB``) the one closest part by
+    part, else the closest spelling (difflib)."""
+    import difflib
+    norm = {o.lower().replace("-", "_"): o for o in options}
+    key = str(value).lower().replace("-", "_")
+    if key in norm:
+        return norm[key]
+    if ALIASES.get(key) in options:
+        return ALIASES[key]
+    parts = _parts(str(value))
+    if any(isinstance(p, int) for p in parts):
+        scored = sorted(((_part_score(parts, _parts(o)), o) for o in options), reverse=True)
+        if scored and scored[0][0] >= cutoff:
+            return scored[0][1]
+    near = difflib.get_close_matches(str(value), options, n=1, cutoff=cutoff)
+    return near[0] if near else None

@@ -1,13 +1,16 @@
 """Many inputs in one process (``gen validate a.yaml b.yaml dir/ -``, ``gen import``): each file
 is a spec, a PlanRequest, serving manifests, or neither; specs are checked one by one (with the
 overlays), every manifest document of every input is imported together (a deployment's prefill
-and decode may sit in different files) and each deployment found is checked like a spec
+and decode may sit in different files; inputs that repeat an object, such as a copy of a
+rendered tree or two renders of one spec, stay separate deployments:
+:func:`generator.importer.build.group_roles`) and each deployment found is checked like a spec
 (:func:`generator.pipeline.check_loaded`), its findings located in the manifests.
 
 Files that are neither (a values file, a CI workflow) are skipped and counted, so a pre-commit
 hook may hand every changed YAML file over. An unreadable file counts as a spec or manifest
 (its findings are reported) when its text names one (``kind: InferenceDeployment``, an engine
-entry point), else it is skipped too.
+entry point); one that names neither is reported when it is not valid YAML (:data:`BROKEN`),
+given or found in a directory alike, unless it is a template (``{{ }}``); else it is skipped too.
 """
 
 from __future__ import annotations
@@ -26,7 +29,9 @@ from .spec.load import (
     Provenance,
     expand_inputs,
     loaded_from_document,
+    parse_embedded,
     read_unit,
+    with_overlays,
 )
 
 if TYPE_CHECKING:
@@ -42,7 +47,13 @@ _RELEVANT = re.compile(
     r"\A(?:(?=(?P<spec>.*?(?:InferenceDeployment|moegen\.dev/)))|(?=.*\bkind:\s*(?:LeaderWorkerSet|"
     r"StatefulSet|Deployment|DisaggregatedSet|LLMInferenceService|RoleBasedGroup|"
     r"DynamoGraphDeployment|StormService)\b)(?=(?P<manifest>.*?(?:vllm\s+serve|vllm\.entrypoints|"
-    r"sglang\.launch_server|sglang\s+serve|dynamo\.(?:vllm|sglang)))))", re.S)
+    r"sglang\.launch_server|sglang\s+serve|dynamo\.(?:vllm|sglang))))|(?=(?P<template>.*?\{\{)))",
+    re.S)
+#: What makes a file that names neither a spec nor an engine a finding: it is not valid YAML
+#: (a syntax error, a duplicate key). Files moegen's guard refuses for its own inputs (anchors,
+#: custom tags, depth) are other tools' valid YAML, and a template (``{{ }}``: Helm, Jinja) is
+#: YAML only once rendered: both are skipped.
+BROKEN = frozenset({"LOAD008", "LOAD009"})
 
 
 @dataclass
@@ -122,6 +133,8 @@ def read_inputs(paths: list[Path], overlays: list[Path] = (), opts: Options | No
         bad = {f.location.file for f in unit.findings}
         indexed = {i for idx in unit.files.values() for i in idx}
         generated = [d for i, d in enumerate(unit.documents) if i not in indexed]
+        pool.inputs.update({n: unit.name for n in unit.files})
+        pool.inputs.update({d.file: unit.name for d in generated})
         for name in unit.files:
             docs = _file_docs(unit, name)
             kind = _kind_of(docs)
@@ -141,6 +154,11 @@ def read_inputs(paths: list[Path], overlays: list[Path] = (), opts: Options | No
                 loaded = LoadedSpec({}, Provenance(), [name], None,
                                     [f for f in unit.findings if f.location.file == name])
                 batch.results.append(Checked(name, SPEC, pipeline.check_loaded(loaded)))
+            elif name in bad and not unit.marks.get(name) and any(
+                    f.code in BROKEN for f in unit.findings if f.location.file == name):
+                # Broken YAML that names no spec or engine (given, or found in a directory):
+                # reported, so a policy check fails on it.
+                batch.findings += [f for f in unit.findings if f.location.file == name]
             elif kind == MANIFEST or (name in bad and unit.marks.get(name) == "manifest"):
                 pool.documents += docs
                 pool.files[name] = []
@@ -213,6 +231,24 @@ def _one_document(name: str) -> Finding:
     from .errors import Location
     return Finding("LOAD004", Severity.ERROR, "$", "more than one YAML document in a spec file",
                    "put one InferenceDeployment per file", Location(name, 1, 1))
+
+
+def written_errors(result: Checked, text: str, file: str, overlays: list[Path] = (),
+                   target: str | None = None) -> list[Finding]:
+    """The errors ``gen validate FILE`` (with the same overlays) would report on the spec
+    ``gen import`` wrote for ``result`` (``text``) that the manifests' check did not: codes
+    reported on manifests only through an IMP finding (model.volume for weights the engine
+    downloads from the Hub: IMP010, MOD005), so that import and validate of its spec agree."""
+    from .errors import Location
+    from .importer import BLOCKING
+    if any(f.code in BLOCKING and f.severity is Severity.ERROR for f in result.findings):
+        return []   # the checks did not run on the manifests: the import failed already
+    data, prov, findings = parse_embedded(text, file, (1, 0), Location(file, 1, 1))
+    if not findings:
+        findings = pipeline.check_loaded(with_overlays(data, prov, [file], list(overlays)),
+                                         target).findings
+    seen = {f.code for f in result.findings}
+    return [f for f in findings if f.severity is Severity.ERROR and f.code not in seen]
 
 
 def summary_line(batch: Batch) -> str:

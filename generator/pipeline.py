@@ -108,19 +108,36 @@ def override_namespace(loaded: LoadedSpec, namespace: str) -> None:
                                       Provenance({("metadata", "namespace"): where}))
 
 
+#: The spec.target fields only these targets take (targets/common.py TGT003).
+TARGET_ONLY = {"image": "dynamo", "clusterTopology": "dynamo", "packDomain": "dynamo"}
+
+
 def override_target(loaded: LoadedSpec, target: str) -> None:
-    """Set ``spec.target`` of ``loaded`` to ``NAME[@VERSION]`` (the whole object: the spec's
-    other target options belong to the target it named); findings on it point at the command
-    line (``--target``)."""
+    """Set the name of ``spec.target`` (and its version for ``NAME@VERSION``) of ``loaded``
+    (``--target``), keeping its other fields where that target takes them (an overlay's
+    ``spec.target.image`` for ``--target dynamo``); the spec's version stays when the name does
+    not change (a version of another target's releases is dropped, as are options only another
+    target takes). Findings on name and version point at the command line."""
     spec = loaded.data.get("spec")
     if not isinstance(spec, dict):
         return
     name, _, version = target.partition("@")
-    spec["target"] = {"name": name, **({"version": version} if version else {})}
+    old = spec.get("target") if isinstance(spec.get("target"), dict) else {}
+    keep = {k: v for k, v in old.items() if k not in ("name", "version")
+            and TARGET_ONLY.get(k, name) == name}
+    if not version and old.get("name", "kubernetes") == name and "version" in old:
+        version = old["version"]
+    spec["target"] = {"name": name, **({"version": version} if version else {}), **keep}
+    kept = {p: loc for p, loc in loaded.provenance.locations.items()
+            if p[:2] == ("spec", "target") and len(p) > 2 and p[2] in keep}
     where = Location("--target")
-    loaded.provenance.replace_subtree(("spec", "target"), Provenance(
-        {("spec", "target"): where, ("spec", "target", "name"): where,
-         ("spec", "target", "version"): where}))
+    at_cli = {("spec", "target"): where, ("spec", "target", "name"): where}
+    if "@" in target:
+        at_cli[("spec", "target", "version")] = where
+    elif "version" in spec["target"]:
+        at_cli[("spec", "target", "version")] = loaded.provenance.locations.get(
+            ("spec", "target", "version"), where)
+    loaded.provenance.replace_subtree(("spec", "target"), Provenance({**at_cli, **kept}))
 
 
 def check_loaded(loaded: LoadedSpec, target: str | None = None) -> Checked:

@@ -273,10 +273,32 @@ def test_every_example_renders_or_is_refused_with_a_finding(platform: str, tmp_p
                 jsonschema.validate(obj, platform_schema(obj["kind"]))
 
 
-def test_unknown_target_name_is_a_finding(capsys) -> None:
-    code = run(["validate", str(EXAMPLES / "s1-16xh20-pd.yaml"), "--target", "kserv"])
+@pytest.mark.parametrize("target,says", [
+    ("kserv", "did you mean 'kserve'?"), ("openshift", "one of kubernetes, kserve"),
+    ("kserve@", "no release after @"), ("kserve@latest", "'latest' is not a release")])
+def test_unknown_target_on_the_command_line_is_a_usage_error(capsys, target, says) -> None:
+    # A command-line mistake, not a finding on the spec: exit 2 (an empty @ was accepted).
+    code = run(["validate", str(EXAMPLES / "s1-16xh20-pd.yaml"), "--target", target])
     err = capsys.readouterr().err
-    assert code == 1 and "SCH004" in err and "--target" in err
+    assert code == 2 and says in err and "Traceback" not in err
+
+
+def test_target_sets_name_and_version_and_keeps_the_other_fields(tmp_path) -> None:
+    """``--target dynamo`` over an overlay that sets spec.target.image (no name): the image
+    stays (it used to be replaced with the whole spec.target: TGT032, name an image); a
+    target that does not take it drops it (TGT003 otherwise), and a spec's version of another
+    target's releases is dropped, the same target's kept."""
+    image = "registry.example.com/dynamo/vllm-runtime:1.4.0-vllm0.33.0"
+    overlay = tmp_path / "o.yaml"
+    overlay.write_text(f'spec:\n  target: {{image: "{image}"}}\n')
+    spec = EXAMPLES / "s1-16xh20-pd.yaml"
+    checked = pipeline.check(spec, [overlay], "dynamo")
+    assert checked.spec.spec.target.image == image
+    assert not [f for f in checked.findings if f.severity.value == "error"], checked.findings
+    assert pipeline.check(spec, [overlay], "kserve").spec.spec.target.image is None
+    overlay.write_text("spec:\n  target: {name: kserve, version: 0.20.0}\n")
+    assert pipeline.check(spec, [overlay], "kserve").spec.spec.target.version == "0.20.0"
+    assert pipeline.check(spec, [overlay], "rbg").spec.spec.target.version is None
 
 
 # --- what each target leaves to its controller (hand-derived expectations) --------------------

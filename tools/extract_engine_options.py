@@ -12,7 +12,9 @@ Sources, dumped from the engines' own parsers (one list of option strings per ar
 
 Writes ``generator/engines/data/engine-options.json``: per engine an alias table, the arity of
 each option of the current release (options that take no value, a list, or an optional value:
-how the manifest importer reads a command line), and the releases as a base list plus
+how the manifest importer reads a command line), the values each option of the current release
+takes (``values``: the argparse ``type`` when it is one moegen can apply, int, float or the
+engines' human-readable int, and the ``choices``: rule ENG006), and the releases as a base list plus
 per-release additions/removals; ``tests/test_data_drift.py`` fails when the
 committed file drifts.
 
@@ -78,6 +80,33 @@ def _arity(dump: list[dict]) -> dict[str, list[str]]:
     return {k: sorted(v) for k, v in out.items()}
 
 
+#: argparse ``type`` names of the dumps -> what ENG006 applies (others: the value is not checked):
+#: int/float are Python's; ``human_readable_int`` (vLLM 0.33.0 vllm/engine/arg_utils.py, SGLang
+#: 0.5.23 python/sglang/srt/server_args.py) also takes 25.6k / 1M, ``_or_auto`` also ``auto``;
+#: vLLM's ``_optional_type`` reads ``None`` and the empty string as None.
+_TYPES = {"int": "int", "float": "float", "human_readable_int": "human_int",
+          "human_readable_int_or_auto": "human_int_or_auto"}
+#: Types whose conversion is not a plain string (the choices are compared after it): skipped.
+_OPAQUE = {"<lambda>", "parse_cuda_graph_backend_arg", "parse_reasoning_parser"}
+
+
+def _values(dump: list[dict]) -> dict[str, dict]:
+    """Each option string of the current release -> the type and choices ENG006 checks."""
+    out: dict[str, dict] = {}
+    for e in dump:
+        entry: dict = {}
+        if e.get("type") in _TYPES:
+            entry["type"] = _TYPES[e["type"]]
+        if e.get("choices") and e.get("type") not in _OPAQUE:
+            entry["choices"] = [c for c in e["choices"] if c is not None]
+            if None in e["choices"] or e.get("type") == "_optional_type":
+                entry["none"] = True
+        if entry and e["nargs"] != 0:
+            for o in e["opts"]:
+                out[o] = entry
+    return dict(sorted(out.items()))
+
+
 def _engine(current: str, dump: list[dict], by_release: Path) -> dict:
     releases = json.loads(by_release.read_text()) if by_release.is_file() else {}
     releases = {v: _groups(g) for v, g in releases.items()}
@@ -86,7 +115,8 @@ def _engine(current: str, dump: list[dict], by_release: Path) -> dict:
     for v in sorted(releases, key=_key):
         aliases.update(_aliases(releases[v]))
     flat = {v: sorted({o for g in groups for o in g}) for v, groups in releases.items()}
-    return {"aliases": dict(sorted(aliases.items())), "arity": _arity(dump), **_delta(flat)}
+    return {"aliases": dict(sorted(aliases.items())), "arity": _arity(dump),
+            "current": current, "values": _values(dump), **_delta(flat)}
 
 
 def extract(src: Path) -> dict:

@@ -248,6 +248,16 @@ COUNT_FIELDS = ("n_shared_experts", "first_k_dense_replace", "num_nextn_predict_
 MAX_CONFIG_INT = 1 << 31
 
 
+#: The ``nvidia.com/gpu.product`` value NVIDIA GPU feature discovery puts on nodes of a catalog
+#: GPU (the device name with spaces as dashes: NVIDIA/k8s-device-plugin gpu-feature-discovery),
+#: for the GPUs whose value public manifests show (shared/reference/manifests: NVIDIA-H200; the
+#: field cases in tests/field: NVIDIA-H100-80GB-HBM3, NVIDIA-B200, NVIDIA-GB200, NVIDIA-H20). The
+#: 141 GB H20 and the others are left out: their value was not seen (POOL005 then names none).
+GPU_PRODUCTS = {"H20-96GB": "NVIDIA-H20", "H100-80GB": "NVIDIA-H100-80GB-HBM3",
+                "H200-141GB": "NVIDIA-H200", "B200-180GB": "NVIDIA-B200",
+                "GB200-186GB": "NVIDIA-GB200"}
+
+
 def config_problems(config: dict) -> list[str]:
     """What makes a config.json unusable for sizing: each field of
     :data:`POSITIVE_INT_FIELDS` / :data:`COUNT_FIELDS` that is present must be an integer (not a

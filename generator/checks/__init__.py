@@ -22,7 +22,8 @@ serving     SRV: batch tokens and admitted sequences
 network     NET, PORT: bootstrap interface, derived environment, ports; NET030-032 what the
             NIC family carries (engines/network.py NICS), pinned KV memory
 pod         POD, ENG002-003: pod memory and the image
-engine      ENG004-005, ENG030: engineArgs (options of the pinned release, not derived ones);
+engine      ENG004-006, ENG030: engineArgs (options of the pinned release and values its parser
+            accepts, not derived ones);
             known-bad release x feature combinations (facts/known_bad.py)
 sizing      SIZ: HBM sizing (phase ``sizing``: runs after the others)
 codes       codes raised outside the rule functions (loader, schema, pipeline, planner)

@@ -7,10 +7,12 @@ from ..facts.known_bad import known_bad
 from ..engines.options import (
     API_SERVER_COUNT,
     FLAG,
+    arity_problem,
     known_releases,
     option_flags,
     option_value,
     release_options,
+    value_problem,
 )
 from .registry import Context, E, Hit, role_path, rule
 
@@ -49,6 +51,48 @@ def _engine_args_known(ctx: Context):
                           f"did you mean {' or '.join(near)}?" if near else
                           f"see `{'vllm serve --help=all' if d.engine == 'vllm' else 'python -m sglang.launch_server --help'}` "
                           f"of {d.version}")
+
+
+@rule("ENG006", E, "engineArgs values are ones the engine's parser accepts",
+      "the engines' own parsers (vLLM 0.33.0 vllm/engine/arg_utils.py, SGLang 0.5.23 "
+      "python/sglang/srt/server_args.py): each option's argparse type, choices and nargs, "
+      "dumped into generator/engines/data/engine-options.json (values, arity; choices of "
+      "earlier releases: vLLM's kv cache dtypes and all2all backends, vllm-releases.json); "
+      "argparse exits at start on a value it cannot convert, one not among the choices, or a "
+      "missing value")
+def _engine_args_values(ctx: Context):
+    if ctx.dialect is None:
+        return
+    d = ctx.dialect
+    opts = release_options(d.engine, d.requested) or release_options(d.engine, d.version)
+    if opts is None:
+        return   # ENG004 says the options cannot be checked
+    for i, role in enumerate(ctx.spec.spec.roles):
+        yield from (Hit(role_path(i, "engineArgs", j), f"{d.label} {opts.version}: {what}", hint)
+                    for j, what, hint in args_problems(d.engine, opts, role.engineArgs))
+
+
+def args_problems(engine: str, opts, args: list[str]):
+    """(index, what, hint) of every option of ``args`` whose values the release's parser
+    refuses (options it does not have are ENG004's)."""
+    for j, flag in option_flags(args):
+        name, eq, inline = flag.partition("=")
+        if opts.canonical(name) is None:
+            continue
+        values = [inline] if eq else []
+        k = j + 1
+        while not eq and k < len(args) and not FLAG.match(args[k]):
+            values.append(args[k])
+            k += 1
+        wrong = arity_problem(engine, name, values, bool(eq))
+        if wrong:
+            yield j, wrong, "give the value as the next item: [--opt, value]"
+            continue
+        for value in values[:1] if eq or len(values) == 1 else values:
+            problem = value_problem(engine, opts.version, name, value)
+            if problem:
+                yield j, f"{name} {problem[0]}", problem[1]
+                break
 
 
 @rule("ENG005", E, "engineArgs do not set flags moegen derives",

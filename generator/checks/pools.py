@@ -87,8 +87,17 @@ def _pool_selector(ctx: Context):
             yield Hit(("spec", "nodePools", name),
                       f"pool {name!r} ({pool.gpu}) has no nodeSelector: its pods may land on "
                       "nodes with other GPUs",
-                      "set nodeSelector, e.g. {nvidia.com/gpu.product: NVIDIA-H20} or the "
-                      "instance-type label")
+                      _selector_hint(pool.gpu))
+
+
+def _selector_hint(gpu: str) -> str:
+    """The pool's own GPU product label (catalog GPU_PRODUCTS), else what to look for."""
+    from ..catalog import GPU_PRODUCTS
+    if gpu in GPU_PRODUCTS:
+        return (f"set nodeSelector, e.g. {{nvidia.com/gpu.product: {GPU_PRODUCTS[gpu]}}} or "
+                "the instance-type label")
+    return (f"set nodeSelector to a label only the {gpu} nodes carry (GPU feature discovery's "
+            "nvidia.com/gpu.product or amd.com/gpu.product-name, or the instance-type label)")
 
 
 @rule("TOP001", E, "an instance fits one topology domain",

@@ -15,6 +15,7 @@ import re
 from dataclasses import dataclass
 from functools import cache
 
+from ..errors import closest
 from ..resources import package_text
 
 #: A token that is an option (``-tp``, ``--x``, ``--x=v``), not a negative number value.
@@ -117,6 +118,9 @@ def option_arity(engine: str, name: str) -> str:
     arity = _arity(engine)
     if name in arity:
         return arity[name]
+    current = release_options(engine, _data()[engine]["current"])
+    if current is not None and name in current.options:
+        return TAKES_ONE   # the current parser's, not a flag (--disable-access-log-for-endpoints)
     if name.startswith(("--enable-", "--disable-", "--no-")):
         return TAKES_NONE
     return TAKES_ONE
@@ -170,3 +174,98 @@ def _fold(aliases: dict[str, str]) -> dict[str, str]:
             if n != longs[0]:
                 out[n] = longs[0]
     return out
+
+
+# -- option values (rule ENG006, the importer) ---------------------------------------------------
+
+#: vLLM 0.33.0 / SGLang 0.5.23 ``human_readable_int``: an integer, or a number with a decimal
+#: (k/m/g/t: x1000) or binary (K/M/G/T: x1024, integers only) suffix.
+_HUMAN = re.compile(r"\s*(\d+(?:\.\d+)?[kmgt]|\d+[KMGT])\s*")
+_TYPE_WORDS = {"int": "an integer", "float": "a number",
+               "human_int": "an integer (or with a suffix: 25.6k, 2M)",
+               "human_int_or_auto": "an integer (or with a suffix: 25.6k, 2M), or auto"}
+_SHORT_WORDS = {"int": "an integer", "float": "a number", "human_int": "an integer",
+                "human_int_or_auto": "an integer"}
+
+
+@cache
+def _vllm_releases() -> dict:
+    return json.loads(package_text("engines", "data", "vllm-releases.json"))["releases"]
+
+
+def _parses(kind: str, value: str) -> bool:
+    if kind in ("human_int", "human_int_or_auto"):
+        if kind == "human_int_or_auto" and value.strip().lower() in ("auto", "-1"):
+            return True
+        if _HUMAN.fullmatch(value):
+            return True
+        kind = "int"
+    try:
+        (int if kind == "int" else float)(value)
+    except ValueError:
+        return False
+    return True
+
+
+def value_choices(engine: str, version: str | None, name: str) -> tuple[list[str], str] | None:
+    """(the values option string ``name`` takes at ``version``, the release they are of), or
+    None when moegen has no list for that release: the current release's parser dump
+    (engine-options.json ``values``), vLLM's ``--kv-cache-dtype`` and ``--all2all-backend`` of
+    every release (vllm-releases.json ``kvCacheDtypes``, ``all2all.flagChoices``)."""
+    if engine == "vllm" and version in _vllm_releases():
+        facts = _vllm_releases()[version]
+        if name == "--kv-cache-dtype":
+            return list(facts["kvCacheDtypes"]), version
+        if name == "--all2all-backend" and facts["all2all"]["flagChoices"]:
+            return list(facts["all2all"]["flagChoices"]), version
+    data = _data()[engine]
+    entry = data["values"].get(name, {})
+    if "choices" in entry and version == data["current"]:
+        return [str(c) for c in entry["choices"]], version
+    return None
+
+
+def value_problem(engine: str, version: str | None, name: str, value: str) -> tuple[str, str] | None:
+    """(what the engine's parser says about ``value`` of option string ``name`` at
+    ``version`` (None: a release moegen does not know), a hint with the allowed values), or
+    None when it accepts it or moegen cannot tell. The type is the current release's (a type does not change between releases), the
+    choices those of :func:`value_choices`."""
+    data = _data()[engine]
+    entry = data["values"].get(name, {})
+    kind = entry.get("type")
+    if entry.get("none") and value in ("None", ""):
+        return None
+    if kind and not _parses(kind, value):
+        return f"{value!r} is not {_SHORT_WORDS[kind]}", f"give {_TYPE_WORDS[kind]}"
+    choices = value_choices(engine, version, name)
+    if choices is None:
+        return None
+    allowed = choices[0]
+    if kind in ("int", "float"):
+        try:
+            ok = (int if kind == "int" else float)(value) in [
+                (int if kind == "int" else float)(c) for c in allowed]
+        except ValueError:
+            ok = False
+    else:
+        ok = value in allowed
+    if ok:
+        return None
+    near = None if kind else closest(value, allowed)
+    return (f"{value!r} is not one of its choices",
+            (f"did you mean {near!r}? " if near else "")
+            + f"one of: {', '.join(allowed)}")
+
+
+def arity_problem(engine: str, name: str, values: list[str], inline: bool) -> str | None:
+    """What the parser says about the number of values given to option string ``name`` (the
+    tokens after it up to the next option, or one ``--x=v`` value), or None."""
+    current = release_options(engine, _data()[engine]["current"])
+    if current is None or name not in current.options:
+        return None   # the arity is the current release's parser's
+    takes = option_arity(engine, name)
+    if takes == TAKES_ONE and not values:
+        return f"{name} expects one value (argparse: expected one argument)"
+    if takes == TAKES_NONE and inline:
+        return f"{name} takes no value (argparse: ignored explicit argument)"
+    return None

@@ -69,26 +69,55 @@ class UnitImport:
 
 
 def import_unit(unit: InputUnit, opts: Options | None = None) -> UnitImport:
-    """Reconstruct every deployment in ``unit`` (documents that are specs are left out)."""
+    """Reconstruct every deployment in ``unit`` (documents that are specs are left out). In a
+    pool of several inputs (``unit.inputs``) or a tree of directories a pod's ConfigMaps are
+    looked up in its own directory first, roles group only where they do not repeat each other
+    (:func:`.build.group_roles`), and a deployment reads the objects beside it (router,
+    monitoring) from its own directories and from directories that hold no engine."""
     from .assemble import assemble
     from .build import group_roles, read_roles
     from .launch import Context
     from .workloads import workloads_of
     opts = opts or Options()
     docs = [d for d in unit.documents if not _is_spec(d)]
-    ctx = Context(docs)
-    workloads = [w for d in docs for w in workloads_of(d)]
-    roles, issues = read_roles(workloads, ctx, opts)
+
+    def input_of(d: Document) -> str:
+        return unit.inputs.get(d.file, unit.name)
+
+    shared = Context(docs)
+    by_dir: dict[str, list[Document]] = {}   # a pod's ConfigMaps: its own directory's first
+    for d in docs:
+        by_dir.setdefault(_where(d.file), []).append(d)
+    roles, issues = [], []
+    for own in by_dir.values():
+        ctx = Context(own, shared) if len(by_dir) > 1 else shared
+        found, why = read_roles([w for d in own for w in workloads_of(d)], ctx, opts)
+        roles += found
+        issues += why
     out = UnitImport(findings=list(unit.findings) + [_finding(i) for i in issues])
     from .objects import apply_objects
     from .refine import refine
-    for group in group_roles(roles):
+    groups = group_roles(roles, lambda r: input_of(r.workload.doc))
+    for group in groups:
         files = sorted({r.workload.doc.file for r in group})
         imported = assemble(group, opts, files)
-        apply_objects(imported, docs)
+        apply_objects(imported, [d for d in docs if _beside(d, group, groups)])
         refine(imported)
         out.deployments.append(imported)
     return out
+
+
+def _where(file: str) -> str:
+    return file.rsplit("/", 1)[0] if "/" in file else ""
+
+
+def _beside(d: Document, group: list, groups: list[list]) -> bool:
+    """``d`` is read with ``group``'s roles: it sits in the directory of one of them, or in a
+    directory that holds no deployment's engine."""
+    home = _where(d.file)
+    if home in {_where(r.workload.doc.file) for r in group}:
+        return True
+    return all(home != _where(r.workload.doc.file) for g in groups for r in g)
 
 
 def _finding(issue) -> Finding:
@@ -115,10 +144,11 @@ def check_imported(imported: "Imported", overlays: list[Path] = (), target: str 
     checks' unless one of :data:`BLOCKING` stops them."""
     from .. import pipeline
     loaded = to_loaded(imported, overlays)
-    imp = [f for f in loaded.findings if f.code.startswith("IMP")]
+    mine = {i.code for i in imported.issues}   # IMP codes, and ENG006 for refused values
+    imp = [f for f in loaded.findings if f.code in mine]
     if any(f.code in BLOCKING and f.severity is Severity.ERROR for f in imp):
         return pipeline.check_loaded(loaded, target)
-    loaded.findings = [f for f in loaded.findings if not f.code.startswith("IMP")]
+    loaded.findings = [f for f in loaded.findings if f.code not in mine]
     checked = pipeline.check_loaded(loaded, target)
     checked.findings = sorted(imp + checked.findings, key=Finding.sort_key)
     return checked

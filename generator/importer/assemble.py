@@ -218,6 +218,12 @@ def assemble(group: list[Role], opts: Options, files: list[str]) -> Imported:
     suppress: set[str] = set()
     spec: dict[str, Any] = {"model": _model(group, opts, prov, issues, suppress),
                             "engine": _engine(group, opts, issues)}
+    lead = group[0]
+    if lead.launch.image:   # engine findings (VER001, ENG002) at the image line
+        at = lead.workload.doc.provenance.locate((*lead.launch.cpath, "image"))
+        prov.locations[("spec", "engine", "image")] = at
+        if not opts.engine_version:
+            prov.locations[("spec", "engine", "version")] = at
     pools, pool_of = _pools(group, names, issues)
     spec["nodePools"] = pools
     netted = next((r for r in group if r.pod.network), None)

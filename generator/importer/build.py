@@ -139,9 +139,9 @@ def read_roles(workloads: list[Workload], ctx: Context, opts: Options) -> tuple[
         cmd = launch.command
         _multi_node_statefulset(w, cmd)
         if cmd.engine == "vllm":
-            fields_ = vllm_fields(cmd, launch, _reads_env(version), managed)
+            fields_ = vllm_fields(cmd, launch, _reads_env(version), managed, version)
         else:
-            fields_ = sglang_fields(cmd, launch, managed)
+            fields_ = sglang_fields(cmd, launch, managed, version)
         model_path = fields_.model.get("path")
         pod = read_pod(w, w.leader, launch, opts.gpu, model_path, frozenset(ctx.channels))
         if w.worker is not None:
@@ -183,10 +183,18 @@ def _reads_env(version: str | None) -> bool:
         return False
 
 
-def group_roles(roles: list[Role]) -> list[list[Role]]:
-    """Roles of one deployment together (see the module docstring), in input order. Workloads
-    grouped by namespace and model that repeat an object (the same kind and name, or the same
-    role) are alternatives, not one deployment (a directory of variants): they split by file."""
+def group_roles(roles: list[Role], input_of=None) -> list[list[Role]]:
+    """Roles of one deployment together (see the module docstring), in input order.
+
+    ``input_of``: the command-line input of a role (a file, a directory, the stream; None: one
+    input). Roles that repeat an object (the same API group, kind, namespace and name, or the
+    same role of a platform object) are alternatives, not one deployment; workloads grouped
+    only by namespace and model are so too when they repeat a mode. An input that repeats
+    itself splits by directory (a tree of renders: out/s1, out/igw), a directory that does by
+    file (a directory of variants); then the parts combine again wherever they repeat nothing,
+    parts of one directory first: a deployment's prefill and decode in two files stay one, a
+    copy of a rendered tree or two renders of one spec are two deployments."""
+    input_of = input_of or (lambda r: "")
     groups: dict[tuple, list[Role]] = {}
     for r in roles:
         w = r.workload
@@ -199,16 +207,48 @@ def group_roles(roles: list[Role]) -> list[list[Role]]:
         groups.setdefault(key, []).append(r)
     out: list[list[Role]] = []
     for key, group in groups.items():
-        names = [(r.workload.kind, r.workload.name, r.workload.role) for r in group]
-        modes = [(_mode(r), r.workload.leader.labels.get("llm-d.ai/role")) for r in group]
-        if key[0] == "model" and (len(set(names)) < len(names) or len(set(modes)) < len(modes)):
-            by_file: dict[str, list[Role]] = {}
-            for r in group:
-                by_file.setdefault(r.workload.doc.file, []).append(r)
-            out += list(by_file.values())
-        else:
-            out.append(group)
+        parts = _split(key, group, [input_of, _dir, lambda r: r.workload.doc.file])
+        merged: list[list[Role]] = []
+        for part in parts:   # into a deployment of the same directory first
+            fits = [m for m in merged if not _repeats(key, m + part)]
+            into = next((m for m in fits if _dirs(m) & _dirs(part)), fits[0] if fits else None)
+            if into is None:
+                merged.append(part)
+            else:
+                into += part
+        out += merged
     return out
+
+
+def _split(key: tuple, group: list[Role], by: list) -> list[list[Role]]:
+    """``group`` split by ``by[0]`` (then each part that still repeats itself by ``by[1:]``)."""
+    if not by:
+        return [group]
+    parts: dict[str, list[Role]] = {}
+    for r in group:
+        parts.setdefault(by[0](r), []).append(r)
+    if len(parts) == 1 and not _repeats(key, group):
+        return [group]
+    return [q for p in parts.values()
+            for q in (_split(key, p, by[1:]) if _repeats(key, p) else [p])]
+
+
+def _dir(r: Role) -> str:
+    return r.workload.doc.file.rsplit("/", 1)[0] if "/" in r.workload.doc.file else ""
+
+
+def _dirs(group: list[Role]) -> set[str]:
+    return {_dir(r) for r in group}
+
+
+def _repeats(key: tuple, group: list[Role]) -> bool:
+    """``group`` holds one object twice, or (grouped by model only) one mode twice."""
+    names = [(r.workload.api.split("/")[0] if "/" in r.workload.api else "", r.workload.kind,
+              r.workload.namespace or "", r.workload.name, r.workload.role) for r in group]
+    if len(set(names)) < len(names):
+        return True
+    modes = [(_mode(r), r.workload.leader.labels.get("llm-d.ai/role")) for r in group]
+    return key[0] == "model" and len(set(modes)) < len(modes)
 
 
 def _role_name(r: Role, names: list[str], base: str) -> str:

@@ -18,8 +18,10 @@ from typing import Any
 
 from ..engines import sglang as sg
 from ..engines import vllm as vl
+from ..engines.options import FLAG as _OPTION_TOKEN
+from ..engines.options import arity_problem, known_releases, value_problem
 from ..errors import Location
-from .argv import EngineCommand, Option, canonical
+from .argv import EngineCommand, Option, canonical, resolve
 from .launch import Issue, Launch
 from .shell import is_runtime, show
 
@@ -120,17 +122,19 @@ def _float(text: Any) -> float | None:
 class _Reader:
     """Consumes options into a RoleFields, remembering which were used."""
 
-    def __init__(self, cmd: EngineCommand, launch: Launch) -> None:
+    def __init__(self, cmd: EngineCommand, launch: Launch, version: str | None = None) -> None:
         self.cmd, self.launch = cmd, launch
         self.out = RoleFields()
         self.used: set[int] = set()
+        self.bad = _refused(self, version)   # refused by the engine: reported, not read
+        self.used |= self.bad
 
     def opt(self, *names: str) -> Option | None:
         """The last option that is a spelling of one of ``names`` (marked as used)."""
         want = {canonical(self.cmd.engine, None, n)[0] for n in names}
         found = None
         for x in self.cmd.options:
-            if x.canonical in want:
+            if x.canonical in want and x.index not in self.bad:
                 self.used.add(x.index)
                 found = x
         return found
@@ -303,11 +307,38 @@ def _admission(r: _Reader, o: Option | None, per_rank: bool, managed: bool) -> N
         r.put(("serving", "maxNumSeqs"), n, o)
 
 
+def _refused(r: _Reader, version: str | None) -> set[int]:
+    """The options whose values the release's parser refuses at start (ENG006, as for
+    engineArgs: engines/options.py ``value_problem``, ``arity_problem``), by argv index."""
+    engine = r.cmd.engine
+    version = version if version in known_releases(engine) else None   # types only
+    out: set[int] = set()
+    for o in r.cmd.options:
+        if o.wrapper or not o.known:
+            continue
+        name = resolve(engine, version or known_releases(engine)[-1], o.name) or o.name
+        values = [] if o.value is None else [o.value] if isinstance(o.value, str) else o.value
+        given = [v for v in values if not _OPTION_TOKEN.match(v)]
+        wrong = arity_problem(engine, name, given, "=" in r.launch.argv[o.index])
+        problem = None if wrong else next(
+            (p for v in given if not is_runtime(v)
+             for p in [value_problem(engine, version, name, v)] if p), None)
+        if wrong or problem:
+            what = wrong or f"{o.name} {problem[0]}"
+            label = "vLLM" if engine == "vllm" else "SGLang"
+            r.issue("ENG006", f"{label} {version or ''}".strip() + f": {what}: the engine "
+                    "exits at start",
+                    o, problem[1] if problem else "give the option its value", error=True)
+            out.add(o.index)
+    return out
+
+
 def vllm_fields(cmd: EngineCommand, launch: Launch, dialect_env: bool,
-                managed: bool) -> RoleFields:
+                managed: bool, version: str | None = None) -> RoleFields:
     """The role fields of a ``vllm serve`` command (``dialect_env``: the release reads
-    ``VLLM_ALL2ALL_BACKEND``; ``managed``: moegen rendered the workload)."""
-    r = _Reader(cmd, launch)
+    ``VLLM_ALL2ALL_BACKEND``; ``managed``: moegen rendered the workload; ``version``: the
+    release whose option values are checked, default the newest)."""
+    r = _Reader(cmd, launch, version)
     model = r.opt("--model")
     path = cmd.model or (model.value if model is not None else None)
     if isinstance(path, str):
@@ -366,10 +397,11 @@ def _keep_api_servers(r: _Reader) -> None:
         r.used.discard(o.index)
 
 
-def sglang_fields(cmd: EngineCommand, launch: Launch, managed: bool) -> RoleFields:
+def sglang_fields(cmd: EngineCommand, launch: Launch, managed: bool,
+                  version: str | None = None) -> RoleFields:
     """The role fields of an SGLang ``launch_server`` command (``managed``: moegen rendered the
-    workload)."""
-    r = _Reader(cmd, launch)
+    workload; ``version``: as :func:`vllm_fields`)."""
+    r = _Reader(cmd, launch, version)
     o = r.opt("--model-path")
     if o is not None and isinstance(o.value, str):
         r.out.model["path"] = o.value

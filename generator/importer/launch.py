@@ -106,17 +106,20 @@ class Context:
     ``compute-domain-default-channel.nvidia.com`` device class: NVIDIA/k8s-dra-driver-gpu
     api/nvidia.com/resource/v1beta1/computedomain.go)."""
 
-    def __init__(self, docs: list[Document]) -> None:
-        self.configmaps: dict[str, Document] = {}
-        self.channels: set[str] = set()
+    def __init__(self, docs: list[Document], fallback: "Context | None" = None) -> None:
+        self.configmaps: dict[str, Document] = dict(fallback.configmaps) if fallback else {}
+        self.channels: set[str] = set(fallback.channels) if fallback else set()
+        mine: set[str] = set()   # own ConfigMaps first, then another input's (``fallback``)
         for d in docs:
             if not isinstance(d.data, dict):
                 continue
             kind, api = d.data.get("kind"), str(d.data.get("apiVersion", ""))
             meta = d.data.get("metadata") if isinstance(d.data.get("metadata"), dict) else {}
             name = meta.get("name")
-            if kind == "ConfigMap" and api == "v1" and isinstance(name, str):
-                self.configmaps.setdefault(name, d)
+            if kind == "ConfigMap" and api == "v1" and isinstance(name, str) \
+                    and name not in mine:
+                self.configmaps[name] = d
+                mine.add(name)
             elif kind == "ComputeDomain" and api.startswith("resource.nvidia.com/"):
                 tpl = _get(d.data, "spec", "channel", "resourceClaimTemplate", "name")
                 if isinstance(tpl, str):

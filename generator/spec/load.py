@@ -47,10 +47,8 @@ from .provenance import PathKey, Provenance, json_path  # noqa: F401 - re-export
 MAX_BYTES = 1 << 20
 #: Deepest nesting of mappings/sequences accepted (the schema itself is < 10 levels deep).
 MAX_DEPTH = 64
-#: Largest model ``config.json`` accepted, bytes (HF configs are < 10 KiB).
-MAX_CONFIG_BYTES = 1 << 20
-#: Largest manifest file or stream accepted (``helm template`` / ``kustomize build`` of a whole
-#: deployment is at most a few MiB), bytes.
+MAX_CONFIG_BYTES = 1 << 20   # the largest model config.json accepted (HF's are < 10 KiB)
+#: Largest manifest file or stream accepted, bytes (a whole ``helm template`` is a few MiB).
 MAX_STREAM_BYTES = 16 << 20
 #: Most files one directory input reads (a repository of manifests, not a file system).
 MAX_FILES = 4096
@@ -58,8 +56,8 @@ MAX_FILES = 4096
 #: Block scalars (``|``, ``>``): their content starts on the line after the indicator.
 _BLOCK_STRINGS = (LiteralScalarString, FoldedScalarString)
 #: Explicit tags a spec may carry (the YAML 1.2 core schema); anything else is refused.
-_PLAIN_TAGS = {f"tag:yaml.org,2002:{t}" for t in ("str", "int", "float", "bool", "null", "map", "seq")}
-_PLAIN_TAGS |= {f"!!{t}" for t in ("str", "int", "float", "bool", "null", "map", "seq")}
+_PLAIN_TAGS = {f"{p}{t}" for p in ("tag:yaml.org,2002:", "!!")
+               for t in ("str", "int", "float", "bool", "null", "map", "seq")}
 
 
 @dataclass
@@ -447,7 +445,8 @@ class InputUnit:
     ConfigMaps a ``kustomization.yaml``'s ``configMapGenerator`` builds from env files (keys
     located at the env files' lines); ``files``: each file read -> indices of its documents;
     ``findings``: what could not be read; ``texts``: each file's size, bytes; ``marks``: the
-    files whose text matches :func:`read_unit`'s ``mark`` -> the name of its group that matched.
+    files whose text matches :func:`read_unit`'s ``mark`` -> the name of its group that matched;
+    ``inputs``: each file of a pool of inputs (``generator/inputs.py``) -> the input it is from.
     """
 
     name: str
@@ -456,6 +455,7 @@ class InputUnit:
     findings: list[Finding] = field(default_factory=list)
     texts: dict[str, int] = field(default_factory=dict)
     marks: dict[str, str] = field(default_factory=dict)
+    inputs: dict[str, str] = field(default_factory=dict)
 
 
 def expand_inputs(paths: list[Path]) -> tuple[list[tuple[Path, list[Path]]], list[str]]:

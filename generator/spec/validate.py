@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 
 from pydantic import ValidationError
 
-from ..errors import Finding, Severity
+from ..errors import Finding, Severity, closest
 from .load import LoadedSpec, json_path
 from .models import InferenceDeployment, json_schema
 
@@ -75,8 +75,8 @@ def _schema_finding(err: "jsonschema.ValidationError", loaded: LoadedSpec) -> Fi
         code = "SCH004"
         options = err.validator_value if err.validator == "enum" else [err.validator_value]
         message = f"{_show(err.instance)} is not one of {', '.join(map(_show, options))}"
-        close = difflib.get_close_matches(str(err.instance), [str(o) for o in options], n=1)
-        hint = f"did you mean {close[0]!r}?" if close else ""
+        close = closest(str(err.instance), [str(o) for o in options])
+        hint = f"did you mean {close!r}?" if close else ""
     elif err.validator in ("type",):
         code = "SCH005"
         want = err.validator_value

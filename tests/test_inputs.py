@@ -1,0 +1,174 @@
+"""Many inputs in one process (generator/inputs.py): how deployments group across inputs, and
+what is reported for files that cannot be read."""
+
+from __future__ import annotations
+
+import shutil
+
+from generator.cli import run
+from generator.inputs import read_inputs
+from tests.helpers import ROOT
+
+GOLDEN = ROOT / "tests" / "golden"
+S1_TREE = GOLDEN / "s1-16xh20-pd" / "expected"
+S1_IGW = GOLDEN / "s1-inference-gateway" / "expected"
+S1_KSERVE = ROOT / "tests" / "golden-targets" / "kserve-s1" / "expected"
+
+
+def _roles(batch) -> list[list[str]]:
+    return [[r["name"] for r in c.imported.data["spec"]["roles"]] for c in batch.results]
+
+
+def test_a_copied_tree_is_a_second_deployment_not_more_roles(tmp_path):
+    # gen import out/r1 r1-copy: two deployments of two roles each (not prefill, prefill-1,
+    # decode, decode-3): the same LeaderWorkerSets (group, kind, namespace, name) twice.
+    copy = tmp_path / "r1-copy-staging"
+    shutil.copytree(S1_TREE, copy)
+    batch = read_inputs([S1_TREE, copy])
+    assert _roles(batch) == [["prefill", "decode"], ["prefill", "decode"]]
+    assert batch.ok, batch.all_findings()
+
+
+def test_two_renders_of_one_spec_are_two_deployments():
+    # The inference-gateway render's objects (InferencePool, picker) are not read into the
+    # plain render's deployment (RTR012 belongs to the gateway render only), and a KServe
+    # render beside a Kubernetes render keeps its own ports (no RTR005).
+    batch = read_inputs([S1_TREE, S1_IGW])
+    assert _roles(batch) == [["prefill", "decode"], ["prefill", "decode"]]
+    rtr012 = {f.location.file for f in batch.all_findings() if f.code == "RTR012"}
+    assert rtr012 == {str(S1_IGW / "decode-lws.yaml")}
+    both = read_inputs([S1_IGW, S1_KSERVE])
+    assert len(both.results) == 2 and both.ok, both.all_findings()
+    assert not [f for f in both.all_findings() if f.code == "RTR005"]
+
+
+def test_prefill_and_decode_in_two_files_are_still_one_deployment(tmp_path):
+    # The documented feature: a deployment's roles in different inputs combine, as long as
+    # they repeat no object; given file by file, two trees still split by directory.
+    a, b = tmp_path / "a", tmp_path / "b"
+    shutil.copytree(S1_TREE, a)
+    shutil.copytree(S1_TREE, b)
+    one = read_inputs([a / "prefill-lws.yaml", a / "decode-lws.yaml", a / "kustomization.yaml"])
+    assert _roles(one) == [["prefill", "decode"]]
+    files = sorted(str(p) for p in tmp_path.glob("*/*.yaml"))
+    batch = read_inputs([type(a)(f) for f in files])
+    assert _roles(batch) == [["prefill", "decode"], ["prefill", "decode"]]
+    assert [sorted({f.rsplit("/", 2)[1] for f in c.imported.files}) for c in batch.results] \
+        == [["a"], ["b"]]
+
+
+def test_the_readme_renders_beside_the_checkout_validate(tmp_path):
+    # The README's commands render into out/ (a plain, a gateway and a KServe render of S1):
+    # validated together, file by file as the pre-commit hook passes them, each is its own.
+    out = tmp_path / "out"
+    for name, tree in (("s1", S1_TREE), ("igw", S1_IGW), ("s1-kserve", S1_KSERVE)):
+        shutil.copytree(tree, out / name)
+    files = sorted(str(p) for p in out.rglob("*.yaml"))
+    assert run(["validate", *files]) == 0
+    assert run(["validate", str(out / "s1"), str(out / "igw"), str(out / "s1-kserve")]) == 0
+
+
+def test_broken_yaml_that_names_no_engine_is_a_finding(tmp_path, capsys):
+    # A policy check must fail on it: given explicitly or found in a directory (LOAD008 at the
+    # line the parser stopped), exit 1, not "checked nothing; 1 file skipped".
+    broken = tmp_path / "deploy" / "f.yaml"
+    broken.parent.mkdir()
+    broken.write_text("apiVersion: x\nkind: LeaderWorkerSet\nspec: {\n")
+    for arg in (broken, broken.parent):
+        batch = read_inputs([arg])
+        assert [(f.code, f.location.line) for f in batch.all_findings()] == [("LOAD008", 4)]
+        assert not batch.ok and batch.skipped == []
+        assert run(["validate", str(arg)]) == 1
+        assert "Traceback" not in capsys.readouterr().err
+    dup = tmp_path / "dup.yaml"
+    dup.write_text("a: 1\na: 2\n")
+    assert [f.code for f in read_inputs([dup]).all_findings()] == ["LOAD009"]
+
+
+def test_templates_and_yaml_moegen_refuses_for_itself_are_still_skipped(tmp_path):
+    # A Helm template is YAML only once rendered; anchors are valid YAML other tools use (a
+    # GitLab CI file): neither is moegen's to judge.
+    helm = tmp_path / "deployment.yaml"
+    helm.write_text("spec:\n  replicas: {{ .Values.replicas }}\n  x: {\n")
+    ci = tmp_path / ".gitlab-ci.yaml"
+    ci.write_text(".base: &base\n  image: python\njob:\n  <<: *base\n")
+    batch = read_inputs([helm, ci])
+    assert batch.ok and batch.all_findings() == []
+    assert batch.skipped == sorted([str(helm), str(ci)])
+
+
+HUB = """apiVersion: apps/v1
+kind: Deployment
+metadata: {name: r1}
+spec:
+  replicas: 1
+  selector: {matchLabels: {app: r1}}
+  template:
+    metadata: {labels: {app: r1}}
+    spec:
+      nodeSelector: {nvidia.com/gpu.product: NVIDIA-H200}
+      containers:
+      - name: vllm
+        image: vllm/vllm-openai:v0.33.0
+        command: [vllm, serve, deepseek-ai/DeepSeek-R1]
+        args: [--tensor-parallel-size, "8"]
+        resources: {limits: {nvidia.com/gpu: 8}}
+"""
+
+
+def test_import_fails_when_validate_of_its_spec_would(tmp_path, capsys):
+    # Weights from the Hugging Face Hub (IMP010, a warning on the manifest, which works): the
+    # spec has no Hub download, so the written spec needs model.volume (MOD005). gen import
+    # used to exit 0 ("0 errors") and gen validate of its spec 1; now both say MOD005.
+    manifest = tmp_path / "r1-lws2.yaml"
+    manifest.write_text(HUB)
+    assert run(["validate", str(manifest)]) == 0
+    capsys.readouterr()
+    spec = tmp_path / "r1-imported.yaml"
+    assert run(["import", str(manifest), "-o", str(spec)]) == 1
+    err = capsys.readouterr().err
+    assert f"{spec}:9:3: error MOD005" in err and "IMP010" in err
+    assert run(["validate", str(spec)]) == 1 and "MOD005" in capsys.readouterr().err
+    # The overlay that gives the volume makes both pass.
+    vol = tmp_path / "vol.yaml"
+    vol.write_text("spec:\n  model:\n    volume: {persistentVolumeClaim: {claimName: w}}\n")
+    assert run(["import", str(manifest), "-o", str(spec), "-f", str(vol)]) == 0
+    assert run(["validate", str(spec), "-f", str(vol)]) == 0
+
+
+def test_pool005_hint_names_the_pools_own_gpu_label(tmp_path):
+    from generator import pipeline
+    from tests.helpers import EXAMPLES
+    # An H200 pool is told NVIDIA-H200 (not NVIDIA-H20); a GPU whose label value moegen has not
+    # seen gets no invented value.
+    text = (EXAMPLES / "s1-16xh20-pd.yaml").read_text()
+    text = text.replace("gpu: H20-96GB", "gpu: H200-141GB").replace("gpu: H20-141GB",
+                                                                     "gpu: H800-80GB")
+    text = "\n".join(ln for ln in text.splitlines() if "nodeSelector:" not in ln) + "\n"
+    spec = tmp_path / "s.yaml"
+    spec.write_text(text)
+    found = [f for f in pipeline.check(spec).findings if f.code == "POOL005"]
+    hints = {f.path.rsplit(".", 1)[-1]: f.hint for f in found}
+    assert "{nvidia.com/gpu.product: NVIDIA-H200}" in hints["prefill-h20"]
+    assert "NVIDIA-H" not in hints["decode-h20"] and "H800-80GB nodes" in hints["decode-h20"]
+
+
+def test_engine_release_findings_point_at_the_image_line(tmp_path):
+    # VER001 for an image of a release moegen does not support: at the image, not at 1:1.
+    manifest = tmp_path / "sts.yaml"
+    manifest.write_text(HUB.replace("vllm/vllm-openai:v0.33.0", "vllm/vllm-openai:v0.6.9"))
+    found = [f for f in read_inputs([manifest]).all_findings() if f.code == "VER001"]
+    assert [(f.location.line, f.location.column) for f in found] == [(13, 9)]
+
+
+def test_one_directory_of_several_renders_splits_by_directory(tmp_path):
+    # gen validate out/ (the README's renders side by side): each subdirectory its own
+    # deployment, reading its own objects (the KServe render does not get the gateway
+    # render's InferencePool: no RTR005) and its own env ConfigMaps.
+    out = tmp_path / "out"
+    for name, tree in (("s1", S1_TREE), ("igw", S1_IGW), ("s1-kserve", S1_KSERVE)):
+        shutil.copytree(tree, out / name)
+    batch = read_inputs([out])
+    assert sorted(_roles(batch)) == [["prefill", "decode"]] * 3
+    assert batch.ok, batch.all_findings()
+    assert {f.code for f in batch.all_findings()} == {"RTR012"}
