@@ -10,12 +10,7 @@ from ..layout import min_redundant_experts
 from ..perf.decode import workload_max_len
 from ..spec.request import PlanRequest
 from .layouts import DSPARK_DP_ALL2ALL, all2all_for
-
-
-def default_image(engine: str, version: str) -> str:
-    """The engine release's official image (Docker Hub vllm/vllm-openai, lmsysorg/sglang)."""
-    return (f"vllm/vllm-openai:v{version}" if engine == "vllm"
-            else f"lmsysorg/sglang:v{version}")
+from ..facts.versions import default_image  # noqa: F401 - re-exported for callers
 
 
 #: What the emitted spec says where the PlanRequest gives no network: the interface and NICs

@@ -87,3 +87,10 @@ def select_known(requested: str, known: list[str], ranges: list[SupportedRange])
         first = min(known, key=parse_version)
         raise UnsupportedVersion(f"version {requested} precedes the first supported release {first}")
     return max(below, key=parse_version)
+
+
+def default_image(engine: str, version: str) -> str:
+    """The engine release's official image (Docker Hub vllm/vllm-openai, lmsysorg/sglang; both
+    tag releases with a ``v``)."""
+    return (f"vllm/vllm-openai:v{version}" if engine == "vllm"
+            else f"lmsysorg/sglang:v{version}")

@@ -15,6 +15,7 @@ from ..engines import sglang as sg
 from ..engines import vllm as vl
 from ..durations import KEEPALIVE_ENV, SGLANG_KV_TIMEOUT_ENV
 from ..engines.caches import CACHE_ENV_KEYS, CACHE_MOUNT
+from ..facts.versions import default_image
 from ..spec.provenance import Provenance
 from .platforms import KSERVE_COMMAND_ENV
 from .build import (
@@ -121,6 +122,16 @@ def _storage_uri(group: list[Role]) -> dict | None:
     return None
 
 
+def _dynamo_engine_image(first: Role, engine: dict) -> None:
+    """A DynamoGraphDeployment's containers run a Dynamo runtime image (the release's, or a
+    custom build named ``...-vllm0.33.0``), whose tag is Dynamo's, not the engine's: the spec
+    names the engine release's own image instead, so ENG002 holds it to ``engine.version``
+    (the version read from the runtime image: importer/build.py ``version_of``). The Dynamo
+    target itself is not written: its checks are the platform's, not the manifest's."""
+    if first.workload.platform == "dynamo" and engine.get("version"):
+        engine["image"] = default_image(engine["name"], engine["version"])
+
+
 def _engine(group: list[Role], opts: Options, issues: list[Issue]) -> dict:
     first = group[0]
     cmd = first.launch.command
@@ -218,6 +229,7 @@ def assemble(group: list[Role], opts: Options, files: list[str]) -> Imported:
     suppress: set[str] = set()
     spec: dict[str, Any] = {"model": _model(group, opts, prov, issues, suppress),
                             "engine": _engine(group, opts, issues)}
+    _dynamo_engine_image(group[0], spec["engine"])
     lead = group[0]
     if lead.launch.image:   # engine findings (VER001, ENG002) at the image line
         at = lead.workload.doc.provenance.locate((*lead.launch.cpath, "image"))
