@@ -351,6 +351,9 @@ def test_sglang_metric_names_reach_the_picker_at_each_release(version, flags, la
         assert args[args.index("--total-queued-requests-metric") + 1] == "sglang:num_queue_reqs"
         assert args[args.index("--kv-cache-usage-percentage-metric") + 1] == "sglang:token_usage"
         assert args[args.index("--lora-info-metric") + 1] == ""
+        # the running-requests series too (its default, vllm:num_requests_running, never
+        # matches SGLang: GIE fd30cb97714a pkg/epp/backend/metrics/metrics.go:100)
+        assert args[args.index("--total-running-requests-metric") + 1] == "sglang:num_running_reqs"
     labels = lws_templates(_obj(files, "decode-lws.yaml"))["leader"]["metadata"]["labels"]
     assert {k for k in labels if k.endswith("/engine-type")} == ({label} if label else set())
     # The picker watches InferenceObjectives in every group it may prefer (llm-d.ai from 0.9.0:

@@ -306,6 +306,8 @@ def epp_args(release: PickerRelease, engine: str, pool: str, monitored: bool = F
     if not release.refused("total-queued-requests-metric"):
         args += ["--total-queued-requests-metric", m.waiting,
                  "--kv-cache-usage-percentage-metric", m.kv_usage]
+        if release.epp_flag("total-running-requests-metric"):
+            args += ["--total-running-requests-metric", m.running]
         if engine == "sglang":
             args += ["--lora-info-metric", "", "--cache-info-metric", ""]
     if monitored:
