@@ -346,6 +346,8 @@ def explain(spec: Path, overlays: tuple[Path, ...], prefix: str) -> None:
     if not text:
         raise UsageError(f"no field of the merged spec under {prefix}")
     click.echo(text, nl=False)
+    if not checked.ok:   # the values are shown; a rejected spec still says why and exits 1
+        _reject([f for f in checked.findings if f not in loaded.findings])
 
 
 @main.command()

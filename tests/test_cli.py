@@ -14,6 +14,7 @@ from generator.cli import run, schema_text
 from tests.helpers import EXAMPLES, ROOT
 
 S1 = str(EXAMPLES / "s1-16xh20-pd.yaml")
+S1_TEXT = (EXAMPLES / "s1-16xh20-pd.yaml").read_text()
 
 
 def test_exit_0_render_and_check(tmp_path, capsys):
@@ -165,6 +166,17 @@ def test_readme_plan_excerpt_matches(capsys):
     assert run(["plan", str(EXAMPLES / "plan" / "h20-96-fixed-layout.yaml")]) == 0
     per_role = [x for x in capsys.readouterr().out.splitlines() if "tokens/s per node" in x]
     assert len(per_role) == 2 and all(x in readme for x in per_role)
+
+
+def test_explain_of_a_rejected_spec_shows_its_values_and_exits_1(tmp_path, capsys):
+    """A spec with a type error: the values it sets are still shown (stdout), the findings go to
+    stderr and the exit code is 1 (it was 0 with no finding: a new user's report)."""
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(S1_TEXT.replace("name: deepseek-ai/DeepSeek-V3", "name: 5", 1))
+    assert run(["explain", str(bad)]) == 1
+    out, err = capsys.readouterr()
+    assert "$.spec.model.name = 5" in out
+    assert "error SCH005 $.spec.model.name: 5 is not of type string" in err
 
 
 def test_explain_shows_defaults_inherited_and_derived_values(capsys):
