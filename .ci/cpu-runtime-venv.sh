@@ -42,38 +42,9 @@ SPEC="v1 $TORCH_PIN $VLLM_PIN -[$DROP] nodeps[$NODEPS] ${NIXL_PINS[*]} $ROUTER_P
 
 log() { echo "[cpu-runtime] $*" >&2; }
 
-venv_ok() {
-  [[ -f "$MARKER" && -x "$VENV/bin/python" ]] && [[ "$(head -n1 "$MARKER")" == "$SPEC" ]] \
-    && "$VENV/bin/python" -c '' 2>/dev/null
-}
-
-if venv_ok; then
-  log "reusing $VENV"
-  echo "$VENV/bin/python"
-  exit 0
-fi
-
-mkdir -p "$(dirname "$VENV")"
-if command -v flock >/dev/null 2>&1; then
-  exec 9>"$VENV.lock"
-  flock 9
-fi
-if venv_ok; then
-  log "reusing $VENV (built by another run)"
-  echo "$VENV/bin/python"
-  exit 0
-fi
-
-PY_BOOT="${MOEGEN_ENGINES_PYTHON:-}"
-if [[ -z "$PY_BOOT" ]]; then
-  if command -v python3.11 >/dev/null 2>&1; then PY_BOOT=python3.11; else PY_BOOT=python3; fi
-fi
-"$PY_BOOT" -c 'import sys; assert sys.version_info[:2] == (3, 11), "the CPU runtime needs Python 3.11 (the CPU torch wheel on disk is cp311), got %s" % sys.version' >&2
-
-start=$(date +%s)
-log "building $VENV (fresh)"
-rm -rf "$VENV"
-"$PY_BOOT" -m venv "$VENV"
+WHAT="the CPU runtime"
+# shellcheck source=venv-common.sh
+. "$(dirname "$0")/venv-common.sh"
 PY="$VENV/bin/python"
 PIP=("$PY" -m pip install --disable-pip-version-check --no-input --progress-bar off --quiet --no-warn-conflicts)
 FIND_LINKS=()
