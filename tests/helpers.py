@@ -85,3 +85,29 @@ def lws_templates(lws: dict) -> dict[str, dict]:
     if "leaderTemplate" not in lwt:
         return {"leader": lwt["workerTemplate"]}
     return {"leader": lwt["leaderTemplate"], "worker": lwt["workerTemplate"]}
+
+
+def vllm_deployment(model: str, args: str, models_pvc: bool = False) -> str:
+    """A hand-written single-pod Deployment running ``vllm serve MODEL`` on 8 H200s (the shape a
+    team writes without moegen), ``args`` the YAML flow list's items; ``models_pvc``: a PVC
+    mounted at /models."""
+    mounts = ("        volumeMounts: [{name: models, mountPath: /models}]\n"
+              "      volumes: [{name: models, persistentVolumeClaim: {claimName: models}}]\n"
+              if models_pvc else "")
+    return f"""apiVersion: apps/v1
+kind: Deployment
+metadata: {{name: r1}}
+spec:
+  replicas: 1
+  selector: {{matchLabels: {{app: r1}}}}
+  template:
+    metadata: {{labels: {{app: r1}}}}
+    spec:
+      nodeSelector: {{nvidia.com/gpu.product: NVIDIA-H200}}
+      containers:
+      - name: vllm
+        image: vllm/vllm-openai:v0.33.0
+        command: [vllm, serve, {model}]
+        args: [{args}]
+        resources: {{limits: {{nvidia.com/gpu: 8}}}}
+{mounts}"""

@@ -9,7 +9,7 @@ from generator import pipeline
 from generator.engines.options import known_releases, release_options
 from generator.engines.sglang import DERIVED_FLAGS as SGLANG_DERIVED
 from generator.engines.vllm import DERIVED_FLAGS as VLLM_DERIVED
-from tests.helpers import EXAMPLES, render_spec
+from tests.helpers import EXAMPLES, render_spec, vllm_deployment
 
 
 @pytest.mark.parametrize("engine,derived", [("vllm", VLLM_DERIVED), ("sglang", SGLANG_DERIVED)])
@@ -100,27 +100,11 @@ def test_sglang_engine_args_values_refused(tmp_path):
 def test_imported_option_values_refused_and_not_dropped_silently(tmp_path, capsys):
     from generator.cli import run
     manifest = tmp_path / "dep.yaml"
-    manifest.write_text("""apiVersion: apps/v1
-kind: Deployment
-metadata: {name: r1}
-spec:
-  replicas: 1
-  selector: {matchLabels: {app: r1}}
-  template:
-    metadata: {labels: {app: r1}}
-    spec:
-      nodeSelector: {nvidia.com/gpu.product: NVIDIA-H200}
-      containers:
-      - name: vllm
-        image: vllm/vllm-openai:v0.33.0
-        command: [vllm, serve, /models/DeepSeek-R1]
-        args: [--tensor-parallel-size, "8", --max-num-seqs, many, --dtype, float99,
-               --kv-cache-dtype, fp9, --max-model-len, lots, --gpu-memory-utilization, high,
-               --tool-call-parser]
-        resources: {limits: {nvidia.com/gpu: 8}}
-        volumeMounts: [{name: models, mountPath: /models}]
-      volumes: [{name: models, persistentVolumeClaim: {claimName: models}}]
-""")
+    manifest.write_text(vllm_deployment(
+        "/models/DeepSeek-R1",
+        '--tensor-parallel-size, "8", --max-num-seqs, many, --dtype, float99,\n'
+        "               --kv-cache-dtype, fp9, --max-model-len, lots, --gpu-memory-utilization, "
+        "high,\n               --tool-call-parser", models_pvc=True))
     assert run(["validate", str(manifest)]) == 1
     err = capsys.readouterr().err
     lines = [ln for ln in err.splitlines() if " error ENG006 " in ln]

@@ -7,7 +7,7 @@ import shutil
 
 from generator.cli import run
 from generator.inputs import read_inputs
-from tests.helpers import ROOT
+from tests.helpers import ROOT, vllm_deployment
 
 GOLDEN = ROOT / "tests" / "golden"
 S1_TREE = GOLDEN / "s1-16xh20-pd" / "expected"
@@ -97,23 +97,7 @@ def test_templates_and_yaml_moegen_refuses_for_itself_are_still_skipped(tmp_path
     assert batch.skipped == sorted([str(helm), str(ci)])
 
 
-HUB = """apiVersion: apps/v1
-kind: Deployment
-metadata: {name: r1}
-spec:
-  replicas: 1
-  selector: {matchLabels: {app: r1}}
-  template:
-    metadata: {labels: {app: r1}}
-    spec:
-      nodeSelector: {nvidia.com/gpu.product: NVIDIA-H200}
-      containers:
-      - name: vllm
-        image: vllm/vllm-openai:v0.33.0
-        command: [vllm, serve, deepseek-ai/DeepSeek-R1]
-        args: [--tensor-parallel-size, "8"]
-        resources: {limits: {nvidia.com/gpu: 8}}
-"""
+HUB = vllm_deployment("deepseek-ai/DeepSeek-R1", '--tensor-parallel-size, "8"')
 
 
 def test_import_fails_when_validate_of_its_spec_would(tmp_path, capsys):

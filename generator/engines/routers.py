@@ -51,7 +51,8 @@ ROUTER_IMAGE_REPOSITORY = {"vllm-router": "vllm/vllm-router", "smg": "lightseeko
 #: (lightseekorg/smg@v1.9.0:.github/workflows/release-docker.yml:109
 #: ``IMAGE="lightseekorg/smg:${VERSION}"``, VERSION from bindings/python/pyproject.toml; the
 #: Helm chart's ``repository:AppVersion``, deploy/helm/smg/templates/_helpers.tpl:55);
-#: vllm-router's release images carry the git tag (``v0.1.17``).
+#: vllm-router's as its git tags (``v0.1.17``): its README "Container Images" names the
+#: Dockerfile (docker/Dockerfile.router) but no tag scheme; no registry listing confirms it.
 ROUTER_IMAGE_TAG_PREFIX = {"vllm-router": "v", "smg": ""}
 #: ``--prometheus-port``: both routers' default metrics port.
 ROUTER_METRICS_PORT = 29000
