@@ -10,7 +10,7 @@ load; the CPU time is what the process itself costs. Printed:
 * ``gen validate`` of the S1 example;
 * ``gen validate`` of 100 different specs in one process (S1 with 100 different concurrencies and
   context lengths, so no two are sized alike);
-* ``gen validate`` of S1's rendered tree (15 files: the manifests are imported, then checked);
+* ``gen validate`` of S1's rendered tree (14 files: the manifests are imported, then checked);
 * ``gen validate`` of the twenty third-party manifests of ../shared/reference/manifests, when
   present (one process).
 
