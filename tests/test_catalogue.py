@@ -44,6 +44,7 @@ Forms, checked on every source (``badly_formed``):
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 import pytest
 import yaml
@@ -254,7 +255,7 @@ def _engine_citations() -> list[tuple[str, str, str, tuple[int, ...]]]:
     return found
 
 
-def _package_files(site: "Path", engine: str) -> dict[str, "Path"]:
+def _package_files(site: Path, engine: str) -> dict[str, Path]:
     return {str(p.relative_to(site)): p for p in (site / engine).rglob("*.py")}
 
 
