@@ -69,11 +69,14 @@ GROUPS = [
       _module("PREFILL_LAUNCH_EXPOSED", fixed), BLACKWELL("decode_layer_s"), BLACKWELL("moe_slice_s"),
       BLACKWELL("prefill_layer_s"), BLACKWELL("request_s")],
      ["lmsys-h100-prefill-ep32-", "antgroup-h20-96-prefill-tp8", "cookbook-r1-b200-tp8-1k1k-"]),
-    ("MI300X-class single-node TP (SGLang cookbook V3.1 on MI300X, 1K/1K; InferenceX R1 on "
-     "MI325X, 8K/1K)",
-     [AMD("decode_layer_s"), AMD("moe_slice_s"), AMD("prefill_layer_s"), AMD("request_s"),
-      AMD("prefill_eta")],
+    ("MI300X-class single-node TP (SGLang cookbook V3.1 on MI300X, 1K/1K, BF16 KV; InferenceX R1 "
+     "on MI325X, 8K/1K, FP8 KV)",
+     [AMD("decode_layer_s"), AMD("persistent_decode_layer_s"), AMD("prefill_layer_s"),
+      AMD("request_s"), AMD("prefill_eta")],
      ["cookbook-v31-mi300x-tp8-1k1k-", "inferencex-r1-mi325x-tp8-8k1k-"]),
+    ("Attention DP on AMD (SGLang cookbook V3 DP8-EP8 on MI300X, c=100)",
+     [AMD("dp_sync_layer_s"), AMD("gather_latency_s")],
+     ["cookbook-v3-mi300x-dp8ep8-c100-"]),
     ("Blackwell prefill GEMM efficiency (vLLM R1-NVFP4 prefill on GB300 and GB200)",
      [BLACKWELL("prefill_eta")],
      ["vllm-gb300-r1nvfp4-dp2ep2-prefill-only", "vllm-gb200-r1nvfp4-prefill-dp2"]),

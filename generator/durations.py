@@ -194,7 +194,8 @@ def _max_len(role) -> int:
 def _role_times(spec, role_spec, role, z, startup, pd: bool) -> RoleTimes:
     """One role's predictions from the planner's physical model (perf/terms.py)."""
     from .perf import terms as perf
-    from .perf.decode import attention_fp8, bf16_compute, effective_overlap, model_shape
+    from .perf.decode import (attention_fp8, bf16_compute, effective_overlap, model_shape,
+                              persistent_mla)
     s = spec.spec
     pool = s.nodePools[role_spec.nodePool]
     gpu = GPUS[pool.gpu]
@@ -231,6 +232,8 @@ def _role_times(spec, role_spec, role, z, startup, pd: bool) -> RoleTimes:
         / max(shape.expert_bytes * shape.moe_layers, 1)
     fp8_attn = attention_fp8(s.engine.name, role.serving.kvCacheDtype,
                              shape.attn_window is not None, role_spec.engineArgs)
+    persistent = persistent_mla(s.engine.name, gpu, role.serving.kvCacheDtype,
+                                shape.heads // max(lay.tensor, 1))
 
     def step(ctx: float) -> float:
         return perf.decode_step(
@@ -238,7 +241,7 @@ def _role_times(spec, role_spec, role, z, startup, pd: bool) -> RoleTimes:
             batch=batch, tensor=lay.tensor, data=lay.data, expert=lay.expert_parallel,
             nonexpert_bytes=nonexpert, local_experts_per_layer=local if lay.expert_parallel
             else 0, ctx=ctx, gpus_per_node=pool.gpusPerNode, inter_gbps=gbps, draft=draft,
-            bf16=bf16, attn_fp8=fp8_attn,
+            bf16=bf16, attn_fp8=fp8_attn, persistent_mla=persistent,
             drafter="sglang_mtp" if s.engine.name == "sglang" else "vllm_mtp")[0]
 
     mean = out.mean_s

@@ -32,6 +32,7 @@ from generator.perf.decode import (
     drafter,
     effective_overlap,
     model_shape,
+    persistent_mla,
 )
 from generator.sizing import size_role
 from generator.spec import models as sm
@@ -321,6 +322,41 @@ def test_attention_fp8_per_engine():
     assert not attention_fp8("sglang", "fp8", False, ["--attention-backend", "fa3"])
 
 
+def test_persistent_mla_is_sglangs_rocm_kernel_choice():
+    """SGLang's AITER backend (aiter_backend.py, 0.5.23) runs the persistent MLA decode kernel
+    with an FP8 KV cache at any head count, and with a BF16 one except at 16 heads per GPU
+    (DeepSeek's 128 at TP8; fewer pad to 16) and 128 (attention TP1); never on NVIDIA or vLLM."""
+    mi300, h200 = GPUS["MI300X-192GB"], GPUS["H200-141GB"]
+    assert persistent_mla("sglang", mi300, "fp8_e4m3", 16)
+    assert persistent_mla("sglang", mi300, "fp8", 128)
+    assert not persistent_mla("sglang", mi300, "auto", 16)      # the cookbook's TP8
+    assert not persistent_mla("sglang", mi300, "bf16", 128)     # attention DP, TP1
+    assert not persistent_mla("sglang", mi300, "auto", 8)       # Kimi-K2 at TP8: padded to 16
+    assert persistent_mla("sglang", mi300, "auto", 32)          # DeepSeek at TP4
+    assert not persistent_mla("vllm", mi300, "fp8", 16)
+    assert not persistent_mla("sglang", h200, "fp8", 16)
+
+
+def test_the_persistent_path_has_its_own_per_layer_cost():
+    """An AMD decode step with the persistent kernel costs persistent_decode_layer_s per layer
+    (fitted to InferenceX's FP8-KV figures), without it decode_layer_s (the cookbook's BF16 KV):
+    the difference over 61 layers is the whole step difference at the same batch."""
+    from generator.perf import fixed
+    m = model_shape(builtin_config("deepseek-r1"), "fp8", 61 * 576)
+    kw = dict(batch=4, tensor=8, data=1, expert=False, nonexpert_bytes=2e9,
+              local_experts_per_layer=0, ctx=8000, gpus_per_node=8, inter_gbps=400, draft=0,
+              bf16=False)
+    gpu = GPUS["MI325X-256GB"]
+    costs = fixed.fixed_costs(gpu)
+    plain = perf.decode_terms(m, gpu, **kw)
+    fast = perf.decode_terms(m, gpu, persistent_mla=True, **kw)
+    assert plain.fixed == pytest.approx(61 * costs.decode_layer_s)
+    assert fast.fixed == pytest.approx(61 * costs.persistent_decode_layer_s)
+    assert costs.persistent_decode_layer_s < costs.decode_layer_s
+    nvidia = fixed.fixed_costs(GPUS["H200-141GB"])
+    assert nvidia.decode_layer(True) == nvidia.decode_layer_s      # one path on NVIDIA
+
+
 def test_effective_overlap_drops_what_the_engine_skips():
     cfg = builtin_config("deepseek-v3")
     model = sm.Model(name="m", architecture="deepseek-v3", weights="fp8", path="/m")
@@ -432,10 +468,10 @@ def test_sglang_4bit_plans_deploy_no_deepep(tmp_path):
 
 def test_w4a16_gemms_run_at_the_bf16_peak():
     """w4a16 is weight-only: BF16 activations, so every GEMM at the BF16 peak. Kimi-K2-Thinking
-    prefill on one H20-141GB (BF16 148, FP8 296 TFLOPS, prefill efficiency 0.86 on H20):
+    prefill on one H20-141GB (BF16 148, FP8 296 TFLOPS, prefill efficiency 0.840 on H20):
     the routed experts took 296 x 0.5 (4-bit dequant) = 148 TFLOPS before and take 148 now; the
     other GEMMs (attention projections, shared experts, dense MLP, lm_head) move from 296 to 148,
-    so one request costs dense / (296e12 x 0.86) GPU-seconds more, dense = 2 x active x isl minus
+    so one request costs dense / (296e12 x 0.840) GPU-seconds more, dense = 2 x active x isl minus
     the routed experts' 2 x topk x moe_layers x expert_params x isl."""
     from generator.perf.decode import bf16_compute
     assert bf16_compute("bf16") and bf16_compute("w4a16")
@@ -450,7 +486,7 @@ def test_w4a16_gemms_run_at_the_bf16_peak():
     moe = 2 * shape.topk * shape.moe_layers * shape.expert_params * isl
     dense = 2 * shape.active_params * isl - moe
     assert 1 / new.requests_per_s - 1 / old.requests_per_s == pytest.approx(
-        dense / (296e12 * 0.86), rel=1e-9)
+        dense / (296e12 * 0.840), rel=1e-9)
 
 
 def test_requests_longer_than_the_context_are_refused(tmp_path, capsys):

@@ -77,31 +77,58 @@ def test_the_bench_marks_the_inconsistent_held_out_figures():
     rows = {r["id"]: r for r in _bench().residuals()}
     excluded = {i for i, r in rows.items() if r["excluded"]}
     assert excluded == {"cookbook-v31-mi300x-tp8-8k1k-c16-ttft",
-                        "cookbook-v3-mi300x-dp8-eagle-c1-ttft"}
+                        "cookbook-v3-mi300x-dp8-eagle-c1-ttft",
+                        "cookbook-v3-mi300x-dp8-eagle-c1-tpot"}
     assert all(rows[i]["split"] == "held-out" for i in excluded)
+    assert "MoE tensor-parallel under attention DP" in \
+        rows["cookbook-v3-mi300x-dp8-eagle-c1-tpot"]["excluded"]
 
 
-#: Per regime, the measured error over every figure (development and held-out): (median,
-#: worst) factor bands, set from the bench when issue 25 closed (see its closing note). The AMD
-#: regime misses issue 25's target (1.2 / 1.5): DeepSeek-V3 with attention DP on MI300X is
-#: slower than any development figure shows (held-out TPOT 2.0x), SGLang 0.5.19's decode on
-#: MI325X faster and less held by its prefills than the costs fitted to SGLang 0.5.7 and to its
-#: own TTFTs make it (held-out TPOT 1.7-2.0x), and
-#: SGLang 0.5.7's 4K-token prefill on MI300X faster than InferenceX's 7K-token TTFTs on MI325X
-#: (the development figures of the AMD prefill rate) imply (held-out TTFT up to 1.75x).
+def test_a_token_weighted_tpot_is_derived_from_the_runs_own_means():
+    """moegen's TPOT is the mean time per output token over all tokens; bench_serving's "Mean
+    TPOT" is a per-request mean, which variable output lengths (ShareGPT) bias upward. Every
+    case that says ``stat: token-weighted`` derives it from the same run's published means:
+    (mean E2E - mean TTFT) / (generated / requests - 1). Kimi-K2 DP4-EP4 on 8 x B200 at
+    concurrency 100: (15,601.09 - 457.42) / (193,831 / 1,000 - 1) = 78.53 ms against a
+    per-request mean of 97.23 ms (the run's mean ITL: 78.61 ms)."""
+    cases = [c for c, _ in _bench().requests() if c["metric"].get("stat") == "token-weighted"]
+    assert len(cases) == 24
+    for c in cases:
+        m = c["metric"]
+        f = m["from"]
+        derived = (f["meanE2eMs"] - f["meanTtftMs"]) / (f["generatedTokens"] / f["requests"] - 1)
+        assert m["value"] == pytest.approx(derived, abs=0.006), c["id"]
+        assert m["perRequestMean"] > 0
+    k2 = next(c for c in cases if c["id"] == "cookbook-k2-b200-dp4ep4-c100-tpot")["metric"]
+    assert (k2["value"], k2["perRequestMean"]) == (78.53, 97.23)
+
+
+#: Per regime, the measured error (median, worst factor) over every figure and over the held-out
+#: ones, as the bench measured it in session 6 (issue 25; its closing note has the table before
+#: and after). Issue 25's target is 1.2 / 1.5 everywhere; two regimes miss it on held-out
+#: figures: unified attention DP (median 1.21 over n = 2, one run: Kimi-K2 DP4 at concurrency
+#: 100 on 8 x B200, whose MoE is TP2 x EP4, laid out as EP8) and AMD (worst 1.51: the cookbook's
+#: 4K-token TTFT at concurrency 64 on MI300X, the AMD prefill rate being fitted to InferenceX's
+#: mean TTFTs on MI325X).
 BANDS = {
-    "tp-decode": (1.03, 1.15), "ep-decode": (1.08, 1.40), "prefill": (1.06, 1.25),
-    "disaggregated-end-to-end": (1.06, 1.06), "dp-attention-unified": (1.12, 1.45),
-    "sparse-attention": (1.06, 1.35), "ttft": (1.10, 1.52), "amd": (1.12, 2.05),
+    "tp-decode": ((1.03, 1.14), (1.05, 1.14)), "ep-decode": ((1.06, 1.35), (1.01, 1.01)),
+    "prefill": ((1.05, 1.21), (1.13, 1.21)), "disaggregated-end-to-end": ((1.04, 1.04), None),
+    "dp-attention-unified": ((1.09, 1.22), (1.21, 1.22)),
+    "sparse-attention": ((1.04, 1.30), (1.17, 1.30)), "ttft": ((1.07, 1.49), (1.14, 1.49)),
+    "amd": ((1.06, 1.52), (1.12, 1.52)),
 }
 
 
 def test_every_regime_within_its_stated_band():
     table = json.loads(ERRORS_FILE.read_text())["regimes"]
-    for regime, (median, worst) in BANDS.items():
-        row = table[regime]["all"]
-        assert row["n"] >= 1 and row["missing"] == 0, (regime, row)
-        assert row["median"] <= median and row["worst"] <= worst, (regime, row)
+    for regime, bands in BANDS.items():
+        for split, band in zip(("all", "heldOut"), bands):
+            row = table[regime][split]
+            if band is None:
+                assert row["n"] == 0, (regime, split, row)
+                continue
+            assert row["n"] >= 1 and row["missing"] == 0, (regime, split, row)
+            assert row["median"] <= band[0] and row["worst"] <= band[1], (regime, split, row)
     assert table["ttft-disaggregated"]["all"]["n"] == 0   # no published PD TTFT in the bench
 
 

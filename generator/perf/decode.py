@@ -53,6 +53,27 @@ def attention_fp8(engine: str, kv_cache_dtype: str | None, sparse: bool,
     return False
 
 
+#: Heads per GPU at which SGLang's ROCm MLA decode keeps AITER's non-persistent kernel with a
+#: BF16 KV cache (python/sglang/srt/layers/attention/aiter_backend.py, AiterAttnBackend
+#: ``__init__``, 0.5.23: "only use mla_ps_kernel when fp8 kv_cache; for non-fp8 kv_cache on tp8,
+#: use non-persist kernel to avoid performance degradation"; 16 is DeepSeek's 128 heads at TP8,
+#: 128 at attention TP1; fewer than 16 heads are padded to 16).
+AITER_NON_PERSISTENT_BF16_HEADS = frozenset({16, 128})
+
+
+def persistent_mla(engine: str, gpu, kv_cache_dtype: str | None, heads_per_gpu: int) -> bool:
+    """A decode step's MLA runs AITER's persistent ASM kernel (``mla_decode_fwd`` with a
+    persistent work plan, ``SGLANG_AITER_MLA_PERSIST`` on by default): SGLang on an AMD GPU with
+    an FP8 KV cache, or with a BF16 one at a head count per GPU (padded to at least 16) outside
+    :data:`AITER_NON_PERSISTENT_BF16_HEADS`. Its per-layer fixed cost is
+    :attr:`fixed.FixedCosts.persistent_decode_layer_s`. vLLM on ROCm and NVIDIA GPUs: False."""
+    if engine != "sglang" or gpu.vendor != "amd":
+        return False
+    if (kv_cache_dtype or "").startswith("fp8"):
+        return True
+    return max(16, heads_per_gpu) not in AITER_NON_PERSISTENT_BF16_HEADS
+
+
 #: vLLM's dual-batch overlap engages only above these tokens per rank per step
 #: (ParallelConfig.dbo_decode_token_threshold / dbo_prefill_token_threshold defaults,
 #: vllm/config/parallel.py; vllm/v1/worker/ubatch_utils.py).
@@ -202,6 +223,8 @@ def decode_estimate(req: PlanRequest, role: RoleInput, z: RoleSizing, pool,
 
     fp8_attn = attention_fp8(s.engine.name, role.serving.kvCacheDtype,
                              shape.attn_window is not None, engine_args)
+    persistent = persistent_mla(s.engine.name, gpu, role.serving.kvCacheDtype,
+                                shape.heads // max(lay.tensor, 1))
 
     def step(b):
         overlap = effective_overlap(s.engine.name, role, b * (1 + k))
@@ -213,7 +236,8 @@ def decode_estimate(req: PlanRequest, role: RoleInput, z: RoleSizing, pool,
                                 inter_gbps=s.network.interNodeGbps, draft=k,
                                 bf16=bf16_compute(s.model.weights), attn_fp8=fp8_attn,
                                 drafter=drafter(req), mnnvl=s.network.mnnvl,
-                                all2all=role.moe.all2all if role.moe else None)
+                                all2all=role.moe.all2all if role.moe else None,
+                                persistent_mla=persistent)
     if cap_b < 1:
         return None
     if per_rank_needed is not None:

@@ -55,6 +55,10 @@ class FixedCosts:
             ``prefill_layer_s``: every rank joins the step (ranks without work run a dummy
             batch, none of them from a captured graph) and the MoE gathers all ranks' tokens
             and scatters them back, two collectives launched eagerly.
+        persistent_decode_layer_s: per decoder layer of a decode step whose MLA runs AITER's
+            persistent ASM kernel on ROCm (decode.persistent_mla: SGLang with an FP8 KV cache,
+            or BF16 at head counts other than 16 and 128), in place of ``decode_layer_s``
+            (None: the family has one kernel path).
     """
 
     decode_layer_s: float
@@ -67,6 +71,15 @@ class FixedCosts:
     prefill_eta: float | None = None
     dp_sync_layer_s: float = 0.0
     gather_latency_s: float = A2A_LATENCY_S
+    persistent_decode_layer_s: float | None = None
+
+    def decode_layer(self, persistent_mla: bool = False) -> float:
+        """The per-layer fixed cost of a decode step, s: :attr:`persistent_decode_layer_s` when
+        the step's MLA runs the persistent kernel and the family has that cost, else
+        :attr:`decode_layer_s`."""
+        if persistent_mla and self.persistent_decode_layer_s is not None:
+            return self.persistent_decode_layer_s
+        return self.decode_layer_s
 
 
 #: :class:`FixedCosts` per GPU family (vendor, generation). Each constant names the published
@@ -76,46 +89,57 @@ class FixedCosts:
 #: * Blackwell: ``decode_layer_s``, ``moe_slice_s``, ``prefill_layer_s`` and ``request_s``
 #:   (jointly with terms.ETA_PREFILL, the H20 prefill efficiency and
 #:   :data:`PREFILL_LAUNCH_EXPOSED`) to the SGLang cookbook's R1 TP8 on 8 x B200, 1K/1K at
-#:   concurrency 1 / 14 / 92 (TPOT 9.16 / 17.56 / 40.11 ms, TTFT median 141 / 132 / 148 ms,
-#:   795 / 2,283 output tokens/s), with lmsys.org's EP32 prefill on H100 and Ant Group's TP8
-#:   prefill on H20-96G; lmsys.org 2025-06-16 (GB200 part I): small batches on a single B200
+#:   concurrency 1 / 14 / 92 (TPOT per token 9.16 / 17.02 / 39.37 ms, TTFT median 141 / 132 /
+#:   148 ms, 795 / 2,283 output tokens/s), with lmsys.org's EP32 prefill on H100 and Ant Group's
+#:   TP8 prefill on H20-96G; lmsys.org 2025-06-16 (GB200 part I): small batches on a single B200
 #:   node "have not been optimized yet". ``prefill_eta`` to vLLM's R1-NVFP4 prefill on GB300
 #:   (22,476 tokens/s per GPU) and GB200 (26.2K). ``dp_sync_layer_s`` and ``gather_latency_s``
 #:   (with :data:`SPARSE_DECODE_LAYER_S` / :data:`SPARSE_PREFILL_LAYER_S`) to the cookbook's
-#:   Kimi-K2 DP4 at concurrency 1 (TPOT 18.4 ms, TTFT median 158 ms) and DeepSeek-V3.2 DP8-EP8
-#:   at concurrency 88 (TPOT 106 ms, 860 output tokens/s, TTFT median 444 ms) on 8 x B200.
+#:   Kimi-K2 DP4 at concurrency 1 (TPOT per token 15.84 ms, TTFT median 158 ms) and
+#:   DeepSeek-V3.2 DP8-EP8 at concurrency 88 (TPOT per token 100.1 ms, 860 output tokens/s,
+#:   TTFT median 444 ms) on 8 x B200. (TPOT per token: (mean E2E - mean TTFT) / (mean output
+#:   - 1) of the published run, bench/published_cases.yaml ``stat: token-weighted``.)
 #: * Hopper: ``decode_layer_s`` = :data:`STEP_OVERHEAD_S` / 61 (fitted with the EP decode
 #:   figures: lmsys.org EP72 on H100, Ant Group EP16 on H20); the other terms as Blackwell:
 #:   no Hopper TTFT, small-batch TP or unified attention-DP figure is in the development set.
-#: * AMD (CDNA3/CDNA4): ``decode_layer_s``, ``moe_slice_s``, ``prefill_layer_s``, ``request_s``
-#:   and ``prefill_eta`` fitted together to the cookbook's DeepSeek-V3.1 TP8 on 8 x MI300X
-#:   (SGLang 0.5.7), 1K/1K at concurrency 1 / 14 / 91 (TPOT 23.84 / 35.5 / 73.33 ms, TTFT
+#: * AMD (CDNA3/CDNA4): ``decode_layer_s`` (AITER's non-persistent MLA decode: BF16 KV cache at
+#:   16 heads per GPU), ``persistent_decode_layer_s`` (its persistent kernel: FP8 KV cache;
+#:   decode.persistent_mla), ``prefill_layer_s``, ``request_s`` and ``prefill_eta`` fitted
+#:   together to the cookbook's DeepSeek-V3.1 TP8 on 8 x MI300X (SGLang 0.5.7, KV cache auto:
+#:   BF16), 1K/1K at concurrency 1 / 14 / 91 (TPOT per token 23.90 / 35.10 / 73.30 ms, TTFT
 #:   median 214 / 191 / 237 ms), and SemiAnalysis InferenceX's DeepSeek-R1 TP8 on 8 x MI325X
-#:   (the MI300X's compute die; SGLang 0.5.19), 8K/1K TTFT at concurrency 4 / 8 / 16 / 32 / 64
-#:   (mean 1,025 / 1,027 / 1,163 / 1,363 / 1,918 ms, SemiAnalysisAI/InferenceX#3318): ROCm's
-#:   per-step costs (graph launch, RCCL latency) and MoE kernel efficiency (AITER). The 1K
-#:   prompts pin the per-request and per-layer costs, the 7K prompts the prefill's compute
-#:   rate: ``prefill_eta`` 0.0325 of the 2,615 TFLOPS FP8 peak (~85 TFLOPS per GPU, against
-#:   0.38 on Hopper), SGLang's TP8 prefill on ROCm: block-scaled FP8 GEMMs through AITER's
-#:   ``gemm_a8w8_blockscale`` on gfx942 (sgl-project/sglang#14043) and the fused-MoE expert
-#:   GEMMs of 1/8 column slices with ~230 tokens per expert for one 7K-token prompt (a separate
-#:   AMD prefill-attention rate fitted to the same figures lands at 0.81 of the BF16 peak, no
-#:   slower than terms.ETA_ATTN: the figures put the slowness in the GEMMs, not the causal
-#:   attention, so the model keeps the one rate). The attention-DP terms are
-#:   NVIDIA's: no development figure measures them on AMD (the held-out DP8-EP8 run on MI300X
-#:   is slower: bench/planner_residuals.py).
+#:   (the MI300X's compute die; SGLang 0.5.19, FP8 KV cache), 8K/1K: TTFT at concurrency 4 / 8
+#:   / 16 / 32 / 64 (mean 1,025 / 1,027 / 1,163 / 1,363 / 1,918 ms), TPOT 18.53 / 66.55 ms and
+#:   24.9 / 114.9 output tokens/s per GPU at 4 / 64 (SemiAnalysisAI/InferenceX#3318). The
+#:   persistent path costs 0.145 ms per layer against 0.356 (8.8 against 21.7 ms per 61-layer
+#:   step), as SemiAnalysisAI/InferenceX PR #865 found for DeepSeek-R1 FP8 on MI355X
+#:   ("the main factor for performance improvement: --kv-cache-dtype fp8_e4m3"). The 1K prompts pin the per-request and
+#:   per-layer costs, the 7K prompts the prefill's compute rate: ``prefill_eta`` 0.037 of the
+#:   2,615 TFLOPS FP8 peak (~96 TFLOPS per GPU, against 0.38 on Hopper), SGLang's TP8 prefill
+#:   on ROCm: block-scaled FP8 GEMMs through AITER's ``gemm_a8w8_blockscale`` on gfx942
+#:   (sgl-project/sglang#14043) and the fused-MoE expert GEMMs of 1/8 column slices with ~230
+#:   tokens per expert for one 7K-token prompt (the cookbook's 4K-token prompts at concurrency
+#:   1 and 64 are held out: 1.2x and 1.5x slower predicted than measured, the development
+#:   TTFTs being InferenceX's means). No per-slice MoE cost: the fit drives ``moe_slice_s`` to
+#:   0 on these figures. ``dp_sync_layer_s`` and ``gather_latency_s`` to the cookbook's
+#:   DeepSeek-V3 DP8-EP8 on 8 x MI300X at concurrency 88 (SGLang 0.5.7: TPOT per token 181.6
+#:   ms, 464 output tokens/s, TTFT median 477 ms), the only public figures of attention DP on
+#:   AMD: 0.73 ms per MoE layer's gather (NVIDIA 42 us) stands for the gather, the scatter and
+#:   SGLang's EP MoE runner on ROCm together, which one run cannot separate. The TP all-reduce
+#:   latency is NVIDIA's (no AMD figure separates it from ``decode_layer_s``).
 FIXED_COSTS = {
     ("nvidia", "hopper"): FixedCosts(decode_layer_s=STEP_OVERHEAD_S / 61,
-                                     prefill_layer_s=1.11e-3, request_s=0.062,
-                                     moe_slice_s=0.35e-6, dp_sync_layer_s=0.50e-3,
-                                     gather_latency_s=54e-6),
-    ("nvidia", "blackwell"): FixedCosts(decode_layer_s=0.099e-3, prefill_layer_s=1.11e-3,
-                                        request_s=0.062, moe_slice_s=0.35e-6,
-                                        prefill_eta=0.42, dp_sync_layer_s=0.50e-3,
-                                        gather_latency_s=54e-6),
-    ("amd", "*"): FixedCosts(decode_layer_s=0.33e-3, prefill_layer_s=0.87e-3, request_s=0.139,
-                             moe_slice_s=0.57e-6, prefill_eta=0.0325, dp_sync_layer_s=0.50e-3,
-                             gather_latency_s=54e-6, allreduce_latency_s=40e-6),
+                                     prefill_layer_s=1.018e-3, request_s=0.063,
+                                     moe_slice_s=0.354e-6, dp_sync_layer_s=0.495e-3,
+                                     gather_latency_s=41.6e-6),
+    ("nvidia", "blackwell"): FixedCosts(decode_layer_s=0.0995e-3, prefill_layer_s=1.018e-3,
+                                        request_s=0.063, moe_slice_s=0.354e-6,
+                                        prefill_eta=0.414, dp_sync_layer_s=0.495e-3,
+                                        gather_latency_s=41.6e-6),
+    ("amd", "*"): FixedCosts(decode_layer_s=0.356e-3, persistent_decode_layer_s=0.145e-3,
+                             prefill_layer_s=1.98e-3, request_s=0.059, moe_slice_s=0.0,
+                             prefill_eta=0.0368, dp_sync_layer_s=1.50e-3,
+                             gather_latency_s=0.730e-3),
 }
 
 
@@ -132,7 +156,7 @@ def fixed_costs(gpu: Gpu) -> FixedCosts:
 #: each launched per layer (kernel tails that short contexts do not amortize). Fitted to the
 #: SGLang cookbook's V3.2-Exp TP8 + EAGLE run on 8 x B200 at concurrency 1 (TPOT 9.09 ms at
 #: accept length 2.46).
-SPARSE_DECODE_LAYER_S = 0.15e-3
+SPARSE_DECODE_LAYER_S = 0.159e-3
 #: The same per layer of a prefill step (its kernels launched from Python, as the rest of the
 #: prefill step: :attr:`FixedCosts.prefill_layer_s`). Fitted to the same run's TTFT (median
 #: 191 ms) and the cookbook's V3.2-Exp DP8-EP8 run on 8 x B200 (TPOT 106 ms, TTFT median 444
@@ -145,7 +169,7 @@ SPARSE_PREFILL_LAYER_S = 0.96e-3
 #: quantization, routing, the small GEMMs of a short prompt) wait for theirs. Fitted with the
 #: prefill costs (bench/fit_constants.py): the SGLang cookbook's R1 TP8 TTFT on B200 and the
 #: H100 / H20 prefill throughputs.
-PREFILL_LAUNCH_EXPOSED = 0.22
+PREFILL_LAUNCH_EXPOSED = 0.154
 
 
 def step_time(launches: float, work: float) -> float:

@@ -137,12 +137,27 @@ def pd_candidate(req: PlanRequest, prefill: RoleChoice, decode: RoleChoice,
                      False, bound, notes, sustains=sustains, decode_batch=est.batch_per_rank)
 
 
+def unified_ttft(pre: perf.PrefillEstimate, busy: float, decode_step_s: float) -> float:
+    """TTFT (s) on a role serving both phases whose prefill takes the time share ``busy``
+    (< 1) between decode steps of ``decode_step_s``: the request's cost off the GPU
+    (``pre.request_s``), the rest of the step running when it arrives (the engines schedule a
+    new prefill between steps: SGLang's scheduler loop, vLLM's ``EngineCore.step``; it arrives
+    during a decode step 1 - busy of the time and waits half of one), then its prefill
+    (``pre.latency_s``) with the M/D/1 wait at utilisation ``busy``:
+    request_s + (1 - busy) x decode_step_s / 2 + latency_s x (1 + busy / (2 (1 - busy)))."""
+    return pre.request_s + (1 - busy) * decode_step_s / 2 \
+        + pre.latency_s * (1 + busy / (2 * (1 - busy)))
+
+
 def unified_candidate(req: PlanRequest, unified: RoleChoice, pre: perf.PrefillEstimate,
                        est: perf.DecodeEstimate, z: RoleSizing, retime=None,
                        draft: int = 0) -> Candidate:
     """Prefill and decode share the GPUs (:func:`~generator.perf.interleave.interleaved`: prefill steps hold the
     instance's decode, attention DP synchronises its ranks), so a decoding sequence's TPOT
-    stretches with the arrival rate R; TTFT = the per-request cost + the prefill latency with
+    stretches with the arrival rate R; TTFT = the per-request cost + the rest of the step
+    running when the request arrives (the engines schedule a new prefill between steps,
+    SGLang's ``event_loop_overlap`` and vLLM's ``EngineCore.step`` alike: half a decode step,
+    when it arrives during one, which it does 1 - busy of the time) + the prefill latency with
     its M/D/1 wait at the time share ``busy`` prefill takes.
 
     Open load: S sequences decode (the sized batch over the ranks, or the workload's
@@ -158,8 +173,10 @@ def unified_candidate(req: PlanRequest, unified: RoleChoice, pre: perf.PrefillEs
     per_inst = ul.data * ul.pipeline
     engine = req.spec.engine.name
 
-    def wait(busy: float) -> float:
-        return pre.request_s + pre.latency_s * (1 + busy / (2 * (1 - busy)))
+    per_token = est.step_s / est.tpot_s          # decode step per TPOT (MTP, pipeline)
+
+    def wait(busy: float, tpot_step: float) -> float:
+        return unified_ttft(pre, busy, tpot_step * per_token)
 
     def mix(r: float, t_dec: float, b: float) -> Interleave:
         return interleaved(r / unified.instances, t_dec, pre, data=ul.data, engine=engine,
@@ -192,14 +209,14 @@ def unified_candidate(req: PlanRequest, unified: RoleChoice, pre: perf.PrefillEs
 
     if wl.concurrency:
         def in_loop(r: float) -> float:
-            m = point(r)[0]
-            return r * (wait(m.busy) + osl * m.tpot_s)
+            m, b = point(r)
+            return r * (wait(m.busy, curve.tpot(b)) + osl * m.tpot_s)
 
         rate, capped = _solve_closed_loop(wl.concurrency,
                                           capacity(ranks * est.batch_per_rank), in_loop)
         m, batch = point(rate)
         busy, tpot = m.busy, m.tpot_s
-        ttft = wait(busy)
+        ttft = wait(busy, curve.tpot(batch))
         if capped and rate:
             ttft = max(ttft, wl.concurrency / rate - osl * tpot)
         sustains = True
@@ -212,7 +229,7 @@ def unified_candidate(req: PlanRequest, unified: RoleChoice, pre: perf.PrefillEs
             rate = min(rate, wl.requestsPerSecond)
         m = mix(rate, est.tpot_s, est.batch_per_rank)
         busy, tpot = m.busy, m.tpot_s
-        ttft = wait(busy)
+        ttft = wait(busy, est.tpot_s)
         batch = est.batch_per_rank
     gpus = unified.gpus
     bound = f"prefill interrupting decode (shared GPUs; {pre.bound})" if busy > 0.3 \

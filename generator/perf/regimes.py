@@ -5,8 +5,9 @@ error against published figures (``bench/planner_residuals.py`` writes the table
 The regimes follow the engine behaviour that dominates the figure and the model term that
 stands for it (generator/perf/terms.py), first match wins:
 
-1. ``amd``: any figure on AMD Instinct GPUs (ROCm kernels: the per-step and per-request costs,
-   MoE and attention efficiencies of :data:`perf.VENDOR` ``amd``);
+1. ``amd``: any figure on AMD Instinct GPUs (ROCm kernels: the per-step, per-request and
+   attention-DP costs and the prefill efficiency of :data:`fixed.FIXED_COSTS` ``("amd", "*")``,
+   with AITER's persistent MLA decode path, :func:`decode.persistent_mla`);
 2. ``ttft`` / ``ttft-disaggregated``: time to first token (the per-request floor, the prefill
    step, queueing; disaggregated: + the KV transfer) of a unified / a prefill + decode
    deployment;

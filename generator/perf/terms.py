@@ -42,7 +42,8 @@ latent-form sparse MLA at :data:`ETA_SPARSE_PREFILL`); the step's kernel launche
 (:attr:`FixedCosts.prefill_layer_s` per layer, + ``dp_sync_layer_s`` under attention DP) partly
 hidden behind that work (:func:`step_time`). TTFT = the per-request cost off the GPU
 (:attr:`FixedCosts.request_s`) + the prefill step + its queue + the KV transfer to the decode side
-over the network (:func:`kv_transfer_time`). One role serving both phases interleaves prefill
+over the network (:func:`kv_transfer_time`); on a unified role also the rest of the decode step
+running when the request arrives (perf/loop.py ``unified_candidate``). One role serving both phases interleaves prefill
 steps with decode (:func:`generator.perf.interleave.interleaved`).
 """
 
@@ -81,8 +82,8 @@ ETA_DECODE_COMPUTE_BY_GPU = {"H20-96GB": 0.45, "H20-141GB": 0.45}
 #: prefill on H100 (57.7k / 54.5k / 50.3k input tokens/s per node at 1K / 2K / 4K tokens,
 #: default EPLB: the constant absorbs its expert imbalance); both with the prefill step's
 #: exposed launches (fixed.PREFILL_LAUNCH_EXPOSED, bench/fit_constants.py).
-ETA_PREFILL = 0.38
-ETA_PREFILL_BY_GPU = {"H20-96GB": 0.86, "H20-141GB": 0.86}
+ETA_PREFILL = 0.378
+ETA_PREFILL_BY_GPU = {"H20-96GB": 0.840, "H20-141GB": 0.840}
 #: Rate of compute-bound expert GEMMs with 4-bit weights (w4a8, MXFP4) on a GPU without FP4
 #: tensor cores, relative to FP8 weights: the kernels dequantize to FP8 in the main loop. Not
 #: applied to weight-only ``w4a16`` (BF16 activations), whose GEMMs are timed at the BF16 peak
@@ -109,7 +110,7 @@ ETA_A2A = 0.8
 #: fitted to vLLM's V3.2-NVFP4 TP2 prefill-only ceiling on 2 x GB300 (7,360 tokens/s per GPU
 #: at 2K input, vllm-project.github.io _posts/2026-02-13-gb300-deepseek.md: "R1's prefill
 #: throughput capability is ~3x that of DeepSeek V3.2" on the same GPUs).
-ETA_SPARSE_PREFILL = 0.079
+ETA_SPARSE_PREFILL = 0.0784
 #: Fraction of the BF16 peak MLA attention reaches: FlashMLA README (2025-04-22) 660 TFLOPS on
 #: H800 SXM5 (989 dense BF16) in the compute-bound decode regime = 0.67; FA3 prefill attention is
 #: of the same order (FlashAttention-3 paper: 600-740 TFLOPS BF16 on H100).
@@ -298,7 +299,8 @@ def decode_terms(m: ModelShape, gpu: Gpu, *, batch: int, tensor: int, data: int,
                  nonexpert_bytes: float, local_experts_per_layer: float, ctx: float,
                  gpus_per_node: int, inter_gbps: float, draft: int, bf16: bool,
                  attn_fp8: bool = False, drafter: str = "sglang_mtp",
-                 mnnvl: bool = True, all2all: str | None = None) -> StepTerms:
+                 mnnvl: bool = True, all2all: str | None = None,
+                 persistent_mla: bool = False) -> StepTerms:
     """The terms of one decode step of one DP rank holding ``batch`` sequences of mean context
     ``ctx`` tokens, with ``draft`` MTP tokens per sequence (bytes and FLOPs per the module
     docstring). ``attn_fp8``: the attention kernel computes in FP8 (FP8 KV cache with FP8
@@ -306,7 +308,10 @@ def decode_terms(m: ModelShape, gpu: Gpu, *, batch: int, tensor: int, data: int,
     extend, ``vllm_mtp`` ``draft - 1``, ``dspark`` one forward of :data:`DSPARK_LAYERS` layers
     over the block. Fixed costs, HBM efficiency and collective latencies are the GPU family's
     (:func:`fixed_costs`); ``all2all``: the expert all-to-all backend (DeepEP's dispatch and
-    combine, else a token gather and scatter: :attr:`FixedCosts.gather_latency_s`)."""
+    combine, else a token gather and scatter: :attr:`FixedCosts.gather_latency_s`);
+    ``persistent_mla``: the step's MLA decode runs AITER's persistent kernel
+    (decode.persistent_mla), whose per-layer fixed cost is
+    :attr:`FixedCosts.persistent_decode_layer_s` where the family has one."""
     costs = fixed_costs(gpu)
     tokens_rank = batch * (1 + draft)                       # tokens this rank computes
 
@@ -383,7 +388,7 @@ def decode_terms(m: ModelShape, gpu: Gpu, *, batch: int, tensor: int, data: int,
                      attn=attn_flops / attn_peak, dispatch=dispatch, combine=combine,
                      latency=latency, allreduce=allreduce, draft=draft_s,
                      slices=m.moe_layers * slices * costs.moe_slice_s,
-                     fixed=m.layers * (costs.decode_layer_s
+                     fixed=m.layers * (costs.decode_layer(persistent_mla)
                                        + (fixed.SPARSE_DECODE_LAYER_S if m.sparse_mla
                                           else 0.0)))
 
