@@ -75,7 +75,7 @@ GROUPS = [
       AMD("request_s"), AMD("prefill_eta")],
      ["cookbook-v31-mi300x-tp8-1k1k-", "inferencex-r1-mi325x-tp8-8k1k-"]),
     ("Attention DP on AMD (SGLang cookbook V3 DP8-EP8 on MI300X, c=100)",
-     [AMD("dp_sync_layer_s"), AMD("gather_latency_s")],
+     [AMD("dp_sync_layer_s"), AMD("ep_moe_layer_s")],
      ["cookbook-v3-mi300x-dp8ep8-c100-"]),
     ("Blackwell prefill GEMM efficiency (vLLM R1-NVFP4 prefill on GB300 and GB200)",
      [BLACKWELL("prefill_eta")],

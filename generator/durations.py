@@ -233,7 +233,9 @@ def _role_times(spec, role_spec, role, z, startup, pd: bool) -> RoleTimes:
     fp8_attn = attention_fp8(s.engine.name, role.serving.kvCacheDtype,
                              shape.attn_window is not None, role_spec.engineArgs)
     persistent = persistent_mla(s.engine.name, gpu, role.serving.kvCacheDtype,
-                                shape.heads // max(lay.tensor, 1))
+                                shape.heads // max(lay.tensor, 1),
+                                role.arch.config.get("num_key_value_heads", shape.heads)
+                                // max(lay.tensor * lay.data, 1), role_spec.engineArgs)
 
     def step(ctx: float) -> float:
         return perf.decode_step(

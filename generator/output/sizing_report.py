@@ -53,8 +53,9 @@ def predicted_rows(p) -> list[tuple[str, str]]:
 
     rows = []
     if p.ttft_ms is not None:
-        rows.append(("TTFT", f"{p.ttft_ms:,.0f} ms (predicted: request + prefill + KV transfer "
-                             f"+ queue{regime('ttftMs')})"))
+        median = "" if p.ttft_median_ms is None else f", median {p.ttft_median_ms:,.0f} ms"
+        rows.append(("TTFT", f"{p.ttft_ms:,.0f} ms mean{median} (predicted: request + prefill "
+                             f"+ KV transfer + queue{regime('ttftMs')})"))
     if p.tpot_ms is not None:
         fed = "" if p.fed_batch == p.batch_per_rank else \
             f"; sized for {p.batch_per_rank}, prefill feeds fewer"

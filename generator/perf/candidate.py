@@ -35,11 +35,16 @@ class Candidate:
     #: Sequences per decode rank at the operating point (below the sized batch when prefill
     #: cannot feed it); 0 when not computed.
     decode_batch: int = 0
+    #: The median TTFT, ms (the queue at its median: perf/loop.py ``median_wait``); None
+    #: where not computed. ``ttft_ms`` is the mean.
+    ttft_median_ms: float | None = None
 
     def to_json(self) -> dict:
         """The candidate as docs/spec.md §5 shows it."""
         return {"rank": self.rank, "roles": self.roles, "gpus": self.gpus,
                 "kvTokensPerRank": self.kv_tokens_per_rank, "ttftMs": round(self.ttft_ms, 1),
+                "ttftMedianMs": None if self.ttft_median_ms is None
+                else round(self.ttft_median_ms, 1),
                 "tpotMs": round(self.tpot_ms, 1), "outputTokensPerSec": round(self.output_tps),
                 "totalTokensPerSec": round(self.total_tps),
                 "outputTokensPerSecPerGpu": round(self.output_tps / self.gpus, 1),

@@ -56,22 +56,44 @@ def attention_fp8(engine: str, kv_cache_dtype: str | None, sparse: bool,
 #: Heads per GPU at which SGLang's ROCm MLA decode keeps AITER's non-persistent kernel with a
 #: BF16 KV cache (python/sglang/srt/layers/attention/aiter_backend.py, AiterAttnBackend
 #: ``__init__``, 0.5.23: "only use mla_ps_kernel when fp8 kv_cache; for non-fp8 kv_cache on tp8,
-#: use non-persist kernel to avoid performance degradation"; 16 is DeepSeek's 128 heads at TP8,
-#: 128 at attention TP1; fewer than 16 heads are padded to 16).
-AITER_NON_PERSISTENT_BF16_HEADS = frozenset({16, 128})
+#: use non-persistent kernel to avoid performance degradation"; 16 is DeepSeek's 128 heads at
+#: TP8, 128 at attention TP1; fewer than 16 heads are padded to 16). SGLang picks the AITER
+#: backend for MLA on ROCm only when the KV heads over ``--tp`` are one of these too, else
+#: triton (python/sglang/srt/arg_groups/model_override_base.py, the MLA branch of the default
+#: attention backend, 0.5.23: "current aiter only support head number 16 or 128").
+AITER_MLA_HEADS = frozenset({16, 128})
 
 
-def persistent_mla(engine: str, gpu, kv_cache_dtype: str | None, heads_per_gpu: int) -> bool:
+def persistent_mla(engine: str, gpu, kv_cache_dtype: str | None, heads_per_gpu: int,
+                   kv_heads_per_tp: int | None = None, engine_args: list[str] | tuple = ()
+                   ) -> bool:
     """A decode step's MLA runs AITER's persistent ASM kernel (``mla_decode_fwd`` with a
-    persistent work plan, ``SGLANG_AITER_MLA_PERSIST`` on by default): SGLang on an AMD GPU with
-    an FP8 KV cache, or with a BF16 one at a head count per GPU (padded to at least 16) outside
-    :data:`AITER_NON_PERSISTENT_BF16_HEADS`. Its per-layer fixed cost is
-    :attr:`fixed.FixedCosts.persistent_decode_layer_s`. vLLM on ROCm and NVIDIA GPUs: False."""
+    persistent work plan, ``SGLANG_AITER_MLA_PERSIST`` on by default): SGLang on an AMD GPU whose
+    attention backend is AITER (the default when ``kv_heads_per_tp``, the model's KV heads over
+    SGLang's ``--tp`` = tensor x data, is 16 or 128; ``--attention-backend`` or
+    ``--decode-attention-backend`` aiter in ``engine_args``), with an FP8 KV cache, or with a
+    BF16 one at a head count per GPU (``heads_per_gpu`` = heads / attention TP, padded to at
+    least 16) outside :data:`AITER_MLA_HEADS`. Its per-layer fixed cost is
+    :attr:`fixed.FixedCosts.persistent_decode_layer_s`. vLLM on ROCm and NVIDIA GPUs: False.
+    Not modelled: AITER's zero-padded head counts (12 per GPU run persistent with BF16) and
+    decode context parallelism (persistent always). The rule is read from 0.5.23; the runs the
+    persistent cost is fitted to are 0.5.19 and (the non-persistent one) 0.5.7, whose backends
+    keep the same 16/128 head choice."""
     if engine != "sglang" or gpu.vendor != "amd":
+        return False
+    backend = None
+    args = list(engine_args)
+    for j, a in option_flags(args):
+        if a.partition("=")[0] in ("--attention-backend", "--decode-attention-backend"):
+            backend = option_value(args, j)
+    if backend is None:
+        backend = "aiter" if kv_heads_per_tp is None or kv_heads_per_tp in AITER_MLA_HEADS \
+            else "triton"
+    if backend != "aiter":
         return False
     if (kv_cache_dtype or "").startswith("fp8"):
         return True
-    return max(16, heads_per_gpu) not in AITER_NON_PERSISTENT_BF16_HEADS
+    return max(16, heads_per_gpu) not in AITER_MLA_HEADS
 
 
 #: vLLM's dual-batch overlap engages only above these tokens per rank per step
@@ -224,7 +246,9 @@ def decode_estimate(req: PlanRequest, role: RoleInput, z: RoleSizing, pool,
     fp8_attn = attention_fp8(s.engine.name, role.serving.kvCacheDtype,
                              shape.attn_window is not None, engine_args)
     persistent = persistent_mla(s.engine.name, gpu, role.serving.kvCacheDtype,
-                                shape.heads // max(lay.tensor, 1))
+                                shape.heads // max(lay.tensor, 1),
+                                cfg.get("num_key_value_heads", shape.heads)
+                                // max(lay.tensor * lay.data, 1), engine_args)
 
     def step(b):
         overlap = effective_overlap(s.engine.name, role, b * (1 + k))

@@ -9,6 +9,8 @@ rate at which the sequences in flight equal it. :func:`pd_candidate` (disaggrega
 
 from __future__ import annotations
 
+import math
+
 from ..sizing import RoleSizing
 from ..spec.request import PlanRequest
 from . import terms as perf
@@ -91,6 +93,10 @@ def pd_candidate(req: PlanRequest, prefill: RoleChoice, decode: RoleChoice,
         rho = min(rate / prefill_cap, 0.95) if prefill_cap else 0.95
         return pre.request_s + pre.latency_s * (1 + rho / (2 * (1 - rho))) + kv_t   # M/D/1
 
+    def median_of(rate: float) -> float:
+        rho = min(rate / prefill_cap, 0.95) if prefill_cap else 0.95
+        return pre.request_s + pre.latency_s + median_wait(pre.latency_s, rho) + kv_t
+
     if wl.concurrency:
         rho_max = 0.95
         curve = decode_curve(req, est, ranks, retime, draft)
@@ -108,14 +114,17 @@ def pd_candidate(req: PlanRequest, prefill: RoleChoice, decode: RoleChoice,
         fed = curve.fed(rate, osl) or curve.b_max
         tpot_s = curve.tpot(fed)
         ttft = ttft_open = wait(rate)
+        median = median_of(rate)
         if capped and rate:   # the sequences the capacity does not keep decoding wait
             ttft = max(ttft, wl.concurrency / rate - osl * tpot_s)
+            median = max(median, ttft)
         est = perf.DecodeEstimate(fed, est.step_s, tpot_s, est.tokens_per_s_per_rank, est.bound)
     else:
         rho_max = _max_utilisation(pre.latency_s, kv_t, req.spec.slo.ttftMs)
         rate = min(prefill_cap * rho_max, decode_cap)
         offered = min(rate, wl.requestsPerSecond) if wl.requestsPerSecond else rate
         ttft = ttft_open = wait(offered)
+        median = median_of(offered)
     sustains = True
     if wl.requestsPerSecond:
         sustains = rate >= wl.requestsPerSecond * 0.999
@@ -134,19 +143,59 @@ def pd_candidate(req: PlanRequest, prefill: RoleChoice, decode: RoleChoice,
              f"prefill {min(rate / prefill_cap, 1):.0%} busy" if prefill_cap else "prefill idle"]
     return Candidate(roles, gpus, z.kv_tokens_per_rank, ttft * 1000, est.tpot_s * 1000,
                      rate * wl.outputTokens, rate * (wl.inputTokens + wl.outputTokens), True,
-                     False, bound, notes, sustains=sustains, decode_batch=est.batch_per_rank)
+                     False, bound, notes, sustains=sustains, decode_batch=est.batch_per_rank,
+                     ttft_median_ms=median * 1000)
 
 
-def unified_ttft(pre: perf.PrefillEstimate, busy: float, decode_step_s: float) -> float:
+def median_wait(latency_s: float, rho: float) -> float:
+    """Median of the M/D/1 waiting time (s) before a prefill of ``latency_s`` at utilisation
+    ``rho`` (< 1): a request finds the prefill idle with probability 1 - rho, so the median
+    wait is 0 while rho <= 0.5; above, a waiting request's wait is taken as exponential with
+    the mean E[W] / rho (E[W] = latency_s x rho / (2 (1 - rho)), the M/D/1 mean the TTFT
+    means use): (E[W] / rho) x ln(2 rho). A published median TTFT has no queue in it below
+    half load; its mean does (generator/perf/predict.py quotes both)."""
+    if rho <= 0.5:
+        return 0.0
+    return latency_s / (2 * (1 - rho)) * math.log(2 * rho)
+
+
+#: Engines whose scheduler launches the next step before it takes in new requests, so that a
+#: request arriving during a decode step waits for the rest of it and one more: SGLang's
+#: default ``event_loop_overlap`` (python/sglang/srt/managers/scheduler.py: it receives
+#: requests, schedules and launches batch k+1, then waits for batch k; off with
+#: --disable-overlap-schedule, which moegen does not read). vLLM's async scheduling does the
+#: same where it is on (the default at 0.33, vllm/config/vllm.py); the release it became the
+#: default in is not among moegen's vLLM facts, so vLLM is timed with the synchronous step
+#: loop (``EngineCore.step``), half a step, a lower bound.
+OVERLAP_SCHEDULERS = frozenset({"sglang"})
+
+
+def arrival_wait(busy: float, decode_step_s: float, engine: str) -> float:
+    """Mean wait (s) of a request arriving at a unified role between its arrival and the start
+    of the step its prefill can join: it arrives during a decode step 1 - busy of the time and
+    waits the rest of it (half a step), and one more step under an overlap scheduler
+    (:data:`OVERLAP_SCHEDULERS`)."""
+    steps = 1.5 if engine in OVERLAP_SCHEDULERS else 0.5
+    return (1 - busy) * decode_step_s * steps
+
+
+def unified_ttft(pre: perf.PrefillEstimate, busy: float, decode_step_s: float,
+                 engine: str = "vllm") -> float:
     """TTFT (s) on a role serving both phases whose prefill takes the time share ``busy``
     (< 1) between decode steps of ``decode_step_s``: the request's cost off the GPU
-    (``pre.request_s``), the rest of the step running when it arrives (the engines schedule a
-    new prefill between steps: SGLang's scheduler loop, vLLM's ``EngineCore.step``; it arrives
-    during a decode step 1 - busy of the time and waits half of one), then its prefill
+    (``pre.request_s``), its wait for a step (:func:`arrival_wait`), then its prefill
     (``pre.latency_s``) with the M/D/1 wait at utilisation ``busy``:
-    request_s + (1 - busy) x decode_step_s / 2 + latency_s x (1 + busy / (2 (1 - busy)))."""
-    return pre.request_s + (1 - busy) * decode_step_s / 2 \
+    request_s + arrival_wait + latency_s x (1 + busy / (2 (1 - busy)))."""
+    return pre.request_s + arrival_wait(busy, decode_step_s, engine) \
         + pre.latency_s * (1 + busy / (2 * (1 - busy)))
+
+
+def unified_ttft_median(pre: perf.PrefillEstimate, busy: float, decode_step_s: float,
+                        engine: str = "vllm") -> float:
+    """The median of :func:`unified_ttft` (s): the prefill's wait at its median
+    (:func:`median_wait`); the wait for a step, a short term, at its mean."""
+    return pre.request_s + arrival_wait(busy, decode_step_s, engine) + pre.latency_s \
+        + median_wait(pre.latency_s, busy)
 
 
 def unified_candidate(req: PlanRequest, unified: RoleChoice, pre: perf.PrefillEstimate,
@@ -154,11 +203,9 @@ def unified_candidate(req: PlanRequest, unified: RoleChoice, pre: perf.PrefillEs
                        draft: int = 0) -> Candidate:
     """Prefill and decode share the GPUs (:func:`~generator.perf.interleave.interleaved`: prefill steps hold the
     instance's decode, attention DP synchronises its ranks), so a decoding sequence's TPOT
-    stretches with the arrival rate R; TTFT = the per-request cost + the rest of the step
-    running when the request arrives (the engines schedule a new prefill between steps,
-    SGLang's ``event_loop_overlap`` and vLLM's ``EngineCore.step`` alike: half a decode step,
-    when it arrives during one, which it does 1 - busy of the time) + the prefill latency with
-    its M/D/1 wait at the time share ``busy`` prefill takes.
+    stretches with the arrival rate R; TTFT = the per-request cost + its wait for a step
+    (:func:`arrival_wait`) + the prefill latency with its M/D/1 wait at the time share
+    ``busy`` prefill takes (:func:`unified_ttft`; the median: :func:`unified_ttft_median`).
 
     Open load: S sequences decode (the sized batch over the ranks, or the workload's
     concurrency), R x OSL x TPOT(R) = S. Fixed ``concurrency`` (a closed loop): the sequences
@@ -176,7 +223,7 @@ def unified_candidate(req: PlanRequest, unified: RoleChoice, pre: perf.PrefillEs
     per_token = est.step_s / est.tpot_s          # decode step per TPOT (MTP, pipeline)
 
     def wait(busy: float, tpot_step: float) -> float:
-        return unified_ttft(pre, busy, tpot_step * per_token)
+        return unified_ttft(pre, busy, tpot_step * per_token, engine)
 
     def mix(r: float, t_dec: float, b: float) -> Interleave:
         return interleaved(r / unified.instances, t_dec, pre, data=ul.data, engine=engine,
@@ -217,8 +264,10 @@ def unified_candidate(req: PlanRequest, unified: RoleChoice, pre: perf.PrefillEs
         m, batch = point(rate)
         busy, tpot = m.busy, m.tpot_s
         ttft = wait(busy, curve.tpot(batch))
+        median = unified_ttft_median(pre, busy, curve.tpot(batch) * per_token, engine)
         if capped and rate:
             ttft = max(ttft, wl.concurrency / rate - osl * tpot)
+            median = max(median, ttft)
         sustains = True
     else:
         seqs = _in_flight(wl, ranks * est.batch_per_rank)
@@ -230,6 +279,7 @@ def unified_candidate(req: PlanRequest, unified: RoleChoice, pre: perf.PrefillEs
         m = mix(rate, est.tpot_s, est.batch_per_rank)
         busy, tpot = m.busy, m.tpot_s
         ttft = wait(busy, est.tpot_s)
+        median = unified_ttft_median(pre, busy, est.tpot_s * per_token, engine)
         batch = est.batch_per_rank
     gpus = unified.gpus
     bound = f"prefill interrupting decode (shared GPUs; {pre.bound})" if busy > 0.3 \
@@ -240,4 +290,4 @@ def unified_candidate(req: PlanRequest, unified: RoleChoice, pre: perf.PrefillEs
                      ttft * 1000, tpot * 1000, rate * wl.outputTokens,
                      rate * (wl.inputTokens + wl.outputTokens), True, False, bound,
                      [f"{busy:.0%} of the time in prefill", f"batch {batch} per rank"],
-                     sustains=sustains, decode_batch=batch)
+                     sustains=sustains, decode_batch=batch, ttft_median_ms=median * 1000)

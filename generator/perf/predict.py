@@ -37,8 +37,10 @@ class RolePrediction:
 
     Attributes:
         name, mode: the role.
-        ttft_ms: time to first token of a request (prefill/unified roles; PD: prefill + KV
-            transfer), None for decode roles.
+        ttft_ms: mean time to first token of a request (prefill/unified roles; PD: prefill +
+            KV transfer), None for decode roles.
+        ttft_median_ms: its median (the queue before prefill at its median, none below half
+            load: perf/loop.py ``median_wait``).
         tpot_ms: time per output token (decode/unified), None for prefill.
         output_per_node, input_per_node: the role's own capacity per node (decode/unified:
             output tokens/s at its batch; prefill/unified: input tokens/s with every GPU busy).
@@ -58,6 +60,7 @@ class RolePrediction:
     mode: str
     ttft_ms: float | None = None
     tpot_ms: float | None = None
+    ttft_median_ms: float | None = None
     output_per_node: int | None = None
     input_per_node: int | None = None
     output_total: int | None = None
@@ -68,7 +71,8 @@ class RolePrediction:
 
     def to_json(self) -> dict:
         """Camel-case JSON, absent figures left out; ``regimes`` per figure quoted."""
-        out = {"ttftMs": self.ttft_ms, "tpotMs": self.tpot_ms,
+        out = {"ttftMs": self.ttft_ms, "ttftMedianMs": self.ttft_median_ms,
+               "tpotMs": self.tpot_ms,
                "outputTokensPerSecPerNode": self.output_per_node,
                "inputTokensPerSecPerNode": self.input_per_node,
                "outputTokensPerSec": self.output_total,
@@ -186,6 +190,8 @@ def predict(doc: InferenceDeployment) -> Prediction:
                            input_per_node=j.get("inputTokensPerSecPerNode"))
         if r.mode != "decode":
             p.ttft_ms = round(cand.ttft_ms, 1)
+            if cand.ttft_median_ms is not None:
+                p.ttft_median_ms = round(cand.ttft_median_ms, 1)
             p.input_total = round(cand.total_tps - cand.output_tps)
             p.regimes |= {k: regimes[k] for k in ("ttftMs", "inputTokensPerSec")}
         if r.mode != "prefill":

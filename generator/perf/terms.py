@@ -82,8 +82,8 @@ ETA_DECODE_COMPUTE_BY_GPU = {"H20-96GB": 0.45, "H20-141GB": 0.45}
 #: prefill on H100 (57.7k / 54.5k / 50.3k input tokens/s per node at 1K / 2K / 4K tokens,
 #: default EPLB: the constant absorbs its expert imbalance); both with the prefill step's
 #: exposed launches (fixed.PREFILL_LAUNCH_EXPOSED, bench/fit_constants.py).
-ETA_PREFILL = 0.378
-ETA_PREFILL_BY_GPU = {"H20-96GB": 0.840, "H20-141GB": 0.840}
+ETA_PREFILL = 0.3775
+ETA_PREFILL_BY_GPU = {"H20-96GB": 0.835, "H20-141GB": 0.835}
 #: Rate of compute-bound expert GEMMs with 4-bit weights (w4a8, MXFP4) on a GPU without FP4
 #: tensor cores, relative to FP8 weights: the kernels dequantize to FP8 in the main loop. Not
 #: applied to weight-only ``w4a16`` (BF16 activations), whose GEMMs are timed at the BF16 peak
@@ -315,25 +315,30 @@ def decode_terms(m: ModelShape, gpu: Gpu, *, batch: int, tensor: int, data: int,
     costs = fixed_costs(gpu)
     tokens_rank = batch * (1 + draft)                       # tokens this rank computes
 
+    # Without EP the routed experts are tensor-parallel over the whole tensor x data group
+    # (SGLang's MoE TP under attention DP, vLLM's DP without EP: sizing.placement_for moe_tp),
+    # and under attention DP the MoE runs on every rank's tokens, gathered (data > 1).
+    moe_tp = tensor * data
+
     def expert_bytes(tokens: float) -> float:
         """Routed-expert bytes a step of ``tokens`` tokens per rank reads on one GPU."""
         if expert:   # all ranks' tokens share the experts
             return m.moe_layers * local_experts_per_layer * m.expert_bytes \
                 * _hit_fraction(tokens * data, m.topk, m.experts)
-        return m.moe_layers * m.experts * m.expert_bytes / tensor \
-            * _hit_fraction(tokens, m.topk, m.experts)
+        return m.moe_layers * m.experts * m.expert_bytes / moe_tp \
+            * _hit_fraction(tokens * data, m.topk, m.experts)
 
     expert_read = expert_bytes(tokens_rank)
     # Expert slices this GPU reads per MoE layer: its local experts that a token hits (EP),
-    # or its 1/TP slice of every hit expert (TP).
+    # or its 1/(tensor x data) slice of every hit expert (TP).
     if expert:
         slices = local_experts_per_layer * _hit_fraction(tokens_rank * data, m.topk, m.experts)
     else:
-        slices = m.experts * _hit_fraction(tokens_rank, m.topk, m.experts)
+        slices = m.experts * _hit_fraction(tokens_rank * data, m.topk, m.experts)
     if expert:
         expert_tokens = tokens_rank * data * m.topk / m.experts * local_experts_per_layer
-    else:
-        expert_tokens = tokens_rank * m.topk / tensor
+    else:   # every rank's tokens, each GPU its 1/(tensor x data) slice
+        expert_tokens = tokens_rank * data * m.topk / moe_tp
     hbm = gpu.hbm_gbps * 1e9 * (costs.hbm_eta or ETA_HBM)
     kv_read = batch * ctx * m.kv_bytes_per_token
     dense_flops = 2 * (m.active_params - m.topk * m.moe_layers * m.expert_params) \
@@ -358,6 +363,10 @@ def decode_terms(m: ModelShape, gpu: Gpu, *, batch: int, tensor: int, data: int,
         combine = copies * 2 / rate                       # BF16 outputs
         deepep = (all2all or "").startswith("deepep")
         latency += 2 * m.moe_layers * (costs.a2a_latency_s if deepep else costs.gather_latency_s)
+        if not deepep:
+            latency += m.moe_layers * costs.ep_moe_layer_s
+    elif data > 1:   # MoE TP under attention DP: the ranks' tokens gathered and scattered back
+        latency += 2 * m.moe_layers * costs.gather_latency_s
     if tensor > 1:
         ar = 2 * m.layers * 2 * tokens_rank * m.hidden * 2 * (tensor - 1) / tensor
         allreduce = ar / _tp_link(gpu, tensor, gpus_per_node, inter_gbps, mnnvl)
@@ -478,7 +487,7 @@ def prefill(m: ModelShape, gpu: Gpu, *, isl: int, tensor: int, data: int, pipeli
     else:
         attn = 2 * m.layers * m.heads * m.causal_pairs(isl) * (m.qk_head + m.v_head)
     rank_gpus = tensor * pipeline
-    moe_gpus = rank_gpus * (data if expert else 1)
+    moe_gpus = rank_gpus * data      # EP, or MoE TP over the tensor x data group
     # w4a16 (bf16) dequantizes its 4-bit experts to BF16 and runs at the BF16 peak already.
     moe_peak = gemm_peak * (DEQUANT_4BIT_PREFILL if m.expert_bits == 4 and not gpu.fp4
                             and not bf16 else 1.0)
