@@ -243,7 +243,7 @@ def _role_times(spec, role_spec, role, z, startup, pd: bool) -> RoleTimes:
             batch=batch, tensor=lay.tensor, data=lay.data, expert=lay.expert_parallel,
             nonexpert_bytes=nonexpert, local_experts_per_layer=local if lay.expert_parallel
             else 0, ctx=ctx, gpus_per_node=pool.gpusPerNode, inter_gbps=gbps, draft=draft,
-            bf16=bf16, attn_fp8=fp8_attn, persistent_mla=persistent,
+            bf16=bf16, attn_fp8=fp8_attn, persistent_mla=persistent, engine=s.engine.name,
             drafter="sglang_mtp" if s.engine.name == "sglang" else "vllm_mtp")[0]
 
     mean = out.mean_s

@@ -325,10 +325,10 @@ def test_kserve_pods_take_the_presets_rank_flags(pods) -> None:
         assert argv[argv.index("--data-parallel-size") + 1] == "16"
         assert argv[argv.index("--max-num-seqs") + 1] == "13"   # moegen's, via the env var
         assert ("--headless" in argv) == (pod == 1)
-        # moegen's grace period for S1: preStop 10 + drain 65 (1.5 x the predicted mean request,
-        # 21.459 s + 1200 x 18.2 ms = 43.30 s, generator/durations.py) + teardown 15 + 5 = 95;
-        # KServe's shutdownTimeout = tgps 95 - its preStop 15 - min(5, 95) = 75 (config_merge.go)
-        assert argv[argv.index("--shutdown-timeout") + 1] == "75"
+        # moegen's grace period for S1: preStop 10 + drain 66 (1.5 x the predicted mean request,
+        # 21.880 s + 1200 x 18.2 ms = 43.72 s, generator/durations.py) + teardown 15 + 5 = 96;
+        # KServe's shutdownTimeout = tgps 96 - its preStop 15 - min(5, 96) = 76 (config_merge.go)
+        assert argv[argv.index("--shutdown-timeout") + 1] == "76"
 
 
 def _vllm_commands(pods: list[dict]) -> list[dict]:

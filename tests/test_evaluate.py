@@ -55,26 +55,26 @@ def test_fixed_layout_is_evaluated_as_given():
 def test_prefill_per_node_is_the_compute_model_by_hand():
     """TP8 prefill of 4096 tokens on one H20-96GB node, every GPU busy. GPU-seconds per token:
     * GEMMs: 2 x active params (37.55e9: DeepSeek-V3 report's "37B activated") at 296 TFLOPS
-      FP8 x 0.835 (the H20's prefill GEMM efficiency);
+      FP8 x 0.866 (the H20's prefill GEMM efficiency);
     * attention: 2 x 61 layers x 128 heads x (4096 / 2 causal keys) x (192 + 128) head dims at
       148 TFLOPS BF16 x 0.67 (FlashMLA/FA3);
     * TP all-reduce: on each of 8 GPUs, 2 per layer x 61 x 7168 x 2 B x 2 x 7/8 over NVLink
       900 GB/s / 2 (one direction) x 0.78.
-    * the prefill step's kernel launches, 61 layers x 0.966 ms per step of the 8192-token batch
-      (2 requests), 12.9 % of them not hidden behind the longer GPU work: 8 GPUs x 0.129 x 61 x
-      0.966e-3 / 2 GPU-seconds per request.
+    * the prefill step's kernel launches, 61 layers x 1.06 ms per step of the 8192-token batch
+      (2 requests), 32.5 % of them not hidden behind the longer GPU work: 8 GPUs x 0.325 x 61 x
+      1.06e-3 / 2 GPU-seconds per request.
     Tokens/s per node = 8 GPUs x 4096 / GPU-seconds per request."""
     res = plan(PlanRequest.model_validate(_doc()))
     pre = res.candidates[0].roles[0]
     active = model_shape(builtin_config("deepseek-r1"), "fp8", 0).active_params
     assert 37.0e9 < active < 38.0e9
     assert GPUS["H20-96GB"].fp8_tflops == 296 and GPUS["H20-96GB"].bf16_tflops == 148
-    assert perf.ETA_PREFILL_BY_GPU["H20-96GB"] == 0.835 and perf.ETA_ATTN == 0.67
-    assert perf.FIXED_COSTS[("nvidia", "hopper")].prefill_layer_s == 0.966e-3
-    gemm = 2 * active / (296e12 * 0.835)
+    assert perf.ETA_PREFILL_BY_GPU["H20-96GB"] == 0.866 and perf.ETA_ATTN == 0.67
+    assert perf.FIXED_COSTS[("nvidia", "hopper")].prefill_layer_s == 1.06e-3
+    gemm = 2 * active / (296e12 * 0.866)
     attn = 2 * 61 * 128 * (4096 / 2) * (192 + 128) / (148e12 * 0.67)
     allreduce = 8 * (2 * 61 * 7168 * 2 * 2 * 7 / 8) / (900e9 / 2 * 0.78)
-    launches = 8 * 0.129 * 61 * 0.966e-3 / 2 / 4096
+    launches = 8 * 0.325 * 61 * 1.06e-3 / 2 / 4096
     by_hand = 8 / (gemm + attn + allreduce + launches)
     assert pre["inputTokensPerSecPerNode"] == pytest.approx(by_hand, rel=0.002)
 

@@ -21,29 +21,29 @@ BLACKWELL = perf.FIXED_COSTS[("nvidia", "blackwell")]
 
 def test_interleaved_prefill_holds_decode():
     """2 requests/s, 20 ms decode steps, a prefill step of 80 ms of launches and 10 ms of work
-    (it lasts 80 + 0.129 x 10 = 81.29 ms: PREFILL_LAUNCH_EXPOSED of the shorter shows), 10
+    (it lasts 80 + 0.325 x 10 = 83.25 ms: PREFILL_LAUNCH_EXPOSED of the shorter shows), 10
     sequences of 100 output tokens (k = max(1, 10 / 100) = 1 request per prefill step):
-    SGLang, one rank: busy = 2 x 0.08129 = 0.16258, tokens/s = 0.83742 / 0.02 = 41.871, TPOT =
-    23.88 ms; attention DP8: the other 7 ranks advance in the held step: 41.871 + 7/8 x 2 =
-    43.621 tokens/s; vLLM (prompt chunk inside the decode step, no fixed step): the step holds
+    SGLang, one rank: busy = 2 x 0.08325 = 0.1665, tokens/s = 0.8335 / 0.02 = 41.675, TPOT =
+    24.00 ms; attention DP8: the other 7 ranks advance in the held step: 41.675 + 7/8 x 2 =
+    43.425 tokens/s; vLLM (prompt chunk inside the decode step, no fixed step): the step holds
     0.02 + 0.01 s, busy = 0.06, tokens/s = 0.94 / 0.02 + 2 = 49, TPOT 20.41 ms."""
-    assert PREFILL_LAUNCH_EXPOSED == 0.129
+    assert PREFILL_LAUNCH_EXPOSED == 0.325
     pre = perf.PrefillEstimate(0.08, 10.0, step_s=0.08, work_s=0.01)
     one = interleaved(2.0, 0.02, pre, data=1, engine="sglang", sequences=10, osl=100)
-    assert one.busy == pytest.approx(0.16258) and one.tpot_s == pytest.approx(1 / 41.871)
+    assert one.busy == pytest.approx(0.1665) and one.tpot_s == pytest.approx(1 / 41.675)
     dp8 = interleaved(2.0, 0.02, pre, data=8, engine="sglang", sequences=10, osl=100)
-    assert dp8.tpot_s == pytest.approx(1 / (41.871 + 7 / 8 * 2))
+    assert dp8.tpot_s == pytest.approx(1 / (41.675 + 7 / 8 * 2))
     vllm = interleaved(2.0, 0.02, pre, data=1, engine="vllm", sequences=10, osl=100)
     assert vllm.busy == pytest.approx(0.06) and vllm.tpot_s == pytest.approx(1 / 49)
 
 
 def test_closed_loop_batches_the_requests_that_finish_in_one_step():
     """400 sequences of 100 output tokens: 4 finish per decode step, so a prefill step
-    carries k = 4 requests (TP: work 4 x 10 ms = 40 ms beside 80 ms of launches: 80 + 0.129 x
-    40 = 85.16 ms), 2 / 4 of them per second."""
+    carries k = 4 requests (TP: work 4 x 10 ms = 40 ms beside 80 ms of launches: 80 + 0.325 x
+    40 = 93.0 ms), 2 / 4 of them per second."""
     pre = perf.PrefillEstimate(0.08, 10.0, step_s=0.08, work_s=0.01)
     m = interleaved(2.0, 0.02, pre, data=1, engine="sglang", sequences=400, osl=100)
-    assert m.per_step == 4 and m.busy == pytest.approx(2.0 / 4 * 0.08516)
+    assert m.per_step == 4 and m.busy == pytest.approx(2.0 / 4 * 0.093)
 
 
 def test_unified_ttft_waits_for_the_running_step():
@@ -70,13 +70,13 @@ def _r1(fmt="fp8"):
 def test_a_prefill_step_takes_the_longer_of_its_launches_and_its_work():
     """R1 FP8 TP8 on B200, 610 tokens, 80 GiB of weights per GPU: the weight read, 80 x 2^30
     / (8e12 x 0.75) = 14.3 ms, is shorter than the launches, 61 layers x prefill_layer_s; the
-    step lasts the launches + 0.129 of the work."""
+    step lasts the launches + 0.325 of the work."""
     est = perf.prefill(_r1(), GPUS["B200-180GB"], isl=610, tensor=8, data=1, pipeline=1,
                        expert=False, gpus_per_node=8, inter_gbps=400,
                        weights_bytes=80 * 2**30, bf16=False)
     assert est.step_s == pytest.approx(61 * BLACKWELL.prefill_layer_s)
     assert est.work_s == pytest.approx(80 * 2**30 / (8e12 * 0.75))
-    assert est.latency_s == pytest.approx(est.step_s + 0.129 * est.work_s)
+    assert est.latency_s == pytest.approx(est.step_s + 0.325 * est.work_s)
     assert est.request_s == BLACKWELL.request_s
     graphs = perf.prefill(_r1(), GPUS["B200-180GB"], isl=610, tensor=8, data=1, pipeline=1,
                           expert=False, gpus_per_node=8, inter_gbps=400,
@@ -100,10 +100,11 @@ def test_decode_fixed_cost_and_expert_slices_at_tp8():
 def test_moe_tensor_parallel_under_attention_dp():
     """Attention DP8 without EP (SGLang --tp 8 --dp 8, vLLM DP8 without EP): the routed experts
     are tensor-parallel over all 8 GPUs and see every rank's tokens. One sequence per rank: 8
-    tokens x 8 routed copies hit 256 x (1 - (255/256)^64) = 56.72 experts per MoE layer, each GPU reads its 1/8
-    slice of every hit one (58 MoE layers x 57.3 x expert bytes / 8) and pays a gather and a
-    scatter per MoE layer; under EP it reads its own hit experts and, on AMD, the EP path's
-    per-layer cost on top (FIXED_COSTS amd ep_moe_layer_s)."""
+    tokens x 8 routed copies hit 256 x (1 - (255/256)^64) = 56.72 experts per MoE layer; each
+    GPU reads its 1/8 slice of every hit one (58 MoE layers x 56.72 x expert bytes / 8) and pays
+    a gather and a scatter per MoE layer; under EP without an all-to-all kernel it reads its own
+    hit experts and, on AMD, the EP path's per-layer cost on top (FIXED_COSTS amd
+    ep_moe_layer_s)."""
     from generator.perf import fixed
     m = _r1()
     gpu = GPUS["MI300X-192GB"]
@@ -121,6 +122,23 @@ def test_moe_tensor_parallel_under_attention_dp():
     assert ep.latency == pytest.approx(2 * 58 * costs.gather_latency_s
                                        + 58 * costs.ep_moe_layer_s)
     assert costs.ep_moe_layer_s > 0 == fixed.fixed_costs(GPUS["B200-180GB"]).ep_moe_layer_s
+    # the token exchange's bytes: 7 other ranks' tokens x 7168 x 2 B each way per MoE layer
+    assert tp.dispatch == tp.combine > 0
+    # with DeepEP (a kernel), neither the gathers nor the EP path's cost
+    deepep = perf.decode_terms(m, gpu, expert=True, local_experts_per_layer=32,
+                               all2all="deepep_low_latency", **kw)
+    assert deepep.latency == pytest.approx(2 * 58 * costs.a2a_latency_s)
+    # slices counted on a GPU with a per-slice cost (AMD's is 0): B200
+    b200 = perf.decode_terms(m, GPUS["B200-180GB"], expert=False, local_experts_per_layer=0,
+                             **kw)
+    assert BLACKWELL.moe_slice_s > 0
+    assert b200.slices == pytest.approx(58 * hit * BLACKWELL.moe_slice_s)
+
+
+def test_amd_takes_nvidias_token_gather():
+    """No AMD figure separates the collective from the EP path's cost: AMD's gather latency is
+    the Blackwell row's (a refit of one must update the other)."""
+    assert perf.FIXED_COSTS[("amd", "*")].gather_latency_s == BLACKWELL.gather_latency_s
 
 
 def test_published_b200_tp8_decode_at_concurrency_1():
@@ -133,11 +151,11 @@ def test_published_b200_tp8_decode_at_concurrency_1():
 def test_published_mi325x_8k_prefill_at_concurrency_4():
     """InferenceX's R1 TP8 on 8 x MI325X, 8K/1K at concurrency 4 (mean TTFT 1,025 ms, a
     development figure the AMD prefill efficiency is fitted to): within 10 %; the AMD row's own
-    prefill GEMM efficiency, 0.0369 of the FP8 peak, is what makes it (at the Hopper rate,
-    0.3775, its GEMMs would run 0.3775 / 0.0369 = 10.2x faster)."""
+    prefill GEMM efficiency, 0.0380 of the FP8 peak, is what makes it (at the Hopper rate,
+    0.386, its GEMMs would run 0.386 / 0.0380 = 10.2x faster)."""
     rows = {r["id"]: r for r in load_script("bench/planner_residuals.py").residuals()}
     assert rows["inferencex-r1-mi325x-tp8-8k1k-c4-ttft"]["ratio"] == pytest.approx(1, abs=0.10)
-    assert perf.fixed_costs(GPUS["MI325X-256GB"]).prefill_eta == 0.0369
+    assert perf.fixed_costs(GPUS["MI325X-256GB"]).prefill_eta == 0.0380
 
 
 # --- memory -----------------------------------------------------------------------------------

@@ -81,11 +81,13 @@ def persistent_mla(engine: str, gpu, kv_cache_dtype: str | None, heads_per_gpu: 
     keep the same 16/128 head choice."""
     if engine != "sglang" or gpu.vendor != "amd":
         return False
-    backend = None
+    chosen = {}
     args = list(engine_args)
     for j, a in option_flags(args):
-        if a.partition("=")[0] in ("--attention-backend", "--decode-attention-backend"):
-            backend = option_value(args, j)
+        flag = a.partition("=")[0]
+        if flag in ("--attention-backend", "--decode-attention-backend"):
+            chosen[flag] = option_value(args, j)
+    backend = chosen.get("--decode-attention-backend", chosen.get("--attention-backend"))
     if backend is None:
         backend = "aiter" if kv_heads_per_tp is None or kv_heads_per_tp in AITER_MLA_HEADS \
             else "triton"
@@ -261,7 +263,7 @@ def decode_estimate(req: PlanRequest, role: RoleInput, z: RoleSizing, pool,
                                 bf16=bf16_compute(s.model.weights), attn_fp8=fp8_attn,
                                 drafter=drafter(req), mnnvl=s.network.mnnvl,
                                 all2all=role.moe.all2all if role.moe else None,
-                                persistent_mla=persistent)
+                                persistent_mla=persistent, engine=s.engine.name)
     if cap_b < 1:
         return None
     if per_rank_needed is not None:

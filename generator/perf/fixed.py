@@ -46,7 +46,8 @@ class FixedCosts:
             terms.ETA_PREFILL, fitted on Hopper; Blackwell's and AMD's are fitted to their
             own figures, :data:`FIXED_COSTS`).
         gather_latency_s: one token gather or scatter of a decode step under expert parallelism
-            without DeepEP (two per MoE layer): SGLang's attention-DP MoE gathers every rank's
+            without an all-to-all kernel, or of MoE tensor parallelism under attention DP (two
+            per MoE layer): SGLang's attention-DP MoE gathers every rank's
             tokens and scatters the outputs back (layers/dp_attention.py ``dp_gather_partial``
             / ``dp_scatter``, all-reduces of the padded global batch); vLLM's
             ``allgather_reducescatter`` all-gathers and reduce-scatters them. DeepEP's
@@ -55,13 +56,14 @@ class FixedCosts:
             ``prefill_layer_s``: every rank joins the step (ranks without work run a dummy
             batch, none of them from a captured graph) and the MoE gathers all ranks' tokens
             and scatters them back, two collectives launched eagerly.
-        ep_moe_layer_s: per MoE layer of a decode step under expert parallelism without
-            DeepEP (the token gather path), on top of its two :attr:`gather_latency_s`: the EP
-            MoE runner's own fixed cost where a family's figures show one (AMD; 0 elsewhere).
+        ep_moe_layer_s: per MoE layer of an SGLang decode step under attention DP with expert
+            parallelism and no all-to-all kernel (the token gather path), on top of its two
+            :attr:`gather_latency_s`: that path's own fixed cost where a family's figures show
+            one (AMD; 0 elsewhere).
         persistent_decode_layer_s: per decoder layer of a decode step whose MLA runs AITER's
-            persistent ASM kernel on ROCm (decode.persistent_mla: SGLang with an FP8 KV cache,
-            or BF16 at head counts other than 16 and 128), in place of ``decode_layer_s``
-            (None: the family has one kernel path).
+            persistent ASM kernel on ROCm (decode.persistent_mla: SGLang's AITER attention
+            backend with an FP8 KV cache, or BF16 at head counts other than 16 and 128), in
+            place of ``decode_layer_s`` (None: the family has one kernel path).
     """
 
     decode_layer_s: float
@@ -115,13 +117,13 @@ class FixedCosts:
 #:   (the MI300X's compute die; SGLang 0.5.19, FP8 KV cache), 8K/1K: TTFT at concurrency 4 / 8
 #:   / 16 / 32 / 64 (mean 1,025 / 1,027 / 1,163 / 1,363 / 1,918 ms), TPOT 18.53 / 66.55 ms and
 #:   24.9 / 114.9 output tokens/s per GPU at 4 / 64 (SemiAnalysisAI/InferenceX#3318). The
-#:   persistent path costs 0.147 ms per layer against 0.355 (9.0 against 21.7 ms per 61-layer
+#:   persistent path costs 0.147 ms per layer against 0.344 (9.0 against 21.0 ms per 61-layer
 #:   step), as SemiAnalysisAI/InferenceX PR #865 found for DeepSeek-R1 FP8 on MI355X ("the main
 #:   factor for performance improvement: --kv-cache-dtype fp8_e4m3"); the one sweep it is fitted
 #:   to also differs from the cookbook's in release (0.5.19 against 0.5.7), GPU and flags
 #:   (--num-continuous-decode-steps 4), which it carries too. The 1K prompts pin the
 #:   per-request and per-layer costs, the 7K prompts the prefill's compute rate:
-#:   ``prefill_eta`` 0.037 of the 2,615 TFLOPS FP8 peak (~96 TFLOPS per GPU, against 0.38 on
+#:   ``prefill_eta`` 0.038 of the 2,615 TFLOPS FP8 peak (~99 TFLOPS per GPU, against 0.386 on
 #:   Hopper), SGLang's TP8 prefill on ROCm: block-scaled FP8 GEMMs through AITER's
 #:   ``gemm_a8w8_blockscale`` on gfx942 (sgl-project/sglang#14043) and the fused-MoE expert
 #:   GEMMs of 1/8 column slices with ~230 tokens per expert for one 7K-token prompt.
@@ -130,22 +132,22 @@ class FixedCosts:
 #:   ``decode_layer_s`` and ``ep_moe_layer_s``). ``dp_sync_layer_s`` and ``ep_moe_layer_s`` to
 #:   the cookbook's DeepSeek-V3 DP8-EP8 on 8 x MI300X at concurrency 88 (SGLang 0.5.7: TPOT per
 #:   token 181.6 ms, 464 output tokens/s, TTFT median 477 ms), the only public figures of
-#:   attention DP with expert parallelism on AMD: 0.94 ms per MoE layer for SGLang's EP path
+#:   attention DP with expert parallelism on AMD: 0.93 ms per MoE layer for SGLang's EP path
 #:   without DeepEP, which the same server's MoE-TP run under attention DP (EAGLE, held out) does
 #:   not pay.
 FIXED_COSTS = {
     ("nvidia", "hopper"): FixedCosts(decode_layer_s=STEP_OVERHEAD_S / 61,
-                                     prefill_layer_s=0.966e-3, request_s=0.058,
-                                     moe_slice_s=0.410e-6, dp_sync_layer_s=0.630e-3,
-                                     gather_latency_s=31.1e-6),
-    ("nvidia", "blackwell"): FixedCosts(decode_layer_s=0.0995e-3, prefill_layer_s=0.966e-3,
-                                        request_s=0.058, moe_slice_s=0.410e-6,
-                                        prefill_eta=0.414, dp_sync_layer_s=0.630e-3,
-                                        gather_latency_s=31.1e-6),
-    ("amd", "*"): FixedCosts(decode_layer_s=0.355e-3, persistent_decode_layer_s=0.147e-3,
-                             prefill_layer_s=1.93e-3, request_s=0.048, moe_slice_s=0.0,
-                             prefill_eta=0.0369, dp_sync_layer_s=2.145e-3,
-                             gather_latency_s=31.1e-6, ep_moe_layer_s=0.94e-3),
+                                     prefill_layer_s=1.06e-3, request_s=0.057,
+                                     moe_slice_s=0.349e-6, dp_sync_layer_s=0.559e-3,
+                                     gather_latency_s=36.8e-6),
+    ("nvidia", "blackwell"): FixedCosts(decode_layer_s=0.0967e-3, prefill_layer_s=1.06e-3,
+                                        request_s=0.057, moe_slice_s=0.349e-6,
+                                        prefill_eta=0.417, dp_sync_layer_s=0.559e-3,
+                                        gather_latency_s=36.8e-6),
+    ("amd", "*"): FixedCosts(decode_layer_s=0.344e-3, persistent_decode_layer_s=0.147e-3,
+                             prefill_layer_s=2.13e-3, request_s=0.043, moe_slice_s=0.0,
+                             prefill_eta=0.0380, dp_sync_layer_s=1.59e-3,
+                             gather_latency_s=36.8e-6, ep_moe_layer_s=0.93e-3),
 }
 
 
@@ -162,12 +164,12 @@ def fixed_costs(gpu: Gpu) -> FixedCosts:
 #: each launched per layer (kernel tails that short contexts do not amortize). Fitted to the
 #: SGLang cookbook's V3.2-Exp TP8 + EAGLE run on 8 x B200 at concurrency 1 (9.34 ms per token
 #: at accept length 2.46).
-SPARSE_DECODE_LAYER_S = 0.133e-3
+SPARSE_DECODE_LAYER_S = 0.143e-3
 #: The same per layer of a prefill step (its kernels launched from Python, as the rest of the
 #: prefill step: :attr:`FixedCosts.prefill_layer_s`). Fitted to the same run's TTFT (median
 #: 191 ms) and the cookbook's V3.2-Exp DP8-EP8 run on 8 x B200 (100.1 ms per token, TTFT median
 #: 444 ms, 860 output tokens/s at concurrency 88).
-SPARSE_PREFILL_LAYER_S = 1.14e-3
+SPARSE_PREFILL_LAYER_S = 1.15e-3
 
 
 #: Share of the shorter of a prefill step's kernel launches and its GPU work that the other
@@ -175,7 +177,7 @@ SPARSE_PREFILL_LAYER_S = 1.14e-3
 #: quantization, routing, the small GEMMs of a short prompt) wait for theirs. Fitted with the
 #: prefill costs (bench/fit_constants.py): the SGLang cookbook's R1 TP8 TTFT on B200 and the
 #: H100 / H20 prefill throughputs.
-PREFILL_LAUNCH_EXPOSED = 0.129
+PREFILL_LAUNCH_EXPOSED = 0.325
 
 
 def step_time(launches: float, work: float) -> float:

@@ -162,40 +162,47 @@ def median_wait(latency_s: float, rho: float) -> float:
 #: Engines whose scheduler launches the next step before it takes in new requests, so that a
 #: request arriving during a decode step waits for the rest of it and one more: SGLang's
 #: default ``event_loop_overlap`` (python/sglang/srt/managers/scheduler.py: it receives
-#: requests, schedules and launches batch k+1, then waits for batch k; off with
-#: --disable-overlap-schedule, which moegen does not read). vLLM's async scheduling does the
-#: same where it is on (the default at 0.33, vllm/config/vllm.py); the release it became the
-#: default in is not among moegen's vLLM facts, so vLLM is timed with the synchronous step
-#: loop (``EngineCore.step``), half a step, a lower bound.
+#: requests, schedules and launches batch k+1, then waits for batch k). Off with
+#: --disable-overlap-schedule (not read), with pipeline parallelism, and with speculative
+#: decoding before spec v2 (0.5.7's ``_handle_speculative_decoding``; 0.5.23 keeps it on): a
+#: drafting role is timed without the extra step at every release (the release spec v2 became
+#: the default is not among moegen's facts). vLLM's async scheduling does the same where it is
+#: on (the default at 0.33, vllm/config/vllm.py); the release it became the default is not among
+#: moegen's vLLM facts either, so vLLM is timed with the synchronous step loop
+#: (``EngineCore.step``), half a step: a lower bound.
 OVERLAP_SCHEDULERS = frozenset({"sglang"})
 
 
-def arrival_wait(busy: float, decode_step_s: float, engine: str) -> float:
-    """Mean wait (s) of a request arriving at a unified role between its arrival and the start
-    of the step its prefill can join: it arrives during a decode step 1 - busy of the time and
-    waits the rest of it (half a step), and one more step under an overlap scheduler
-    (:data:`OVERLAP_SCHEDULERS`)."""
-    steps = 1.5 if engine in OVERLAP_SCHEDULERS else 0.5
-    return (1 - busy) * decode_step_s * steps
+def arrival_wait(busy: float, decode_step_s: float, engine: str, decoding: float = 1.0,
+                 overlap: bool = True) -> float:
+    """Mean wait (s) of a request arriving at a unified role for the step its prefill can
+    join: when the role is decoding (the chance ``decoding`` that other sequences are in
+    flight: (S - 1) / S of S sequences in a closed loop, 0 at concurrency 1, whose role is idle
+    when its one request returns) and not in prefill (1 - busy), it waits the rest of the
+    decode step (half a step) and one more under an overlap scheduler
+    (:data:`OVERLAP_SCHEDULERS`, ``overlap``: the role's scheduler is not forced synchronous)."""
+    steps = 1.5 if engine in OVERLAP_SCHEDULERS and overlap else 0.5
+    return (1 - busy) * decoding * decode_step_s * steps
 
 
 def unified_ttft(pre: perf.PrefillEstimate, busy: float, decode_step_s: float,
-                 engine: str = "vllm") -> float:
+                 engine: str = "vllm", decoding: float = 1.0, overlap: bool = True) -> float:
     """TTFT (s) on a role serving both phases whose prefill takes the time share ``busy``
     (< 1) between decode steps of ``decode_step_s``: the request's cost off the GPU
     (``pre.request_s``), its wait for a step (:func:`arrival_wait`), then its prefill
     (``pre.latency_s``) with the M/D/1 wait at utilisation ``busy``:
     request_s + arrival_wait + latency_s x (1 + busy / (2 (1 - busy)))."""
-    return pre.request_s + arrival_wait(busy, decode_step_s, engine) \
+    return pre.request_s + arrival_wait(busy, decode_step_s, engine, decoding, overlap) \
         + pre.latency_s * (1 + busy / (2 * (1 - busy)))
 
 
 def unified_ttft_median(pre: perf.PrefillEstimate, busy: float, decode_step_s: float,
-                        engine: str = "vllm") -> float:
+                        engine: str = "vllm", decoding: float = 1.0,
+                        overlap: bool = True) -> float:
     """The median of :func:`unified_ttft` (s): the prefill's wait at its median
     (:func:`median_wait`); the wait for a step, a short term, at its mean."""
-    return pre.request_s + arrival_wait(busy, decode_step_s, engine) + pre.latency_s \
-        + median_wait(pre.latency_s, busy)
+    return pre.request_s + arrival_wait(busy, decode_step_s, engine, decoding, overlap) \
+        + pre.latency_s + median_wait(pre.latency_s, busy)
 
 
 def unified_candidate(req: PlanRequest, unified: RoleChoice, pre: perf.PrefillEstimate,
@@ -222,8 +229,12 @@ def unified_candidate(req: PlanRequest, unified: RoleChoice, pre: perf.PrefillEs
 
     per_token = est.step_s / est.tpot_s          # decode step per TPOT (MTP, pipeline)
 
+    overlap = not draft and ul.pipeline == 1        # see OVERLAP_SCHEDULERS
+    in_flight = wl.concurrency or _in_flight(wl, ranks * est.batch_per_rank)
+    decoding = max(0.0, 1 - unified.instances / max(in_flight, 1))   # per instance
+
     def wait(busy: float, tpot_step: float) -> float:
-        return unified_ttft(pre, busy, tpot_step * per_token, engine)
+        return unified_ttft(pre, busy, tpot_step * per_token, engine, decoding, overlap)
 
     def mix(r: float, t_dec: float, b: float) -> Interleave:
         return interleaved(r / unified.instances, t_dec, pre, data=ul.data, engine=engine,
@@ -264,7 +275,8 @@ def unified_candidate(req: PlanRequest, unified: RoleChoice, pre: perf.PrefillEs
         m, batch = point(rate)
         busy, tpot = m.busy, m.tpot_s
         ttft = wait(busy, curve.tpot(batch))
-        median = unified_ttft_median(pre, busy, curve.tpot(batch) * per_token, engine)
+        median = unified_ttft_median(pre, busy, curve.tpot(batch) * per_token, engine,
+                                     decoding, overlap)
         if capped and rate:
             ttft = max(ttft, wl.concurrency / rate - osl * tpot)
             median = max(median, ttft)
@@ -279,7 +291,8 @@ def unified_candidate(req: PlanRequest, unified: RoleChoice, pre: perf.PrefillEs
         m = mix(rate, est.tpot_s, est.batch_per_rank)
         busy, tpot = m.busy, m.tpot_s
         ttft = wait(busy, est.tpot_s)
-        median = unified_ttft_median(pre, busy, est.tpot_s * per_token, engine)
+        median = unified_ttft_median(pre, busy, est.tpot_s * per_token, engine, decoding,
+                                     overlap)
         batch = est.batch_per_rank
     gpus = unified.gpus
     bound = f"prefill interrupting decode (shared GPUs; {pre.bound})" if busy > 0.3 \

@@ -82,8 +82,8 @@ ETA_DECODE_COMPUTE_BY_GPU = {"H20-96GB": 0.45, "H20-141GB": 0.45}
 #: prefill on H100 (57.7k / 54.5k / 50.3k input tokens/s per node at 1K / 2K / 4K tokens,
 #: default EPLB: the constant absorbs its expert imbalance); both with the prefill step's
 #: exposed launches (fixed.PREFILL_LAUNCH_EXPOSED, bench/fit_constants.py).
-ETA_PREFILL = 0.3775
-ETA_PREFILL_BY_GPU = {"H20-96GB": 0.835, "H20-141GB": 0.835}
+ETA_PREFILL = 0.386
+ETA_PREFILL_BY_GPU = {"H20-96GB": 0.866, "H20-141GB": 0.866}
 #: Rate of compute-bound expert GEMMs with 4-bit weights (w4a8, MXFP4) on a GPU without FP4
 #: tensor cores, relative to FP8 weights: the kernels dequantize to FP8 in the main loop. Not
 #: applied to weight-only ``w4a16`` (BF16 activations), whose GEMMs are timed at the BF16 peak
@@ -110,7 +110,7 @@ ETA_A2A = 0.8
 #: fitted to vLLM's V3.2-NVFP4 TP2 prefill-only ceiling on 2 x GB300 (7,360 tokens/s per GPU
 #: at 2K input, vllm-project.github.io _posts/2026-02-13-gb300-deepseek.md: "R1's prefill
 #: throughput capability is ~3x that of DeepSeek V3.2" on the same GPUs).
-ETA_SPARSE_PREFILL = 0.0784
+ETA_SPARSE_PREFILL = 0.0814
 #: Fraction of the BF16 peak MLA attention reaches: FlashMLA README (2025-04-22) 660 TFLOPS on
 #: H800 SXM5 (989 dense BF16) in the compute-bound decode regime = 0.67; FA3 prefill attention is
 #: of the same order (FlashAttention-3 paper: 600-740 TFLOPS BF16 on H100).
@@ -295,20 +295,29 @@ class StepTerms:
         return work + comm - hidden + latency + self.draft + self.fixed, bound
 
 
+#: Expert-parallel backends without an all-to-all kernel: the tokens are gathered to every
+#: rank and scattered back (SGLang without --moe-a2a-backend, vLLM ``naive`` and
+#: ``allgather_reducescatter``); every other backend (DeepEP, pplx, FlashInfer, NIXL-EP, MoRI)
+#: dispatches and combines with its kernel.
+GATHER_BACKENDS = frozenset({None, "naive", "allgather_reducescatter"})
+
+
 def decode_terms(m: ModelShape, gpu: Gpu, *, batch: int, tensor: int, data: int, expert: bool,
                  nonexpert_bytes: float, local_experts_per_layer: float, ctx: float,
                  gpus_per_node: int, inter_gbps: float, draft: int, bf16: bool,
                  attn_fp8: bool = False, drafter: str = "sglang_mtp",
                  mnnvl: bool = True, all2all: str | None = None,
-                 persistent_mla: bool = False) -> StepTerms:
+                 persistent_mla: bool = False, engine: str = "sglang") -> StepTerms:
     """The terms of one decode step of one DP rank holding ``batch`` sequences of mean context
     ``ctx`` tokens, with ``draft`` MTP tokens per sequence (bytes and FLOPs per the module
     docstring). ``attn_fp8``: the attention kernel computes in FP8 (FP8 KV cache with FP8
     FlashMLA), else BF16. ``drafter``: ``sglang_mtp`` runs ``draft`` MTP passes after the draft
     extend, ``vllm_mtp`` ``draft - 1``, ``dspark`` one forward of :data:`DSPARK_LAYERS` layers
     over the block. Fixed costs, HBM efficiency and collective latencies are the GPU family's
-    (:func:`fixed_costs`); ``all2all``: the expert all-to-all backend (DeepEP's dispatch and
-    combine, else a token gather and scatter: :attr:`FixedCosts.gather_latency_s`);
+    (:func:`fixed_costs`); ``all2all``: the expert all-to-all backend (an all-to-all kernel's
+    dispatch and combine: :data:`GATHER_BACKENDS` aside, :attr:`FixedCosts.a2a_latency_s`; else
+    a token gather and scatter: :attr:`FixedCosts.gather_latency_s`, and on SGLang
+    (``engine``) under attention DP :attr:`FixedCosts.ep_moe_layer_s`);
     ``persistent_mla``: the step's MLA decode runs AITER's persistent kernel
     (decode.persistent_mla), whose per-layer fixed cost is
     :attr:`FixedCosts.persistent_decode_layer_s` where the family has one."""
@@ -361,11 +370,20 @@ def decode_terms(m: ModelShape, gpu: Gpu, *, batch: int, tensor: int, data: int,
                     + (1 - remote) / (gpu.nvlink_gbps / 2 * 1e9 * ETA_NVLINK))
         dispatch = copies * 1 / rate                      # FP8 activations
         combine = copies * 2 / rate                       # BF16 outputs
-        deepep = (all2all or "").startswith("deepep")
-        latency += 2 * m.moe_layers * (costs.a2a_latency_s if deepep else costs.gather_latency_s)
-        if not deepep:
+        kernel = all2all not in GATHER_BACKENDS
+        latency += 2 * m.moe_layers * (costs.a2a_latency_s if kernel else costs.gather_latency_s)
+        if not kernel and data > 1 and engine == "sglang":
             latency += m.moe_layers * costs.ep_moe_layer_s
-    elif data > 1:   # MoE TP under attention DP: the ranks' tokens gathered and scattered back
+    elif data > 1:
+        # MoE TP under attention DP: every GPU all-gathers the other ranks' tokens (BF16) and
+        # reduce-scatters their outputs back, per MoE layer (SGLang dp_gather / dp_scatter,
+        # vLLM's naive all-gather / reduce-scatter over DP).
+        ep = tensor * data
+        remote = max(0, ep - domain) / ep
+        rate = 1 / (remote / (inter_gbps / 8 * 1e9 * ETA_A2A)
+                    + (1 - remote) / (gpu.nvlink_gbps / 2 * 1e9 * ETA_NVLINK))
+        moved = m.moe_layers * tokens_rank * (data - 1) * m.hidden * 2        # bytes each way
+        dispatch = combine = moved / rate
         latency += 2 * m.moe_layers * costs.gather_latency_s
     if tensor > 1:
         ar = 2 * m.layers * 2 * tokens_rank * m.hidden * 2 * (tensor - 1) / tensor
