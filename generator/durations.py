@@ -244,6 +244,7 @@ def _role_times(spec, role_spec, role, z, startup, pd: bool) -> RoleTimes:
             nonexpert_bytes=nonexpert, local_experts_per_layer=local if lay.expert_parallel
             else 0, ctx=ctx, gpus_per_node=pool.gpusPerNode, inter_gbps=gbps, draft=draft,
             bf16=bf16, attn_fp8=fp8_attn, persistent_mla=persistent, engine=s.engine.name,
+            all2all=role.moe.all2all if role.moe else None, mnnvl=s.network.computeDomain is not None,
             drafter="sglang_mtp" if s.engine.name == "sglang" else "vllm_mtp")[0]
 
     mean = out.mean_s

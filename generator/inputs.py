@@ -209,7 +209,7 @@ def _relocated(f: Finding, imported: Imported | None) -> Finding:
 def _kind_of(docs) -> str:
     """A spec or a PlanRequest is known by its kind; the importer tells the others apart (it
     is imported only then: a policy check of specs never loads it)."""
-    kinds = {d.data.get("kind") for d in docs if isinstance(d.data, dict)}
+    kinds = {str(d.data.get("kind")) for d in docs if isinstance(d.data, dict)}
     if "InferenceDeployment" in kinds or any(
             isinstance(d.data, dict) and str(d.data.get("apiVersion", "")).startswith("moegen.dev/")
             and d.data.get("kind") != "PlanRequest" for d in docs):

@@ -97,7 +97,7 @@ def test_s1_durations_compose_the_planners_prefill_and_decode(tmp_path):
         nonexpert_bytes=zd.weights * 2**30 - routed,
         local_experts_per_layer=routed / (shd.expert_bytes * shd.moe_layers), ctx=16384,
         gpus_per_node=8, inter_gbps=gbps, draft=1, bf16=False, attn_fp8=True,
-        drafter="vllm_mtp")[0]
+        drafter="vllm_mtp", all2all=dec.moe.all2all, engine="vllm")[0]
     d = c.model.durations
     assert math.isclose(d.longest_prefill_s, prefill + transfer)
     assert math.isclose(d.longest_request_s, prefill + transfer + 32768 * step)

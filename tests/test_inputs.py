@@ -156,3 +156,16 @@ def test_one_directory_of_several_renders_splits_by_directory(tmp_path):
     assert sorted(_roles(batch)) == [["prefill", "decode"]] * 3
     assert batch.ok, batch.all_findings()
     assert {f.code for f in batch.all_findings()} == {"RTR012"}
+
+
+def test_a_kind_that_is_not_a_string_is_a_finding(tmp_path, capsys):
+    """`kind: []` (found by tests/test_fuzz.py): the schema's findings, exit 1, no traceback;
+    the same in a document that is not moegen's is skipped."""
+    from generator.cli import run
+    spec = tmp_path / "spec.yaml"
+    spec.write_text("apiVersion: moegen.dev/v1alpha1\nkind: []\nmetadata: {name: x}\nspec: {}\n")
+    assert run(["validate", str(spec)]) == 1
+    assert "SCH005 $.kind: [] is not of type string" in capsys.readouterr().err
+    other = tmp_path / "other.yaml"
+    other.write_text("apiVersion: v1\nkind: [1]\nmetadata: {name: x}\n")
+    assert run(["validate", str(other)]) == 0

@@ -61,6 +61,9 @@ def test_unified_ttft_waits_for_the_running_step():
     assert median_wait(0.08, 0.5) == 0.0
     assert median_wait(0.08, 0.8) == pytest.approx(0.0940, abs=1e-4)
     assert unified_ttft(pre, 0.0, 0.0) == pytest.approx(0.140)
+    # nothing else decoding (a closed loop of one), or SGLang forced synchronous (drafting)
+    assert unified_ttft(pre, 0.2, 0.04, "sglang", decoding=0.0) == pytest.approx(0.150)
+    assert unified_ttft(pre, 0.2, 0.04, "sglang", overlap=False) == pytest.approx(0.166)
 
 
 def _r1(fmt="fp8"):
@@ -128,6 +131,19 @@ def test_moe_tensor_parallel_under_attention_dp():
     deepep = perf.decode_terms(m, gpu, expert=True, local_experts_per_layer=32,
                                all2all="deepep_low_latency", **kw)
     assert deepep.latency == pytest.approx(2 * 58 * costs.a2a_latency_s)
+    # the EP path's cost is SGLang's gather path under attention DP only: not with an
+    # all-to-all kernel (MoRI), not on vLLM, not with one DP rank (TP-EP)
+    base = 2 * 58 * costs.gather_latency_s
+    mori = perf.decode_terms(m, gpu, expert=True, local_experts_per_layer=32,
+                             all2all="mori_low_latency", **kw)
+    assert mori.latency == pytest.approx(2 * 58 * costs.a2a_latency_s)
+    vllm = perf.decode_terms(m, gpu, expert=True, local_experts_per_layer=32, engine="vllm",
+                             **kw)
+    assert vllm.latency == pytest.approx(base)
+    tp_ep = perf.decode_terms(m, gpu, **(kw | {"tensor": 8, "data": 1}), expert=True,
+                              local_experts_per_layer=32)
+    assert tp_ep.latency == pytest.approx(2 * 58 * costs.gather_latency_s
+                                          + 2 * 61 * costs.allreduce_latency_s)
     # slices counted on a GPU with a per-slice cost (AMD's is 0): B200
     b200 = perf.decode_terms(m, GPUS["B200-180GB"], expert=False, local_experts_per_layer=0,
                              **kw)

@@ -320,6 +320,11 @@ def test_attention_fp8_per_engine():
     assert attention_fp8("sglang", "fp8_e4m3", False, ["--attention-backend", "flashmla"])
     assert attention_fp8("sglang", "fp8", False, ["--decode-attention-backend=flashmla"])
     assert not attention_fp8("sglang", "fp8", False, ["--attention-backend", "fa3"])
+    # the decode backend wins over the attention backend, in either order
+    assert not attention_fp8("sglang", "fp8", False, ["--attention-backend", "flashmla",
+                                                      "--decode-attention-backend", "fa3"])
+    assert not attention_fp8("sglang", "fp8", False, ["--decode-attention-backend", "fa3",
+                                                      "--attention-backend", "flashmla"])
 
 
 def test_persistent_mla_is_sglangs_rocm_kernel_choice():
@@ -338,6 +343,8 @@ def test_persistent_mla_is_sglangs_rocm_kernel_choice():
                           ["--attention-backend", "aiter"])       # ... unless aiter is asked
     assert not persistent_mla("sglang", mi300, "fp8", 8, 8)      # Kimi-K2 at TP8: triton
     assert not persistent_mla("sglang", mi300, "fp8", 16, 16, ["--attention-backend=triton"])
+    assert persistent_mla("sglang", mi300, "fp8", 32, 32, ["--decode-attention-backend", "aiter",
+                                                           "--attention-backend", "triton"])
     assert not persistent_mla("vllm", mi300, "fp8", 16, 16)
     assert not persistent_mla("sglang", h200, "fp8", 16, 16)
 

@@ -45,12 +45,20 @@ def attention_fp8(engine: str, kv_cache_dtype: str | None, sparse: bool,
         return False
     if engine == "vllm":
         return True
+    return decode_attention_backend(engine_args) in SGLANG_FP8_MLA_BACKENDS
+
+
+def decode_attention_backend(engine_args: list[str] | tuple) -> str | None:
+    """The SGLang attention backend a role's decode runs, from its engineArgs:
+    ``--decode-attention-backend`` over ``--attention-backend`` (python/sglang/srt/arg_groups,
+    0.5.23: the decode backend defaults to the attention backend); None: the engine's default."""
+    chosen = {}
     args = list(engine_args)
     for j, a in option_flags(args):
-        if a.partition("=")[0] in ("--attention-backend", "--decode-attention-backend") \
-                and option_value(args, j) in SGLANG_FP8_MLA_BACKENDS:
-            return True
-    return False
+        flag = a.partition("=")[0]
+        if flag in ("--attention-backend", "--decode-attention-backend"):
+            chosen[flag] = option_value(args, j)
+    return chosen.get("--decode-attention-backend", chosen.get("--attention-backend"))
 
 
 #: Heads per GPU at which SGLang's ROCm MLA decode keeps AITER's non-persistent kernel with a
@@ -81,13 +89,7 @@ def persistent_mla(engine: str, gpu, kv_cache_dtype: str | None, heads_per_gpu: 
     keep the same 16/128 head choice."""
     if engine != "sglang" or gpu.vendor != "amd":
         return False
-    chosen = {}
-    args = list(engine_args)
-    for j, a in option_flags(args):
-        flag = a.partition("=")[0]
-        if flag in ("--attention-backend", "--decode-attention-backend"):
-            chosen[flag] = option_value(args, j)
-    backend = chosen.get("--decode-attention-backend", chosen.get("--attention-backend"))
+    backend = decode_attention_backend(engine_args)
     if backend is None:
         backend = "aiter" if kv_heads_per_tp is None or kv_heads_per_tp in AITER_MLA_HEADS \
             else "triton"

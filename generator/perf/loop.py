@@ -230,8 +230,11 @@ def unified_candidate(req: PlanRequest, unified: RoleChoice, pre: perf.PrefillEs
     per_token = est.step_s / est.tpot_s          # decode step per TPOT (MTP, pipeline)
 
     overlap = not draft and ul.pipeline == 1        # see OVERLAP_SCHEDULERS
-    in_flight = wl.concurrency or _in_flight(wl, ranks * est.batch_per_rank)
-    decoding = max(0.0, 1 - unified.instances / max(in_flight, 1))   # per instance
+    # The chance other sequences are decoding when a request arrives, per instance: a closed
+    # loop of S sequences leaves S - 1 ((S - 1) / S); an open load of L sequences in flight
+    # (Poisson) 1 - e^-L, set once the rate is known.
+    decoding = max(0.0, 1 - unified.instances / max(wl.concurrency, 1)) \
+        if wl.concurrency else 1.0
 
     def wait(busy: float, tpot_step: float) -> float:
         return unified_ttft(pre, busy, tpot_step * per_token, engine, decoding, overlap)
@@ -290,6 +293,7 @@ def unified_candidate(req: PlanRequest, unified: RoleChoice, pre: perf.PrefillEs
             rate = min(rate, wl.requestsPerSecond)
         m = mix(rate, est.tpot_s, est.batch_per_rank)
         busy, tpot = m.busy, m.tpot_s
+        decoding = 1 - math.exp(-rate * osl * tpot / unified.instances)
         ttft = wait(busy, est.tpot_s)
         median = unified_ttft_median(pre, busy, est.tpot_s * per_token, engine, decoding,
                                      overlap)

@@ -362,6 +362,7 @@ def decode_terms(m: ModelShape, gpu: Gpu, *, batch: int, tensor: int, data: int,
     attn_peak = gpu.bf16_tflops * 1e12 * ETA_ATTN * (ATTN_FP8_SPEEDUP if attn_fp8 else 1.0)
     domain = nvlink_domain(gpu, gpus_per_node, mnnvl)
     dispatch = combine = latency = allreduce = 0.0
+    moe_latency = 0.0                    # per MoE layer: the token exchange's latency floors
     if expert:
         ep = tensor * data
         copies = m.moe_layers * tokens_rank * m.topk / tensor * m.hidden   # elements per step
@@ -371,9 +372,10 @@ def decode_terms(m: ModelShape, gpu: Gpu, *, batch: int, tensor: int, data: int,
         dispatch = copies * 1 / rate                      # FP8 activations
         combine = copies * 2 / rate                       # BF16 outputs
         kernel = all2all not in GATHER_BACKENDS
-        latency += 2 * m.moe_layers * (costs.a2a_latency_s if kernel else costs.gather_latency_s)
+        moe_latency = 2 * (costs.a2a_latency_s if kernel else costs.gather_latency_s)
         if not kernel and data > 1 and engine == "sglang":
-            latency += m.moe_layers * costs.ep_moe_layer_s
+            moe_latency += costs.ep_moe_layer_s
+        latency += m.moe_layers * moe_latency
     elif data > 1:
         # MoE TP under attention DP: every GPU all-gathers the other ranks' tokens (BF16) and
         # reduce-scatters their outputs back, per MoE layer (SGLang dp_gather / dp_scatter,
@@ -384,7 +386,8 @@ def decode_terms(m: ModelShape, gpu: Gpu, *, batch: int, tensor: int, data: int,
                     + (1 - remote) / (gpu.nvlink_gbps / 2 * 1e9 * ETA_NVLINK))
         moved = m.moe_layers * tokens_rank * (data - 1) * m.hidden * 2        # bytes each way
         dispatch = combine = moved / rate
-        latency += 2 * m.moe_layers * costs.gather_latency_s
+        moe_latency = 2 * costs.gather_latency_s
+        latency += m.moe_layers * moe_latency
     if tensor > 1:
         ar = 2 * m.layers * 2 * tokens_rank * m.hidden * 2 * (tensor - 1) / tensor
         allreduce = ar / _tp_link(gpu, tensor, gpus_per_node, inter_gbps, mnnvl)
@@ -408,7 +411,7 @@ def decode_terms(m: ModelShape, gpu: Gpu, *, batch: int, tensor: int, data: int,
                 draft if drafter == "sglang_mtp" else draft - 1)
         for tokens, layers in passes:
             draft_s += max(layers * layer + head, layers * per_token * tokens) + DRAFT_PASS_S \
-                + (layers * (2 * costs.a2a_latency_s + a2a_token * tokens) if expert else 0.0)
+                + layers * (moe_latency + a2a_token * tokens)
     return StepTerms(weights=(nonexpert_bytes + expert_read) / hbm, kv=kv_read / hbm,
                      weights_half=(nonexpert_bytes + expert_bytes(tokens_rank / 2)) / hbm,
                      gemm=(dense_flops + moe_flops) / peak, moe_gemm=moe_flops / peak,
