@@ -598,14 +598,18 @@ class Cluster:
         return [pid for ns in self._dead_ns for pid in self._pids_in(ns)]
 
     def close(self) -> None:
-        """Kill every pod (of the variants first), then check that nothing is left."""
+        """Kill every pod (this cluster's first, then the variants'), then check that nothing
+        is left. This cluster's pods go first: the kernel reuses a freed PID namespace's inode
+        number, so a pod started after a variant's pod died can run in a namespace that reads
+        like the dead one, and its live processes would count as the variant's leftovers (seen
+        in CI: the re-created prefill's two processes reported for the killed variant)."""
         errors = []
+        self.kill(*list(self.running))
         for v in self._children:
             try:
                 v.close()
             except AssertionError as e:
                 errors.append(str(e))
-        self.kill(*list(self.running))
         left = self.leftovers()
         for pid in left:
             try:
