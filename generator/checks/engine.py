@@ -17,6 +17,12 @@ from ..engines.options import (
 from .registry import Context, E, Hit, role_path, rule
 
 
+def _pinned_options(d):
+    """The option list of the pinned release when moegen has it (0.5.4.post1 differs from
+    0.5.4), else of the known release whose dialect applies; None when moegen has neither."""
+    return release_options(d.engine, d.requested) or release_options(d.engine, d.version)
+
+
 @rule("ENG004", E, "engineArgs are options of the pinned engine release",
       "the engines' own parsers (vLLM 0.33.0 vllm serve: vllm/engine/arg_utils.py + "
       "vllm/entrypoints/common/cli_args.py; SGLang 0.5.23 python/sglang/srt/server_args.py), "
@@ -26,9 +32,7 @@ def _engine_args_known(ctx: Context):
     if ctx.dialect is None:
         return
     d = ctx.dialect
-    # The pinned release's own list when moegen has it (0.5.4.post1 differs from 0.5.4), else
-    # the known release whose dialect applies.
-    opts = release_options(d.engine, d.requested) or release_options(d.engine, d.version)
+    opts = _pinned_options(d)
     for i, role in enumerate(ctx.spec.spec.roles):
         if not role.engineArgs:
             continue
@@ -64,7 +68,7 @@ def _engine_args_values(ctx: Context):
     if ctx.dialect is None:
         return
     d = ctx.dialect
-    opts = release_options(d.engine, d.requested) or release_options(d.engine, d.version)
+    opts = _pinned_options(d)
     if opts is None:
         return   # ENG004 says the options cannot be checked
     for i, role in enumerate(ctx.spec.spec.roles):
@@ -102,7 +106,7 @@ def _engine_args_derived(ctx: Context):
     if ctx.dialect is None:
         return
     d = ctx.dialect
-    opts = release_options(d.engine, d.requested) or release_options(d.engine, d.version)
+    opts = _pinned_options(d)
     for i, role in enumerate(ctx.spec.spec.roles):
         for j, flag in option_flags(role.engineArgs):
             names = opts.names(flag) if opts else {flag.split("=", 1)[0]}

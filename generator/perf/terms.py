@@ -296,9 +296,11 @@ class StepTerms:
 
 
 #: Expert-parallel backends without an all-to-all kernel: the tokens are gathered to every
-#: rank and scattered back (SGLang without --moe-a2a-backend, vLLM ``naive`` and
-#: ``allgather_reducescatter``); every other backend (DeepEP, pplx, FlashInfer, NIXL-EP, MoRI)
-#: dispatches and combines with its kernel.
+#: rank and scattered back (SGLang without --moe-a2a-backend: python/sglang/srt/layers/
+#: dp_attention.py ``dp_gather_partial`` / ``dp_scatter``, 0.5.23; vLLM ``naive`` and
+#: ``allgather_reducescatter``: vllm/distributed/device_communicators/all2all.py
+#: NaiveAll2AllManager / AgRsAll2AllManager, 0.33.0); every other backend (DeepEP, pplx,
+#: FlashInfer, NIXL-EP, MoRI) dispatches and combines with its kernel.
 GATHER_BACKENDS = frozenset({None, "naive", "allgather_reducescatter"})
 
 
