@@ -277,7 +277,7 @@ def child(engine: str) -> int:
     items = json.load(sys.stdin)["items"]
     root = tempfile.mkdtemp(prefix="moegen-models-")
     os.environ["HF_HUB_OFFLINE"] = "1"
-    os.environ.setdefault("VLLM_CACHE_ROOT", os.path.join(tempfile.gettempdir(), "moegen-vllm-cache"))
+    os.environ.setdefault("VLLM_CACHE_ROOT", os.path.join(root, "vllm-cache"))   # per run: two runs share no cache
     os.environ.setdefault("VLLM_LOGGING_LEVEL", "WARNING")
     os.environ.setdefault("VLLM_NO_USAGE_STATS", "1")
     check, version = (_vllm_checker if engine == "vllm" else _sglang_checker)()

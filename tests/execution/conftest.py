@@ -16,11 +16,12 @@ import pytest
 
 from generator import pipeline
 from tests.execution import cpu
+from tests.execution.kubelet import allocate_ip_prefix
 from tests.helpers import EXAMPLES, ROOT
 
 HERE = Path(__file__).resolve().parent
 OVERLAYS = HERE / "overlays"
-_clusters = iter(range(100, 256))
+_ip_locks: list = []          # the lock files holding this session's loopback /24s
 #: per shape module (its ``SHAPE`` title): test outcomes, and facts its tests recorded
 _shapes: dict[str, str] = {}
 _outcomes: dict[str, list[str]] = {}
@@ -102,7 +103,7 @@ def runtime() -> cpu.Runtime:
 def checkpoint(runtime, tmp_path_factory) -> Path:
     """The tiny DeepSeek-V2-Lite-architecture checkpoint (tests/execution/checkpoint.py)."""
     out = tmp_path_factory.mktemp("checkpoint") / "tiny-deepseek-v2-lite"
-    subprocess.run([str(runtime.python), str(HERE / "checkpoint.py"), str(out)], check=True, timeout=120,
+    subprocess.run([str(runtime.python), str(HERE / "checkpoint.py"), str(out)], check=True, timeout=900,
                    env={k: v for k, v in os.environ.items() if not k.startswith("PYTHON")})
     return out
 
@@ -124,6 +125,9 @@ def render(example: str, overlays: list[str], out_dir: Path) -> Path:
 
 
 def ip_prefix() -> str:
-    """A loopback /24 of this cluster: 127.<100..255>.<pid mod 256>, distinct per cluster of
-    this session and (by the PID) from another session's on the same machine."""
-    return f"127.{next(_clusters)}.{os.getpid() % 256}"
+    """A loopback /24 for one cluster, held (``flock``) until this test session ends: distinct
+    per cluster of this session and from every other session's on the same machine
+    (``kubelet.allocate_ip_prefix``)."""
+    prefix, lock = allocate_ip_prefix()
+    _ip_locks.append(lock)
+    return prefix

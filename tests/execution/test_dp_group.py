@@ -51,8 +51,7 @@ def cluster(runtime, checkpoint, tmp_path_factory, request):
 
 def engine_argv(cluster, pod: str) -> list[str]:
     """The command line of the pod's ``vllm serve`` process (what its launcher finally ran)."""
-    ns = cluster._ns_of(cluster.running[pod])
-    for pid in sorted(cluster._pids_in(ns)):
+    for pid in cluster.pids(pod):
         argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
         argv = [a.decode() for a in argv if a]
         if "serve" in argv and any(a.endswith("/vllm") for a in argv):

@@ -134,7 +134,81 @@ spec:
         assert (pod_dir / "host").read_text().strip() == "probe-0"
         assert (pod_dir / "resolved").read_text().split()[0] == "127.254.2.10"
         assert not Path("/dev/shm/moegen-shm-probe-0").exists()          # a private tmpfs
-        assert len(c._pids_in(c._ns_of(c.running["probe-0"]))) >= 3      # sh and two sleeps
+        assert len(c.pids("probe-0")) >= 4          # unshare, timeout, sh and two sleeps
     finally:
         c.close()                                                        # raises on leftovers
     assert c.leftovers() == []
+
+
+def _sleeper(out: Path, name: str, shm: str = "1Mi") -> Path:
+    out.mkdir(parents=True, exist_ok=True)
+    (out / f"{name}.yaml").write_text(f"""
+apiVersion: apps/v1
+kind: Deployment
+metadata: {{name: {name}, namespace: t}}
+spec:
+  replicas: 1
+  template:
+    metadata: {{labels: {{app: {name}}}}}
+    spec:
+      containers:
+      - name: c
+        command: [/bin/sh, -c, "sleep 300 & sleep 300"]
+        volumeMounts: [{{name: shm, mountPath: /dev/shm}}]
+      volumes: [{{name: shm, emptyDir: {{medium: Memory, sizeLimit: {shm}}}}}]
+""")
+    return out
+
+
+@pytest.mark.skipif(not shutil.which("unshare") or os.geteuid() != 0, reason="needs unshare as root")
+def test_another_clusters_pods_are_never_taken_for_leftovers(tmp_path):
+    # Cluster A's pod is killed; cluster B (another test run on the same machine, say) starts one
+    # right after, possibly in a PID namespace whose inode the kernel just freed. Identity is by
+    # process tree and marker, so A's teardown finds nothing left and leaves B's pod running.
+    a = Cluster(_sleeper(tmp_path / "a", "one"), tmp_path / "wa", FAKE, tmp_path, "127.254.3")
+    b = Cluster(_sleeper(tmp_path / "b", "two"), tmp_path / "wb", FAKE, tmp_path, "127.254.4")
+    try:
+        a.start("one-0")
+        assert a.pids("one-0")
+        a.kill("one-0")
+        b.start("two-0")
+        mine = b.pids("two-0")
+        assert len(mine) >= 4 and a.run_id != b.run_id
+        assert a.leftovers() == []
+        a.close()                                   # raises on leftovers; kills only its own
+        assert b.alive("two-0") and set(mine) <= set(b.pids("two-0"))
+    finally:
+        b.close()
+    assert b.leftovers() == []
+
+
+@pytest.mark.skipif(not shutil.which("unshare") or os.geteuid() != 0, reason="needs unshare as root")
+def test_a_failed_namespace_setup_is_the_harness_s_failure_not_the_pod_s(tmp_path, monkeypatch):
+    # /dev/shm's tmpfs cannot be mounted with this size: the pod's own program never runs, so
+    # the start is retried and then reported as the harness's failure (HarnessError), never as
+    # "pod exited" (PodFailed).
+    from tests.execution import kubelet
+    monkeypatch.setattr(kubelet, "SETUP_ATTEMPTS", 2)
+    c = Cluster(_sleeper(tmp_path / "out", "bad", shm="lots"), tmp_path / "w", FAKE, tmp_path, "127.254.5")
+    try:
+        with pytest.raises(kubelet.HarnessError, match="attempt 2") as e:
+            c.start("bad-0")
+        assert not isinstance(e.value, AssertionError)          # not a PodFailed
+        assert "bad-0" not in c.running
+    finally:
+        c.close()
+
+
+def test_loopback_prefixes_are_held_per_cluster_across_runs(tmp_path, monkeypatch):
+    # Two clusters (of this run or of another run on the machine) never get the same /24 while
+    # both hold it; a released prefix is free again.
+    from tests.execution import kubelet
+    monkeypatch.setattr(kubelet, "IP_LOCK_DIR", tmp_path / "locks")
+    p1, l1 = kubelet.allocate_ip_prefix()
+    p2, l2 = kubelet.allocate_ip_prefix()
+    assert (p1, p2) == ("127.100.1", "127.100.2")
+    l1.close()
+    p3, l3 = kubelet.allocate_ip_prefix()
+    assert p3 == "127.100.1"
+    l2.close()
+    l3.close()
