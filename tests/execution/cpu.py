@@ -20,6 +20,8 @@ rendered: the launcher script, every engine and router flag, every env value, po
 The container image's environment (``PATH`` = the runtime venv first, ``HOME`` = the pod
 directory, ``HF_HUB_OFFLINE=1``, ``VLLM_NO_USAGE_STATS=1``, ``DO_NOT_TRACK=1``) stands in for
 what ``vllm/vllm-openai`` and ``vllm/vllm-router`` set; the wrappers of S3-S5 sit first on PATH.
+Besides, ``kubelet.py`` gives every pod process its harness marker ``MOEGEN_EXEC_POD`` (how the
+harness finds the pod's processes; nothing in the pod reads it).
 """
 
 from __future__ import annotations
