@@ -244,7 +244,7 @@ def validate(inputs: tuple[Path, ...], overlays: tuple[Path, ...], fmt: str, str
             click.echo(report.summary(findings), err=True)
         else:
             click.echo(summary_line(batch), err=True)
-    if not batch.ok or (strict and findings):
+    if not batch.ok or (strict and any(f.severity is Severity.WARNING for f in findings)):
         raise SpecRejected(findings)
 
 

@@ -19,10 +19,15 @@ from dataclasses import dataclass, field
 
 
 class Severity(str, enum.Enum):
-    """How bad a finding is. Errors reject the spec; warnings do not (unless ``--strict``)."""
+    """How bad a finding is, by its consequence. ``error``: the engine or controller refuses,
+    crashes or loses requests (rejects the input: exit 1); ``warning``: hardening, or a
+    consequence moegen cannot confirm at the release it runs (rejects only with ``--strict``);
+    ``notice``: what moegen did not or could not check (never rejects, not even with
+    ``--strict``)."""
 
     ERROR = "error"
     WARNING = "warning"
+    NOTICE = "notice"
 
 
 @dataclass(frozen=True, order=True)

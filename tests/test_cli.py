@@ -233,3 +233,18 @@ def test_spec_from_standard_input(monkeypatch, capsys):
     monkeypatch.setattr("sys.stdin", io.TextIOWrapper(io.BytesIO(plan_text.encode())))
     assert run(["plan", "-"]) == 0
     assert "decode: 5,717 output tokens/s per node" in capsys.readouterr().out
+
+
+def test_a_notice_is_counted_annotated_and_never_rejects():
+    # notice = what moegen did not check: counted in the summary, a GitHub "notice" and a SARIF
+    # "note" (SARIF 2.1.0 result.level), and it does not fail a run, not even with --strict
+    import json as _json
+
+    from generator.errors import Finding, Location, Severity
+    from generator.output import findings as out
+    n = Finding("IMP099", Severity.NOTICE, "$", "not read", location=Location("m.yaml", 3, 1))
+    w = Finding("IMP098", Severity.WARNING, "$", "hardening", location=Location("m.yaml", 4, 1))
+    assert out.summary([n, w, n]) == "0 errors, 1 warning, 2 notices"
+    assert out.summary([w]) == "0 errors, 1 warning"
+    assert out.github([n]).startswith("::notice file=m.yaml,line=3,col=1,")
+    assert [r["level"] for r in _json.loads(out.sarif([n, w], []))["runs"][0]["results"]] == ["note", "warning"]

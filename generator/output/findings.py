@@ -14,14 +14,18 @@ import click
 
 from ..errors import Finding, Severity
 
-_COLOURS = {Severity.ERROR: "red", Severity.WARNING: "yellow"}
+_COLOURS = {Severity.ERROR: "red", Severity.WARNING: "yellow", Severity.NOTICE: "cyan"}
+#: GitHub workflow command and SARIF result level per severity (SARIF 2.1.0 §3.27.10: "note")
+_GITHUB = {Severity.ERROR: "error", Severity.WARNING: "warning", Severity.NOTICE: "notice"}
+_SARIF = {Severity.ERROR: "error", Severity.WARNING: "warning", Severity.NOTICE: "note"}
 
 
 def summary(findings: list[Finding]) -> str:
-    """``"2 errors, 1 warning"``."""
+    """``"2 errors, 1 warning"`` (``", 3 notices"`` appended when there are notices)."""
     counts = Counter(f.severity for f in findings)
-    e, w = counts[Severity.ERROR], counts[Severity.WARNING]
-    return f"{e} error{'s' * (e != 1)}, {w} warning{'s' * (w != 1)}"
+    e, w, n = counts[Severity.ERROR], counts[Severity.WARNING], counts[Severity.NOTICE]
+    out = f"{e} error{'s' * (e != 1)}, {w} warning{'s' * (w != 1)}"
+    return out + (f", {n} notice{'s' * (n != 1)}" if n else "")
 
 
 def text(findings: list[Finding], colour: bool, with_summary: bool = True) -> str:
@@ -60,7 +64,7 @@ def github(findings: list[Finding]) -> str:
     """GitHub Actions workflow commands, one per finding."""
     out = []
     for f in findings:
-        level = "error" if f.severity is Severity.ERROR else "warning"
+        level = _GITHUB[f.severity]
         loc = f.location
         props = [f"file={_escape(loc.file, True)}"]
         if loc.line:
@@ -87,7 +91,7 @@ def sarif(findings: list[Finding], rules) -> str:
         region = {"startLine": loc.line, "startColumn": max(loc.column, 1)} if loc.line else {}
         results.append({
             "ruleId": f.code,
-            "level": "error" if f.severity is Severity.ERROR else "warning",
+            "level": _SARIF[f.severity],
             "message": {"text": f"{f.path}: {f.message}" + (f" (hint: {f.hint})" if f.hint else "")},
             "locations": [{"physicalLocation": {"artifactLocation": {"uri": loc.file},
                                                 **({"region": region} if region else {})}}],
