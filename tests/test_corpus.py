@@ -31,6 +31,13 @@ BELOW_BAR = {
     "manifests/gke-deployment-vllm-llama4-maverick-fp8-tp8.yaml",
     "manifests/gke-lws-vllm-deepseek-r1-tp8-pp2.yaml",
     "manifests/gke-lws-vllm-deepseek-r1-tp8-pp2-hdml.yaml",
+    "manifests/sglang-statefulset-deepseek-r1-tp16-ep16.yaml",
+    "manifests/dynamo-dgd-deepseek-r1-sglang-disagg-16gpu.yaml",
+    "manifests/dynamo-dgd-deepseek-r1-sglang-disagg-8gpu.yaml",
+    "manifests/dynamo-dgd-deepseek-r1-vllm-disagg-hopper-16gpu.yaml",
+    "manifests/dynamo-dgd-deepseek-v4-pro-sglang-disagg-gb200.yaml",
+    "manifests/kserve-llmisvc-deepseek-r1-0528-dp-ep-deepep-ht.yaml",
+    "manifests/kserve-llmisvc-deepseek-r1-0528-pd-deepep-ht.yaml",
 }
 VERDICTS = {"true", "false", "debatable", "unverifiable", "info"}
 SEVERITIES = {"error", "warning", "notice"}
