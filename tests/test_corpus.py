@@ -28,16 +28,24 @@ REFERENCE = SHARED / "reference"
 #: VER001/NET001 on manifests that run, IMP012 "GPU not stated" as an error, LOAD005 on YAML
 #: anchors kubectl accepts).
 BELOW_BAR = {
-    "manifests/gke-deployment-vllm-llama4-maverick-fp8-tp8.yaml",
-    "manifests/gke-lws-vllm-deepseek-r1-tp8-pp2.yaml",
-    "manifests/gke-lws-vllm-deepseek-r1-tp8-pp2-hdml.yaml",
-    "manifests/sglang-statefulset-deepseek-r1-tp16-ep16.yaml",
     "manifests/dynamo-dgd-deepseek-r1-sglang-disagg-16gpu.yaml",
     "manifests/dynamo-dgd-deepseek-r1-sglang-disagg-8gpu.yaml",
     "manifests/dynamo-dgd-deepseek-r1-vllm-disagg-hopper-16gpu.yaml",
     "manifests/dynamo-dgd-deepseek-v4-pro-sglang-disagg-gb200.yaml",
+    "manifests/gke-deployment-vllm-llama4-maverick-fp8-tp8.yaml",
+    "manifests/gke-lws-vllm-deepseek-r1-tp8-pp2-hdml.yaml",
+    "manifests/gke-lws-vllm-deepseek-r1-tp8-pp2.yaml",
     "manifests/kserve-llmisvc-deepseek-r1-0528-dp-ep-deepep-ht.yaml",
     "manifests/kserve-llmisvc-deepseek-r1-0528-pd-deepep-ht.yaml",
+    "manifests/llmd-pd-disaggregation-sglang-gpt-oss-120b-coreweave.yaml",
+    "manifests/llmd-pd-disaggregation-vllm-gpt-oss-120b-coreweave.yaml",
+    "manifests/llmd-wide-ep-lws-vllm-deepseek-r1-0528-coreweave.yaml",
+    "manifests/llmd-wide-ep-lws-vllm-deepseek-r1-0528-disaggregatedset.yaml",
+    "manifests/llmd-wide-ep-lws-vllm-deepseek-r1-0528-gke.yaml",
+    "manifests/llmd-wide-ep-lws-vllm-deepseek-v4-pro-oci-gb200-high-tpt.yaml",
+    "manifests/llmd-wide-ep-lws-vllm-deepseek-v4-pro-oci-gb200-low-latency.yaml",
+    "manifests/llmd-wide-ep-lws-vllm-glm-5.2-fp8-p1w1d1w2-coreweave.yaml",
+    "manifests/sglang-statefulset-deepseek-r1-tp16-ep16.yaml",
 }
 VERDICTS = {"true", "false", "debatable", "unverifiable", "info"}
 SEVERITIES = {"error", "warning", "notice"}
