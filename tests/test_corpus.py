@@ -28,6 +28,10 @@ REFERENCE = SHARED / "reference"
 #: VER001/NET001 on manifests that run, IMP012 "GPU not stated" as an error, LOAD005 on YAML
 #: anchors kubectl accepts).
 BELOW_BAR = {
+    "corpus/dynamo-dgd-sglang-deepseek-r1-wideep-tep8p-dep8d-gh200.yaml",
+    "corpus/dynamo-dgd-vllm-deepseek-r1-fp4-disagg-gb200-16gpu.yaml",
+    "corpus/kserve-llmisvc-vllm-gpt-oss-20b-prefix-cache.yaml",
+    "corpus/kserve-llmisvc-vllm-qwen3-coder-30b-a3b-fp8-tool-calling.yaml",
     "manifests/dynamo-dgd-deepseek-r1-sglang-disagg-16gpu.yaml",
     "manifests/dynamo-dgd-deepseek-r1-sglang-disagg-8gpu.yaml",
     "manifests/dynamo-dgd-deepseek-r1-vllm-disagg-hopper-16gpu.yaml",
