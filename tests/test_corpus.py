@@ -32,6 +32,7 @@ BELOW_BAR = {
     "corpus/dynamo-dgd-vllm-deepseek-r1-fp4-disagg-gb200-16gpu.yaml",
     "corpus/kserve-llmisvc-vllm-gpt-oss-20b-prefix-cache.yaml",
     "corpus/kserve-llmisvc-vllm-qwen3-coder-30b-a3b-fp8-tool-calling.yaml",
+    "corpus/rbg-rolebasedgroup-sglang-deepseek-r1-pd-lws.yaml",
     "manifests/dynamo-dgd-deepseek-r1-sglang-disagg-16gpu.yaml",
     "manifests/dynamo-dgd-deepseek-r1-sglang-disagg-8gpu.yaml",
     "manifests/dynamo-dgd-deepseek-r1-vllm-disagg-hopper-16gpu.yaml",
