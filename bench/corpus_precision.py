@@ -84,9 +84,23 @@ def audit_files(root: Path = AUDITS) -> list[Path]:
     return sorted(root.glob("*/*.yaml"))
 
 
+class AuditError(ValueError):
+    """An audit file that is not valid YAML or lacks the ``manifest`` / ``moegen`` keys."""
+
+
 def load_audit(path: Path) -> dict:
-    """One audit file as a dict (``manifest``, ``defects``, ``moegen.findings`` ...)."""
-    return yaml.safe_load(path.read_text())
+    """One audit file as a dict (``manifest``, ``defects``, ``moegen.findings`` ...).
+
+    Raises:
+        AuditError: the file is not YAML, or not a mapping with ``manifest`` and ``moegen``.
+    """
+    try:
+        doc = yaml.safe_load(path.read_text())
+    except yaml.YAMLError as exc:
+        raise AuditError(f"{path}: not valid YAML: {exc}") from None
+    if not isinstance(doc, dict) or "manifest" not in doc or "moegen" not in doc:
+        raise AuditError(f"{path}: an audit is a mapping with manifest: and moegen: keys")
+    return doc
 
 
 def manifest_path(audit: dict, reference: Path = REFERENCE) -> Path:
@@ -199,7 +213,18 @@ def table(results: list[FileResult]) -> dict:
                       "recall": round(len(own & named_by[code]) / len(own), 3) if own else None}
     judged = sum(r[v] for r in rows.values() for v in JUDGED)
     true = sum(r["true"] for r in rows.values())
+    misses: dict[str, list] = defaultdict(list)
+    for res in results:
+        if res.missing:
+            continue
+        name = res.audit["manifest"]
+        for d in res.audit.get("defects") or []:
+            if _claims(d) and (name, d["id"]) not in named:
+                misses[d.get("class") or d.get("code") or "?"].append(
+                    {"manifest": name, "id": d["id"], "severity": d["severity"],
+                     "line": d["line"], "code": d.get("code"), "source": d["source"]})
     return {"files": len(results) - len(missing), "missing": missing, "rules": rows,
+            "misses": {k: misses[k] for k in sorted(misses, key=lambda k: (-len(misses[k]), k))},
             "overall": {"findings": sum(r["findings"] for r in rows.values()),
                         "claims": judged, "true": true,
                         "precision": round(true / judged, 3) if judged else None,
@@ -233,6 +258,12 @@ def text(t: dict) -> str:
                  f"(precision {_pct(o['precision'])}); {o['named']}/{o['defects']} audited defects "
                  f"named (recall {_pct(o['recall'])}); {o['misses_without_rule']} defects no rule "
                  "covers")
+    lines.append("audited defects no finding names, by class (count: errors/warnings):")
+    for cls, items in t["misses"].items():
+        errors = sum(1 for x in items if x["severity"] == "error")
+        codes = sorted({x["code"] for x in items if x["code"]})
+        lines.append(f"  {len(items):3d} ({errors}/{len(items) - errors})  {cls}"
+                     + (f"  [rule exists: {', '.join(codes)}]" if codes else ""))
     lines.append(f"findings not yet audited: {len(t['not_audited'])}")
     lines += [f"  {x['manifest']}:{x['line']} {x['code']} {x['severity']}" for x in t["not_audited"]]
     lines.append(f"audited findings vanished: {len(t['vanished'])}")
@@ -245,7 +276,11 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--json", action="store_true", help="print JSON")
     args = ap.parse_args(argv)
-    t = table(evaluate())
+    try:
+        t = table(evaluate())
+    except AuditError as exc:
+        print(f"corpus_precision: {exc}", file=sys.stderr)
+        return 2
     print(json.dumps(t, indent=2, sort_keys=True) if args.json else text(t))
     return 0
 
