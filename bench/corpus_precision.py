@@ -222,7 +222,8 @@ def table(results: list[FileResult]) -> dict:
             if _claims(d) and (name, d["id"]) not in named:
                 misses[d.get("class") or d.get("code") or "?"].append(
                     {"manifest": name, "id": d["id"], "severity": d["severity"],
-                     "line": d["line"], "code": d.get("code"), "source": d["source"]})
+                     "line": d.get("line"), "code": d.get("code"),
+                     "source": d.get("source")})
     return {"files": len(results) - len(missing), "missing": missing, "rules": rows,
             "misses": {k: misses[k] for k in sorted(misses, key=lambda k: (-len(misses[k]), k))},
             "overall": {"findings": sum(r["findings"] for r in rows.values()),

@@ -142,12 +142,14 @@ def test_precision_table_counts_hand_example() -> None:
     res = BENCH.FileResult(Path("x.yaml"), Path("m.yaml"),
                            {"manifest": "m.yaml", "defects": [
                                {"id": "d1", "severity": "error", "code": "A001"},
-                               {"id": "d2", "severity": "warning", "code": None}]})
+                               {"id": "d2", "severity": "warning", "code": None,
+                                "class": "no probe"}]})
     res.matched, res.new, res.vanished = matched, new, vanished
     t = BENCH.table([res])
     # A001: 2 findings, 1 true + 1 false -> precision 1 / 2; its one defect named -> recall 1 / 1.
     assert t["rules"]["A001"]["precision"] == 0.5 and t["rules"]["A001"]["recall"] == 1.0
     # overall: defects d1, d2 (both error/warning), d1 named -> recall 1 / 2; d2 has no rule.
     assert (t["overall"]["recall"], t["overall"]["misses_without_rule"]) == (0.5, 1)
+    assert [(k, [m["id"] for m in v]) for k, v in t["misses"].items()] == [("no probe", ["d2"])]
     assert t["not_audited"] == [{"manifest": "m.yaml", "code": "B002", "severity": "warning",
                                  "line": 40}]
