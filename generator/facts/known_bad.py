@@ -170,6 +170,25 @@ KNOWN_BAD: tuple[KnownBad, ...] = (
         "use SGLang 0.5.11 or later, run attention data-parallel (parallel.data, tensor 1 or 2), "
         "or serve the KV cache in BF16 (kvCacheDtype: auto)"),
     KnownBad(
+        "vllm", (0, 20, 0), (0, 30, 0),
+        Match(families=_f("deepseek_v4"), kv_dtypes=_f("auto"),
+              generations=_f("hopper", "blackwell")),
+        ("serving", "kvCacheDtype"),
+        "DeepSeek-V4 with --kv-cache-dtype auto dies at layer construction (AssertionError "
+        "\"DeepseekV4 only supports fp8 kv-cache format for now, got auto\" up to 0.22, "
+        "\"DeepseekV4 fp8_ds_mla layout only supports fp8 kv-cache, got auto\" from 0.23): the "
+        "FlashMLA "
+        "attention vLLM picks on every CUDA GPU but SM12 keeps its KV in the fp8_ds_mla layout, "
+        "which has no BF16 variant, and nothing maps auto to fp8",
+        "vllm-project/vllm#47174 (reported at 0.24.0), fixed by vllm-project/vllm#45091; vLLM "
+        "0.20.0 vllm/model_executor/layers/deepseek_v4_attention.py:594-599 and 0.22.0 "
+        "vllm/models/deepseek_v4/attention.py:668-674 assert kv_cache_dtype.startswith(\"fp8\"), "
+        "0.29.0 attention.py:105 (_resolve_dsv4_kv_cache_dtype), nvidia/model.py:1050-1052 "
+        "(FlashMLA unless SM12); 0.30.0 attention.py:109-110 maps auto to fp8; read in the "
+        "0.20.0-0.30.0 wheels",
+        "set serving.kvCacheDtype: fp8 (the layout is FP8 whatever auto says), or use vLLM "
+        "0.30.0 or later"),
+    KnownBad(
         "vllm", (0, 11, 0), None,
         Match(weights=_f("w4a16"), eplb=True, expert_parallel=True),
         ("moe", "eplb", "enabled"),

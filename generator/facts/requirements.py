@@ -23,6 +23,10 @@ deepseek_v32   vllm    0.13-0.17   --tokenizer-mode     vLLM vllm/tokenizers/reg
                                    deepseek_v32         config/model.py (default from 0.18.0);
                                                         vllm-project/vllm#29849, #30933
 deepseek_v32   vllm    < 0.13      warn (chat fails)    vllm-project/vllm#30933
+deepseek_v4    vllm    < 0.20      refuse (no model)    vLLM 0.20.0 vllm/model_executor/models/
+                                                        deepseek_v4.py (first release with it)
+deepseek_v4    sglang  < 0.5.12    refuse (no model)    SGLang 0.5.12 python/sglang/srt/models/
+                                                        deepseek_v4.py (first release with it)
 deepseek_v32,  sglang  all         refuse deepep_v2     SGLang 0.5.23 srt/configs/
 deepseek_v2                                             moe_model_registry.py:20-28;
                                                         sgl-project/sglang PR#39408
@@ -113,6 +117,25 @@ REQUIREMENTS: tuple[Requirement, ...] = (
                 fixed=(0, 13, 0), refuse=True, warn=True, match=Match(), field=("name",),
                 hint="use vLLM 0.13.0 or later (moegen renders --tokenizer-mode deepseek_v32), or "
                      "pass a chat template: engineArgs [--chat-template, <file>]"),
+    # A release that predates the model's architecture cannot load it (the engines' model
+    # registries map architectures[0] to a module; tools/mine_known_bad.py lists the files).
+    Requirement(frozenset({"deepseek_v4"}), "vllm", (),
+                "vLLM before 0.20.0 has no DeepseekV4ForCausalLM: the server fails to resolve "
+                "the model's architecture and never starts",
+                "vLLM 0.19.1 vllm/model_executor/models/ (no deepseek_v4.py), 0.20.0 "
+                "vllm/model_executor/models/deepseek_v4.py and layers/deepseek_v4_attention.py "
+                "(first release with the model), read in the wheels; vLLM 0.33.0 "
+                "vllm/model_executor/models/registry.py:99",
+                fixed=(0, 20, 0), refuse=True, match=Match(), field=("name",),
+                hint="use vLLM 0.20.0 or later (0.30.0 or later with kvCacheDtype auto: ENG030)"),
+    Requirement(frozenset({"deepseek_v4"}), "sglang", (),
+                "SGLang before 0.5.12 has no DeepseekV4ForCausalLM: the server fails to resolve "
+                "the model's architecture and never starts",
+                "SGLang 0.5.11 python/sglang/srt/models/ (no deepseek_v4.py), 0.5.12 "
+                "python/sglang/srt/models/deepseek_v4.py (first release with the model), read in "
+                "the wheels; sgl-project/sglang PR#23600 (\"DeepSeek V4\")",
+                fixed=(0, 5, 12), refuse=True, match=Match(), field=("name",),
+                hint="use SGLang 0.5.12 or later (0.5.13 or later with EPLB: ENG030)"),
     # SGLang keys its DeepEP v2 registry by the config's architectures[0]: DeepseekV3ForCausalLM
     # (deepseek_v3, kimi_k2) and DeepseekV4ForCausalLM are in it, DeepseekV32ForCausalLM and
     # DeepseekV2ForCausalLM are not.
