@@ -29,9 +29,9 @@ and that touch a watched file, and lists commit, author date, the first release 
     python tools/mine_known_bad.py releases --engine sglang --trees /tmp/trees \
         --out bench/known_bad/releases-sglang.tsv
 
-diffs every watched file between consecutive releases and keeps a changed line that names an
-upstream issue or PR, a comment that reads as a fix (:data:`FIX_COMMENT`), or a removed ``assert``/
-``raise`` (a refusal or crash taken out). Its "commit" column is the release pair, its date column
+diffs every watched file that both of two consecutive releases ship and keeps a changed line
+that names an upstream issue or PR, a comment that reads as a fix (:data:`FIX_COMMENT`), or a
+removed ``assert``/``raise`` that refused a configuration (:data:`REFUSAL`). Its "commit" column is the release pair, its date column
 is empty (a wheel carries no commit dates).
 
 Output: TSV, one candidate a line, sorted (engine, first release containing it, file, line/commit),
@@ -189,8 +189,9 @@ def mine_releases(trees: Path, engine: str) -> list[tuple[str, ...]]:
         for name in names:
             new = (b / name).read_text(encoding="utf-8", errors="replace").splitlines()
             old_path = a / name
-            old = (old_path.read_text(encoding="utf-8", errors="replace").splitlines()
-                   if old_path.is_file() else [])
+            if not old_path.is_file():   # a new file fixes nothing of the release before it
+                continue
+            old = old_path.read_text(encoding="utf-8", errors="replace").splitlines()
             if old == new:
                 continue
             for line, kind, text in _line_candidates(old, new):

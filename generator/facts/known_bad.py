@@ -37,6 +37,7 @@ class Match:
         multi_node: the instance spans pods.
         generations: GPU generations of the role's pool (``catalog.Gpu.generation``).
         min_tensor: the role's tensor-parallel size is at least this.
+        pipeline: more than one pipeline-parallel stage.
     """
 
     weights: frozenset[str] | None = None
@@ -52,6 +53,7 @@ class Match:
     multi_node: bool | None = None
     generations: frozenset[str] | None = None
     min_tensor: int | None = None
+    pipeline: bool | None = None
 
     def holds(self, role: RoleInput, weights: str, generation: str) -> bool:
         """Every given feature holds for ``role`` (checkpoint ``weights``, pool GPU
@@ -75,7 +77,8 @@ class Match:
                  (self.expert_parallel, role.layout.expert_parallel),
                  (self.data_parallel, role.layout.data > 1),
                  (self.eplb, eplb),
-                 (self.multi_node, role.layout.multi_pod))
+                 (self.multi_node, role.layout.multi_pod),
+                 (self.pipeline, role.layout.pipeline > 1))
         return all(want is None or want == have for want, have in flags)
 
 
@@ -170,6 +173,18 @@ KNOWN_BAD: tuple[KnownBad, ...] = (
         "use SGLang 0.5.11 or later, run attention data-parallel (parallel.data, tensor 1 or 2), "
         "or serve the KV cache in BF16 (kvCacheDtype: auto)"),
     KnownBad(
+        "sglang", (0, 5, 3), (0, 5, 4),
+        Match(families=_f("deepseek_v32"), speculative=True),
+        ("speculative",),
+        "DeepSeek-V3.2 with MTP: the NSA attention backend (DeepSeek-V3.2's sparse attention) "
+        "asserts there is no speculative input (\"Spec decoding is not supported for NSA backend "
+        "now\"), so the first draft or verify forward fails",
+        "SGLang 0.5.3 python/sglang/srt/layers/attention/nsa_backend.py:212-214 "
+        "(init_forward_metadata), :344-346 and :416-418 (CUDA-graph capture and replay metadata); 0.5.4 "
+        "nsa_backend.py takes speculative_num_steps and spec_info instead; read in the 0.5.3 and "
+        "0.5.4 wheels (found with tools/mine_known_bad.py)",
+        "use SGLang 0.5.4 or later, or drop speculative decoding"),
+    KnownBad(
         "vllm", (0, 20, 0), (0, 30, 0),
         Match(families=_f("deepseek_v4"), kv_dtypes=_f("auto"),
               generations=_f("hopper", "blackwell")),
@@ -188,6 +203,17 @@ KNOWN_BAD: tuple[KnownBad, ...] = (
         "0.20.0-0.30.0 wheels",
         "set serving.kvCacheDtype: fp8 (the layout is FP8 whatever auto says), or use vLLM "
         "0.30.0 or later"),
+    KnownBad(
+        "vllm", (0, 16, 0), (0, 24, 0),
+        Match(connectors=_f("mooncake"), pipeline=True),
+        ("parallel", "pipeline"),
+        "the Mooncake KV connector refuses pipeline parallelism at engine start (ValueError "
+        "\"Mooncake Transfer Engine does not support pipeline parallelism yet.\")",
+        "vLLM 0.16.0 vllm/distributed/kv_transfer/kv_connector/v1/mooncake/mooncake_connector.py"
+        ":495-498 and 0.23.0 :791-794 (MooncakeConnectorWorker.__init__ raises for "
+        "pipeline_parallel_size > 1); 0.24.0 :865-866 keeps pp_size/pp_rank and maps the peers' "
+        "stages (:1723-1755); read in the wheels (found with tools/mine_known_bad.py)",
+        "use vLLM 0.24.0 or later, parallel.pipeline: 1, or kvTransfer.connector: nixl"),
     KnownBad(
         "vllm", (0, 11, 0), None,
         Match(weights=_f("w4a16"), eplb=True, expert_parallel=True),

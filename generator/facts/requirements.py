@@ -23,6 +23,8 @@ deepseek_v32   vllm    0.13-0.17   --tokenizer-mode     vLLM vllm/tokenizers/reg
                                    deepseek_v32         config/model.py (default from 0.18.0);
                                                         vllm-project/vllm#29849, #30933
 deepseek_v32   vllm    < 0.13      warn (chat fails)    vllm-project/vllm#30933
+deepseek_v32   sglang  < 0.5.3     refuse (no model)    SGLang 0.5.3 python/sglang/srt/models/
+                                                        deepseek_v2.py:3417 (first with it)
 deepseek_v4    vllm    < 0.20      refuse (no model)    vLLM 0.20.0 vllm/model_executor/models/
                                                         deepseek_v4.py (first release with it)
 deepseek_v4    sglang  < 0.5.12    refuse (no model)    SGLang 0.5.12 python/sglang/srt/models/
@@ -119,6 +121,14 @@ REQUIREMENTS: tuple[Requirement, ...] = (
                      "pass a chat template: engineArgs [--chat-template, <file>]"),
     # A release that predates the model's architecture cannot load it (the engines' model
     # registries map architectures[0] to a module; tools/mine_known_bad.py lists the files).
+    Requirement(frozenset({"deepseek_v32"}), "sglang", (),
+                "SGLang before 0.5.3 has no DeepseekV32ForCausalLM: the server fails to resolve "
+                "the model's architecture and never starts",
+                "SGLang 0.5.2 python/sglang/srt/models/ (no DeepseekV32ForCausalLM), 0.5.3 "
+                "python/sglang/srt/models/deepseek_v2.py:3417,3421 (the class and its EntryClass), "
+                "read in the wheels",
+                fixed=(0, 5, 3), refuse=True, match=Match(), field=("name",),
+                hint="use SGLang 0.5.3 or later (0.5.4 or later with MTP: ENG030)"),
     Requirement(frozenset({"deepseek_v4"}), "vllm", (),
                 "vLLM before 0.20.0 has no DeepseekV4ForCausalLM: the server fails to resolve "
                 "the model's architecture and never starts",
