@@ -87,6 +87,7 @@ REFUSAL = re.compile(r"\bsupport|\bonly\b|not implemented", re.IGNORECASE)
 
 HEADER = ("engine", "first_release", "previous_release", "commit", "date", "files", "refs",
           "what")
+REVIEW_HEADER = ("engine", "first_release", "commit", "what", "verdict", "how", "reason")
 
 
 def releases(engine: str) -> list[str]:
@@ -201,6 +202,77 @@ def mine_releases(trees: Path, engine: str) -> list[tuple[str, ...]]:
     return rows
 
 
+#: Triage classes of a candidate that no row can come from, each (name, pattern over the file
+#: and the candidate text, reason). A candidate no class and no reading covers stays ``open``.
+CLASSES: tuple[tuple[str, re.Pattern[str], str], ...] = (
+    ("platform", re.compile(r"npu|ascend|xpu|hpu|tpu|pallas|mlu|musa|platforms/cpu\.py|risc-?v"
+                            r"|on CPU|gfx1250", re.IGNORECASE),
+     "a platform moegen does not render (its GPUs: NVIDIA Ampere to Blackwell, AMD CDNA3/4)"),
+    ("model", re.compile(r"deepseek_ocr|deepseek_vl|kimi_vl|kimi_k25|kimi_k3|kimi_audio|qwen|"
+                         r"exaone|step3|inkling|minimax|mistral|llama|nemotron|dots|glm|gemma|"
+                         r"deepseek_v41|DSV41|mimo|ernie|hunyuan|longcat|multimodal|vision|"
+                         r"modalit|video", re.IGNORECASE),
+     "a model moegen does not serve (families deepseek_v2, deepseek_v3 with kimi_k2, "
+     "deepseek_v32, deepseek_v4)"),
+    ("feature", re.compile(r"dflash|dspark|ngram|frozen_kv|multi_layer_eagle|encode_server|"
+                           r"encode_receiver|encoder|mamba|hybrid|ssm|lora|moriio|offload|hicache|"
+                           r"mooncake/store|mooncake_store|pool_host|example_|simple_cpu|"
+                           r"multi_connector|kv_offload|\bDBO\b|ubatch|two_batch|\bTBO\b|"
+                           r"UNIFIED_KV_FP8|MASKED_GEMM_FAST_ACT|MEGA_MOE|mega_moe|MegaMoE|"
+                           r"deepep_v2|nixl_ep|NixlEP|flashinfer_nvlink|checkpoint_(prepare|restore)"
+                           r"|fault.tolerance|elastic|staging|DSPARK|topk > 1|topk = 1|"
+                           r"speculative_eagle_topk|round-robin|turboquant|draft models|"
+                           r"parallel drafting|M-RoPE|V0\b|VLLM_USE_V1|use_v1|sliding|"
+                           r"return_logprob|transformers_utils/configs/eagle|eagle3|"
+                           r"HND to NHD|enable_permute|block size post|kv_buffer", re.IGNORECASE),
+     "a feature, kernel option or engine mode moegen does not render (see docs/known-bad.md)"),
+    ("vllm-cp", re.compile(r"vllm/.*(\bDCP\b|dcp_|decode_context|\bPCP\b|pcp|context_parallel"
+                           r"|cp_kv_cache)", re.IGNORECASE),
+     "vLLM context parallelism: moegen does not render it (rule LAY004; the flags are derived, "
+     "ENG005)"),
+    ("wording", re.compile(r"comment: .*\bfix(?:ed|es)?\b[- ](?:size|byte|layout|window|"
+                           r"capacity|order|sleep|root|per model|schedule|to |region|stride|"
+                           r"the trailing|where|count|point|extent|block|config|128|16-head|"
+                           r"sequence|length|alignment|grid|\w+-width|address|slab)"
+                           r"|comment: .*\bfixed\b(?! in| by| upstream)", re.IGNORECASE),
+     "not a defect: 'fixed' means constant here"),
+)
+
+
+def read_verdicts(path: Path) -> dict[tuple[str, str, str], tuple[str, str]]:
+    """Hand-read verdicts: TSV ``engine, first_release, commit, verdict, reason`` (``commit`` as
+    in the candidates file; ``verdict`` row / rejected / deferred). Missing file: none."""
+    out: dict[tuple[str, str, str], tuple[str, str]] = {}
+    if not path.is_file():
+        return out
+    for line in path.read_text(encoding="utf-8").splitlines()[1:]:
+        if line.strip():
+            engine, first, commit, verdict, reason = line.split("\t")
+            out[(engine, first, commit)] = (verdict, reason)
+    return out
+
+
+def review(candidates: Path, read: Path) -> list[tuple[str, ...]]:
+    """Each candidate of ``candidates`` (a file this script wrote) with its verdict: a hand-read
+    one from ``read`` (``read_verdicts``) first, else the first :data:`CLASSES` entry whose
+    pattern matches its file or text (rejected), else ``open``. Rows: engine, first_release,
+    commit, what, verdict, how (``read`` or ``class:NAME``), reason."""
+    verdicts = read_verdicts(read)
+    rows = []
+    for line in candidates.read_text(encoding="utf-8").splitlines()[1:]:
+        engine, first, _prev, commit, _date, files, _refs, what = line.split("\t")
+        key = (engine, first, commit)
+        if key in verdicts:
+            verdict, reason = verdicts[key]
+            rows.append((engine, first, commit, what, verdict, "read", reason))
+            continue
+        hit = next(((name, reason) for name, pat, reason in CLASSES
+                    if pat.search(files + " " + what)), None)
+        rows.append((engine, first, commit, what) + (("rejected", f"class:{hit[0]}", hit[1])
+                                                     if hit else ("open", "", "")))
+    return rows
+
+
 def write(rows: list[tuple[str, ...]], out: Path | None) -> None:
     """Rows as TSV (header first), sorted by engine, release, files, commit/line."""
     from generator.facts.versions import parse_version
@@ -226,6 +298,10 @@ def main(argv: list[str] | None = None) -> int:
     g.add_argument("--repo", type=Path, required=True)
     r = sub.add_parser("releases", help="mine unpacked release trees")
     r.add_argument("--trees", type=Path, required=True)
+    v = sub.add_parser("review", help="verdicts for a candidates file (read.tsv, then CLASSES)")
+    v.add_argument("candidates", type=Path)
+    v.add_argument("--read", type=Path, required=True)
+    v.add_argument("--out", type=Path, default=None)
     u = sub.add_parser("unpack", help="extract the watched files of release wheels")
     u.add_argument("--into", type=Path, required=True)
     u.add_argument("wheels", type=Path, nargs="+")
@@ -234,6 +310,18 @@ def main(argv: list[str] | None = None) -> int:
     for s in (g, r):
         s.add_argument("--out", type=Path, default=None)
     args = p.parse_args(argv)
+    if args.cmd == "review":
+        rows = review(args.candidates, args.read)
+        text = "\n".join("\t".join(r) for r in [REVIEW_HEADER, *rows]) + "\n"
+        if args.out is None:
+            sys.stdout.write(text)
+        else:
+            args.out.write_text(text, encoding="utf-8")
+        counts: dict[str, int] = {}
+        for r in rows:
+            counts[r[4]] = counts.get(r[4], 0) + 1
+        print(" ".join(f"{k}={counts[k]}" for k in sorted(counts)), file=sys.stderr)
+        return 0
     if args.cmd == "unpack":
         for wheel in args.wheels:
             print(unpack(args.engine, wheel, args.into))

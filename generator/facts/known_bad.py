@@ -204,6 +204,20 @@ KNOWN_BAD: tuple[KnownBad, ...] = (
         "set serving.kvCacheDtype: fp8 (the layout is FP8 whatever auto says), or use vLLM "
         "0.30.0 or later"),
     KnownBad(
+        "vllm", (0, 11, 0), (0, 18, 0),
+        Match(families=_f("deepseek_v2", "deepseek_v3"), kv_dtypes=_f("fp8"),
+              generations=_f("ampere", "ada")),
+        ("serving", "kvCacheDtype"),
+        "MLA with an FP8 KV cache on Ampere or Ada: the only MLA backend vLLM has there "
+        "(Triton MLA; FlashAttention-MLA and FlashMLA need SM90, FlashInfer and CUTLASS MLA "
+        "SM100) takes no FP8 KV cache (NotImplementedError \"TritonMLA V1 with FP8 KV cache not "
+        "yet supported\"), so the engine does not start",
+        "vLLM 0.17.1 vllm/v1/attention/backends/mla/triton_mla.py:31-34 (supported_kv_cache_dtypes "
+        "auto, bfloat16), :96-99 and :123-124 (the raises; the same in 0.11.0 and 0.14.0), "
+        "vllm/platforms/cuda.py:76-82 (MLA backend priority below SM100); 0.18.0 triton_mla.py"
+        ":32-38 adds fp8 and fp8_e4m3; read in the wheels (found with tools/mine_known_bad.py)",
+        "set serving.kvCacheDtype: auto, or use vLLM 0.18.0 or later"),
+    KnownBad(
         "vllm", (0, 16, 0), (0, 24, 0),
         Match(connectors=_f("mooncake"), pipeline=True),
         ("parallel", "pipeline"),
