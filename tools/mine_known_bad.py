@@ -204,37 +204,41 @@ def mine_releases(trees: Path, engine: str) -> list[tuple[str, ...]]:
 
 #: Triage classes of a candidate that no row can come from, each (name, pattern over the file
 #: and the candidate text, reason). A candidate no class and no reading covers stays ``open``.
+def _any(*alternatives: str) -> re.Pattern[str]:
+    return re.compile("|".join(alternatives), re.IGNORECASE)
+
+
 CLASSES: tuple[tuple[str, re.Pattern[str], str], ...] = (
-    ("platform", re.compile(r"npu|ascend|xpu|hpu|tpu|pallas|mlu|musa|platforms/cpu\.py|risc-?v"
-                            r"|on CPU|gfx1250", re.IGNORECASE),
+    ("platform", _any("npu", "ascend", "xpu", "hpu", "tpu", "pallas", "mlu", "musa",
+                      r"platforms/cpu\.py", "risc-?v", "on CPU", "gfx1250"),
      "a platform moegen does not render (its GPUs: NVIDIA Ampere to Blackwell, AMD CDNA3/4)"),
-    ("model", re.compile(r"deepseek_ocr|deepseek_vl|kimi_vl|kimi_k25|kimi_k3|kimi_audio|qwen|"
-                         r"exaone|step3|inkling|minimax|mistral|llama|nemotron|dots|glm|gemma|"
-                         r"deepseek_v41|DSV41|mimo|ernie|hunyuan|longcat|multimodal|vision|"
-                         r"modalit|video", re.IGNORECASE),
+    ("model", _any("deepseek_ocr", "deepseek_vl", "kimi_vl", "kimi_k25", "kimi_k3", "kimi_audio",
+                   "qwen", "exaone", "step3", "inkling", "minimax", "mistral", "llama", "nemotron",
+                   "dots", "glm", "gemma", "deepseek_v41", "DSV41", "mimo", "ernie", "hunyuan",
+                   "longcat", "multimodal", "vision", "modalit", "video"),
      "a model moegen does not serve (families deepseek_v2, deepseek_v3 with kimi_k2, "
      "deepseek_v32, deepseek_v4)"),
-    ("feature", re.compile(r"dflash|dspark|ngram|frozen_kv|multi_layer_eagle|encode_server|"
-                           r"encode_receiver|encoder|mamba|hybrid|ssm|lora|moriio|offload|hicache|"
-                           r"mooncake/store|mooncake_store|pool_host|example_|simple_cpu|"
-                           r"multi_connector|kv_offload|\bDBO\b|ubatch|two_batch|\bTBO\b|"
-                           r"UNIFIED_KV_FP8|MASKED_GEMM_FAST_ACT|MEGA_MOE|mega_moe|MegaMoE|"
-                           r"deepep_v2|nixl_ep|NixlEP|flashinfer_nvlink|checkpoint_(prepare|restore)"
-                           r"|fault.tolerance|elastic|staging|DSPARK|topk > 1|topk = 1|"
-                           r"speculative_eagle_topk|round-robin|turboquant|draft models|"
-                           r"parallel drafting|M-RoPE|V0\b|VLLM_USE_V1|use_v1|sliding|"
-                           r"return_logprob|transformers_utils/configs/eagle|eagle3|"
-                           r"HND to NHD|enable_permute|block size post|kv_buffer", re.IGNORECASE),
+    ("feature", _any("dflash", "dspark", "ngram", "frozen_kv", "multi_layer_eagle", "encode_server",
+                     "encode_receiver", "encoder", "mamba", "hybrid", "ssm", "lora", "moriio",
+                     "offload", "hicache", "mooncake/store", "mooncake_store", "pool_host",
+                     "example_", "simple_cpu", "multi_connector", "kv_offload", r"\bDBO\b",
+                     "ubatch", "two_batch", r"\bTBO\b", "UNIFIED_KV_FP8", "MASKED_GEMM_FAST_ACT",
+                     "MEGA_MOE", "mega_moe", "MegaMoE", "deepep_v2", "nixl_ep", "NixlEP",
+                     "flashinfer_nvlink", "checkpoint_(prepare|restore)", "fault.tolerance",
+                     "elastic", "staging", "DSPARK", "topk > 1", "topk = 1",
+                     "speculative_eagle_topk", "round-robin", "turboquant", "draft models",
+                     "parallel drafting", "M-RoPE", r"V0\b", "VLLM_USE_V1", "use_v1", "sliding",
+                     "return_logprob", "transformers_utils/configs/eagle", "eagle3",
+                     "HND to NHD", "enable_permute", "block size post", "kv_buffer"),
      "a feature, kernel option or engine mode moegen does not render (see docs/known-bad.md)"),
-    ("vllm-cp", re.compile(r"vllm/.*(\bDCP\b|dcp_|decode_context|\bPCP\b|pcp|context_parallel"
-                           r"|cp_kv_cache)", re.IGNORECASE),
+    ("vllm-cp", _any(r"vllm/.*(\bDCP\b|dcp_|decode_context|\bPCP\b|pcp|context_parallel"
+                     r"|cp_kv_cache)"),
      "vLLM context parallelism: moegen does not render it (rule LAY004; the flags are derived, "
      "ENG005)"),
-    ("wording", re.compile(r"comment: .*\bfix(?:ed|es)?\b[- ](?:size|byte|layout|window|"
-                           r"capacity|order|sleep|root|per model|schedule|to |region|stride|"
-                           r"the trailing|where|count|point|extent|block|config|128|16-head|"
-                           r"sequence|length|alignment|grid|\w+-width|address|slab)"
-                           r"|comment: .*\bfixed\b(?! in| by| upstream)", re.IGNORECASE),
+    ("wording", _any(r"comment: .*\bfix(?:ed|es)?\b[- ](?:size|byte|layout|window|capacity|order|"
+                     r"sleep|root|per model|schedule|to |region|stride|the trailing|where|count|"
+                     r"point|extent|block|config|128|16-head|sequence|length|alignment|grid|"
+                     r"\w+-width|address|slab)", r"comment: .*\bfixed\b(?! in| by| upstream)"),
      "not a defect: 'fixed' means constant here"),
 )
 
