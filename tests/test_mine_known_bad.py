@@ -109,3 +109,25 @@ def test_releases_mode_and_deterministic_output(tmp_path: Path) -> None:
     mine.write(list(reversed(rows)), b)
     assert a.read_bytes() == b.read_bytes()
     assert a.read_text().splitlines()[0].split("\t") == list(mine.HEADER)
+
+
+def test_review_reads_verdicts_first_then_classes(tmp_path: Path) -> None:
+    """A hand-read verdict wins over a class; an Ascend path is rejected by the platform class;
+    a candidate neither covers stays open."""
+    rows = [("sglang", "0.5.4", "0.5.3", "sglang/srt/layers/attention/nsa_backend.py:225", "",
+             "sglang/srt/layers/attention/nsa_backend.py", "", "removed-check: assert spec"),
+            ("sglang", "0.5.9", "0.5.8", "sglang/srt/hardware_backend/npu/x.py:1", "",
+             "sglang/srt/hardware_backend/npu/x.py", "", "comment: # fix npu"),
+            ("vllm", "0.20.0", "0.19.1", "vllm/distributed/eplb/eplb_state.py:583", "",
+             "vllm/distributed/eplb/eplb_state.py", "", "comment: # will hang")]
+    candidates, read = tmp_path / "c.tsv", tmp_path / "read.tsv"
+    mine.write(rows, candidates)
+    read.write_text("engine\tfirst_release\tcommit\tverdict\treason\n"
+                    "sglang\t0.5.4\tsglang/srt/layers/attention/nsa_backend.py:225\trow\tNSA x MTP\n")
+    got = {r[2]: r[4:] for r in mine.review(candidates, read)}
+    assert got == {
+        "sglang/srt/layers/attention/nsa_backend.py:225": ("row", "read", "NSA x MTP"),
+        "sglang/srt/hardware_backend/npu/x.py:1": ("rejected", "class:platform",
+                                                   mine.CLASSES[0][2]),
+        "vllm/distributed/eplb/eplb_state.py:583": ("open", "", ""),
+    }

@@ -9,6 +9,9 @@ one rule for every row, so a new regression is one row here plus its field case 
 ``tests/field/``.
 
 Rows are added when the root cause was read in the released source, not on a report alone.
+Candidates come from reports and from the engines' own history between the supported releases
+(``tools/mine_known_bad.py``; the method, the counts and the rejected candidates are in
+docs/known-bad.md).
 """
 
 from __future__ import annotations
