@@ -193,8 +193,18 @@ def test_import_of_moegens_output_renders_the_same_bytes(name, spec, overlays, t
         sorted((f.code, f.path) for f in original.findings)
 
 
+def _kubernetes_target(case: Path) -> bool:
+    """The case renders for the default target (the byte-for-byte round trip holds for the
+    kubernetes output only: test_moegens_platform_output_imports_without_findings)."""
+    meta = yaml.safe_load(case.read_text())
+    docs = [yaml.safe_load(meta["inline"]) if meta["spec"] == "inline" else {},
+            yaml.safe_load(meta.get("overlay") or "{}")]
+    names = [((d or {}).get("spec") or {}).get("target", {}).get("name") for d in docs]
+    return all(n in (None, "kubernetes") for n in names)
+
+
 FIELD_RENDERED = sorted(p.parent for p in (ROOT / "tests" / "field").glob("*/case.yaml")
-                        if "\nrender:" in p.read_text())
+                        if "\nrender:" in p.read_text() and _kubernetes_target(p))
 
 
 @pytest.mark.parametrize("case", FIELD_RENDERED, ids=[c.name for c in FIELD_RENDERED])

@@ -109,18 +109,29 @@ def _context_prefill(ctx: Context):
 
 
 #: SGLang 0.5.23 DeepSeek-V4 prefill CP limits (arg_groups/deepseek_v4_hook.py
-#: ``validate_deepseek_v4_cp``): one attention DP group, at most 8 GPUs per TP group.
+#: ``validate_deepseek_v4_cp``): one attention DP group, at most 8 GPUs per TP group; DeepSeek-V3.2's
+#: DSA CP (arg_groups/model_overrides/deepseek_v2.py:123-125) asserts tp_size <= 8 and sets the
+#: attention DP size itself.
 SGLANG_V4_CP_MAX_TP = 8
 
 
-@rule("LAY012", E, "SGLang DeepSeek-V4 context parallelism stays within one node",
+@rule("LAY012", E, "SGLang DeepSeek-V3.2/V4 context parallelism stays within one node",
       "SGLang 0.5.23 python/sglang/srt/arg_groups/deepseek_v4_hook.py validate_deepseek_v4_cp: "
-      "attn_dp_size == 1 and tp_size <= 8 (\"Cross-machine CP has precision issues\")",
-      engines=("sglang",))
+      "attn_dp_size == 1 and tp_size <= 8 (\"Cross-machine CP has precision issues\"); "
+      "python/sglang/srt/arg_groups/model_overrides/deepseek_v2.py:123-125 (DeepSeek-V3.2 DSA "
+      "CP: tp_size <= 8)", engines=("sglang",))
 def _context_v4(ctx: Context):
     for i, r in ctx.role_items():
         c = r.parallel.context
-        if not (c and c > 1) or r.arch.family != "deepseek_v4":
+        if not (c and c > 1) or r.arch.family not in ("deepseek_v4", "deepseek_v32"):
+            continue
+        if r.arch.family == "deepseek_v32":
+            if r.layout.tensor > SGLANG_V4_CP_MAX_TP:
+                yield Hit(role_path(i, "parallel", "tensor"),
+                          f"role {r.name!r}: DeepSeek-V3.2 context parallelism needs tensor <= "
+                          f"{SGLANG_V4_CP_MAX_TP} (one node; SGLang asserts \"Cross-machine CP "
+                          f"has precision issues\"), got tensor {r.layout.tensor}",
+                          "use tensor 8 (add pipeline stages for more GPUs)")
             continue
         group = r.layout.tensor * r.layout.data
         if r.layout.data > 1 or group > SGLANG_V4_CP_MAX_TP:

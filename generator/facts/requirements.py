@@ -23,6 +23,12 @@ deepseek_v32   vllm    0.13-0.17   --tokenizer-mode     vLLM vllm/tokenizers/reg
                                    deepseek_v32         config/model.py (default from 0.18.0);
                                                         vllm-project/vllm#29849, #30933
 deepseek_v32   vllm    < 0.13      warn (chat fails)    vllm-project/vllm#30933
+deepseek_v32   sglang  < 0.5.3     refuse (no model)    SGLang 0.5.3 python/sglang/srt/models/
+                                                        deepseek_v2.py:3417 (first with it)
+deepseek_v4    vllm    < 0.20      refuse (no model)    vLLM 0.20.0 vllm/model_executor/models/
+                                                        deepseek_v4.py (first release with it)
+deepseek_v4    sglang  < 0.5.12    refuse (no model)    SGLang 0.5.12 python/sglang/srt/models/
+                                                        deepseek_v4.py (first release with it)
 deepseek_v32,  sglang  all         refuse deepep_v2     SGLang 0.5.23 srt/configs/
 deepseek_v2                                             moe_model_registry.py:20-28;
                                                         sgl-project/sglang PR#39408
@@ -83,6 +89,19 @@ _KIMI_TOKENIZER = ("Kimi-K2's tokenizer is custom code (tokenizer_config.json au
                    "tokenization_kimi.TikTokenTokenizer): without --trust-remote-code the "
                    "tokenizer does not load and the server never starts")
 
+def _no_model(model_type: str, engine: str, first: tuple[int, int, int], arch: str, source: str,
+              later: str) -> Requirement:
+    """A refusing row: ``engine`` releases before ``first`` have no ``arch`` (the model's
+    ``architectures[0]``), so the server cannot resolve the model and never starts."""
+    name = {"vllm": "vLLM", "sglang": "SGLang"}[engine]
+    release = ".".join(map(str, first))
+    return Requirement(frozenset({model_type}), engine, (),
+                       f"{name} before {release} has no {arch}: the server fails to resolve the "
+                       "model's architecture and never starts", source,
+                       fixed=first, refuse=True, match=Match(), field=("name",),
+                       hint=f"use {name} {release} or later ({later})")
+
+
 #: Every model requirement moegen knows (see the module docstring for the table).
 REQUIREMENTS: tuple[Requirement, ...] = (
     Requirement(frozenset({"kimi_k2"}), "vllm", ("--trust-remote-code",), _KIMI_TOKENIZER,
@@ -113,6 +132,23 @@ REQUIREMENTS: tuple[Requirement, ...] = (
                 fixed=(0, 13, 0), refuse=True, warn=True, match=Match(), field=("name",),
                 hint="use vLLM 0.13.0 or later (moegen renders --tokenizer-mode deepseek_v32), or "
                      "pass a chat template: engineArgs [--chat-template, <file>]"),
+    # A release that predates the model's architecture cannot load it (the engines' model
+    # registries map architectures[0] to a module; tools/mine_known_bad.py lists the files).
+    _no_model("deepseek_v32", "sglang", (0, 5, 3), "DeepseekV32ForCausalLM",
+              "SGLang 0.5.2 python/sglang/srt/models/ (no DeepseekV32ForCausalLM), 0.5.3 "
+              "python/sglang/srt/models/deepseek_v2.py:3417,3421 (the class and its EntryClass), "
+              "read in the wheels", "0.5.4 or later with MTP: ENG030"),
+    _no_model("deepseek_v4", "vllm", (0, 20, 0), "DeepseekV4ForCausalLM",
+              "vLLM 0.19.1 vllm/model_executor/models/ (no deepseek_v4.py), 0.20.0 "
+              "vllm/model_executor/models/deepseek_v4.py and layers/deepseek_v4_attention.py "
+              "(first release with the model), read in the wheels; vLLM 0.33.0 "
+              "vllm/model_executor/models/registry.py:99", "0.30.0 or later with kvCacheDtype "
+              "auto: ENG030"),
+    _no_model("deepseek_v4", "sglang", (0, 5, 12), "DeepseekV4ForCausalLM",
+              "SGLang 0.5.11 python/sglang/srt/models/ (no deepseek_v4.py), 0.5.12 "
+              "python/sglang/srt/models/deepseek_v4.py (first release with the model), read in "
+              "the wheels; sgl-project/sglang PR#23600 (\"DeepSeek V4\")",
+              "0.5.13 or later with EPLB: ENG030"),
     # SGLang keys its DeepEP v2 registry by the config's architectures[0]: DeepseekV3ForCausalLM
     # (deepseek_v3, kimi_k2) and DeepseekV4ForCausalLM are in it, DeepseekV32ForCausalLM and
     # DeepseekV2ForCausalLM are not.
