@@ -37,7 +37,7 @@ class _M(BaseModel):
 class FactorDoc(_M):
     """One group's factor (perf/calibrated.py ``Factor``)."""
 
-    factor: float = Field(gt=0, le=1000, allow_inf_nan=False)
+    factor: float = Field(gt=0, le=1e6, allow_inf_nan=False)
     runs: int = Field(ge=1)
     residual: float = Field(ge=0, allow_inf_nan=False)
 

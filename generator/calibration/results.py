@@ -188,6 +188,21 @@ def memory_of(text: str, where: str, role: str) -> MemoryLine | None:
     return None
 
 
+def _logged_runs(text: str, display: str) -> list[Run]:
+    """The results printed in a log, one JSON object per line (the bench Job prints its result
+    file between marker lines: generator/manifests/bench.py)."""
+    out = []
+    for i, line in enumerate(text.splitlines(), 1):
+        if line.startswith("{") and line.rstrip().endswith("}"):
+            try:
+                run = run_of(json.loads(line), f"{display}:{i}")
+            except json.JSONDecodeError:
+                continue
+            if run is not None:
+                out.append(run)
+    return out
+
+
 def read_results(args: list[str]) -> Results:
     """Read each ``[ROLE=]FILE`` of ``gen calibrate``: a result file (every run in it) or an
     engine log (its memory lines, for ROLE). Never raises for bad input: CAL004 findings."""
@@ -216,7 +231,11 @@ def read_results(args: list[str]) -> Results:
                     "--output-file wrote", bad[0]))
             out.runs += [r for r in runs if r is not None]
             continue
+        logged = _logged_runs(text, display)   # the bench Job's log (kubectl logs)
+        out.runs += logged
         mem = memory_of(text, display, role)
+        if mem is None and logged:
+            continue
         if mem is None:
             out.findings.append(_finding(
                 display, f"{display}: neither a benchmark result (JSON, JSON Lines) nor an "

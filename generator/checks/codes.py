@@ -117,7 +117,7 @@ for _code, _sev, _summary, _source in (
      "generator/calibration/results.py (vLLM 0.33.0 vllm/benchmarks/serve.py --save-result; "
      "SGLang 0.5.23 python/sglang/benchmark/serving.py --output-file)"),
     ("CAL005", W, "a benchmark run is of the deployment gen calibrate is given",
-     "generator/calibration/commands.py (the configuration key the gen bench Job stores with "
+     "generator/cli_calibrate.py (the configuration key the gen bench Job stores with "
      "each run: vLLM 0.33.0 vllm/benchmarks/serve.py --metadata, SGLang 0.5.23 "
      "python/sglang/benchmark/serving.py --tag)"),
     ("PRE001", E, "the CRDs the output needs are installed (gen preflight)",
