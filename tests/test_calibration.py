@@ -191,3 +191,68 @@ def test_a_vllm_result_inside_the_bench_jobs_log_is_read(tmp_path):
     # = 4 x 12.09 s = 48.36 in flight
     assert r.concurrency == pytest.approx(4 * (0.100 + 0.010 * 1199))
     assert r.file == f"{log}:3"
+
+
+FIXED = EXAMPLES / "plan" / "h20-96-fixed-layout.yaml"   # SGLang, R1 FP8, P TP8 + D DP16 EP, MTP 1
+#: The configuration of that request's layout, written out (docs/calibration.md): the decode role
+#: drafts the request's 1 speculative token, the prefill none.
+FIXED_CONF = {
+    "key": "hand-written",
+    "model": {"architecture": "deepseek-r1", "weights": "fp8"},
+    "engine": {"name": "sglang", "version": "0.5.6.post1"},
+    "roles": [{"name": "prefill", "mode": "prefill", "gpu": "H20-96GB", "gpusPerNode": 8,
+               "replicas": 1, "parallel": {"tensor": 8, "data": 1, "pipeline": 1,
+                                           "expert": False}, "draftTokens": 0},
+              {"name": "decode", "mode": "decode", "gpu": "H20-96GB", "gpusPerNode": 8,
+               "replicas": 1, "parallel": {"tensor": 1, "data": 16, "pipeline": 1,
+                                           "expert": True}, "draftTokens": 1}]}
+
+
+def _profile(tmp_path, conf: dict, name: str) -> str:
+    doc = {"apiVersion": "moegen.dev/v1alpha1", "kind": "CalibrationProfile",
+           "metadata": {"name": name},
+           "spec": {"configuration": conf,
+                    "factors": {"tpot": {"factor": 2.0, "runs": 1, "residual": 0.0},
+                                "output": {"factor": 2.0, "runs": 1, "residual": 0.0}},
+                    "runs": [{"file": "run.json", "client": "sglang bench_serving",
+                              "traffic": {"inputTokens": 4096, "outputTokens": 1536,
+                                          "concurrency": 768},
+                              "predicted": {"tpotMs": 21.1}, "measured": {"tpotMs": 42.2}}]}}
+    path = tmp_path / f"{name}.yaml"
+    path.write_text(yaml.safe_dump(doc))
+    return str(path)
+
+
+def test_gen_plan_calibrates_the_candidate_of_the_profiles_layout(tmp_path, capsys):
+    assert run(["plan", str(FIXED), "--format", "json"]) == 0
+    [model] = json.loads(capsys.readouterr().out)["candidates"]
+    assert run(["plan", str(FIXED), "--format", "json",
+                "--calibration", _profile(tmp_path, FIXED_CONF, "fixed")]) == 0
+    [cal] = json.loads(capsys.readouterr().out)["candidates"]
+    # TPOT x 2 and output tokens/s / 2 (each rounded once: 0.1 ms, 1 token/s)
+    assert cal["tpotMs"] == pytest.approx(2 * model["tpotMs"], abs=0.1)
+    assert cal["outputTokensPerSec"] == pytest.approx(model["outputTokensPerSec"] / 2, abs=1)
+    assert cal["ttftMs"] == model["ttftMs"]                    # no ttft factor in the profile
+    assert cal["calibration"]["factors"]["tpot"] == {"factor": 2.0, "runs": 1, "residual": 0.0}
+    other = {**FIXED_CONF, "engine": {"name": "sglang", "version": "0.5.23"}}
+    assert run(["plan", str(FIXED), "--format", "json",
+                "--calibration", _profile(tmp_path, other, "newer")]) == 0
+    cap = capsys.readouterr()
+    [same] = json.loads(cap.out)["candidates"]
+    assert same["tpotMs"] == model["tpotMs"] and "calibration" not in same
+    assert "CAL001" in cap.err and "engine sglang 0.5.6.post1, not sglang 0.5.23" in cap.err
+
+
+def test_gen_calibrate_prints_predicted_vs_measured(model_prediction, doubled, capsys):
+    _, dec, _ = model_prediction
+    _, _, tmp = doubled
+    assert run(["calibrate", str(tmp / "run.json"), "--spec", str(PD),
+                "-o", str(tmp / "again.yaml")]) == 0
+    out = capsys.readouterr().out
+    rows = {line.split("  ")[1].strip(): line.split() for line in out.splitlines()
+            if line.startswith("  TPOT") or line.startswith("  TTFT p99")}
+    # TPOT: predicted, measured = 2 x predicted, measured / predicted = 2.00
+    assert rows["TPOT mean ms"][-3:] == [f"{dec.tpot_ms:,.1f}", f"{2 * dec.tpot_ms:,.1f}", "2.00"]
+    # p99 is measured only (the model predicts mean and median)
+    assert rows["TTFT p99 ms"][-3:-1] == ["-", f"{2 * model_prediction[0].ttft_ms:,.1f}"]
+    assert "tpot    x2.000 on 1 run, residual 0.0%" in out

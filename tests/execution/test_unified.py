@@ -85,9 +85,10 @@ def test_bench_job_runs_the_real_client_and_feeds_gen_calibrate(cluster, request
     log = cluster.log(job)
     assert rc == 0, log[-4000:]
     (tmp_path / "bench.log").write_text(log)
+    (tmp_path / "engine.log").write_text(cluster.log(pod))      # kubectl logs of the engine pod
     profile = tmp_path / "profile.yaml"
-    assert run(["calibrate", str(tmp_path / "bench.log"), "--spec", str(spec), *overlays,
-                "-o", str(profile)]) == 0
+    assert run(["calibrate", str(tmp_path / "bench.log"), f"serve={tmp_path / 'engine.log'}",
+                "--spec", str(spec), *overlays, "-o", str(profile)]) == 0
     doc = yaml.safe_load(profile.read_text())
     [r] = doc["spec"]["runs"]
     # ignore_eos and --random-range-ratio 0.0: every request 32 tokens in, 8 out
@@ -99,6 +100,10 @@ def test_bench_job_runs_the_real_client_and_feeds_gen_calibrate(cluster, request
                   "tokens/s predicted/measured x{:.1f}".format(f["ttft"]["factor"],
                                                                f["tpot"]["factor"],
                                                                f["output"]["factor"]))
+    # the engine's memory line: S4's 64 MiB of KV in blocks of 16 tokens of 2 layers x 576 x 2 B
+    # = 2304 B/token: 67,108,864 // (16 x 2304) = 1820 blocks = 29,120 tokens ("CPU KV cache size")
+    [mem] = doc["spec"]["memory"]
+    assert (mem["role"], mem["engine"], mem["kvTokensPerRank"]["measured"]) == ("serve", "vllm", 29120)
     # one run: each factor is that run's own ratio
     assert f["tpot"]["factor"] == pytest.approx(r["measured"]["tpotMs"] / r["predicted"]["tpotMs"],
                                                 rel=1e-3)
