@@ -256,3 +256,11 @@ def test_gen_calibrate_prints_predicted_vs_measured(model_prediction, doubled, c
     # p99 is measured only (the model predicts mean and median)
     assert rows["TTFT p99 ms"][-3:-1] == ["-", f"{2 * model_prediction[0].ttft_ms:,.1f}"]
     assert "tpot    x2.000 on 1 run, residual 0.0%" in out
+
+
+def test_gen_report_shows_the_calibration(doubled, capsys):
+    _, profile, _ = doubled
+    assert run(["report", str(PD), "--format", "json", "--calibration", str(profile)]) == 0
+    page = json.loads(capsys.readouterr().out)
+    dec = page["prediction"]["roles"]["decode"]
+    assert dec["calibration"]["figures"]["tpotMs"]["factor"] == 2.0
