@@ -516,11 +516,13 @@ class Cluster:
         """Wait for the running pod ``name`` (a Job's) to exit; its exit code (a Job pod with
         ``restartPolicy: Never`` is not restarted). Fails after ``timeout_s``."""
         r = self.running[name]
-        try:
-            rc = r.popen.wait(timeout=timeout_s)
-        except subprocess.TimeoutExpired:
-            raise PodFailed(f"{name}: still running after {timeout_s:.0f}s\n" + tail(self.log(name)))
-        self.sample_memory()
+        deadline = time.monotonic() + timeout_s
+        while r.popen.poll() is None:      # sampled while it runs: its peak memory and CPU time
+            if time.monotonic() > deadline:
+                raise PodFailed(f"{name}: still running after {timeout_s:.0f}s\n" + tail(self.log(name)))
+            self.sample_memory()
+            time.sleep(1)
+        rc = r.popen.returncode
         self.running.pop(name)
         self._gone.append(r)
         return rc
