@@ -3,6 +3,7 @@ so that ``gen rules`` shows the whole catalogue. Each names the module that rais
 
 from __future__ import annotations
 
+from ..errors import Severity
 from .registry import E, W, external
 
 for _code, _sev, _summary, _source in (
@@ -104,6 +105,21 @@ for _code, _sev, _summary, _source in (
      "generator/perf/predict.py QUEUE_BOUND (M/D/1 wait at the 0.95 utilisation clamp of "
      "generator/perf/loop.py: 10.5x the unloaded TTFT); beyond it the closed loop "
      "overflows (Little's law: concurrency = rate x (TTFT + OSL x TPOT))"),
+    ("CAL001", W, "a calibration profile is applied only to the configuration it was measured on "
+                  "(model, GPU, engine release, layout)",
+     "generator/calibration/profile.py differences; docs/calibration.md"),
+    ("CAL002", E, "spec.calibration / --calibration is a readable CalibrationProfile",
+     "generator/calibration/profile.py read_calibration; docs/calibration.md"),
+    ("CAL003", Severity.NOTICE, "a calibration profile measured at other lengths or "
+                                "concurrency is applied as measured",
+     "generator/calibration/profile.py calibration_for; docs/calibration.md"),
+    ("CAL004", E, "gen calibrate's inputs are benchmark results or engine logs with memory lines",
+     "generator/calibration/results.py (vLLM 0.33.0 vllm/benchmarks/serve.py --save-result; "
+     "SGLang 0.5.23 python/sglang/benchmark/serving.py --output-file)"),
+    ("CAL005", W, "a benchmark run is of the deployment gen calibrate is given",
+     "generator/cli_calibrate.py (the configuration key the gen bench Job stores with "
+     "each run: vLLM 0.33.0 vllm/benchmarks/serve.py --metadata, SGLang 0.5.23 "
+     "python/sglang/benchmark/serving.py --tag)"),
     ("PRE001", E, "the CRDs the output needs are installed (gen preflight)",
      "generator/preflight.py (apiextensions.k8s.io/v1 CustomResourceDefinitions)"),
     ("PRE002", E, "each pool's nodeSelector matches its nodes (gen preflight)",

@@ -54,6 +54,9 @@ class RolePrediction:
         regimes: per figure this role quotes (``ttftMs``, ``tpotMs``, ``outputTokensPerSec``,
             ``inputTokensPerSec``), its regime and measured bench error
             (:class:`~generator.perf.regimes.RegimeError`).
+        calibrated: per figure a calibration profile scaled, its factor
+            (:class:`~generator.perf.calibrated.Factor`); ``calibration_note``: which profile, and
+            what differs from the configuration it was measured on (perf/calibrated.py ``apply``).
     """
 
     name: str
@@ -68,9 +71,13 @@ class RolePrediction:
     batch_per_rank: int | None = None
     fed_batch: int | None = None
     regimes: dict = field(default_factory=dict)
+    calibrated: dict = field(default_factory=dict)
+    calibration_note: str = ""
 
     def to_json(self) -> dict:
-        """Camel-case JSON, absent figures left out; ``regimes`` per figure quoted."""
+        """Camel-case JSON, absent figures left out; ``regimes`` per figure quoted; with a
+        calibration profile, ``calibration``: ``{"profile": note, "figures": {figure: {"factor",
+        "runs", "residual"}}}``."""
         out = {"ttftMs": self.ttft_ms, "ttftMedianMs": self.ttft_median_ms,
                "tpotMs": self.tpot_ms,
                "outputTokensPerSecPerNode": self.output_per_node,
@@ -81,6 +88,9 @@ class RolePrediction:
         out = {k: v for k, v in out.items() if v is not None}
         if self.regimes:
             out["regimes"] = {k: e.to_json() for k, e in self.regimes.items()}
+        if self.calibrated:
+            out["calibration"] = {"profile": self.calibration_note, "figures": {
+                k: f.to_json() for k, f in sorted(self.calibrated.items())}}
         return out
 
 
