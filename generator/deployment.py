@@ -15,11 +15,12 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Iterator
 
 from .catalog import (
+    FAMILY_LABELS,
     GPUS,
     ModelArch,
     UnknownArchitecture,
     arch_from_config,
-    builtin_config,
+    builtin_arch,
 )
 from .durations import Durations, deployment_durations
 from .engines.base import Dialect
@@ -120,10 +121,11 @@ def _arch(spec: InferenceDeployment, model_config: dict | None,
         if m.config is not None and model_config is not None:
             return arch_from_config(model_config), []
         if m.architecture is not None:
-            return arch_from_config(builtin_config(m.architecture)), []
+            return builtin_arch(m.architecture), []
     except UnknownArchitecture as exc:
         return None, [_finding(prov, "MOD002", ("spec", "model", "config"), str(exc),
-                               "give the config.json of a DeepSeek-V2/V3/V3.2/V4 or Kimi-K2 model")]
+                               f"give the config.json of a model of a supported family "
+                               f"({FAMILY_LABELS})")]
     except (KeyError, TypeError, ValueError) as exc:
         return None, [_finding(prov, "MOD003", ("spec", "model", "config"),
                                f"config.json lacks a usable field: {exc}",
@@ -169,6 +171,8 @@ def _size_roles(spec: InferenceDeployment, roles: list[RoleInput | None],
             out.append(z)
         except KeyError as exc:
             out.append(f"config.json has no {exc.args[0]!r}, which the weight inventory needs")
+        except (ValueError, ZeroDivisionError) as exc:   # a shape the inventory cannot hold
+            out.append(f"config.json describes a shape moegen cannot size: {exc}")
     return tuple(out)
 
 

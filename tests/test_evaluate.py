@@ -10,7 +10,7 @@ import pytest
 import yaml
 
 from generator.capacity import plan
-from generator.catalog import GPUS, builtin_config
+from generator.catalog import GPUS, builtin_arch
 from generator.cli import run
 from generator.perf import terms as perf
 from generator.perf.decode import model_shape
@@ -66,7 +66,7 @@ def test_prefill_per_node_is_the_compute_model_by_hand():
     Tokens/s per node = 8 GPUs x 4096 / GPU-seconds per request."""
     res = plan(PlanRequest.model_validate(_doc()))
     pre = res.candidates[0].roles[0]
-    active = model_shape(builtin_config("deepseek-r1"), "fp8", 0).active_params
+    active = model_shape(builtin_arch("deepseek-r1"), "fp8", 0).active_params
     assert 37.0e9 < active < 38.0e9
     assert GPUS["H20-96GB"].fp8_tflops == 296 and GPUS["H20-96GB"].bf16_tflops == 148
     assert perf.ETA_PREFILL_BY_GPU["H20-96GB"] == 0.866 and perf.ETA_ATTN == 0.67

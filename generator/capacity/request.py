@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ..catalog import arch_from_config, builtin_config
+from ..catalog import builtin_arch
 from ..engines.registry import dialect_for
 from ..errors import Finding, Severity
 from ..facts.versions import UnsupportedVersion, parse_version
@@ -50,7 +50,7 @@ def request_findings(req: PlanRequest, prov: Provenance) -> list[Finding]:
                            "method: mtp (every engine), or engine sglang >= 0.5.16 with "
                            "deepseek-v4-*", prov.locate(path)))
     wl = req.spec.workload
-    context = arch_from_config(builtin_config(req.spec.model.architecture)) \
+    context = builtin_arch(req.spec.model.architecture) \
         .max_position_embeddings
     if wl.inputTokens + wl.outputTokens > context:
         path = ("spec", "workload")

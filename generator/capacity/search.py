@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import replace
 
-from ..catalog import GPUS, arch_from_config, builtin_config
+from ..catalog import GPUS, builtin_arch
 from ..engines.registry import dialect_for
 from ..layout import min_redundant_experts
 from ..perf import terms as perf
@@ -90,8 +90,7 @@ class _Search:
     def __init__(self, req: PlanRequest):
         s = self.s = req.spec
         self.req = req
-        self.cfg = builtin_config(s.model.architecture)
-        self.arch = arch = arch_from_config(self.cfg)
+        self.arch = arch = builtin_arch(s.model.architecture)
         self.engine = s.engine.name
         self.dialect = dialect_for(self.engine, s.engine.version)
         self.model = sm.Model(name=s.model.name or s.model.architecture,
@@ -145,7 +144,7 @@ class _Search:
     def prefill_rate(self, role: RoleInput, pool, z: RoleSizing) -> perf.PrefillEstimate:
         """The prefill rate of one instance of ``role``."""
         lay, s = role.layout, self.s
-        return perf.prefill(model_shape(self.cfg, s.model.weights, 0), GPUS[pool.gpu],
+        return perf.prefill(model_shape(self.arch, s.model.weights, 0), GPUS[pool.gpu],
                             isl=self.wl.inputTokens, tensor=lay.tensor, data=lay.data,
                             pipeline=lay.pipeline, expert=lay.expert_parallel,
                             gpus_per_node=pool.gpusPerNode, inter_gbps=s.network.interNodeGbps,

@@ -100,9 +100,14 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from functools import cache
-from typing import Any
 
 from ..resources import package_text
+from .capabilities import FAMILY_LABELS, ModelArch  # noqa: F401 (catalog/capabilities.py)
+from .readers import (  # noqa: F401 (config.json -> capabilities: catalog/readers.py)
+    UnknownArchitecture,
+    arch_from_config,
+    config_problems,
+)
 
 #: The extended resource a pod requests its GPUs with, per vendor (NVIDIA k8s-device-plugin;
 #: ROCm/k8s-device-plugin).
@@ -192,62 +197,6 @@ HF_IDS: dict[str, str] = {
     "deepseek-v2-lite": "deepseek-ai/DeepSeek-V2-Lite",
 }
 
-#: HF ``model_type`` values moegen understands -> architecture family.
-FAMILIES: dict[str, str] = {
-    "deepseek_v2": "deepseek_v2",
-    "deepseek_v3": "deepseek_v3",
-    "kimi_k2": "deepseek_v3",
-    "deepseek_v32": "deepseek_v32",
-    "deepseek_v4": "deepseek_v4",
-}
-
-
-@dataclass(frozen=True)
-class ModelArch:
-    """The shape facts of a model that layout and rules need (from its ``config.json``).
-
-    Attributes:
-        family: one of the :data:`FAMILIES` values.
-        hidden_size, num_attention_heads, num_layers, vocab_size: as in the config.
-        routed_experts: ``n_routed_experts`` (0 for dense models).
-        experts_per_token: ``num_experts_per_tok``.
-        mtp_layers: ``num_nextn_predict_layers`` (0 when the checkpoint has no MTP module).
-        max_position_embeddings: longest context the model supports, tokens.
-        config: the full parsed config (read-only use).
-    """
-
-    family: str
-    hidden_size: int
-    num_attention_heads: int
-    num_layers: int
-    vocab_size: int
-    routed_experts: int
-    experts_per_token: int
-    mtp_layers: int
-    max_position_embeddings: int
-    config: Any
-
-
-class UnknownArchitecture(ValueError):
-    """The config's ``model_type`` is not a family moegen can size and render."""
-
-
-#: The integer fields of a DeepSeek/Kimi config.json that sizing reads (the models' own
-#: configuration_deepseek*.py): a count or width, so a positive integer when present.
-POSITIVE_INT_FIELDS = (
-    "hidden_size", "num_attention_heads", "num_hidden_layers", "vocab_size",
-    "max_position_embeddings", "intermediate_size", "moe_intermediate_size", "n_routed_experts",
-    "num_experts_per_tok", "kv_lora_rank", "q_lora_rank", "qk_nope_head_dim", "qk_rope_head_dim",
-    "v_head_dim", "head_dim", "index_head_dim", "index_n_heads", "index_topk", "o_lora_rank",
-    "o_groups", "hc_mult", "n_group", "topk_group", "moe_layer_freq", "sliding_window",
-    "num_key_value_heads")
-#: Integer fields where 0 is meaningful (no shared experts, no dense layers, no MTP layers).
-COUNT_FIELDS = ("n_shared_experts", "first_k_dense_replace", "num_nextn_predict_layers",
-                "num_hash_layers")
-#: A bound no real config reaches, so the arithmetic stays finite.
-MAX_CONFIG_INT = 1 << 31
-
-
 #: The ``nvidia.com/gpu.product`` value NVIDIA GPU feature discovery puts on nodes of a catalog
 #: GPU (the device name with spaces as dashes: NVIDIA/k8s-device-plugin gpu-feature-discovery),
 #: for the GPUs whose value public manifests show (shared/reference/manifests: NVIDIA-H200; the
@@ -258,66 +207,18 @@ GPU_PRODUCTS = {"H20-96GB": "NVIDIA-H20", "H100-80GB": "NVIDIA-H100-80GB-HBM3",
                 "GB200-186GB": "NVIDIA-GB200"}
 
 
-def config_problems(config: dict) -> list[str]:
-    """What makes a config.json unusable for sizing: each field of
-    :data:`POSITIVE_INT_FIELDS` / :data:`COUNT_FIELDS` that is present must be an integer (not a
-    boolean or a float) in range; top-k within the experts and groups."""
-    out = []
-    for key in POSITIVE_INT_FIELDS + COUNT_FIELDS:
-        if key not in config or config[key] is None:
-            continue
-        v = config[key]
-        low = 1 if key in POSITIVE_INT_FIELDS else 0
-        if isinstance(v, bool) or not isinstance(v, int):
-            out.append(f"{key} is {v!r}, not an integer")
-        elif not low <= v < MAX_CONFIG_INT:
-            out.append(f"{key} is {v}, outside {low}..{MAX_CONFIG_INT - 1}")
-    if not out:
-        experts, topk = config.get("n_routed_experts"), config.get("num_experts_per_tok")
-        if experts and topk and topk > experts:
-            out.append(f"num_experts_per_tok {topk} exceeds n_routed_experts {experts}")
-        groups, topk_group = config.get("n_group"), config.get("topk_group")
-        if groups and topk_group and topk_group > groups:
-            out.append(f"topk_group {topk_group} exceeds n_group {groups}")
-    return out
-
-
-def arch_from_config(config: dict) -> ModelArch:
-    """Build a :class:`ModelArch` from a parsed HF config.
-
-    Raises:
-        UnknownArchitecture: ``model_type`` is missing or not in :data:`FAMILIES`.
-        KeyError: a required key is missing.
-        ValueError: a field is unusable (:func:`config_problems`).
-    """
-    model_type = config.get("model_type")
-    if model_type not in FAMILIES:
-        raise UnknownArchitecture(
-            f"model_type {model_type!r} is not supported (supported: {', '.join(sorted(FAMILIES))})"
-        )
-    problems = config_problems(config)
-    if problems:
-        raise ValueError("; ".join(problems))
-    return ModelArch(
-        family=FAMILIES[model_type],
-        hidden_size=int(config["hidden_size"]),
-        num_attention_heads=int(config["num_attention_heads"]),
-        num_layers=int(config["num_hidden_layers"]),
-        vocab_size=int(config["vocab_size"]),
-        routed_experts=int(config.get("n_routed_experts") or 0),
-        experts_per_token=int(config.get("num_experts_per_tok") or 0),
-        mtp_layers=int(config.get("num_nextn_predict_layers") or 0),
-        max_position_embeddings=int(config["max_position_embeddings"]),
-        config=config,
-    )
-
-
 @cache
 def builtin_config(arch_id: str) -> dict:
     """The shipped ``config.json`` of catalog id ``arch_id`` (KeyError if unknown)."""
     name = ARCHITECTURES[arch_id]
     text = package_text("catalog", "models", name)
     return json.loads(text)
+
+
+@cache
+def builtin_arch(arch_id: str) -> ModelArch:
+    """The capabilities of catalog id ``arch_id`` (KeyError if unknown)."""
+    return arch_from_config(builtin_config(arch_id))
 
 
 def nvl72(gpu: Gpu, gpus_per_node: int) -> bool:

@@ -120,7 +120,7 @@ SGLANG_V4_CP_MAX_TP = 8
 def _context_v4(ctx: Context):
     for i, r in ctx.role_items():
         c = r.parallel.context
-        if not (c and c > 1) or r.arch.family != "deepseek_v4":
+        if not (c and c > 1) or not r.arch.compressed_attention:
             continue
         group = r.layout.tensor * r.layout.data
         if r.layout.data > 1 or group > SGLANG_V4_CP_MAX_TP:

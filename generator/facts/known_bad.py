@@ -28,7 +28,8 @@ class Match:
         all2all: ``moe.all2all`` backends (engine-neutral names).
         modes: role modes (``prefill``, ``decode``, ``unified``).
         speculative: the role speculates (MTP) or not.
-        families: model families (``catalog.FAMILIES`` values).
+        classes: models by the class the engines dispatch on (``ModelArch.engine_class``, the
+            HF ``architectures[0]``): a bug in one engine model implementation.
         connectors: ``kvTransfer.connector`` names.
         expert_parallel: ``parallel.expert``.
         data_parallel: more than one data-parallel rank.
@@ -43,7 +44,7 @@ class Match:
     all2all: frozenset[str] | None = None
     modes: frozenset[str] | None = None
     speculative: bool | None = None
-    families: frozenset[str] | None = None
+    classes: frozenset[str] | None = None
     connectors: frozenset[str] | None = None
     expert_parallel: bool | None = None
     data_parallel: bool | None = None
@@ -62,7 +63,7 @@ class Match:
             (self.weights, weights),
             (self.all2all, moe.all2all if moe else None),
             (self.modes, role.mode),
-            (self.families, role.arch.family),
+            (self.classes, role.arch.engine_class),
             (self.connectors, role.kv_transfer.connector if role.kv_transfer else None),
             (self.kv_dtypes, role.serving.kvCacheDtype),
             (self.generations, generation),
@@ -142,7 +143,7 @@ KNOWN_BAD: tuple[KnownBad, ...] = (
         "use SGLang 0.5.18 or later, or deepep_low_latency / allgather_reducescatter"),
     KnownBad(
         "sglang", (0, 5, 12), (0, 5, 13),
-        Match(families=_f("deepseek_v4"), eplb=True, expert_parallel=True),
+        Match(classes=_f("DeepseekV4ForCausalLM"), eplb=True, expert_parallel=True),
         ("moe", "eplb", "enabled"),
         "EPLB with DeepSeek-V4: the model's forward sets no current layer for the expert "
         "distribution recorder, so its layer index is None: prefill crashes, decode records "
@@ -155,7 +156,7 @@ KNOWN_BAD: tuple[KnownBad, ...] = (
         "use SGLang 0.5.13 or later, or disable EPLB"),
     KnownBad(
         "sglang", (0, 5, 9), (0, 5, 11),
-        Match(families=_f("deepseek_v32"), kv_dtypes=_f("fp8"), generations=_f("hopper"),
+        Match(classes=_f("DeepseekV32ForCausalLM"), kv_dtypes=_f("fp8"), generations=_f("hopper"),
               min_tensor=4),
         ("parallel", "tensor"),
         "DeepSeek-V3.2 with an FP8 KV cache on Hopper decodes with FlashMLA's FP8 sparse kernel "

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from ..catalog import GPUS, arch_from_config, builtin_config
+from ..catalog import GPUS, builtin_arch
 from ..engines.registry import dialect_for
 from ..errors import Finding, Location, Severity
 from ..layout import compute_layout
@@ -64,8 +64,7 @@ def evaluate(req: PlanRequest, prov: Provenance | None = None,
     validator's rules say about the layout (``generator.capacity.judge.validator_findings``;
     empty when the layout comes from a checked deployment)."""
     s = req.spec
-    cfg = builtin_config(s.model.architecture)
-    arch = arch_from_config(cfg)
+    arch = builtin_arch(s.model.architecture)
     dialect = dialect_for(s.engine.name, s.engine.version)
     model = sm.Model(name=s.model.name or s.model.architecture,
                      architecture=s.model.architecture, weights=s.model.weights, path="/m")
@@ -100,7 +99,7 @@ def evaluate(req: PlanRequest, prov: Provenance | None = None,
     def prefill_rate(name: str) -> perf.PrefillEstimate:
         r, ri, z = sized[name]
         lay, pool = ri.layout, s.nodePools[r.nodePool]
-        return perf.prefill(model_shape(cfg, s.model.weights, 0), GPUS[pool.gpu],
+        return perf.prefill(model_shape(arch, s.model.weights, 0), GPUS[pool.gpu],
                             isl=wl.inputTokens, tensor=lay.tensor, data=lay.data,
                             pipeline=lay.pipeline, expert=lay.expert_parallel,
                             gpus_per_node=pool.gpusPerNode,

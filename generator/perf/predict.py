@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 
 from pydantic import ValidationError
 
-from ..catalog import ARCHITECTURES
+from ..catalog import ARCHITECTURES, builtin_arch
 from ..spec.models import InferenceDeployment
 from ..spec.request import PlanRequest
 from .evaluate import evaluate
@@ -183,7 +183,7 @@ def predict(doc: InferenceDeployment) -> Prediction:
     s = doc.spec
     out = Prediction(total_tps=cand.total_tps, output_tps=cand.output_tps, bound=cand.bound,
                      assumptions=res.assumptions, notes=list(cand.notes))
-    regimes = roles_regimes(s.roles, s.nodePools, s.model.architecture)
+    regimes = roles_regimes(s.roles, s.nodePools, builtin_arch(s.model.architecture))
     for r, j in zip(s.roles, cand.roles):
         p = RolePrediction(r.name, r.mode, batch_per_rank=j.get("batchPerRank"),
                            output_per_node=j.get("outputTokensPerSecPerNode"),

@@ -101,15 +101,17 @@ def base_format(fmt: str) -> str:
 
 
 def encoding(component: str, quantized: bool, fmt: str, *, v4: bool = False,
-             mtp: bool = False, name: str = "") -> str:
+             mtp: bool = False, name: str = "", bf16_rest: bool = False) -> str:
     """The encoding a tensor of ``component`` (``name``: its ``params.Tensor.name``) has in a
     checkpoint of format ``fmt``.
 
     ``quantized``: the tensor is a linear layer checkpoints quantize (``Tensor.quantized``);
-    ``v4``: the model is DeepSeek-V4 (``model_type: deepseek_v4``); ``mtp``: the tensor belongs
-    to the MTP module.
+    ``v4``: the model has DeepSeek-V4's compressed attention (its FP8 + NVFP4 hybrid);
+    ``mtp``: the tensor belongs to the MTP module; ``bf16_rest``: ``fmt`` is the checkpoint's
+    own 4-bit format, which leaves every tensor but the routed experts BF16 (gpt-oss's MXFP4,
+    ``modules_to_not_convert``: attention, router, embedding, head).
     """
-    if not quantized or fmt == "bf16":
+    if not quantized or fmt == "bf16" or (bf16_rest and component != "routed_experts"):
         return "bf16"
     if fmt == "fp8":
         return "fp8_block"

@@ -39,11 +39,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..catalog import Gpu
+from ..catalog import Gpu, ModelArch
 from ..facts import deepep
 from ..facts.versions import parse_version
 from ..roles import RoleInput
-from .kv import V4Cache
+from .kv import HybridCache, V4Cache
 from .result import GIB, RoleSizing
 from .stages import worst_stage
 from .weights import Placement, StageWeights
@@ -170,7 +170,7 @@ def vllm_budget(version: tuple[int, int, int], total_gib: float, utilization: fl
 
 
 def size_vllm(role: RoleInput, gpu: Gpu, version: str, default_utilization: float,
-              inv, cfg: dict, stages: list[StageWeights], place: Placement) -> RoleSizing:
+              inv, arch: ModelArch, stages: list[StageWeights], place: Placement) -> RoleSizing:
     """vLLM's budget for one GPU of ``role`` and the KV capacity it leaves (see the module
     docstring); ``default_utilization``: the release's ``--gpu-memory-utilization`` default."""
     lay, s, moe = role.layout, role.serving, role.moe
@@ -180,10 +180,10 @@ def size_vllm(role: RoleInput, gpu: Gpu, version: str, default_utilization: floa
     all2all = moe.all2all if moe else None
     batched = s.maxNumBatchedTokens or default_max_num_batched_tokens(
         v, gpu.torch_total_gib, all2all, lay.expert_parallel, lay.data)
-    physical_experts = (cfg.get("n_routed_experts") or 0) + place.redundant
-    v4 = cfg.get("model_type") == "deepseek_v4"
+    physical_experts = arch.moe.experts + place.redundant
+    v4 = arch.compressed_attention
     extra = v4_gather_gib(max_len, batched) + V4_WORKSPACE_GIB if v4 else 0.0
-    budget = vllm_budget(v, gpu.torch_total_gib, util, lay.tensor, cfg["hidden_size"],
+    budget = vllm_budget(v, gpu.torch_total_gib, util, lay.tensor, arch.hidden_size,
                          physical_experts, batched, all2all, lay.expert_parallel,
                          bool(s.enforceEager), extra)
     # The most constrained stage decides capacity (vLLM: min over PP ranks).
@@ -197,6 +197,11 @@ def size_vllm(role: RoleInput, gpu: Gpu, version: str, default_utilization: floa
         return V4Cache("vllm", scheme, ratios.count(4), ratios.count(128), len(ratios) + mtp,
                        in_flight=in_flight)
 
+    def hybrid_cache(per_layer: int, full: int, sliding: int, chunked: int) -> HybridCache:
+        at = arch.attention
+        return HybridCache("vllm", per_layer, full, sliding, chunked, at.window, at.chunk,
+                           in_flight)
+
     def kv_gib(w: float) -> float:
         """The KV cache next to ``w`` GiB of weights: the utilization budget's remainder, or
         serving.kvCacheMemoryBytes (--kv-cache-memory-bytes: vllm/v1/worker/gpu_worker.py
@@ -209,7 +214,7 @@ def size_vllm(role: RoleInput, gpu: Gpu, version: str, default_utilization: floa
         return want if free >= want else free - want
 
     st, weights, kv, tokens, per_token, sequences, seq_layout = worst_stage(
-        stages, inv, cfg, place, s.kvCacheDtype, max_len, kv_gib, v4_cache)
+        stages, inv, arch, place, s.kvCacheDtype, max_len, kv_gib, v4_cache, hybrid_cache)
     return RoleSizing(
         name=role.name, gpu=gpu.id, engine="vllm", gpu_memory=gpu.torch_total_gib,
         budget=budget.budget, weights=weights, activation=budget.activation,
