@@ -92,7 +92,10 @@ xGMI figures for it (80 CUs against the MI300X's 304 give only an estimate), so 
 would rest on guesses. A pool of MI308X nodes can be validated for memory as ``MI300X-192GB``.
 
 Architectures: the docs/spec.md catalog ids map to copies of the Hugging Face ``config.json`` files in
-``catalog/models/`` (the models' published Hugging Face configs).
+``catalog/models/`` (the models' published Hugging Face configs; :data:`CONFIG_SOURCES` names the
+repository revision and the public copy of each added for issue 35). What moegen knows of a model
+it reads from its capabilities (``catalog/capabilities.py``), which ``catalog/readers.py`` maps
+from the config.
 """
 
 from __future__ import annotations
@@ -181,6 +184,19 @@ ARCHITECTURES: dict[str, str] = {
     "kimi-k2": "kimi-k2-instruct-0905.config.json",
     "kimi-k2-thinking": "kimi-k2-thinking.config.json",
     "deepseek-v2-lite": "deepseek-v2-lite.config.json",
+    "qwen3-235b-a22b": "qwen3-235b-a22b.config.json",
+    "qwen3-30b-a3b": "qwen3-30b-a3b.config.json",
+    "qwen3-coder-480b-a35b": "qwen3-coder-480b-a35b-instruct.config.json",
+    "glm-4.5": "glm-4.5.config.json",
+    "glm-4.6": "glm-4.6.config.json",
+    "glm-4.7": "glm-4.7.config.json",
+    "glm-5": "glm-5.config.json",
+    "glm-5.2": "glm-5.2.config.json",
+    "gpt-oss-120b": "gpt-oss-120b.config.json",
+    "gpt-oss-20b": "gpt-oss-20b.config.json",
+    "llama-4-scout": "llama-4-scout-17b-16e-instruct.config.json",
+    "llama-4-maverick": "llama-4-maverick-17b-128e-instruct.config.json",
+    "minimax-m2": "minimax-m2.config.json",
 }
 
 #: Catalog id -> the Hugging Face repository of the checkpoint whose config.json ships
@@ -195,6 +211,63 @@ HF_IDS: dict[str, str] = {
     "kimi-k2": "moonshotai/Kimi-K2-Instruct-0905",
     "kimi-k2-thinking": "moonshotai/Kimi-K2-Thinking",
     "deepseek-v2-lite": "deepseek-ai/DeepSeek-V2-Lite",
+    "qwen3-235b-a22b": "Qwen/Qwen3-235B-A22B",
+    "qwen3-30b-a3b": "Qwen/Qwen3-30B-A3B",
+    "qwen3-coder-480b-a35b": "Qwen/Qwen3-Coder-480B-A35B-Instruct",
+    "glm-4.5": "zai-org/GLM-4.5",
+    "glm-4.6": "zai-org/GLM-4.6",
+    "glm-4.7": "zai-org/GLM-4.7",
+    "glm-5": "zai-org/GLM-5",
+    "glm-5.2": "zai-org/GLM-5.2",
+    "gpt-oss-120b": "openai/gpt-oss-120b",
+    "gpt-oss-20b": "openai/gpt-oss-20b",
+    "llama-4-scout": "meta-llama/Llama-4-Scout-17B-16E-Instruct",
+    "llama-4-maverick": "meta-llama/Llama-4-Maverick-17B-128E-Instruct",
+    "minimax-m2": "MiniMaxAI/MiniMax-M2",
+}
+
+#: Where each shipped config.json of issue 35's families was read: the Hugging Face repository
+#: and revision whose ``config.json`` it is (``https://huggingface.co/<repo>/blob/<revision>/
+#: config.json``; revisions as public sources cite them) and the pinned public copy the text was
+#: taken from. The DeepSeek and Kimi configs are copies of shared/reference/models.
+_AIC = "ai-dynamo/aiconfigurator@095f58a51c4ca8e61b66ec108d86f223f8d559ce:aic-core/src/" \
+    "aiconfigurator_core/model_configs/"
+CONFIG_SOURCES: dict[str, str] = {
+    "qwen3-235b-a22b": "Qwen/Qwen3-235B-A22B@8efa61729e24bd65b1d152b5ab5409052aa80e65; "
+                       + _AIC + "Qwen--Qwen3-235B-A22B_config.json",
+    "qwen3-30b-a3b": "Qwen/Qwen3-30B-A3B (main); " + _AIC + "Qwen--Qwen3-30B-A3B_config.json",
+    "qwen3-coder-480b-a35b": "Qwen/Qwen3-Coder-480B-A35B-Instruct (main); " + _AIC
+                             + "Qwen--Qwen3-Coder-480B-A35B-Instruct_config.json",
+    "glm-5": "zai-org/GLM-5@c183ef8c61faee82855eca1ed9bb3a9a7ce3b0b2; " + _AIC
+             + "zai-org--GLM-5_config.json",
+    "glm-5.2": "zai-org/GLM-5.2@b4734de4facf877f85769a911abafc5283eab3d9 (zai-org/GLM-5.2-FP8@"
+               "ba978f7d347eaf65d22f1a86833408afdb953541 adds the block-FP8 quantization_config); "
+               + _AIC + "zai-org--GLM-5.2_config.json",
+    "gpt-oss-120b": "openai/gpt-oss-120b@b5c939de8f754692c1647ca79fbf85e8c1e70f8a; " + _AIC
+                    + "openai--gpt-oss-120b_config.json",
+    "gpt-oss-20b": "openai/gpt-oss-20b (main); " + _AIC + "openai--gpt-oss-20b_config.json",
+    "llama-4-scout": "meta-llama/Llama-4-Scout-17B-16E-Instruct@"
+                     "92f3b1597a195b523d8d9e5700e57e4fbb8f20d3; text_config from " + _AIC
+                     + "meta-llama--Llama-4-Scout-17B-16E-Instruct_config.json, vision_config "
+                     "as aiconfigurator's tests/unit Llama-4 checkpoint test asserts it",
+    "llama-4-maverick": "meta-llama/Llama-4-Maverick-17B-128E-Instruct@"
+                        "73d14711bcc77c16df3470856949c3764056b617; text_config from " + _AIC
+                        + "meta-llama--Llama-4-Maverick-17B-128E-Instruct_config.json, "
+                        "vision_config as Scout's (the same vision tower)",
+    "glm-4.5": "zai-org/GLM-4.5@cbb2c7cfb52fa128a9660cb1a7a78e017899e115; the shape as "
+               "ai-dynamo/aiconfigurator@19d098add98ab8ba2366c94795e9e886cdcc915c:src/"
+               "aiconfigurator/model_configs/zai-org--GLM-4.7-FP8_config.json (92 layers, 96 / 8 "
+               "heads, 160 experts of 1536, first 3 dense) with GLM-4.5's 131,072 positions, "
+               "q/k/v bias, q/k norm and half-rotary RoPE as THUDM/slime scripts/models/"
+               "glm4.5-355B-A32B.sh trains it (--add-qkv-bias, --qk-layernorm, --rotary-percent "
+               "0.5), one MTP layer",
+    "glm-4.6": "zai-org/GLM-4.6@be72194883d968d7923a07e2f61681ea9a2826d1; GLM-4.5's shape with "
+               "202,752 positions (aiconfigurator's GLM-4.7-FP8 copy, above)",
+    "glm-4.7": "zai-org/GLM-4.7@602d01efcdd332c5238ca4bcede555defbe83eb7; as GLM-4.6 "
+               "(aiconfigurator's GLM-4.7-FP8 copy, above)",
+    "minimax-m2": "MiniMaxAI/MiniMax-M2 (main); the shape of " + _AIC
+                  + "MiniMaxAI--MiniMax-M2.5_config.json, whose architecture M2 shares "
+                  "(MiniMaxM2ForCausalLM: 62 layers, 48 / 8 heads, 256 experts of 1536)",
 }
 
 #: The ``nvidia.com/gpu.product`` value NVIDIA GPU feature discovery puts on nodes of a catalog

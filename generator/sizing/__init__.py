@@ -13,7 +13,7 @@ from typing import Protocol
 
 from ..catalog import Gpu
 from ..roles import RoleInput
-from .formats import held_encoding
+from .formats import held_encoding, mxfp4_padding
 from .params import inventory
 from .result import RoleSizing
 from .sglang_budget import size_sglang
@@ -78,6 +78,8 @@ def size_role(role: RoleInput, gpu: Gpu, dialect: EngineRelease) -> RoleSizing:
     held = held_encoding(dialect.engine, role.model.weights, gpu)   # formats.ENGINE_STORAGE
     if held:
         place = replace(place, experts_as=held)
+    if role.model.weights == "mxfp4" or held == "mxfp4":
+        place = replace(place, mxfp4_pad=mxfp4_padding(dialect.engine, gpu))
     key = (arch, role.model.weights, place)
     stages = _STAGES.get(key)
     if stages is None:   # the planner sizes one placement many times (concurrency varies)

@@ -272,6 +272,37 @@ def kernel_on(row: Storage, gpu: Gpu) -> str:
     return row.sm90_kernel if row.sm90_kernel and gpu.generation == "hopper" else row.kernel
 
 
+#: The widths each engine pads MXFP4 routed experts to, per platform: (hidden, intermediate per
+#: tensor-parallel rank) multiples. vLLM 0.33.0 vllm/model_executor/layers/fused_moe/oracle/
+#: mxfp4.py ``mxfp4_round_up_hidden_size_and_intermediate_size`` by the backend its priority list
+#: picks for gpt-oss (``_get_priority_backends_for_gpt_oss``): Blackwell FlashInfer TRT-LLM
+#: (hidden 256, intermediate 128); Hopper the OAI Triton kernels (intermediate 64; the hidden
+#: width at 256 is what vLLM 0.14.1 printed for gpt-oss-120b at TP1 on H100 with its Triton
+#: backend: "Model loading took 64.38 GiB" = 3,072-wide experts + the BF16 rest, 60.8 GiB at the
+#: checkpoint's 2,880: vllm-project/vllm#33155; triton_kernels' Hopper value layout); Ampere/Ada
+#: Marlin (hidden 256, intermediate 128); ROCm 256 both ways. SGLang 0.5.23
+#: python/sglang/srt/layers/moe/fused_moe_triton/layer.py rounds the hidden width to 256 for
+#: FlashInfer MXFP4 (Blackwell) and layers/quantization/mxfp4.py the intermediate to 128
+#: (FlashInfer), 64 (triton_kernels, Hopper: the hidden width as vLLM's, the same layout) or 256
+#: (AITER). DeepSeek-V4's widths (7,168 / 4,096 hidden, 3,072 / 2,048 intermediate) are
+#: multiples of all of them.
+MXFP4_PADDING: dict[tuple[str, str], tuple[int, int]] = {
+    ("vllm", "blackwell"): (256, 128), ("vllm", "hopper"): (256, 64),
+    ("vllm", "nvidia"): (256, 128), ("vllm", "amd"): (256, 256),
+    ("sglang", "blackwell"): (256, 128), ("sglang", "hopper"): (256, 64),
+    ("sglang", "nvidia"): (256, 128), ("sglang", "amd"): (256, 256),
+}
+
+
+def mxfp4_padding(engine: str, gpu: Gpu) -> tuple[int, int]:
+    """The (hidden, intermediate-per-rank) multiples ``engine`` pads MXFP4 routed experts to on
+    ``gpu`` (:data:`MXFP4_PADDING`)."""
+    plat = platform_of(gpu)
+    if plat == "nvidia" and gpu.generation == "hopper":
+        plat = "hopper"
+    return MXFP4_PADDING.get((engine, plat), (0, 0))
+
+
 def held_encoding(engine: str, fmt: str, gpu: Gpu) -> str | None:
     """The encoding ``engine`` holds the routed experts of a ``fmt`` checkpoint in on ``gpu``
     when it differs from the checkpoint's, else None (every default path of the tabled

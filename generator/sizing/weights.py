@@ -108,6 +108,8 @@ class Placement:
         mla_bf16_copies: the engine keeps BF16 W_UK/W_UV (vLLM; SGLang's w_kc/w_vc).
         experts_as: the encoding the engine holds the routed experts in when it is not the
             checkpoint's (``formats.held_encoding``; "" = the checkpoint's).
+        mxfp4_pad: (hidden, intermediate-per-rank) multiples the engine pads MXFP4 routed
+            experts to (``formats.mxfp4_padding``; (0, 0): none).
         dense_tp, shared_tp, moe_tp, vocab_tp: TP degree of the dense MLP, the shared experts,
             the routed experts without EP and the embedding/lm_head; 0 = the same as ``tp``.
             vLLM: MoE TP = tensor x data without EP (``flatten_tp_across_dp``,
@@ -127,6 +129,7 @@ class Placement:
     moe_tp: int = 0
     vocab_tp: int = 0
     experts_as: str = ""
+    mxfp4_pad: tuple[int, int] = (0, 0)
 
     def tp_of(self, t: Tensor) -> int:
         """The tensor-parallel degree that divides tensor ``t`` (1 for routed experts under EP;
@@ -173,6 +176,22 @@ def _add(acc: dict[str, float], key: str, value: float) -> None:
     acc[key] = acc.get(key, 0.0) + value
 
 
+def _padded_mxfp4(t: Tensor, place: Placement) -> float:
+    """Bytes of one GPU's share of MXFP4 routed-expert tensor ``t`` (one expert) at the widths
+    the engine pads to (``Placement.mxfp4_pad``: hidden, intermediate per rank)."""
+    tp = 1 if place.ep > 1 else (place.moe_tp or place.tp)
+    hidden_m, inter_m = place.mxfp4_pad
+    if t.split == "out":     # gate_up: out = 2 x intermediate (split), in = hidden
+        inter = _round_up(t.out_dim // t.parts // tp, inter_m)
+        return encoded_bytes("mxfp4", t.parts * inter, _round_up(t.in_dim, hidden_m))
+    inter = _round_up(t.in_dim // tp, inter_m)    # down: out = hidden, in = intermediate (split)
+    return encoded_bytes("mxfp4", _round_up(t.out_dim, hidden_m), inter)
+
+
+def _round_up(n: int, m: int) -> int:
+    return -(-n // m) * m if m > 1 else n
+
+
 def _layer_bytes(tensors: tuple[Tensor, ...], fmt: str, place: Placement, experts: int,
                  acc: dict[str, float], component_override: str | None = None,
                  enc_of: Encoding = Encoding()) -> None:
@@ -180,7 +199,13 @@ def _layer_bytes(tensors: tuple[Tensor, ...], fmt: str, place: Placement, expert
     for t in tensors:
         comp = component_override or t.component
         b = tensor_bytes(t, fmt, enc_of, mtp=mtp, experts_as=place.experts_as)
-        if t.component == "routed_experts" and place.ep > 1:
+        if any(place.mxfp4_pad) and t.component == "routed_experts" and t.quantized and \
+                (place.experts_as or encoding(t.component, True, fmt, v4=enc_of.v4, mtp=mtp,
+                                              bf16_rest=enc_of.bf16_rest)) == "mxfp4":
+            per = _padded_mxfp4(t, place)
+            local = -(-(experts + place.redundant) // place.ep) if place.ep > 1 else t.experts
+            _add(acc, comp, per * local)
+        elif t.component == "routed_experts" and place.ep > 1:
             slots = -(-(experts + place.redundant) // place.ep)
             _add(acc, comp, b / t.experts * slots)
         elif t.tp == "shard":
