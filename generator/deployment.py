@@ -98,10 +98,12 @@ class Deployment:
             # imports are a tenth of the policy check's start).
             from .perf.predict import Prediction, predict
             resolved = self.dialect is not None and self.arch is not None and all(
-                r is not None and not r.layout.problem for r in self.roles)
-            out = (predict(self.spec) if resolved
+                r is not None and not r.layout.problem and isinstance(z, RoleSizing)
+                for r, z in zip(self.roles, self.sizing))
+            out = (predict(self.spec, list(zip(self.roles, self.sizing))) if resolved
                    else Prediction(reason="not timed: the spec has roles without a known pool, "
-                                   "a possible layout, a supported engine release or a model"))
+                                   "a possible layout, a supported engine release, a model or "
+                                   "a sizing"))
             # Sanity hits on the prediction itself (perf/predict.py sanity, rule PRF030), located.
             out.findings = [Finding(code, Severity.WARNING, json_path(path), message, hint,
                                     self.provenance.locate(path))

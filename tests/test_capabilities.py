@@ -24,7 +24,8 @@ def test_no_module_but_the_capabilities_reads_model_type_or_a_family():
             continue
         text = path.read_text()
         for n, line in enumerate(text.splitlines(), 1):
-            if "model_type" in line or re.search(r"\barch\.family\b|\.family\s*[!=]=", line):
+            if "model_type" in line or re.search(
+                    r"\barch\.family\b|\.family\s*[!=]=|architecture\.startswith\(", line):
                 offenders.append(f"{path.relative_to(GENERATOR.parent)}:{n}: {line.strip()}")
     assert offenders == []
 

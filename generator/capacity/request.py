@@ -41,7 +41,8 @@ def request_findings(req: PlanRequest, prov: Provenance) -> list[Finding]:
     spec = req.spec.speculative
     if spec is not None and spec.method == "dspark" and (
             eng.name != "sglang" or parse_version(eng.version) < (0, 5, 16)
-            or not req.spec.model.architecture.startswith("deepseek-v4")):
+            or builtin_arch(req.spec.model.architecture).engine_class
+            != "DeepseekV4ForCausalLM"):
         path = ("spec", "speculative", "method")
         out.append(Finding("PLN004", Severity.ERROR, json_path(path),
                            f"DSpark drafting needs SGLang 0.5.16+ and a DeepSeek-V4 model; this "

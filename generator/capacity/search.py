@@ -32,7 +32,7 @@ from ..sizing.formats import storage
 from ..sizing.sglang_budget import fraction_with_room
 from ..spec import models as sm
 from ..spec.request import PlanRequest
-from .judge import validator_findings
+from .judge import judge
 from .layouts import DSPARK_DP_ALL2ALL, _layouts, _role_input
 
 
@@ -47,7 +47,8 @@ def plan(req: PlanRequest, progress=None, prov=None) -> PlanResult:
     layout's findings in the file.
     """
     if req.spec.roles:
-        return evaluate(req, prov, validator_findings(req, prov))
+        findings, deployed = judge(req, prov)
+        return evaluate(req, prov, findings, deployed)
     result = _plan(req, progress)
     if result.reachable:
         return result
@@ -253,7 +254,7 @@ class _Search:
             return None
         red_p = min_redundant_experts(arch.routed_experts, pl.ep) if pl.expert else 0
         prole = _role_input("prefill", "prefill", self.model, arch, self.serving, pl, ppool,
-                            np_, 0, conn, 1, red_p, self.dialect.all2all_choices,
+                            np_, self.k, conn, 1, red_p, self.dialect.all2all_choices,
                             engine=self.engine)
         if prole.layout.problem:
             return None
