@@ -119,3 +119,63 @@ def test_engine_printed_figures_of_the_new_families():
             if key in r:
                 assert abs(r[key]) <= 0.10, r
     assert sum("tokens_err" in r for r in rows) >= 3
+
+
+@pytest.mark.parametrize("model,weights,engine,old,first", [
+    ("glm-5.2", "fp8", "vllm", "0.15.1", "0.16.0"),
+    ("minimax-m2", "fp8", "vllm", "0.11.0", "0.11.1"),
+    ("deepseek-v4-flash", "mxfp4", "vllm", "0.19.1", "0.20.0"),
+    ("minimax-m2", "fp8", "sglang", "0.5.4", "0.5.5"),
+    ("glm-5", "bf16", "sglang", "0.5.8", "0.5.9"),
+    ("deepseek-v3.2", "fp8", "sglang", "0.5.2", "0.5.3"),
+])
+def test_a_release_before_the_models_class_is_refused(tmp_path, model, weights, engine, old,
+                                                      first):
+    """MOD032: the release's model registry has no such class (read in the wheels of the
+    release named and the one before it), at spec.engine.version; the first release passes."""
+    def codes(version):
+        checked = _size(tmp_path, model, weights, 8, engine=engine, version=version)
+        return [(f.code, f.path) for f in checked.findings if f.code == "MOD032"]
+    assert codes(old) == [("MOD032", "$.spec.engine.version")]
+    assert codes(first) == []
+
+
+def _tokens_per_full_layer_pool(z, layers: int, per_layer: int) -> float:
+    """Tokens of a pool whose every layer caches the whole sequence."""
+    return z.kv_cache * GIB / (layers * per_layer)
+
+
+def test_vllm_hybrid_manager_off_for_llama4_before_0_14(tmp_path):
+    """Llama-4 Scout TP8: 8 KV heads over 8 ranks, 48 layers x 2 x 128 x 2 = 512 bytes each per
+    token. vLLM 0.13.0 turns the hybrid manager off for chunked local attention
+    (VLLM_ALLOW_CHUNKED_LOCAL_ATTN_WITH_HYBRID_KV_CACHE defaults to 0): all 48 layers cache
+    the whole sequence. 0.14.0 keeps it on: the 36 chunked layers hold 8,192 tokens, so the
+    same pool holds more tokens."""
+    old = _size(tmp_path, "llama-4-scout", "bf16", 8, version="0.13.0").sizing[0]
+    assert old.kv_tokens_per_rank == pytest.approx(_tokens_per_full_layer_pool(old, 48, 512),
+                                                   rel=1e-3)
+    new = _size(tmp_path, "llama-4-scout", "bf16", 8, version="0.14.0").sizing[0]
+    assert new.kv_tokens_per_rank > 1.5 * _tokens_per_full_layer_pool(new, 48, 512)
+
+
+PD = [{"name": "prefill", "mode": "prefill", "nodePool": "p", "parallel": {"tensor": 4},
+       "kvTransfer": {"connector": "nixl"}},
+      {"name": "decode", "mode": "decode", "nodePool": "p", "parallel": {"tensor": 4},
+       "kvTransfer": {"connector": "nixl"}, "sizing": {"concurrency": 8}}]
+
+
+@pytest.mark.parametrize("version,connector,hybrid", [
+    ("0.21.0", "nixl", False), ("0.22.0", "nixl", True), ("0.33.0", "lmcache", False)])
+def test_vllm_hybrid_manager_next_to_a_kv_connector(tmp_path, version, connector, hybrid):
+    """gpt-oss-120b TP4 (8 KV heads: 2 per rank, 2 x 2 x 64 x 2 = 512 bytes per layer): vLLM
+    before 0.22.0 turns the hybrid manager off next to any KV connector; 0.22.0 keeps it for
+    connectors that subclass SupportsHMA (NIXL, Mooncake), never for LMCache: off, all 36
+    layers cache the whole sequence."""
+    roles = [dict(r, kvTransfer={"connector": connector}) for r in PD]
+    checked = _size(tmp_path, "gpt-oss-120b", "mxfp4", 4, version=version, roles=roles)
+    for z in checked.sizing:
+        full = _tokens_per_full_layer_pool(z, 36, 512)
+        if hybrid:
+            assert z.kv_tokens_per_rank > 1.5 * full, z.name
+        else:
+            assert z.kv_tokens_per_rank == pytest.approx(full, rel=1e-3), z.name

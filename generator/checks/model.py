@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ..catalog import GPUS
-from ..facts.requirements import refusals
+from ..facts.requirements import missing_class, refusals
 from ..pods import effective_pod
 from ..sizing import placement_for
 from ..sizing.params import inventory
@@ -142,6 +142,24 @@ def _refusal_hits(ctx: Context, warn: bool):
                           f"role {r.name!r}: {ctx.arch.label} ({ctx.arch.engine_class}) on "
                           f"{ctx.dialect.label} {spec.engine.version}: {row.why} ({row.source})",
                           row.hint)
+
+
+@rule("MOD032", E, "the engine release implements the model's class",
+      "generator/facts/requirements.py CLASS_SINCE (each release's model registry, read in its "
+      "wheel; vLLM 0.33.0 vllm/model_executor/models/registry.py, SGLang 0.5.23 "
+      "python/sglang/srt/models/registry.py)")
+def _model_class_release(ctx: Context):
+    if ctx.arch is None or ctx.dialect is None:
+        return
+    version = ctx.spec.spec.engine.version
+    missing = missing_class(ctx.engine, version, ctx.arch)
+    if missing:
+        first, source = missing
+        yield Hit(("spec", "engine", "version"),
+                  f"{ctx.dialect.label} {version} has no {ctx.arch.engine_class} "
+                  f"({ctx.arch.label}): the class arrived in {first} ({source}); the server "
+                  "exits at start, the architecture not supported",
+                  f"use {ctx.dialect.label} {first} or later")
 
 
 @rule("MOD030", E, "the engine runs the model with the role's features",

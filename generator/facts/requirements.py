@@ -35,6 +35,10 @@ SGLang validated                                                moe_model_regist
 Qwen3Moe, GlmMoeDsa)
 =====================  ======  ==========  ===================  ==============================
 
+Before all that, the release must implement the model's class at all: :data:`CLASS_SINCE`
+holds the first release of each engine with a class moegen serves, where it is later than the
+first release moegen supports (rule MOD032).
+
 Kimi-K2's tokenizer is Moonshot's own tiktoken class (``tokenizer_config.json`` ``auto_map`` ->
 ``tokenization_kimi.TikTokenTokenizer``): without trusting remote code transformers refuses to
 execute it, and the API server dies loading the tokenizer before it serves anything.
@@ -164,6 +168,39 @@ REQUIREMENTS: tuple[Requirement, ...] = (
                 field=("moe", "all2all"),
                 hint="use deepep_low_latency (decode) or deepep_high_throughput (prefill)"),
 )
+
+
+#: The first release of each engine that implements a model class moegen serves, where it is
+#: later than the first release moegen supports (vLLM 0.11.0, SGLang 0.5.1): an older release
+#: has no such class in its model registry and exits at start ("Model architectures
+#: [...] are not supported for now"). Read in each release's wheel: vLLM
+#: vllm/model_executor/models/registry.py, SGLang python/sglang/srt/models/<model>.py
+#: (``EntryClass``), the first release that has it against the one before it.
+CLASS_SINCE: dict[tuple[str, str], tuple[tuple[int, int, int], str]] = {
+    ("vllm", "MiniMaxM2ForCausalLM"): ((0, 11, 1), "vllm/model_executor/models/registry.py "
+                                       "(0.11.1 has it, 0.11.0 not)"),
+    ("vllm", "GlmMoeDsaForCausalLM"): ((0, 16, 0), "vllm/model_executor/models/registry.py "
+                                       "(0.16.0 has it, 0.15.1 not)"),
+    ("vllm", "DeepseekV4ForCausalLM"): ((0, 20, 0), "vllm/model_executor/models/registry.py "
+                                        "(0.20.0 has it, 0.19.1 not)"),
+    ("sglang", "DeepseekV32ForCausalLM"): ((0, 5, 3), "python/sglang/srt/models/deepseek_v2.py "
+                                           "EntryClass (0.5.3 has it, 0.5.2 not)"),
+    ("sglang", "MiniMaxM2ForCausalLM"): ((0, 5, 5), "python/sglang/srt/models/minimax_m2.py "
+                                         "(0.5.5 has it, 0.5.4 not)"),
+    ("sglang", "GlmMoeDsaForCausalLM"): ((0, 5, 9), "python/sglang/srt/models/glm4_moe.py "
+                                         "EntryClass (0.5.9 has it, 0.5.8 not)"),
+    ("sglang", "DeepseekV4ForCausalLM"): ((0, 5, 12), "python/sglang/srt/models/deepseek_v4.py "
+                                          "(0.5.12 has it, 0.5.11 not)"),
+}
+
+
+def missing_class(engine: str, version: str, arch: ModelArch) -> tuple[str, str] | None:
+    """``(first release, source)`` when ``engine`` ``version`` predates the model's class
+    (:data:`CLASS_SINCE`), else None."""
+    row = CLASS_SINCE.get((engine, arch.engine_class))
+    if row is None or parse_version(version) >= row[0]:
+        return None
+    return ".".join(map(str, row[0])), row[1]
 
 
 def refusals(engine: str, version: str, arch: ModelArch) -> list[Requirement]:

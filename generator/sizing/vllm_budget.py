@@ -169,6 +169,40 @@ def vllm_budget(version: tuple[int, int, int], total_gib: float, utilization: fl
                       batched_tokens=batched_tokens)
 
 
+#: First vLLM release whose hybrid KV cache manager stays on next to a KV connector that
+#: supports it (vllm/config/vllm.py: 0.11.0-0.21.0 turn it off for any --kv-transfer-config;
+#: 0.22.0 keeps it where the connector class subclasses SupportsHMA), read in the wheels.
+HMA_WITH_CONNECTOR = (0, 22, 0)
+#: moegen's connectors whose vLLM class subclasses SupportsHMA from :data:`HMA_WITH_CONNECTOR`
+#: (v1/nixl/connector.py NixlBaseConnector, v1/mooncake/mooncake_connector.py MooncakeConnector;
+#: LMCacheConnectorV1 does not, through 0.33.0).
+HMA_CONNECTORS = frozenset({"nixl", "mooncake"})
+#: First vLLM release whose VLLM_ALLOW_CHUNKED_LOCAL_ATTN_WITH_HYBRID_KV_CACHE defaults to 1
+#: (vllm/envs.py: "0" in 0.11.0-0.13.0, "1" from 0.14.0): before it vLLM turns the hybrid
+#: manager off for chunked local attention (Llama-4), "a latency regression" (vllm PR#21761).
+CHUNKED_HMA_DEFAULT_ON = (0, 14, 0)
+#: Speculative methods vLLM's SpeculativeConfig.use_eagle() counts (eagle, eagle3, mtp): with
+#: chunked local attention they turn the hybrid manager off in every release 0.11.0-0.33.0.
+EAGLE_LIKE = frozenset({"eagle", "eagle3", "mtp"})
+
+
+def hybrid_manager(version: tuple[int, int, int], role: RoleInput) -> bool:
+    """vLLM keeps its hybrid KV cache manager on for ``role`` (vllm/config/vllm.py
+    ``__post_init__``, "Hybrid KV cache manager (HMA) runtime rules"): off for chunked local
+    attention with an EAGLE-like drafter or before :data:`CHUNKED_HMA_DEFAULT_ON`, and off next
+    to a KV connector before :data:`HMA_WITH_CONNECTOR` or one without SupportsHMA. Off, every
+    sliding / chunked layer caches the whole sequence, as a full one does
+    (vLLM 0.33.0 vllm/v1/core/kv_cache_planning.py ``unify_hybrid_kv_cache_specs``)."""
+    if "chunked" in role.arch.attention.layer_types:
+        spec = role.speculative
+        if (spec is not None and spec.method in EAGLE_LIKE) or version < CHUNKED_HMA_DEFAULT_ON:
+            return False
+    kv = role.kv_transfer
+    if kv is not None and (version < HMA_WITH_CONNECTOR or kv.connector not in HMA_CONNECTORS):
+        return False
+    return True
+
+
 def size_vllm(role: RoleInput, gpu: Gpu, version: str, default_utilization: float,
               inv, arch: ModelArch, stages: list[StageWeights], place: Placement) -> RoleSizing:
     """vLLM's budget for one GPU of ``role`` and the KV capacity it leaves (see the module
@@ -199,6 +233,8 @@ def size_vllm(role: RoleInput, gpu: Gpu, version: str, default_utilization: floa
 
     def hybrid_cache(per_layer: int, full: int, sliding: int, chunked: int) -> HybridCache:
         at = arch.attention
+        if not hybrid_manager(v, role):   # every layer a full one
+            return HybridCache("vllm", per_layer, full + sliding + chunked)
         return HybridCache("vllm", per_layer, full, sliding, chunked, at.window, at.chunk,
                            in_flight)
 
