@@ -176,21 +176,16 @@ REQUIREMENTS: tuple[Requirement, ...] = (
 #: [...] are not supported for now"). Read in each release's wheel: vLLM
 #: vllm/model_executor/models/registry.py, SGLang python/sglang/srt/models/<model>.py
 #: (``EntryClass``), the first release that has it against the one before it.
-CLASS_SINCE: dict[tuple[str, str], tuple[tuple[int, int, int], str]] = {
-    ("vllm", "MiniMaxM2ForCausalLM"): ((0, 11, 1), "vllm/model_executor/models/registry.py "
-                                       "(0.11.1 has it, 0.11.0 not)"),
-    ("vllm", "GlmMoeDsaForCausalLM"): ((0, 16, 0), "vllm/model_executor/models/registry.py "
-                                       "(0.16.0 has it, 0.15.1 not)"),
-    ("vllm", "DeepseekV4ForCausalLM"): ((0, 20, 0), "vllm/model_executor/models/registry.py "
-                                        "(0.20.0 has it, 0.19.1 not)"),
-    ("sglang", "DeepseekV32ForCausalLM"): ((0, 5, 3), "python/sglang/srt/models/deepseek_v2.py "
-                                           "EntryClass (0.5.3 has it, 0.5.2 not)"),
-    ("sglang", "MiniMaxM2ForCausalLM"): ((0, 5, 5), "python/sglang/srt/models/minimax_m2.py "
-                                         "(0.5.5 has it, 0.5.4 not)"),
-    ("sglang", "GlmMoeDsaForCausalLM"): ((0, 5, 9), "python/sglang/srt/models/glm4_moe.py "
-                                         "EntryClass (0.5.9 has it, 0.5.8 not)"),
-    ("sglang", "DeepseekV4ForCausalLM"): ((0, 5, 12), "python/sglang/srt/models/deepseek_v4.py "
-                                          "(0.5.12 has it, 0.5.11 not)"),
+_VLLM_REGISTRY, _SGLANG_MODELS = "vllm/model_executor/models/registry.py", "python/sglang/srt/models/"
+CLASS_SINCE: dict[tuple[str, str], tuple[tuple[int, int, int], str, str]] = {
+    # (engine, class): (first release with it, the release before it (without), the file)
+    ("vllm", "MiniMaxM2ForCausalLM"): ((0, 11, 1), "0.11.0", _VLLM_REGISTRY),
+    ("vllm", "GlmMoeDsaForCausalLM"): ((0, 16, 0), "0.15.1", _VLLM_REGISTRY),
+    ("vllm", "DeepseekV4ForCausalLM"): ((0, 20, 0), "0.19.1", _VLLM_REGISTRY),
+    ("sglang", "DeepseekV32ForCausalLM"): ((0, 5, 3), "0.5.2", _SGLANG_MODELS + "deepseek_v2.py"),
+    ("sglang", "MiniMaxM2ForCausalLM"): ((0, 5, 5), "0.5.4", _SGLANG_MODELS + "minimax_m2.py"),
+    ("sglang", "GlmMoeDsaForCausalLM"): ((0, 5, 9), "0.5.8", _SGLANG_MODELS + "glm4_moe.py"),
+    ("sglang", "DeepseekV4ForCausalLM"): ((0, 5, 12), "0.5.11", _SGLANG_MODELS + "deepseek_v4.py"),
 }
 
 
@@ -200,7 +195,8 @@ def missing_class(engine: str, version: str, arch: ModelArch) -> tuple[str, str]
     row = CLASS_SINCE.get((engine, arch.engine_class))
     if row is None or parse_version(version) >= row[0]:
         return None
-    return ".".join(map(str, row[0])), row[1]
+    first = ".".join(map(str, row[0]))
+    return first, f"{row[2]}: {first} has it, {row[1]} not"
 
 
 def refusals(engine: str, version: str, arch: ModelArch) -> list[Requirement]:
