@@ -179,3 +179,38 @@ def test_vllm_hybrid_manager_next_to_a_kv_connector(tmp_path, version, connector
             assert z.kv_tokens_per_rank > 1.5 * full, z.name
         else:
             assert z.kv_tokens_per_rank == pytest.approx(full, rel=1e-3), z.name
+
+
+@pytest.mark.parametrize("model,tp,valid", [
+    ("llama-4-scout", 5, None),            # 40 heads / 5, but 8 KV heads neither split nor copy
+    ("minimax-m2", 12, None),              # 48 heads / 12; 8 KV heads vs 12
+    ("minimax-m2", 16, True),              # 16 = 2 x 8: each KV head on two ranks
+    ("qwen3-235b-a22b", 8, True),          # 4 KV heads, each on two ranks
+])
+def test_tensor_size_and_kv_heads_divide_one_another(tmp_path, model, tp, valid):
+    """LAY014: vLLM's and SGLang's QKVParallelLinear divide(tp, kv_heads) or
+    divide(kv_heads, tp): either must be whole."""
+    checked = _size(tmp_path, model, "bf16", tp, roles=[
+        {"name": "r", "mode": "unified", "nodePool": "p", "parallel": {"tensor": tp}}])
+    hits = [f for f in checked.findings if f.code == "LAY014"]
+    assert (hits == []) == bool(valid)
+    if hits:
+        assert hits[0].path == "$.spec.roles[0].parallel.tensor"
+
+
+@pytest.mark.parametrize("model,version,hybrid", [
+    ("llama-4-scout", "0.5.6", False), ("llama-4-scout", "0.5.8", True),
+    ("gpt-oss-120b", "0.5.6", True), ("gpt-oss-120b", "0.5.7", False),
+    ("gpt-oss-120b", "0.5.8", True)])
+def test_sglang_window_pool_by_release(tmp_path, model, version, hybrid):
+    """SGLang's own pool for window / chunk layers: Llama-4 from 0.5.8 (is_hybrid_swa_model),
+    gpt-oss in every release but 0.5.7 (whose hybrid SWA came from is_hybrid_model alone).
+    Without it "#tokens" is the pool over every layer's bytes per token."""
+    weights = "mxfp4" if model.startswith("gpt") else "bf16"
+    z = _size(tmp_path, model, weights, 8, engine="sglang", version=version).sizing[0]
+    types = builtin_arch(model).attention.layer_types
+    full_layers = types.count("full")
+    per_layer = z.kv_bytes_per_token // len(types)
+    layers = full_layers + 0.8 * (len(types) - full_layers) if hybrid else len(types)
+    assert z.kv_tokens_per_rank == pytest.approx(z.kv_cache * GIB / (per_layer * layers),
+                                                 rel=1e-4)

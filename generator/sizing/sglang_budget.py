@@ -125,6 +125,27 @@ def v4_rope_tables_gib(arch: ModelArch) -> float:
 V4_DEFAULT_RUNNING = 256
 
 
+#: First SGLang release that pools Llama-4's chunked layers as sliding-window ones
+#: (configs/model_config.py ``is_hybrid_swa_model`` lists Llama4ForConditionalGeneration from
+#: 0.5.8; 0.5.1-0.5.6 model_runner.py exclude "Llama4" from hybrid SWA and 0.5.7's
+#: ``is_hybrid_model`` needs --hybrid-kvcache-ratio): before it every layer caches the whole
+#: sequence. Read in the wheels.
+SGLANG_CHUNKED_SWA_SINCE = (0, 5, 8)
+#: The release whose sliding-window layers (gpt-oss) share the full pool: 0.5.7 derives hybrid
+#: SWA from ``is_hybrid_model`` alone (MiMo-V2, or Llama-4 with --hybrid-kvcache-ratio);
+#: 0.5.1-0.5.6 (model_runner.py, a sliding window on a non-Llama-4 model) and 0.5.8+
+#: (``is_hybrid_swa_model``: GptOssForCausalLM) give them their own pool.
+SGLANG_NO_SWA = (0, 5, 7)
+
+
+def sglang_hybrid_swa(version: tuple[int, int, int], arch: ModelArch) -> bool:
+    """SGLang gives the window / chunk layers of ``arch`` their own smaller pool at
+    ``version`` (:data:`SGLANG_CHUNKED_SWA_SINCE`, :data:`SGLANG_NO_SWA`)."""
+    if "chunked" in arch.attention.layer_types:
+        return version >= SGLANG_CHUNKED_SWA_SINCE
+    return version != SGLANG_NO_SWA
+
+
 def size_sglang(role: RoleInput, gpu: Gpu, inv, arch: ModelArch, stages, place,
                 dialect_version: str = "0.5.23") -> RoleSizing:
     """SGLang budget (sizing/sglang_budget.py): pool = pre x mfs - weights; DeepSeek-V4's pool
@@ -175,6 +196,8 @@ def size_sglang(role: RoleInput, gpu: Gpu, inv, arch: ModelArch, stages, place,
 
     def hybrid_cache(per_layer: int, full: int, sliding: int, chunked: int) -> HybridCache:
         at = arch.attention
+        if not sglang_hybrid_swa(v, arch):   # every layer a full one
+            return HybridCache("sglang", per_layer, full + sliding + chunked)
         return HybridCache("sglang", per_layer, full, sliding, chunked, at.window, at.chunk)
 
     def capped(pool_gib: float) -> float:
