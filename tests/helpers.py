@@ -113,3 +113,12 @@ spec:
         args: [{args}]
         resources: {{limits: {{nvidia.com/gpu: 8}}}}
 {mounts}"""
+
+
+def model_config(checked) -> dict:
+    """The config.json a checked spec serves (``model.config`` as loaded, or the catalog's copy
+    for ``model.architecture``): what the engines read, for the conformance builds."""
+    from generator.catalog import builtin_config
+    if checked.loaded.model_config is not None:
+        return checked.loaded.model_config
+    return builtin_config(checked.spec.spec.model.architecture)

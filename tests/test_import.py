@@ -596,3 +596,13 @@ def test_imp001_a_platform_engine_container_without_an_engine(tmp_path):
                  "          image: x\n          command: [python3, my_launcher.py]\n")
     assert [(x.code, x.severity.value) for x in import_unit(read_unit(f)).findings] == \
         [("IMP001", "error")]
+
+
+def test_imp011_a_model_outside_the_catalog(tmp_path):
+    """IMP011: a served model the catalog does not have (Llama-3.1, a dense model) is named
+    at the command; Llama-4, gpt-oss and the other families of issue 35 are in it."""
+    f = _lws("exec vllm serve meta-llama/Llama-3.1-8B-Instruct --tensor-parallel-size 8",
+             tmp_path)
+    assert ("IMP011", 16) in _codes(f)
+    f = _lws("exec vllm serve openai/gpt-oss-120b --tensor-parallel-size 8", tmp_path)
+    assert "IMP011" not in {c for c, _ in _codes(f)}

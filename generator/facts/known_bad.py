@@ -31,7 +31,8 @@ class Match:
         all2all: ``moe.all2all`` backends (engine-neutral names).
         modes: role modes (``prefill``, ``decode``, ``unified``).
         speculative: the role speculates (MTP) or not.
-        families: model families (``catalog.FAMILIES`` values).
+        classes: models by the class the engines dispatch on (``ModelArch.engine_class``, the
+            HF ``architectures[0]``): a bug in one engine model implementation.
         connectors: ``kvTransfer.connector`` names.
         expert_parallel: ``parallel.expert``.
         data_parallel: more than one data-parallel rank.
@@ -47,7 +48,7 @@ class Match:
     all2all: frozenset[str] | None = None
     modes: frozenset[str] | None = None
     speculative: bool | None = None
-    families: frozenset[str] | None = None
+    classes: frozenset[str] | None = None
     connectors: frozenset[str] | None = None
     expert_parallel: bool | None = None
     data_parallel: bool | None = None
@@ -67,7 +68,7 @@ class Match:
             (self.weights, weights),
             (self.all2all, moe.all2all if moe else None),
             (self.modes, role.mode),
-            (self.families, role.arch.family),
+            (self.classes, role.arch.engine_class),
             (self.connectors, role.kv_transfer.connector if role.kv_transfer else None),
             (self.kv_dtypes, role.serving.kvCacheDtype),
             (self.generations, generation),
@@ -148,7 +149,7 @@ KNOWN_BAD: tuple[KnownBad, ...] = (
         "use SGLang 0.5.18 or later, or deepep_low_latency / allgather_reducescatter"),
     KnownBad(
         "sglang", (0, 5, 12), (0, 5, 13),
-        Match(families=_f("deepseek_v4"), eplb=True, expert_parallel=True),
+        Match(classes=_f("DeepseekV4ForCausalLM"), eplb=True, expert_parallel=True),
         ("moe", "eplb", "enabled"),
         "EPLB with DeepSeek-V4: the model's forward sets no current layer for the expert "
         "distribution recorder, so its layer index is None: prefill crashes, decode records "
@@ -161,7 +162,7 @@ KNOWN_BAD: tuple[KnownBad, ...] = (
         "use SGLang 0.5.13 or later, or disable EPLB"),
     KnownBad(
         "sglang", (0, 5, 9), (0, 5, 11),
-        Match(families=_f("deepseek_v32"), kv_dtypes=_f("fp8"), generations=_f("hopper"),
+        Match(classes=_f("DeepseekV32ForCausalLM"), kv_dtypes=_f("fp8"), generations=_f("hopper"),
               min_tensor=4),
         ("parallel", "tensor"),
         "DeepSeek-V3.2 with an FP8 KV cache on Hopper decodes with FlashMLA's FP8 sparse kernel "
@@ -177,7 +178,7 @@ KNOWN_BAD: tuple[KnownBad, ...] = (
         "or serve the KV cache in BF16 (kvCacheDtype: auto)"),
     KnownBad(
         "sglang", (0, 5, 3), (0, 5, 4),
-        Match(families=_f("deepseek_v32"), speculative=True),
+        Match(classes=_f("DeepseekV32ForCausalLM"), speculative=True),
         ("speculative",),
         "DeepSeek-V3.2 with MTP: the NSA attention backend (DeepSeek-V3.2's sparse attention) "
         "asserts there is no speculative input (\"Spec decoding is not supported for NSA backend "
@@ -189,7 +190,7 @@ KNOWN_BAD: tuple[KnownBad, ...] = (
         "use SGLang 0.5.4 or later, or drop speculative decoding"),
     KnownBad(
         "vllm", (0, 20, 0), (0, 30, 0),
-        Match(families=_f("deepseek_v4"), kv_dtypes=_f("auto"),
+        Match(classes=_f("DeepseekV4ForCausalLM"), kv_dtypes=_f("auto"),
               generations=_f("hopper", "blackwell")),
         ("serving", "kvCacheDtype"),
         "DeepSeek-V4 with --kv-cache-dtype auto dies at layer construction (AssertionError "
@@ -208,7 +209,7 @@ KNOWN_BAD: tuple[KnownBad, ...] = (
         "0.30.0 or later"),
     KnownBad(
         "vllm", (0, 11, 0), (0, 18, 0),
-        Match(families=_f("deepseek_v2", "deepseek_v3"), kv_dtypes=_f("fp8"),
+        Match(classes=_f("DeepseekV2ForCausalLM", "DeepseekV3ForCausalLM"), kv_dtypes=_f("fp8"),
               generations=_f("ampere", "ada")),
         ("serving", "kvCacheDtype"),
         "MLA with an FP8 KV cache on Ampere or Ada: the only MLA backend vLLM has there "
