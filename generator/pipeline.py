@@ -33,6 +33,7 @@ from .sizing.host import HostPlan
 from .spec.load import LoadedSpec, Provenance, load_spec
 from .spec.models import InferenceDeployment
 from .spec.validate import validate_structure
+from .waivers import Suppressed, Waiver, no_error
 
 if TYPE_CHECKING:
     from .manifests.plan import DeploymentPlan
@@ -46,14 +47,17 @@ class Checked:
     Attributes:
         loaded: the merged input with provenance.
         spec: the validated model (None when structure failed).
-        findings: every finding, sorted (errors and warnings).
+        findings: every finding, sorted (errors, warnings, notices), without those a skip
+            suppresses (generator/waivers.py).
         model: the deployment model (None when structure failed).
+        suppressed: the findings the spec's and overlays' skips suppress, with the skip.
     """
 
     loaded: LoadedSpec
     spec: InferenceDeployment | None = None
     findings: list[Finding] = field(default_factory=list)
     model: Deployment | None = None
+    suppressed: list[Suppressed] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
@@ -85,16 +89,17 @@ class Checked:
 
 
 def check(spec_path: Path, overlays: list[Path] = (), target: str | None = None,
-          namespace: str | None = None) -> Checked:
+          namespace: str | None = None, skips: bool = True) -> Checked:
     """Run every check on a spec and its overlays. Never raises for bad input.
 
     ``target``: ``NAME`` or ``NAME@VERSION`` (``gen render --target``), replacing the spec's
     ``spec.target``; ``namespace``: the namespace the objects are applied to (a kustomize
-    ``namespace:`` override, ``gen preflight --namespace``), replacing ``metadata.namespace``."""
+    ``namespace:`` override, ``gen preflight --namespace``), replacing ``metadata.namespace``;
+    ``skips``: apply the waivers written in the files (false: ``--no-skips``)."""
     loaded = load_spec(Path(spec_path), [Path(o) for o in overlays])
     if namespace is not None and not loaded.findings:
         override_namespace(loaded, namespace)
-    return check_loaded(loaded, target)
+    return check_loaded(loaded, target, skips)
 
 
 def override_namespace(loaded: LoadedSpec, namespace: str) -> None:
@@ -140,26 +145,37 @@ def override_target(loaded: LoadedSpec, target: str) -> None:
     loaded.provenance.replace_subtree(("spec", "target"), Provenance({**at_cli, **kept}))
 
 
-def check_loaded(loaded: LoadedSpec, target: str | None = None) -> Checked:
+def check_loaded(loaded: LoadedSpec, target: str | None = None, skips: bool = True) -> Checked:
     """Run every check on a spec already read (a file's, or one built in memory, as
-    ``gen plan`` does for a fixed layout). Never raises for bad input."""
+    ``gen plan`` does for a fixed layout); with ``skips``, the waivers written in its files
+    suppress what they name (generator/waivers.py). Never raises for bad input."""
+    waiver = Waiver(list(loaded.skips) if skips else [])
+    result = _checked(loaded, target, waiver)
+    if waiver.skips:
+        kept = waiver.apply(result.findings)
+        result.findings = kept + waiver.leftovers(result.model is not None and no_error(kept))
+        result.suppressed = waiver.suppressed
+    return _sorted(result)
+
+
+def _checked(loaded: LoadedSpec, target: str | None, waiver: Waiver) -> Checked:
     result = Checked(loaded, findings=list(loaded.findings))
     if not result.ok:
-        return _sorted(result)
+        return result
     if target is not None:
         override_target(loaded, target)
     spec, findings = validate_structure(loaded)
     result.findings += findings
     if spec is None:
-        return _sorted(result)
+        return result
     result.spec = spec
     model = build(spec, loaded.provenance, loaded.model_config)
     result.model = model
     result.findings += model.findings
-    result.findings += run_rules(Context.of(model))
+    result.findings += run_rules(Context.of(model), waiver.covers if waiver.skips else None)
     from .targets import target_for
     result.findings += target_for(spec.spec.target.name).findings(model)
-    return _sorted(result)
+    return result
 
 
 def _sorted(result: Checked) -> Checked:
