@@ -220,7 +220,7 @@ def read_inputs(paths: list[Path], overlays: list[Path] = (), opts: Options | No
             if f.location.file not in unit.files:
                 batch.findings.append(f)
     if pool.documents or pool.findings:
-        _import(batch, pool, neither, overlays, opts, check, target)
+        _import(batch, pool, neither, overlays, opts, check, target, skips)
     else:
         batch.skipped = sorted(neither)
     if skips and check:
@@ -231,8 +231,9 @@ def read_inputs(paths: list[Path], overlays: list[Path] = (), opts: Options | No
 
 
 def _import(batch: Batch, pool: InputUnit, neither: dict[str, list[Document]],
-            overlays: list[Path], opts, check: bool, target: str | None) -> None:
-    """Import and check the serving manifests of ``pool``; sort the files that are neither
+            overlays: list[Path], opts, check: bool, target: str | None, skips: bool) -> None:
+    """Import and check the serving manifests of ``pool`` (``skips``: their waivers keep the
+    rule errors they waive from stopping a role's sizing); sort the files that are neither
     into unread (INP002), read with the manifests, and skipped."""
     from .importer import check_imported, import_unit, to_loaded
     from .importer.unread import unread_engines
@@ -245,11 +246,12 @@ def _import(batch: Batch, pool: InputUnit, neither: dict[str, list[Document]],
             any(_is_object(d.data) for d in docs) or os.path.abspath(n) in named)))
     imported = import_unit(pool, opts)
     batch.findings += imported.findings
+    waivers = [s for d in pool.documents for s in d.provenance.skips] if skips else []
     for dep in imported.deployments:
         name = f"{dep.data['metadata']['name']} ({', '.join(dep.files)})"
-        batch.results.append(Checked(name, MANIFEST, check_imported(dep, list(overlays), target)
-                                     if check else pipeline.Checked(to_loaded(dep, list(overlays))),
-                                     dep))
+        batch.results.append(Checked(name, MANIFEST, check_imported(
+            dep, list(overlays), target, waivers) if check else pipeline.Checked(
+                to_loaded(dep, list(overlays))), dep))
 
 
 def _is_object(data) -> bool:

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Callable
 
 from .checks import Context, run_rules
 from .deployment import Deployment, build
@@ -145,12 +145,16 @@ def override_target(loaded: LoadedSpec, target: str) -> None:
     loaded.provenance.replace_subtree(("spec", "target"), Provenance({**at_cli, **kept}))
 
 
-def check_loaded(loaded: LoadedSpec, target: str | None = None, skips: bool = True) -> Checked:
+def check_loaded(loaded: LoadedSpec, target: str | None = None, skips: bool = True,
+                 hidden: Callable[[Finding], bool] | None = None) -> Checked:
     """Run every check on a spec already read (a file's, or one built in memory, as
     ``gen plan`` does for a fixed layout); with ``skips``, the waivers written in its files
-    suppress what they name (generator/waivers.py). Never raises for bad input."""
+    suppress what they name (generator/waivers.py). ``hidden``: the findings the caller will
+    not report (an imported deployment's spec-form codes, its manifests' waivers): like waived
+    ones, their rule errors do not keep a role from the sizing phase. Never raises for bad
+    input."""
     waiver = Waiver(list(loaded.skips) if skips else [])
-    result = _checked(loaded, target, waiver)
+    result = _checked(loaded, target, waiver, hidden)
     if waiver.skips:
         kept = waiver.apply(result.findings)
         result.findings = kept + waiver.leftovers(result.model is not None and no_error(kept))
@@ -158,7 +162,8 @@ def check_loaded(loaded: LoadedSpec, target: str | None = None, skips: bool = Tr
     return _sorted(result)
 
 
-def _checked(loaded: LoadedSpec, target: str | None, waiver: Waiver) -> Checked:
+def _checked(loaded: LoadedSpec, target: str | None, waiver: Waiver,
+             hidden: Callable[[Finding], bool] | None) -> Checked:
     result = Checked(loaded, findings=list(loaded.findings))
     if not result.ok:
         return result
@@ -172,7 +177,8 @@ def _checked(loaded: LoadedSpec, target: str | None, waiver: Waiver) -> Checked:
     model = build(spec, loaded.provenance, loaded.model_config)
     result.model = model
     result.findings += model.findings
-    result.findings += run_rules(Context.of(model), waiver.covers if waiver.skips else None)
+    result.findings += run_rules(Context.of(model), lambda f: bool(
+        waiver.covers(f) or (hidden and hidden(f))))
     from .targets import target_for
     result.findings += target_for(spec.spec.target.name).findings(model)
     return result

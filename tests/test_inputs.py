@@ -317,3 +317,18 @@ def test_bare_pods_jobs_and_knative_services_are_found(tmp_path):
         (46, "$.spec.template.spec.containers[0]",
          "Service r1-kn (serving.knative.dev/v1) runs vLLM (registry.corp/ml/runner:1)")]
     assert len(batch.results) == 1 and batch.unread == [] and batch.skipped == []
+
+
+def test_a_manifest_on_hub_weights_is_still_sized(tmp_path):
+    """DeepSeek-R1 (671B parameters in FP8: > 600 GiB) on one H200, weights from the Hub: the
+    spec form's MOD005 (no model.volume), not reported on manifests (IMP010 says it), kept the
+    role from the sizing phase, so this passed green (only IMP010). Now SIZ001."""
+    f = tmp_path / "tp1.yaml"
+    f.write_text(vllm_deployment("deepseek-ai/DeepSeek-R1", '--tensor-parallel-size, "1"')
+                 .replace("nvidia.com/gpu: 8", "nvidia.com/gpu: 1"))
+    batch = read_inputs([f])
+    assert [(x.code, x.severity.value) for x in batch.all_findings()] == [
+        ("SIZ001", "error"), ("IMP010", "warning")]
+    # 671e9 parameters x 1 byte (FP8) / 2^30 = 625 GiB at least, against 141 GB of HBM.
+    weights = float(batch.all_findings()[0].message.split("weights ")[1].split(" ")[0])
+    assert weights >= 671e9 / 2**30

@@ -13,7 +13,7 @@ import pytest
 from generator.cli import run
 from generator.inputs import read_inputs
 from generator.spec.skips import comment_skips
-from tests.helpers import EXAMPLES
+from tests.helpers import EXAMPLES, vllm_deployment
 
 S1 = EXAMPLES / "s1-16xh20-pd.yaml"
 IMAGE = "    image: vllm/vllm-openai:v0.33.0\n"   # line 22 of S1
@@ -242,3 +242,18 @@ def test_comment_scan():
     assert got == [(("A001",), "why", 1, 7, (1, 2)),
                    (("B001", "B002"), "why not", 2, 1, (2, 4)),
                    (("C001",), "", 3, 1, (3, 4))]
+
+
+def test_a_waived_rule_error_in_a_manifest_still_sizes_its_role(tmp_path):
+    """--max-model-len 1000000 on DeepSeek-R1 (LEN001: max_position_embeddings 163840), waived:
+    the HBM check still runs on the role and says one such request needs 65.45 GiB of KV
+    (SIZ002). Before, the waived error kept the role from the sizing phase: green."""
+    f = tmp_path / "long.yaml"
+    f.write_text(vllm_deployment(
+        "deepseek-ai/DeepSeek-R1", '--tensor-parallel-size, "8", --max-model-len, "1000000"',
+        models_pvc=True)
+        .replace('"1000000"]\n', '"1000000"]  # moegen:skip=LEN001 a YaRN-extended checkpoint\n'))
+    batch = read_inputs([f])
+    assert [s.finding.code for s in batch.suppressed] == ["LEN001"]
+    assert [(x.code, x.location.line) for x in batch.all_findings()] == [
+        ("IMP010", 14), ("SIZ002", 15)]
