@@ -285,7 +285,8 @@ def import_cmd(inputs: tuple[Path, ...], out: Path | None, overlays: tuple[Path,
             _reject(batch.findings)
         if batch.findings:   # engines under kinds moegen does not read (INP002)
             click.echo(report.text(batch.findings, colour=sys.stderr.isatty()), err=True)
-        raise UsageError("no vLLM or SGLang workload found in the input "
+        kind = "of a kind moegen reads " if batch.unread else ""
+        raise UsageError(f"no vLLM or SGLang workload {kind}found in the input "
                          f"({len(batch.files)} files read)")
     texts = [(r.imported.data["metadata"]["name"], spec_yaml(r.imported)) for r in deps]
     many = out is not None and (out.is_dir() or str(out).endswith("/") or len(texts) > 1)

@@ -255,6 +255,12 @@ def test_engines_under_kinds_moegen_does_not_read_are_notices(capsys):
                                    "(not checked): 1 error, 0 warnings, 4 notices")
     assert run(["validate", *map(str, files)]) == 1
     capsys.readouterr()
+    # gen import has nothing to import: the notice says why, then the usage error (exit 2).
+    assert run(["import", str(files[0])]) == 2
+    err = capsys.readouterr().err
+    assert "notice INP002" in err and err.endswith(
+        "gen: error: no vLLM or SGLang workload of a kind moegen reads found in the input "
+        "(1 files read)\n")
 
 
 POD = """apiVersion: v1
