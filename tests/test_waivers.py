@@ -7,6 +7,7 @@ and shown again (``--no-skips``)."""
 from __future__ import annotations
 
 import json
+import shutil
 
 import pytest
 
@@ -257,3 +258,16 @@ def test_a_waived_rule_error_in_a_manifest_still_sizes_its_role(tmp_path):
     assert [s.finding.code for s in batch.suppressed] == ["LEN001"]
     assert [(x.code, x.location.line) for x in batch.all_findings()] == [
         ("IMP010", 14), ("SIZ002", 15)]
+
+
+def test_env_files_a_kustomization_reads_carry_skips(tmp_path):
+    """The env files of configMapGenerator are read with the manifests, comments and all: a
+    skip there is located at its line (stale here: SKP002 on decode.env)."""
+    tree = tmp_path / "out"
+    shutil.copytree(EXAMPLES.parent / "tests" / "golden" / "s1-16xh20-pd" / "expected", tree)
+    env = tree / "env" / "decode.env"
+    lines = env.read_text().splitlines()
+    env.write_text("\n".join([*lines, f"# moegen:skip=SRV060 {REASON}", "X=1"]) + "\n")
+    batch = read_inputs([tree])
+    assert [(f.code, f.location.file, f.location.line) for f in batch.all_findings()] == [
+        ("SKP002", str(env), len(lines) + 1)]
