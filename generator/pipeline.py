@@ -177,8 +177,9 @@ def _checked(loaded: LoadedSpec, target: str | None, waiver: Waiver,
     model = build(spec, loaded.provenance, loaded.model_config)
     result.model = model
     result.findings += model.findings
-    result.findings += run_rules(Context.of(model), lambda f: bool(
-        waiver.covers(f) or (hidden and hidden(f))))
+    waived = (lambda f: bool(waiver.covers(f) or (hidden and hidden(f)))) \
+        if waiver.skips or hidden else None
+    result.findings += run_rules(Context.of(model), waived)
     from .targets import target_for
     result.findings += target_for(spec.spec.target.name).findings(model)
     return result

@@ -24,6 +24,7 @@ skip, and the finding stays.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
 
 from .errors import Finding, Severity
@@ -48,17 +49,22 @@ class Suppressed:
                          "form": self.skip.form}}
 
 
-def _known(code: str) -> bool:
+@functools.cache
+def _codes() -> tuple[frozenset[str], frozenset[str]]:
+    """(every code of the catalogue, the codes of rule functions)."""
     from .checks import RULES
-    return any(r.code == code for r in RULES)
+    return (frozenset(r.code for r in RULES),
+            frozenset(r.code for r in RULES if r.check is not None))
+
+
+def _known(code: str) -> bool:
+    return code in _codes()[0]
 
 
 def waivable(f: Finding) -> bool:
     """Whether a skip may suppress ``f``: a warning or notice, or an error of a rule function
     (generator/checks), not of the reader, schema, importer or target."""
-    from .checks import RULES
-    return f.code not in OWN and (f.severity is not Severity.ERROR or any(
-        r.code == f.code and r.check is not None for r in RULES))
+    return f.code not in OWN and (f.severity is not Severity.ERROR or f.code in _codes()[1])
 
 
 def _path(skip: Skip) -> str:
