@@ -7,7 +7,7 @@ on the object checkov reads as checkov's skip annotations (``checkov.io/skip<N>:
 <check>=<reason>``, checkov/kubernetes/kubernetes_utils.py ``get_skipped_checks``), so a user
 who runs checkov sees the reason on the object; docs/security.md lists them all, and
 tests/test_checkov.py runs checkov over every example and target and fails on any check that is
-neither passed nor waived here, and on any waiver that checkov would not have failed.
+neither passed nor waived here, and on a waiver no rendered tree uses.
 
 What is fixed instead of waived (docs/security.md "What moegen sets"): service-account tokens
 are not mounted where the pod does not call the API server; root filesystems are read-only,
@@ -98,8 +98,6 @@ WAIVERS: dict[str, Waiver] = {w.key: w for w in (
        "https://kubernetes.io/docs/concepts/security/pod-security-standards/"),
     _w("privileged-net-raw", "CKV_K8S_28", "pod.privileged: true holds every capability",
        "https://kubernetes.io/docs/concepts/security/pod-security-standards/"),
-    _w("privileged-sys-admin", "CKV_K8S_39", "pod.privileged: true holds every capability",
-       "https://kubernetes.io/docs/concepts/security/pod-security-standards/"),
     _w("image-digest", "CKV_K8S_43", _TAG,
        "https://kubernetes.io/docs/concepts/containers/images/#image-pull-policy"),
     _w("image-pull", "CKV_K8S_15", _PULL,
@@ -161,6 +159,30 @@ WAIVERS: dict[str, Waiver] = {w.key: w for w in (
 )}
 
 
+_PRESET = ("KServe merges this template over its preset's pod (config-llm-template.yaml) and "
+           "owns the merged pod; moegen does not set this field over the preset's")
+for _check, _name in (("CKV_K8S_8", "liveness"), ("CKV_K8S_9", "readiness"),
+                      ("CKV_K8S_20", "escalation"), ("CKV_K8S_22", "root-filesystem"),
+                      ("CKV_K8S_28", "net-raw"), ("CKV_K8S_30", "security-context"),
+                      ("CKV_K8S_37", "capabilities"), ("CKV_K8S_38", "api-token")):
+    WAIVERS[f"kserve-preset-{_name}"] = _w(f"kserve-preset-{_name}", _check, _PRESET,
+                                           "kserve/kserve@v0.20.0:config/llmisvcconfig/"
+                                           "config-llm-template.yaml")
+
+
+def engine_waivers_of(annotations: dict[str, str]) -> list[Waiver]:
+    """The waivers named by a pod template's checkov skip annotations, except those a platform
+    target changes itself (the API token, the root filesystem: its own waivers say why)."""
+    by_reason = {(w.check, w.reason): w for w in WAIVERS.values()}
+    out = []
+    for k, v in annotations.items():
+        if k.startswith(SKIP_PREFIX):
+            check, _, reason = v.partition("=")
+            if check not in ("CKV_K8S_38", "CKV_K8S_22"):
+                out.append(by_reason[(check, reason)])
+    return out
+
+
 def has_digest(image: str) -> bool:
     """Whether an image reference pins a digest (``@``: checkov CKV_K8S_43 and CKV_K8S_15)."""
     return "@" in image
@@ -194,7 +216,7 @@ def engine_waivers(*, image: str, rdma: bool, host_network: bool, privileged: bo
     keys: list[str] = []
     if privileged:
         keys += ["privileged", "privileged-escalation", "privileged-capabilities",
-                 "privileged-net-raw", "privileged-sys-admin"]
+                 "privileged-net-raw"]
     elif rdma:
         keys.append("rdma-ipc-lock")
     if host_network:

@@ -182,7 +182,7 @@ def test_every_waiver_is_used(scan) -> None:
     # pod.privileged (test_privileged_pods_name_their_waivers) and network.networkPolicy:
     # false (test_network_policy_off_is_a_waiver): no tree sets them
     assert unused <= {"privileged", "privileged-escalation", "privileged-capabilities",
-                      "privileged-net-raw", "privileged-sys-admin", "no-network-policy"}, unused
+                      "privileged-net-raw", "no-network-policy"}, unused
 
 
 # --- without checkov: the one place, the docs, the NetworkPolicies ---------------------------
@@ -252,6 +252,6 @@ def test_privileged_pods_name_their_waivers(tmp_path: Path) -> None:
     files = _render(tmp_path, "spec:\n  roles:\n    - name: decode\n      pod: {privileged: true}\n")
     decode = files["decode-lws.yaml"]
     for key in ("privileged", "privileged-escalation", "privileged-capabilities",
-                "privileged-net-raw", "privileged-sys-admin"):
+                "privileged-net-raw"):
         assert security.WAIVERS[key].check + "=" in decode, key
     assert "CKV_K8S_25=" not in decode and "CKV_K8S_25=" in files["prefill-lws.yaml"]

@@ -37,6 +37,7 @@ from __future__ import annotations
 from typing import Any
 
 from .. import security
+from ..security import engine_waivers_of
 from ..deployment import Deployment
 from ..engines.caches import CACHE_MOUNT
 from ..engines.routers import ROUTER_REPLICAS, rendered_router
@@ -68,17 +69,7 @@ DYNAMO_FRONTEND_WAIVERS = ("dynamo-api-token", "dynamo-writes", "dynamo-frontend
                            "dynamo-probes-readiness", "controller-network-policy")
 
 
-def engine_waivers_of(annotations: dict[str, str]) -> list:
-    """The waivers named by a pod template's checkov skip annotations, except those Dynamo's
-    pod changes (the API token, the writable root filesystem: its own waivers say why)."""
-    by_reason = {(w.check, w.reason): w for w in security.WAIVERS.values()}
-    out = []
-    for k, v in annotations.items():
-        if k.startswith(security.SKIP_PREFIX):
-            check, _, reason = v.partition("=")
-            if check not in ("CKV_K8S_38", "CKV_K8S_22"):
-                out.append(by_reason[(check, reason)])
-    return out
+
 #: Options of ``vllm serve`` that moegen renders and that are no engine arguments (vLLM 0.33.0
 #: vllm/entrypoints/openai/cli_args.py FrontendArgs ``--host``/``--port``;
 #: vllm/entrypoints/cli/serve.py ``--headless``, ``--api-server-count``,
