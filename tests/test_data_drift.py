@@ -97,3 +97,17 @@ def test_controller_facts_cite_a_release_and_a_line():
         ref, _, where = rest.partition(":")
         assert "/" in repo and ref and where, s
         assert where.rsplit(":", 1)[-1].isdigit(), f"{s}: no line"
+
+
+def test_image_table_matches_the_tagged_source():
+    """generator/facts/data/images.json is what tools/extract_images.py reads from the
+    publishers' sources (git mirrors of ai-dynamo/dynamo (the fork wxsms/dynamo) and
+    kserve/kserve: $MOEGEN_MIRRORS, else ../.mirror beside the checkout; skipped without them)."""
+    import pytest
+    tool = _tool("extract_images")
+    mirrors = tool.mirrors_dir()
+    missing = [m for m in tool.MIRRORS if not (mirrors / m / "repo").is_dir()]
+    if missing:
+        pytest.skip(f"image-table git mirrors not present under {mirrors}: {missing}")
+    committed = (ROOT / "generator" / "facts" / "data" / "images.json").read_text()
+    assert committed == tool.render(mirrors), "run: python tools/extract_images.py"

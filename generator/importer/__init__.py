@@ -12,7 +12,7 @@ manifests' file:line:column, with IMP findings for what could not be reconstruct
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from typing import TYPE_CHECKING
@@ -150,5 +150,20 @@ def check_imported(imported: "Imported", overlays: list[Path] = (), target: str 
         return pipeline.check_loaded(loaded, target)
     loaded.findings = [f for f in loaded.findings if f.code not in mine]
     checked = pipeline.check_loaded(loaded, target)
-    checked.findings = sorted(imp + checked.findings, key=Finding.sort_key)
+    found = checked.findings
+    if imported.assumed:
+        found = [assumed_release(f, imported.assumed) for f in found]
+    checked.findings = sorted(imp + found, key=Finding.sort_key)
     return checked
+
+
+def assumed_release(f: Finding, assumed: str) -> Finding:
+    """An error that depends on the engine release (checks/registry.py ``release_dependent``),
+    judged at a release moegen assumed (``"vLLM 0.26.0"``): a warning that names it. Never an
+    error on a guess."""
+    from ..checks.registry import release_dependent
+    if f.severity is not Severity.ERROR or not release_dependent(f.code):
+        return f
+    return replace(f, severity=Severity.WARNING,
+                   message=f"{f.message} [judged at {assumed}, assumed: the release the image "
+                           "runs is not known (IMP008)]")

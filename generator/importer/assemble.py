@@ -15,6 +15,8 @@ from ..engines import sglang as sg
 from ..engines import vllm as vl
 from ..durations import KEEPALIVE_ENV, SGLANG_KV_TIMEOUT_ENV
 from ..engines.caches import CACHE_ENV_KEYS, CACHE_MOUNT
+from ..engines.registry import LABELS
+from ..facts import images
 from ..facts.versions import default_image
 from ..spec.provenance import Provenance
 from .platforms import KSERVE_COMMAND_ENV
@@ -33,7 +35,8 @@ from .build import (
     _role_order,
     _workload_kind,
     architecture_of,
-    version_of,
+    engine_image,
+    release_of,
 )
 from .launch import Issue
 from .pods import token_secret
@@ -126,27 +129,72 @@ def _dynamo_engine_image(first: Role, engine: dict) -> None:
     """A DynamoGraphDeployment's containers run a Dynamo runtime image (the release's, or a
     custom build named ``...-vllm0.33.0``), whose tag is Dynamo's, not the engine's: the spec
     names the engine release's own image instead, so ENG002 holds it to ``engine.version``
-    (the version read from the runtime image: importer/build.py ``version_of``). The Dynamo
-    target itself is not written: its checks are the platform's, not the manifest's."""
-    if first.workload.platform == "dynamo" and engine.get("version"):
+    (the version read from the runtime image through facts/images.py). The Dynamo target itself
+    is not written: its checks are the platform's, not the manifest's."""
+    if first.workload.platform == "dynamo" and engine.get("version") \
+            and images.read(engine["image"], engine["name"]).release is not None:
         engine["image"] = default_image(engine["name"], engine["version"])
 
 
-def _engine(group: list[Role], opts: Options, issues: list[Issue]) -> dict:
+def _engine(group: list[Role], opts: Options, issues: list[Issue]) -> tuple[dict, str | None]:
+    """``spec.engine`` and the release judged at when it is not the one the image runs (None:
+    moegen read or was told the release). An image whose release moegen cannot read is
+    judged at the newest release whose parser has every option used (IMP008 says how to state
+    the release); a release moegen has no facts for, at the nearest it has (IMP008 again)."""
     first = group[0]
     cmd = first.launch.command
-    image = first.launch.image
-    if not image and first.workload.platform == "kserve":
-        from .platforms import KSERVE_IMAGE
-        image = KSERVE_IMAGE
-    version = opts.engine_version or version_of(image, cmd.engine)
-    if version is None:
+    image = engine_image(first.workload, first.launch)
+    release, how, stated = release_of(first.workload, first.launch, opts)
+    label = LABELS[cmd.engine]
+    state = (f"state it with --engine-version, or the annotation {images.ANNOTATION}: "
+             "\"X.Y.Z\" on the workload")
+    if release is None:
         version, why = _newest_with(cmd.engine, [r.launch.command for r in group])
-        issues.append(Issue("IMP008", f"the image {image or '(none)'} does not name the "
-                            f"{cmd.engine} release: checked as {version}, {why}",
-                            first.launch.loc(-1),
-                            "pin the image to a release tag, or pass --engine-version"))
-    return {"name": cmd.engine, "version": version, "image": image or f"{cmd.engine}:{version}"}
+        issues.append(Issue("IMP008", f"{how}: moegen cannot read which {label} release it "
+                            f"runs; judged at {version}, {why} (a finding that depends on the "
+                            "release is a warning)", first.launch.loc(-1), state))
+        return {"name": cmd.engine, "version": version,
+                "image": image or f"{cmd.engine}:{version}"}, version
+    nearest = _nearest_known(cmd.engine, release)
+    if nearest is None:
+        return {"name": cmd.engine, "version": release,
+                "image": image or default_image(cmd.engine, release)}, None
+    own = default_image(cmd.engine, nearest)
+    issues.append(Issue("IMP008", f"{how if not stated else 'stated by ' + how}: {label} "
+                        f"{release}, a release moegen has no per-release facts for; judged at "
+                        f"{nearest}, the nearest it knows, and the spec names {own} (a finding "
+                        "that depends on the release is a warning)", first.launch.loc(-1),
+                        f"moegen reads {label} {_ranges(cmd.engine)}"))
+    return {"name": cmd.engine, "version": nearest, "image": own}, nearest
+
+
+def _nearest_known(engine: str, release: str) -> str | None:
+    """None when moegen has the facts of ``release`` (a known release or a patch release of
+    one), else the known release nearest to it (the oldest for an older one, the newest for a
+    newer one, the one below for a release between them)."""
+    from ..engines.options import known_releases
+    from ..engines.registry import ENGINES
+    from ..facts.versions import UnsupportedVersion, parse_version
+    try:
+        ENGINES[engine].dialect(release)
+        return None
+    except UnsupportedVersion:
+        pass
+    except ValueError:
+        return known_releases(engine)[-1]
+    known = known_releases(engine)
+    try:
+        v = parse_version(release)
+    except ValueError:
+        return known[-1]
+    below = [k for k in known if parse_version(k) <= v]
+    return below[-1] if below else known[0]
+
+
+def _ranges(engine: str) -> str:
+    from ..engines.options import known_releases
+    known = known_releases(engine)
+    return f"{known[0]} to {known[-1]}"
 
 
 def _newest_with(engine: str, commands: list) -> tuple[str, str]:
@@ -228,7 +276,8 @@ def assemble(group: list[Role], opts: Options, files: list[str]) -> Imported:
             ("metadata", "namespace"))
     suppress: set[str] = set()
     spec: dict[str, Any] = {"model": _model(group, opts, prov, issues, suppress),
-                            "engine": _engine(group, opts, issues)}
+                            "engine": None}
+    spec["engine"], assumed = _engine(group, opts, issues)
     _dynamo_engine_image(group[0], spec["engine"])
     lead = group[0]
     if lead.launch.image:   # engine findings (VER001, ENG002) at the image line
@@ -276,7 +325,10 @@ def assemble(group: list[Role], opts: Options, files: list[str]) -> Imported:
     _inherited_speculative(roles, prov)
     data = {"apiVersion": "moegen.dev/v1alpha1", "kind": "InferenceDeployment",
             "metadata": meta, "spec": spec}
-    return Imported(data, prov, files, issues, group, suppress)
+    imported = Imported(data, prov, files, issues, group, suppress)
+    if assumed is not None:
+        imported.assumed = f"{LABELS[spec['engine']['name']]} {assumed}"
+    return imported
 
 
 def _kv_role_issues(r: Role) -> list[Issue]:
