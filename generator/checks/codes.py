@@ -68,7 +68,8 @@ for _code, _sev, _summary, _source in (
      "https://kubernetes.io/docs/tasks/inject-data-application/define-interdependent-environment-variables/"),
     ("IMP015", W, "vLLM's kv_role matches the role (kv_producer / kv_consumer)",
      "vLLM 0.33.0 vllm/distributed/kv_transfer/kv_connector/v1/nixl/connector.py (kv_both is "
-     "deprecated); generator/importer/assemble.py"),
+     "deprecated: judged at the release the image runs, from 0.32.0 on, "
+     "generator/importer/assemble.py KV_BOTH_DEPRECATED)"),
     ("IMP016", W, "a memory-backed /dev/shm has a sizeLimit",
      "Kubernetes emptyDir (medium Memory: the files count against the container's memory "
      "limit; sizeLimit bounds it) https://kubernetes.io/docs/concepts/storage/volumes/#emptydir"),

@@ -17,10 +17,11 @@ from ..pods import (
 from .registry import Context, E, Hit, N, W, rule
 
 
-@rule("POD001", E, "the pod memory limit holds /dev/shm",
+@rule("POD001", W, "the pod memory limit holds /dev/shm",
       "Kubernetes charges memory-backed emptyDir to the container limit "
       "(https://kubernetes.io/docs/concepts/storage/volumes/#emptydir); "
-      "vllm-project/production-stack#276")
+      "vllm-project/production-stack#276 (the OOM kill comes when /dev/shm fills, not at "
+      "start: a warning)")
 def _shm_limit(ctx: Context):
     for i, role in enumerate(ctx.spec.spec.roles):
         pod = effective_pod(ctx.spec.spec, role)
@@ -32,7 +33,8 @@ def _shm_limit(ctx: Context):
             key = "limits" if pod.limits and pod.limits.memory else "memory"
             yield Hit(pod_path(pod, i, key),
                       f"role {role.name!r}: memory limit {limit} ({limit_gib:.1f} GiB) does not "
-                      f"exceed /dev/shm {pod.shm_gib} GiB, which is charged to it",
+                      f"exceed /dev/shm {pod.shm_gib} GiB, which is charged to it: the pod is "
+                      "OOM-killed when /dev/shm fills",
                       f"raise pod.memory well above {pod.shm_gib}Gi, or lower pod.shmSizeGiB")
 
 
@@ -205,7 +207,7 @@ def _limits_above_requests(ctx: Context):
 
 
 #: Volumes and mount paths moegen declares in every engine pod (manifests/pods.py).
-_OWN_VOLUMES = ("dshm", "model", "compile-cache")
+_OWN_VOLUMES = ("dshm", "model", "compile-cache", "hf-cache")
 
 
 @rule("POD005", E, "extra volumes and mounts do not collide with moegen's",

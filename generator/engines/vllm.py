@@ -397,7 +397,7 @@ class VllmDialect:
             ports.append(Port("dp-supervisor", DP_SUPERVISOR_PORT))
         pod_ports, pod_env = self._pod_ports(role, rendezvous, notes)
         return EngineLaunch(
-            program=("vllm", "serve", role.model.path),
+            program=("vllm", "serve", role.model.argument()),
             common=tuple(common),
             per_pod=tuple(tuple(a) for a in per_pod),
             serves_api=tuple(serves),

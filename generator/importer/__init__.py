@@ -29,11 +29,11 @@ __all__ = ["Options", "classify", "import_unit", "to_loaded", "check_imported", 
 
 SPEC, MANIFEST, NEITHER, PLAN = "spec", "manifest", "neither", "plan"
 #: Codes that speak about a spec's own form, not the deployment, and have an IMP counterpart
-#: on imported manifests (not reported there): MOD001 (the model source: IMP011), ENG002 (the
-#: image tag: IMP008), NET003 (a variable moegen would derive: the manifest sets it itself),
+#: on imported manifests (not reported there): MOD001 (the model source: IMP011), ENG002 and
+#: ENG007 (the image's release: IMP008), NET003 (a variable moegen would derive: the manifest sets it itself),
 #: SRV004 (moegen's own SGLang renders need sizing.concurrency; an engine left at its default
 #: admission limit is not wrong).
-IMPORTED_SUPPRESSED = frozenset({"MOD001", "ENG002", "NET003", "SRV004"})
+IMPORTED_SUPPRESSED = frozenset({"MOD001", "ENG002", "ENG007", "NET003", "SRV004"})
 
 
 def _is_spec(d: Document) -> bool:

@@ -39,7 +39,7 @@ from .build import (
     release_of,
 )
 from .launch import Issue
-from .pods import token_secret
+from .pods import DEFAULT_HF_HOME, token_secret
 from .shell import is_runtime
 
 
@@ -81,13 +81,16 @@ def _model(group: list[Role], opts: Options, prov: Provenance,
     at = first.launch.loc(0)
     if isinstance(path, str) and path.startswith("/"):
         model["path"] = path
+    elif isinstance(path, str) and re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]*/[A-Za-z0-9._-]+",
+                                                path):
+        model["hub"] = _hub(group, path, model["name"])
     else:
         model["path"] = "/models/" + str(path or name or "model").rsplit("/", 1)[-1]
         imported_suppress.add("MOD005")   # the volume moegen needs: this IMP010 says it
-        issues.append(Issue("IMP010", f"the engine loads {path!r} from the Hugging Face Hub at "
-                            "start; moegen serves weights from a volume (model.path "
-                            f"{model['path']} and model.volume)", loc.get("path", at),
-                            "give the weights a volume, and set model.path"))
+        issues.append(Issue("IMP010", f"the engine loads {path!r}, which is neither a weights "
+                            "directory nor a Hugging Face repository id; moegen serves weights "
+                            f"from a volume (model.path {model['path']} and model.volume)",
+                            loc.get("path", at), "give the weights a volume, and set model.path"))
     if opts.model_config:
         model["config"] = opts.model_config
     else:
@@ -111,6 +114,22 @@ def _model(group: list[Role], opts: Options, prov: Provenance,
         model["tokenSecret"] = token
     _located(prov, ("spec", "model"), {(k,): v for k, v in loc.items()})
     return model
+
+
+def _hub(group: list[Role], repo: str, name: str) -> dict:
+    """``model.hub``: the Hub repository the engine downloads, the cache volume and its mount
+    (importer/pods.py ``hub_cache_dir``), and HF_HUB_OFFLINE (huggingface_hub constants.py
+    ``_is_true``: 1, ON, YES, TRUE)."""
+    first = next((r for r in group if r.pod.hub), group[0])
+    hub: dict[str, Any] = {} if repo == name else {"repo": repo}
+    if first.pod.hub:
+        hub["cache"] = first.pod.hub["cache"]
+        if first.pod.hub["mountPath"] != DEFAULT_HF_HOME:
+            hub["mountPath"] = first.pod.hub["mountPath"]
+    offline = str(first.launch.env.get("HF_HUB_OFFLINE", "")).upper()
+    if offline in ("1", "ON", "YES", "TRUE"):
+        hub["offline"] = True
+    return hub
 
 
 def _storage_uri(group: list[Role]) -> dict | None:
@@ -295,7 +314,8 @@ def assemble(group: list[Role], opts: Options, files: list[str]) -> Imported:
     roles = []
     for i, (r, name, pool) in enumerate(zip(group, names, pool_of)):
         r.name, r.mode = name, _mode(r)
-        issues += _kv_role_issues(r) + _kv_config_issues(r, net)
+        issues += _kv_role_issues(r, spec["engine"]["version"], assumed) \
+            + _kv_config_issues(r, net)
         role: dict[str, Any] = {"name": name, "mode": r.mode, "nodePool": pool,
                                 "replicas": r.workload.replicas,
                                 "workload": _workload_kind(r), **r.fields.role}
@@ -331,9 +351,19 @@ def assemble(group: list[Role], opts: Options, files: list[str]) -> Imported:
     return imported
 
 
-def _kv_role_issues(r: Role) -> list[Issue]:
+#: The oldest vLLM release read whose NixlConnector logs that kv_role kv_both is deprecated
+#: (vLLM 0.32.0 vllm/distributed/kv_transfer/kv_connector/v1/nixl/connector.py:97, as in
+#: 0.33.0). The deprecation was proposed after 0.22 (vllm-project/vllm#43807, 2026-05-27;
+#: llm-d/llm-d#1715, 2026-06-08: "kv_both isn't yet fully deprecated"); the releases from
+#: 0.23.0 to 0.31.0 were not read: kv_both there is not called deprecated.
+KV_BOTH_DEPRECATED = (0, 32, 0)
+
+
+def _kv_role_issues(r: Role, version: str, assumed: str | None) -> list[Issue]:
     """vLLM's kv_role against the role's mode: the spec renders kv_producer on prefill and
-    kv_consumer on decode (engines/vllm.py KV_ROLES)."""
+    kv_consumer on decode (engines/vllm.py KV_ROLES); kv_both with NixlConnector, at a release
+    that deprecates it (:data:`KV_BOTH_DEPRECATED`)."""
+    from ..facts.versions import parse_version
     kv_role, cmd = r.fields.kv_role, r.launch.command
     o = cmd.get("--kv-transfer-config") if cmd is not None else None
     if o is None or kv_role is None or r.mode not in ("prefill", "decode"):
@@ -341,12 +371,14 @@ def _kv_role_issues(r: Role) -> list[Issue]:
     want = vl.KV_ROLES[r.mode]
     loc = r.launch.loc(o.index)
     if kv_role == "kv_both":
-        if r.fields.role.get("kvTransfer", {}).get("connector") != "nixl":
+        if r.fields.role.get("kvTransfer", {}).get("connector") != "nixl" \
+                or parse_version(version) < KV_BOTH_DEPRECATED:
             return []
+        at = f"vLLM {version}" + (", assumed (IMP008)" if assumed else "")
         return [Issue("IMP015", f"role {r.name!r} ({r.mode}) runs NixlConnector with kv_role "
-                      f"kv_both, which vLLM deprecates (vllm/distributed/kv_transfer/"
-                      f"kv_connector/v1/nixl/connector.py); the spec renders {want}", loc,
-                      f"set kv_role {want}")]
+                      f"kv_both, which {at} logs as deprecated (vLLM 0.32.0 vllm/distributed/"
+                      f"kv_transfer/kv_connector/v1/nixl/connector.py:97); the spec renders "
+                      f"{want}", loc, f"set kv_role {want}")]
     if kv_role != want:
         return [Issue("IMP015", f"role {r.name!r} is a {r.mode} role but its KV connector's "
                       f"kv_role is {kv_role}: the KV would flow the wrong way", loc,
@@ -408,8 +440,22 @@ def _role_env(r: Role, network: dict | None, pool: dict) -> dict[str, str]:
             continue   # read into moe.all2all
         if r.workload.platform == "kserve" and k in KSERVE_COMMAND_ENV:
             continue   # read with the preset's command line
+        if _hub_env(r, k, v):
+            continue   # read into model.hub
         env[k] = v
     return env
+
+
+def _hub_env(r: Role, key: str, value: str) -> bool:
+    """``key=value`` is what moegen renders for model.hub (manifests/pods.py ``hub_env``):
+    HF_HUB_OFFLINE (read into ``offline``), HF_HOME at the cache mount when HF_HUB_CACHE is
+    not set."""
+    if r.pod.hub is None:
+        return False
+    if key == "HF_HUB_OFFLINE":
+        return value.upper() in ("1", "ON", "YES", "TRUE")
+    return key == "HF_HOME" and "HF_HUB_CACHE" not in r.launch.env \
+        and value.rstrip("/") == r.pod.hub.get("mountPath", DEFAULT_HF_HOME)
 
 
 def _derived_env(r: Role, network: dict | None, pool: dict) -> dict[str, str]:

@@ -48,7 +48,7 @@ _RDMA = re.compile(r"(^rdma/|rdma|roce|hca|^vpc\.amazonaws\.com/efa$)", re.I)
 #: The largest /dev/shm the spec holds (spec/operations.py Pod.shmSizeGiB), GiB.
 _SHM_MAX_GIB = 1024
 #: Volumes moegen renders itself (manifests/pods.py): not carried as extraVolumes.
-_OWN_VOLUMES = ("dshm", "model", "compile-cache")
+_OWN_VOLUMES = ("dshm", "model", "compile-cache", "hf-cache")
 
 
 def gpu_from_name(text: str) -> str | None:
@@ -119,6 +119,9 @@ class PodFields:
     env_locs: dict = field(default_factory=dict)
     token: dict | None = None
     volume: dict | None = None
+    #: ``model.hub`` when the engine downloads its model from the Hub: the cache volume and
+    #: where it is mounted (``{}``: no volume holds the cache).
+    hub: dict | None = None
     pod: dict = field(default_factory=dict)
     locs: dict = field(default_factory=dict)
     issues: list[Issue] = field(default_factory=list)
@@ -299,10 +302,19 @@ def _volumes(w: Workload, pods: Pods, launch: Launch, model_path: str | None,
     volumes = {v.get("name"): v for v in spec.get("volumes") or [] if isinstance(v, dict)}
     mounts = [m for m in c.get("volumeMounts") or [] if isinstance(m, dict)]
     extra_v, extra_m = [], []
+    cache_dir = hub_cache_dir(launch.env) if model_path and not model_path.startswith("/") \
+        else None
+    if cache_dir is not None:
+        out.hub = {}
     for m in mounts:
         v = volumes.get(m.get("name"))
         mp = str(m.get("mountPath", ""))
         if v is None:
+            continue
+        if cache_dir is not None and _under(cache_dir, mp) and not out.hub \
+                and len({k for k in v if k != "name"}) == 1:
+            out.hub = {"cache": {k: val for k, val in v.items() if k != "name"},
+                       "mountPath": mp.rstrip("/") or "/"}
             continue
         if mp == "/dev/shm":
             ed = v.get("emptyDir") if isinstance(v.get("emptyDir"), dict) else {}
@@ -346,6 +358,45 @@ def _volumes(w: Workload, pods: Pods, launch: Launch, model_path: str | None,
         out.pod["extraVolumeMounts"] = extra_m
     if out.volume is None and w.platform == "dynamo" and model_path:
         out.volume = _dynamo_volume(w, model_path)
+    if cache_dir is not None and not out.hub and w.platform == "dynamo":
+        mount = _dynamo_mount(w, cache_dir)
+        if mount is not None:
+            out.hub = {"cache": {"persistentVolumeClaim": {"claimName": mount[0]}},
+                       "mountPath": mount[1]}
+
+
+#: huggingface_hub's cache when nothing places it: $HOME/.cache/huggingface, HOME=/root in the
+#: engines' images (huggingface_hub 1.0 src/huggingface_hub/constants.py: HF_HOME default
+#: ~/.cache/huggingface, HF_HUB_CACHE default $HF_HOME/hub).
+DEFAULT_HF_HOME = "/root/.cache/huggingface"
+
+
+def hub_cache_dir(env: dict) -> str:
+    """Where huggingface_hub keeps downloads for a container with ``env``: HF_HUB_CACHE, else
+    $HF_HOME/hub, else the default under /root (constants.py, as above)."""
+    cache = env.get("HF_HUB_CACHE")
+    if isinstance(cache, str) and cache.startswith("/"):
+        return cache.rstrip("/")
+    home = env.get("HF_HOME")
+    home = home if isinstance(home, str) and home.startswith("/") else DEFAULT_HF_HOME
+    return home.rstrip("/") + "/hub"
+
+
+def _under(path: str, mount: str) -> bool:
+    mount = mount.rstrip("/")
+    return path == mount or path.startswith(mount + "/")
+
+
+def _dynamo_mount(w: Workload, path: str) -> tuple[str, str] | None:
+    """The PVC (name, mount point) a Dynamo component mounts over ``path``."""
+    pvcs = {p.get("name") for p in w.extra.get("pvcs") or [] if isinstance(p, dict)}
+    for m in w.extra.get("volumeMounts") or []:
+        if not isinstance(m, dict):
+            continue
+        mp = str(m.get("mountPoint") or m.get("mountPath") or "").rstrip("/")
+        if m.get("name") in pvcs and mp and _under(path, mp):
+            return str(m["name"]), mp
+    return None
 
 
 def prov_loc(w: Workload, pods: Pods, volume: dict) -> Location:

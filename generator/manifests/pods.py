@@ -305,6 +305,8 @@ def pod_spec(ctx: PodContext, pods: range, index_label: str | None,
         # SGLANG_LOCAL_IP_NIC names, then the probe).
         env.append({"name": "SGLANG_HOST_IP",
                     "valueFrom": {"fieldRef": {"fieldPath": "status.podIP"}}})
+    own = next((r.env for r in spec.spec.roles if r.name == role.name), {})
+    env += hub_env(spec.spec.model.hub, {**net.env, **own})
     if spec.spec.model.tokenSecret is not None:
         ref = spec.spec.model.tokenSecret
         env.append({"name": "HF_TOKEN",
@@ -319,9 +321,13 @@ def pod_spec(ctx: PodContext, pods: range, index_label: str | None,
     volumes: list[dict[str, Any]] = [{"name": "dshm", "emptyDir": {
         "medium": "Memory", "sizeLimit": f"{ctx.pod.shm_gib}Gi"}}]
     mounts: list[dict[str, Any]] = [{"name": "dshm", "mountPath": "/dev/shm"}]
-    if spec.spec.model.volume is not None:
+    if spec.spec.model.volume is not None and spec.spec.model.path:
         volumes.append({"name": "model", **spec.spec.model.volume.sources()})
         mounts.append({"name": "model", "mountPath": spec.spec.model.path, "readOnly": True})
+    hub = spec.spec.model.hub
+    if hub is not None and hub.cache is not None:
+        volumes.append({"name": HUB_VOLUME, **hub.cache.sources()})
+        mounts.append({"name": HUB_VOLUME, "mountPath": hub.mountPath})
     cache = ctx.pod.cache
     volumes.append({"name": "compile-cache", **(cache.volume.sources() if cache.volume else
                     {"emptyDir": {"sizeLimit": f"{cache.sizeGiB}Gi"}})})
@@ -381,3 +387,21 @@ def _gang_scheduler(ctx: PodContext) -> str | None:
             and platform.scheduler.kind == "volcano":
         return "volcano"
     return None
+
+
+#: The volume name of the Hugging Face cache (model.hub.cache).
+HUB_VOLUME = "hf-cache"
+
+
+def hub_env(hub, user_env: dict[str, str]) -> list[dict[str, Any]]:
+    """The variables a Hub download needs (huggingface_hub constants.py): HF_HOME at the cache
+    mount, unless the role's env places the cache itself (HF_HOME or HF_HUB_CACHE), and
+    HF_HUB_OFFLINE=1 for an offline cache."""
+    if hub is None:
+        return []
+    out = []
+    if not {"HF_HOME", "HF_HUB_CACHE"} & set(user_env):
+        out.append({"name": "HF_HOME", "value": hub.mountPath})
+    if hub.offline and "HF_HUB_OFFLINE" not in user_env:
+        out.append({"name": "HF_HUB_OFFLINE", "value": "1"})
+    return out
