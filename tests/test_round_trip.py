@@ -1,0 +1,76 @@
+"""gen render -> gen import -> gen render is byte-identical for every overlay in overlays/
+(issue 31 item 5): the goldens cover the examples and the overlays their cases use
+(tests/test_import.py ``test_import_of_moegens_output_renders_the_same_bytes``); here every
+overlay of overlays/ is rendered over S1 (the S1-shaped overlays name its roles) and the ones
+that change the network or the KV cache also over an SGLang example, and the import of the
+render renders the same bytes with the same findings. bf16-weights fits no example's HBM (its
+header: twice the weight bytes; S1 and S2 fail SIZ001/SIZ003), so it rides on dev-small
+(DeepSeek-V2-Lite on H100s). One render and one import per pair, ~1 s each (18 s for all).
+(gen render of an example with no overlay: test_import.py over the goldens.)"""
+
+from __future__ import annotations
+
+import pytest
+
+from generator import pipeline
+from generator.emit import diff_tree, write_tree
+from generator.inputs import read_inputs
+from tests.helpers import EXAMPLES, ROOT
+
+OVERLAYS = sorted((ROOT / "overlays").glob("*.yaml"))
+S1 = EXAMPLES / "s1-16xh20-pd.yaml"
+SGLANG = EXAMPLES / "s3-v4pro-pd-dp16.yaml"
+#: overlay -> the examples it is rendered over.
+DEV = ROOT / "overlays" / "dev-small.yaml"
+PAIRS = [([DEV, o] if o.stem == "bf16-weights" else [o], S1) for o in OVERLAYS] + \
+    [([o], SGLANG) for o in OVERLAYS if o.stem in ("fp8-kv-cache", "infiniband",
+                                                 "multi-nic-cloud", "roce-hostnetwork",
+                                                 "two-batch-overlap")]
+
+
+def test_every_overlay_is_covered():
+    assert {o for os, _ in PAIRS for o in os} == set(OVERLAYS) and len(OVERLAYS) >= 10
+
+
+@pytest.mark.parametrize("overlays, spec", PAIRS,
+                         ids=[f"{s.stem}+{'+'.join(o.stem for o in os)}" for os, s in PAIRS])
+def test_render_import_render_is_byte_identical(overlays, spec, tmp_path):
+    original = pipeline.check(spec, overlays)
+    assert not [f for f in original.findings if f.severity.value == "error"], original.findings
+    files = pipeline.render(original)[1]
+    tree = tmp_path / "tree"
+    write_tree(tree, files)
+    batch = read_inputs([tree])
+    assert batch.findings == [] and [r.kind for r in batch.results] == ["manifest"]
+    checked = batch.results[0].checked
+    assert not [f for f in checked.findings if f.severity.value == "error"], checked.findings
+    assert diff_tree(tree, pipeline.render(checked)[1]) == []
+    assert sorted((f.code, f.path) for f in checked.findings) == \
+        sorted((f.code, f.path) for f in original.findings)
+
+
+def test_a_hub_download_renders_and_round_trips(tmp_path):
+    """model.hub: the engine is given the repository id, the cache volume is mounted where
+    HF_HOME points, HF_HUB_OFFLINE=1 for an offline cache; gen import reads it back (not
+    IMP010) and renders the same bytes."""
+    overlay = tmp_path / "hub.yaml"
+    overlay.write_text("spec:\n  model:\n    path: null\n    volume: null\n    hub:\n"
+                       "      cache: {persistentVolumeClaim: {claimName: hf-cache}}\n"
+                       "      mountPath: /var/cache/hf\n      offline: true\n")
+    original = pipeline.check(S1, [overlay])
+    assert not [f for f in original.findings if f.severity.value == "error"], original.findings
+    files = pipeline.render(original)[1]
+    lws = files["decode-lws.yaml"]
+    assert "vllm serve deepseek-ai/DeepSeek-V3" in lws or "deepseek-ai/DeepSeek-V3 \\" in lws
+    assert "claimName: hf-cache" in lws and "mountPath: /var/cache/hf" in lws
+    assert "name: HF_HOME\n" in lws and "value: /var/cache/hf" in lws
+    assert "name: HF_HUB_OFFLINE" in lws
+    tree = tmp_path / "tree"
+    write_tree(tree, files)
+    batch = read_inputs([tree])
+    r = batch.results[0]
+    assert r.imported.data["spec"]["model"]["hub"] == {
+        "cache": {"persistentVolumeClaim": {"claimName": "hf-cache"}},
+        "mountPath": "/var/cache/hf", "offline": True}
+    assert "IMP010" not in {f.code for f in r.findings}
+    assert diff_tree(tree, pipeline.render(r.checked)[1]) == []
