@@ -111,3 +111,16 @@ def test_image_table_matches_the_tagged_source():
         pytest.skip(f"image-table git mirrors not present under {mirrors}: {missing}")
     committed = (ROOT / "generator" / "facts" / "data" / "images.json").read_text()
     assert committed == tool.render(mirrors), "run: python tools/extract_images.py"
+
+
+def test_tool_parser_table_matches_the_installed_releases():
+    """generator/engines/data/tool-parsers.json is what tools/extract_tool_parsers.py reads
+    from the vLLM releases installed here (the engines venv, the CPU runtime; skipped without
+    them)."""
+    import pytest
+    tool = _tool("extract_tool_parsers")
+    found = tool.sites()
+    if len(found) < 2:
+        pytest.skip("the engines venv and the CPU runtime are not both present")
+    committed = (ROOT / "generator" / "engines" / "data" / "tool-parsers.json").read_text()
+    assert committed == tool.render(found), "run: python tools/extract_tool_parsers.py"

@@ -74,3 +74,18 @@ def test_a_hub_download_renders_and_round_trips(tmp_path):
         "cache": {"persistentVolumeClaim": {"claimName": "hf-cache"}},
         "mountPath": "/var/cache/hf", "offline": True}
     assert "IMP010" not in {f.code for f in r.findings}
+
+
+def test_an_explicit_kv_load_failure_policy_is_kept(tmp_path):
+    """kvTransfer.loadFailurePolicy: fail renders kv_load_failure_policy "fail" (not the
+    decode's default "recompute") and gen import reads it back as fail, not as a key moegen does
+    not model (issue 31: it was imported as IMP005 and re-rendered as recompute)."""
+    overlay = tmp_path / "fail.yaml"
+    overlay.write_text("spec:\n  roles:\n    - name: decode\n"
+                       "      kvTransfer: {connector: nixl, loadFailurePolicy: fail}\n")
+    files, r = _round_trip(S1, [overlay], tmp_path)
+    assert '"kv_load_failure_policy":"fail"' in files["decode-lws.yaml"]
+    assert "kv_load_failure_policy" not in files["prefill-lws.yaml"]
+    decode = next(x for x in r.imported.data["spec"]["roles"] if x["name"] == "decode")
+    assert decode["kvTransfer"] == {"connector": "nixl", "loadFailurePolicy": "fail"}
+    assert "IMP005" not in {f.code for f in r.findings}

@@ -256,9 +256,15 @@ def _vllm_pd(r: _Reader) -> None:
             r.issue("IMP005", f"KV connector {cls!r} is not one moegen renders "
                     f"({', '.join(sorted(CONNECTORS))})", o)
         r.out.kv_role = cfg.get("kv_role")
-        # moegen renders kv_load_failure_policy "recompute" on decode (engines/vllm.py).
-        derived = {"kv_load_failure_policy"} if cfg.get("kv_load_failure_policy") == \
-            vl.KV_LOAD_FAILURE_POLICY and cfg.get("kv_role") == "kv_consumer" else set()
+        # moegen renders kv_load_failure_policy "recompute" on decode (engines/vllm.py); any
+        # other value it keeps as kvTransfer.loadFailurePolicy.
+        policy = cfg.get("kv_load_failure_policy")
+        derived = set()
+        if policy == vl.KV_LOAD_FAILURE_POLICY and cfg.get("kv_role") == "kv_consumer":
+            derived = {"kv_load_failure_policy"}
+        elif policy in ("recompute", "fail") and cls in CONNECTORS:
+            r.put(("kvTransfer", "loadFailurePolicy"), policy, o)
+            derived = {"kv_load_failure_policy"}
         # kv_connector_extra_config is compared with what network.rdma implies once the pod is
         # read (assemble.py _kv_config_issues).
         r.out.kv_extra = cfg.get("kv_connector_extra_config")

@@ -337,6 +337,10 @@ class KvTransfer(_Model):
 
     connector: Literal["nixl", "mooncake", "lmcache"] = Field(
         description="KV-cache transfer library; the same on prefill and decode.")
+    loadFailurePolicy: Literal["recompute", "fail"] | None = Field(
+        None, description="vLLM: what the engine does when a request's KV cannot be loaded "
+        "from its prefill (kv_load_failure_policy, vLLM >= 0.13.0): recompute it locally, or "
+        "fail the request. Default: recompute on decode roles (docs/spec.md §2).")
 
 
 class Sizing(_Model):
