@@ -124,3 +124,10 @@ def test_tool_parser_table_matches_the_installed_releases():
         pytest.skip("the engines venv and the CPU runtime are not both present")
     committed = (ROOT / "generator" / "engines" / "data" / "tool-parsers.json").read_text()
     assert committed == tool.render(found), "run: python tools/extract_tool_parsers.py"
+
+
+def test_vllm_env_table_matches_reference():
+    ref = shared("reference", "engines", "vllm-dialects.yaml")
+    committed = (ROOT / "generator" / "engines" / "data" / "vllm-envs.json").read_text()
+    assert committed == _tool("extract_vllm_envs").render(ref), \
+        "run: python tools/extract_vllm_envs.py"

@@ -73,6 +73,10 @@ for _code, _sev, _summary, _source in (
     ("IMP016", W, "a memory-backed /dev/shm has a sizeLimit",
      "Kubernetes emptyDir (medium Memory: the files count against the container's memory "
      "limit; sizeLimit bounds it) https://kubernetes.io/docs/concepts/storage/volumes/#emptydir"),
+    ("IMP017", W, "the engine container that serves the API has probes",
+     "https://kubernetes.io/docs/concepts/configuration/liveness-readiness-startup-probes/ "
+     "(without a readinessProbe a container is ready once it starts; without a livenessProbe "
+     "a hung process is not restarted); generator/importer/pods.py"),
     ("SCH001", E, "the spec matches the schema", "schemas/inferencedeployment.schema.json"),
     ("SCH002", E, "no unknown fields",
      "schemas/inferencedeployment.schema.json (additionalProperties: false)"),

@@ -213,3 +213,44 @@ def _tool_data() -> dict:
     import json
     from ..resources import package_text
     return json.loads(package_text("engines", "data", "tool-parsers.json"))["vllm"]
+
+
+@rule("ENG010", W, "every vLLM environment variable set is one the release reads",
+      "every release's vllm/envs.py (vLLM 0.33.0 vllm/envs.py; the releases reading each "
+      "variable: generator/engines/data/vllm-envs.json, tools/extract_vllm_envs.py); a variable "
+      "the release does not define is ignored (VLLM_MOE_DP_CHUNK_SIZE: last read by 0.19.1)",
+      engines=("vllm",))
+def _env_read(ctx: Context):
+    if ctx.dialect is None:
+        return
+    table = _env_data()
+    version = ctx.dialect.version
+    spec = ctx.spec.spec
+    places = [(("spec", "network", "env"), spec.network.env)] + \
+        [(role_path(i, "env"), role.env) for i, role in enumerate(spec.roles)]
+    for path, env in places:
+        for name in env:
+            reads = table.get(name)
+            if reads is None or version in reads or name in _ENV_ELSEWHERE:
+                continue
+            when = (f"last read by {reads[-1]}" if _before(reads[-1], version)
+                    else f"read from {reads[0]}")
+            yield Hit((*path, name),
+                      f"{name} is not read by vLLM {version} ({when}: vllm/envs.py): the "
+                      "setting has no effect", f"drop {name}, or use the option that replaced "
+                      "it in that release")
+
+
+#: Variables another rule reports (IMP007: VLLM_ALL2ALL_BACKEND, read into moe.all2all).
+_ENV_ELSEWHERE = frozenset({"VLLM_ALL2ALL_BACKEND"})
+
+
+def _before(a: str, b: str) -> bool:
+    from ..facts.versions import parse_version
+    return parse_version(a) < parse_version(b)
+
+
+def _env_data() -> dict[str, list[str]]:
+    import json
+    from ..resources import package_text
+    return json.loads(package_text("engines", "data", "vllm-envs.json"))["reads"]

@@ -180,6 +180,7 @@ def read_pod(w: Workload, pods: Pods, launch: Launch, gpu_option: str | None,
         out.network_locs[("socketInterface",)] = launch.env_locations.get(iface)
     _compute_domain(w, pods, launch, res, channels, out)
     _volumes(w, pods, launch, model_path, out)
+    _probes(w, pods, launch, out)
     _pod_settings(w, pods, launch, out)
     out.sidecar_port = _sidecar(spec, launch)
     del prov
@@ -369,6 +370,27 @@ def _volumes(w: Workload, pods: Pods, launch: Launch, model_path: str | None,
         if mount is not None:
             out.hub = {"cache": {"persistentVolumeClaim": {"claimName": mount[0]}},
                        "mountPath": mount[1]}
+
+
+#: The kinds whose controllers add no probe to the engine container (Deployment, StatefulSet,
+#: LeaderWorkerSet, DisaggregatedSet: workloads.py ``platform`` kubernetes / lws).
+_NO_INJECTED_PROBES = ("kubernetes", "lws")
+
+
+def _probes(w: Workload, pods: Pods, launch: Launch, out: PodFields) -> None:
+    """IMP017: the engine container of the pod that serves the API has no probe at all."""
+    c = launch.container
+    if w.platform not in _NO_INJECTED_PROBES or pods.index != 0 or any(
+            isinstance(c.get(k), dict) for k in ("startupProbe", "readinessProbe",
+                                                 "livenessProbe")):
+        return
+    out.issues.append(Issue(
+        "IMP017", f"{w.kind} {w.name}: the engine container has no startup, readiness or "
+        "liveness probe: the pod is Ready (and receives traffic) as soon as the container "
+        "starts, minutes before the weights are loaded, and a hung engine is never restarted",
+        w.doc.provenance.locate(launch.cpath),
+        "add a startupProbe and readinessProbe on the engine's /health (moegen renders them "
+        "from the startup budget)"))
 
 
 #: huggingface_hub's cache when nothing places it: $HOME/.cache/huggingface, HOME=/root in the
