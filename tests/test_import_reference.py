@@ -26,9 +26,10 @@ Bugs moegen finds that the notes do not mention, verified:
   vllm/config/parallel.py ``use_batched_dp_moe``) and refuses to start, "max_num_batched_tokens
   (256) must be greater than or equal to max_num_seqs (512)" (vllm/config/scheduler.py:331):
   SRV001. (From vLLM 0.20.0 on, per generator/sizing/vllm_budget.py; the image,
-  vllm-runtime:1.3.0, does not name its vLLM release, and moegen's Dynamo facts start at 1.4.0:
-  ai-dynamo/dynamo's pyproject.toml pinned vllm==0.21.0 when its version became 1.3.0, commit
-  5b4bc1d read in the fork wxsms/dynamo, so the default applies.)
+  vllm-runtime:1.3.0, bundles vLLM 0.25.1: moegen's image table, ai-dynamo/dynamo@071aff3:
+  pyproject.toml:62, the 1.3.0 branch cut, so the default applies.) The same recipe sets
+  ``VLLM_MOE_DP_CHUNK_SIZE``, which vLLM reads through 0.19.1 only (every release's envs.py,
+  engines/data/vllm-envs.json): ENG010.
 * dynamo-dgd-deepseek-r1-sglang-disagg-8gpu/-16gpu: no ``--disaggregation-transfer-backend``,
   so SGLang transfers KV with Mooncake, whose transport is RDMA unless MOONCAKE_PROTOCOL says
   otherwise (sglang@v0.5.23 python/sglang/srt/distributed/device_communicators/
@@ -45,7 +46,7 @@ Bugs moegen finds that the notes do not mention, verified:
 * kserve-llmisvc-*: ``VLLM_ALL2ALL_BACKEND=deepep_high_throughput`` is not read by vLLM 0.16.0
   and later (no such variable in vLLM 0.33.0 vllm/envs.py; moegen's release table has it through
   0.15.1), so the backend stays allgather_reducescatter: IMP007. The presets' image
-  (llm-d-cuda:v0.8.0) does not name its vLLM release, checked as 0.33.0 (IMP008).
+  (llm-d-cuda:v0.8.0) bundles vLLM 0.23.0 (llm-d/llm-d#1819, moegen's image table).
 * kserve-llmisvc-deepseek-r1-0528-pd-deepep-ht: ``PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True``
   on both NixlConnector roles (decode l.59, prefill l.248): vLLM 0.33.0 refuses a KV connector
   with it unless ``enable_cumem_allocator`` (not set here) at config time
@@ -53,27 +54,32 @@ Bugs moegen finds that the notes do not mention, verified:
   PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True": the CUDA VMM allocator remaps the KV cache
   behind NIXL's memory registration; vllm-project/vllm#41237): NET032.
 * kv_role ``kv_both`` with NixlConnector on prefill/decode roles (Dynamo vLLM recipes, llm-d):
-  vLLM 0.33.0 logs that it is deprecated (vllm/distributed/kv_transfer/kv_connector/v1/nixl/
-  connector.py:97): IMP015.
+  vLLM 0.32.0 and 0.33.0 log that it is deprecated (vllm/distributed/kv_transfer/kv_connector/
+  v1/nixl/connector.py:97): IMP015 where the image runs such a release or moegen cannot read
+  it (llm-d-cuda:v0.9.0, vllm/vllm-openai:nightly: judged at the newest, said so), not on
+  vLLM 0.25.1 (Dynamo 1.3.0) or 0.26.0 (issue 31: it was judged at 0.33 everywhere).
 * sglang-statefulset (SGLang's own example): ``hostNetwork: true`` multi-node launch with no
   GLOO_SOCKET_IFNAME/NCCL_SOCKET_IFNAME: on hosts with Ethernet and InfiniBand NICs Gloo picks
-  an unroutable interface (sgl-project/sglang#3226): NET001.
+  an unroutable interface (sgl-project/sglang#3226): NET001 (a warning: right on one NIC).
+  Its engine container has no probe at all (nor the GKE Maverick Deployment's): IMP017.
 
 moegen's policy, not a bug of the manifest as it runs (documented, not verified as failures):
 
 * NET001 on the GKE LWS samples (pod network, one eth0: Gloo resolves the hostname to it) and on
   the Dynamo SGLang 16-GPU recipe (moegen requires the bootstrap NIC named for every multi-pod
-  role); POOL005/POOL004 (pools without a GPU nodeSelector); ENG003 (``latest``/``nightly``).
-* VER001: vLLM 0.8.5 / 0.10.0 predate the releases moegen knows (0.11.0+): nothing else is
-  checked for those roles.
+  role: a warning since issue 31); POOL005/POOL004 (pools without a GPU nodeSelector); ENG003 (``latest``/``nightly``).
+* vLLM 0.8.5 / 0.10.0 predate the releases moegen knows (0.11.0+): judged at 0.11.0, the
+  nearest, and said so (IMP008); the release-dependent findings are warnings (LAY005: 0.11.0
+  needs --nnodes for TP x PP across pods; 0.8.5 runs it with Ray). No VER001 on a manifest
+  that runs.
 
 What the importer could not carry over (IMP notes): IMP004 (an RDMA resource without device
 names: the checks that need network.rdma did not run), IMP005 (options and load-balancing modes
-moegen does not render, kv-transfer-config keys), IMP008 (the image does not name the engine
-release: checked as the newest release whose parser has every option used: SGLang 0.5.19 for
-the Dynamo recipes, whose ``--prefill-round-robin-balance`` / ``cuda-graph-bs`` left SGLang in
-0.5.20), IMP010 (weights downloaded from the Hub at start), IMP011 (a model outside the catalog:
-Llama-4, gpt-oss, GLM-5.2), IMP003 (a 1500Gi /dev/shm above what the spec holds).
+moegen does not render), IMP008 (the image's engine release is not in moegen's image table,
+or has no per-release facts: judged at the newest release whose parser has every option used,
+or at the nearest release), IMP011 (a model outside the catalog: Llama-4, gpt-oss, GLM-5.2),
+IMP003 (a 1500Gi /dev/shm above what the spec holds). Weights downloaded from the Hub are
+imported as model.hub (the cache volume as deployed); a cache that dies with the pod: MOD006.
 
 The GB200 manifests (Dynamo SGLang V4-Pro, llm-d OCI V4-Pro) claim a ComputeDomain's IMEX
 channel (pod ``resourceClaims`` + the container's ``resources.claims``, the ComputeDomain in the
