@@ -66,8 +66,9 @@ Bugs moegen finds that the notes do not mention, verified:
 moegen's policy, not a bug of the manifest as it runs (documented, not verified as failures):
 
 * NET001 on the GKE LWS samples (pod network, one eth0: Gloo resolves the hostname to it) and on
-  the Dynamo SGLang 16-GPU recipe (moegen requires the bootstrap NIC named for every multi-pod
-  role: a warning since issue 31); POOL005/POOL004 (pools without a GPU nodeSelector); ENG003 (``latest``/``nightly``).
+  the Dynamo SGLang 16-GPU recipe (moegen asks for the bootstrap NIC of every multi-pod role: a
+  warning since issue 31); POOL005/POOL004 (pools without a GPU nodeSelector); ENG003
+  (``latest``/``nightly``).
 * vLLM 0.8.5 / 0.10.0 predate the releases moegen knows (0.11.0+): judged at 0.11.0, the
   nearest, and said so (IMP008); the release-dependent findings are warnings (LAY005: 0.11.0
   needs --nnodes for TP x PP across pods; 0.8.5 runs it with Ray). No VER001 on a manifest
