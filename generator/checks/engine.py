@@ -216,9 +216,9 @@ def _tool_data() -> dict:
 
 
 @rule("ENG010", W, "every vLLM environment variable set is one the release reads",
-      "every release's vllm/envs.py (vLLM 0.33.0 vllm/envs.py; the releases reading each "
-      "variable: generator/engines/data/vllm-envs.json, tools/extract_vllm_envs.py); a variable "
-      "the release does not define is ignored (VLLM_MOE_DP_CHUNK_SIZE: last read by 0.19.1)",
+      "vLLM 0.33.0 vllm/envs.py, as every release's (the releases that read each variable: "
+      "generator/engines/data/vllm-envs.json, tools/extract_vllm_envs.py); a variable the "
+      "release does not define is ignored (VLLM_MOE_DP_CHUNK_SIZE: last read by 0.19.1)",
       engines=("vllm",))
 def _env_read(ctx: Context):
     if ctx.dialect is None:
