@@ -131,3 +131,16 @@ def test_vllm_env_table_matches_reference():
     committed = (ROOT / "generator" / "engines" / "data" / "vllm-envs.json").read_text()
     assert committed == _tool("extract_vllm_envs").render(ref), \
         "run: python tools/extract_vllm_envs.py"
+
+
+def test_wrapper_options_match_the_tagged_source():
+    """generator/facts/data/wrappers.json is what tools/extract_wrappers.py reads from
+    ai-dynamo/dynamo (the fork wxsms/dynamo) at each release's branch cut; skipped without the
+    mirror."""
+    import pytest
+    tool = _tool("extract_wrappers")
+    mirrors = tool.mirrors_dir()
+    if not (mirrors / "wxsms+dynamo" / "repo").is_dir():
+        pytest.skip(f"the ai-dynamo/dynamo mirror is not under {mirrors}")
+    committed = (ROOT / "generator" / "facts" / "data" / "wrappers.json").read_text()
+    assert committed == tool.render(mirrors), "run: python tools/extract_wrappers.py"

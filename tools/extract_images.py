@@ -182,16 +182,22 @@ def mirrors_dir() -> Path:
     return Path(env) if env else ROOT.parent / ".mirror"
 
 
-def main(argv: list[str]) -> int:
+def cli(argv: list[str], default_out: Path, render_fn) -> int:
+    """``[--mirrors DIR] [OUT_JSON]``: write ``render_fn(mirrors)`` (shared by the tools that
+    read the git mirrors)."""
     mirrors = mirrors_dir()
     if "--mirrors" in argv:
         i = argv.index("--mirrors")
         mirrors = Path(argv[i + 1])
         argv = argv[:i] + argv[i + 2:]
-    out = Path(argv[0]) if argv else DEFAULT_OUT
-    out.write_text(render(mirrors))
+    out = Path(argv[0]) if argv else default_out
+    out.write_text(render_fn(mirrors))
     print(f"wrote {out}")
     return 0
+
+
+def main(argv: list[str]) -> int:
+    return cli(argv, DEFAULT_OUT, render)
 
 
 if __name__ == "__main__":

@@ -113,3 +113,14 @@ def preset_image(platform: str, release: str | None = None) -> tuple[str, str] |
     rows = [p for p in _data()["presets"] if p["platform"] == platform
             and (release is None or p["release"].removeprefix("v") == release.removeprefix("v"))]
     return (rows[-1]["image"], rows[-1]["source"]) if rows else None
+
+
+def dynamo_release(image: str) -> str | None:
+    """The Dynamo release of a Dynamo runtime image the table holds (``vllm-runtime:1.3.0`` ->
+    ``1.3.0``), else None (its wrapper's options are then read at main: importer/argv.py)."""
+    repo, tag = split(image)
+    for row in _data()["images"]:
+        if "/ai-dynamo/" in row["repository"] and _same_repo(repo, row["repository"]) \
+                and tag == row["tag"]:
+            return tag
+    return None
