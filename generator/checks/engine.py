@@ -188,7 +188,8 @@ def _tool_parser_known(ctx: Context):
       engines=("vllm",))
 def _tool_parser_inert(ctx: Context):
     for i, found in _tool_roles(ctx):
-        if "--tool-call-parser" in found and "--enable-auto-tool-choice" not in found:
+        if "--tool-call-parser" in found and "--enable-auto-tool-choice" not in found \
+                and found["--tool-call-parser"][1] is not None:   # no value: ENG006
             yield Hit(role_path(i, "engineArgs", found["--tool-call-parser"][0]),
                       f"--tool-call-parser {found['--tool-call-parser'][1]!r} without "
                       "--enable-auto-tool-choice: vLLM does not parse tool calls (requests with "

@@ -107,7 +107,11 @@ def _model(group: list[Role], opts: Options, prov: Provenance,
              "w4a16"}.get(str(m.get("quantization", "")))
     model["weights"] = quant or CHECKPOINT_FORMAT.get(model.get("architecture", ""), "fp8")
     volume = next((r.pod.volume for r in group if r.pod.volume), None) or _storage_uri(group)
-    if volume is not None:
+    hub = _kserve_hub(group)
+    if hub is not None and "hub" not in model:
+        model.pop("path", None)
+        model["hub"] = hub if hub.get("repo") != model["name"] else {}
+    elif volume is not None:
         model["volume"] = volume
     token = next((t for t in (token_secret(r.launch)[0] for r in group) if t), None)
     if token is not None:
@@ -130,6 +134,19 @@ def _hub(group: list[Role], repo: str, name: str) -> dict:
     if offline in ("1", "ON", "YES", "TRUE"):
         hub["offline"] = True
     return hub
+
+
+def _kserve_hub(group: list[Role]) -> dict | None:
+    """KServe's ``spec.model.uri: hf://ORG/NAME``: the storage initializer downloads it into an
+    emptyDir at /mnt/models in every pod before the engine starts (kserve/kserve@v0.20.0
+    pkg/controller/v1alpha2/llmisvc/workload_storage.go: case HfURIPrefix, attachStorageInitializer),
+    as ``model.hub`` without a cache volume (MOD006: re-downloaded whenever a pod is created)."""
+    for r in group:
+        uri = str((r.workload.extra.get("model") or {}).get("uri", ""))
+        if r.workload.platform == "kserve" and uri.startswith("hf://"):
+            repo = uri[len("hf://"):].strip("/")
+            return {"repo": repo} if re.fullmatch(r"[\w.-]+/[\w.-]+", repo) else None
+    return None
 
 
 def _storage_uri(group: list[Role]) -> dict | None:
@@ -339,8 +356,6 @@ def assemble(group: list[Role], opts: Options, files: list[str]) -> Imported:
             suppress.add("POD004")   # its process count assumes moegen's load balancing
         if any(i.code == "IMP004" for i in r.pod.issues):
             suppress |= {"A2A004", "PD011"}   # "network.rdma unset": IMP004 says why
-        if "overlap" in role.get("moe", {}) and "concurrency" not in role.get("sizing", {}):
-            suppress.add("OVL005")   # its premise is the sized load (sizing.concurrency)
     spec["roles"] = roles
     _inherited_speculative(roles, prov)
     data = {"apiVersion": "moegen.dev/v1alpha1", "kind": "InferenceDeployment",
