@@ -18,6 +18,7 @@ import pytest
 import yaml
 
 from generator.cli import run
+from generator.importer import Options
 from generator.inputs import read_inputs
 from tests.helpers import shared
 
@@ -55,3 +56,15 @@ def test_the_import_of_a_sound_manifest_validates(name, tmp_path):
         assert model["hub"] == {"cache": {"hostPath": {"path": "/mnt/local/hf-cache",
                                                        "type": "DirectoryOrCreate"}},
                                 "mountPath": "/var/cache/huggingface"}
+
+
+def test_an_all2all_backend_the_spec_does_not_name_is_not_a_schema_error():
+    """llm-d's GB200 DeepSeek-V4 variant runs ``--all2all-backend flashinfer_nvlink_one_sided``
+    (a vLLM 0.33.0 choice, vllm/config/parallel.py) that moegen's spec does not name: IMP005 says
+    the all-to-all checks did not run, not SCH004 (an error on a manifest that runs)."""
+    path = shared("reference", "corpus",
+                  "llmd-lws-vllm-deepseek-v4-pro-gb200-oci-3p2d-dep8-dep16-flashinfer.yaml")
+    r = read_inputs([path], opts=Options(gpu="GB200-186GB")).results[0]
+    assert [f for f in r.findings if f.severity.value == "error"] == []
+    assert any(f.code == "IMP005" and "flashinfer_nvlink_one_sided" in f.message
+               for f in r.findings)
