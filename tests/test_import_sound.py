@@ -68,3 +68,16 @@ def test_an_all2all_backend_the_spec_does_not_name_is_not_a_schema_error():
     assert [f for f in r.findings if f.severity.value == "error"] == []
     assert any(f.code == "IMP005" and "flashinfer_nvlink_one_sided" in f.message
                for f in r.findings)
+
+
+@pytest.mark.parametrize("name", ["llmd-deployment-vllm-gpt-oss-120b-optimized-baseline",
+                                  "llmd-deployment-vllm-gpt-oss-120b-p2p-kv-cache-base"])
+def test_an_aggregated_server_labelled_decode_is_unified(name):
+    """llm-d labels every server that is not a prefill one ``llm-d.ai/role: decode``: a single
+    Deployment with no prefill beside it and no PD connector (the p2p guide's OffloadingConnector
+    with kv_both caches to CPU) is a unified server, not a decode missing its prefill (PD001 and
+    PD002 were errors on manifests that run)."""
+    path = shared("reference", "corpus", f"{name}.yaml")
+    r = read_inputs([path], opts=Options(gpu="H200-141GB")).results[0]
+    assert [x["mode"] for x in r.imported.data["spec"]["roles"]] == ["unified"]
+    assert not {"PD001", "PD002"} & {f.code for f in r.findings}

@@ -330,7 +330,7 @@ def assemble(group: list[Role], opts: Options, files: list[str]) -> Imported:
         _located(prov, ("spec", "network"), netted.pod.network_locs)
     roles = []
     for i, (r, name, pool) in enumerate(zip(group, names, pool_of)):
-        r.name, r.mode = name, _mode(r)
+        r.name, r.mode = name, _group_mode(r, group)
         issues += _kv_role_issues(r, spec["engine"]["version"], assumed) \
             + _kv_config_issues(r, net)
         role: dict[str, Any] = {"name": name, "mode": r.mode, "nodePool": pool,
@@ -372,6 +372,19 @@ def assemble(group: list[Role], opts: Options, files: list[str]) -> Imported:
 #: llm-d/llm-d#1715, 2026-06-08: "kv_both isn't yet fully deprecated"); the releases from
 #: 0.23.0 to 0.31.0 were not read: kv_both there is not called deprecated.
 KV_BOTH_DEPRECATED = (0, 32, 0)
+
+
+def _group_mode(r: Role, group: list[Role]) -> str:
+    """The role's mode in its deployment: a role labelled decode (llm-d labels every server
+    that is not a prefill one ``llm-d.ai/role: decode``, aggregated ones too) with no prefill
+    role beside it and no KV transfer to a prefill is a unified server, not a decode without
+    its prefill (PD001/PD002 would be false)."""
+    mode = _mode(r)
+    if mode == "decode" and r.fields.mode != "decode" and "kvTransfer" not in r.fields.role \
+            and r.fields.kv_role != "kv_consumer" \
+            and not any(_mode(x) == "prefill" for x in group):
+        return "unified"
+    return mode
 
 
 def _kv_role_issues(r: Role, version: str, assumed: str | None) -> list[Issue]:
