@@ -163,3 +163,13 @@ def test_an_internal_image_in_a_spec_is_a_notice_not_an_error(tmp_path):
     assert "ENG002" not in {f.code for f in found}
     (eng007,) = [f for f in found if f.code == "ENG007"]
     assert eng007.severity.value == "notice"
+
+
+def test_which_findings_depend_on_the_release():
+    """A release-dependent error at an assumed release becomes a warning; what holds at every
+    release (pods, pools, the weights mount, a prefill/decode pair) stays as it is."""
+    from generator.checks.registry import release_dependent
+    assert release_dependent("SRV001") and release_dependent("ENG004")
+    assert release_dependent("LAY005") and release_dependent("NET032")
+    assert not release_dependent("POD002") and not release_dependent("PD002")
+    assert not release_dependent("MOD005") and not release_dependent("IMP009")

@@ -96,11 +96,13 @@ def external(code: str, severity: Severity, summary: str, source: str) -> None:
 #: Families whose findings do not depend on the engine release (Kubernetes objects, names,
 #: pools, schedulers, autoscaling bounds, LWS, pod memory and security, the importer's and the
 #: loader's own codes), and single codes of other families that hold at every release (the
-#: weights mount, the bootstrap interface, RDMA for DeepEP's and Mooncake's transports).
+#: weights mount, the bootstrap interface, RDMA for DeepEP's and Mooncake's transports, a
+#: prefill/decode pair and its connector).
 RELEASE_FREE_FAMILIES = ("NAME", "POOL", "TOP", "SCHD", "AUT", "LWS", "POD", "SEC", "IMP",
                          "LOAD", "SCH", "TGT", "PLN", "PRE")
-RELEASE_FREE = frozenset({"MOD001", "MOD004", "MOD005", "MOD006", "A2A004", "PD011", "NET001",
-                          "NET002", "NET004", "NET005", "NET090", "PORT002"})
+RELEASE_FREE = frozenset({"MOD001", "MOD004", "MOD005", "MOD006", "MOD007", "A2A004", "PD001",
+                          "PD002", "PD011", "NET001", "NET002", "NET004", "NET005", "NET090",
+                          "PORT002"})
 
 
 def release_dependent(code: str) -> bool:
