@@ -165,5 +165,5 @@ def assumed_release(f: Finding, assumed: str) -> Finding:
     if f.severity is not Severity.ERROR or not release_dependent(f.code):
         return f
     return replace(f, severity=Severity.WARNING,
-                   message=f"{f.message} [judged at {assumed}, assumed: the release the image "
-                           "runs is not known (IMP008)]")
+                   message=f"{f.message} [judged at {assumed}, a release moegen assumed for "
+                           "the image (IMP008)]")

@@ -182,13 +182,15 @@ def _engine(group: list[Role], opts: Options, issues: list[Issue]) -> tuple[dict
     image = engine_image(first.workload, first.launch)
     release, how, stated = release_of(first.workload, first.launch, opts)
     label = LABELS[cmd.engine]
+    at = first.workload.doc.provenance.locate((*first.launch.cpath, "image")) \
+        if first.launch.image else first.launch.loc(-1)   # the image line
     state = (f"state it with --engine-version, or the annotation {images.ANNOTATION}: "
              "\"X.Y.Z\" on the workload")
     if release is None:
         version, why = _newest_with(cmd.engine, [r.launch.command for r in group])
         issues.append(Issue("IMP008", f"{how}: moegen cannot read which {label} release it "
                             f"runs; judged at {version}, {why} (a finding that depends on the "
-                            "release is a warning)", first.launch.loc(-1), state))
+                            "release is a warning)", at, state))
         return {"name": cmd.engine, "version": version,
                 "image": image or f"{cmd.engine}:{version}"}, version
     nearest = _nearest_known(cmd.engine, release)
@@ -199,7 +201,7 @@ def _engine(group: list[Role], opts: Options, issues: list[Issue]) -> tuple[dict
     issues.append(Issue("IMP008", f"{how if not stated else 'stated by ' + how}: {label} "
                         f"{release}, a release moegen has no per-release facts for; judged at "
                         f"{nearest}, the nearest it knows, and the spec names {own} (a finding "
-                        "that depends on the release is a warning)", first.launch.loc(-1),
+                        "that depends on the release is a warning)", at,
                         f"moegen reads {label} {_ranges(cmd.engine)}"))
     return {"name": cmd.engine, "version": nearest, "image": own}, nearest
 
