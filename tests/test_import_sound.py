@@ -81,3 +81,14 @@ def test_an_aggregated_server_labelled_decode_is_unified(name):
     r = read_inputs([path], opts=Options(gpu="H200-141GB")).results[0]
     assert [x["mode"] for x in r.imported.data["spec"]["roles"]] == ["unified"]
     assert not {"PD001", "PD002"} & {f.code for f in r.findings}
+
+
+def test_a_kv_connector_moegen_does_not_model_is_not_a_missing_one():
+    """llm-d's TPU P/D guide runs vLLM's TPUConnector (kv_producer / kv_consumer): IMP005 says
+    moegen does not model it; PD002 ("no kvTransfer: decode would recompute every prompt") was
+    a false error on a manifest that runs."""
+    path = shared("reference", "corpus", "llmd-deployment-vllm-qwen3-coder-480b-fp8-tpu7x-pd.yaml")
+    r = read_inputs([path], opts=Options(gpu="H200-141GB")).results[0]
+    assert "PD002" not in {f.code for f in r.findings}
+    assert [f.location.line for f in r.findings
+            if f.code == "IMP005" and "TPUConnector" in f.message] == [61, 211]

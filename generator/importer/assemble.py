@@ -356,6 +356,9 @@ def assemble(group: list[Role], opts: Options, files: list[str]) -> Imported:
         issues += r.fields.issues + r.pod.issues + _layout_issues(r, name)
         if any(i.code == "IMP005" and "load balancing" in i.message for i in r.fields.issues):
             suppress.add("POD004")   # its process count assumes moegen's load balancing
+        if any(i.code == "IMP005" and i.message.startswith("KV connector")
+               for i in r.fields.issues):
+            suppress.add("PD002")   # a connector moegen does not model (TPUConnector): IMP005
         if any(i.code == "IMP004" for i in r.pod.issues):
             suppress |= {"A2A004", "PD011"}   # "network.rdma unset": IMP004 says why
     spec["roles"] = roles
