@@ -366,7 +366,8 @@ def test_import_options_fill_what_a_manifest_does_not_say(tmp_path):
     assert r.imported.data["spec"]["model"]["architecture"] == "deepseek-r1"
     # The image's entrypoint is vllm serve (the args are its arguments).
     assert r.imported.data["spec"]["roles"][0]["parallel"] == {"tensor": 8}
-    assert {f.code for f in r.findings} <= {"IMP010", "POOL005", "MOD005"}
+    # IMP017: the container has no probe.
+    assert {f.code for f in r.findings} <= {"IMP010", "POOL005", "MOD005", "IMP017"}
 
 
 def test_imported_unit_without_engines_finds_nothing(tmp_path):

@@ -82,10 +82,15 @@ for _code, _sev, _summary, _source in (
      "https://kubernetes.io/docs/tasks/inject-data-application/define-interdependent-environment-variables/"),
     ("IMP015", W, "vLLM's kv_role matches the role (kv_producer / kv_consumer)",
      "vLLM 0.33.0 vllm/distributed/kv_transfer/kv_connector/v1/nixl/connector.py (kv_both is "
-     "deprecated); generator/importer/assemble.py"),
+     "deprecated: judged at the release the image runs, from 0.32.0 on, "
+     "generator/importer/assemble.py KV_BOTH_DEPRECATED)"),
     ("IMP016", W, "a memory-backed /dev/shm has a sizeLimit",
      "Kubernetes emptyDir (medium Memory: the files count against the container's memory "
      "limit; sizeLimit bounds it) https://kubernetes.io/docs/concepts/storage/volumes/#emptydir"),
+    ("IMP017", W, "the engine container that serves the API has probes",
+     "https://kubernetes.io/docs/concepts/configuration/liveness-readiness-startup-probes/ "
+     "(without a readinessProbe a container is ready once it starts; without a livenessProbe "
+     "a hung process is not restarted); generator/importer/pods.py"),
     ("SCH001", E, "the spec matches the schema", "schemas/inferencedeployment.schema.json"),
     ("SCH002", E, "no unknown fields",
      "schemas/inferencedeployment.schema.json (additionalProperties: false)"),
