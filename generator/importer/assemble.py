@@ -39,6 +39,7 @@ from .build import (
     release_of,
 )
 from .launch import Issue
+from .. import security
 from .pods import DEFAULT_HF_HOME, token_secret
 from .shell import is_runtime
 
@@ -467,8 +468,9 @@ def _role_env(r: Role, network: dict | None, pool: dict) -> dict[str, str]:
                 or derived.get(k) == v:
             continue
         if managed and (k in ENGINE_ENV or k in KEEPALIVE_ENV.values() or k == SGLANG_KV_TIMEOUT_ENV
-                        or (k in CACHE_ENV_KEYS and v.startswith(CACHE_MOUNT))):
-            continue   # moegen's startup budget, keep-alive, ports and cache directories
+                        or (k in CACHE_ENV_KEYS and v.startswith(CACHE_MOUNT))
+                        or (k == "HOME" and v == security.HOME)):
+            continue   # moegen's startup budget, keep-alive, ports, cache directories, HOME
         if k == "VLLM_ALL2ALL_BACKEND" and r.fields.all2all_env:
             continue   # read into moe.all2all
         if r.workload.platform == "kserve" and k in KSERVE_COMMAND_ENV:

@@ -48,7 +48,7 @@ _RDMA = re.compile(r"(^rdma/|rdma|roce|hca|^vpc\.amazonaws\.com/efa$)", re.I)
 #: The largest /dev/shm the spec holds (spec/operations.py Pod.shmSizeGiB), GiB.
 _SHM_MAX_GIB = 1024
 #: Volumes moegen renders itself (manifests/pods.py): not carried as extraVolumes.
-_OWN_VOLUMES = ("dshm", "model", "compile-cache", "hf-cache")
+_OWN_VOLUMES = ("dshm", "model", "compile-cache", "hf-cache", "tmp")
 
 
 def gpu_from_name(text: str) -> str | None:
@@ -455,6 +455,10 @@ _OWN_LABEL = re.compile(r"^(app\.kubernetes\.io/|moegen\.dev/|leaderworkerset\.s
                         # inference gateway (engines/gateway.py engine_labels)
                         r"(llm-d\.ai|inference\.networking\.k8s\.io)/engine-type$)")
 
+#: The policy-check exceptions moegen writes on its own pods (generator/security.py
+#: skip_annotations, derived from the spec again on render).
+_CHECKOV_SKIP = re.compile(r"^checkov\.io/skip\d+$")
+
 
 def _pod_settings(w: Workload, pods: Pods, launch: Launch, out: PodFields) -> None:
     spec, c = pods.spec, launch.container
@@ -479,8 +483,9 @@ def _pod_settings(w: Workload, pods: Pods, launch: Launch, out: PodFields) -> No
     labels = {k: v for k, v in labels.items() if w.labels.get(k) != v}
     if labels:
         out.pod["labels"] = labels
+    managed = w.labels.get("app.kubernetes.io/managed-by") == "moegen"
     ann = {k: _one_line(str(v)) for k, v in pods.annotations.items()
-           if not _OWN_LABEL.match(str(k))}
+           if not _OWN_LABEL.match(str(k)) and not (managed and _CHECKOV_SKIP.match(str(k)))}
     if ann:
         out.pod["annotations"] = ann
 
