@@ -176,6 +176,42 @@ def render(spec: Path, overlays: tuple[Path, ...], outdir: Path | None, check: b
                f"{len(result.changed)} changed, {len(result.removed)} removed)", err=True)
 
 
+@main.command()
+@click.argument("old", type=click.Path(path_type=Path))
+@click.argument("new", type=click.Path(path_type=Path))
+@_OVERLAYS
+@click.option("--old-overlay", "old_overlays", multiple=True,
+              type=click.Path(dir_okay=False, path_type=Path),
+              help="Overlay merged over OLD when it is a spec (repeatable).")
+@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text",
+              help="text for people (stdout); json for machines.")
+@_TARGET
+def diff(old: Path, new: Path, overlays: tuple[Path, ...], old_overlays: tuple[Path, ...],
+         fmt: str, target: str | None) -> None:
+    """What applying NEW over a running OLD does: per object what changes, per role whether its
+    pods restart and why, in which order, how long each role is unavailable, what happens to
+    requests in flight, and which order of prefill and decode costs least.
+
+    OLD and NEW are specs or rendered output directories (-f overlays apply to NEW,
+    --old-overlay to OLD). Exit 1 when either side is rejected."""
+    from .output import rollout_report
+    from .rollout import compare, side
+    _exist(old, new, *overlays, *old_overlays)
+    a, found_a = side(old, [] if old.is_dir() else list(old_overlays), target)
+    b, found_b = side(new, [] if new.is_dir() else list(overlays), target)
+    rejected = [f for f in found_a + found_b if f.severity is Severity.ERROR]
+    if rejected or (not a.files) or (not b.files):
+        _reject(rejected or found_a + found_b)
+    result = compare(a, b)
+    if fmt == "json":
+        click.echo(rollout_report.dumps(result))
+        return
+    click.echo(rollout_report.text(result), nl=False)
+    notes = [f for f in found_a + found_b if f.severity is not Severity.ERROR]
+    if result.findings or notes:
+        click.echo(report.text(result.findings + notes, colour=sys.stderr.isatty()), err=True)
+
+
 _INPUTS = click.argument("inputs", nargs=-1, required=True,
                          type=click.Path(path_type=Path, allow_dash=True))
 _GPU = click.option("--gpu", default=None, help="Manifests: the GPU where a manifest does not "
