@@ -160,14 +160,10 @@ def render(spec: Path, overlays: tuple[Path, ...], outdir: Path | None, check: b
     if check:
         changes = diff_tree(outdir, files)
         if changes:
-            heads = [c for c in changes if not c.startswith("    ")]
-            if fmt == "json":
-                click.echo(json.dumps({"ok": False, "outdir": str(outdir), "drift": heads},
-                                      indent=2))
-            elif fmt == "github":
-                click.echo("\n".join(
-                    f"::error file={outdir / c[2:].split(' ')[0]},title=drift::{c}" for c in heads))
-            click.echo("\n".join(changes), err=True)
+            from .rollout import drift_report
+            out, err = drift_report(outdir, changes, spec, files, checked, fmt, sys.stderr.isatty())
+            click.echo(out, nl=False)
+            click.echo(err, err=True)
             raise DriftDetected(changes)
         click.echo(f"{outdir}: up to date ({len(files)} files)", err=True)
         return
@@ -180,36 +176,19 @@ def render(spec: Path, overlays: tuple[Path, ...], outdir: Path | None, check: b
 @click.argument("old", type=click.Path(path_type=Path))
 @click.argument("new", type=click.Path(path_type=Path))
 @_OVERLAYS
-@click.option("--old-overlay", "old_overlays", multiple=True,
-              type=click.Path(dir_okay=False, path_type=Path),
+@click.option("--old-overlay", "old_overlays", multiple=True, type=click.Path(path_type=Path),
               help="Overlay merged over OLD when it is a spec (repeatable).")
-@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text",
-              help="text for people (stdout); json for machines.")
-@_TARGET
+@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text")
 def diff(old: Path, new: Path, overlays: tuple[Path, ...], old_overlays: tuple[Path, ...],
-         fmt: str, target: str | None) -> None:
-    """What applying NEW over a running OLD does: per object what changes, per role whether its
-    pods restart and why, in which order, how long each role is unavailable, what happens to
-    requests in flight, and which order of prefill and decode costs least.
-
-    OLD and NEW are specs or rendered output directories (-f overlays apply to NEW,
-    --old-overlay to OLD). Exit 1 when either side is rejected."""
-    from .output import rollout_report
-    from .rollout import compare, side
-    _exist(old, new, *overlays, *old_overlays)
-    a, found_a = side(old, [] if old.is_dir() else list(old_overlays), target)
-    b, found_b = side(new, [] if new.is_dir() else list(overlays), target)
-    rejected = [f for f in found_a + found_b if f.severity is Severity.ERROR]
-    if rejected or (not a.files) or (not b.files):
-        _reject(rejected or found_a + found_b)
-    result = compare(a, b)
-    if fmt == "json":
-        click.echo(rollout_report.dumps(result))
-        return
-    click.echo(rollout_report.text(result), nl=False)
-    notes = [f for f in found_a + found_b if f.severity is not Severity.ERROR]
-    if result.findings or notes:
-        click.echo(report.text(result.findings + notes, colour=sys.stderr.isatty()), err=True)
+         fmt: str) -> None:
+    """What applying NEW over a running OLD (specs or rendered output directories; -f: NEW) does:
+    which pods restart, why, in which order, for how long, and what happens to requests."""
+    from .rollout import diff_report
+    out, err, rejected = diff_report(old, new, overlays, old_overlays, fmt, sys.stderr.isatty())
+    if rejected is not None:
+        _reject(rejected)
+    click.echo(out, nl=False)
+    click.echo(err, err=True, nl=False)
 
 
 _INPUTS = click.argument("inputs", nargs=-1, required=True,

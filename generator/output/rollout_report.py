@@ -4,8 +4,14 @@ a change does to the running deployment (generator/rollout/compare.py computes i
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
-from ..rollout.compare import ENGINE_MODES, Order, RoleReport, RolloutDiff
+from . import findings as report
+
+#: The roles that serve requests (generator/rollout/compare.py ENGINE_MODES; not imported: the
+#: rollout package reads inputs, which report through this package). The types below are
+#: generator/rollout/compare.py's RolloutDiff, RoleReport and Order.
+ENGINE_MODES = ("prefill", "decode", "unified")
 
 
 def _t(seconds: float) -> str:
@@ -93,9 +99,11 @@ def _role(r: RoleReport) -> list[str]:
 def _in_flight(r: RoleReport) -> str:
     """What a stopped pod does with its requests (docs/design.md §9: preStop, drain, grace)."""
     if r.drain_s is None:
-        return (f"each stopped pod gets {r.plan.stop_s:.0f} s (terminationGracePeriodSeconds) "
-                "before SIGKILL; requests still running then are cut")
-    head = (f"each stopped pod leaves the router's list, waits {r.prestop_s} s (preStop), then "
+        return (f"each stopped pod leaves the Service, waits {r.prestop_s} s (preStop), then "
+                f"finishes its requests until {r.plan.stop_s:.0f} s "
+                "(terminationGracePeriodSeconds), when the ones still running are cut")
+    where = "the router's list" if r.mode in ENGINE_MODES else "the Service"
+    head = (f"each stopped pod leaves {where}, waits {r.prestop_s} s (preStop), then "
             f"drains {r.drain_s} s after SIGTERM; a request needing longer is cut")
     if r.mode == "prefill":
         return head + (" (prefill holds a request for one prompt: the longest prefill finishes; "
@@ -151,14 +159,16 @@ def _service(diff: RolloutDiff) -> list[str]:
     hs = diff.handshake
     if hs is not None:
         a, b, differ = hs
-        if differ:
+        if differ and a.checked and b.checked:
             verdict = (f"{a.what} vs {b.what} differ in {', '.join(differ)}: a prefill and a "
                        "decode of different revisions fail the handshake and decode computes "
                        "the prompt itself (kv_load_failure_policy recompute)")
-        elif a.checked and b.checked:
-            verdict = f"{a.what} and {b.what} agree on every factor moegen compares"
+        elif differ:
+            verdict = (f"{a.what} vs {b.what} differ in {', '.join(differ)}; the transfer "
+                       "checks no release or layout, so a mixed pair is not verified")
         else:
-            verdict = f"{b.what}: the transfer checks no release or layout (not verified)"
+            verdict = (f"{a.what} and {b.what} agree on {', '.join(k for k, _ in b.factors)}"
+                       + ("" if b.checked else " (the transfer itself checks none of them)"))
         out.append(f"  KV handshake: {verdict}")
         if diff.screener:
             out.append("  mixed pairs: none (the endpoint picker pins a request to one "
@@ -244,3 +254,33 @@ def _role_json(r: RoleReport) -> dict:
 
 def dumps(diff: RolloutDiff) -> str:
     return json.dumps(as_json(diff), indent=2)
+
+
+def diff_output(diff, notes: list, fmt: str, colour: bool) -> tuple[str, str]:
+    """``gen diff``'s (stdout, stderr): the answer in ``fmt``, findings on stderr (text)."""
+    if fmt == "json":
+        return dumps(diff) + "\n", ""
+    found = diff.findings + list(notes)
+    return text(diff), (report.text(found, colour) + "\n" if found else "")
+
+
+def drift_output(outdir: Path, changes: list[str], diff, fmt: str,
+                 colour: bool) -> tuple[str, str]:
+    """``gen render --check``'s (stdout, stderr) on drift: the changed files (JSON ``drift``,
+    GitHub annotations, or the text diff on stderr) and, when ``diff`` is given, gen diff's
+    answer (JSON ``rollout``; text after the file diff, without its object list)."""
+    heads = [c for c in changes if not c.startswith("    ")]
+    out = ""
+    if fmt == "json":
+        out = json.dumps({"ok": False, "outdir": str(outdir), "drift": heads,
+                          "rollout": as_json(diff) if diff is not None else None},
+                         indent=2) + "\n"
+    elif fmt == "github":
+        out = "\n".join(f"::error file={outdir / c[2:].split(' ')[0]},title=drift::{c}"
+                        for c in heads) + "\n"
+    err = "\n".join(changes)
+    if diff is not None and fmt != "json":
+        err += "\n\n" + text(diff, with_objects=False)
+        if diff.findings:
+            err += report.text(diff.findings, colour)
+    return out, err

@@ -18,7 +18,8 @@ from pathlib import Path
 
 from .compare import RolloutDiff, Side, compare
 
-__all__ = ["RolloutDiff", "Side", "compare", "side", "tree_files"]
+__all__ = ["RolloutDiff", "Side", "compare", "side", "tree_files", "diff_report",
+           "drift_report"]
 
 
 def tree_files(outdir: Path) -> dict[str, str]:
@@ -61,3 +62,42 @@ def side(path: Path, overlays: list[Path] = (), target: str | None = None):
         return Side(str(path), {}, None), checked.findings
     _, files = pipeline.render(checked)
     return Side(str(path), files, checked.model), []
+
+
+def diff_report(old: Path, new: Path, overlays=(), old_overlays=(), fmt: str = "text",
+                colour: bool = False):
+    """``gen diff OLD NEW``: ``(stdout, stderr, rejected)``; ``rejected`` is the findings of a
+    side that was rejected (or could not be read back), else None.
+
+    Raises:
+        UsageError: a path does not exist.
+    """
+    from ..errors import Severity, UsageError
+    from ..output.rollout_report import diff_output
+    for p in (old, new, *overlays, *old_overlays):
+        if not Path(p).exists():
+            raise UsageError(f"{p}: no such file")
+    a, found_a = side(Path(old), [] if Path(old).is_dir() else list(old_overlays))
+    b, found_b = side(Path(new), [] if Path(new).is_dir() else list(overlays))
+    notes = found_a + found_b
+    errors = [f for f in notes if f.severity is Severity.ERROR]
+    if errors or not a.files or not b.files:
+        return "", "", errors or notes
+    out, err = diff_output(compare(a, b), notes, fmt, colour)
+    return out, err, None
+
+
+def drift_report(outdir: Path, changes: list[str], spec: Path, files: dict[str, str], checked,
+                 fmt: str, colour: bool) -> tuple[str, str]:
+    """``gen render --check`` found ``changes``: ``(stdout, stderr)`` in ``fmt`` (json: the
+    drift and gen diff's answer; github: annotations; text: the file diff, then gen diff's
+    answer without its object list), the answer computed when OUTDIR reads back."""
+    from ..emit import MARKER
+    from ..output.rollout_report import drift_output
+    from ..spec.load import display_name
+    rollout = None
+    if (Path(outdir) / MARKER).is_file():
+        old, _ = side(Path(outdir))
+        if old.files:
+            rollout = compare(old, Side(display_name(spec), files, checked.model))
+    return drift_output(Path(outdir), changes, rollout, fmt, colour)

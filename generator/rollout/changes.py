@@ -72,6 +72,19 @@ class ObjectChange:
                 "paths": list(self.paths)}
 
 
+_PREFIXES = ("spec.leaderWorkerTemplate.leaderTemplate.spec.",
+             "spec.leaderWorkerTemplate.workerTemplate.spec.", "spec.leaderWorkerTemplate.",
+             "spec.template.spec.", "spec.template.")
+
+
+def _short(path: str) -> str:
+    """A leaf path without the pod-template prefix (leader and worker templates alike)."""
+    for prefix in _PREFIXES:
+        if path.startswith(prefix):
+            return path[len(prefix):]
+    return path
+
+
 def object_changes(old: Tree, new: Tree) -> list[ObjectChange]:
     """Objects added, removed and changed (their leaf paths), sorted by kind and name; the
     generated ConfigMaps as ``ConfigMap <name>-<hash>`` (a changed env file is a new ConfigMap;
@@ -84,7 +97,8 @@ def object_changes(old: Tree, new: Tree) -> list[ObjectChange]:
         elif b is None:
             out.append(ObjectChange("D", *key, a.file))
         else:
-            paths = tuple(p for p, _, _ in leaf_changes(old.hashed(a.doc), new.hashed(b.doc)))
+            paths = tuple(dict.fromkeys(_short(p) for p, _, _ in
+                                        leaf_changes(old.hashed(a.doc), new.hashed(b.doc))))
             if paths:
                 out.append(ObjectChange("M", *key, b.file, paths))
     for name in sorted(set(old.generated) | set(new.generated)):
@@ -132,6 +146,7 @@ def _template_reasons(old: Workload, new: Workload) -> list[str]:
     """One line per kind of change of the rolled template (image, group size, env file,
     command, variables, resources, probes, grace, anything else by path)."""
     changes = leaf_changes(old.revision, new.revision)
+    flat = flatten(new.revision)
     seen: dict[str, list[str]] = {}
 
     def add(kind: str, text: str) -> None:
@@ -147,7 +162,7 @@ def _template_reasons(old: Workload, new: Workload) -> list[str]:
         elif ".envFrom[" in path or ".configMapKeyRef." in path:
             add("env", _env_reason(old, new, a, b))
         elif ".command[" in path or ".args[" in path:
-            add("command", _command_reason(a, b))
+            add("command", _command_reason(a, b, _flag_before(flat, path)))
         elif ".env[" in path:
             add("vars", path.split(".env[", 1)[1].split("]", 1)[0])
         elif ".resources." in path:
@@ -189,14 +204,36 @@ def _env_reason(old: Workload, new: Workload, a: Any, b: Any) -> str:
             f"configMapGenerator's name {a} -> {b}")
 
 
-def _command_reason(a: Any, b: Any) -> str:
-    """The changed lines of a command or launch script (at most three shown)."""
-    old = str(a or "").splitlines()
-    new = str(b or "").splitlines()
-    removed = [x.strip() for x in difflib.ndiff(old, new) if x.startswith("- ")]
-    added = [x.strip() for x in difflib.ndiff(old, new) if x.startswith("+ ")]
-    pairs = [f"{r[2:].strip()!r} -> {d[2:].strip()!r}" for r, d in zip(removed, added)]
-    pairs += [f"- {r[2:].strip()!r}" for r in removed[len(added):]]
-    pairs += [f"+ {d[2:].strip()!r}" for d in added[len(removed):]]
+def _flag_before(flat: dict[str, Any], path: str) -> str:
+    """The option a changed argument belongs to: the argument before it when that is a flag
+    (``--request-timeout-secs``), else ""."""
+    head, _, index = path.rpartition("[")
+    if not index.rstrip("]").isdigit() or int(index.rstrip("]")) == 0:
+        return ""
+    before = flat.get(f"{head}[{int(index.rstrip(']')) - 1}]")
+    return before if isinstance(before, str) and before.startswith("-") else ""
+
+
+def _command_reason(a: Any, b: Any, flag: str = "") -> str:
+    """The changed lines of a command or launch script, the engine's flags first, comment
+    lines last (at most three shown); ``flag``: the option a single changed argument is for."""
+    if flag and "\n" not in str(a) and "\n" not in str(b):
+        return f"command: {flag} {a} -> {b}"
+    old = [x.strip().rstrip("\\").strip() for x in str(a or "").splitlines()]
+    new = [x.strip().rstrip("\\").strip() for x in str(b or "").splitlines()]
+    pairs: list[str] = []
+    matcher = difflib.SequenceMatcher(None, old, new, autojunk=False)
+    for op, i1, i2, j1, j2 in matcher.get_opcodes():
+        if op == "equal":
+            continue
+        gone, came = old[i1:i2], new[j1:j2]
+        pairs += [f"{x!r} -> {y!r}" for x, y in zip(gone, came)]
+        pairs += [f"- {x!r}" for x in gone[len(came):]]
+        pairs += [f"+ {y!r}" for y in came[len(gone):]]
+    def rank(x: str) -> int:
+        text = x.lstrip("+- ")
+        return 0 if text.startswith("'--") or " -> '--" in x else 2 if text.startswith("'#") \
+            else 1
+    pairs.sort(key=rank)
     shown = "; ".join(pairs[:3]) + (f" (+{len(pairs) - 3} more lines)" if len(pairs) > 3 else "")
     return f"command: {shown}"

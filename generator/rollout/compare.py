@@ -28,6 +28,11 @@ from .tree import Tree, Workload, read_tree
 ENGINE_MODES = ("prefill", "decode", "unified")
 #: The front of the service: at least one pod of each must serve.
 FRONT_ROLES = ("router", "endpoint-picker")
+#: How long a new router pod takes to serve once its engines do, s: its first check of the
+#: workers (vllm-router 0.1.17 py_src/vllm_router/router_args.py
+#: ``worker_startup_check_interval`` = 30); its rendered startup budget covers the engines'
+#: cold start, which a rollout of the router alone does not wait for.
+FRONT_START_S = 30
 
 
 @dataclass(frozen=True)
@@ -108,6 +113,8 @@ class RolloutDiff:
     options: list[Order] = field(default_factory=list)
     best: str = ""
     handshake: tuple[Handshake | None, Handshake | None, list[str]] | None = None
+    #: Per (role, "old" | "new"): what its revision's engines compare in the KV handshake.
+    keys: dict[tuple[str, str], Handshake | None] = field(default_factory=dict)
     before: tuple[float, float] | None = None
     after: tuple[float, float] | None = None
     disaggregated: bool = False
@@ -126,13 +133,18 @@ def compare(old: Side, new: Side) -> RolloutDiff:
     ta, tb = read_tree(old.files), read_tree(new.files)
     wa = {w.role: w for w in ta.workloads()}
     wb = {w.role: w for w in tb.workloads()}
-    names = [r for r in wb] + [r for r in wa if r not in wb]
+    spec_order = [r.name for r in new.model.spec.spec.roles] if new.model else []
+    names = sorted([r for r in wb] + [r for r in wa if r not in wb],
+                   key=lambda r: (spec_order.index(r) if r in spec_order else len(spec_order),))
     roles = [_role(r, wa.get(r), wb.get(r), old.model, new.model) for r in names]
     out = RolloutDiff(old.label, new.label, object_changes(ta, tb), roles, None,
                       model=old.model or new.model)
     out.disaggregated = any(w.kind == "DisaggregatedSet" for w in wb.values())
     out.screener = _screened(tb)
     out.handshake = _handshakes(old.model, new.model)
+    out.keys = {(r.role, side): handshake(m, i) for r in roles
+                for side, m in (("old", old.model), ("new", new.model))
+                if m is not None and (i := _index(m, r.role)) is not None}
     out.rendered = _order("as rendered", roles, _wave_starts, out)
     engines = {r.mode: r for r in roles if r.mode in ("prefill", "decode") and r.change.restarts}
     if len(engines) == 2 and not out.disaggregated:
@@ -156,9 +168,12 @@ def _role(name: str, a: Workload | None, b: Workload | None, old_model: Deployme
                   "Deployment": "deployment", "DisaggregatedSet": "disaggregatedset"}[w.kind]
     n_old = (a.replicas if a.replicas is not None else 1) if a else 0
     n_new = (b.replicas if b.replicas is not None else n_old) if b else 0
+    start = float(b.startup_s if b else 0)
+    if name in FRONT_ROLES:
+        start = float(min(start, FRONT_START_S))
     plan = RolePlan(name, w.mode, controller, n_old, n_new, change.restarts,
                     b.max_surge if b else 0, b.max_unavailable if b else 1,
-                    float(a.grace_s if a else 0), float(b.startup_s if b else 0), w.wave)
+                    float(a.grace_s if a else 0), start, w.wave)
     rep = RoleReport(name, w.mode, w.kind, w.file, change, plan,
                      prestop_s=a.prestop_s if a else 0)
     i_new = _index(new_model, name)
@@ -166,7 +181,7 @@ def _role(name: str, a: Workload | None, b: Workload | None, old_model: Deployme
     if new_model is not None and i_new is not None and controller == "lws" \
             and new_model.roles[i_new] is not None:
         rep.strategy = lifecycle_rollout(new_model.spec, list(new_model.roles), i_new).reason
-    if old_model is not None and i_old is not None:
+    if old_model is not None and (i_old is not None or name in FRONT_ROLES):
         d = old_model.durations
         rep.drain_s, rep.longest_s, rep.mean_s = d.drain_s, d.longest_request_s, d.mean_request_s
     if new_model is not None and i_new is not None and w.mode in ENGINE_MODES:
@@ -260,9 +275,6 @@ def _measure(order: Order, diff: RolloutDiff) -> None:
     tls = order.timelines
     times = boundaries(tls)
     order.duration_s = max((tl.end for tl in tls), default=0.0)
-    hs = diff.handshake
-    incompatible = bool(hs and hs[2]) and not diff.screener
-    unchecked = bool(hs) and not (hs[0].checked and hs[1].checked) and not diff.screener
     modes = {tl.plan.mode for tl in tls if tl.plan.mode in ENGINE_MODES}
     for t0, t1 in zip(times, times[1:]):
         mid = (t0 + t1) / 2
@@ -272,12 +284,10 @@ def _measure(order: Order, diff: RolloutDiff) -> None:
         fronts = [sum(counts[tl.plan.role]) for tl in tls if tl.plan.role in FRONT_ROLES]
         if any(v == 0 for v in serving.values()) or any(v == 0 for v in fronts):
             order.outage_s += t1 - t0
-            share = 0.0
-        else:
-            share = _mixed(tls, counts)
-        if share and (incompatible or unchecked):
-            order.mixed_s += share * (t1 - t0)
-            order.mixed_share = max(order.mixed_share, share)
+            continue
+        share = 0.0 if diff.screener else _mixed(tls, counts, diff.keys)
+        order.mixed_s += share * (t1 - t0)
+        order.mixed_share = max(order.mixed_share, share)
     if order.duration_s <= 0:
         return
     lows = []
@@ -295,22 +305,24 @@ def _measure(order: Order, diff: RolloutDiff) -> None:
         order.lowest_s = sum(dt for c, dt in lows if c[0] + c[1] == low)
 
 
-def _mixed(tls: list[Timeline], counts: dict[str, tuple[int, int]]) -> float:
-    """The share of requests whose prefill and decode instances are of different revisions
-    (the router picks each independently, evenly over the instances serving)."""
-    def of(mode: str) -> tuple[int, int]:
-        pairs = [counts[tl.plan.role] for tl in tls if tl.plan.mode == mode
-                 and tl.plan.restarts]
-        rest = sum(sum(counts[tl.plan.role]) for tl in tls if tl.plan.mode == mode
-                   and not tl.plan.restarts)
-        return sum(a for a, _ in pairs) + rest, sum(b for _, b in pairs)
-    p_old, p_new = of("prefill")
-    d_old, d_new = of("decode")
-    total = (p_old + p_new) * (d_old + d_new)
-    if not total or not any(tl.plan.restarts for tl in tls if tl.plan.mode in ("prefill",
-                                                                                "decode")):
+def _mixed(tls: list[Timeline], counts: dict[str, tuple[int, int]],
+           keys: dict[tuple[str, str], Handshake | None]) -> float:
+    """The share of requests whose prefill and decode instances are of revisions that differ in
+    a KV-handshake factor (the router picks each independently, evenly over the instances
+    serving; ``keys``: per role and revision, :func:`.compat.handshake`)."""
+    def of(mode: str) -> list[tuple[Handshake | None, int]]:
+        out = []
+        for tl in tls:
+            if tl.plan.mode == mode:
+                old, new = counts[tl.plan.role]
+                old_key = keys.get((tl.plan.role, "old" if tl.plan.restarts else "new"))
+                out += [(old_key, old), (keys.get((tl.plan.role, "new")), new)]
+        return [(k, n) for k, n in out if n]
+    prefill, decode = of("prefill"), of("decode")
+    total = sum(n for _, n in prefill) * sum(n for _, n in decode)
+    if not total:
         return 0.0
-    return (p_old * d_new + p_new * d_old) / total
+    return sum(a * b for ka, a in prefill for kb, b in decode if mismatch(ka, kb)) / total
 
 
 _CAPACITY: dict = {}
@@ -367,40 +379,47 @@ def _findings(diff: RolloutDiff, old: Deployment | None, new: Deployment | None)
             j = _index(old, r.role)
             before = old.spec.spec.roles[j].sizing.concurrency if j is not None else None
             if before is not None and before == role.sizing.concurrency:
+                ranks = (old.roles[j].layout.data, new.roles[i].layout.data)
+                per_rank = "" if ranks[0] == ranks[1] else (
+                    f" (spread over {ranks[1]} instead of {ranks[0]} data-parallel ranks: "
+                    f"{-(-before // ranks[0])} -> {-(-before // ranks[1])} sequences per rank)")
                 at("ROL002", Severity.WARNING, ("spec", "roles", i, "sizing", "concurrency"),
                    f"role {r.role!r}: {r.gpus[0]} -> {r.gpus[1]} GPUs per instance, "
-                   f"sizing.concurrency stays {before}: the rendered admission and the "
-                   "prediction stay at the old load, so the added GPUs serve no more sequences",
+                   f"sizing.concurrency stays {before}{per_rank}: the rendered admission and "
+                   "the prediction stay at the old load, so the added GPUs serve no more "
+                   "sequences",
                    "set sizing.concurrency to the sequences the new layout should hold "
                    "(gen size shows the KV capacity)")
     rendered = diff.rendered
     if rendered is not None and rendered.mixed_s > 0 and diff.handshake:
         a, b, differ = diff.handshake
         path = ("spec", "engine", "version")
-        if differ:
+        window = _mins(_mixed_window(rendered, diff.keys))
+        if a.checked and b.checked:
             at("ROL003", Severity.WARNING, path,
-               f"for {_mins(_mixed_window(rendered))} of the rollout prefill and decode of "
-               f"different revisions pair (up to {rendered.mixed_share:.0%} of requests); "
-               f"their {b.what} handshake differs in {', '.join(differ)}, so decode computes "
-               "the prompt itself (kv_load_failure_policy recompute)",
-               f"roll in the order gen diff recommends ({diff.best or 'together'}), or pin "
+               f"for {window} of the rollout prefill and decode of different revisions pair "
+               f"(up to {rendered.mixed_share:.0%} of requests); their {b.what} handshake "
+               f"differs in {', '.join(differ)}, so decode computes the prompt itself "
+               "(kv_load_failure_policy recompute)",
+               f"roll in the order gen diff finds cheapest ({diff.best or 'together'}), or pin "
                "requests to one revision (platform.lws.disaggregatedSet with router kind "
                "inference-gateway)")
-        elif not (a.checked and b.checked):
+        else:
             at("ROL004", Severity.NOTICE, path,
-               f"for {_mins(_mixed_window(rendered))} of the rollout prefill and decode of "
-               f"different revisions pair; the {b.what} transfer checks no release or "
-               "layout, so whether they interoperate is not known",
-               "roll both roles together, or test the pair before the rollout")
+               f"for {window} of the rollout prefill and decode of different revisions pair "
+               f"(up to {rendered.mixed_share:.0%} of requests, differing in "
+               f"{', '.join(differ)}); the {b.what} transfer checks no release or layout, so "
+               "whether they interoperate is not known",
+               "roll both roles together, or test the mixed pair before the rollout")
     return out
 
 
-def _mixed_window(order: Order) -> float:
+def _mixed_window(order: Order, keys: dict) -> float:
     times = boundaries(order.timelines)
     total = 0.0
     for t0, t1 in zip(times, times[1:]):
         counts = {tl.plan.role: tl.at((t0 + t1) / 2) for tl in order.timelines}
-        if _mixed(order.timelines, counts) > 0:
+        if _mixed(order.timelines, counts, keys) > 0:
             total += t1 - t0
     return total
 

@@ -47,7 +47,9 @@ class Handshake:
 
 
 def handshake(model, i: int) -> Handshake | None:
-    """The handshake of role ``i`` of deployment model ``model`` (None: it moves no KV)."""
+    """The handshake of role ``i`` of deployment model ``model`` (None: it moves no KV). The
+    factors are listed for every transfer (what a pair of revisions differs in); ``checked``
+    says whether the engine compares them."""
     spec = model.spec.spec
     role = spec.roles[i]
     r = model.roles[i]
@@ -56,24 +58,24 @@ def handshake(model, i: int) -> Handshake | None:
     connector = r.kv_transfer.connector
     engine, version = spec.engine.name, spec.engine.version
     what = f"{'vLLM' if engine == 'vllm' else 'SGLang'} {version} {connector}"
-    if engine != "vllm" or connector != "nixl" or parse_version(version) < NIXL_HASH_SINCE:
-        return Handshake(False, what)
+    checked = engine == "vllm" and connector == "nixl" \
+        and parse_version(version) >= NIXL_HASH_SINCE
     dialect = model.dialect
     spec_method = ""
-    if r.speculative is not None and dialect is not None \
-            and getattr(dialect, "nixl_hash_covers_speculative", False):
+    if r.speculative is not None and (not checked or (
+            dialect is not None and getattr(dialect, "nixl_hash_covers_speculative", False))):
         spec_method = r.speculative.method
-    factors = (("vLLM release", version), ("model", spec.model.path),
+    factors = (("release", f"{engine} {version}"), ("model", spec.model.path),
                ("weights", spec.model.weights),
                ("KV-cache dtype", r.serving.kvCacheDtype or "auto"),
                ("speculative", spec_method or "none"))
-    return Handshake(True, what, factors)
+    return Handshake(checked, what, factors)
 
 
 def mismatch(a: Handshake | None, b: Handshake | None) -> list[str]:
     """The factors two sides of a pair differ in (``a`` of one revision, ``b`` of the other);
-    empty when they agree or either side checks nothing."""
-    if a is None or b is None or not (a.checked and b.checked):
+    empty when they agree or either moves no KV."""
+    if a is None or b is None:
         return []
     x, y = dict(a.factors), dict(b.factors)
     return [f"{k} {x.get(k)} / {y.get(k)}" for k in x if x.get(k) != y.get(k)]
