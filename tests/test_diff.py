@@ -141,6 +141,25 @@ def test_s1_upgrade_with_surge_room_keeps_serving_and_rolls_together():
     assert [f.code for f in d.findings] == ["ROL003"]
 
 
+@pytest.mark.parametrize("surge", [False, True], ids=["no-room", "room"])
+def test_s1_upgrade_as_a_disaggregatedset_rolls_both_roles_and_pins_revisions(surge):
+    extra = (DIFF / "surge.yaml",) if surge else ()
+    d = _diff((S1, DIFF / "ds-gateway.yaml", *extra, VLLM_032), (S1, DIFF / "ds-gateway.yaml", *extra))
+    assert d.disaggregated and d.screener and d.options == []
+    roles = _roles(d)
+    assert {n: r.change.restarts for n, r in roles.items()} == {
+        "prefill": True, "decode": True, "endpoint-picker": False}
+    # the controller's planner, one group per role: with room (maxSurge 1) the new revision's
+    # groups start first (2190 s, the slower start), then the old ones drain (96 s); without,
+    # both drain (96 s), then both start (2190 s): the whole service is down meanwhile
+    assert (roles["decode"].plan.surge, roles["decode"].plan.unavailable) == ((1, 0) if surge else (0, 1))
+    assert d.rendered.duration_s == 2190 + 96
+    assert d.rendered.outage_s == (0 if surge else 96 + 2190)
+    # the picker pins each request to one revision: no mixed pair, although the NIXL hash differs
+    assert d.rendered.mixed_s == 0 and d.handshake[2] == ["release vllm 0.32.0 / vllm 0.33.0"]
+    assert "ROL003" not in [f.code for f in d.findings]
+
+
 # --- DP16 -> DP32 ------------------------------------------------------------------------------
 
 def test_s1_decode_dp32_recreates_the_group_and_keeps_the_old_concurrency():

@@ -1,0 +1,116 @@
+"""A rollout of a changed rendered output, as the controllers run it (``kubectl apply -k`` of
+the new output over the running one).
+
+The LeaderWorkerSet controller replaces the groups of a LeaderWorkerSet whose
+leaderWorkerTemplate changed from the highest group index down, ``maxUnavailable`` groups at a
+time, each deleted and re-created with the new template once the previous ones are ready
+(kubernetes-sigs/lws@v0.10.0:pkg/controllers/leaderworkerset_controller.go
+``rollingUpdateParameters``, ``rollingUpdatePartition``); LeaderWorkerSets in one sync wave
+roll at the same time. Only the bounds the tier renders are emulated (``maxSurge`` 0: the
+development pool has no room for a surge group); any other raises NotImplementedError.
+
+Deleted pods terminate as the kubelet does (kubelet.py ``delete``: preStop, SIGTERM, SIGKILL at
+the grace period), new pods get new addresses (``readdress``) and the new template's
+environment (the generated ConfigMaps of the new output: kustomize gives a changed env file a
+new name, so the old groups keep reading the old one until they are replaced).
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from tests.execution.kubelet import Cluster, Pod, load_objects, plan_pods
+
+
+@dataclass
+class Replaced:
+    """One group replaced: when its deletion started and its new pods were ready (s since the
+    rollout began), its old and new addresses, and how its pods terminated."""
+
+    group: str
+    pods: list[str]
+    deleted_at: float = 0.0
+    gone_at: float = 0.0
+    ready_at: float = 0.0
+    old_ips: dict[str, str] = field(default_factory=dict)
+    new_ips: dict[str, str] = field(default_factory=dict)
+    terminations: dict[str, dict] = field(default_factory=dict)
+
+
+def _template(p: Pod) -> tuple:
+    return p.container, p.volumes, p.labels, p.annotations, p.spec
+
+
+def changed_workloads(cluster: Cluster, new_out: Path) -> dict[str, dict[str, Pod]]:
+    """Per workload whose pod template differs in ``new_out``: its pods as the new output plans
+    them (by name)."""
+    planned, _ = plan_pods(new_out, cluster.ip_prefix)
+    out: dict[str, dict[str, Pod]] = {}
+    for p in planned:
+        old = cluster.pods.get(p.name)
+        if old is None or _template(old) != _template(p):
+            out.setdefault(p.workload, {})[p.name] = p
+    return out
+
+
+def apply(cluster: Cluster, new_out: Path) -> list[Replaced]:
+    """Roll every changed LeaderWorkerSet of ``new_out`` over the running ``cluster`` at once
+    (one sync wave) and return the groups replaced, in the order they were."""
+    docs, configmaps = load_objects(new_out)
+    lws = {d["metadata"]["name"]: d for d in docs if d["kind"] == "LeaderWorkerSet"}
+    changed = changed_workloads(cluster, new_out)
+    for name in changed:
+        if name not in lws:
+            raise NotImplementedError(f"{name}: only LeaderWorkerSet rollouts are emulated")
+        cfg = lws[name]["spec"]["rolloutStrategy"]["rollingUpdateConfiguration"]
+        if int(cfg.get("maxSurge", 0)) != 0:
+            raise NotImplementedError(f"{name}: maxSurge {cfg['maxSurge']} is not emulated")
+    cluster.docs, cluster.configmaps = docs, configmaps
+    t0 = time.monotonic()
+    done: list[Replaced] = []
+    lock = threading.Lock()
+
+    def roll(name: str) -> None:
+        new_pods = changed[name]
+        step = int(lws[name]["spec"]["rolloutStrategy"]["rollingUpdateConfiguration"]
+                   .get("maxUnavailable", 1))
+        groups = sorted({p.group for p in new_pods.values()},
+                        key=lambda g: int(g.rsplit("-", 1)[1]), reverse=True)
+        for i in range(0, len(groups), max(1, step)):
+            batch = groups[i:i + max(1, step)]
+            members = [n for g in batch for n in cluster.group_of(f"{g}")]
+            rec = Replaced(", ".join(batch), members, deleted_at=time.monotonic() - t0,
+                           old_ips={n: cluster.pods[n].ip for n in members})
+            rec.terminations = cluster.delete(*members)
+            rec.gone_at = time.monotonic() - t0
+            for n in members:
+                old, new = cluster.pods[n], new_pods[n]
+                old.container, old.volumes, old.labels = new.container, new.volumes, new.labels
+                old.annotations, old.spec = new.annotations, new.spec
+            cluster.readdress(*members)
+            rec.new_ips = {n: cluster.pods[n].ip for n in members}
+            cluster.start(*members, fresh=True)
+            cluster.wait_ready(*members)
+            rec.ready_at = time.monotonic() - t0
+            with lock:
+                done.append(rec)
+
+    errors: list[BaseException] = []
+
+    def guarded(name: str) -> None:
+        try:
+            roll(name)
+        except BaseException as e:   # re-raised in the caller's thread
+            errors.append(e)
+
+    threads = [threading.Thread(target=guarded, args=(n,)) for n in sorted(changed)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    if errors:
+        raise errors[0]
+    return done
