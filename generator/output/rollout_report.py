@@ -84,12 +84,19 @@ def _role(r: RoleReport) -> list[str]:
     why = f" ({r.strategy})" if r.strategy else ""
     lines.append(f"    rollout: {rule}, maxSurge {p.surge} / maxUnavailable {p.unavailable}"
                  f"{why}")
-    if r.mode in ENGINE_MODES or p.controller != "deployment":
-        lines.append(
-            f"    unavailable: {r.down_at_once} of {min(p.old, p.new)} instance(s) at once, "
-            f"{_t(r.unavailable_s)} with fewer than {min(p.old, p.new)} serving, "
-            f"{_t(r.outage_s)} with none (each replaced instance: up to {p.stop_s:.0f} s to "
-            f"stop, grace, + up to {p.start_s:.0f} s to start, startup budget)")
+    n = min(p.old, p.new)
+    each = (f"up to {p.stop_s:.0f} s to stop (terminationGracePeriodSeconds) + {p.start_s:.0f} s "
+            f"to start ({'startup budget' if r.mode in ENGINE_MODES else 'first worker check'})")
+    if r.down_at_once == 0:
+        lines.append(f"    unavailable: never below {n} serving (new pods serve before old ones "
+                     f"stop; each replacement {each})")
+    elif r.down_at_once >= n:
+        lines.append(f"    unavailable: all {n} instance(s) down at once for up to "
+                     f"{_t(r.outage_s)}: {each}")
+    else:
+        lines.append(f"    unavailable: {r.down_at_once} of {n} instances at a time, fewer than "
+                     f"{n} serving for {_t(r.unavailable_s)}, none for {_t(r.outage_s)} "
+                     f"(each: {each})")
     lines.append(f"    in flight: {_in_flight(r)}")
     if r.cache:
         lines.append(f"    caches: {r.cache}")

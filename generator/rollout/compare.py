@@ -372,8 +372,7 @@ def _findings(diff: RolloutDiff, old: Deployment | None, new: Deployment | None)
                f"role {r.role!r}: the rollout takes all {min(r.plan.old, r.plan.new)} of its "
                f"instances down at once ({r.plan.surge} surge, {r.plan.unavailable} "
                f"unavailable: {r.strategy or r.kind}) for up to {_mins(r.outage_s)}",
-               "give the pool room for one more instance (and platform.lws.version >= 0.9.0) "
-               "so LWS starts a new instance before it stops an old one, or run more replicas")
+               _surge_hint(new, i))
         role = spec.roles[i]
         if r.gpus and r.gpus[0] and r.gpus[1] and r.gpus[0] != r.gpus[1] and old is not None:
             j = _index(old, r.role)
@@ -412,6 +411,26 @@ def _findings(diff: RolloutDiff, old: Deployment | None, new: Deployment | None)
                "whether they interoperate is not known",
                "roll both roles together, or test the mixed pair before the rollout")
     return out
+
+
+def _surge_hint(model: Deployment, i: int) -> str:
+    """How role ``i`` gets a surge instance: its pool's free nodes vs one instance's, and the
+    LWS release that surges (generator/lifecycle.py rollout)."""
+    spec = model.spec.spec
+    role = spec.roles[i]
+    pool = spec.nodePools[role.nodePool]
+    lay = model.roles[i].layout if model.roles[i] is not None else None
+    if lay is None:
+        return "run more replicas"
+    per = -(-lay.tensor * lay.data * lay.pipeline // pool.gpusPerNode)
+    used = sum(r.replicas * -(-_gpus(model, j) // pool.gpusPerNode)
+               for j, r in enumerate(spec.roles) if r.nodePool == role.nodePool)
+    more = max(0, per - (pool.nodes - used))
+    lws = "" if spec.platform is not None and spec.platform.lws is not None else \
+        "declare platform.lws.version (>= 0.9.0 surges) and "
+    room = f"give pool {role.nodePool!r} {more} more node(s) (nodes: {pool.nodes + more}; one " \
+        f"instance takes {per})" if more else f"pool {role.nodePool!r} has room for one"
+    return f"{lws}{room}, so a new instance starts before an old one stops; or run more replicas"
 
 
 def _mixed_window(order: Order, keys: dict) -> float:

@@ -29,10 +29,10 @@ from tests.execution.kubelet import Cluster
 from tests.helpers import EXAMPLES, ROOT
 
 pytestmark = pytest.mark.execution
-SHAPE = "Day 2 (s1-16xh20-pd + dev-small + vllm-0.32): an env change rolled with requests in flight"
+SHAPE = "Day 2 (s1-16xh20-pd + dev-small + vllm-0.32 + decode-eager): an env change rolled with requests in flight"
 MODEL = "deepseek-ai/DeepSeek-V2-Lite-Chat"
 P, D, R = "dsv3-pd-prefill-0", "dsv3-pd-decode-0", "dsv3-pd-router-0"
-OLD = ["dev-small.yaml", "vllm-0.32.yaml"]
+OLD = ["dev-small.yaml", "vllm-0.32.yaml", "decode-eager.yaml"]
 NEW = OLD + ["rollout-env.yaml"]
 #: dev-small's --max-model-len: a request's prompt + output fit in it.
 MAX_LEN = 8192
