@@ -40,18 +40,24 @@ class Replaced:
     terminations: dict[str, dict] = field(default_factory=dict)
 
 
-def _template(p: Pod) -> tuple:
-    return p.container, p.volumes, p.labels, p.annotations, p.spec
+def _template(p: Pod, configmaps: dict[str, dict[str, str]]) -> tuple:
+    """A pod's template as the cluster receives it: kustomize names a generated ConfigMap after
+    its content, so the data of the ConfigMaps a container reads is part of it."""
+    refs = [src["configMapRef"]["name"] for src in p.container.get("envFrom", [])
+            if "configMapRef" in src]
+    return (p.container, p.volumes, p.labels, p.annotations, p.spec,
+            [configmaps.get(r) for r in refs])
 
 
 def changed_workloads(cluster: Cluster, new_out: Path) -> dict[str, dict[str, Pod]]:
     """Per workload whose pod template differs in ``new_out``: its pods as the new output plans
     them (by name)."""
     planned, _ = plan_pods(new_out, cluster.ip_prefix)
+    _, configmaps = load_objects(new_out)
     out: dict[str, dict[str, Pod]] = {}
     for p in planned:
         old = cluster.pods.get(p.name)
-        if old is None or _template(old) != _template(p):
+        if old is None or _template(old, cluster.configmaps) != _template(p, configmaps):
             out.setdefault(p.workload, {})[p.name] = p
     return out
 

@@ -290,3 +290,16 @@ def test_a_recreated_pod_gets_a_new_address_that_the_api_and_dns_follow(tmp_path
                         ("MODIFIED", "127.254.7.100", False, "True")]   # ready
     finally:
         c.close()
+
+
+def test_a_changed_env_file_changes_both_templates(tmp_path):
+    # kustomize names a generated ConfigMap after its content: one variable more in the engines'
+    # environment is a new template for both LeaderWorkerSets (what the rollout then replaces)
+    from tests.execution.controllers import changed_workloads
+    base = ["dev-small.yaml", "vllm-0.32.yaml", "decode-eager.yaml"]
+    old = render("s1-16xh20-pd.yaml", base, tmp_path / "old")
+    new = render("s1-16xh20-pd.yaml", base + ["rollout-env.yaml"], tmp_path / "new")
+    c = Cluster(old, tmp_path / "w", FAKE, tmp_path, "127.254.8")
+    assert {k: sorted(v) for k, v in changed_workloads(c, new).items()} == {
+        "dsv3-pd-decode": ["dsv3-pd-decode-0"], "dsv3-pd-prefill": ["dsv3-pd-prefill-0"]}
+    assert changed_workloads(c, old) == {}

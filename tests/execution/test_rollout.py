@@ -89,10 +89,10 @@ def test_rollout_with_requests_in_flight_matches_the_prediction(cluster, predict
     drain, prestop = roles["decode"].drain_s, roles["decode"].prestop_s
     url = cluster.url(R)
     router_pid = cluster.running[R].popen.pid
-    # the decode rate here, from one request of 64 tokens
+    # the decode rate here, from one request of 16 tokens
     t0 = time.monotonic()
-    assert client.complete(url, MODEL, "rate" * 4, max_tokens=64).ok
-    rate = 64 / (time.monotonic() - t0)
+    assert client.complete(url, MODEL, "rate" * 4, max_tokens=16).ok
+    rate = 16 / (time.monotonic() - t0)
     short = max(8, int(rate * 5))                         # ~5 s: finishes within the drain
     long = min(MAX_LEN - 64, int(rate * (prestop + drain + 40)))   # needs the drain and more
     cuttable = long / rate > prestop + drain + 10
@@ -119,6 +119,7 @@ def test_rollout_with_requests_in_flight_matches_the_prediction(cluster, predict
     watch.start()
     old_ips = {n: cluster.pods[n].ip for n in (P, D)}
     replaced = controllers.apply(cluster, cluster.out_dir.parent / "new")
+    assert sorted(x.pods[0] for x in replaced) == [D, P], replaced     # as gen diff predicted
     # the router adds the new pods once its watcher sees them Ready and they answer /health
     deadline = time.monotonic() + cluster.allowance(P, D, factor=3, floor=120)
     while not (seen and seen[-1][1] == 200 and seen[-1][0] > max(x.ready_at for x in replaced)):
@@ -137,8 +138,11 @@ def test_rollout_with_requests_in_flight_matches_the_prediction(cluster, predict
     # how they stopped: preStop first, then SIGTERM, gone before the grace period (90 s)
     for n in (P, D):
         term = by_pod[n].terminations[n]
-        assert term["preStop_s"] >= prestop and not term["killed"], term
-        assert term["exited_s"] <= roles["prefill" if n == P else "decode"].plan.stop_s, term
+        assert term["preStop_s"] >= prestop, term
+    # the idle prefill exits right after SIGTERM; the decode once its drain is over (the long
+    # request), within the grace period gen diff quotes as its stop bound
+    assert by_pod[P].terminations[P]["exited_s"] < prestop + drain, by_pod[P].terminations
+    assert not by_pod[D].terminations[D]["killed"], by_pod[D].terminations
     # requests in flight on the stopped decode: the short one finishes within the drain ...
     assert results["short"][0].status == 200, results["short"]
     # ... the long one is cut once the drain is over (when this machine decodes fast enough for
