@@ -69,8 +69,10 @@ class ApiServer:
                     self.end_headers()
                     self.wfile.write(body)
 
+        self.closing = threading.Event()
         self.httpd = ThreadingHTTPServer((ip, port), Handler)
         self.httpd.daemon_threads = True
+        self.httpd.block_on_close = False        # open watches end with the server
         self.address = f"http://{ip}:{port}"
         self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
         self.thread.start()
@@ -113,7 +115,7 @@ class ApiServer:
         handler.end_headers()
         deadline = time.monotonic() + min(timeout_s, 290)
         try:
-            while time.monotonic() < deadline:
+            while time.monotonic() < deadline and not self.closing.is_set():
                 with self.cond:
                     batch = [(v, k, o) for v, k, o in self.events if v > since
                              and (ns is None or o["metadata"]["namespace"] == ns)]
@@ -143,5 +145,8 @@ class ApiServer:
         return path
 
     def close(self) -> None:
+        self.closing.set()
+        with self.cond:
+            self.cond.notify_all()
         self.httpd.shutdown()
         self.httpd.server_close()

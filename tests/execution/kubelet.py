@@ -643,20 +643,36 @@ class Cluster:
                            "conditions": [{"type": "Ready", "status": "True" if ready else "False"}]}}
 
     def _publish(self, name: str, ready: bool, deleting: bool = False) -> None:
-        self._ready[name] = ready
-        self._api().upsert(name, self._pod_object(self.pods[name], ready, deleting))
+        with self._lock:
+            self._ready[name] = ready
+            self._api().upsert(name, self._pod_object(self.pods[name], ready, deleting))
 
     def _probe_loop(self) -> None:
-        """The kubelet's readiness probing: every second, each running pod's probes, its Ready
-        condition published when it changes (a pod being deleted is left to ``delete``)."""
+        """The kubelet's readiness probing, every second: a running pod turns Ready on its first
+        passing round of probes and NotReady after its readinessProbe's failureThreshold
+        (default 3) failing rounds in a row (Kubernetes probe semantics); a pod being deleted is
+        left to ``delete``. The only writer of the Ready condition besides creation and
+        deletion."""
+        failures: dict[str, int] = {}
         while not self._closing.wait(1.0):
             for n in list(self.running):
                 r = self.running.get(n)
-                if r is None or n in self.terminations and self.terminations[n].get("deleting"):
+                if r is None:
                     continue
-                ready = r.popen.poll() is None and self.probe(n)
-                if ready != self._ready.get(n) and n in self.running:
-                    self._publish(n, ready)
+                try:
+                    ok = r.popen.poll() is None and self.probe(n)
+                except Exception:          # a probe that breaks is a failing probe
+                    ok = False
+                failures[n] = 0 if ok else failures.get(n, 0) + 1
+                threshold = (self.pods[n].container.get("readinessProbe") or {}).get(
+                    "failureThreshold", 3)
+                with self._lock:
+                    if self.running.get(n) is not r or self.terminations.get(n, {}).get("deleting"):
+                        continue
+                    if ok and not self._ready.get(n):
+                        self._publish(n, True)
+                    elif not ok and self._ready.get(n) and failures[n] >= threshold:
+                        self._publish(n, False)
 
     def _spawn(self, p: Pod, pd: Path, gen: int) -> Running:
         log = pd / f"log.{gen}"
@@ -782,8 +798,9 @@ class Cluster:
     def _terminate(self, name: str) -> None:
         p, r = self.pods[name], self.running.get(name)
         t0 = time.monotonic()
-        out = self.terminations[name] = {"deleting": True, "preStop_s": 0.0, "exited_s": None,
-                                         "killed": False}
+        with self._lock:
+            out = self.terminations[name] = {"deleting": True, "preStop_s": 0.0,
+                                             "exited_s": None, "killed": False}
         if r is None:                                 # nothing runs (killed earlier)
             if self.root.api is not None:
                 self.root.api.remove(name)
@@ -859,7 +876,8 @@ class Cluster:
         return max(floor, factor * max(seen, default=0.0))
 
     def wait_ready(self, *names: str) -> dict[str, float]:
-        """Poll the pods' probes until all pass; returns seconds from start to ready per pod.
+        """Poll the pods' probes until all pass; returns seconds from start to ready per pod
+        (the prober publishes the Ready condition within its next second).
         Fails (PodFailed) when a pod's process exits, or when its rendered startup budget runs
         out (a pod without probes is ready once it runs: see ``probe``)."""
         pending, out = set(names), {}
@@ -872,7 +890,6 @@ class Cluster:
                                     + tail(self.log(n)))
                 waited = time.monotonic() - r.started
                 if self.probe(n):
-                    self._publish(n, ready=True)
                     r.ready_after_s = out[n] = round(waited, 1)
                     self.measured[n] = max(self.measured.get(n, 0.0), waited)
                     pending.discard(n)

@@ -268,10 +268,19 @@ def test_a_recreated_pod_gets_a_new_address_that_the_api_and_dns_follow(tmp_path
     out = _pod_yaml(tmp_path / "out", "web", "while :; do sleep 0.1; done", 2, "true")
     c = Cluster(out, tmp_path / "w", FAKE, tmp_path, "127.254.7")
     api = "http://127.254.7.250:6443/api/v1/namespaces/t/pods"
+
+    def listed_ready():       # the prober publishes Ready within a second of the probes passing
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            doc = json.loads(urllib.request.urlopen(api, timeout=10).read())
+            if doc["items"] and doc["items"][0]["status"]["conditions"][0]["status"] == "True":
+                return doc
+            time.sleep(0.2)
+        raise AssertionError("never Ready")
     try:
         c.start("web-0")
         assert c.wait_ready("web-0")                    # no probes: ready once it runs
-        listed = json.loads(urllib.request.urlopen(api, timeout=10).read())
+        listed = listed_ready()
         [pod] = listed["items"]
         assert (pod["status"]["podIP"], pod["status"]["conditions"]) == \
             ("127.254.7.10", [{"type": "Ready", "status": "True"}])
@@ -280,6 +289,7 @@ def test_a_recreated_pod_gets_a_new_address_that_the_api_and_dns_follow(tmp_path
         assert c.pods["web-0"].ip == "127.254.7.100"     # a new pod, a new address
         assert "127.254.7.100 web-0" in c.hosts.read_text()
         c.wait_ready("web-0")
+        listed_ready()
         watch = urllib.request.urlopen(f"{api}?watch=true&resourceVersion={since}&timeoutSeconds=1",
                                        timeout=10).read().decode().splitlines()
         seen = [(e["type"], e["object"]["status"]["podIP"], "deletionTimestamp" in e["object"]["metadata"],

@@ -99,8 +99,10 @@ def test_rollout_with_requests_in_flight_matches_the_prediction(cluster, predict
     fact(request, f"decode rate {rate:.0f} tokens/s: in flight {short} tokens (~{short / rate:.0f} s) "
                   f"and {long} tokens (~{long / rate:.0f} s; drain {prestop} + {drain} s)")
     results: dict = {}
-    flight = [threading.Thread(target=_through, args=(url, "L" * 40, long, results, "long")),
-              threading.Thread(target=_through, args=(url, "S" * 40, short, results, "short"))]
+    flight = [threading.Thread(target=_through, args=(url, "L" * 40, long, results, "long"),
+                               daemon=True),
+              threading.Thread(target=_through, args=(url, "S" * 40, short, results, "short"),
+                               daemon=True)]
     for t in flight:
         t.start()
     time.sleep(2)                                          # both are decoding now
@@ -115,18 +117,21 @@ def test_rollout_with_requests_in_flight_matches_the_prediction(cluster, predict
             seen.append((time.monotonic() - rollout_t0, r.status))
             i += 1
             stop.wait(2)
-    watch = threading.Thread(target=monitor)
+    watch = threading.Thread(target=monitor, daemon=True)
     watch.start()
     old_ips = {n: cluster.pods[n].ip for n in (P, D)}
-    replaced = controllers.apply(cluster, cluster.out_dir.parent / "new")
-    assert sorted(x.pods[0] for x in replaced) == [D, P], replaced     # as gen diff predicted
-    # the router adds the new pods once its watcher sees them Ready and they answer /health
-    deadline = time.monotonic() + cluster.allowance(P, D, factor=3, floor=120)
-    while not (seen and seen[-1][1] == 200 and seen[-1][0] > max(x.ready_at for x in replaced)):
-        assert time.monotonic() < deadline, seen[-10:]
-        time.sleep(1)
-    stop.set()
-    watch.join()
+    try:
+        replaced = controllers.apply(cluster, cluster.out_dir.parent / "new")
+        assert sorted(x.pods[0] for x in replaced) == [D, P], replaced   # as gen diff predicted
+        # the router adds the new pods once its watcher sees them Ready and they answer /health
+        deadline = time.monotonic() + cluster.allowance(P, D, factor=3, floor=120)
+        while not (seen and seen[-1][1] == 200
+                   and seen[-1][0] > max(x.ready_at for x in replaced)):
+            assert time.monotonic() < deadline, seen[-10:]
+            time.sleep(1)
+    finally:
+        stop.set()
+        watch.join()
     for t in flight:
         t.join()
 
