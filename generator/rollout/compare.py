@@ -325,9 +325,6 @@ def _mixed(tls: list[Timeline], counts: dict[str, tuple[int, int]],
     return sum(a * b for ka, a in prefill for kb, b in decode if mismatch(ka, kb)) / total
 
 
-_CAPACITY: dict = {}
-
-
 def _capacity(model: Deployment | None, counts: dict[str, int]) -> tuple[float, float] | None:
     """Predicted (input, output) tokens/s with ``counts`` instances per role (0 when a needed
     role has none); None without a prediction (no ``spec.traffic``)."""
@@ -341,13 +338,13 @@ def _capacity(model: Deployment | None, counts: dict[str, int]) -> tuple[float, 
                  if r.mode in ENGINE_MODES else r for r in roles]
     doc = model.spec.model_copy(update={"spec": model.spec.spec.model_copy(
         update={"roles": new_roles})})
-    key = (id(model), tuple((r.name, r.replicas) for r in new_roles))
-    if key not in _CAPACITY:
+    cache = model._cache.setdefault("rollout-capacity", {})   # per model: shared by its copies
+    key = tuple((r.name, r.replicas) for r in new_roles)
+    if key not in cache:
         from ..perf.predict import predict
         p = predict(doc) if model.prediction.reason is None else None
-        _CAPACITY[key] = None if p is None or p.reason else \
-            (p.total_tps - p.output_tps, p.output_tps)
-    return _CAPACITY[key]
+        cache[key] = None if p is None or p.reason else (p.total_tps - p.output_tps, p.output_tps)
+    return cache[key]
 
 
 def _findings(diff: RolloutDiff, old: Deployment | None, new: Deployment | None) -> list[Finding]:
