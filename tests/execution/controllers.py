@@ -64,59 +64,80 @@ def changed_workloads(cluster: Cluster, new_out: Path) -> dict[str, dict[str, Po
 
 def apply(cluster: Cluster, new_out: Path) -> list[Replaced]:
     """Roll every changed LeaderWorkerSet of ``new_out`` over the running ``cluster`` at once
-    (one sync wave) and return the groups replaced, in the order they were."""
+    (one sync wave) and return the groups replaced, in the order they were ready.
+
+    Each LeaderWorkerSet progresses on its own (a group deleted while another LeaderWorkerSet's
+    group still drains). Deletions run in threads; pods are started from this thread only: a
+    pod process dies with the thread that started it (kubelet.py ``_die_with_parent``:
+    PR_SET_PDEATHSIG follows the parent thread)."""
     docs, configmaps = load_objects(new_out)
     lws = {d["metadata"]["name"]: d for d in docs if d["kind"] == "LeaderWorkerSet"}
     changed = changed_workloads(cluster, new_out)
-    for name in changed:
+    batches: dict[str, list[list[str]]] = {}
+    for name, new_pods in changed.items():
         if name not in lws:
             raise NotImplementedError(f"{name}: only LeaderWorkerSet rollouts are emulated")
         cfg = lws[name]["spec"]["rolloutStrategy"]["rollingUpdateConfiguration"]
         if int(cfg.get("maxSurge", 0)) != 0:
             raise NotImplementedError(f"{name}: maxSurge {cfg['maxSurge']} is not emulated")
+        step = max(1, int(cfg.get("maxUnavailable", 1)))
+        groups = sorted({p.group for p in new_pods.values()},
+                        key=lambda g: int(g.rsplit("-", 1)[1]), reverse=True)
+        batches[name] = [groups[i:i + step] for i in range(0, len(groups), step)]
     cluster.docs, cluster.configmaps = docs, configmaps
     t0 = time.monotonic()
     done: list[Replaced] = []
-    lock = threading.Lock()
-
-    def roll(name: str) -> None:
-        new_pods = changed[name]
-        step = int(lws[name]["spec"]["rolloutStrategy"]["rollingUpdateConfiguration"]
-                   .get("maxUnavailable", 1))
-        groups = sorted({p.group for p in new_pods.values()},
-                        key=lambda g: int(g.rsplit("-", 1)[1]), reverse=True)
-        for i in range(0, len(groups), max(1, step)):
-            batch = groups[i:i + max(1, step)]
-            members = [n for g in batch for n in cluster.group_of(f"{g}")]
-            rec = Replaced(", ".join(batch), members, deleted_at=time.monotonic() - t0,
-                           old_ips={n: cluster.pods[n].ip for n in members})
-            rec.terminations = cluster.delete(*members)
-            rec.gone_at = time.monotonic() - t0
-            for n in members:
-                old, new = cluster.pods[n], new_pods[n]
-                old.container, old.volumes, old.labels = new.container, new.volumes, new.labels
-                old.annotations, old.spec = new.annotations, new.spec
-            cluster.readdress(*members)
-            rec.new_ips = {n: cluster.pods[n].ip for n in members}
-            cluster.start(*members, fresh=True)
-            cluster.wait_ready(*members)
-            rec.ready_at = time.monotonic() - t0
-            with lock:
-                done.append(rec)
-
+    active: dict[str, tuple[Replaced, threading.Thread | None]] = {}
     errors: list[BaseException] = []
 
-    def guarded(name: str) -> None:
+    def delete(rec: Replaced) -> None:
         try:
-            roll(name)
-        except BaseException as e:   # re-raised in the caller's thread
+            rec.terminations = cluster.delete(*rec.pods)
+            rec.gone_at = time.monotonic() - t0
+        except BaseException as e:   # re-raised below, in this thread
             errors.append(e)
 
-    threads = [threading.Thread(target=guarded, args=(n,)) for n in sorted(changed)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    if errors:
-        raise errors[0]
+    while batches or active:
+        if errors:
+            raise errors[0]
+        for name in list(batches):
+            if name not in active:
+                batch = batches[name].pop(0)
+                if not batches[name]:
+                    del batches[name]
+                members = [n for g in batch for n in cluster.group_of(g)]
+                rec = Replaced(", ".join(batch), members, deleted_at=time.monotonic() - t0,
+                               old_ips={n: cluster.pods[n].ip for n in members})
+                t = threading.Thread(target=delete, args=(rec,), daemon=True)
+                t.start()
+                active[name] = (rec, t)
+        for name, (rec, t) in list(active.items()):
+            if t is not None and not t.is_alive():          # gone: create the new pods
+                for n in rec.pods:
+                    old, new = cluster.pods[n], changed[name][n]
+                    old.container, old.volumes, old.labels = new.container, new.volumes, new.labels
+                    old.annotations, old.spec = new.annotations, new.spec
+                cluster.readdress(*rec.pods)
+                rec.new_ips = {n: cluster.pods[n].ip for n in rec.pods}
+                cluster.start(*rec.pods, fresh=True)
+                active[name] = (rec, None)
+            elif t is None and _ready(cluster, rec.pods):
+                rec.ready_at = time.monotonic() - t0
+                done.append(rec)
+                del active[name]
+        time.sleep(0.5)
     return done
+
+
+def _ready(cluster: Cluster, pods: list[str]) -> bool:
+    """The new pods pass their probes (kubelet.py ``wait_ready``'s checks, one round)."""
+    for n in pods:
+        if not cluster.alive(n):
+            raise AssertionError(f"{n}: exited before it was ready\n{cluster.log(n)[-3000:]}")
+        waited = time.monotonic() - cluster.running[n].started
+        if waited > cluster.pods[n].startup_budget_s:
+            raise AssertionError(f"{n}: not ready within its startup budget")
+    if all(cluster.probe(n) for n in pods):
+        cluster.wait_ready(*pods)          # records the measured start, as wait_ready does
+        return True
+    return False

@@ -376,7 +376,9 @@ def _still_alive(procs: dict[int, int]) -> list[int]:
 
 
 def _die_with_parent() -> None:
-    """In the child before exec: SIGKILL when the harness process dies (prctl PR_SET_PDEATHSIG)."""
+    """In the child before exec: SIGKILL when the harness process dies (prctl PR_SET_PDEATHSIG).
+    The kernel sends it when the *thread* that started the child exits, so pods are started
+    from the main thread only (``Cluster.start`` refuses any other)."""
     import ctypes
     ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)
 
@@ -596,6 +598,9 @@ class Cluster:
         restart in the same pod (emptyDirs kept). Returns once each pod's namespace is set up
         (the pod's own program then runs); a set-up that fails is retried (``SETUP_ATTEMPTS``),
         then raised as ``HarnessError``."""
+        if threading.current_thread() is not threading.main_thread():
+            raise HarnessError("pods start from the main thread: a pod dies with the thread "
+                               "that started it (PR_SET_PDEATHSIG)")
         for n in names:
             if n in self.running:
                 raise RuntimeError(f"{n} is already running")
