@@ -121,8 +121,14 @@ def _in_flight(r: RoleReport) -> str:
     mean = f"the mean request ({r.mean_s:.1f} s) finishes" if r.mean_s is not None and \
         r.mean_s <= r.drain_s else (f"the mean request ({r.mean_s:.1f} s) may not"
                                     if r.mean_s is not None else "")
-    return head + f": {mean}, the longest predicted ({_t(r.longest_s)}) does not".replace(
+    out = head + f": {mean}, the longest predicted ({_t(r.longest_s)}) does not".replace(
         ": , ", ": ")
+    if r.engine == "vllm" and r.mode in ENGINE_MODES:
+        # vLLM 0.33.0 vllm/entrypoints/launchers/launcher.py: after the drain the engine stops
+        # and uvicorn's shutdown waits for every open connection (no graceful-shutdown timeout)
+        out += (f"; with one still open vLLM's HTTP server waits for it, so the pod stops at "
+                f"its grace period ({r.plan.stop_s:.0f} s, SIGKILL), cutting it then")
+    return out
 
 
 def _order_text(diff: RolloutDiff) -> list[str]:

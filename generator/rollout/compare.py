@@ -63,6 +63,7 @@ class RoleReport:
     cache: str = ""
     gpus: tuple[int, int] | None = None
     prestop_s: int = 0
+    engine: str = ""
 
     @property
     def down_at_once(self) -> int:
@@ -175,7 +176,8 @@ def _role(name: str, a: Workload | None, b: Workload | None, old_model: Deployme
                     b.max_surge if b else 0, b.max_unavailable if b else 1,
                     float(a.grace_s if a else 0), start, w.wave)
     rep = RoleReport(name, w.mode, w.kind, w.file, change, plan,
-                     prestop_s=a.prestop_s if a else 0)
+                     prestop_s=a.prestop_s if a else 0,
+                     engine=(old_model or new_model).engine if (old_model or new_model) else "")
     i_new = _index(new_model, name)
     i_old = _index(old_model, name)
     if new_model is not None and i_new is not None and controller == "lws" \

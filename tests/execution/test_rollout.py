@@ -151,10 +151,14 @@ def test_rollout_with_requests_in_flight_matches_the_prediction(cluster, predict
     for n in (P, D):
         term = by_pod[n].terminations[n]
         assert term["preStop_s"] >= prestop, term
-    # the idle prefill exits right after SIGTERM; the decode once its drain is over (the long
-    # request), within the grace period gen diff quotes as its stop bound
+    # the idle prefill exits right after SIGTERM; the decode drains 60 s, then vLLM's HTTP
+    # server waits for the long request's open connection, so the kubelet kills the pod at its
+    # grace period, the stop bound gen diff quotes (harness slack on top: the kill, the load)
     assert by_pod[P].terminations[P]["exited_s"] < prestop + drain, by_pod[P].terminations
-    assert not by_pod[D].terminations[D]["killed"], by_pod[D].terminations
+    stop = roles["decode"].plan.stop_s
+    assert by_pod[D].gone_at - by_pod[D].deleted_at <= stop + cluster.allowance(floor=30, factor=0)
+    if cuttable:
+        assert by_pod[D].terminations[D]["killed"], by_pod[D].terminations
     # requests in flight on the stopped decode: the short one finishes within the drain ...
     assert results["short"][0].status == 200, results["short"]
     # ... the long one is cut once the drain is over (when this machine decodes fast enough for
@@ -162,10 +166,11 @@ def test_rollout_with_requests_in_flight_matches_the_prediction(cluster, predict
     if cuttable:
         assert results["long"][0].status != 200, results["long"]
         assert results["long"][1] < CLIENT_TIMEOUT_S - 60, results["long"]   # cut, not timed out
-    cut_at = by_pod[D].terminations[D]["exited_s"]
+    term = by_pod[D].terminations[D]
+    how = "killed at the grace period" if term["killed"] else f"exited after {term['exited_s']} s"
     fact(request, f"rollout: prefill gone after {by_pod[P].gone_at:.0f} s, decode after "
-                  f"{by_pod[D].gone_at:.0f} s (exited {cut_at} s after its deletion; predicted "
-                  f"<= {roles['decode'].plan.stop_s:.0f} s), new pods ready after "
+                  f"{by_pod[D].gone_at:.0f} s ({how}; predicted <= "
+                  f"{roles['decode'].plan.stop_s:.0f} s), new pods ready after "
                   f"{by_pod[P].ready_at:.0f} / {by_pod[D].ready_at:.0f} s (budget "
                   f"{roles['decode'].plan.start_s:.0f} s)")
     fact(request, f"in flight: short -> {results['short'][0].status} after "
