@@ -141,20 +141,35 @@ def render(spec: Path, overlays: tuple[Path, ...], outdir: Path | None, check: b
     if check:
         changes = diff_tree(outdir, files)
         if changes:
-            heads = [c for c in changes if not c.startswith("    ")]
-            if fmt == "json":
-                click.echo(json.dumps({"ok": False, "outdir": str(outdir), "drift": heads},
-                                      indent=2))
-            elif fmt == "github":
-                click.echo("\n".join(
-                    f"::error file={outdir / c[2:].split(' ')[0]},title=drift::{c}" for c in heads))
-            click.echo("\n".join(changes), err=True)
+            from .rollout import drift_report
+            out, err = drift_report(outdir, changes, spec, files, checked, fmt, sys.stderr.isatty())
+            click.echo(out, nl=False)
+            click.echo(err, err=True)
             raise DriftDetected(changes)
         click.echo(f"{outdir}: up to date ({len(files)} files)", err=True)
         return
     result = write_tree(outdir, files)
     click.echo(f"{outdir}: {result.written} files ({len(result.added)} added, "
                f"{len(result.changed)} changed, {len(result.removed)} removed)", err=True)
+
+
+@main.command()
+@click.argument("old", type=click.Path(path_type=Path))
+@click.argument("new", type=click.Path(path_type=Path))
+@_OVERLAYS
+@click.option("--old-overlay", "old_overlays", multiple=True, type=click.Path(path_type=Path),
+              help="Overlay merged over OLD when it is a spec (repeatable).")
+@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text")
+def diff(old: Path, new: Path, overlays: tuple[Path, ...], old_overlays: tuple[Path, ...],
+         fmt: str) -> None:
+    """What applying NEW over a running OLD (specs or rendered output directories; -f: NEW) does:
+    which pods restart, why, in which order, for how long, and what happens to requests."""
+    from .rollout import diff_report
+    out, err, rejected = diff_report(old, new, overlays, old_overlays, fmt, sys.stderr.isatty())
+    if rejected is not None:
+        _reject(rejected)
+    click.echo(out, nl=False)
+    click.echo(err, err=True, nl=False)
 
 
 _INPUTS = click.argument("inputs", nargs=-1, required=True,

@@ -15,7 +15,7 @@ rendered: the launcher script, every engine and router flag, every env value, po
 | S6 | ``PYTHONPATH=tests/execution/cpu_ep_plugin`` where the command has ``--enable-expert-parallel`` | the CPU communicator lacks the collectives EP calls (vllm-project/vllm#57837); a test plugin fills them in |
 | S7 | ``GLOO_SOCKET_IFNAME`` / ``NCCL_SOCKET_IFNAME`` -> ``lo``; ``VLLM_HOST_IP=<podIP>`` | the rendered NIC (eth0) does not exist here; ``VLLM_HOST_IP`` is what vLLM's ``get_ip()`` finds in a pod |
 | S8 | ``VLLM_CPU_OMP_THREADS_BIND=<core>`` | one core per pod, round robin (a pod's "node"); vLLM's ``auto`` binding would reserve cores per engine |
-| S9 | router: ``--service-discovery`` (+ namespace, port, label selectors) -> ``--prefill``/``--decode`` ``http://<podIP>:<port>`` of the pods the selectors match; ``--host``/``--prometheus-host 0.0.0.0`` -> the router pod's IP | no Kubernetes API here; the same pods, port and selectors |
+| S9 | router: ``KUBECONFIG`` = the harness's kubeconfig (its rendered ``--service-discovery`` flags run as rendered, against the harness's API server: kubelet.py, apiserver.py); ``--host``/``--prometheus-host 0.0.0.0`` -> the router pod's IP | no in-cluster API server here: the router's Kubernetes watcher (kube-rs reads ``KUBECONFIG`` before the in-cluster configuration) lists and watches the harness's pods, which follow deletions and new addresses as a cluster's do |
 | S10 | bench Job (``gen bench``): ``--base-url http://<Service>:<port>`` -> ``http://<podIP>:<targetPort>`` of the first pod the Service selects | no cluster DNS or Service proxy here; the same Service, selector and target port |
 
 The container image's environment (``PATH`` = the runtime venv first, ``HOME`` = the pod
@@ -136,7 +136,11 @@ def substitute(pod, cluster, model_dir: Path) -> None:
         changes.append(f"S7 + VLLM_HOST_IP={pod.ip}")
         changes.append(f"S8 + VLLM_CPU_OMP_THREADS_BIND={pod.core}")
     if argv and argv[0] == "vllm-router":
-        argv, note = _router_static(argv, pod, cluster)
+        argv, note = _router_host(argv, pod)
+        if "--service-discovery" in argv:
+            env["KUBECONFIG"] = str(cluster.root.kubeconfig)
+            note = f"KUBECONFIG={cluster.root.kubeconfig} (its service discovery watches the " \
+                f"harness's API server); {note}"
         changes.append(f"S9 router: {note}")
     if "--base-url" in argv and "bench" in argv:
         argv, note = _service_url(argv, cluster)
@@ -155,46 +159,17 @@ def _wrapper(path: Path, real: Path, subcommand: str, extra: list[str]) -> None:
     path.chmod(path.stat().st_mode | stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH)
 
 
-def _router_static(argv: list[str], pod, cluster) -> tuple[list[str], str]:
-    """S9: the router's Kubernetes service discovery -> the URLs it would discover."""
-    out, sel, port, i = [argv[0]], {}, None, 1
-    flags = {"--prefill-selector": "--prefill", "--decode-selector": "--decode", "--selector": "--worker-urls"}
+def _router_host(argv: list[str], pod) -> tuple[list[str], str]:
+    """S9: ``--host``/``--prometheus-host 0.0.0.0`` -> the router pod's address."""
+    out, i = [argv[0]], 1
     while i < len(argv):
-        a = argv[i]
-        if a in flags:
-            i += 1
-            labels = {}
-            while i < len(argv) and not argv[i].startswith("--"):
-                k, _, v = argv[i].partition("=")
-                labels[k] = v
-                i += 1
-            sel[flags[a]] = labels
-            continue
-        if a == "--service-discovery":
-            i += 1
-            continue
-        if a in ("--service-discovery-namespace", "--service-discovery-port"):
-            if a.endswith("port"):
-                port = argv[i + 1]
+        if argv[i] in ("--host", "--prometheus-host") and i + 1 < len(argv) and argv[i + 1] == "0.0.0.0":
+            out += [argv[i], pod.ip]
             i += 2
             continue
-        if a in ("--host", "--prometheus-host") and argv[i + 1] == "0.0.0.0":
-            out += [a, pod.ip]
-            i += 2
-            continue
-        out.append(a)
+        out.append(argv[i])
         i += 1
-    if not sel:
-        return argv, "no service discovery"
-    if port is None:
-        raise NotImplementedError(f"{pod.name}: service discovery without --service-discovery-port")
-    found = []
-    for flag, labels in sel.items():
-        urls = [f"http://{q.ip}:{port}" for q in cluster.pods.values()
-                if q is not pod and labels and all(q.labels.get(k) == v for k, v in labels.items())]
-        out += [flag, *urls] if flag == "--worker-urls" else [x for u in urls for x in (flag, u)]
-        found.append(f"{flag} {' '.join(urls) or '(no pod matches)'}")
-    return out, "service discovery -> " + "; ".join(found) + f"; 0.0.0.0 -> {pod.ip}"
+    return out, f"0.0.0.0 -> {pod.ip}"
 
 
 def _service_url(argv: list[str], cluster) -> tuple[list[str], str]:
