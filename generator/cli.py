@@ -153,25 +153,6 @@ def render(spec: Path, overlays: tuple[Path, ...], outdir: Path | None, check: b
                f"{len(result.changed)} changed, {len(result.removed)} removed)", err=True)
 
 
-@main.command()
-@click.argument("old", type=click.Path(path_type=Path))
-@click.argument("new", type=click.Path(path_type=Path))
-@_OVERLAYS
-@click.option("--old-overlay", "old_overlays", multiple=True, type=click.Path(path_type=Path),
-              help="Overlay merged over OLD when it is a spec (repeatable).")
-@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text")
-def diff(old: Path, new: Path, overlays: tuple[Path, ...], old_overlays: tuple[Path, ...],
-         fmt: str) -> None:
-    """What applying NEW over a running OLD (specs or rendered output directories; -f: NEW) does:
-    which pods restart, why, in which order, for how long, and what happens to requests."""
-    from .rollout import diff_report
-    out, err, rejected = diff_report(old, new, overlays, old_overlays, fmt, sys.stderr.isatty())
-    if rejected is not None:
-        _reject(rejected)
-    click.echo(out, nl=False)
-    click.echo(err, err=True, nl=False)
-
-
 _INPUTS = click.argument("inputs", nargs=-1, required=True,
                          type=click.Path(path_type=Path, allow_dash=True))
 _GPU = click.option("--gpu", default=None, help="Manifests: the GPU where a manifest does not "
@@ -568,10 +549,12 @@ def rules(fmt: str) -> None:
 
 
 def _register() -> None:
-    """The commands defined beside this module (gen bench, gen calibrate)."""
+    """The commands defined beside this module (gen bench, gen calibrate, gen diff)."""
     from .cli_calibrate import bench_cmd, calibrate_cmd
+    from .cli_diff import diff
     main.add_command(bench_cmd)
     main.add_command(calibrate_cmd)
+    main.add_command(diff)
 
 
 _register()

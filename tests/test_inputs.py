@@ -225,7 +225,7 @@ def test_skip_counts_do_not_depend_on_how_files_are_passed(tmp_path):
     shutil.copytree(S1_TREE, tree)
     (tree / "values.yaml").write_text("replicaCount: 2\n")
     files = sorted(tree.rglob("*.yaml"))
-    assert len(files) == 13   # 12 rendered + values.yaml (the env files are not YAML)
+    assert len(files) == 15   # 14 rendered (2 NetworkPolicies) + values.yaml (env files: not YAML)
     by_dir, by_file = read_inputs([tree]), read_inputs(files)
     assert by_dir.skipped == by_file.skipped == [str(tree / "values.yaml")]
     assert summary_line(by_dir) == summary_line(by_file) == (
@@ -342,14 +342,15 @@ def test_bare_pods_jobs_and_knative_services_are_found(tmp_path):
 
 def test_a_manifest_on_hub_weights_is_still_sized(tmp_path):
     """DeepSeek-R1 (671B parameters in FP8: > 600 GiB) on one H200, weights from the Hub: the
-    spec form's MOD005 (no model.volume), not reported on manifests (IMP010 says it), kept the
-    role from the sizing phase, so this passed green (only IMP010). Now SIZ001."""
+    spec form's MOD005 (no model.volume), not reported on manifests (IMP010 said it then), kept
+    the role from the sizing phase, so this passed green (only IMP010). Now SIZ001, beside
+    IMP017 (no probe) and MOD006 (the Hub download lands in the container's filesystem)."""
     f = tmp_path / "tp1.yaml"
     f.write_text(vllm_deployment("deepseek-ai/DeepSeek-R1", '--tensor-parallel-size, "1"')
                  .replace("nvidia.com/gpu: 8", "nvidia.com/gpu: 1"))
     batch = read_inputs([f])
     assert [(x.code, x.severity.value) for x in batch.all_findings()] == [
-        ("SIZ001", "error"), ("IMP010", "warning")]
+        ("SIZ001", "error"), ("IMP017", "warning"), ("MOD006", "warning")]
     # 671e9 parameters x 1 byte (FP8) / 2^30 = 625 GiB at least, against 141 GB of HBM.
     weights = float(batch.all_findings()[0].message.split("weights ")[1].split(" ")[0])
     assert weights >= 671e9 / 2**30

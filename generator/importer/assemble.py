@@ -117,7 +117,10 @@ def _model(group: list[Role], opts: Options, prov: Provenance,
     token = next((t for t in (token_secret(r.launch)[0] for r in group) if t), None)
     if token is not None:
         model["tokenSecret"] = token
-    _located(prov, ("spec", "model"), {(k,): v for k, v in loc.items()})
+    where = {(k,): v for k, v in loc.items()}
+    if "hub" in model:   # the Hub download is the model argument (MOD006 and its waivers)
+        where[("hub",)] = loc.get("path", loc.get("name", at))
+    _located(prov, ("spec", "model"), where)
     return model
 
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ..deployment import Deployment
+from ..deployment import Deployment, at_spec
 from ..errors import Finding, Severity
 from ..lifecycle import rollout as lifecycle_rollout
 from ..spec.provenance import json_path
@@ -343,8 +343,9 @@ def _capacity(model: Deployment | None, counts: dict[str, int]) -> tuple[float, 
     cache = model._cache.setdefault("rollout-capacity", {})   # per model: shared by its copies
     key = tuple((r.name, r.replicas) for r in new_roles)
     if key not in cache:
-        from ..perf.predict import predict
-        p = predict(doc) if model.prediction.reason is None else None
+        # the same deployment model at the scaled replica counts (one model of the deployment:
+        # role inputs, sizing and engine facts recomputed, never a second builder)
+        p = at_spec(model, doc).prediction if model.prediction.reason is None else None
         cache[key] = None if p is None or p.reason else (p.total_tps - p.output_tps, p.output_tps)
     return cache[key]
 

@@ -7,7 +7,7 @@ rendered: the launcher script, every engine and router flag, every env value, po
 
 | # | what | why |
 |---|---|---|
-| S1 | a volumeMount's ``mountPath`` (other than ``/dev/shm``) -> a host directory, in argv and env: the model PVC -> the tiny checkpoint, an emptyDir -> a per-pod directory (kept over a container restart, new for a new pod) | no volumes here; nothing may write outside the test's work directory |
+| S1 | a volumeMount's ``mountPath`` (other than ``/dev/shm``) -> a host directory, in argv and env, as a whole path component and in one pass: the model PVC -> the tiny checkpoint, an emptyDir -> a per-pod directory (kept over a container restart, new for a new pod) | no volumes here; nothing may write outside the test's work directory |
 | S2 | ``/dev/shm`` (a ``medium: Memory`` emptyDir) -> a private tmpfs of its ``sizeLimit`` in the pod's mount namespace | the launcher empties /dev/shm at start; on a shared host that would hit every process |
 | S3 | ``vllm serve ... --host <podIP>`` | the rendered engine binds 0.0.0.0; the pods share one network namespace here |
 | S4 | ``vllm serve ... --kv-cache-memory-bytes 64 MiB`` | on CPU ``--gpu-memory-utilization`` is a fraction of host RAM, checked against free memory at start-up (vllm-project/vllm@v0.32.0: vllm/v1/worker/cpu_worker.py); an explicit KV size replaces it. 64 MiB holds 29127 tokens of the tiny model (2 layers x 576 x 2 bytes = 2304 B/token), above the rendered --max-model-len 8192 |
@@ -81,11 +81,6 @@ def absent_reason() -> str:
             "(~2.5 min, ~2.8 GB; MOEGEN_CPU_RUNTIME_VENV puts it elsewhere). !!!")
 
 
-def _set(argv: list[str], old: str, new: str) -> tuple[list[str], bool]:
-    out = [a.replace(old, new) for a in argv]
-    return out, out != argv
-
-
 def substitute(pod, cluster, model_dir: Path) -> None:
     """Apply S1-S10 to ``pod`` (its rendered argv/env -> argv/env), recording each change."""
     argv, env = list(pod.rendered_argv), dict(pod.rendered_env)
@@ -93,7 +88,10 @@ def substitute(pod, cluster, model_dir: Path) -> None:
     pod_dir = cluster.work / "pods" / pod.name
     script = " ".join(argv)
 
-    # S1, S2: volumes
+    # S1, S2: volumes. All mount paths are replaced in one pass, each only as a whole path
+    # component (``/tmp`` must not touch ``/tmpfs`` nor a host path already put in for another
+    # mount, such as a checkpoint directory under the machine's /tmp).
+    targets: dict[str, str] = {}
     for vm in pod.container.get("volumeMounts", []):
         vol = pod.volumes[vm["name"]]
         mp = vm["mountPath"]
@@ -109,11 +107,21 @@ def substitute(pod, cluster, model_dir: Path) -> None:
         else:
             raise NotImplementedError(f"{pod.name}: volume {vm['name']} {vol} is not emulated")
         pod.mounts[mp] = host
-        argv, in_argv = _set(argv, mp, host)
-        hit_env = [k for k, v in env.items() if mp in v]
-        env = {k: v.replace(mp, host) for k, v in env.items()}
-        where = ", ".join(x for x in ("argv" if in_argv else "", f"env {','.join(hit_env)}" if hit_env else "") if x)
-        changes.append(f"S1 volume {vm['name']} {mp} -> {host} ({where or 'not referenced'})")
+        targets[mp] = host
+    if targets:
+        pattern = re.compile("|".join(re.escape(m) for m in sorted(targets, key=len, reverse=True))
+                             + r"(?=/|$|[^\w.-])")
+        for mp, host in targets.items():
+            one = re.compile(re.escape(mp) + r"(?=/|$|[^\w.-])")
+            in_argv = any(one.search(a) for a in argv)
+            hit_env = [k for k, v in env.items() if one.search(v)]
+            where = ", ".join(x for x in ("argv" if in_argv else "",
+                                          f"env {','.join(hit_env)}" if hit_env else "") if x)
+            name = next(vm["name"] for vm in pod.container["volumeMounts"] if vm["mountPath"] == mp)
+            changes.append(f"S1 volume {name} {mp} -> {host} ({where or 'not referenced'})")
+        sub = lambda text: pattern.sub(lambda m: targets[m.group(0)], text)  # noqa: E731
+        argv = [sub(a) for a in argv]
+        env = {k: sub(v) for k, v in env.items()}
 
     wrap_dir = pod_dir / "bin"
     path = [str(wrap_dir), str(cluster.runtime.bin), "/usr/local/bin", "/usr/bin", "/bin"]

@@ -79,7 +79,9 @@ def test_env_is_built_in_kubelet_order(dp2):
 
 def test_substitutions_are_the_listed_ones_and_nothing_else(dp2):
     leader, worker = dp2.pods["dsv3-pd-decode-0"], dp2.pods["dsv3-pd-decode-0-1"]
-    assert [c.split()[0] for c in worker.changes] == ["S2", "S1", "S1", "S3", "S4", "S5", "S6", "S7", "S7", "S7", "S8"]
+    # S1 three times: the /tmp emptyDir of the read-only root, the model PVC, the compile cache
+    assert [c.split()[0] for c in worker.changes] == ["S2", "S1", "S1", "S1", "S3", "S4", "S5", "S6", "S7", "S7", "S7", "S8"]
+    assert [c.split()[3] for c in worker.changes if c.startswith("S1")] == ["/tmp", "/models/DeepSeek-V2-Lite-Chat", "/var/cache/moegen"]
     # argv: only the mount paths differ (the wrapper on PATH adds S3-S5 to `vllm serve`)
     model = str(dp2.model_dir)
     assert [a.replace(model, "/models/DeepSeek-V2-Lite-Chat") for a in worker.argv] == worker.rendered_argv
@@ -97,7 +99,7 @@ def test_substitutions_are_the_listed_ones_and_nothing_else(dp2):
     assert r.env["KUBECONFIG"] == str(dp2.kubeconfig)
     assert json.loads(dp2.kubeconfig.read_text())["clusters"][0]["cluster"]["server"] == \
         "http://127.254.1.250:6443"
-    assert [c.split()[0] for c in r.changes] == ["S9"]
+    assert [c.split()[0] for c in r.changes] == ["S1", "S9"]     # S1: its /tmp emptyDir
     assert (dp2.work / "substitutions.txt").read_text() == dp2.substitutions()
 
 
