@@ -122,3 +122,22 @@ def model_config(checked) -> dict:
     if checked.loaded.model_config is not None:
         return checked.loaded.model_config
     return builtin_config(checked.spec.spec.model.architecture)
+
+
+#: schema id -> (the schema, its validator): ``validate_schema``'s cache (the schema is held, so
+#: its id is never reused while the entry lives)
+_VALIDATORS: dict[int, tuple[dict, object]] = {}
+
+
+def validate_schema(obj, schema: dict) -> None:
+    """``jsonschema.validate(obj, schema)`` with the schema checked against its meta-schema once
+    per schema object rather than on every call (1.3 s of the 1.45 s a RoleBasedGroup CRD check
+    takes). Raises ``jsonschema.ValidationError`` on the first error, as the validator's
+    ``validate`` does."""
+    import jsonschema
+    hit = _VALIDATORS.get(id(schema))
+    if hit is None or hit[0] is not schema:
+        cls = jsonschema.validators.validator_for(schema)
+        cls.check_schema(schema)
+        hit = _VALIDATORS[id(schema)] = (schema, cls(schema))
+    hit[1].validate(obj)

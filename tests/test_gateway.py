@@ -18,7 +18,7 @@ from generator.emit import write_tree
 from generator.engines import gateway as gw
 from generator.engines.router_releases import PickerRelease, known
 from generator.preflight import Api, preflight
-from tests.helpers import EXAMPLES, ROOT, lws_templates, objects, render_spec
+from tests.helpers import EXAMPLES, ROOT, lws_templates, objects, render_spec, validate_schema
 from tests.test_manifests_valid import _crd_schema
 
 IGW = ROOT / "overlays" / "inference-gateway.yaml"
@@ -120,7 +120,7 @@ def test_epp_config_passes_the_upstream_types_and_loader(spec):
     _, plan, files = render_spec(spec, [IGW])
     cfg = _config(files)
     newest = PickerRelease(RELEASES[-1])
-    jsonschema.validate(cfg, _schema_for(newest))
+    validate_schema(cfg, _schema_for(newest))
     assert _loader_errors(cfg, newest) == []
     assert cfg["apiVersion"] == "llm-d.ai/v1alpha1"    # v0.10.0: llm-d-router's own group
     profiles = [p["name"] for p in cfg["schedulingProfiles"]]
@@ -139,7 +139,7 @@ def test_epp_config_starts_at_every_release(version, pd):
     v0.7.0 plugin names were rendered for it)."""
     release = PickerRelease(version)
     cfg = gw.epp_config(release, pd)
-    jsonschema.validate(cfg, _schema_for(release))
+    validate_schema(cfg, _schema_for(release))
     assert _loader_errors(cfg, release) == []
     for p in cfg["plugins"]:     # nothing deprecated where a current type exists
         assert release.plugin(p["type"]).deprecated is None or \
@@ -225,7 +225,7 @@ def test_epp_config_checks_can_fail():
     bad = copy.deepcopy(cfg)
     bad["schedulingProfile"] = []
     with pytest.raises(jsonschema.ValidationError):
-        jsonschema.validate(bad, _schema_for(release))
+        validate_schema(bad, _schema_for(release))
     bad = copy.deepcopy(cfg)
     bad["schedulingProfiles"][0]["plugins"].append({"pluginRef": "no-such-plugin"})
     bad["plugins"].append({"type": "single-profile-handler"})
@@ -412,16 +412,16 @@ def test_route_objects_pass_their_crds_which_can_fail():
     _, _, files = render_spec(S1, [IGW])
     objs = {o["kind"]: o for o in objects(files)}
     for kind in ("InferencePool", "HTTPRoute"):
-        jsonschema.validate(objs[kind], _crd_schema(kind))
+        validate_schema(objs[kind], _crd_schema(kind))
     bad = copy.deepcopy(objs["InferencePool"])
     bound = PickerRelease(RELEASES[-1]).pool_ports["maxItems"]   # 8, the CRD the picker pins
     bad["spec"]["targetPorts"] = [{"number": 8000 + i} for i in range(bound + 1)]
     with pytest.raises(jsonschema.ValidationError):   # maxItems 8
-        jsonschema.validate(bad, _crd_schema("InferencePool"))
+        validate_schema(bad, _crd_schema("InferencePool"))
     bad = copy.deepcopy(objs["HTTPRoute"])
     bad["spec"]["rules"][0]["backendRef"] = {}
     with pytest.raises(jsonschema.ValidationError):
-        jsonschema.validate(bad, _crd_schema("HTTPRoute"))
+        validate_schema(bad, _crd_schema("HTTPRoute"))
 
 
 def _kustomize(tmp_path, files, overlay: str) -> list[dict]:

@@ -11,7 +11,7 @@ import pytest
 import yaml
 
 from generator.facts import lws
-from tests.helpers import EXAMPLES, objects, render_spec
+from tests.helpers import EXAMPLES, objects, render_spec, validate_schema
 
 S1 = EXAMPLES / "s1-16xh20-pd.yaml"
 
@@ -129,15 +129,15 @@ def test_disaggregatedset_crd_check_can_fail(tmp_path):
     from tests.test_manifests_valid import _crd_schema
 
     ds = next(o for o in objects(_ds_files(tmp_path)) if o["kind"] == "DisaggregatedSet")
-    jsonschema.validate(ds, _crd_schema("DisaggregatedSet"))
+    validate_schema(ds, _crd_schema("DisaggregatedSet"))
     one = copy.deepcopy(ds)
     one["spec"]["roles"] = one["spec"]["roles"][:1]
     with pytest.raises(jsonschema.ValidationError):
-        jsonschema.validate(one, _crd_schema("DisaggregatedSet"))
+        validate_schema(one, _crd_schema("DisaggregatedSet"))
     bad = copy.deepcopy(ds)
     bad["spec"]["roles"][0]["spec"]["sizee"] = 1
     with pytest.raises(jsonschema.ValidationError):
-        jsonschema.validate(bad, _crd_schema("DisaggregatedSet"))
+        validate_schema(bad, _crd_schema("DisaggregatedSet"))
 
 
 def test_schema_documents_platform_lws():

@@ -25,6 +25,7 @@ from tests.helpers import (
     objects,
     render_spec,
     shared,
+    validate_schema,
 )
 from tests.test_golden import cases
 
@@ -93,19 +94,19 @@ def test_objects_pass_kubernetes_schemas(name, spec, overlays):
     assert objs
     for obj in objs:
         if obj["kind"] == "LeaderWorkerSet":
-            jsonschema.validate(obj, _lws_schema())
+            validate_schema(obj, _lws_schema())
             for which, template in lws_templates(obj).items():
                 kubernetes_validate.validate(_pod_template(obj, template, which), K8S_VERSION,
                                              strict=True)
         elif obj["kind"] == "DisaggregatedSet":
-            jsonschema.validate(obj, _crd_schema("DisaggregatedSet"))
+            validate_schema(obj, _crd_schema("DisaggregatedSet"))
             for role in obj["spec"]["roles"]:
                 for which, template in lws_templates(role).items():
                     kubernetes_validate.validate(
                         _pod_template(obj, template, f"{role['name']}-{which}"), K8S_VERSION,
                         strict=True)
         elif obj["kind"] in CRDS or obj["kind"] in LOCAL_CRDS:
-            jsonschema.validate(obj, _crd_schema(obj["kind"]))
+            validate_schema(obj, _crd_schema(obj["kind"]))
         else:
             kubernetes_validate.validate(obj, K8S_VERSION, strict=True)
 
@@ -117,11 +118,11 @@ def test_lws_schema_is_strict_and_can_fail():
     bad = copy.deepcopy(lws)
     bad["spec"]["leaderWorkerTemplate"]["sizee"] = 2
     with pytest.raises(jsonschema.ValidationError):
-        jsonschema.validate(bad, _lws_schema())
+        validate_schema(bad, _lws_schema())
     bad = copy.deepcopy(lws)
     bad["spec"]["replicas"] = "one"
     with pytest.raises(jsonschema.ValidationError):
-        jsonschema.validate(bad, _lws_schema())
+        validate_schema(bad, _lws_schema())
 
 
 def test_kubernetes_validate_is_strict_and_can_fail():
@@ -200,12 +201,12 @@ def test_scaledobject_schema_is_strict_and_can_fail():
     _, _, files = render_spec(EXAMPLES / "s1-16xh20-pd.yaml",
                               [ROOT / "tests" / "golden" / "s1-autoscaling" / "autoscaling.yaml"])
     so = yaml.safe_load(files["decode-scaledobject.yaml"])
-    jsonschema.validate(so, _crd_schema("ScaledObject"))
+    validate_schema(so, _crd_schema("ScaledObject"))
     bad = copy.deepcopy(so)
     bad["spec"]["maxReplicas"] = 3          # KEDA spells it maxReplicaCount
     with pytest.raises(jsonschema.ValidationError):
-        jsonschema.validate(bad, _crd_schema("ScaledObject"))
+        validate_schema(bad, _crd_schema("ScaledObject"))
     bad = copy.deepcopy(so)
     bad["spec"]["triggers"][0]["metadata"]["threshold"] = 8   # metadata values are strings
     with pytest.raises(jsonschema.ValidationError):
-        jsonschema.validate(bad, _crd_schema("ScaledObject"))
+        validate_schema(bad, _crd_schema("ScaledObject"))

@@ -26,7 +26,7 @@ from generator import pipeline
 from generator.cli import run
 from generator.emit import diff_tree, write_tree
 from generator.facts import controllers
-from tests.helpers import EXAMPLES, K8S_VERSION, ROOT, example_specs, shared
+from tests.helpers import EXAMPLES, K8S_VERSION, ROOT, example_specs, shared, validate_schema
 from tests.test_manifests_valid import _crd_schema as _k8s_crd_schema
 from tests.test_manifests_valid import _strict
 
@@ -135,7 +135,7 @@ def _validate(obj: dict) -> None:
     against Kubernetes' PodTemplate schema, every other object against Kubernetes' own."""
     kind = obj["kind"]
     if kind in PLATFORM_CRDS:
-        jsonschema.validate(obj, platform_schema(kind))
+        validate_schema(obj, platform_schema(kind))
         for which, template in _pod_templates(obj):
             kubernetes_validate.validate(
                 {"apiVersion": "v1", "kind": "PodTemplate",
@@ -143,7 +143,7 @@ def _validate(obj: dict) -> None:
                               "namespace": "x"}, "template": template},
                 K8S_VERSION, strict=True)
     elif kind in KEPT_CRDS:
-        jsonschema.validate(obj, _k8s_crd_schema(kind))
+        validate_schema(obj, _k8s_crd_schema(kind))
     else:
         kubernetes_validate.validate(obj, K8S_VERSION, strict=True)
 
@@ -270,7 +270,7 @@ def test_every_example_renders_or_is_refused_with_a_finding(platform: str, tmp_p
         for path in sorted(out.glob("*.yaml")):
             obj = yaml.safe_load(path.read_text())
             if obj["kind"] in PLATFORM_CRDS:
-                jsonschema.validate(obj, platform_schema(obj["kind"]))
+                validate_schema(obj, platform_schema(obj["kind"]))
 
 
 @pytest.mark.parametrize("target,says", [
@@ -440,7 +440,7 @@ def test_every_golden_case_renders_or_is_refused_by_the_target(platform: str,
         kinds = [o for o in objects(files) if o["kind"] in PLATFORM_CRDS]
         assert kinds, name
         for obj in kinds:
-            jsonschema.validate(obj, platform_schema(obj["kind"]))
+            validate_schema(obj, platform_schema(obj["kind"]))
     assert refused < len(cases())
 
 
