@@ -69,7 +69,8 @@ for _code, _sev, _summary, _source in (
      "docs/spec.md §2 (model.path, model.volume); generator/importer/build.py"),
     ("IMP011", W, "the model is in moegen's catalog (or --model-config gives it)",
      "generator/catalog/__init__.py (ARCHITECTURES)"),
-    ("IMP012", E, "the GPU is stated (node selector, node affinity or --gpu)",
+    ("IMP012", N, "the GPU is stated (node selector, node affinity or --gpu), else the "
+     "deployment checks are not run (a notice: the manifest may be sound)",
      "generator/importer/pods.py (nvidia.com/gpu.product: NVIDIA/k8s-device-plugin GPU "
      "feature discovery; cloud.google.com/gke-accelerator: "
      "https://cloud.google.com/kubernetes-engine/docs/how-to/gpus)"),
@@ -82,7 +83,8 @@ for _code, _sev, _summary, _source in (
      "https://kubernetes.io/docs/tasks/inject-data-application/define-interdependent-environment-variables/"),
     ("IMP015", W, "vLLM's kv_role matches the role (kv_producer / kv_consumer)",
      "vLLM 0.33.0 vllm/distributed/kv_transfer/kv_connector/v1/nixl/connector.py (kv_both is "
-     "deprecated: judged at the release the image runs, from 0.32.0 on, "
+     "deprecated: judged at the release the image runs, from 0.23.0 on (vLLM 0.23.0 "
+     "vllm/distributed/kv_transfer/kv_connector/v1/nixl/connector.py:98), "
      "generator/importer/assemble.py KV_BOTH_DEPRECATED)"),
     ("IMP016", W, "a memory-backed /dev/shm has a sizeLimit",
      "Kubernetes emptyDir (medium Memory: the files count against the container's memory "

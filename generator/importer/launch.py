@@ -47,6 +47,7 @@ class Issue:
     location: Location
     hint: str = ""
     error: bool = False
+    notice: bool = False   # says what was not checked; not a defect claim
 
 
 @dataclass
