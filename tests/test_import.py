@@ -350,6 +350,28 @@ def test_imported_findings_point_at_the_manifest(tmp_path, capsys):
         [("decode-lws.yaml", 103, 15)]
 
 
+def test_engine_command_as_one_string_is_an_error(tmp_path):
+    """``command: ["python3 -m sglang.launch_server ..."]`` (one list item, no shell): the kubelet
+    executes a program named by the whole string, which does not exist (IMP018, an error at the
+    string's line); its words are still read as the command meant (the engine, --tp 8)."""
+    lws = tmp_path / "lws.yaml"
+    lws.write_text(
+        "apiVersion: leaderworkerset.x-k8s.io/v1\nkind: LeaderWorkerSet\nmetadata: {name: r1}\n"
+        "spec:\n  leaderWorkerTemplate:\n    size: 1\n    workerTemplate:\n      spec:\n"
+        "        containers:\n        - name: sglang\n          image: lmsysorg/sglang:v0.5.23\n"
+        "          command:\n          - >\n            python3 -m sglang.launch_server\n"
+        "            --model-path /models/DeepSeek-R1 --tp 8\n"
+        "          resources: {limits: {nvidia.com/gpu: 8}}\n")
+    batch = read_inputs([lws], opts=Options())
+    found = batch.all_findings()
+    # The folded scalar's item starts on line 13 (``- >``), column 13.
+    assert [(f.code, f.severity.value, f.location.line) for f in found
+            if f.code == "IMP018"] == [("IMP018", "error", 13)]
+    # python3, -m, sglang.launch_server, --model-path, /models/DeepSeek-R1, --tp, 8: 7 words.
+    assert "7 words" in next(f.message for f in found if f.code == "IMP018")
+    assert batch.results[0].imported.data["spec"]["roles"][0]["parallel"] == {"tensor": 8}
+
+
 def test_import_options_fill_what_a_manifest_does_not_say(tmp_path):
     lws = tmp_path / "lws.yaml"
     lws.write_text(

@@ -13,7 +13,9 @@ for _code, _sev, _summary, _source in (
     ("LOAD002", E, "the file is at most 1 MiB", "generator/spec/load.py (hostile input)"),
     ("LOAD003", E, "the file is UTF-8 text", "generator/spec/load.py (hostile input)"),
     ("LOAD004", E, "one YAML document per file", "generator/spec/load.py"),
-    ("LOAD005", E, "no YAML anchors or aliases", "generator/spec/load.py (alias bombs)"),
+    ("LOAD005", E, "no YAML anchors, aliases or merge keys in a spec or overlay; a manifest's "
+     "aliases (which kubectl resolves) expand to at most 2^20 nodes",
+     "generator/spec/load.py, generator/spec/events.py (alias bombs)"),
     ("LOAD006", E, "no custom YAML tags", "generator/spec/load.py (unsafe tags)"),
     ("LOAD007", E, "nesting depth at most 64", "generator/spec/load.py (hostile input)"),
     ("LOAD008", E, "the file is valid YAML", "https://yaml.org/spec/1.2.2/"),
@@ -93,6 +95,10 @@ for _code, _sev, _summary, _source in (
      "https://kubernetes.io/docs/concepts/configuration/liveness-readiness-startup-probes/ "
      "(without a readinessProbe a container is ready once it starts; without a livenessProbe "
      "a hung process is not restarted); generator/importer/pods.py"),
+    ("IMP018", E, "an engine command is a list of words, not one string without a shell",
+     "https://kubernetes.io/docs/tasks/inject-data-application/define-command-argument-container/ "
+     "(command is the program and its arguments, executed without a shell); "
+     "generator/importer/launch.py"),
     ("SCH001", E, "the spec matches the schema", "schemas/inferencedeployment.schema.json"),
     ("SCH002", E, "no unknown fields",
      "schemas/inferencedeployment.schema.json (additionalProperties: false)"),
