@@ -213,7 +213,6 @@ EXPECTED = {
         ("POOL005", 282),
         ("IMP005", 314),
         ("IMP015", 323),
-        ("IMP008", 391),
     ]),
     "llmd-wide-ep-lws-vllm-deepseek-r1-0528-disaggregatedset": ("H200-141GB", [
         ("POOL005", 37),
@@ -221,7 +220,6 @@ EXPECTED = {
         ("IMP005", 69),
         ("IMP015", 78),
         ("A2A004", 82),
-        ("IMP008", 142),
         ("IMP005", 270),
         ("IMP015", 281),
         ("A2A004", 286),
@@ -234,7 +232,6 @@ EXPECTED = {
         ("IMP004", 381),
         ("IMP005", 399),
         ("IMP015", 408),
-        ("IMP008", 480),
     ]),
     "llmd-wide-ep-lws-vllm-deepseek-v4-pro-oci-gb200-high-tpt": ("GB200-186GB", [
         ("IMP005", 68),
