@@ -350,6 +350,22 @@ def test_imported_findings_point_at_the_manifest(tmp_path, capsys):
         [("decode-lws.yaml", 103, 15)]
 
 
+def test_rdma_without_named_devices_is_a_notice(tmp_path):
+    """A pod that requests rdma/ib and names no HCA: NCCL (NCCL_IB_HCA unset) and UCX use every
+    device the pod sees, so the manifest is sound; moegen only cannot run its RDMA checks
+    (IMP004, a notice, not a warning: issue #31)."""
+    lws = tmp_path / "lws.yaml"
+    lws.write_text(
+        "apiVersion: leaderworkerset.x-k8s.io/v1\nkind: LeaderWorkerSet\nmetadata: {name: r1}\n"
+        "spec:\n  leaderWorkerTemplate:\n    size: 1\n    workerTemplate:\n      spec:\n"
+        "        containers:\n        - name: vllm\n          image: vllm/vllm-openai:v0.33.0\n"
+        "          args: [/models/DeepSeek-R1, --tensor-parallel-size, '8']\n"
+        "          resources: {limits: {nvidia.com/gpu: 8, rdma/ib: 1}}\n")
+    found = read_inputs([lws], opts=Options()).all_findings()
+    assert [(f.code, f.severity.value) for f in found if f.code == "IMP004"] == \
+        [("IMP004", "notice")]
+
+
 def test_engine_command_as_one_string_is_an_error(tmp_path):
     """``command: ["python3 -m sglang.launch_server ..."]`` (one list item, no shell): the kubelet
     executes a program named by the whole string, which does not exist (IMP018, an error at the

@@ -49,9 +49,10 @@ for _code, _sev, _summary, _source in (
      "python/sglang/srt/utils/server_args_config_parser.py (--config YAML)"),
     ("IMP003", W, "every engine option and pod value fits the spec",
      "generator/importer/engine.py (values only the running pod knows, out-of-range sizes)"),
-    ("IMP004", W, "a pod that requests RDMA names its devices (NCCL_IB_HCA)",
-     "generator/importer/pods.py; NCCL env docs (NCCL_IB_HCA) "
-     "https://docs.nvidia.com/deeplearning/nccl/user-guide/docs/env.html"),
+    ("IMP004", N, "a pod that requests RDMA names its devices (NCCL_IB_HCA), else moegen's RDMA "
+     "checks do not run (a notice: NCCL and UCX use every device the pod sees)",
+     "generator/importer/pods.py; NCCL env docs (NCCL_IB_HCA unset: every IB/RoCE device "
+     "found) https://docs.nvidia.com/deeplearning/nccl/user-guide/docs/env.html"),
     ("IMP005", W, "the engine's options are ones moegen models",
      "generator/importer/engine.py (load-balancing modes, listeners, connectors and "
      "speculative methods moegen renders: generator/engines/vllm.py, generator/engines/sglang.py)"),
