@@ -248,10 +248,9 @@ EXPECTED = {
         ("IMP005", 192),
         ("IMP015", 203),
         ("POOL005", 478),
-        # --max-model-len auto is vLLM's auto-fit (vLLM 0.33.0 vllm/config/model.py: "-1 or
-        # 'auto' -> the maximum model length that fits"), not the model's 1,048,576: a false
-        # finding to fix (the import reads auto as the model's length).
-        ("SIZ002", 478),
+        # --max-model-len auto is vLLM's auto-fit (vLLM 0.33.0 vllm/config/model.py: -1 is the
+        # model's length, v1/core/kv_cache_planning.py _auto_fit_max_model_len shrinks it to
+        # what the KV cache holds): no SIZ002 (the model's 1,048,576 does not fit, and need not).
         ("IMP003", 502),
         ("IMP005", 580),
         ("IMP015", 590),

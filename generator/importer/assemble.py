@@ -365,6 +365,8 @@ def assemble(group: list[Role], opts: Options, files: list[str]) -> Imported:
         if any(i.code == "IMP005" and i.message.startswith("KV connector")
                for i in r.fields.issues):
             suppress.add("PD002")   # a connector moegen does not model (TPUConnector): IMP005
+        if r.fields.auto_len:
+            suppress.add("SIZ002")   # vLLM auto-fits the length instead of refusing (RoleFields)
         if any(i.code == "IMP004" for i in r.pod.issues):
             suppress |= {"A2A004", "PD011"}   # "network.rdma unset": IMP004 says why
     spec["roles"] = roles
