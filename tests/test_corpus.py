@@ -8,9 +8,9 @@ engine and controller source at the release the manifest runs. A finding that ap
 changes severity or moves fails here: audit it (verdict, why, source) and update the section
 (the precision and recall table is ``python bench/corpus_precision.py``).
 
-The issue's bar, no error-severity finding judged false or debatable, is not met at the audited
-commit: the files below it are listed in ``BELOW_BAR`` and expected to fail (strict: a file that
-meets the bar must leave the list).
+The issue's bar, no error-severity finding judged false or debatable, holds for every file; a
+file below it would be listed in ``BELOW_BAR`` and expected to fail (strict: a file that meets
+the bar must leave the list).
 """
 
 from __future__ import annotations
@@ -24,70 +24,10 @@ from tests.helpers import SHARED, load_script, shared
 BENCH = load_script("bench/corpus_precision.py")
 AUDITS = BENCH.audit_files()
 REFERENCE = SHARED / "reference"
-#: Audited files with an error-severity finding judged false or debatable at 693bd83 (issue #31:
-#: VER001/NET001 on manifests that run, IMP012 "GPU not stated" as an error, LOAD005 on YAML
-#: anchors kubectl accepts).
-BELOW_BAR = {
-    "corpus/llmd-deployment-sglang-gpt-oss-120b-pd-gke.yaml",
-    "corpus/llmd-deployment-vllm-gpt-oss-120b-modelexpress-p2p-coreweave.yaml",
-    "corpus/llmd-deployment-vllm-gpt-oss-120b-optimized-baseline.yaml",
-    "corpus/llmd-deployment-vllm-gpt-oss-120b-p2p-kv-cache-base.yaml",
-    "corpus/llmd-deployment-vllm-gpt-oss-120b-p2p-kv-cache-rdma.yaml",
-    "corpus/llmd-deployment-vllm-gpt-oss-120b-pd-aws.yaml",
-    "corpus/llmd-deployment-vllm-gpt-oss-120b-pd-baseline.yaml",
-    "corpus/llmd-deployment-vllm-gpt-oss-120b-pd-cks-mooncake.yaml",
-    "corpus/llmd-deployment-vllm-gpt-oss-120b-pd-gke-a4x.yaml",
-    "corpus/llmd-deployment-vllm-gpt-oss-120b-pd-gke-a4xmax.yaml",
-    "corpus/llmd-deployment-vllm-gpt-oss-120b-pd-gke.yaml",
-    "corpus/llmd-deployment-vllm-qwen3-coder-480b-fp8-tpu7x-pd.yaml",
-    "corpus/llmd-deployment-vllm-qwen3-coder-480b-fp8-tpu7x-precise-prefix.yaml",
-    "corpus/llmd-deployment-vllm-qwen3.5-397b-a17b-fp8-tpu7x-pd.yaml",
-    "corpus/llmd-disaggregatedset-vllm-gpt-oss-120b-pd-coreweave.yaml",
-    "corpus/llmd-disaggregatedset-vllm-gpt-oss-120b-pd-gke.yaml",
-    "corpus/llmd-lws-vllm-deepseek-r1-0528-wide-ep-base.yaml",
-    "corpus/llmd-lws-vllm-deepseek-r1-0528-wide-ep-v0.3.0-coreweave.yaml",
-    "corpus/llmd-lws-vllm-deepseek-r1-0528-wide-ep-v0.3.0-gke.yaml",
-    "corpus/llmd-lws-vllm-deepseek-r1-0528-wide-ep-v0.4.0-coreweave.yaml",
-    "corpus/llmd-lws-vllm-deepseek-r1-0528-wide-ep-v0.4.0-gke-a4.yaml",
-    "corpus/llmd-lws-vllm-deepseek-v2-lite-chat-wide-ep-xpu.yaml",
-    "corpus/llmd-lws-vllm-deepseek-v4-pro-gb200-oci-3p2d-dep8-dep16-flashinfer.yaml",
-    "corpus/llmd-lws-vllm-deepseek-v4-pro-gb200-oci-balanced.yaml",
-    "corpus/llmd-lws-vllm-deepseek-v4-pro-gb200-oci-high-tpt-dep16.yaml",
-    "corpus/llmd-lws-vllm-deepseek-v4-pro-gb200-oci-low-latency-scaled.yaml",
-    "corpus/llmd-lws-vllm-deepseek-v4-pro-gb200-oci-max-tpt.yaml",
-    "corpus/llmd-lws-vllm-deepseek-v4-pro-gb200-oci-mid-curve.yaml",
-    "corpus/llmd-lws-vllm-deepseek-v4-pro-gb200-oci-ultra-tpt.yaml",
-    "corpus/llmd-lws-vllm-glm-5.2-fp8-agentic-serving.yaml",
-    "corpus/llmd-lws-vllm-glm-5.2-fp8-wide-ep-full-isl-mtp-offloading-p2w2d2w2.yaml",
-    "corpus/llmd-lws-vllm-glm-5.2-fp8-wide-ep-mtp-offloading-p1w1d1w2.yaml",
-    "corpus/llmd-lws-vllm-glm-5.2-fp8-wide-ep-offloading-p1w2d1w2.yaml",
-    "corpus/llmd-lws-vllm-glm-5.2-fp8-wide-ep-p1w1d1w1.yaml",
-    "corpus/llmd-lws-vllm-glm-5.2-fp8-wide-ep-p2w1d1w1-precise.yaml",
-    "corpus/llmd-lws-vllm-glm-5.2-fp8-wide-ep-p3w2d2w2.yaml",
-    "corpus/dynamo-dgd-sglang-deepseek-r1-wideep-tep8p-dep8d-gh200.yaml",
-    "corpus/dynamo-dgd-vllm-deepseek-r1-fp4-disagg-gb200-16gpu.yaml",
-    "corpus/kserve-llmisvc-vllm-gpt-oss-20b-prefix-cache.yaml",
-    "corpus/kserve-llmisvc-vllm-qwen3-coder-30b-a3b-fp8-tool-calling.yaml",
-    "corpus/rbg-rolebasedgroup-sglang-deepseek-r1-pd-lws.yaml",
-    "manifests/dynamo-dgd-deepseek-r1-sglang-disagg-16gpu.yaml",
-    "manifests/dynamo-dgd-deepseek-r1-sglang-disagg-8gpu.yaml",
-    "manifests/dynamo-dgd-deepseek-r1-vllm-disagg-hopper-16gpu.yaml",
-    "manifests/dynamo-dgd-deepseek-v4-pro-sglang-disagg-gb200.yaml",
-    "manifests/gke-deployment-vllm-llama4-maverick-fp8-tp8.yaml",
-    "manifests/gke-lws-vllm-deepseek-r1-tp8-pp2-hdml.yaml",
-    "manifests/gke-lws-vllm-deepseek-r1-tp8-pp2.yaml",
-    "manifests/kserve-llmisvc-deepseek-r1-0528-dp-ep-deepep-ht.yaml",
-    "manifests/kserve-llmisvc-deepseek-r1-0528-pd-deepep-ht.yaml",
-    "manifests/llmd-pd-disaggregation-sglang-gpt-oss-120b-coreweave.yaml",
-    "manifests/llmd-pd-disaggregation-vllm-gpt-oss-120b-coreweave.yaml",
-    "manifests/llmd-wide-ep-lws-vllm-deepseek-r1-0528-coreweave.yaml",
-    "manifests/llmd-wide-ep-lws-vllm-deepseek-r1-0528-disaggregatedset.yaml",
-    "manifests/llmd-wide-ep-lws-vllm-deepseek-r1-0528-gke.yaml",
-    "manifests/llmd-wide-ep-lws-vllm-deepseek-v4-pro-oci-gb200-high-tpt.yaml",
-    "manifests/llmd-wide-ep-lws-vllm-deepseek-v4-pro-oci-gb200-low-latency.yaml",
-    "manifests/llmd-wide-ep-lws-vllm-glm-5.2-fp8-p1w1d1w2-coreweave.yaml",
-    "manifests/sglang-statefulset-deepseek-r1-tp16-ep16.yaml",
-}
+#: Audited files with an error-severity finding judged false or debatable. Empty since the
+#: corpus36 round: at 693bd83 59 files were below the bar (IMP012 "GPU not stated" as an error,
+#: VER001/NET001/POD001/OVL001 on manifests that run, LOAD005 on YAML anchors kubectl accepts).
+BELOW_BAR: set[str] = set()
 VERDICTS = {"true", "false", "debatable", "unverifiable", "info"}
 SEVERITIES = {"error", "warning", "notice"}
 
@@ -148,7 +88,7 @@ def _below_bar(audit: Path) -> list[dict]:
 
 
 @pytest.mark.parametrize("audit", [
-    pytest.param(a, marks=pytest.mark.xfail(strict=True, reason="issue #31 bar, not met at 693bd83"))
+    pytest.param(a, marks=pytest.mark.xfail(strict=True, reason="issue #31 bar, not met"))
     if _key(a) in BELOW_BAR else a for a in AUDITS], ids=_key)
 def test_no_false_error(audit: Path) -> None:
     """No error-severity finding is judged false or debatable (issue #31: an error only where the

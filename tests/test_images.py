@@ -19,6 +19,12 @@ from tests.helpers import ROOT
     ("nvcr.io/nvidia/ai-dynamo/vllm-runtime:0.9.0", "vllm", "0.15.1"),
     # llm-d's component table for v0.8.0 (llm-d/llm-d#1819): vLLM v0.23.0.
     ("ghcr.io/llm-d/llm-d-cuda:v0.8.0", "vllm", "0.23.0"),
+    # Before the table: the vLLM commit llm-d's Dockerfile builds (v0.3.x: v0.11.0's,
+    # llm-d/llm-d@v0.3.0:docker/Dockerfile.cuda:388) or docker/common-versions' pin (v0.9.0:
+    # the v0.26.0 release commit 568afb3a, llm-d/llm-d#2206). NOT vLLM 0.3.0 or 0.9.0.
+    ("ghcr.io/llm-d/llm-d-cuda:v0.3.0", "vllm", "0.11.0"),
+    ("ghcr.io/llm-d/llm-d-gke:v0.3.0", "vllm", "0.11.0"),
+    ("ghcr.io/llm-d/llm-d-cuda:v0.9.0", "vllm", "0.26.0"),
     # The engines' own images: the tag is the release (Docker Hub's implicit host dropped).
     ("docker.io/vllm/vllm-openai:v0.26.0", "vllm", "0.26.0"),
     ("vllm/vllm-openai:v0.33.0@sha256:" + "0" * 64, "vllm", "0.33.0"),
@@ -35,8 +41,8 @@ def test_the_table_reads_the_release(image, engine, release):
 
 
 @pytest.mark.parametrize("image", [
-    # llm-d v0.9.0: no published component table moegen read; NOT vLLM 0.9.0.
-    "ghcr.io/llm-d/llm-d-cuda:v0.9.0",
+    # An llm-d release the table does not hold (NOT vLLM 0.7.0).
+    "ghcr.io/llm-d/llm-d-cuda:v0.7.0",
     # An internal image versioned its own way.
     "registry.corp/ml/vllm-h20:v2.4.1",
     # Moving tags of an engine's own image.
@@ -102,9 +108,9 @@ def _lws(tmp_path, image: str, annotations: str = "", extra: str = ""):
 
 
 def test_an_llm_d_image_is_not_read_as_the_engine_release(tmp_path):
-    """ghcr.io/llm-d/llm-d-cuda:v0.9.0 is llm-d 0.9.0, not vLLM 0.9.0: unknown to the table,
+    """ghcr.io/llm-d/llm-d-cuda:v0.7.0 is llm-d 0.7.0, not vLLM 0.7.0: unknown to the table,
     so IMP008 says how to state the release and the spec is checked at the newest release."""
-    r = _lws(tmp_path, "ghcr.io/llm-d/llm-d-cuda:v0.9.0")
+    r = _lws(tmp_path, "ghcr.io/llm-d/llm-d-cuda:v0.7.0")
     imp008 = [f for f in r.findings if f.code == "IMP008"]
     assert len(imp008) == 1 and "moegen.dev/engine-version" in imp008[0].hint
     assert "--engine-version" in imp008[0].hint

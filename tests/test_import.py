@@ -350,6 +350,44 @@ def test_imported_findings_point_at_the_manifest(tmp_path, capsys):
         [("decode-lws.yaml", 103, 15)]
 
 
+def test_rdma_without_named_devices_is_a_notice(tmp_path):
+    """A pod that requests rdma/ib and names no HCA: NCCL (NCCL_IB_HCA unset) and UCX use every
+    device the pod sees, so the manifest is sound; moegen only cannot run its RDMA checks
+    (IMP004, a notice, not a warning: issue #31)."""
+    lws = tmp_path / "lws.yaml"
+    lws.write_text(
+        "apiVersion: leaderworkerset.x-k8s.io/v1\nkind: LeaderWorkerSet\nmetadata: {name: r1}\n"
+        "spec:\n  leaderWorkerTemplate:\n    size: 1\n    workerTemplate:\n      spec:\n"
+        "        containers:\n        - name: vllm\n          image: vllm/vllm-openai:v0.33.0\n"
+        "          args: [/models/DeepSeek-R1, --tensor-parallel-size, '8']\n"
+        "          resources: {limits: {nvidia.com/gpu: 8, rdma/ib: 1}}\n")
+    found = read_inputs([lws], opts=Options()).all_findings()
+    assert [(f.code, f.severity.value) for f in found if f.code == "IMP004"] == \
+        [("IMP004", "notice")]
+
+
+def test_engine_command_as_one_string_is_an_error(tmp_path):
+    """``command: ["python3 -m sglang.launch_server ..."]`` (one list item, no shell): the kubelet
+    executes a program named by the whole string, which does not exist (IMP018, an error at the
+    string's line); its words are still read as the command meant (the engine, --tp 8)."""
+    lws = tmp_path / "lws.yaml"
+    lws.write_text(
+        "apiVersion: leaderworkerset.x-k8s.io/v1\nkind: LeaderWorkerSet\nmetadata: {name: r1}\n"
+        "spec:\n  leaderWorkerTemplate:\n    size: 1\n    workerTemplate:\n      spec:\n"
+        "        containers:\n        - name: sglang\n          image: lmsysorg/sglang:v0.5.23\n"
+        "          command:\n          - >\n            python3 -m sglang.launch_server\n"
+        "            --model-path /models/DeepSeek-R1 --tp 8\n"
+        "          resources: {limits: {nvidia.com/gpu: 8}}\n")
+    batch = read_inputs([lws], opts=Options())
+    found = batch.all_findings()
+    # The folded scalar's item starts on line 13 (``- >``), column 13.
+    assert [(f.code, f.severity.value, f.location.line) for f in found
+            if f.code == "IMP018"] == [("IMP018", "error", 13)]
+    # python3, -m, sglang.launch_server, --model-path, /models/DeepSeek-R1, --tp, 8: 7 words.
+    assert "7 words" in next(f.message for f in found if f.code == "IMP018")
+    assert batch.results[0].imported.data["spec"]["roles"][0]["parallel"] == {"tensor": 8}
+
+
 def test_import_options_fill_what_a_manifest_does_not_say(tmp_path):
     lws = tmp_path / "lws.yaml"
     lws.write_text(
@@ -359,7 +397,15 @@ def test_import_options_fill_what_a_manifest_does_not_say(tmp_path):
         "          args: [/models/DeepSeek-R1, --tensor-parallel-size, '8', --max-model-len,"
         " '8192']\n          resources: {limits: {nvidia.com/gpu: 8}}\n")
     batch = read_inputs([lws], opts=Options())
-    assert "IMP012" in {f.code for f in batch.results[0].findings}   # the GPU is not stated
+    # The GPU is not stated: a notice that the deployment checks did not run (issue #31: never
+    # an error on a manifest that may run), and none of them ran (no HBM check of a GPU the
+    # manifest does not name). IMP017 (no probe) is the importer's own reading.
+    found = batch.results[0].findings
+    assert sorted((f.code, f.severity.value) for f in found) == \
+        [("IMP012", "notice"), ("IMP017", "warning")]
+    assert batch.ok and run(["validate", str(lws)]) == 0
+    # gen import writes a spec that names a GPU moegen assumed: that spec is not the deployment.
+    assert run(["import", str(lws), "-o", str(tmp_path / "spec.yaml")]) == 1
     batch = read_inputs([lws], opts=Options(gpu="H200-141GB"))
     r = batch.results[0]
     assert r.imported.data["spec"]["nodePools"]["serve"]["gpu"] == "H200-141GB"

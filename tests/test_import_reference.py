@@ -54,10 +54,11 @@ Bugs moegen finds that the notes do not mention, verified:
   PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True": the CUDA VMM allocator remaps the KV cache
   behind NIXL's memory registration; vllm-project/vllm#41237): NET032.
 * kv_role ``kv_both`` with NixlConnector on prefill/decode roles (Dynamo vLLM recipes, llm-d):
-  vLLM 0.32.0 and 0.33.0 log that it is deprecated (vllm/distributed/kv_transfer/kv_connector/
-  v1/nixl/connector.py:97): IMP015 where the image runs such a release or moegen cannot read
-  it (llm-d-cuda:v0.9.0, vllm/vllm-openai:nightly: judged at the newest, said so), not on
-  vLLM 0.25.1 (Dynamo 1.3.0) or 0.26.0 (issue 31: it was judged at 0.33 everywhere).
+  vLLM 0.23.0 and later log that it is deprecated (vllm/distributed/kv_transfer/kv_connector/
+  v1/nixl/connector.py:98 at 0.23.0; no such warning in 0.22.0's connector.py): IMP015 where
+  the image runs such a release (Dynamo's vllm-runtime at vLLM 0.23.0, vllm-openai:v0.26.0,
+  llm-d-cuda:v0.9.0) or moegen cannot read it (vllm/vllm-openai:nightly: judged at the newest,
+  said so).
 * sglang-statefulset (SGLang's own example): ``hostNetwork: true`` multi-node launch with no
   GLOO_SOCKET_IFNAME/NCCL_SOCKET_IFNAME: on hosts with Ethernet and InfiniBand NICs Gloo picks
   an unroutable interface (sgl-project/sglang#3226): NET001 (a warning: right on one NIC).
@@ -122,15 +123,19 @@ EXPECTED = {
         ("IMP004", 53),
         ("ENG010", 66),
         ("IMP005", 87),
+        ("IMP015", 106),
         ("POOL005", 108),
         ("IMP004", 125),
+        ("IMP015", 155),
         ("IMP005", 161),
     ]),
     "dynamo-dgd-deepseek-v4-flash-vllm-disagg-h200-agentic": (None, [
         ("IMP004", 64),
         ("IMP005", 136),
+        ("IMP015", 136),
         ("IMP004", 182),
         ("IMP005", 262),
+        ("IMP015", 262),
     ]),
     "dynamo-dgd-deepseek-v4-pro-sglang-disagg-gb200": ("GB200-186GB", [
         ("IMP013", 32),
@@ -143,18 +148,18 @@ EXPECTED = {
         ("IMP004", 261),
     ]),
     "gke-deployment-vllm-llama4-maverick-fp8-tp8": (None, [
-        ("MOD006", 22),
         ("IMP017", 39),
         ("IMP008", 40),
+        ("MOD006", 60),
         ("IMP014", 63),
         ("IMP016", 76),
         ("LOAD014", 101),
     ]),
     "gke-lws-vllm-deepseek-r1-tp8-pp2": (None, [
-        ("MOD006", 27),
         ("NET001", 27),
         ("LAY005", 27),
         ("IMP008", 41),
+        ("MOD006", 51),
     ]),
     "gke-lws-vllm-deepseek-r1-tp8-pp2-hdml": ("H100-80GB", [
         ("NET001", 28),
@@ -181,24 +186,26 @@ EXPECTED = {
         ("POD004", 18),
         ("POD003", 18),
         ("IMP004", 51),
-        ("MOD006", 150),
         ("POOL005", 150),
         ("POOL004", 150),
         ("POOL005", 150),
         ("POD004", 150),
         ("POD001", 150),
         ("IMP004", 183),
+        ("MOD006", 184),
     ]),
     "llmd-pd-disaggregation-vllm-gpt-oss-120b-coreweave": ("H200-141GB", [
         ("POD004", 18),
         ("POD003", 18),
         ("IMP004", 51),
-        ("MOD006", 156),
+        ("IMP015", 56),
         ("POOL005", 156),
         ("POOL004", 156),
         ("POOL005", 156),
         ("POD001", 156),
         ("IMP004", 189),
+        ("MOD006", 190),
+        ("IMP015", 194),
     ]),
     "llmd-wide-ep-lws-vllm-deepseek-r1-0528-coreweave": ("H200-141GB", [
         ("IMP005", 54),
@@ -206,15 +213,13 @@ EXPECTED = {
         ("POOL005", 282),
         ("IMP005", 314),
         ("IMP015", 323),
-        ("IMP008", 391),
     ]),
     "llmd-wide-ep-lws-vllm-deepseek-r1-0528-disaggregatedset": ("H200-141GB", [
-        ("MOD006", 37),
         ("POOL005", 37),
+        ("MOD006", 65),
         ("IMP005", 69),
         ("IMP015", 78),
         ("A2A004", 82),
-        ("IMP008", 142),
         ("IMP005", 270),
         ("IMP015", 281),
         ("A2A004", 286),
@@ -227,7 +232,6 @@ EXPECTED = {
         ("IMP004", 381),
         ("IMP005", 399),
         ("IMP015", 408),
-        ("IMP008", 480),
     ]),
     "llmd-wide-ep-lws-vllm-deepseek-v4-pro-oci-gb200-high-tpt": ("GB200-186GB", [
         ("IMP005", 68),
@@ -244,10 +248,9 @@ EXPECTED = {
         ("IMP005", 192),
         ("IMP015", 203),
         ("POOL005", 478),
-        # --max-model-len auto is vLLM's auto-fit (vLLM 0.33.0 vllm/config/model.py: "-1 or
-        # 'auto' -> the maximum model length that fits"), not the model's 1,048,576: a false
-        # finding to fix (the import reads auto as the model's length).
-        ("SIZ002", 478),
+        # --max-model-len auto is vLLM's auto-fit (vLLM 0.33.0 vllm/config/model.py: -1 is the
+        # model's length, v1/core/kv_cache_planning.py _auto_fit_max_model_len shrinks it to
+        # what the KV cache holds): no SIZ002 (the model's 1,048,576 does not fit, and need not).
         ("IMP003", 502),
         ("IMP005", 580),
         ("IMP015", 590),

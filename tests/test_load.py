@@ -96,6 +96,29 @@ def test_alias_bomb_refused_before_expansion(tmp_path):
     assert f[0].code == "LOAD005"
 
 
+def test_manifest_anchors_are_read_and_their_bombs_refused(tmp_path):
+    """Kubernetes manifests may use anchors and aliases (kubectl resolves them): read, the alias
+    resolved; a manifest whose aliases expand past MAX_EXPANDED nodes is still refused (LOAD005)
+    without expanding it."""
+    from generator.spec.events import MAX_EXPANDED
+    from generator.spec.load import read_unit
+    ok = _write(tmp_path, "m.yaml", "apiVersion: v1\nkind: List\nitems:\n"
+                "- {apiVersion: v1, kind: ConfigMap, metadata: {name: a}, data: &d {k: v}}\n"
+                "- {apiVersion: v1, kind: ConfigMap, metadata: {name: b}, data: *d}\n")
+    unit = read_unit(ok)
+    assert [i["data"] for d in unit.documents for i in d.data["items"]] == [{"k": "v"}] * 2
+    assert not getattr(unit, "findings", [])
+    # 10 scalars, then 11 levels of 10 aliases each: 10^12 nodes > 2^20 = 1,048,576.
+    lines = ["apiVersion: v1", "kind: ConfigMap", "metadata: {name: c}", "data:",
+             '  a0: &a0 ["x","x","x","x","x","x","x","x","x","x"]']
+    for i in range(1, 12):
+        lines.append(f"  a{i}: &a{i} [{', '.join([f'*a{i - 1}'] * 10)}]")
+    bomb = _write(tmp_path, "bomb.yaml", "\n".join(lines) + "\n")
+    unit = read_unit(bomb)
+    assert unit.documents == [] and MAX_EXPANDED == 1 << 20
+    assert [f.code for f in unit.findings] == ["LOAD005"]
+
+
 def test_missing_model_config_is_a_finding(tmp_path):
     spec = _write(tmp_path, "s.yaml", "spec:\n  model:\n    config: nope/config.json\n")
     loaded = load_spec(spec)

@@ -51,9 +51,24 @@ KSERVE_RELEASES = ("v0.17.0", "v0.18.0", "v0.18.1", "v0.19.0", "v0.20.0")
 
 #: llm-d images and the vLLM release the maintainers' component table of each llm-d release
 #: names (llm-d builds vLLM from a commit: docker/common-versions VLLM_COMMIT_SHA).
+#: Releases before the component table: the vLLM commit the image's Dockerfile builds (v0.3.x:
+#: the v0.11.0 release commit) or the release docker/common-versions pins (v0.9.0).
 LLM_D = (
+    ("ghcr.io/llm-d/llm-d-cuda", "v0.3.0", "vllm", "0.11.0",
+     "llm-d/llm-d@v0.3.0:docker/Dockerfile.cuda:388 (vLLM commit f71952c1, the v0.11.0 "
+     "release; llm-d/llm-d#291)"),
+    ("ghcr.io/llm-d/llm-d-cuda", "v0.3.1", "vllm", "0.11.0",
+     "llm-d/llm-d@v0.3.1:docker/Dockerfile.cuda:286 (vLLM commit b8b302cd, the moved v0.11.0 "
+     "tag; llm-d/llm-d#365)"),
+    ("ghcr.io/llm-d/llm-d-gke", "v0.3.0", "vllm", "0.11.0",
+     "llm-d/llm-d@v0.3.0:docker/Dockerfile.gke:195"),   # the wheel vllm-0.11.0+cu129
     ("ghcr.io/llm-d/llm-d-cuda", "v0.8.0", "vllm", "0.23.0",
      "llm-d/llm-d#1819 (Components v0.8.0: llm-d-cuda v0.8.0, vLLM v0.23.0, CUDA 13.0.2)"),
+    ("ghcr.io/llm-d/llm-d-cuda", "v0.9.0", "vllm", "0.26.0",
+     "llm-d/llm-d@1aecf03:docker/common-versions (VLLM_COMMIT_SHA 568afb3a, the v0.26.0 "
+     "release: 'pin versions for release v0.9.0', llm-d/llm-d#2206)"),
+    ("ghcr.io/llm-d/llm-d-xpu", "v0.9.0", "vllm", "0.26.0",
+     "llm-d/llm-d@cc4fbfd:docker/common-versions:26"),   # vllm/vllm-openai-xpu:v0.26.0
 )
 
 #: Repositories whose tag is the engine release (``v0.33.0``, ``v0.5.6.post1-cu129``,

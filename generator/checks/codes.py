@@ -13,7 +13,9 @@ for _code, _sev, _summary, _source in (
     ("LOAD002", E, "the file is at most 1 MiB", "generator/spec/load.py (hostile input)"),
     ("LOAD003", E, "the file is UTF-8 text", "generator/spec/load.py (hostile input)"),
     ("LOAD004", E, "one YAML document per file", "generator/spec/load.py"),
-    ("LOAD005", E, "no YAML anchors or aliases", "generator/spec/load.py (alias bombs)"),
+    ("LOAD005", E, "no YAML anchors, aliases or merge keys in a spec or overlay; a manifest's "
+     "aliases (which kubectl resolves) expand to at most 2^20 nodes",
+     "generator/spec/load.py, generator/spec/events.py (alias bombs)"),
     ("LOAD006", E, "no custom YAML tags", "generator/spec/load.py (unsafe tags)"),
     ("LOAD007", E, "nesting depth at most 64", "generator/spec/load.py (hostile input)"),
     ("LOAD008", E, "the file is valid YAML", "https://yaml.org/spec/1.2.2/"),
@@ -47,9 +49,10 @@ for _code, _sev, _summary, _source in (
      "python/sglang/srt/utils/server_args_config_parser.py (--config YAML)"),
     ("IMP003", W, "every engine option and pod value fits the spec",
      "generator/importer/engine.py (values only the running pod knows, out-of-range sizes)"),
-    ("IMP004", W, "a pod that requests RDMA names its devices (NCCL_IB_HCA)",
-     "generator/importer/pods.py; NCCL env docs (NCCL_IB_HCA) "
-     "https://docs.nvidia.com/deeplearning/nccl/user-guide/docs/env.html"),
+    ("IMP004", N, "a pod that requests RDMA names its devices (NCCL_IB_HCA), else moegen's RDMA "
+     "checks do not run (a notice: NCCL and UCX use every device the pod sees)",
+     "generator/importer/pods.py; NCCL env docs (NCCL_IB_HCA unset: every IB/RoCE device "
+     "found) https://docs.nvidia.com/deeplearning/nccl/user-guide/docs/env.html"),
     ("IMP005", W, "the engine's options are ones moegen models",
      "generator/importer/engine.py (load-balancing modes, listeners, connectors and "
      "speculative methods moegen renders: generator/engines/vllm.py, generator/engines/sglang.py)"),
@@ -69,7 +72,8 @@ for _code, _sev, _summary, _source in (
      "docs/spec.md §2 (model.path, model.volume); generator/importer/build.py"),
     ("IMP011", W, "the model is in moegen's catalog (or --model-config gives it)",
      "generator/catalog/__init__.py (ARCHITECTURES)"),
-    ("IMP012", E, "the GPU is stated (node selector, node affinity or --gpu)",
+    ("IMP012", N, "the GPU is stated (node selector, node affinity or --gpu), else the "
+     "deployment checks are not run (a notice: the manifest may be sound)",
      "generator/importer/pods.py (nvidia.com/gpu.product: NVIDIA/k8s-device-plugin GPU "
      "feature discovery; cloud.google.com/gke-accelerator: "
      "https://cloud.google.com/kubernetes-engine/docs/how-to/gpus)"),
@@ -82,7 +86,8 @@ for _code, _sev, _summary, _source in (
      "https://kubernetes.io/docs/tasks/inject-data-application/define-interdependent-environment-variables/"),
     ("IMP015", W, "vLLM's kv_role matches the role (kv_producer / kv_consumer)",
      "vLLM 0.33.0 vllm/distributed/kv_transfer/kv_connector/v1/nixl/connector.py (kv_both is "
-     "deprecated: judged at the release the image runs, from 0.32.0 on, "
+     "deprecated: judged at the release the image runs, from 0.23.0 on (vLLM 0.23.0 "
+     "vllm/distributed/kv_transfer/kv_connector/v1/nixl/connector.py:98), "
      "generator/importer/assemble.py KV_BOTH_DEPRECATED)"),
     ("IMP016", W, "a memory-backed /dev/shm has a sizeLimit",
      "Kubernetes emptyDir (medium Memory: the files count against the container's memory "
@@ -91,6 +96,10 @@ for _code, _sev, _summary, _source in (
      "https://kubernetes.io/docs/concepts/configuration/liveness-readiness-startup-probes/ "
      "(without a readinessProbe a container is ready once it starts; without a livenessProbe "
      "a hung process is not restarted); generator/importer/pods.py"),
+    ("IMP018", E, "an engine command is a list of words, not one string without a shell",
+     "https://kubernetes.io/docs/tasks/inject-data-application/define-command-argument-container/ "
+     "(command is the program and its arguments, executed without a shell); "
+     "generator/importer/launch.py"),
     ("SCH001", E, "the spec matches the schema", "schemas/inferencedeployment.schema.json"),
     ("SCH002", E, "no unknown fields",
      "schemas/inferencedeployment.schema.json (additionalProperties: false)"),

@@ -121,13 +121,25 @@ def _beside(d: Document, group: list, groups: list[list]) -> bool:
 
 
 def _finding(issue) -> Finding:
-    sev = Severity.ERROR if issue.error else Severity.WARNING
+    sev = Severity.ERROR if issue.error else Severity.NOTICE if issue.notice else \
+        Severity.WARNING
     return Finding(issue.code, sev, "$", issue.message, issue.hint, issue.location)
 
 
-#: IMP errors after which the checks do not run (no engine command, an unreadable script, no
-#: GPU: the HBM check would size another GPU); the others leave a spec worth checking.
+#: IMP errors after which the checks do not run (no engine command, an unreadable script); the
+#: others leave a spec worth checking.
 BLOCKING = frozenset({"IMP001", "IMP002", "IMP012"})
+#: Of :data:`BLOCKING`, the notices: the manifest may be sound, moegen cannot judge it. IMP012,
+#: no GPU stated: the HBM check, the GPU family's formats and every check of the layout would
+#: judge a GPU the manifest does not name (issue #31: "moegen does not read this" is a notice
+#: that says what was not checked, never an error on a manifest that runs).
+UNJUDGED = frozenset({"IMP012"})
+
+
+def blocks(f: Finding) -> bool:
+    """``f`` (an IMP finding) stops the deployment checks: a :data:`BLOCKING` error, or a
+    :data:`UNJUDGED` notice."""
+    return f.code in BLOCKING and (f.severity is Severity.ERROR or f.code in UNJUDGED)
 
 
 def to_loaded(imported: "Imported", overlays: list[Path] = ()) -> LoadedSpec:
@@ -152,6 +164,8 @@ def check_imported(imported: "Imported", overlays: list[Path] = (), target: str 
     imp = [f for f in loaded.findings if f.code in mine]
     if any(f.code in BLOCKING and f.severity is Severity.ERROR for f in imp):
         return pipeline.check_loaded(loaded, target)
+    if any(blocks(f) for f in imp):   # not judged: the IMP findings only
+        return pipeline.Checked(loaded, findings=sorted(loaded.findings, key=Finding.sort_key))
     loaded.findings = [f for f in loaded.findings if f.code not in mine]
     from ..waivers import Waiver
     waiver, quiet = Waiver(list(skips)), IMPORTED_SUPPRESSED | set(imported.suppress)

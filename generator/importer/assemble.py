@@ -267,8 +267,10 @@ def _pools(group: list[Role], names: list[str], issues: list[Issue]) -> tuple[di
         gpu = r.pod.gpu
         if gpu is None:
             issues.append(Issue("IMP012", f"role {name!r}: the GPU is not stated (no GPU product "
-                                "in the node selector or node affinity)", r.launch.loc(-1),
-                                "pass --gpu (e.g. --gpu H200-141GB)", error=True))
+                                "in the node selector or node affinity): the deployment checks "
+                                "(HBM sizing, GPU family, parallel layout, engine flags) were "
+                                "not run, only how the manifest reads", r.launch.loc(-1),
+                                "pass --gpu (e.g. --gpu H200-141GB) to run them", notice=True))
             gpu = "H100-80GB"
         per_pod = r.pod.gpus or 1
         nodes = r.workload.replicas * r.workload.size
@@ -363,6 +365,8 @@ def assemble(group: list[Role], opts: Options, files: list[str]) -> Imported:
         if any(i.code == "IMP005" and i.message.startswith("KV connector")
                for i in r.fields.issues):
             suppress.add("PD002")   # a connector moegen does not model (TPUConnector): IMP005
+        if r.fields.auto_len:
+            suppress.add("SIZ002")   # vLLM auto-fits the length instead of refusing (RoleFields)
         if any(i.code == "IMP004" for i in r.pod.issues):
             suppress |= {"A2A004", "PD011"}   # "network.rdma unset": IMP004 says why
     spec["roles"] = roles
@@ -375,12 +379,11 @@ def assemble(group: list[Role], opts: Options, files: list[str]) -> Imported:
     return imported
 
 
-#: The oldest vLLM release read whose NixlConnector logs that kv_role kv_both is deprecated
-#: (vLLM 0.32.0 vllm/distributed/kv_transfer/kv_connector/v1/nixl/connector.py:97, as in
-#: 0.33.0). The deprecation was proposed after 0.22 (vllm-project/vllm#43807, 2026-05-27;
-#: llm-d/llm-d#1715, 2026-06-08: "kv_both isn't yet fully deprecated"); the releases from
-#: 0.23.0 to 0.31.0 were not read: kv_both there is not called deprecated.
-KV_BOTH_DEPRECATED = (0, 32, 0)
+#: The first vLLM release whose NixlConnector logs that kv_role kv_both is deprecated: vLLM
+#: 0.23.0 vllm/distributed/kv_transfer/kv_connector/v1/nixl/connector.py:98 (the warning is
+#: absent from 0.22.0's connector.py; proposed in vllm-project/vllm#43807, 2026-05-27, and
+#: llm-d/llm-d#1715, 2026-06-08, said it was not yet in the current release, 0.22).
+KV_BOTH_DEPRECATED = (0, 23, 0)
 
 
 def _group_mode(r: Role, group: list[Role]) -> str:
@@ -413,8 +416,8 @@ def _kv_role_issues(r: Role, version: str, assumed: str | None) -> list[Issue]:
             return []
         at = f"vLLM {version}" + (", assumed (IMP008)" if assumed else "")
         return [Issue("IMP015", f"role {r.name!r} ({r.mode}) runs NixlConnector with kv_role "
-                      f"kv_both, which {at} logs as deprecated (vLLM 0.32.0 vllm/distributed/"
-                      f"kv_transfer/kv_connector/v1/nixl/connector.py:97); the spec renders "
+                      f"kv_both, which {at} logs as deprecated (vLLM 0.23.0 vllm/distributed/"
+                      f"kv_transfer/kv_connector/v1/nixl/connector.py:98); the spec renders "
                       f"{want}", loc, f"set kv_role {want}")]
     if kv_role != want:
         return [Issue("IMP015", f"role {r.name!r} is a {r.mode} role but its KV connector's "

@@ -68,6 +68,9 @@ class RoleFields:
         kv_role: vLLM's ``kv_role`` as written; kv_extra: its ``kv_connector_extra_config``;
             kv_unmodelled: its keys beyond connector and role (the extra config is checked
             against ``network.rdma`` once the pods are read); devices: SGLang's ``--disaggregation-ib-device``.
+        auto_len: ``--max-model-len auto``/-1: vLLM fits the length to the KV memory left
+            rather than refusing to start (vLLM 0.33.0 vllm/v1/core/kv_cache_planning.py
+            ``_auto_fit_max_model_len``), so a model length that does not fit is not an error.
         issues: what the spec cannot hold.
     """
 
@@ -82,6 +85,7 @@ class RoleFields:
     kv_unmodelled: list[str] = field(default_factory=list)
     devices: list[str] | None = None
     all2all_env: bool = False
+    auto_len: bool = False
     issues: list[Issue] = field(default_factory=list)
 
 
@@ -296,9 +300,12 @@ def _serving(r: _Reader, names: dict[str, tuple[str, ...]]) -> None:
     if o is not None:
         r.out.port = _int(o.value)
     o = r.opt(*names["maxModelLen"])
-    if o is not None and str(o.value).strip().lower() not in ("auto", "-1"):
-        # vLLM reads "auto"/-1 as the model's own length (vllm/utils/argparse_utils.py
-        # human_readable_int_or_auto): what moegen renders when maxModelLen is unset.
+    if o is not None and str(o.value).strip().lower() in ("auto", "-1"):
+        # vLLM reads "auto"/-1 as -1 (vllm/utils/argparse_utils.py human_readable_int_or_auto):
+        # the model's own length (vllm/config/model.py), shrunk to what the KV cache holds
+        # when it does not fit (v1/core/kv_cache_planning.py _auto_fit_max_model_len).
+        r.out.auto_len = True
+    elif o is not None:
         r.number(("serving", "maxModelLen"), o)
     o = r.opt(*names["kvCacheDtype"])
     if o is not None and isinstance(o.value, str):

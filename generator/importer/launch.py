@@ -47,6 +47,7 @@ class Issue:
     location: Location
     hint: str = ""
     error: bool = False
+    notice: bool = False   # says what was not checked; not a defect claim
 
 
 @dataclass
@@ -147,7 +148,10 @@ def _environment(w: Workload, pods: Pods, container: dict, cpath: tuple, ctx: Co
     """Fill ``launch.env`` (in the order Kubernetes resolves it) and its locations."""
     prov = w.doc.provenance
     env = launch.env
-    if w.kind in ("LeaderWorkerSet", "DisaggregatedSet") or w.platform in ("lws", "kserve"):
+    # A RoleBasedGroup's leader/worker role is a LeaderWorkerSet the controller creates
+    # (sgl-project/rbg@v0.8.0-alpha.5 pkg/reconciler/lws_reconciler.go): LWS sets its variables.
+    if w.kind in ("LeaderWorkerSet", "DisaggregatedSet") or w.platform in ("lws", "kserve") \
+            or (w.platform == "rbg" and w.size > 1):
         env.update({LWS_ENV[0]: runtime("LWS_LEADER_ADDRESS"), LWS_ENV[1]: str(w.size),
                     LWS_ENV[2]: str(pods.index)})
     if w.platform == "rbg":
@@ -234,6 +238,24 @@ def _argv(w: Workload, container: dict, cpath: tuple, launch: Launch) -> tuple[l
     return toks, origin
 
 
+def _one_string(toks: list[str], origin: list, launch: Launch, prov) -> tuple[list, list]:
+    """``command: ["python3 -m sglang.launch_server --tp 16 ..."]``: the kubelet executes the
+    first element as the program's file name, spaces included, and no such file exists: the
+    container never starts (no shell splits it:
+    https://kubernetes.io/docs/tasks/inject-data-application/define-command-argument-container/).
+    IMP018 (an error) when that string starts an engine; its words are read as the command
+    meant, so the other checks still run (located at the string)."""
+    if not toks or not _ENGINE_TEXT.search(toks[0]) or len(toks[0].split()) < 2:
+        return toks, origin
+    words = toks[0].split()
+    launch.issues.append(Issue(
+        "IMP018", f"command[0] is one string of {len(words)} words ({' '.join(words[:3])} ...) "
+        "and no shell: the kubelet executes a program of that whole name, which does not exist, "
+        "and the container fails to start", prov.locate(origin[0]),
+        "give each word its own list item, or run it with [sh, -c, \"...\"]", error=True))
+    return words + toks[1:], [origin[0]] * len(words) + origin[1:]
+
+
 def _shell(toks: list[str]) -> tuple[int, int] | None:
     """(index of the script token, index of $0) when ``toks`` is ``sh -c SCRIPT [ARG0 ...]``."""
     if not toks or not _SHELLS.match(toks[0]):
@@ -259,6 +281,8 @@ def resolve(w: Workload, pods: Pods, container: dict, cpath: tuple, ctx: Context
         toks, origin = kserve_argv(w, launch, toks, origin)
     sh = _shell(toks)
     argv: list[str] = []
+    if sh is None and isinstance(container.get("command"), list):
+        toks, origin = _one_string(toks, origin, launch, prov)
     if sh is None:
         argv = toks
         for i, o in enumerate(origin):

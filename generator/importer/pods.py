@@ -259,9 +259,10 @@ def _network(spec: dict, launch: Launch, limits: dict, out: PodFields) -> None:
         else:
             out.issues.append(Issue(
                 "IMP004", f"the pod requests {name} but names no RDMA device (NCCL_IB_HCA, "
-                "NVSHMEM_HCA_LIST, UCX_NET_DEVICES): network.rdma is left out, so the RDMA "
-                "checks did not run", launch.loc(-1),
-                "set NCCL_IB_HCA to the HCAs, or give network.rdma in an overlay (-f)"))
+                "NVSHMEM_HCA_LIST, UCX_NET_DEVICES; NCCL and UCX use the devices the pod sees): "
+                "network.rdma is left out, so moegen's RDMA checks did not run", launch.loc(-1),
+                "set NCCL_IB_HCA to the HCAs, or give network.rdma in an overlay (-f), to run "
+                "them", notice=True))
 
 
 def _compute_domain(w: Workload, pods: Pods, launch: Launch, res: dict,

@@ -38,3 +38,40 @@ class Reader(_RuamelReader):
 
     def check_printable(self, data: Any) -> None:  # noqa: D102 - see the class docstring
         return None
+
+
+#: Most nodes the aliases of one manifest document may expand to (an alias bomb expands to
+#: 10^9 and more; a large manifest has a few 10^4 nodes): LOAD005 above it.
+MAX_EXPANDED = 1 << 20
+
+
+class Expansion:
+    """The number of nodes one document expands to once its aliases are resolved, counted
+    from the events (never by expanding): an anchored node counts its own size at each alias.
+    Kubernetes manifests may use anchors and aliases (kubectl's YAML reader, go-yaml, resolves
+    them); only their expansion is bounded."""
+
+    def __init__(self) -> None:
+        self.count = 0
+        self._sizes: dict[str, int] = {}
+        self._open: list[tuple[str | None, int]] = []
+
+    def add(self, ev: Any) -> bool:
+        """Count ``ev``; True at the event whose count first passes :data:`MAX_EXPANDED`."""
+        from ruamel.yaml.events import (AliasEvent, CollectionEndEvent, CollectionStartEvent,
+                                        ScalarEvent)
+        before = self.count
+        if isinstance(ev, AliasEvent):
+            self.count += self._sizes.get(ev.anchor, 1)
+        elif isinstance(ev, CollectionStartEvent):
+            self._open.append((ev.anchor, self.count))
+            self.count += 1
+        elif isinstance(ev, CollectionEndEvent) and self._open:
+            anchor, start = self._open.pop()
+            if anchor:
+                self._sizes[anchor] = self.count - start
+        elif isinstance(ev, ScalarEvent):
+            self.count += 1
+            if ev.anchor:
+                self._sizes[ev.anchor] = 1
+        return self.count > MAX_EXPANDED >= before

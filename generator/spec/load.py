@@ -38,7 +38,7 @@ from ruamel.yaml.events import (AliasEvent, CollectionEndEvent, CollectionStartE
 from ruamel.yaml.scalarstring import FoldedScalarString, LiteralScalarString
 
 from ..errors import Finding, Location, Severity
-from .events import Reader, Replay
+from .events import MAX_EXPANDED, Expansion, Reader, Replay
 from .overlays import _new_names, merge  # noqa: F401 - merge: re-exported
 from .provenance import PathKey, Provenance, json_path  # noqa: F401 - re-exported
 from .skips import attach, comment_skips
@@ -166,6 +166,7 @@ def _scan_events(yaml: YAML, text: str, display: str,
     are skipped to its end) and the others are kept; a syntax error ends the stream, keeping the
     documents before it."""
     depth = 0
+    expansion = Expansion()
     docs = 0
     events: list = []
     findings: list[Finding] = []
@@ -187,6 +188,7 @@ def _scan_events(yaml: YAML, text: str, display: str,
             if isinstance(ev, DocumentStartEvent):
                 docs += 1
                 doc_start, skipping, depth, keys = len(events), False, 0, []
+                expansion = Expansion()
                 if docs > 1 and not multi:
                     mark = ev.start_mark
                     refuse("LOAD004", "more than one YAML document",
@@ -199,7 +201,11 @@ def _scan_events(yaml: YAML, text: str, display: str,
                         events.append(ev)
                 continue
             events.append(ev)
-            problem = _event_problem(ev, keys, depth)
+            problem = _event_problem(ev, keys, depth, anchors=multi)
+            if problem is None and multi and expansion.add(ev):
+                problem = ("LOAD005", f"YAML aliases expand this document to more than "
+                           f"{MAX_EXPANDED} nodes (an alias bomb)",
+                           "write the values out")
             if isinstance(ev, CollectionStartEvent):
                 depth += 1
             elif isinstance(ev, CollectionEndEvent):
@@ -220,9 +226,12 @@ def _scan_events(yaml: YAML, text: str, display: str,
     return events, findings
 
 
-def _event_problem(ev: Any, keys: list[bool | None], depth: int) -> tuple[str, str, str] | None:
+def _event_problem(ev: Any, keys: list[bool | None], depth: int,
+                   anchors: bool = False) -> tuple[str, str, str] | None:
     """What the hostile-input guard refuses in one event: (code, message, hint) or None.
-    ``keys`` tracks, per open collection, whether the next node is a mapping key (updated)."""
+    ``keys`` tracks, per open collection, whether the next node is a mapping key (updated).
+    ``anchors``: anchors and aliases are accepted (Kubernetes manifests: kubectl resolves them;
+    their expansion is bounded by :class:`.events.Expansion`); a spec or overlay refuses them."""
     problem = None
     if isinstance(ev, NodeEvent) and keys and keys[-1] is not None:
         is_key, keys[-1] = keys[-1], not keys[-1]
@@ -241,7 +250,7 @@ def _event_problem(ev: Any, keys: list[bool | None], depth: int) -> tuple[str, s
         keys.pop()
     if problem is not None:
         return problem
-    if isinstance(ev, AliasEvent) or (isinstance(ev, NodeEvent) and ev.anchor):
+    if not anchors and (isinstance(ev, AliasEvent) or (isinstance(ev, NodeEvent) and ev.anchor)):
         return ("LOAD005", "YAML anchors and aliases are not accepted",
                 "write the values out, or use an overlay (-f) to share them")
     tag = getattr(ev, "tag", None)
