@@ -149,16 +149,20 @@ def test_rollout_with_requests_in_flight_matches_the_prediction(cluster, predict
     # ... a request still running when the drain is over is cut: vLLM then waits for its open
     # connection, so the kubelet kills the pod at its grace period, the stop bound gen diff
     # quotes (plus harness slack: the kill, the load); one that finished earlier got its answer
+    # The drain ends no earlier than preStop + drain after the deletion (SIGTERM follows the
+    # preStop hook, vLLM's --shutdown-timeout counts from SIGTERM): an answer is judged by its
+    # status, never by a margin around that instant (under load the cut lands seconds after it).
     drain_end = rollout_t0 + by_pod[D].deleted_at + prestop + drain
-    outlasted = long_t0 + results["long"][1] > drain_end + 5
+    answered = long_t0 + results["long"][1]
+    outlasted = results["long"][0].status != 200
     grace = roles["decode"].plan.stop_s
     assert by_pod[D].gone_at - by_pod[D].deleted_at <= grace + cluster.allowance(floor=30, factor=0)
     if outlasted:
-        assert results["long"][0].status != 200, results["long"]
+        assert answered >= drain_end - 1, (answered - drain_end, results["long"])  # not cut early
         assert results["long"][1] < CLIENT_TIMEOUT_S - 60, results["long"]   # cut, not timed out
         assert by_pod[D].terminations[D]["killed"], by_pod[D].terminations
-    else:
-        assert results["long"][0].status == 200, results["long"]
+    else:   # finished within the drain (plus the harness's slack on a loaded machine)
+        assert answered <= drain_end + cluster.allowance(floor=10, factor=0), results["long"]
     term = by_pod[D].terminations[D]
     how = "killed at the grace period" if term["killed"] else f"exited after {term['exited_s']} s"
     fact(request, f"rollout: prefill gone after {by_pod[P].gone_at:.0f} s, decode after "
