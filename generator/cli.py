@@ -527,25 +527,10 @@ def schema_text() -> str:
 @main.command()
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text")
 def rules(fmt: str) -> None:
-    """Print the rule catalogue (code, severity, summary, source, the field cases it covers)."""
-    from .checks import RULES
-    from .checks.field_cases import FIELD_CASES, RENDERED_CASES
-    if fmt == "json":
-        click.echo(json.dumps([{"code": r.code, "severity": r.severity.value,
-                                "summary": r.summary, "source": r.source,
-                                "fieldCases": FIELD_CASES.get(r.code, [])} for r in RULES],
-                              indent=2))
-        return
-    for r in sorted(RULES, key=lambda r: r.code):
-        click.echo(f"{r.code:8} {r.severity.value:7} {r.summary}\n{'':16} source: {r.source}")
-        cases = FIELD_CASES.get(r.code)
-        if cases:
-            click.echo(f"{'':16} field cases: " + "; ".join(
-                f"{c['case']} ({', '.join(c['source'])})" for c in cases))
-    click.echo(f"\nprevented by what moegen renders ({len(RENDERED_CASES)} field cases, no rule "
-               "needed):")
-    for c in RENDERED_CASES:
-        click.echo(f"  {c['case']:42} {', '.join(c['source'])}")
+    """Print the rule catalogue (code, severity, summary, source, the module that defines it,
+    the field cases it covers)."""
+    from .output.catalogue import catalogue
+    click.echo(catalogue(fmt), nl=False)
 
 
 def _register() -> None:

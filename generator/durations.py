@@ -315,14 +315,22 @@ def front_idle_s(spec, mode: str) -> int | None:
     return None
 
 
+def timing_env_names(spec, engine: str, mode: str) -> list[str]:
+    """The names :func:`timing_env` sets for a role of ``mode``, in its order, known without
+    timing the deployment (``gen validate``'s NET003 needs the names only, not the perf model)."""
+    names = []
+    if keepalive_s(front_idle_s(spec, mode)) is not None:
+        names.append(KEEPALIVE_ENV[engine])
+    if engine == "sglang" and mode == "decode":
+        names.append(SGLANG_KV_TIMEOUT_ENV)
+    return names
+
+
 def timing_env(spec, engine: str, mode: str, d: Durations) -> dict[str, str]:
     """Engine variables of a role of ``mode`` that pair with another component (module
     docstring): the HTTP keep-alive above the pooled client in front (:func:`front_idle_s`), and
-    SGLang decode's KV wait (:attr:`Durations.kv_wait_s`)."""
-    env: dict[str, str] = {}
-    keep = keepalive_s(front_idle_s(spec, mode))
-    if keep is not None:
-        env[KEEPALIVE_ENV[engine]] = str(keep)
-    if engine == "sglang" and mode == "decode":
-        env[SGLANG_KV_TIMEOUT_ENV] = str(d.kv_wait_s)
-    return env
+    SGLang decode's KV wait (:attr:`Durations.kv_wait_s`); the names are
+    :func:`timing_env_names`."""
+    return {name: str(d.kv_wait_s) if name == SGLANG_KV_TIMEOUT_ENV
+            else str(keepalive_s(front_idle_s(spec, mode)))
+            for name in timing_env_names(spec, engine, mode)}

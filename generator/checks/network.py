@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ..durations import timing_env
+from ..durations import timing_env_names
 from ..engines import sglang as sg
 from ..facts.versions import parse_version
 from ..engines import vllm as v
@@ -101,7 +101,7 @@ def _env_override(ctx: Context):
     derived = set(ENGINE_ENV)
     for _, r in ctx.role_items():
         derived |= {k for k, _ in network_env(r.network, r.moe, r.kv_transfer, r.mnnvl)}
-        derived |= set(timing_env(ctx.spec, ctx.engine, r.mode, ctx.durations))
+        derived |= set(timing_env_names(ctx.spec, ctx.engine, r.mode))
     for path, key in _user_env(ctx):
         if key in derived:
             yield Hit(path, f"{key} is derived by moegen; {path[-2]} overrides it",

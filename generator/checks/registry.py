@@ -13,7 +13,10 @@ Phases: ``RULES`` run first on every role; ``SIZING`` rules run after them, and 
 from __future__ import annotations
 
 import enum
+import re
+import sys
 from dataclasses import dataclass, field, fields, replace
+from pathlib import Path
 from typing import Callable, Iterator
 
 from ..deployment import Deployment
@@ -50,6 +53,15 @@ class Rule:
     check: Callable[["Context"], Iterator[Hit]] | None = None
     phase: Phase = Phase.RULES
     engines: tuple[str, ...] = ()
+    #: The module that defines the entry (``generator.checks.network``; ``generator.checks.codes``
+    #: for codes raised outside the rule functions: :func:`raised_in` finds where).
+    module: str = ""
+
+    def defined_at(self) -> tuple[str, int | None]:
+        """(file relative to the repository, ``generator/checks/network.py``; the line of the rule
+        function's ``@rule`` decorator, or None for a code listed with :func:`external`)."""
+        path = self.module.replace(".", "/") + ".py"
+        return path, self.check.__code__.co_firstlineno if self.check is not None else None
 
 
 @dataclass(frozen=True)
@@ -83,14 +95,31 @@ def rule(code: str, severity: Severity, summary: str, source: str, *,
          phase: Phase = Phase.RULES, engines: tuple[str, ...] = ()):
     """Register a rule function in :data:`RULES` (``engines``: only for these engines)."""
     def deco(fn: Callable[[Context], Iterator[Hit]]):
-        RULES.append(Rule(code, severity, summary, source, fn, phase, engines))
+        RULES.append(Rule(code, severity, summary, source, fn, phase, engines, fn.__module__))
         return fn
     return deco
 
 
 def external(code: str, severity: Severity, summary: str, source: str) -> None:
     """List a code raised outside the rule functions (loader, schema, pipeline) in the catalogue."""
-    RULES.append(Rule(code, severity, summary, source))
+    module = sys._getframe(1).f_globals.get("__name__", "")
+    RULES.append(Rule(code, severity, summary, source, module=module))
+
+
+def raised_in(codes: list[str]) -> dict[str, list[str]]:
+    """Per code, the package's modules (``generator/spec/load.py``) whose source names it as a
+    quoted string literal, sorted; the catalogue (``checks/codes.py``) left out. Reads the
+    installed sources (for ``gen rules``, not on the check path)."""
+    package = Path(__file__).resolve().parent.parent
+    found: dict[str, set[str]] = {code: set() for code in codes}
+    pattern = re.compile("[\"']({})[\"']".format("|".join(map(re.escape, sorted(found)))))
+    for path in sorted(package.rglob("*.py")):
+        name = "generator/" + path.relative_to(package).as_posix()
+        if name == "generator/checks/codes.py":
+            continue
+        for code in set(pattern.findall(path.read_text(encoding="utf-8"))) & found.keys():
+            found[code].add(name)
+    return {code: sorted(where) for code, where in found.items()}
 
 
 #: Families whose findings do not depend on the engine release (Kubernetes objects, names,
