@@ -72,6 +72,11 @@ for _code, _sev, _summary, _source in (
     ("IMP016", W, "a memory-backed /dev/shm has a sizeLimit",
      "Kubernetes emptyDir (medium Memory: the files count against the container's memory "
      "limit; sizeLimit bounds it) https://kubernetes.io/docs/concepts/storage/volumes/#emptydir"),
+    ("NET100", E, "every connection of the rendering reaches a listener that accepts it",
+     "generator/manifests/addresses.py (the address model: each client's address and port "
+     "against each listener's bind address, per target; raised by generator/pipeline.py; "
+     "llm-d/llm-d-router@v0.10.0:pkg/sidecar/proxy/options.go:399, the sidecar dials its "
+     "engine at localhost)"),
     ("SCH001", E, "the spec matches the schema", "schemas/inferencedeployment.schema.json"),
     ("SCH002", E, "no unknown fields",
      "schemas/inferencedeployment.schema.json (additionalProperties: false)"),

@@ -315,6 +315,14 @@ def role_launch(shared: SharedInputs, role_spec: Role, role: RoleInput,
                                        shared.sidecar_connector or "", sg.BOOTSTRAP_PORT,
                                        role.rank_ports)
         role = replace(role, serving=replace(role.serving, port=gw.SIDECAR_ENGINE_PORT))
+        if role.network.bindAddress == "podIP":
+            # The sidecar dials its engine at localhost (llm-d/llm-d-router@v0.10.0:
+            # pkg/sidecar/proxy/options.go:399) and the kubelet's probes and the PodMonitor
+            # at the pod IP: the engine behind it listens on both (every interface of the
+            # pod; the sidecar itself listens on every interface, proxy_helpers.go:33).
+            # Rule NET091 says what that exposes with hostNetwork (generator/manifests/
+            # addresses.py checks every such pair).
+            role = replace(role, network=role.network.model_copy(update={"bindAddress": "all"}))
     launch = dialect.launch(role, sizing, hplan.startup_s if hplan is not None else None,
                             drain_s=shared.durations.drain_s)
     # Timeouts paired with another component (generator/durations.py).
