@@ -59,6 +59,12 @@ Bugs moegen finds that the notes do not mention, verified:
   GLOO_SOCKET_IFNAME/NCCL_SOCKET_IFNAME: on hosts with Ethernet and InfiniBand NICs Gloo picks
   an unroutable interface (sgl-project/sglang#3226): NET001.
 
+The restart model (generator/facts/restarts.py, verified at the releases named there): every
+vLLM prefill/decode pair over NIXL gets RST011 (a notice: a prefill restart crashes the decode
+through NIXL's UCX race, vllm-project/vllm#49238, fixed only on NIXL main), the Dynamo SGLang
+GB200 pair over NIXL RST010 (a decode restart crashes the prefill, smg-project/smg#2503), each at
+the decode's or prefill's kv-transfer setting.
+
 moegen's policy, not a bug of the manifest as it runs (documented, not verified as failures):
 
 * NET001 on the GKE LWS samples (pod network, one eth0: Gloo resolves the hostname to it) and on
@@ -119,6 +125,7 @@ EXPECTED = {
         ("IMP004", 53),
         ("IMP005", 87),
         ("IMP015", 106),
+        ("RST011", 106),
         ("POOL005", 108),
         ("IMP004", 125),
         ("IMP008", 125),
@@ -134,12 +141,14 @@ EXPECTED = {
         ("IMP004", 182),
         ("IMP005", 262),
         ("IMP015", 262),
+        ("RST011", 262),
     ]),
     "dynamo-dgd-deepseek-v4-pro-sglang-disagg-gb200": ("GB200-186GB", [
         ("IMP013", 32),
         ("POOL005", 172),
         ("IMP008", 192),
         ("IMP010", 198),
+        ("RST010", 198),
     ]),
     "dynamo-dgd-glm-5.2-fp8-sglang-disagg-h200-agentic": (None, [
         ("IMP010", 19),
@@ -175,6 +184,7 @@ EXPECTED = {
     ]),
     "kserve-llmisvc-deepseek-r1-0528-pd-deepep-ht": ("H200-141GB", [
         ("IMP004", 34),
+        ("RST011", 50),
         ("IMP007", 56),
         ("NET032", 59),
         ("POOL005", 221),
@@ -209,6 +219,7 @@ EXPECTED = {
         ("IMP005", 54),
         ("IMP005", 65),
         ("IMP015", 65),
+        ("RST011", 65),
         ("POOL005", 282),
         ("IMP008", 296),
         ("IMP010", 310),
@@ -227,6 +238,7 @@ EXPECTED = {
         ("IMP005", 270),
         ("IMP005", 281),
         ("IMP015", 281),
+        ("RST011", 281),
         ("A2A004", 286),
     ]),
     "llmd-wide-ep-lws-vllm-deepseek-r1-0528-gke": ("H200-141GB", [
@@ -234,6 +246,7 @@ EXPECTED = {
         ("IMP005", 87),
         ("IMP005", 98),
         ("IMP015", 98),
+        ("RST011", 98),
         ("POOL005", 334),
         ("IMP004", 381),
         ("IMP008", 381),
@@ -245,6 +258,7 @@ EXPECTED = {
     "llmd-wide-ep-lws-vllm-deepseek-v4-pro-oci-gb200-high-tpt": ("GB200-186GB", [
         ("IMP005", 68),
         ("IMP005", 77),
+        ("RST011", 77),
         ("POOL005", 272),
         ("IMP010", 298),
         ("IMP005", 306),
@@ -252,6 +266,7 @@ EXPECTED = {
     ]),
     "llmd-wide-ep-lws-vllm-deepseek-v4-pro-oci-gb200-low-latency": ("GB200-186GB", [
         ("IMP005", 73),
+        ("RST011", 73),
         ("POOL005", 264),
         ("IMP010", 291),
         ("IMP005", 299),
