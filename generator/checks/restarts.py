@@ -79,9 +79,9 @@ def _crash_hits(ctx: Context):
 
 
 @rule("RST010", W, "a decode restart does not crash SGLang's prefill (NIXL)",
-      "smg-project/smg#2503; SGLang 0.5.23 python/sglang/srt/disaggregation/nixl/conn.py "
-      "_add_remote_peer; ai-dynamo/nixl#1986 (fixed on NIXL main by ai-dynamo/nixl PR#1987, in "
-      "no release through 1.4.1); generator/facts/restarts.py",
+      "smg-project/smg#2503 (open); SGLang 0.5.23 python/sglang/srt/disaggregation/nixl/"
+      "conn.py _add_remote_peer (the old agent of the address stays registered); "
+      "generator/facts/restarts.py",
       engines=("sglang",))
 def _sglang_nixl(ctx: Context):
     yield from _crash_hits(ctx)

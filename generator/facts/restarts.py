@@ -76,9 +76,11 @@ RESTARTS: tuple[PeerRestart, ...] = (
         "new agent (_add_remote_peer -> add_remote_agent) while the old agent of that address "
         "is still registered, and UCX fails to bring the endpoint up: \"Fatal Python error: "
         "Segmentation fault\" in the prefill",
-        source="smg-project/smg#2503 (SGLang 0.5.18, NIXL 1.3.0); SGLang 0.5.23 "
+        source="smg-project/smg#2503 (SGLang 0.5.18, NIXL 1.3.0, open); SGLang 0.5.23 "
         "python/sglang/srt/disaggregation/nixl/conn.py _add_remote_peer (adds the new agent, "
-        "never removes the previous one of the address); " + NIXL_RACE,
+        "never removes the previous one of the address); the crash is in NIXL's UCX backend "
+        "bringing up the new endpoint, the class of ai-dynamo/nixl#1986 (whether its fix, "
+        "unreleased, covers this path is not verified)",
         remedy="use kvTransfer.connector: mooncake on both roles (a restarted decode "
         "re-registers under a new session: mooncake/conn.py _publish_peer_registration), or "
         "roll decode and prefill in one window and watch moegen's EngineGroupRestarts alert"),
