@@ -36,7 +36,7 @@ def _env_value(ctx: Context, i: int, key: str) -> tuple[tuple, str] | None:
 @rule("NET040", W, "NCCL and DeepEP's NVSHMEM use the same InfiniBand partition",
       "NVIDIA/nvshmem#82 (NVSHMEM <= 3.6.x creates its IBRC/IBGDA queue pairs at P_Key index 0: "
       "on a partition elsewhere the connection set-up hangs; NVSHMEM_IB_PKEY_INDEX from 3.7.0, "
-      "https://docs.nvidia.com/nvshmem/api/gen/env.html); NCCL's index is NCCL_IB_PKEY "
+      "\"Fixed in 3.7.0\"); NCCL's index is NCCL_IB_PKEY "
       "(NVIDIA/nccl@02aedae040e45a2ae37595c5a83c929f506330b9:src/transport/net_ib.cc "
       "qpAttr.pkey_index = ncclParamIbPkey())")
 def _pkey_env(ctx: Context):
@@ -62,8 +62,8 @@ def _pkey_env(ctx: Context):
 
 @rule("NET041", W, "DeepEP on an InfiniBand partition needs an NVSHMEM that reads its index",
       "NVIDIA/nvshmem#82 (\"Fixed in 3.7.0\": NVSHMEM_IB_PKEY_INDEX; 3.6.x and older hard-code "
-      "pkey_index 0 in the IBRC, IBGDA and IBDEVX transports); "
-      "https://docs.nvidia.com/nvshmem/api/gen/env.html (NVSHMEM_IB_PKEY_INDEX)")
+      "pkey_index 0 in the IBRC, IBGDA and IBDEVX transports: NVIDIA/nvshmem@v3.4.5-0:"
+      "src/modules/transport/ibrc/ibrc.cpp:353 attr.pkey_index = 0)")
 def _pkey_nvshmem(ctx: Context):
     rdma = ctx.spec.spec.network.rdma
     if rdma is None or not rdma.pkeyIndex:

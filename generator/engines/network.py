@@ -22,8 +22,9 @@
   src/transport/net_ib.cc ``NCCL_PARAM(IbPkey, "IB_PKEY", 0)``, ``qpAttr.pkey_index``) and
   NVSHMEM (``NVSHMEM_IB_PKEY_INDEX``, read from 3.7.0; NVSHMEM 3.6.x and older create their
   IBRC/IBGDA queue pairs at index 0, so DeepEP hangs at connection set-up on a partition that is
-  not there: NVIDIA/nvshmem#82, https://docs.nvidia.com/nvshmem/api/gen/env.html). UCX (NIXL)
-  picks the first full-member P_Key itself (``UCX_IB_PKEY`` default auto).
+  not there: NVIDIA/nvshmem#82, "Fixed in 3.7.0";
+  NVIDIA/nvshmem@v3.4.5-0:src/modules/transport/ibrc/ibrc.cpp:353 ``attr.pkey_index = 0``). UCX
+  (NIXL) picks the first full-member P_Key itself (``UCX_IB_PKEY`` default auto).
 """
 
 from __future__ import annotations
