@@ -24,7 +24,8 @@
   IBRC/IBGDA queue pairs at index 0, so DeepEP hangs at connection set-up on a partition that is
   not there: NVIDIA/nvshmem#82, "Fixed in 3.7.0";
   NVIDIA/nvshmem@v3.4.5-0:src/modules/transport/ibrc/ibrc.cpp:353 ``attr.pkey_index = 0``). UCX
-  (NIXL) picks the first full-member P_Key itself (``UCX_IB_PKEY`` default auto).
+  (NIXL) picks a full-member P_Key itself (``UCX_IB_PKEY`` default auto: openucx/ucx
+  src/uct/ib/base/ib_iface.c P_Key selection, openucx/ucx PR#7724).
 """
 
 from __future__ import annotations
