@@ -30,7 +30,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from generator.capacity import plan
-from generator.catalog import GPUS, builtin_config
+from generator.catalog import GPUS, builtin_arch
 from generator.perf.regimes import ERRORS_FILE, REGIMES, classify, kind_of, sparse_attention
 from generator.spec.request import PlanRequest
 
@@ -66,7 +66,7 @@ def case_regime(case: dict, req: PlanRequest) -> str:
     gpu = GPUS[req.spec.nodePools[decoding.nodePool].gpu]
     kind = kind_of(m["field"], unified=unified, role_level=bool(m.get("role")))
     return classify(kind, unified=unified, data=decoding.parallel.data, vendor=gpu.vendor,
-                    sparse=sparse_attention(builtin_config(req.spec.model.architecture)))
+                    sparse=sparse_attention(builtin_arch(req.spec.model.architecture)))
 
 
 def residuals(ids=None) -> list[dict]:

@@ -7,6 +7,7 @@ Cases moegen cannot express are listed with the reason.
 
     python bench/sizing_residuals.py [groundtruth.yaml]
     python bench/sizing_residuals.py --dev3      # the published-dev-3 memory cases
+    python bench/sizing_residuals.py --families  # bench/engine_memory_figures.yaml (issue 35)
 """
 
 from __future__ import annotations
@@ -161,6 +162,9 @@ def main(argv: list[str]) -> int:
     if "--dev3" in argv:
         print_dev3()
         return 0
+    if "--families" in argv:
+        print_families()
+        return 0
     path = Path(argv[1]) if len(argv) > 1 else DEFAULT
     for r in residuals(path):
         if "skipped" in r:
@@ -240,10 +244,7 @@ def dev3_residuals() -> list[dict]:
     non-KV GiB inside the budget) and the relative errors."""
     rows = []
     for name, extra in DEV3_CASES.items():
-        with tempfile.TemporaryDirectory() as tmp:
-            path = Path(tmp) / "spec.yaml"
-            path.write_text(dev3_spec(name))
-            checked = pipeline.check(path)
+        checked = _check(dev3_spec(name))
         z = checked.sizing[0] if checked.sizing else None
         if not isinstance(z, RoleSizing):
             rows.append({"id": name, "skipped": "; ".join(map(str, checked.findings))[:200]})
@@ -251,16 +252,25 @@ def dev3_residuals() -> list[dict]:
         p = extra["printed"]
         row = {"id": name}
         if "weights_gib" in p:
-            row |= {"weights": z.weights, "weights_printed": p["weights_gib"],
-                    "weights_err": z.weights / p["weights_gib"] - 1}
+            row |= _compared("weights", z.weights, p["weights_gib"])
         if "kv_tokens" in p:
-            row |= {"tokens": z.kv_tokens_per_rank, "tokens_printed": p["kv_tokens"],
-                    "tokens_err": z.kv_tokens_per_rank / p["kv_tokens"] - 1}
+            row |= _compared("tokens", z.kv_tokens_per_rank, p["kv_tokens"])
         if "non_kv_gib" in p:
-            row |= {"non_kv": z.activation + z.overhead, "non_kv_printed": p["non_kv_gib"],
-                    "non_kv_err": (z.activation + z.overhead) / p["non_kv_gib"] - 1}
+            row |= _compared("non_kv", z.activation + z.overhead, p["non_kv_gib"])
         rows.append(row)
     return rows
+
+
+def _check(spec: str):
+    """The pipeline's check of one spec text."""
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "spec.yaml"
+        path.write_text(spec)
+        return pipeline.check(path)
+
+
+def _compared(key: str, ours: float, printed: float) -> dict:
+    return {key: ours, key + "_printed": printed, key + "_err": ours / printed - 1}
 
 
 def print_dev3() -> None:
@@ -274,6 +284,68 @@ def print_dev3() -> None:
                 parts.append(f"{key} {r[key]:,.2f} vs {r[key + '_printed']:,.2f} {unit} "
                              f"({r[key + '_err']:+.1%})")
         print(f"{r['id']:<42} " + "; ".join(parts))
+
+
+# --- the model families issue 35 added ------------------------------------------------------
+FAMILIES = ROOT / "bench" / "engine_memory_figures.yaml"
+GIB = 2**30
+
+
+def family_spec(case: dict) -> str:
+    """An InferenceDeployment of one :data:`FAMILIES` case."""
+    engine, version = case["engine"], case["version"]
+    image = f"vllm/vllm-openai:v{version}" if engine == "vllm" else f"lmsysorg/sglang:v{version}"
+    tp, dp = case["tp"], case.get("dp", 1)
+    return yaml.safe_dump({
+        "apiVersion": "moegen.dev/v1alpha1", "kind": "InferenceDeployment",
+        "metadata": {"name": "family"},
+        "spec": {
+            "model": {"name": case["model"], "architecture": case["model"],
+                      "weights": case["weights"], "path": "/m"},
+            "engine": {"name": engine, "version": version, "image": image},
+            "network": {"socketInterface": "eth0"},
+            "nodePools": {"p": {"gpu": case["gpu"], "gpusPerNode": tp * dp, "nodes": 1}},
+            "serving": case.get("serving") or {},
+            "roles": [{"name": "r", "mode": "unified", "nodePool": "p",
+                       "parallel": {"tensor": tp, "data": dp,
+                                    "expert": bool(case.get("ep"))}}]}})
+
+
+def family_residuals(path: Path = FAMILIES) -> list[dict]:
+    """Per case: moegen vs printed weights (GiB), KV bytes per token, and KV tokens per rank -
+    moegen's own (``check: tokens``) or its layout at the printed KV memory (``check: layout``)."""
+    rows = []
+    for case in yaml.safe_load(path.read_text()):
+        checked = _check(family_spec(case))
+        z = checked.sizing[0] if checked.sizing else None
+        if not isinstance(z, RoleSizing):
+            raise RuntimeError(f"{case['id']}: not sized: {[str(f) for f in checked.findings]}")
+        p, row = case["printed"], {"id": case["id"], "check": case.get("check")}
+        if "weights_gib" in p:
+            row |= _compared("weights", z.weights, p["weights_gib"])
+        if "kv_bytes_per_token" in p:
+            row |= _compared("per_token", z.kv_bytes_per_token, p["kv_bytes_per_token"])
+        if "kv_tokens" in p:
+            tokens = (int(p["kv_cache_gib"] * GIB // z.kv_bytes_per_token)
+                      if case.get("check") == "layout" else z.kv_tokens_per_rank)
+            row |= _compared("tokens", tokens, p["kv_tokens"])
+        if "known_miss" in case:
+            row["known_miss"] = case["known_miss"]
+        rows.append(row)
+    return rows
+
+
+def print_families() -> None:
+    for r in family_residuals():
+        parts = []
+        for key, label, fmt in (("weights", "weights GiB", ",.2f"), ("per_token", "KV B/token", ","),
+                                ("tokens", f"KV tokens ({r['check']})", ",")):
+            if key in r:
+                parts.append(f"{label} {r[key]:{fmt}} vs {r[key + '_printed']:{fmt}} "
+                             f"({r[key + '_err']:+.1%})")
+        print(f"{r['id']:<40} " + "; ".join(parts))
+        if "known_miss" in r:
+            print(f"{'':<40} known miss: {r['known_miss']}")
 
 
 if __name__ == "__main__":

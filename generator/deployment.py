@@ -15,11 +15,12 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Iterator
 
 from .catalog import (
+    FAMILY_LABELS,
     GPUS,
     ModelArch,
     UnknownArchitecture,
     arch_from_config,
-    builtin_config,
+    builtin_arch,
 )
 from .durations import Durations, deployment_durations
 from .engines.base import Dialect
@@ -97,10 +98,12 @@ class Deployment:
             # imports are a tenth of the policy check's start).
             from .perf.predict import Prediction, predict
             resolved = self.dialect is not None and self.arch is not None and all(
-                r is not None and not r.layout.problem for r in self.roles)
-            out = (predict(self.spec) if resolved
+                r is not None and not r.layout.problem and isinstance(z, RoleSizing)
+                for r, z in zip(self.roles, self.sizing))
+            out = (predict(self.spec, list(zip(self.roles, self.sizing))) if resolved
                    else Prediction(reason="not timed: the spec has roles without a known pool, "
-                                   "a possible layout, a supported engine release or a model"))
+                                   "a possible layout, a supported engine release, a model or "
+                                   "a sizing"))
             # Sanity hits on the prediction itself (perf/predict.py sanity, rule PRF030), located.
             out.findings = [Finding(code, Severity.WARNING, json_path(path), message, hint,
                                     self.provenance.locate(path))
@@ -120,10 +123,11 @@ def _arch(spec: InferenceDeployment, model_config: dict | None,
         if m.config is not None and model_config is not None:
             return arch_from_config(model_config), []
         if m.architecture is not None:
-            return arch_from_config(builtin_config(m.architecture)), []
+            return builtin_arch(m.architecture), []
     except UnknownArchitecture as exc:
         return None, [_finding(prov, "MOD002", ("spec", "model", "config"), str(exc),
-                               "give the config.json of a DeepSeek-V2/V3/V3.2/V4 or Kimi-K2 model")]
+                               f"give the config.json of a model of a supported family "
+                               f"({FAMILY_LABELS})")]
     except (KeyError, TypeError, ValueError) as exc:
         return None, [_finding(prov, "MOD003", ("spec", "model", "config"),
                                f"config.json lacks a usable field: {exc}",
@@ -169,6 +173,8 @@ def _size_roles(spec: InferenceDeployment, roles: list[RoleInput | None],
             out.append(z)
         except KeyError as exc:
             out.append(f"config.json has no {exc.args[0]!r}, which the weight inventory needs")
+        except (ValueError, ZeroDivisionError) as exc:   # a shape the inventory cannot hold
+            out.append(f"config.json describes a shape moegen cannot size: {exc}")
     return tuple(out)
 
 

@@ -194,13 +194,13 @@ def _max_len(role) -> int:
 def _role_times(spec, role_spec, role, z, startup, pd: bool) -> RoleTimes:
     """One role's predictions from the planner's physical model (perf/terms.py)."""
     from .perf import terms as perf
-    from .perf.decode import (attention_fp8, bf16_compute, effective_overlap, model_shape,
-                              persistent_mla)
+    from .perf.decode import (attention_fp8, bf16_compute, effective_overlap, kv_heads_of,
+                              model_shape, persistent_mla)
     s = spec.spec
     pool = s.nodePools[role_spec.nodePool]
     gpu = GPUS[pool.gpu]
     gbps = s.network.interNodeGbps or _default_gbps()
-    shape = model_shape(role.arch.config, s.model.weights, z.kv_bytes_per_token)
+    shape = model_shape(role.arch, s.model.weights, z.kv_bytes_per_token)
     lay = role.layout
     bf16 = bf16_compute(s.model.weights)
     max_len = z.max_model_len
@@ -234,8 +234,8 @@ def _role_times(spec, role_spec, role, z, startup, pd: bool) -> RoleTimes:
                              shape.attn_window is not None, role_spec.engineArgs)
     persistent = persistent_mla(s.engine.name, gpu, role.serving.kvCacheDtype,
                                 shape.heads // max(lay.tensor, 1),
-                                role.arch.config.get("num_key_value_heads", shape.heads)
-                                // max(lay.tensor * lay.data, 1), role_spec.engineArgs)
+                                kv_heads_of(role.arch) // max(lay.tensor * lay.data, 1),
+                                role_spec.engineArgs)
 
     def step(ctx: float) -> float:
         return perf.decode_step(

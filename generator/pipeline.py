@@ -36,6 +36,7 @@ from .spec.validate import validate_structure
 
 if TYPE_CHECKING:
     from .manifests.plan import DeploymentPlan
+    from .perf.calibrated import Calibration
     from .perf.predict import Prediction
 
 
@@ -48,12 +49,15 @@ class Checked:
         spec: the validated model (None when structure failed).
         findings: every finding, sorted (errors and warnings).
         model: the deployment model (None when structure failed).
+        calibration: the factors of the calibration profile (``--calibration`` or
+            ``spec.calibration``) where it applies to this configuration, else None.
     """
 
     loaded: LoadedSpec
     spec: InferenceDeployment | None = None
     findings: list[Finding] = field(default_factory=list)
     model: Deployment | None = None
+    calibration: Calibration | None = None
 
     @property
     def ok(self) -> bool:
@@ -85,16 +89,17 @@ class Checked:
 
 
 def check(spec_path: Path, overlays: list[Path] = (), target: str | None = None,
-          namespace: str | None = None) -> Checked:
+          namespace: str | None = None, calibration: Path | None = None) -> Checked:
     """Run every check on a spec and its overlays. Never raises for bad input.
 
     ``target``: ``NAME`` or ``NAME@VERSION`` (``gen render --target``), replacing the spec's
     ``spec.target``; ``namespace``: the namespace the objects are applied to (a kustomize
-    ``namespace:`` override, ``gen preflight --namespace``), replacing ``metadata.namespace``."""
+    ``namespace:`` override, ``gen preflight --namespace``), replacing ``metadata.namespace``;
+    ``calibration``: a calibration profile (``--calibration``) replacing ``spec.calibration``."""
     loaded = load_spec(Path(spec_path), [Path(o) for o in overlays])
     if namespace is not None and not loaded.findings:
         override_namespace(loaded, namespace)
-    return check_loaded(loaded, target)
+    return check_loaded(loaded, target, calibration)
 
 
 def override_namespace(loaded: LoadedSpec, namespace: str) -> None:
@@ -140,9 +145,11 @@ def override_target(loaded: LoadedSpec, target: str) -> None:
     loaded.provenance.replace_subtree(("spec", "target"), Provenance({**at_cli, **kept}))
 
 
-def check_loaded(loaded: LoadedSpec, target: str | None = None) -> Checked:
+def check_loaded(loaded: LoadedSpec, target: str | None = None,
+                 calibration: Path | None = None) -> Checked:
     """Run every check on a spec already read (a file's, or one built in memory, as
-    ``gen plan`` does for a fixed layout). Never raises for bad input."""
+    ``gen plan`` does for a fixed layout), then read its calibration profile
+    (``calibration`` or ``spec.calibration``). Never raises for bad input."""
     result = Checked(loaded, findings=list(loaded.findings))
     if not result.ok:
         return _sorted(result)
@@ -160,6 +167,10 @@ def check_loaded(loaded: LoadedSpec, target: str | None = None) -> Checked:
     from .targets import target_for
     target = target_for(spec.spec.target.name)
     result.findings += target.findings(model)
+    if calibration is not None or spec.spec.calibration is not None:
+        from .calibration.profile import read_calibration
+        result.calibration, found = read_calibration(spec, loaded.provenance, calibration)
+        result.findings += found
     if result.ok:   # who dials which address, on the plan the target renders (NET100)
         from .manifests.plan import build_plan
         result.findings += address_findings(build_plan(model), model,
@@ -205,10 +216,14 @@ def _sorted(result: Checked) -> Checked:
 
 def performance(checked: Checked) -> Prediction | None:
     """The predicted TTFT, TPOT and tokens/s of each role of a spec that passed (the deployment
-    model's :attr:`~generator.deployment.Deployment.prediction`), or None for a rejected spec."""
+    model's :attr:`~generator.deployment.Deployment.prediction`, calibrated by the spec's
+    profile where it applies: perf/calibrated.py), or None for a rejected spec."""
     if not checked.ok or checked.model is None:
         return None
-    return checked.model.prediction
+    if checked.calibration is None:
+        return checked.model.prediction
+    from .perf.calibrated import apply
+    return apply(checked.model.prediction, checked.calibration)
 
 
 def deployment_plan(checked: Checked) -> DeploymentPlan:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib.util
+import sys
 from pathlib import Path
 
 import pytest
@@ -23,6 +24,7 @@ def load_script(relpath: str):
     path = ROOT / relpath
     spec = importlib.util.spec_from_file_location(path.stem, path)
     mod = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = mod   # dataclasses look their module up while the script runs
     spec.loader.exec_module(mod)
     return mod
 
@@ -111,3 +113,12 @@ spec:
         args: [{args}]
         resources: {{limits: {{nvidia.com/gpu: 8}}}}
 {mounts}"""
+
+
+def model_config(checked) -> dict:
+    """The config.json a checked spec serves (``model.config`` as loaded, or the catalog's copy
+    for ``model.architecture``): what the engines read, for the conformance builds."""
+    from generator.catalog import builtin_config
+    if checked.loaded.model_config is not None:
+        return checked.loaded.model_config
+    return builtin_config(checked.spec.spec.model.architecture)

@@ -189,7 +189,8 @@ def test_the_check_accepts_the_documented_forms(source):
 UNIT_TESTED = {"tests/test_load.py": None, "tests/test_rules.py": None, "tests/test_planner.py": None,
                "tests/test_preflight.py": None, "tests/test_evaluate.py": None,
                "tests/test_autoscaling.py": None, "tests/test_import.py": None,
-               "tests/test_import_reference.py": None, "tests/test_addresses.py": None}
+               "tests/test_import_reference.py": None, "tests/test_calibration.py": None,
+               "tests/test_families.py": None, "tests/test_addresses.py": None}
 
 
 def _case_codes() -> set[str]:

@@ -22,7 +22,7 @@ import pytest
 
 from generator.catalog import GPUS
 from tests.conformance.runner import build_engine_configs, require_engines
-from tests.helpers import ROOT, materialise_case, render_spec
+from tests.helpers import ROOT, materialise_case, model_config, render_spec
 from tests.test_golden import cases
 
 
@@ -76,7 +76,7 @@ def _items(engine: str) -> tuple[list[dict], dict[str, list[tuple[str, str]]], l
                     "id": item_id, "engine": engine, "argv": role.launch.argv(pod, substitute=True),
                     "env": {k: v for k, v in envs[role.name].items()
                             if k.startswith(("VLLM_", "SGLANG_"))},
-                    "model_config": checked.roles[0].arch.config,
+                    "model_config": model_config(checked),
                     "gpu": {"name": DEVICE[gpu.id], "total_bytes": gpu.hbm_mib * 2**20,
                             "capability": CAPABILITY[gpu.generation], "count": pool.gpusPerNode},
                     "ib_devices": list(rdma.devices) if rdma else [],

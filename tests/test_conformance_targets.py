@@ -40,6 +40,7 @@ from generator.engines.options import release_options
 from generator.facts import controllers
 from generator.targets import kserve
 from tests.conformance.runner import build_engine_configs, check_commands, require_engines
+from tests.helpers import model_config
 from tests.test_conformance_engine_config import CAPABILITY, DEVICE, VENV_RELEASES
 from tests.test_targets import IDS, render_case
 
@@ -421,7 +422,7 @@ def test_target_engine_configs_build(pods) -> None:
             items.append({"id": p["id"], "engine": engine, "argv": argv,
                           "env": {k: v for k, v in p["env"].items()
                                   if k.startswith(("VLLM_", "SGLANG_"))},
-                          "model_config": checked.roles[0].arch.config,
+                          "model_config": model_config(checked),
                           "gpu": {"name": DEVICE[gpu.id], "total_bytes": gpu.hbm_mib * 2**20,
                                   "capability": CAPABILITY[gpu.generation],
                                   "count": pool.gpusPerNode},

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from generator.catalog import ARCHITECTURES, builtin_config
+from generator.catalog import ARCHITECTURES, CONFIG_SOURCES, builtin_config
 from tests.helpers import ROOT, load_script, shared
 
 
@@ -27,9 +27,17 @@ def test_sglang_dialect_data_matches_reference():
 
 
 def test_model_configs_match_reference():
+    """A config shared/reference carries matches it; every other names its source revision."""
+    compared = 0
+    models = shared("reference", "models")
     for arch, name in ARCHITECTURES.items():
-        ref = json.loads(shared("reference", "models", name).read_text())
-        assert builtin_config(arch) == ref, arch
+        path = models / name
+        if path.exists():
+            assert builtin_config(arch) == json.loads(path.read_text()), arch
+            compared += 1
+        else:
+            assert CONFIG_SOURCES.get(arch), f"{arch}: no reference copy and no CONFIG_SOURCES entry"
+    assert compared >= 9
 
 
 def test_engine_option_data_matches_reference():

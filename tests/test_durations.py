@@ -85,12 +85,12 @@ def test_s1_durations_compose_the_planners_prefill_and_decode(tmp_path):
     zp, zd = c.sizing
     gbps = 400.0   # network.interNodeGbps unset: perf/predict.py DEFAULT_INTER_NODE_GBPS
     h96, h141 = GPUS["H20-96GB"], GPUS["H20-141GB"]
-    shp = model_shape(pre.arch.config, "fp8", zp.kv_bytes_per_token)
+    shp = model_shape(pre.arch, "fp8", zp.kv_bytes_per_token)
     prefill = perf.prefill(shp, h96, isl=32768, tensor=8, data=1, pipeline=1, expert=False,
                            gpus_per_node=8, inter_gbps=gbps, weights_bytes=zp.weights * 2**30,
                            bf16=bf16_compute("fp8")).latency_s
     transfer = perf.kv_transfer_time(32768, zp.kv_bytes_per_token, gbps)
-    shd = model_shape(dec.arch.config, "fp8", zd.kv_bytes_per_token)
+    shd = model_shape(dec.arch, "fp8", zd.kv_bytes_per_token)
     routed = zd.weights_by_component["routed_experts"] * 2**30
     step = perf.decode_step(
         shd, h141, batch=13, tensor=1, data=16, expert=True,

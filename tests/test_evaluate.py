@@ -10,7 +10,7 @@ import pytest
 import yaml
 
 from generator.capacity import plan
-from generator.catalog import GPUS, builtin_config
+from generator.catalog import GPUS, builtin_arch
 from generator.cli import run
 from generator.perf import terms as perf
 from generator.perf.decode import model_shape
@@ -66,7 +66,7 @@ def test_prefill_per_node_is_the_compute_model_by_hand():
     Tokens/s per node = 8 GPUs x 4096 / GPU-seconds per request."""
     res = plan(PlanRequest.model_validate(_doc()))
     pre = res.candidates[0].roles[0]
-    active = model_shape(builtin_config("deepseek-r1"), "fp8", 0).active_params
+    active = model_shape(builtin_arch("deepseek-r1"), "fp8", 0).active_params
     assert 37.0e9 < active < 38.0e9
     assert GPUS["H20-96GB"].fp8_tflops == 296 and GPUS["H20-96GB"].bf16_tflops == 148
     assert perf.ETA_PREFILL_BY_GPU["H20-96GB"] == 0.866 and perf.ETA_ATTN == 0.67
@@ -287,3 +287,36 @@ def test_predicted_ttft_beyond_the_queue_bound_is_flagged(capsys):
     assert pred.findings[0].path == "$.spec.roles[1].sizing.concurrency"
     two = pipeline.check(EXAMPLES / "s1-16xh20-pd.yaml", [ROOT / "overlays" / "s1-two-prefill-nodes.yaml"])
     assert pipeline.performance(two).findings == []
+
+
+def test_the_prediction_times_the_deployments_own_roles_and_sizing(capsys):
+    """One model of the deployment: what gen size prints per role is what the prediction
+    assumed. S1's prefill role carries the decode's MTP module (generator/roles.py
+    carried_speculative), so its 80.99 GiB of weights include the MTP layer (1.46 GiB) and its
+    KV is 3.70 GiB = 111,309 tokens at maxModelLen 32,768; the prediction once re-sized it
+    without either (79.53 GiB, 5.16 GiB at the workload's 4,700 tokens)."""
+    assert run(["size", str(EXAMPLES / "s1-16xh20-pd.yaml"), "--format", "json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    for role in doc["roles"]:
+        assert role["predicted"]["weightsGiB"] == role["perGpu"]["weightsGiB"], role["name"]
+        assert role["predicted"]["kvTokensPerRank"] == role["kvTokensPerRank"], role["name"]
+    prefill = doc["roles"][0]
+    assert prefill["predicted"]["weightsGiB"] == 80.99
+    assert prefill["predicted"]["kvTokensPerRank"] == 111_309
+
+
+def test_a_model_given_as_its_config_is_timed(tmp_path, capsys):
+    """model.config (a config.json of a supported family) is timed like the catalog id: the
+    timing reads the capabilities, not the id."""
+    assert run(["size", str(EXAMPLES / "s1-16xh20-pd.yaml"), "--format", "json"]) == 0
+    builtin = json.loads(capsys.readouterr().out)["prediction"]
+    cfg = tmp_path / "config.json"
+    cfg.write_text((ROOT / "generator" / "catalog" / "models" / "deepseek-v3.config.json")
+                   .read_text())
+    over = tmp_path / "o.yaml"
+    over.write_text(f"spec:\n  model:\n    architecture: null\n    config: {cfg}\n")
+    assert run(["size", str(EXAMPLES / "s1-16xh20-pd.yaml"), "-f", str(over),
+                "--format", "json"]) == 0
+    given = json.loads(capsys.readouterr().out)["prediction"]
+    assert "reason" not in given
+    assert given["totalTokensPerSec"] == builtin["totalTokensPerSec"] == 21_488

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from generator.catalog import builtin_config
+from generator.catalog import builtin_arch
 from generator.sizing.host import GIB, PodProcesses, api_servers_from
 from generator.sizing.params import inventory
 from generator.sizing.weights import checkpoint_bytes
@@ -16,7 +16,7 @@ def test_deepseek_v3_fp8_checkpoint_by_hand():
     """Routed experts: 58 MoE layers x 256 experts x (gate_up 4096 x 7168 + down 7168 x 2048
     bytes + one FP32 scale per 128 x 128 block: 32 x 56 and 56 x 16 blocks)
     = 58 x 256 x 44,050,944 B = 654,068,416,512 B = 609.15 GiB."""
-    cfg = builtin_config("deepseek-v3")
+    cfg = builtin_arch("deepseek-v3")
     other, experts = checkpoint_bytes(inventory(cfg), cfg, "fp8", mtp=False)
     per_expert = 4096 * 7168 + 4 * 32 * 56 + 7168 * 2048 + 4 * 56 * 16
     assert per_expert == 44_050_944
@@ -48,7 +48,7 @@ def test_s1_processes_and_requests():
     assert worker.processes == PodProcesses(gpu=8, api=0, other=8)
     assert (leader.cpu, worker.cpu) == (32 + 32 + 9 + 2, 32 + 0 + 8 + 2) == (75, 42)
     # Each pod: the non-expert tensors whole (every DP rank holds them) + half of the experts.
-    cfg = builtin_config("deepseek-v3")
+    cfg = builtin_arch("deepseek-v3")
     other, experts = checkpoint_bytes(inventory(cfg), cfg, "fp8", mtp=True)
     assert leader.checkpoint_gib == round((other + experts / 2) / GIB, 1) == 327.9
     assert (leader.memory_gib, worker.memory_gib) == (132 + 8 + 40, 82 + 8 + 40) == (180, 130)

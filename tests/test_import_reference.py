@@ -78,8 +78,12 @@ names: the checks that need network.rdma did not run), IMP005 (options and load-
 moegen does not render, kv-transfer-config keys), IMP008 (the image does not name the engine
 release: checked as the newest release whose parser has every option used: SGLang 0.5.19 for
 the Dynamo recipes, whose ``--prefill-round-robin-balance`` / ``cuda-graph-bs`` left SGLang in
-0.5.20), IMP010 (weights downloaded from the Hub at start), IMP011 (a model outside the catalog:
-Llama-4, gpt-oss, GLM-5.2), IMP003 (a 1500Gi /dev/shm above what the spec holds).
+0.5.20), IMP010 (weights downloaded from the Hub at start), IMP003 (a 1500Gi /dev/shm above what
+the spec holds). Llama-4, gpt-oss and GLM-5.2 are in the catalog (issue 35): their roles are
+sized, so the rules that need the weights speak: POD004/POD003 on the gpt-oss pods (16 / 8 CPUs
+for the 21 / 9 cores their processes need; 64Gi under the decode's 4 x 5 GiB of weight staging)
+and PD090 on the GLM-5.2 wide-EP guide (the decode role parses tool calls, glm47, the prefill
+role does not).
 
 The GB200 manifests (Dynamo SGLang V4-Pro, llm-d OCI V4-Pro) claim a ComputeDomain's IMEX
 channel (pod ``resourceClaims`` + the container's ``resources.claims``, the ComputeDomain in the
@@ -152,14 +156,12 @@ EXPECTED = {
     ]),
     "dynamo-dgd-glm-5.2-fp8-sglang-disagg-h200-agentic": (None, [
         ("IMP010", 19),
-        ("IMP011", 20),
         ("IMP004", 152),
         ("IMP008", 152),
         ("IMP004", 261),
     ]),
     "gke-deployment-vllm-llama4-maverick-fp8-tp8": (None, [
         ("VER001", 40),
-        ("IMP011", 52),
         ("IMP010", 60),
         ("IMP014", 63),
         ("IMP016", 76),
@@ -194,16 +196,20 @@ EXPECTED = {
         ("NET032", 248),
     ]),
     "llmd-pd-disaggregation-sglang-gpt-oss-120b-coreweave": ("H200-141GB", [
+        ("POD004", 18),
+        ("POD003", 18),
         ("IMP004", 51),
         ("POOL005", 150),
         ("POOL004", 150),
         ("POOL005", 150),
+        ("POD004", 150),
         ("POD001", 150),
         ("IMP004", 183),
         ("IMP010", 184),
-        ("IMP011", 194),
     ]),
     "llmd-pd-disaggregation-vllm-gpt-oss-120b-coreweave": ("H200-141GB", [
+        ("POD004", 18),
+        ("POD003", 18),
         ("IMP004", 51),
         ("IMP015", 56),
         ("POOL005", 156),
@@ -213,7 +219,6 @@ EXPECTED = {
         ("IMP004", 189),
         ("IMP010", 190),
         ("IMP015", 194),
-        ("IMP011", 198),
     ]),
     "llmd-wide-ep-lws-vllm-deepseek-r1-0528-coreweave": ("H200-141GB", [
         ("IMP005", 54),
@@ -273,13 +278,14 @@ EXPECTED = {
         ("IMP005", 308),
     ]),
     "llmd-wide-ep-lws-vllm-glm-5.2-fp8-p1w1d1w2-coreweave": ("H200-141GB", [
+        ("PD090", 185),
+        ("PD090", 185),
         ("IMP005", 192),
         ("IMP005", 203),
         ("IMP015", 203),
         ("POOL005", 478),
         ("IMP003", 502),
         ("IMP008", 502),
-        ("IMP011", 573),
         ("IMP010", 574),
         ("IMP005", 580),
         ("IMP005", 590),

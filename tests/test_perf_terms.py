@@ -11,7 +11,7 @@ from generator.perf import terms as perf
 from generator.perf.fixed import PREFILL_LAUNCH_EXPOSED
 from generator.perf.interleave import interleaved
 from generator.perf.decode import model_shape
-from generator.catalog import GPUS, builtin_config
+from generator.catalog import GPUS, builtin_arch
 from generator.sizing.formats import encoded_bytes, encoding
 from generator.sizing.vllm_budget import activation_gib
 from tests.helpers import load_script, shared
@@ -67,7 +67,7 @@ def test_unified_ttft_waits_for_the_running_step():
 
 
 def _r1(fmt="fp8"):
-    return model_shape(builtin_config("deepseek-r1"), fmt, 70272)
+    return model_shape(builtin_arch("deepseek-r1"), fmt, 70272)
 
 
 def test_a_prefill_step_takes_the_longer_of_its_launches_and_its_work():

@@ -22,7 +22,7 @@ import yaml
 from generator.capacity.layouts import _layouts, _role_input
 from generator.capacity.request import request_findings
 from generator.capacity.search import plan
-from generator.catalog import GPUS, arch_from_config, builtin_config
+from generator.catalog import GPUS, builtin_arch
 from generator.cli import run
 from generator.engines import sglang
 from generator.perf import terms as perf
@@ -66,8 +66,8 @@ def _v4_decode(layout, batch, pool_gpu="H20-141GB"):
                               "concurrency": batch * layout[1]},
                  "speculative": {"method": "dspark", "numSpeculativeTokens": 3,
                                  "acceptance": 0.7}}})
-    cfg = builtin_config("deepseek-v4-pro")
-    arch = arch_from_config(cfg)
+    cfg = builtin_arch("deepseek-v4-pro")
+    arch = cfg
     model = sm.Model(name="m", architecture="deepseek-v4-pro", weights="mxfp4", path="/m")
     serving = sm.ServingSettings(maxModelLen=8192, kvCacheDtype="fp8")
     pool = req.spec.nodePools["p"]
@@ -92,7 +92,7 @@ def test_seed002_batch1_tp8():
 
 def test_seed002_prefill_per_node():
     """PP2-CP8-TP8 on two H20-96GB nodes: input tokens/s per node at full utilisation."""
-    shape = model_shape(builtin_config("deepseek-v4-pro"), "mxfp4", 0)
+    shape = model_shape(builtin_arch("deepseek-v4-pro"), "mxfp4", 0)
     est = perf.prefill(shape, GPUS["H20-96GB"], isl=32768, tensor=8, data=1, pipeline=2,
                        expert=False, gpus_per_node=8, inter_gbps=400, weights_bytes=52 * 2**30,
                        bf16=False)
@@ -306,9 +306,9 @@ def test_nvlink_domain_is_the_rack_on_nvl72():
 def test_v4_shape_uses_head_dim_for_attention():
     """DeepSeek-V4 has no kv_lora_rank: its single latent head of head_dim (512, rope included)
     is both the QK and the PV width; V3's absorbed MLA is 512 + 64 for QK and 512 for PV."""
-    v4 = model_shape(builtin_config("deepseek-v4-pro"), "mxfp4", 0)
+    v4 = model_shape(builtin_arch("deepseek-v4-pro"), "mxfp4", 0)
     assert (v4.qk_head, v4.latent, v4.latent_v) == (512, 512, 512)
-    v3 = model_shape(builtin_config("deepseek-v3"), "fp8", 0)
+    v3 = model_shape(builtin_arch("deepseek-v3"), "fp8", 0)
     assert (v3.qk_head, v3.v_head, v3.latent, v3.latent_v) == (192, 128, 576, 512)
 
 
@@ -354,7 +354,7 @@ def test_the_persistent_path_has_its_own_per_layer_cost():
     (fitted to InferenceX's FP8-KV figures), without it decode_layer_s (the cookbook's BF16 KV):
     the difference over 61 layers is the whole step difference at the same batch."""
     from generator.perf import fixed
-    m = model_shape(builtin_config("deepseek-r1"), "fp8", 61 * 576)
+    m = model_shape(builtin_arch("deepseek-r1"), "fp8", 61 * 576)
     kw = dict(batch=4, tensor=8, data=1, expert=False, nonexpert_bytes=2e9,
               local_experts_per_layer=0, ctx=8000, gpus_per_node=8, inter_gbps=400, draft=0,
               bf16=False)
@@ -370,12 +370,12 @@ def test_the_persistent_path_has_its_own_per_layer_cost():
 
 
 def test_effective_overlap_drops_what_the_engine_skips():
-    cfg = builtin_config("deepseek-v3")
+    cfg = builtin_arch("deepseek-v3")
     model = sm.Model(name="m", architecture="deepseek-v3", weights="fp8", path="/m")
     serving = sm.ServingSettings(maxModelLen=8192, kvCacheDtype="fp8")
     pool = PlanRequest.model_validate(yaml.safe_load(
         (PLANS / "h20-16-seed000.yaml").read_text())).spec.nodePools["h20"]
-    role = _role_input("decode", "decode", model, arch_from_config(cfg), serving, (1, 16, 1, True),
+    role = _role_input("decode", "decode", model, cfg, serving, (1, 16, 1, True),
                        pool, 1, 0, None, 512, 0)
     role = dataclasses.replace(role, moe=sm.Moe(all2all="deepep_low_latency",
                                                   overlap="two_batch"))
@@ -397,7 +397,7 @@ def test_dspark_drafts_the_block_in_one_pass():
                  "workload": {"inputTokens": 3500, "outputTokens": 1500, "concurrency": 1},
                  "speculative": {"numSpeculativeTokens": 3, "acceptance": 0.7}}})
     assert drafter(req) == "sglang_mtp"
-    shape = model_shape(builtin_config("deepseek-v4-pro"), "mxfp4", 1000)
+    shape = model_shape(builtin_arch("deepseek-v4-pro"), "mxfp4", 1000)
     kw = dict(batch=1, tensor=8, data=1, expert=False, nonexpert_bytes=4e9,
               local_experts_per_layer=384 / 8, ctx=4000, gpus_per_node=8, inter_gbps=400,
               draft=3, bf16=False)
@@ -488,7 +488,7 @@ def test_w4a16_gemms_run_at_the_bf16_peak():
     from generator.perf.decode import bf16_compute
     assert bf16_compute("bf16") and bf16_compute("w4a16")
     assert not any(bf16_compute(w) for w in ("fp8", "w4a8", "mxfp4", "nvfp4"))
-    shape = model_shape(builtin_config("kimi-k2-thinking"), "w4a16", 0)
+    shape = model_shape(builtin_arch("kimi-k2-thinking"), "w4a16", 0)
     isl = 4096
     kw = {"isl": isl, "tensor": 1, "data": 1, "pipeline": 1, "expert": False,
           "gpus_per_node": 8, "inter_gbps": 400, "weights_bytes": 0}

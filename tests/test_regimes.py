@@ -11,7 +11,7 @@ import pytest
 
 from generator.perf.regimes import (ERRORS_FILE, REGIMES, classify, figure_regimes,
                                         regime_error, sparse_attention)
-from generator.catalog import builtin_config
+from generator.catalog import builtin_arch
 from generator.cli import run
 from tests.helpers import EXAMPLES, load_script
 
@@ -40,9 +40,9 @@ def test_the_first_matching_regime_wins():
 
 
 def test_sparse_attention_is_v32s_indexer_not_v4s_compressed_attention():
-    assert sparse_attention(builtin_config("deepseek-v3.2"))
-    assert not sparse_attention(builtin_config("deepseek-v4-pro"))
-    assert not sparse_attention(builtin_config("deepseek-r1"))
+    assert sparse_attention(builtin_arch("deepseek-v3.2"))
+    assert not sparse_attention(builtin_arch("deepseek-v4-pro"))
+    assert not sparse_attention(builtin_arch("deepseek-r1"))
 
 
 def _bench():

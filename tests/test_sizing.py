@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import pytest
 
-from generator.catalog import builtin_config
+from generator.catalog import builtin_arch
 from generator.sizing.kv import kv_bytes_per_token
 from generator.sizing.params import inventory
 from tests.helpers import EXAMPLES, load_script, shared
@@ -25,7 +25,7 @@ VOCAB = 129280
 
 
 def test_deepseek_v3_parameter_counts():
-    inv = inventory(builtin_config("deepseek-v3"))
+    inv = inventory(builtin_arch("deepseek-v3"))
     comp = inv.component_params()
     assert ATTN == 187_107_328
     assert comp["attention"] == L * ATTN
@@ -39,7 +39,7 @@ def test_deepseek_v3_parameter_counts():
 
 
 def test_kv_bytes_per_token():
-    v3, v32 = builtin_config("deepseek-v3"), builtin_config("deepseek-v3.2")
+    v3, v32 = builtin_arch("deepseek-v3"), builtin_arch("deepseek-v3.2")
     assert kv_bytes_per_token(v3, "auto", 61) == 61 * (512 + 64) * 2 == 70_272
     assert kv_bytes_per_token(v3, "fp8", 61) == 61 * (512 + 64) == 35_136
     # V3.2 FP8: fp8_ds_mla 512 + 4 x 4 scales + 64 x 2 rope = 656, indexer 128 + 4 = 132.
@@ -100,7 +100,7 @@ def test_redundant_experts_cost_whole_expert_slots(tmp_path):
 def test_tp_sharding_never_raises_weights(tmp_path):
     """Property: more tensor parallelism never raises per-GPU weight bytes."""
     from generator.sizing.weights import Placement, stage_weights
-    cfg = builtin_config("deepseek-v3")
+    cfg = builtin_arch("deepseek-v3")
     inv = inventory(cfg)
     prev = None
     for tp in (1, 2, 4, 8, 16):
@@ -113,10 +113,10 @@ def test_v4_parameter_counts():
     """DeepSeek-V4-Pro: 61 layers, 384 experts of 3 x 7168 x 3072 (gate, up, down) on every
     layer; published ~1.6 T total with the MTP layer. V4-Flash: 43 layers, 256 experts of
     3 x 4096 x 2048; published 284 B."""
-    pro = inventory(builtin_config("deepseek-v4-pro"))
+    pro = inventory(builtin_arch("deepseek-v4-pro"))
     assert pro.component_params()["routed_experts"] == 61 * 384 * 3 * 7168 * 3072
     assert round(pro.total_params(True) / 1e12, 1) == 1.6
-    flash = inventory(builtin_config("deepseek-v4-flash"))
+    flash = inventory(builtin_arch("deepseek-v4-flash"))
     assert flash.component_params()["routed_experts"] == 43 * 256 * 3 * 4096 * 2048
     assert round(flash.total_params() / 1e9) == 284
 
@@ -125,7 +125,7 @@ def test_v4_mxfp4_experts_per_gpu():
     """MXFP4: 4 bits + one E8M0 byte per 32 values = 0.53125 B per parameter; EP8 holds
     384 / 8 = 48 experts per layer."""
     from generator.sizing.weights import Placement, stage_weights
-    cfg = builtin_config("deepseek-v4-pro")
+    cfg = builtin_arch("deepseek-v4-pro")
     st = stage_weights(inventory(cfg), cfg, "mxfp4", Placement(8, 8, 1))[0]
     assert st.by_component["routed_experts"] == pytest.approx(61 * 48 * 3 * 7168 * 3072 * 0.53125)
 

@@ -18,7 +18,7 @@ import json
 
 import pytest
 
-from generator.catalog import GPUS, builtin_config
+from generator.catalog import GPUS, builtin_arch
 from generator.sizing.formats import ENGINE_STORAGE, encoding, held_encoding, storage
 from generator.sizing.params import inventory
 from generator.sizing.weights import Placement, block_misfits, checkpoint_bytes, stage_weights
@@ -37,7 +37,7 @@ def _attn(heads: int) -> int:
 
 
 def _by_component(arch: str, fmt: str, place: Placement) -> dict[str, float]:
-    cfg = builtin_config(arch)
+    cfg = builtin_arch(arch)
     return stage_weights(inventory(cfg), cfg, fmt, place)[0].by_component
 
 
@@ -95,7 +95,7 @@ def test_r1_nvfp4_matches_published_parameter_count():
            + 2 * VOCAB * H)                                           # its embed + head copy
     assert main + mtp == pytest.approx(397e9, rel=0.005)
     # The same count from the inventory (the code under test, MTP copies of embed/head added).
-    cfg = builtin_config("deepseek-r1")
+    cfg = builtin_arch("deepseek-r1")
     inv = inventory(cfg)
     counted = 0.0
     for ts, n, in_mtp in [(inv.kinds[k], c, False) for k, c in inv.kind_counts().items()] + \
@@ -110,7 +110,7 @@ def test_r1_nvfp4_matches_published_parameter_count():
 def test_r1_nvfp4_checkpoint_bytes_by_hand():
     """Checkpoint bytes without the MTP layer: the routed experts 367.8 GB, the rest 28.9 GB
     (BF16 attention 2 x 61 x 187.1 M = 22.8 GB, embedding + lm_head 3.7 GB, ...)."""
-    cfg = builtin_config("deepseek-r1")
+    cfg = builtin_arch("deepseek-r1")
     other, experts = checkpoint_bytes(inventory(cfg), cfg, "nvfp4", mtp=False)
     assert experts == pytest.approx(MOE * 256 * (EXPERT * 0.5625 + 24))
     nv = 0.5625
@@ -128,7 +128,7 @@ def test_kimi_k2_thinking_w4a16_by_hand_and_published():
     Thinking model itself weighs in at 594GB",
     https://www.banandre.com/blog/2025-11/trillion-parameter-ai-on-your-desktop-the-kimi-k2-thinking-revolution-hits-local-hardware).
     Within 1 %."""
-    cfg = builtin_config("kimi-k2-thinking")
+    cfg = builtin_arch("kimi-k2-thinking")
     other, experts = checkpoint_bytes(inventory(cfg), cfg, "w4a16", mtp=False)
     routed = 60 * 384 * EXPERT * (0.5 + 2 / 32)
     assert experts == pytest.approx(routed)
@@ -161,12 +161,12 @@ def test_v4_nvfp4_hybrid_keeps_fp8_attention():
 def test_fp8_blocks_only_where_the_format_has_them():
     """R1 at TP32: kv_b/q_b shards of 4 heads x 192/256 fit 128 blocks; the dense MLP's 18432 /
     32 = 576 does not. NVFP4 (BF16 attention, NVFP4 MLP) and W4A16 have no 128 x 128 blocks."""
-    cfg = builtin_config("deepseek-r1")
+    cfg = builtin_arch("deepseek-r1")
     inv = inventory(cfg)
-    assert block_misfits(inv, "fp8", Placement(32, 1, 1))
-    assert block_misfits(inv, "nvfp4", Placement(32, 1, 1)) == []
-    kimi = builtin_config("kimi-k2-thinking")
-    assert block_misfits(inventory(kimi), "w4a16", Placement(32, 1, 1)) == []
+    assert block_misfits(inv, cfg, "fp8", Placement(32, 1, 1))
+    assert block_misfits(inv, cfg, "nvfp4", Placement(32, 1, 1)) == []
+    kimi = builtin_arch("kimi-k2-thinking")
+    assert block_misfits(inventory(kimi), kimi, "w4a16", Placement(32, 1, 1)) == []
 
 
 def test_engine_storage_table():

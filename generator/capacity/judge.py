@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from ..errors import Finding
 from ..pipeline import check_loaded
+from ..sizing import RoleSizing
 from ..spec.load import LoadedSpec, Provenance
 from ..spec.request import PlanRequest
 from .to_spec import deployment
@@ -29,13 +30,25 @@ def deployment_document(req: PlanRequest) -> dict:
     return deployment(req)[0]
 
 
-def validator_findings(req: PlanRequest, prov: Provenance | None) -> list[Finding]:
+def judge(req: PlanRequest, prov: Provenance | None) -> tuple[list[Finding], list | None]:
     """What ``gen validate`` says about the layout of a fixed-layout request (the
-    :data:`LAYOUT_FAMILIES`), located in the request file."""
+    :data:`LAYOUT_FAMILIES`), located in the request file; and the deployment the request
+    describes, per role its role input and sizing (``generator.deployment.Deployment``: what ``gen size`` of the
+    emitted spec computes, and what the fixed layout is timed on), or None where a role has
+    none (an impossible layout, an unsupported release: the findings say why)."""
     checked = check_loaded(LoadedSpec(deployment_document(req), prov or Provenance(),
                                       ["<plan request>"]))
     if checked.spec is None:   # the request's roles passed the same models: a moegen bug
         raise RuntimeError("fixed-layout document: " + "; ".join(map(str, checked.findings)))
+    model = checked.model
+    deployed = list(zip(model.roles, model.sizing))
+    if not all(r is not None and not r.layout.problem and isinstance(z, RoleSizing)
+               for r, z in deployed):
+        deployed = None
+    return _layout_findings(checked), deployed
+
+
+def _layout_findings(checked) -> list[Finding]:
     out = []
     for f in checked.findings:
         family = f.code.rstrip("0123456789")

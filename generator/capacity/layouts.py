@@ -73,12 +73,15 @@ def _role_input(name, mode, model, arch, serving, layout_args: LayoutChoice, poo
                               engine=engine, weights=model.weights)
         moe = sm.Moe(all2all=all2all,
                      eplb=sm.Eplb(enabled=True, redundantExperts=redundant) if redundant else None)
+    # A prefill role runs the decode role's MTP config (generator/roles.py
+    # carried_speculative): it loads the MTP module, which its sizing counts.
     spec = sm.Speculative(method="mtp", numSpeculativeTokens=spec_tokens) \
-        if spec_tokens and arch.mtp_layers and mode != "prefill" else None
+        if spec_tokens and arch.mtp_layers else None
     return RoleInput(name=name, mode=mode, model=model, arch=arch, serving=serving,
                      parallel=sm.Parallel(tensor=t, data=d, pipeline=p, expert=ep), moe=moe,
                      speculative=spec, kv_transfer=kv_transfer, network=sm.Network(),
-                     layout=lay, pd=mode != "unified", concurrency=concurrency)
+                     layout=lay, pd=mode != "unified", concurrency=concurrency,
+                     speculative_from="decode" if spec and mode == "prefill" else "")
 
 
 #: The expert all-to-all SGLang runs DSpark with under attention DP (0.5.23

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ..catalog import arch_from_config, builtin_config
+from ..catalog import builtin_arch
 from ..engines.registry import dialect_for
 from ..errors import Finding, Severity
 from ..facts.versions import UnsupportedVersion, parse_version
@@ -41,7 +41,8 @@ def request_findings(req: PlanRequest, prov: Provenance) -> list[Finding]:
     spec = req.spec.speculative
     if spec is not None and spec.method == "dspark" and (
             eng.name != "sglang" or parse_version(eng.version) < (0, 5, 16)
-            or not req.spec.model.architecture.startswith("deepseek-v4")):
+            or builtin_arch(req.spec.model.architecture).engine_class
+            != "DeepseekV4ForCausalLM"):
         path = ("spec", "speculative", "method")
         out.append(Finding("PLN004", Severity.ERROR, json_path(path),
                            f"DSpark drafting needs SGLang 0.5.16+ and a DeepSeek-V4 model; this "
@@ -50,7 +51,7 @@ def request_findings(req: PlanRequest, prov: Provenance) -> list[Finding]:
                            "method: mtp (every engine), or engine sglang >= 0.5.16 with "
                            "deepseek-v4-*", prov.locate(path)))
     wl = req.spec.workload
-    context = arch_from_config(builtin_config(req.spec.model.architecture)) \
+    context = builtin_arch(req.spec.model.architecture) \
         .max_position_embeddings
     if wl.inputTokens + wl.outputTokens > context:
         path = ("spec", "workload")

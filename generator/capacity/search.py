@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import replace
 
-from ..catalog import GPUS, arch_from_config, builtin_config
+from ..catalog import GPUS, builtin_arch
 from ..engines.registry import dialect_for
 from ..layout import min_redundant_experts
 from ..perf import terms as perf
@@ -32,7 +32,7 @@ from ..sizing.formats import storage
 from ..sizing.sglang_budget import fraction_with_room
 from ..spec import models as sm
 from ..spec.request import PlanRequest
-from .judge import validator_findings
+from .judge import judge
 from .layouts import DSPARK_DP_ALL2ALL, _layouts, _role_input
 
 
@@ -47,7 +47,8 @@ def plan(req: PlanRequest, progress=None, prov=None) -> PlanResult:
     layout's findings in the file.
     """
     if req.spec.roles:
-        return evaluate(req, prov, validator_findings(req, prov))
+        findings, deployed = judge(req, prov)
+        return evaluate(req, prov, findings, deployed)
     result = _plan(req, progress)
     if result.reachable:
         return result
@@ -90,8 +91,7 @@ class _Search:
     def __init__(self, req: PlanRequest):
         s = self.s = req.spec
         self.req = req
-        self.cfg = builtin_config(s.model.architecture)
-        self.arch = arch = arch_from_config(self.cfg)
+        self.arch = arch = builtin_arch(s.model.architecture)
         self.engine = s.engine.name
         self.dialect = dialect_for(self.engine, s.engine.version)
         self.model = sm.Model(name=s.model.name or s.model.architecture,
@@ -145,7 +145,7 @@ class _Search:
     def prefill_rate(self, role: RoleInput, pool, z: RoleSizing) -> perf.PrefillEstimate:
         """The prefill rate of one instance of ``role``."""
         lay, s = role.layout, self.s
-        return perf.prefill(model_shape(self.cfg, s.model.weights, 0), GPUS[pool.gpu],
+        return perf.prefill(model_shape(self.arch, s.model.weights, 0), GPUS[pool.gpu],
                             isl=self.wl.inputTokens, tensor=lay.tensor, data=lay.data,
                             pipeline=lay.pipeline, expert=lay.expert_parallel,
                             gpus_per_node=pool.gpusPerNode, inter_gbps=s.network.interNodeGbps,
@@ -254,7 +254,7 @@ class _Search:
             return None
         red_p = min_redundant_experts(arch.routed_experts, pl.ep) if pl.expert else 0
         prole = _role_input("prefill", "prefill", self.model, arch, self.serving, pl, ppool,
-                            np_, 0, conn, 1, red_p, self.dialect.all2all_choices,
+                            np_, self.k, conn, 1, red_p, self.dialect.all2all_choices,
                             engine=self.engine)
         if prole.layout.problem:
             return None

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import yaml
 
-from ..catalog import HF_IDS, arch_from_config, builtin_config
+from ..catalog import HF_IDS, builtin_arch
 from ..engines.registry import dialect_for
 from ..layout import min_redundant_experts
 from ..perf.decode import workload_max_len
@@ -36,7 +36,7 @@ def _fixed_roles(req: PlanRequest) -> list[dict]:
     """A fixed-layout request's roles as given (docs/spec.md §5.1), with the load each decoding
     role is sized for and the request's MTP where the role sets none (what was evaluated)."""
     s = req.spec
-    arch = arch_from_config(builtin_config(s.model.architecture))
+    arch = builtin_arch(s.model.architecture)
     decoding = [r for r in s.roles if r.mode != "prefill"]
     ranks = sum(r.replicas * r.parallel.data for r in decoding) or 1
     out = []
@@ -79,7 +79,7 @@ def _searched_roles(req: PlanRequest, cand) -> list[dict]:
     """The roles of a searched candidate as spec roles: its layouts, the all-to-all backend the
     GPU runs, the EPLB redundancy its EP size needs, MTP, the connector, what it pinned."""
     s = req.spec
-    arch = arch_from_config(builtin_config(s.model.architecture))
+    arch = builtin_arch(s.model.architecture)
     dialect = dialect_for(s.engine.name, s.engine.version)
     wl = s.workload
     pd = any(r["mode"] == "prefill" for r in cand.roles)
@@ -123,7 +123,7 @@ def deployment(req: PlanRequest, cand=None) -> tuple[dict, list[str]]:
     request carries no cluster facts and a role needs them. ``gen plan --emit`` writes it and
     ``capacity/judge.py`` checks it."""
     s = req.spec
-    arch = arch_from_config(builtin_config(s.model.architecture))
+    arch = builtin_arch(s.model.architecture)
     roles = _fixed_roles(req) if s.roles else _searched_roles(req, cand)
     used = {r["nodePool"] for r in roles}
     network, placeholders = _network(req, roles)

@@ -92,7 +92,10 @@ xGMI figures for it (80 CUs against the MI300X's 304 give only an estimate), so 
 would rest on guesses. A pool of MI308X nodes can be validated for memory as ``MI300X-192GB``.
 
 Architectures: the docs/spec.md catalog ids map to copies of the Hugging Face ``config.json`` files in
-``catalog/models/`` (the models' published Hugging Face configs).
+``catalog/models/`` (the models' published Hugging Face configs; :data:`CONFIG_SOURCES` names the
+repository revision and the public copy of each added for issue 35). What moegen knows of a model
+it reads from its capabilities (``catalog/capabilities.py``), which ``catalog/readers.py`` maps
+from the config.
 """
 
 from __future__ import annotations
@@ -100,9 +103,14 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from functools import cache
-from typing import Any
 
 from ..resources import package_text
+from .capabilities import FAMILY_LABELS, ModelArch  # noqa: F401 (catalog/capabilities.py)
+from .readers import (  # noqa: F401 (config.json -> capabilities: catalog/readers.py)
+    UnknownArchitecture,
+    arch_from_config,
+    config_problems,
+)
 
 #: The extended resource a pod requests its GPUs with, per vendor (NVIDIA k8s-device-plugin;
 #: ROCm/k8s-device-plugin).
@@ -176,6 +184,19 @@ ARCHITECTURES: dict[str, str] = {
     "kimi-k2": "kimi-k2-instruct-0905.config.json",
     "kimi-k2-thinking": "kimi-k2-thinking.config.json",
     "deepseek-v2-lite": "deepseek-v2-lite.config.json",
+    "qwen3-235b-a22b": "qwen3-235b-a22b.config.json",
+    "qwen3-30b-a3b": "qwen3-30b-a3b.config.json",
+    "qwen3-coder-480b-a35b": "qwen3-coder-480b-a35b-instruct.config.json",
+    "glm-4.5": "glm-4.5.config.json",
+    "glm-4.6": "glm-4.6.config.json",
+    "glm-4.7": "glm-4.7.config.json",
+    "glm-5": "glm-5.config.json",
+    "glm-5.2": "glm-5.2.config.json",
+    "gpt-oss-120b": "gpt-oss-120b.config.json",
+    "gpt-oss-20b": "gpt-oss-20b.config.json",
+    "llama-4-scout": "llama-4-scout-17b-16e-instruct.config.json",
+    "llama-4-maverick": "llama-4-maverick-17b-128e-instruct.config.json",
+    "minimax-m2": "minimax-m2.config.json",
 }
 
 #: Catalog id -> the Hugging Face repository of the checkpoint whose config.json ships
@@ -190,63 +211,64 @@ HF_IDS: dict[str, str] = {
     "kimi-k2": "moonshotai/Kimi-K2-Instruct-0905",
     "kimi-k2-thinking": "moonshotai/Kimi-K2-Thinking",
     "deepseek-v2-lite": "deepseek-ai/DeepSeek-V2-Lite",
+    "qwen3-235b-a22b": "Qwen/Qwen3-235B-A22B",
+    "qwen3-30b-a3b": "Qwen/Qwen3-30B-A3B",
+    "qwen3-coder-480b-a35b": "Qwen/Qwen3-Coder-480B-A35B-Instruct",
+    "glm-4.5": "zai-org/GLM-4.5",
+    "glm-4.6": "zai-org/GLM-4.6",
+    "glm-4.7": "zai-org/GLM-4.7",
+    "glm-5": "zai-org/GLM-5",
+    "glm-5.2": "zai-org/GLM-5.2",
+    "gpt-oss-120b": "openai/gpt-oss-120b",
+    "gpt-oss-20b": "openai/gpt-oss-20b",
+    "llama-4-scout": "meta-llama/Llama-4-Scout-17B-16E-Instruct",
+    "llama-4-maverick": "meta-llama/Llama-4-Maverick-17B-128E-Instruct",
+    "minimax-m2": "MiniMaxAI/MiniMax-M2",
 }
 
-#: HF ``model_type`` values moegen understands -> architecture family.
-FAMILIES: dict[str, str] = {
-    "deepseek_v2": "deepseek_v2",
-    "deepseek_v3": "deepseek_v3",
-    "kimi_k2": "deepseek_v3",
-    "deepseek_v32": "deepseek_v32",
-    "deepseek_v4": "deepseek_v4",
+#: Where each shipped config.json of issue 35's families was read: the Hugging Face repository
+#: and revision whose ``config.json`` it is (``https://huggingface.co/<repo>/blob/<revision>/
+#: config.json``; revisions as public sources cite them) and the pinned public copy the text was
+#: taken from. The DeepSeek and Kimi configs are copies of shared/reference/models.
+_AIC = "ai-dynamo/aiconfigurator@095f58a51c4ca8e61b66ec108d86f223f8d559ce:aic-core/src/" \
+    "aiconfigurator_core/model_configs/"
+CONFIG_SOURCES: dict[str, str] = {
+    "qwen3-235b-a22b": "Qwen/Qwen3-235B-A22B@8efa61729e24bd65b1d152b5ab5409052aa80e65; "
+                       + _AIC + "Qwen--Qwen3-235B-A22B_config.json",
+    "qwen3-30b-a3b": "Qwen/Qwen3-30B-A3B (main); " + _AIC + "Qwen--Qwen3-30B-A3B_config.json",
+    "qwen3-coder-480b-a35b": "Qwen/Qwen3-Coder-480B-A35B-Instruct (main); " + _AIC
+                             + "Qwen--Qwen3-Coder-480B-A35B-Instruct_config.json",
+    "glm-5": "zai-org/GLM-5@c183ef8c61faee82855eca1ed9bb3a9a7ce3b0b2; " + _AIC
+             + "zai-org--GLM-5_config.json",
+    "glm-5.2": "zai-org/GLM-5.2@b4734de4facf877f85769a911abafc5283eab3d9 (zai-org/GLM-5.2-FP8@"
+               "ba978f7d347eaf65d22f1a86833408afdb953541 adds the block-FP8 quantization_config); "
+               + _AIC + "zai-org--GLM-5.2_config.json",
+    "gpt-oss-120b": "openai/gpt-oss-120b@b5c939de8f754692c1647ca79fbf85e8c1e70f8a; " + _AIC
+                    + "openai--gpt-oss-120b_config.json",
+    "gpt-oss-20b": "openai/gpt-oss-20b (main); " + _AIC + "openai--gpt-oss-20b_config.json",
+    "llama-4-scout": "meta-llama/Llama-4-Scout-17B-16E-Instruct@"
+                     "92f3b1597a195b523d8d9e5700e57e4fbb8f20d3; text_config from " + _AIC
+                     + "meta-llama--Llama-4-Scout-17B-16E-Instruct_config.json, vision_config "
+                     "as aiconfigurator's tests/unit Llama-4 checkpoint test asserts it",
+    "llama-4-maverick": "meta-llama/Llama-4-Maverick-17B-128E-Instruct@"
+                        "73d14711bcc77c16df3470856949c3764056b617; text_config from " + _AIC
+                        + "meta-llama--Llama-4-Maverick-17B-128E-Instruct_config.json, "
+                        "vision_config as Scout's (the same vision tower)",
+    "glm-4.5": "zai-org/GLM-4.5@cbb2c7cfb52fa128a9660cb1a7a78e017899e115; the shape as "
+               "ai-dynamo/aiconfigurator@19d098add98ab8ba2366c94795e9e886cdcc915c:src/"
+               "aiconfigurator/model_configs/zai-org--GLM-4.7-FP8_config.json (92 layers, 96 / 8 "
+               "heads, 160 experts of 1536, first 3 dense) with GLM-4.5's 131,072 positions, "
+               "q/k/v bias, q/k norm and half-rotary RoPE as THUDM/slime scripts/models/"
+               "glm4.5-355B-A32B.sh trains it (--add-qkv-bias, --qk-layernorm, --rotary-percent "
+               "0.5), one MTP layer",
+    "glm-4.6": "zai-org/GLM-4.6@be72194883d968d7923a07e2f61681ea9a2826d1; GLM-4.5's shape with "
+               "202,752 positions (aiconfigurator's GLM-4.7-FP8 copy, above)",
+    "glm-4.7": "zai-org/GLM-4.7@602d01efcdd332c5238ca4bcede555defbe83eb7; as GLM-4.6 "
+               "(aiconfigurator's GLM-4.7-FP8 copy, above)",
+    "minimax-m2": "MiniMaxAI/MiniMax-M2 (main); the shape of " + _AIC
+                  + "MiniMaxAI--MiniMax-M2.5_config.json, whose architecture M2 shares "
+                  "(MiniMaxM2ForCausalLM: 62 layers, 48 / 8 heads, 256 experts of 1536)",
 }
-
-
-@dataclass(frozen=True)
-class ModelArch:
-    """The shape facts of a model that layout and rules need (from its ``config.json``).
-
-    Attributes:
-        family: one of the :data:`FAMILIES` values.
-        hidden_size, num_attention_heads, num_layers, vocab_size: as in the config.
-        routed_experts: ``n_routed_experts`` (0 for dense models).
-        experts_per_token: ``num_experts_per_tok``.
-        mtp_layers: ``num_nextn_predict_layers`` (0 when the checkpoint has no MTP module).
-        max_position_embeddings: longest context the model supports, tokens.
-        config: the full parsed config (read-only use).
-    """
-
-    family: str
-    hidden_size: int
-    num_attention_heads: int
-    num_layers: int
-    vocab_size: int
-    routed_experts: int
-    experts_per_token: int
-    mtp_layers: int
-    max_position_embeddings: int
-    config: Any
-
-
-class UnknownArchitecture(ValueError):
-    """The config's ``model_type`` is not a family moegen can size and render."""
-
-
-#: The integer fields of a DeepSeek/Kimi config.json that sizing reads (the models' own
-#: configuration_deepseek*.py): a count or width, so a positive integer when present.
-POSITIVE_INT_FIELDS = (
-    "hidden_size", "num_attention_heads", "num_hidden_layers", "vocab_size",
-    "max_position_embeddings", "intermediate_size", "moe_intermediate_size", "n_routed_experts",
-    "num_experts_per_tok", "kv_lora_rank", "q_lora_rank", "qk_nope_head_dim", "qk_rope_head_dim",
-    "v_head_dim", "head_dim", "index_head_dim", "index_n_heads", "index_topk", "o_lora_rank",
-    "o_groups", "hc_mult", "n_group", "topk_group", "moe_layer_freq", "sliding_window",
-    "num_key_value_heads")
-#: Integer fields where 0 is meaningful (no shared experts, no dense layers, no MTP layers).
-COUNT_FIELDS = ("n_shared_experts", "first_k_dense_replace", "num_nextn_predict_layers",
-                "num_hash_layers")
-#: A bound no real config reaches, so the arithmetic stays finite.
-MAX_CONFIG_INT = 1 << 31
-
 
 #: The ``nvidia.com/gpu.product`` value NVIDIA GPU feature discovery puts on nodes of a catalog
 #: GPU (the device name with spaces as dashes: NVIDIA/k8s-device-plugin gpu-feature-discovery),
@@ -258,66 +280,18 @@ GPU_PRODUCTS = {"H20-96GB": "NVIDIA-H20", "H100-80GB": "NVIDIA-H100-80GB-HBM3",
                 "GB200-186GB": "NVIDIA-GB200"}
 
 
-def config_problems(config: dict) -> list[str]:
-    """What makes a config.json unusable for sizing: each field of
-    :data:`POSITIVE_INT_FIELDS` / :data:`COUNT_FIELDS` that is present must be an integer (not a
-    boolean or a float) in range; top-k within the experts and groups."""
-    out = []
-    for key in POSITIVE_INT_FIELDS + COUNT_FIELDS:
-        if key not in config or config[key] is None:
-            continue
-        v = config[key]
-        low = 1 if key in POSITIVE_INT_FIELDS else 0
-        if isinstance(v, bool) or not isinstance(v, int):
-            out.append(f"{key} is {v!r}, not an integer")
-        elif not low <= v < MAX_CONFIG_INT:
-            out.append(f"{key} is {v}, outside {low}..{MAX_CONFIG_INT - 1}")
-    if not out:
-        experts, topk = config.get("n_routed_experts"), config.get("num_experts_per_tok")
-        if experts and topk and topk > experts:
-            out.append(f"num_experts_per_tok {topk} exceeds n_routed_experts {experts}")
-        groups, topk_group = config.get("n_group"), config.get("topk_group")
-        if groups and topk_group and topk_group > groups:
-            out.append(f"topk_group {topk_group} exceeds n_group {groups}")
-    return out
-
-
-def arch_from_config(config: dict) -> ModelArch:
-    """Build a :class:`ModelArch` from a parsed HF config.
-
-    Raises:
-        UnknownArchitecture: ``model_type`` is missing or not in :data:`FAMILIES`.
-        KeyError: a required key is missing.
-        ValueError: a field is unusable (:func:`config_problems`).
-    """
-    model_type = config.get("model_type")
-    if model_type not in FAMILIES:
-        raise UnknownArchitecture(
-            f"model_type {model_type!r} is not supported (supported: {', '.join(sorted(FAMILIES))})"
-        )
-    problems = config_problems(config)
-    if problems:
-        raise ValueError("; ".join(problems))
-    return ModelArch(
-        family=FAMILIES[model_type],
-        hidden_size=int(config["hidden_size"]),
-        num_attention_heads=int(config["num_attention_heads"]),
-        num_layers=int(config["num_hidden_layers"]),
-        vocab_size=int(config["vocab_size"]),
-        routed_experts=int(config.get("n_routed_experts") or 0),
-        experts_per_token=int(config.get("num_experts_per_tok") or 0),
-        mtp_layers=int(config.get("num_nextn_predict_layers") or 0),
-        max_position_embeddings=int(config["max_position_embeddings"]),
-        config=config,
-    )
-
-
 @cache
 def builtin_config(arch_id: str) -> dict:
     """The shipped ``config.json`` of catalog id ``arch_id`` (KeyError if unknown)."""
     name = ARCHITECTURES[arch_id]
     text = package_text("catalog", "models", name)
     return json.loads(text)
+
+
+@cache
+def builtin_arch(arch_id: str) -> ModelArch:
+    """The capabilities of catalog id ``arch_id`` (KeyError if unknown)."""
+    return arch_from_config(builtin_config(arch_id))
 
 
 def nvl72(gpu: Gpu, gpus_per_node: int) -> bool:

@@ -4,7 +4,7 @@
 module      rules
 =========== ==============================================================================
 model       MOD, LEN, QNT, SPD001-002: model source, context length, FP8 blocks, MTP module;
-            MOD030-031: model requirements per engine (facts/requirements.py)
+            MOD030-032: model requirements per engine (facts/requirements.py)
 names       NAME: generated names and labels
 pools       POOL, TOP, SCHD: node pools, topology domains, gang schedulers
 lws         LWS: the LeaderWorkerSet release (platform.lws) and the DisaggregatedSet output

@@ -3,6 +3,7 @@ so that ``gen rules`` shows the whole catalogue. Each names the module that rais
 
 from __future__ import annotations
 
+from ..errors import Severity
 from .registry import E, W, external
 
 for _code, _sev, _summary, _source in (
@@ -90,8 +91,8 @@ for _code, _sev, _summary, _source in (
     ("VER001", E, "the engine version is in a supported range",
      "docs/spec.md §2 (vLLM 0.11.0-0.33.x, SGLang 0.5.x); generator/engines/registry.py"),
     ("MOD002", E, "model.config is a supported architecture family",
-     "generator/catalog/__init__.py (FAMILIES by model_type)"),
-    ("MOD003", E, "model.config has the fields moegen needs", "generator/catalog/__init__.py"),
+     "generator/catalog/readers.py (READERS: one reader per family)"),
+    ("MOD003", E, "model.config has the fields moegen needs", "generator/catalog/readers.py"),
     ("PLN001", E, "a PlanRequest gives concurrency or requestsPerSecond, not both",
      "docs/spec.md §5 (workload)"),
     ("PLN002", E, "a PlanRequest's fixed roles are one prefill + one decode, or one unified",
@@ -109,6 +110,21 @@ for _code, _sev, _summary, _source in (
      "generator/perf/predict.py QUEUE_BOUND (M/D/1 wait at the 0.95 utilisation clamp of "
      "generator/perf/loop.py: 10.5x the unloaded TTFT); beyond it the closed loop "
      "overflows (Little's law: concurrency = rate x (TTFT + OSL x TPOT))"),
+    ("CAL001", W, "a calibration profile is applied only to the configuration it was measured on "
+                  "(model, GPU, engine release, layout)",
+     "generator/calibration/profile.py differences; docs/calibration.md"),
+    ("CAL002", E, "spec.calibration / --calibration is a readable CalibrationProfile",
+     "generator/calibration/profile.py read_calibration; docs/calibration.md"),
+    ("CAL003", Severity.NOTICE, "a calibration profile measured at other lengths or "
+                                "concurrency is applied as measured",
+     "generator/calibration/profile.py calibration_for; docs/calibration.md"),
+    ("CAL004", E, "gen calibrate's inputs are benchmark results or engine logs with memory lines",
+     "generator/calibration/results.py (vLLM 0.33.0 vllm/benchmarks/serve.py --save-result; "
+     "SGLang 0.5.23 python/sglang/benchmark/serving.py --output-file)"),
+    ("CAL005", W, "a benchmark run is of the deployment gen calibrate is given",
+     "generator/cli_calibrate.py (the configuration key the gen bench Job stores with "
+     "each run: vLLM 0.33.0 vllm/benchmarks/serve.py --metadata, SGLang 0.5.23 "
+     "python/sglang/benchmark/serving.py --tag)"),
     ("PRE001", E, "the CRDs the output needs are installed (gen preflight)",
      "generator/preflight.py (apiextensions.k8s.io/v1 CustomResourceDefinitions)"),
     ("PRE002", E, "each pool's nodeSelector matches its nodes (gen preflight)",

@@ -53,8 +53,6 @@ MORI = ("mori", "mori_high_throughput", "mori_low_latency")
 #: Generations without SM90 features (DeepEP builds them with DISABLE_SM90_FEATURES; no
 #: DeepGEMM, FlashMLA or sparse MLA kernels).
 PRE_SM90 = ("ampere", "ada")
-#: Model families whose attention is DeepSeek sparse attention (indexer + sparse MLA).
-SPARSE_FAMILIES = {"deepseek_v32": "DeepSeek-V3.2", "deepseek_v4": "DeepSeek-V4"}
 #: vLLM's MoE kernel choice (in every release's parser from 0.17.0,
 #: generator/engines/data/engine-options.json).
 MOE_BACKEND_FLAG = "--moe-backend"
@@ -215,7 +213,8 @@ def _fp8_weight_only(ctx: Context):
       "for DSA: the indexer's DeepGEMM paged MQA logits)")
 def _sparse_attention(ctx: Context):
     for i, r in ctx.role_items():
-        name = SPARSE_FAMILIES.get(r.arch.family)
+        # DeepSeek sparse attention: an indexer + sparse MLA (V3.2, GLM-5) or V4's compressed one.
+        name = r.arch.label if r.arch.attention.index is not None else None
         gpu = _gpu(ctx, i)
         if name and gpu.vendor == "nvidia" and gpu.generation in PRE_SM90:
             yield Hit(role_path(i, "nodePool"),
@@ -368,7 +367,7 @@ def _dsv4_nvfp4_hopper(ctx: Context):
         return
     for i, r in ctx.role_items():
         gpu = _gpu(ctx, i)
-        if r.arch.family != "deepseek_v4" or gpu.vendor != "nvidia" or gpu.fp4 \
+        if not r.arch.compressed_attention or gpu.vendor != "nvidia" or gpu.fp4 \
                 or not r.arch.routed_experts:
             continue
         marlin = _engine_arg(ctx, i, SGLANG_RUNNER_FLAG) == "marlin"
@@ -440,7 +439,7 @@ def _dsv4_fp4_deepep(ctx: Context):
         return
     version = parse_version(ctx.spec.spec.engine.version)
     for i, r, a2a, gpu in _a2a_roles(ctx, ("deepep_low_latency", "deepep_high_throughput")):
-        if r.arch.family != "deepseek_v4" or gpu.vendor != "nvidia" or gpu.fp4 \
+        if not r.arch.compressed_attention or gpu.vendor != "nvidia" or gpu.fp4 \
                 or not r.layout.expert_parallel:
             continue
         runner = _engine_arg(ctx, i, SGLANG_RUNNER_FLAG)

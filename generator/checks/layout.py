@@ -31,6 +31,10 @@ def _layout_possible(ctx: Context):
                                                 if is_vllm(ctx) else ""))
 
 
+_QKV_SOURCE = ("vLLM 0.33.0 vllm/model_executor/layers/linear.py:1066-1070; SGLang 0.5.23 "
+               "python/sglang/srt/layers/linear.py:1140-1144 (QKVParallelLinear)")
+
+
 @rule("LAY002", E, "tensor parallel size divides the attention heads",
       "vLLM 0.33.0 vllm/config/model.py verify_with_parallel_config; vllm-project/vllm#11797, "
       "vllm-project/vllm#2652")
@@ -42,6 +46,27 @@ def _tp_heads(ctx: Context):
             ok = [t for t in (1, 2, 4, 8, 16, 32, 64) if heads % t == 0]
             yield Hit(role_path(i, "parallel", "tensor"),
                       f"tensor {tp} does not divide the model's {heads} attention heads",
+                      f"valid tensor sizes: {', '.join(map(str, ok))}")
+
+
+@rule("LAY014", E, "tensor parallel size and the KV heads divide one another", _QKV_SOURCE)
+def _tp_kv_heads(ctx: Context):
+    """QKVParallelLinear takes divide(tp, kv_heads) when TP exceeds the KV heads, else
+    divide(kv_heads, tp); MLA caches one latent, and LAY002 reports a size that misses the
+    attention heads."""
+    for i, r in ctx.role_items():
+        kv = r.arch.attention.kv_heads
+        if r.arch.attention.kind != "gqa" or r.arch.num_attention_heads % r.layout.tensor:
+            continue
+        tp = max(1, r.layout.tensor // (r.parallel.context or 1)) if ctx.engine == "sglang" \
+            else r.layout.tensor
+        if kv % tp and tp % kv:
+            ok = [t for t in (1, 2, 4, 8, 16, 32, 64)
+                  if r.arch.num_attention_heads % t == 0 and (kv % t == 0 or t % kv == 0)]
+            yield Hit(role_path(i, "parallel", "tensor"),
+                      f"attention tensor size {tp} and the model's {kv} KV heads do not divide "
+                      "one another: the engine can neither split the KV heads over the ranks nor "
+                      "replicate them evenly, and stops loading the model",
                       f"valid tensor sizes: {', '.join(map(str, ok))}")
 
 
@@ -109,18 +134,29 @@ def _context_prefill(ctx: Context):
 
 
 #: SGLang 0.5.23 DeepSeek-V4 prefill CP limits (arg_groups/deepseek_v4_hook.py
-#: ``validate_deepseek_v4_cp``): one attention DP group, at most 8 GPUs per TP group.
+#: ``validate_deepseek_v4_cp``): one attention DP group, at most 8 GPUs per TP group; DeepSeek-V3.2's
+#: DSA CP (arg_groups/model_overrides/deepseek_v2.py:123-125) asserts tp_size <= 8 and sets the
+#: attention DP size itself.
 SGLANG_V4_CP_MAX_TP = 8
 
 
-@rule("LAY012", E, "SGLang DeepSeek-V4 context parallelism stays within one node",
+@rule("LAY012", E, "SGLang DeepSeek-V3.2/V4 context parallelism stays within one node",
       "SGLang 0.5.23 python/sglang/srt/arg_groups/deepseek_v4_hook.py validate_deepseek_v4_cp: "
-      "attn_dp_size == 1 and tp_size <= 8 (\"Cross-machine CP has precision issues\")",
-      engines=("sglang",))
+      "attn_dp_size == 1 and tp_size <= 8 (\"Cross-machine CP has precision issues\"); "
+      "python/sglang/srt/arg_groups/model_overrides/deepseek_v2.py:123-125 (DSA context "
+      "parallelism, DeepSeek-V3.2 and GLM-5 by is_deepseek_dsa: tp_size <= 8)", engines=("sglang",))
 def _context_v4(ctx: Context):
     for i, r in ctx.role_items():
         c = r.parallel.context
-        if not (c and c > 1) or r.arch.family != "deepseek_v4":
+        if not (c and c > 1) or not (r.arch.compressed_attention or r.arch.sparse_attention):
+            continue
+        if r.arch.sparse_attention:      # DSA: DeepSeek-V3.2, GLM-5 (SGLang's is_deepseek_dsa)
+            if r.layout.tensor > SGLANG_V4_CP_MAX_TP:
+                yield Hit(role_path(i, "parallel", "tensor"),
+                          f"role {r.name!r}: {r.arch.label} context parallelism needs tensor <= "
+                          f"{SGLANG_V4_CP_MAX_TP} (one node; SGLang asserts \"Cross-machine CP "
+                          f"has precision issues\"), got tensor {r.layout.tensor}",
+                          "use tensor 8 (add pipeline stages for more GPUs)")
             continue
         group = r.layout.tensor * r.layout.data
         if r.layout.data > 1 or group > SGLANG_V4_CP_MAX_TP:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ..catalog import GPUS
-from ..facts.requirements import refusals
+from ..facts.requirements import missing_class, refusals
 from ..pods import effective_pod
 from ..sizing import placement_for
 from ..sizing.params import inventory
@@ -56,10 +56,10 @@ def _fp8_blocks(ctx: Context):
         if r.arch.num_attention_heads % r.layout.tensor:
             continue  # LAY002 reports a tensor size that does not even divide the heads
         try:
-            inv = inventory(r.arch.config)
+            inv = inventory(r.arch)
         except (KeyError, TypeError, ValueError):
             continue  # SIZ005 reports a model that cannot be inventoried
-        misfits = block_misfits(inv, r.model.weights, placement_for(r, ctx.engine))
+        misfits = block_misfits(inv, r.arch, r.model.weights, placement_for(r, ctx.engine))
         if not misfits:
             continue
         shown = "; ".join(f"{t.name} ({t.component}) splits {t.split} over {tp} GPUs into "
@@ -129,7 +129,7 @@ def _refusal_hits(ctx: Context, warn: bool):
     if ctx.arch is None or ctx.dialect is None:
         return
     spec = ctx.spec.spec
-    rows = [r for r in refusals(ctx.engine, spec.engine.version, ctx.arch.config)
+    rows = [r for r in refusals(ctx.engine, spec.engine.version, ctx.arch)
             if r.warn == warn]
     for i, r in ctx.role_items():
         gpu = GPUS[spec.nodePools[spec.roles[i].nodePool].gpu]
@@ -139,14 +139,32 @@ def _refusal_hits(ctx: Context, warn: bool):
                 continue
             if row.match is None or row.match.holds(r, spec.model.weights, gpu.generation):
                 yield Hit(role_path(i, *row.field),
-                          f"role {r.name!r}: {ctx.arch.config.get('model_type')} on "
+                          f"role {r.name!r}: {ctx.arch.label} ({ctx.arch.engine_class}) on "
                           f"{ctx.dialect.label} {spec.engine.version}: {row.why} ({row.source})",
                           row.hint)
 
 
+@rule("MOD032", E, "the engine release implements the model's class",
+      "generator/facts/requirements.py CLASS_SINCE (each release's model registry, read in its "
+      "wheel; vLLM 0.33.0 vllm/model_executor/models/registry.py, SGLang 0.5.23 "
+      "python/sglang/srt/models/registry.py)")
+def _model_class_release(ctx: Context):
+    if ctx.arch is None or ctx.dialect is None:
+        return
+    version = ctx.spec.spec.engine.version
+    missing = missing_class(ctx.engine, version, ctx.arch)
+    if missing:
+        first, source = missing
+        yield Hit(("spec", "engine", "version"),
+                  f"{ctx.dialect.label} {version} has no {ctx.arch.engine_class} "
+                  f"({ctx.arch.label}): the class arrived in {first} ({source}); the server "
+                  "exits at start, the architecture not supported",
+                  f"use {ctx.dialect.label} {first} or later")
+
+
 @rule("MOD030", E, "the engine runs the model with the role's features",
       "generator/facts/requirements.py REQUIREMENTS (one table of model requirements keyed by "
-      "model_type, each row citing the engine file; e.g. SGLang 0.5.23 "
+      "the model's capabilities, each row citing the engine file; e.g. SGLang 0.5.23 "
       "python/sglang/srt/configs/moe_model_registry.py, sgl-project/sglang PR#39408)")
 def _model_refusals(ctx: Context):
     yield from _refusal_hits(ctx, warn=False)

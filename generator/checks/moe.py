@@ -44,7 +44,7 @@ def _eplb_divisible(ctx: Context):
             continue
         eplb = r.moe.eplb if r.moe else None
         eplb_on = eplb is not None and eplb.enabled
-        always = not is_vllm(ctx) or r.arch.family == "deepseek_v4"
+        always = not is_vllm(ctx) or r.arch.compressed_attention
         if not eplb_on and not always:
             continue  # vLLM's generic fused-MoE path spreads a remainder unevenly (expert_map_manager.py)
         experts = r.arch.routed_experts
@@ -370,7 +370,7 @@ def _overlap_no_effect(ctx: Context):
                           f"({z.per_rank_required} sequences x {1 + k}); vLLM splits a step "
                           "into micro-batches only from 32: --enable-dbo does nothing",
                           "raise sizing.concurrency, or drop moe.overlap")
-        if ctx.engine == "sglang" and r.arch.family == "deepseek_v4" and (
+        if ctx.engine == "sglang" and r.arch.compressed_attention and (
                 r.mode != "prefill" or r.layout.pipeline > 1 or (r.parallel.context or 1) > 1):
             yield Hit(role_path(i, "moe", "overlap"),
                       f"role {r.name!r}: SGLang runs two-batch overlap for DeepSeek-V4 only in "
@@ -382,7 +382,7 @@ def _overlap_no_effect(ctx: Context):
       "sgl-project/sglang#12698 (two-batch overlap with DeepSeek-V3.2 fails at start, "
       "0.5.4.post1), fixed by sgl-project/sglang#14901 (first in 0.5.7)", engines=("sglang",))
 def _tbo_v32(ctx: Context):
-    if ctx.arch is None or ctx.arch.family != "deepseek_v32" or \
+    if ctx.arch is None or ctx.arch.engine_class != "DeepseekV32ForCausalLM" or \
             parse_version(ctx.spec.spec.engine.version) >= (0, 5, 7):
         return
     for i, role in enumerate(ctx.spec.spec.roles):

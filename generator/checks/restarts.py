@@ -4,6 +4,7 @@ peer restarts."""
 
 from __future__ import annotations
 
+from ..engines.network import nic_family
 from ..errors import Severity
 from ..facts import lws
 from ..facts.restarts import crashes
@@ -58,9 +59,16 @@ def _pd_crashes(ctx: Context):
     if ctx.dialect is None or not {"prefill", "decode"} <= modes:
         return
     engine, version = ctx.spec.spec.engine.name, ctx.spec.spec.engine.version
+    nic = nic_family(ctx.spec.spec.network.rdma)
     for i, r in ctx.role_items():
         connector = r.kv_transfer.connector if r.kv_transfer is not None else None
-        for row in crashes(engine, version, connector):
+        # NIXL's backend: the user's SGLang variable, else the NIC's (moegen renders it), else
+        # NIXL's default UCX (SGLang 0.5.23 python/sglang/srt/environ.py
+        # SGLANG_DISAGGREGATION_NIXL_BACKEND; vLLM nixl/base_worker.py backends ["UCX"]).
+        env = {**ctx.spec.spec.network.env, **ctx.spec.spec.roles[i].env}
+        backend = env.get("SGLANG_DISAGGREGATION_NIXL_BACKEND") if engine == "sglang" else None
+        backend = backend or (nic.nixl_backend if nic is not None else "UCX")
+        for row in crashes(engine, version, connector, backend.upper()):
             if row.pair == "prefill-decode" and row.survivor == r.mode:
                 yield i, r, row
 

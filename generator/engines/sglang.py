@@ -353,7 +353,7 @@ class SglangDialect:
             "--tp-size", str(group),
         ]
         # What the model needs on every command line (facts/requirements.py).
-        common += required_flags(self.engine, self.version, role.arch.config)
+        common += required_flags(self.engine, self.version, role.arch)
         if lay.pipeline > 1:
             common += ["--pp-size", str(lay.pipeline)]
         if lay.data > 1:
@@ -361,7 +361,7 @@ class SglangDialect:
                 common += ["--attn-dp-size", str(lay.data)]
             else:
                 common += ["--dp-size", str(lay.data), "--enable-dp-attention"]
-            if role.arch.config.get("first_k_dense_replace"):
+            if role.arch.moe.first_dense:
                 common += ["--moe-dense-tp-size", "1"]
         if role.parallel.context and role.parallel.context > 1:
             common += ["--attn-cp-size", str(role.parallel.context), "--enable-prefill-cp",

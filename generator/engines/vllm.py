@@ -343,7 +343,7 @@ class VllmDialect:
             "--pipeline-parallel-size", str(lay.pipeline),
         ]
         # What the model needs on every command line (facts/requirements.py).
-        common += required_flags(self.engine, self.version, role.arch.config)
+        common += required_flags(self.engine, self.version, role.arch)
         env: dict[str, str] = {}
         notes: list[str] = []
         if lay.data > 1:

@@ -9,6 +9,9 @@ one rule for every row, so a new regression is one row here plus its field case 
 ``tests/field/``.
 
 Rows are added when the root cause was read in the released source, not on a report alone.
+Candidates come from reports and from the engines' own history between the supported releases
+(``tools/mine_known_bad.py``; the method, the counts and the rejected candidates are in
+docs/known-bad.md).
 """
 
 from __future__ import annotations
@@ -28,7 +31,8 @@ class Match:
         all2all: ``moe.all2all`` backends (engine-neutral names).
         modes: role modes (``prefill``, ``decode``, ``unified``).
         speculative: the role speculates (MTP) or not.
-        families: model families (``catalog.FAMILIES`` values).
+        classes: models by the class the engines dispatch on (``ModelArch.engine_class``, the
+            HF ``architectures[0]``): a bug in one engine model implementation.
         connectors: ``kvTransfer.connector`` names.
         expert_parallel: ``parallel.expert``.
         data_parallel: more than one data-parallel rank.
@@ -37,13 +41,14 @@ class Match:
         multi_node: the instance spans pods.
         generations: GPU generations of the role's pool (``catalog.Gpu.generation``).
         min_tensor: the role's tensor-parallel size is at least this.
+        pipeline: more than one pipeline-parallel stage.
     """
 
     weights: frozenset[str] | None = None
     all2all: frozenset[str] | None = None
     modes: frozenset[str] | None = None
     speculative: bool | None = None
-    families: frozenset[str] | None = None
+    classes: frozenset[str] | None = None
     connectors: frozenset[str] | None = None
     expert_parallel: bool | None = None
     data_parallel: bool | None = None
@@ -52,6 +57,7 @@ class Match:
     multi_node: bool | None = None
     generations: frozenset[str] | None = None
     min_tensor: int | None = None
+    pipeline: bool | None = None
 
     def holds(self, role: RoleInput, weights: str, generation: str) -> bool:
         """Every given feature holds for ``role`` (checkpoint ``weights``, pool GPU
@@ -62,7 +68,7 @@ class Match:
             (self.weights, weights),
             (self.all2all, moe.all2all if moe else None),
             (self.modes, role.mode),
-            (self.families, role.arch.family),
+            (self.classes, role.arch.engine_class),
             (self.connectors, role.kv_transfer.connector if role.kv_transfer else None),
             (self.kv_dtypes, role.serving.kvCacheDtype),
             (self.generations, generation),
@@ -75,7 +81,8 @@ class Match:
                  (self.expert_parallel, role.layout.expert_parallel),
                  (self.data_parallel, role.layout.data > 1),
                  (self.eplb, eplb),
-                 (self.multi_node, role.layout.multi_pod))
+                 (self.multi_node, role.layout.multi_pod),
+                 (self.pipeline, role.layout.pipeline > 1))
         return all(want is None or want == have for want, have in flags)
 
 
@@ -142,7 +149,7 @@ KNOWN_BAD: tuple[KnownBad, ...] = (
         "use SGLang 0.5.18 or later, or deepep_low_latency / allgather_reducescatter"),
     KnownBad(
         "sglang", (0, 5, 12), (0, 5, 13),
-        Match(families=_f("deepseek_v4"), eplb=True, expert_parallel=True),
+        Match(classes=_f("DeepseekV4ForCausalLM"), eplb=True, expert_parallel=True),
         ("moe", "eplb", "enabled"),
         "EPLB with DeepSeek-V4: the model's forward sets no current layer for the expert "
         "distribution recorder, so its layer index is None: prefill crashes, decode records "
@@ -155,7 +162,7 @@ KNOWN_BAD: tuple[KnownBad, ...] = (
         "use SGLang 0.5.13 or later, or disable EPLB"),
     KnownBad(
         "sglang", (0, 5, 9), (0, 5, 11),
-        Match(families=_f("deepseek_v32"), kv_dtypes=_f("fp8"), generations=_f("hopper"),
+        Match(classes=_f("DeepseekV32ForCausalLM"), kv_dtypes=_f("fp8"), generations=_f("hopper"),
               min_tensor=4),
         ("parallel", "tensor"),
         "DeepSeek-V3.2 with an FP8 KV cache on Hopper decodes with FlashMLA's FP8 sparse kernel "
@@ -169,6 +176,62 @@ KNOWN_BAD: tuple[KnownBad, ...] = (
         "(nsa_backend.py:330-335, :1744); read in the 0.5.9, 0.5.10 and 0.5.11 wheels",
         "use SGLang 0.5.11 or later, run attention data-parallel (parallel.data, tensor 1 or 2), "
         "or serve the KV cache in BF16 (kvCacheDtype: auto)"),
+    KnownBad(
+        "sglang", (0, 5, 3), (0, 5, 4),
+        Match(classes=_f("DeepseekV32ForCausalLM"), speculative=True),
+        ("speculative",),
+        "DeepSeek-V3.2 with MTP: the NSA attention backend (DeepSeek-V3.2's sparse attention) "
+        "asserts there is no speculative input (\"Spec decoding is not supported for NSA backend "
+        "now\"), so the first draft or verify forward fails",
+        "SGLang 0.5.3 python/sglang/srt/layers/attention/nsa_backend.py:212-214 "
+        "(init_forward_metadata), :344-346 and :416-418 (CUDA-graph capture and replay metadata); 0.5.4 "
+        "nsa_backend.py takes speculative_num_steps and spec_info instead; read in the 0.5.3 and "
+        "0.5.4 wheels (found with tools/mine_known_bad.py)",
+        "use SGLang 0.5.4 or later, or drop speculative decoding"),
+    KnownBad(
+        "vllm", (0, 20, 0), (0, 30, 0),
+        Match(classes=_f("DeepseekV4ForCausalLM"), kv_dtypes=_f("auto"),
+              generations=_f("hopper", "blackwell")),
+        ("serving", "kvCacheDtype"),
+        "DeepSeek-V4 with --kv-cache-dtype auto dies at layer construction (AssertionError "
+        "\"DeepseekV4 only supports fp8 kv-cache format for now, got auto\" up to 0.22, "
+        "\"DeepseekV4 fp8_ds_mla layout only supports fp8 kv-cache, got auto\" from 0.23): the "
+        "FlashMLA "
+        "attention vLLM picks on every CUDA GPU but SM12 keeps its KV in the fp8_ds_mla layout, "
+        "which has no BF16 variant, and nothing maps auto to fp8",
+        "vllm-project/vllm#47174 (reported at 0.24.0), fixed by vllm-project/vllm#45091; vLLM "
+        "0.20.0 vllm/model_executor/layers/deepseek_v4_attention.py:594-599 and 0.22.0 "
+        "vllm/models/deepseek_v4/attention.py:668-674 assert kv_cache_dtype.startswith(\"fp8\"), "
+        "0.29.0 attention.py:105 (_resolve_dsv4_kv_cache_dtype), nvidia/model.py:1050-1052 "
+        "(FlashMLA unless SM12); 0.30.0 attention.py:109-110 maps auto to fp8; read in the "
+        "0.20.0-0.30.0 wheels",
+        "set serving.kvCacheDtype: fp8 (the layout is FP8 whatever auto says), or use vLLM "
+        "0.30.0 or later"),
+    KnownBad(
+        "vllm", (0, 11, 0), (0, 18, 0),
+        Match(classes=_f("DeepseekV2ForCausalLM", "DeepseekV3ForCausalLM"), kv_dtypes=_f("fp8"),
+              generations=_f("ampere", "ada")),
+        ("serving", "kvCacheDtype"),
+        "MLA with an FP8 KV cache on Ampere or Ada: the only MLA backend vLLM has there "
+        "(Triton MLA; FlashAttention-MLA and FlashMLA need SM90, FlashInfer and CUTLASS MLA "
+        "SM100) takes no FP8 KV cache (NotImplementedError \"TritonMLA V1 with FP8 KV cache not "
+        "yet supported\"), so the engine does not start",
+        "vLLM 0.17.1 vllm/v1/attention/backends/mla/triton_mla.py:31-34 (supported_kv_cache_dtypes "
+        "auto, bfloat16), :96-99 and :123-124 (the raises; the same in 0.11.0 and 0.14.0), "
+        "vllm/platforms/cuda.py:76-82 (MLA backend priority below SM100); 0.18.0 triton_mla.py"
+        ":32-38 adds fp8 and fp8_e4m3; read in the wheels (found with tools/mine_known_bad.py)",
+        "set serving.kvCacheDtype: auto, or use vLLM 0.18.0 or later"),
+    KnownBad(
+        "vllm", (0, 16, 0), (0, 24, 0),
+        Match(connectors=_f("mooncake"), pipeline=True),
+        ("parallel", "pipeline"),
+        "the Mooncake KV connector refuses pipeline parallelism at engine start (ValueError "
+        "\"Mooncake Transfer Engine does not support pipeline parallelism yet.\")",
+        "vLLM 0.16.0 vllm/distributed/kv_transfer/kv_connector/v1/mooncake/mooncake_connector.py"
+        ":495-498 and 0.23.0 :791-794 (MooncakeConnectorWorker.__init__ raises for "
+        "pipeline_parallel_size > 1); 0.24.0 :865-866 keeps pp_size/pp_rank and maps the peers' "
+        "stages (:1723-1755); read in the wheels (found with tools/mine_known_bad.py)",
+        "use vLLM 0.24.0 or later, parallel.pipeline: 1, or kvTransfer.connector: nixl"),
     KnownBad(
         "vllm", (0, 11, 0), None,
         Match(weights=_f("w4a16"), eplb=True, expert_parallel=True),

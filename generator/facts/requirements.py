@@ -1,32 +1,43 @@
-"""What a model needs from the engine command line, by Hugging Face ``model_type``: one table for
-every architecture moegen serves, read by both dialects (``engines/vllm.py``,
-``engines/sglang.py``) and by the rules that refuse what no flag can fix (``checks/model.py``).
+"""What a model needs from the engine command line: one table for every model moegen serves,
+read by both dialects (``engines/vllm.py``, ``engines/sglang.py``) and by the rules that refuse
+what no flag can fix (``checks/model.py``).
 
-A row applies to a ``model_type`` (the catalog's shipped configs and any ``model.config`` a user
-gives), an engine and a release range; it either names flags moegen renders (``flags``) or says
-that the combination cannot start (``refuse``, with the spec fields that trigger it). Each row
-cites the engine file and release that makes it a requirement, and the public report that shows
-what happens without it (tests/field/ holds the report as a case).
+A row applies to a model by its capabilities (``catalog/capabilities.py``): the class the
+engines dispatch on (``ModelArch.engine_class``, the HF ``architectures[0]`` both engines' model
+registries key on) or a checkpoint capability (a custom-code tokenizer); to an engine and a
+release range. It either names flags moegen renders (``flags``) or says that the combination
+cannot start (``refuse``, with the spec fields that trigger it). Each row cites the engine file
+and release that makes it a requirement, and the public report that shows what happens without
+it (tests/field/ holds the report as a case).
 
-=============  ======  ==========  ===================  ====================================
-model_type     engine  releases    need                 source
-=============  ======  ==========  ===================  ====================================
-kimi_k2        vllm    all         --trust-remote-code  vLLM 0.33.0 vllm/tokenizers/registry.py
-                                                        :48-57 (no built-in kimi_k2 tokenizer
-                                                        mode), vllm/tokenizers/hf.py:191-208;
-                                                        vllm-project/recipes PR#116
-kimi_k2        sglang  all         --trust-remote-code  SGLang 0.5.23 srt/utils/hf_transformers/
-                                                        tokenizer.py:474 (get_tokenizer passes
-                                                        trust_remote_code to AutoTokenizer);
-                                                        sgl-project/sglang PR#13725
-deepseek_v32   vllm    0.13-0.17   --tokenizer-mode     vLLM vllm/tokenizers/registry.py, vllm/
-                                   deepseek_v32         config/model.py (default from 0.18.0);
-                                                        vllm-project/vllm#29849, #30933
-deepseek_v32   vllm    < 0.13      warn (chat fails)    vllm-project/vllm#30933
-deepseek_v32,  sglang  all         refuse deepep_v2     SGLang 0.5.23 srt/configs/
-deepseek_v2                                             moe_model_registry.py:20-28;
-                                                        sgl-project/sglang PR#39408
-=============  ======  ==========  ===================  ====================================
+=====================  ======  ==========  ===================  ==============================
+model                  engine  releases    need                 source
+=====================  ======  ==========  ===================  ==============================
+custom-code tokenizer  vllm    all         --trust-remote-code  vLLM 0.33.0 vllm/tokenizers/
+(Kimi-K2)                                                       registry.py:48-57 (no built-in
+                                                                kimi_k2 tokenizer mode),
+                                                                vllm/tokenizers/hf.py:191-208;
+                                                                vllm-project/recipes PR#116
+custom-code tokenizer  sglang  all         --trust-remote-code  SGLang 0.5.23 srt/utils/
+(Kimi-K2)                                                       hf_transformers/tokenizer.py:
+                                                                474; sgl-project/sglang
+                                                                PR#13725
+DeepseekV32ForCausal-  vllm    0.13-0.17   --tokenizer-mode     vLLM vllm/tokenizers/
+LM                                         deepseek_v32         registry.py, vllm/config/
+                                                                model.py (default from
+                                                                0.18.0); vllm-project/vllm
+                                                                #29849, #30933
+DeepseekV32ForCausal-  vllm    < 0.13      warn (chat fails)    vllm-project/vllm#30933
+LM
+every class but those  sglang  all         refuse deepep_v2     SGLang 0.5.23 srt/configs/
+SGLang validated                                                moe_model_registry.py:20-28;
+(DeepseekV3, V4,                                                sgl-project/sglang PR#39408
+Qwen3Moe, GlmMoeDsa)
+=====================  ======  ==========  ===================  ==============================
+
+Before all that, the release must implement the model's class at all: :data:`CLASS_SINCE`
+holds the first release of each engine with a class moegen serves, where it is later than the
+first release moegen supports (rule MOD032).
 
 Kimi-K2's tokenizer is Moonshot's own tiktoken class (``tokenizer_config.json`` ``auto_map`` ->
 ``tokenization_kimi.TikTokenTokenizer``): without trusting remote code transformers refuses to
@@ -37,8 +48,29 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from typing import TYPE_CHECKING
+
 from .known_bad import Match
 from .versions import parse_version
+
+if TYPE_CHECKING:
+    from ..catalog import ModelArch
+
+
+@dataclass(frozen=True)
+class Models:
+    """Which models a row applies to: engine classes (``ModelArch.engine_class``), every class
+    but those (``others``), or models with a capability (``remote_code_tokenizer``)."""
+
+    classes: frozenset[str] = frozenset()
+    others: bool = False
+    remote_code_tokenizer: bool = False
+
+    def include(self, arch: ModelArch) -> bool:
+        """The row applies to ``arch``."""
+        if self.remote_code_tokenizer:
+            return arch.checkpoint.remote_code_tokenizer
+        return (arch.engine_class in self.classes) != self.others
 
 
 @dataclass(frozen=True)
@@ -46,7 +78,7 @@ class Requirement:
     """One row of :data:`REQUIREMENTS`.
 
     Attributes:
-        model_types: HF ``model_type`` values the row applies to.
+        models: the models the row applies to (:class:`Models`).
         engine: ``vllm`` or ``sglang``.
         flags: engine options moegen renders for the model (each a separate argv item).
         why: what fails without them, for notes and findings.
@@ -58,7 +90,7 @@ class Requirement:
         warn: a refusing row that breaks part of the API only (rule MOD031, a warning).
     """
 
-    model_types: frozenset[str]
+    models: Models
     engine: str
     flags: tuple[str, ...]
     why: str
@@ -71,9 +103,9 @@ class Requirement:
     hint: str = ""
     warn: bool = False
 
-    def applies(self, engine: str, version: str, model_type: str | None) -> bool:
-        """The row holds for ``engine`` at ``version`` serving ``model_type``."""
-        if engine != self.engine or model_type not in self.model_types:
+    def applies(self, engine: str, version: str, arch: ModelArch) -> bool:
+        """The row holds for ``engine`` at ``version`` serving ``arch``."""
+        if engine != self.engine or not self.models.include(arch):
             return False
         v = parse_version(version)
         return (self.first is None or v >= self.first) and (self.fixed is None or v < self.fixed)
@@ -83,19 +115,26 @@ _KIMI_TOKENIZER = ("Kimi-K2's tokenizer is custom code (tokenizer_config.json au
                    "tokenization_kimi.TikTokenTokenizer): without --trust-remote-code the "
                    "tokenizer does not load and the server never starts")
 
+#: The classes SGLang runs ``--moe-a2a-backend deepep_v2`` for (SGLang 0.5.23
+#: python/sglang/srt/configs/moe_model_registry.py ``_DEEPEP_V2_MODELS``, the ones moegen
+#: serves: MiMo and GLM-5-Next are not in its catalog).
+SGLANG_DEEPEP_V2_CLASSES = frozenset({"DeepseekV3ForCausalLM", "DeepseekV4ForCausalLM",
+                                      "Qwen3MoeForCausalLM", "GlmMoeDsaForCausalLM"})
+
 #: Every model requirement moegen knows (see the module docstring for the table).
 REQUIREMENTS: tuple[Requirement, ...] = (
-    Requirement(frozenset({"kimi_k2"}), "vllm", ("--trust-remote-code",), _KIMI_TOKENIZER,
+    Requirement(Models(remote_code_tokenizer=True), "vllm", ("--trust-remote-code",), _KIMI_TOKENIZER,
                 "vLLM 0.33.0 vllm/tokenizers/registry.py:48-57 (tokenizer modes: kimi_audio, "
                 "kimi_k3, no kimi_k2), vllm/tokenizers/hf.py:191-208 (\"Failed to load the "
                 "tokenizer ... --trust-remote-code\"); vllm-project/recipes PR#116"),
-    Requirement(frozenset({"kimi_k2"}), "sglang", ("--trust-remote-code",), _KIMI_TOKENIZER,
+    Requirement(Models(remote_code_tokenizer=True), "sglang", ("--trust-remote-code",), _KIMI_TOKENIZER,
                 "SGLang 0.5.23 python/sglang/srt/utils/hf_transformers/tokenizer.py:474 "
                 "(get_tokenizer(trust_remote_code=server_args.trust_remote_code)); "
                 "sgl-project/sglang PR#13725 (Kimi-K2-Thinking launched with --trust-remote-code)"),
     # DeepSeek-V3.2's repository ships no Jinja chat template: its encoder is the tokenizer mode
     # deepseek_v32, which vLLM defaults from 0.18.0 (config/model.py, DeepseekV32ForCausalLM).
-    Requirement(frozenset({"deepseek_v32"}), "vllm", ("--tokenizer-mode", "deepseek_v32"),
+    Requirement(Models(frozenset({"DeepseekV32ForCausalLM"})), "vllm",
+                ("--tokenizer-mode", "deepseek_v32"),
                 "DeepSeek-V3.2's tokenizer has no chat template: chat completions fail (\"As of "
                 "transformers v4.44, default chat template is no longer allowed\") unless the "
                 "deepseek_v32 tokenizer mode renders the prompts",
@@ -103,7 +142,7 @@ REQUIREMENTS: tuple[Requirement, ...] = (
                 "vllm/config/model.py (not defaulted; 0.18.0 defaults it for "
                 "DeepseekV32ForCausalLM), read in each release's wheel; vllm-project/vllm#29849, "
                 "#30933", first=(0, 13, 0), fixed=(0, 18, 0)),
-    Requirement(frozenset({"deepseek_v32"}), "vllm", (),
+    Requirement(Models(frozenset({"DeepseekV32ForCausalLM"})), "vllm", (),
                 "vLLM before 0.13.0 has no deepseek_v32 tokenizer mode (\"No tokenizer registered "
                 "for tokenizer_mode='deepseek_v32'\") and DeepSeek-V3.2 no chat template: "
                 "/v1/chat/completions fails on every request (\"default chat template is no "
@@ -114,9 +153,10 @@ REQUIREMENTS: tuple[Requirement, ...] = (
                 hint="use vLLM 0.13.0 or later (moegen renders --tokenizer-mode deepseek_v32), or "
                      "pass a chat template: engineArgs [--chat-template, <file>]"),
     # SGLang keys its DeepEP v2 registry by the config's architectures[0]: DeepseekV3ForCausalLM
-    # (deepseek_v3, kimi_k2) and DeepseekV4ForCausalLM are in it, DeepseekV32ForCausalLM and
-    # DeepseekV2ForCausalLM are not.
-    Requirement(frozenset({"deepseek_v32", "deepseek_v2"}), "sglang", (),
+    # (DeepSeek-V3, Kimi-K2), DeepseekV4ForCausalLM, Qwen3MoeForCausalLM and
+    # GlmMoeDsaForCausalLM (GLM-5) are in it; every other class (DeepSeek-V3.2, V2, GLM-4.5,
+    # gpt-oss, Llama-4, MiniMax-M2) is not.
+    Requirement(Models(SGLANG_DEEPEP_V2_CLASSES, others=True), "sglang", (),
                 "SGLang runs --moe-a2a-backend deepep_v2 only for architectures registered as "
                 "validated (\"DeepEP v2 MoE is not validated for 'DeepseekV32ForCausalLM'\"): "
                 "the server refuses to start",
@@ -130,18 +170,45 @@ REQUIREMENTS: tuple[Requirement, ...] = (
 )
 
 
-def refusals(engine: str, version: str, config: dict) -> list[Requirement]:
-    """The refusing rows (MOD030) for the model of ``config`` on ``engine`` ``version``; the
-    caller checks each row's ``match`` against the role."""
-    return [r for r in REQUIREMENTS
-            if r.refuse and r.applies(engine, version, config.get("model_type"))]
+#: The first release of each engine that implements a model class moegen serves, where it is
+#: later than the first release moegen supports (vLLM 0.11.0, SGLang 0.5.1): an older release
+#: has no such class in its model registry and exits at start ("Model architectures
+#: [...] are not supported for now"). Read in each release's wheel: vLLM
+#: vllm/model_executor/models/registry.py, SGLang python/sglang/srt/models/<model>.py
+#: (``EntryClass``), the first release that has it against the one before it.
+_VLLM_REGISTRY, _SGLANG_MODELS = "vllm/model_executor/models/registry.py", "python/sglang/srt/models/"
+CLASS_SINCE: dict[tuple[str, str], tuple[tuple[int, int, int], str, str]] = {
+    # (engine, class): (first release with it, the release before it (without), the file)
+    ("vllm", "MiniMaxM2ForCausalLM"): ((0, 11, 1), "0.11.0", _VLLM_REGISTRY),
+    ("vllm", "GlmMoeDsaForCausalLM"): ((0, 16, 0), "0.15.1", _VLLM_REGISTRY),
+    ("vllm", "DeepseekV4ForCausalLM"): ((0, 20, 0), "0.19.1", _VLLM_REGISTRY),
+    ("sglang", "DeepseekV32ForCausalLM"): ((0, 5, 3), "0.5.2", _SGLANG_MODELS + "deepseek_v2.py"),
+    ("sglang", "MiniMaxM2ForCausalLM"): ((0, 5, 5), "0.5.4", _SGLANG_MODELS + "minimax_m2.py"),
+    ("sglang", "GlmMoeDsaForCausalLM"): ((0, 5, 9), "0.5.8", _SGLANG_MODELS + "glm4_moe.py"),
+    ("sglang", "DeepseekV4ForCausalLM"): ((0, 5, 12), "0.5.11", _SGLANG_MODELS + "deepseek_v4.py"),
+}
 
 
-def required_flags(engine: str, version: str, config: dict) -> list[str]:
-    """The flags the model of ``config`` (its ``model_type``) needs on ``engine`` ``version``,
-    in table order, each once."""
+def missing_class(engine: str, version: str, arch: ModelArch) -> tuple[str, str] | None:
+    """``(first release, source)`` when ``engine`` ``version`` predates the model's class
+    (:data:`CLASS_SINCE`), else None."""
+    row = CLASS_SINCE.get((engine, arch.engine_class))
+    if row is None or parse_version(version) >= row[0]:
+        return None
+    first = ".".join(map(str, row[0]))
+    return first, f"{row[2]}: {first} has it, {row[1]} not"
+
+
+def refusals(engine: str, version: str, arch: ModelArch) -> list[Requirement]:
+    """The refusing rows (MOD030) for model ``arch`` on ``engine`` ``version``; the caller checks
+    each row's ``match`` against the role."""
+    return [r for r in REQUIREMENTS if r.refuse and r.applies(engine, version, arch)]
+
+
+def required_flags(engine: str, version: str, arch: ModelArch) -> list[str]:
+    """The flags model ``arch`` needs on ``engine`` ``version``, in table order, each once."""
     out: list[str] = []
     for req in REQUIREMENTS:
-        if not req.refuse and req.applies(engine, version, config.get("model_type")):
+        if not req.refuse and req.applies(engine, version, arch):
             out += [f for f in req.flags if f not in out]
     return out

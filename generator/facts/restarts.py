@@ -30,7 +30,9 @@ RECOVERS, CRASHES = "recovers", "crashes"
 @dataclass(frozen=True)
 class PeerRestart:
     """One pair x restart of the restart model (see the module docstring); ``remedy``: what
-    the user can do about a crashing survivor (a rule's hint)."""
+    the user can do about a crashing survivor (a rule's hint); ``nixl_backend``: the NIXL
+    backend the row holds for (None: any; the crashes are in NIXL's UCX backend, which moegen
+    does not select on EFA: generator/engines/network.py NICS)."""
 
     pair: str
     engine: str | None
@@ -43,12 +45,17 @@ class PeerRestart:
     remedy: str = ""
     first: str | None = None
     fixed: str | None = None
+    nixl_backend: str | None = None
 
-    def holds(self, engine: str, version: str, transport: str | None) -> bool:
-        """The row applies to ``engine`` at ``version`` with KV transport ``transport``."""
+    def holds(self, engine: str, version: str, transport: str | None,
+              nixl_backend: str | None = None) -> bool:
+        """The row applies to ``engine`` at ``version`` with KV transport ``transport`` (over
+        NIXL backend ``nixl_backend``)."""
         if self.engine is not None and self.engine != engine:
             return False
         if self.transport is not None and self.transport != transport:
+            return False
+        if self.nixl_backend is not None and self.nixl_backend != nixl_backend:
             return False
         v = parse_version(version)
         if self.first is not None and v < parse_version(self.first):
@@ -81,6 +88,7 @@ RESTARTS: tuple[PeerRestart, ...] = (
         "never removes the previous one of the address); the crash is in NIXL's UCX backend "
         "bringing up the new endpoint, the class of ai-dynamo/nixl#1986 (whether its fix, "
         "unreleased, covers this path is not verified)",
+        nixl_backend="UCX",
         remedy="use kvTransfer.connector: mooncake on both roles (a restarted decode "
         "re-registers under a new session: mooncake/conn.py _publish_peer_registration), or "
         "roll decode and prefill in one window and watch moegen's EngineGroupRestarts alert"),
@@ -113,6 +121,7 @@ RESTARTS: tuple[PeerRestart, ...] = (
         "vllm/distributed/kv_transfer/kv_connector/v1/nixl/base_worker.py "
         "_track_remote_engine_replacement, _cleanup_remote_engines (a replaced engine is "
         "released after the new handshake); " + NIXL_RACE,
+        nixl_backend="UCX",
         remedy="expect decode restarts after each prefill restart until the image's NIXL has "
         "ai-dynamo/nixl PR#1987 (after 1.4.1): roll prefill and decode in one window and watch "
         "moegen's EngineGroupRestarts alert"),
@@ -151,6 +160,9 @@ RESTARTS: tuple[PeerRestart, ...] = (
 )
 
 
-def crashes(engine: str, version: str, transport: str | None) -> list[PeerRestart]:
-    """The rows whose survivor crashes, for ``engine`` at ``version`` over ``transport``."""
-    return [r for r in RESTARTS if r.outcome == CRASHES and r.holds(engine, version, transport)]
+def crashes(engine: str, version: str, transport: str | None,
+            nixl_backend: str | None = None) -> list[PeerRestart]:
+    """The rows whose survivor crashes, for ``engine`` at ``version`` over ``transport`` (and
+    NIXL backend ``nixl_backend``)."""
+    return [r for r in RESTARTS if r.outcome == CRASHES
+            and r.holds(engine, version, transport, nixl_backend)]

@@ -19,13 +19,13 @@ from ..facts.versions import default_image
 from ..spec.provenance import Provenance
 from .platforms import KSERVE_COMMAND_ENV
 from .build import (
-    CHECKPOINT_FORMAT,
     MANAGED,
     Imported,
     Options,
     Role,
     _base_name,
     _common_labels,
+    checkpoint_format,
     _located,
     _merge_statefulsets,
     _mode,
@@ -99,7 +99,7 @@ def _model(group: list[Role], opts: Options, prov: Provenance,
                                 error=False))
     quant = {"fp8": "fp8", "mxfp4": "mxfp4", "modelopt_fp4": "nvfp4", "compressed-tensors":
              "w4a16"}.get(str(m.get("quantization", "")))
-    model["weights"] = quant or CHECKPOINT_FORMAT.get(model.get("architecture", ""), "fp8")
+    model["weights"] = quant or checkpoint_format(model.get("architecture"), model["name"], path)
     volume = next((r.pod.volume for r in group if r.pod.volume), None) or _storage_uri(group)
     if volume is not None:
         model["volume"] = volume

@@ -23,10 +23,25 @@ from .options import Options
 from .pods import PodFields, read_pod
 from .workloads import Workload
 
-#: The checkpoint format each catalog model is published in (its Hugging Face config.json
-#: ``quantization_config``; DeepSeek-V4's routed experts are FP4: generator/sizing/formats.py).
-CHECKPOINT_FORMAT = {"deepseek-v4-pro": "mxfp4", "deepseek-v4-flash": "mxfp4",
-                     "kimi-k2-thinking": "w4a16", "deepseek-v2-lite": "bf16"}
+#: Repository-name suffixes of the quantized releases of a catalog model, and their format
+#: (zai-org/GLM-5.2-FP8, Qwen/Qwen3-235B-A22B-FP8, meta-llama/Llama-4-Maverick-17B-128E-
+#: Instruct-FP8; nvidia/DeepSeek-R1-0528-NVFP4, nvidia/DeepSeek-R1-FP4).
+QUANTIZED_SUFFIXES = (("-nvfp4", "nvfp4"), ("-fp4", "nvfp4"), ("-fp8", "fp8"))
+
+
+def checkpoint_format(arch: str | None, *names: str | None) -> str:
+    """The checkpoint format a served model is: its release's suffix in a name or path
+    (:data:`QUANTIZED_SUFFIXES`), else the catalog config's own (its ``quantization_config``:
+    ``catalog.capabilities.Checkpoint``), else ``fp8``."""
+    for name in names:
+        base = str(name or "").lower().rstrip("/").rsplit("/", 1)[-1]
+        for suffix, fmt in QUANTIZED_SUFFIXES:
+            if base.endswith(suffix) or f"{suffix}-" in base:
+                return fmt
+    if arch in ARCHITECTURES:
+        from ..catalog import builtin_arch
+        return builtin_arch(arch).checkpoint.format
+    return "fp8"
 _VERSION = re.compile(r"^v?(\d+\.\d+\.\d+(?:\.post\d+|\.\d+)?)(?:[-+].*)?$")
 MANAGED = ("app.kubernetes.io/managed-by", "moegen")
 #: Images whose tag is the engine's release (vllm-project/vllm docker/Dockerfile published as

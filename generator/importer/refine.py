@@ -69,7 +69,7 @@ def _required_flags(data: dict, model) -> None:
             continue
         for req in REQUIREMENTS:
             if req.refuse or not req.flags \
-                    or not req.applies(model.engine, version, r.arch.config.get("model_type")):
+                    or not req.applies(model.engine, version, r.arch):
                 continue
             n = len(req.flags)
             at = next((j for j in range(len(args) - n + 1)

@@ -42,6 +42,7 @@ def plan_text(result: PlanResult, req=None) -> str:
 def _regime_lines(result: PlanResult, req) -> list[str]:
     """Per listed candidate, the regime of its TTFT, TPOT and tokens/s; then each regime's
     measured bench error once."""
+    from ..catalog import builtin_arch
     from ..perf.regimes import roles_regimes
     s = req.spec
     seen: dict[str, object] = {}
@@ -49,7 +50,7 @@ def _regime_lines(result: PlanResult, req) -> list[str]:
     for c in result.candidates[:10]:
         if not c.roles:
             continue
-        reg = roles_regimes(c.roles, s.nodePools, s.model.architecture)
+        reg = roles_regimes(c.roles, s.nodePools, builtin_arch(s.model.architecture))
         figs = (("TTFT", reg["ttftMs"]), ("TPOT", reg["tpotMs"]),
                 ("tokens/s", reg["outputTokensPerSec"]))
         lines.append(f"   #{c.rank} regimes: " + ", ".join(f"{n} {e.regime}" for n, e in figs))

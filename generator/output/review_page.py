@@ -279,6 +279,9 @@ def _predicted_text(p) -> str:
     if p.input_per_node is not None:
         parts.append(f"{p.input_per_node:,} input tokens/s per node")
     errors = dict.fromkeys(e.describe() for e in p.regimes.values())   # one per regime
+    cal = dict.fromkeys(f"{k} {f.describe()}" for k, f in sorted(p.calibrated.items()))
+    if cal:
+        errors[f"{p.calibration_note}: " + ", ".join(cal)] = None
     return "predicted: " + ", ".join(parts) + ("; " + "; ".join(errors) if errors else "")
 
 

@@ -46,10 +46,13 @@ def sizing_json(checked, prediction=None) -> dict:
 
 def predicted_rows(p) -> list[tuple[str, str]]:
     """Rows of one role's predicted figures (:class:`~generator.perf.predict.RolePrediction`),
-    each with its regime and that regime's measured error (generator/perf/regimes.py)."""
+    each with its regime and that regime's measured error (generator/perf/regimes.py), and
+    where a calibration profile scaled it, its factor, runs and residual
+    (generator/perf/calibrated.py)."""
     def regime(field: str) -> str:
-        e = p.regimes.get(field)
-        return f"; {e.describe()}" if e is not None else ""
+        e, c = p.regimes.get(field), p.calibrated.get(field)
+        cal = f"; {c.describe()} ({p.calibration_note})" if c is not None else ""
+        return (f"; {e.describe()}" if e is not None else "") + cal
 
     rows = []
     if p.ttft_ms is not None:

@@ -12,7 +12,7 @@ import bisect
 import functools
 import math
 
-from ..catalog import GPUS
+from ..catalog import GPUS, ModelArch
 from ..engines.options import option_flags, option_value
 from ..roles import RoleInput
 from ..sizing import RoleSizing
@@ -72,6 +72,12 @@ def decode_attention_backend(engine_args: list[str] | tuple) -> str | None:
 AITER_MLA_HEADS = frozenset({16, 128})
 
 
+def kv_heads_of(arch: ModelArch) -> int:
+    """The config's ``num_key_value_heads`` as SGLang reads it for its attention-backend choice:
+    MLA configs state the query heads, GQA its KV heads, DeepSeek-V4 its one KV head."""
+    return arch.attention.heads if arch.attention.kind == "mla" else arch.attention.kv_heads
+
+
 def persistent_mla(engine: str, gpu, kv_cache_dtype: str | None, heads_per_gpu: int,
                    kv_heads_per_tp: int | None = None, engine_args: list[str] | tuple = ()
                    ) -> bool:
@@ -115,29 +121,22 @@ def effective_overlap(engine: str, role: RoleInput, tokens_per_rank: int) -> str
     if mode == "two_batch":
         if engine == "vllm" and tokens_per_rank < VLLM_DBO_DECODE_TOKENS:
             return None
-        if engine == "sglang" and role.arch.family == "deepseek_v4":
+        if engine == "sglang" and role.arch.compressed_attention:
             return None
     return mode
 
 
-#: (id(config), format, KV bytes) -> (config, shape); holding the config keeps its id unique.
-_SHAPES: dict[tuple, tuple[dict, perf.ModelShape]] = {}
+@functools.lru_cache(maxsize=256)
+def model_shape(arch: ModelArch, fmt: str, kv_bytes_per_token: float) -> perf.ModelShape:
+    """The performance model's view of a model in checkpoint format ``fmt`` with
+    ``kv_bytes_per_token`` of KV per token per GPU (from its capabilities; memoized).
 
-
-def model_shape(cfg: dict, fmt: str, kv_bytes_per_token: float) -> perf.ModelShape:
-    """The performance model's view of a model config in checkpoint format ``fmt`` with
-    ``kv_bytes_per_token`` of KV per token per GPU (memoized per config object)."""
-    key = (id(cfg), fmt, kv_bytes_per_token)
-    hit = _SHAPES.get(key)
-    if hit is None:
-        hit = _SHAPES[key] = (cfg, _model_shape(cfg, fmt, kv_bytes_per_token))
-    return hit[1]
-
-
-def _model_shape(cfg: dict, fmt: str, kv_bytes_per_token: float) -> perf.ModelShape:
-    inv = inventory(cfg)
-    experts = cfg.get("n_routed_experts") or 0
-    topk = cfg.get("num_experts_per_tok") or 0
+    Attention widths: MLA decodes in latent form (query-key over kv_lora + rope, value over
+    kv_lora) and prefills over nope + rope / v; GQA and DeepSeek-V4 over head_dim both ways.
+    Sparse attention (DeepSeek-V3.2, GLM-5, V4) attends to the indexer's top-k (+ V4's
+    window)."""
+    inv = inventory(arch)
+    at, moe = arch.attention, arch.moe
     moe_tensors = [t for t in inv.kinds[inv.layer_kinds[-1]] if t.component == "routed_experts"]
     expert_params = sum(t.out_dim * t.in_dim for t in moe_tensors)
     expert_bytes = sum(tensor_bytes(t, fmt) / t.experts for t in moe_tensors)
@@ -145,36 +144,26 @@ def _model_shape(cfg: dict, fmt: str, kv_bytes_per_token: float) -> perf.ModelSh
     routed = inv.component_params().get("routed_experts", 0)
     moe_layers = sum(n for k, n in inv.kind_counts().items()
                      if any(t.component == "routed_experts" for t in inv.kinds[k]))
-    active = total - routed + moe_layers * topk * expert_params
-    heads = cfg["num_attention_heads"]
-    head_dim = cfg.get("head_dim", 128)
-    if cfg.get("qk_nope_head_dim"):      # MLA (V3, V3.2): nope + rope query-key dims
-        qk = cfg["qk_nope_head_dim"] + (cfg.get("qk_rope_head_dim") or 0)
-    else:                                 # DeepSeek-V4: head_dim includes the rope dims
-        qk = head_dim
-    v = cfg.get("v_head_dim") or head_dim
-    if cfg.get("kv_lora_rank"):
-        latent, latent_v = cfg["kv_lora_rank"] + (cfg.get("qk_rope_head_dim") or 0), \
-            cfg["kv_lora_rank"]
+    active = total - routed + moe_layers * moe.top_k * expert_params
+    if at.kind == "mla":
+        latent, latent_v = at.kv_lora_rank + at.qk_rope_head_dim, at.kv_lora_rank
     else:
-        latent = latent_v = head_dim
-    window = None
-    if cfg.get("index_topk"):  # sparse attention: indexer top-k (+ V4's sliding window)
-        window = cfg["index_topk"] + (cfg.get("sliding_window") or 0)
-    return perf.ModelShape(active_params=active, layers=cfg["num_hidden_layers"],
-                           moe_layers=moe_layers, hidden=cfg["hidden_size"], heads=heads,
-                           topk=topk, experts=experts, expert_bytes=expert_bytes,
+        latent = latent_v = at.head_dim
+    window = at.index.topk + at.window if at.index is not None else None
+    return perf.ModelShape(active_params=active, layers=arch.num_layers,
+                           moe_layers=moe_layers, hidden=arch.hidden_size, heads=at.heads,
+                           topk=moe.top_k, experts=moe.experts, expert_bytes=expert_bytes,
                            expert_params=expert_params, kv_bytes_per_token=kv_bytes_per_token,
-                           qk_head=qk, v_head=v, latent=latent, attn_window=window,
-                           n_group=cfg.get("n_group") or 0, topk_group=cfg.get("topk_group") or 0,
-                           lm_head_bytes=2.0 * cfg["vocab_size"] * cfg["hidden_size"],
+                           qk_head=at.head_dim, v_head=at.v_head_dim, latent=latent,
+                           attn_window=window, n_group=moe.groups, topk_group=moe.topk_group,
+                           lm_head_bytes=2.0 * arch.vocab_size * arch.hidden_size,
                            expert_bits=4 if fmt in ("w4a8", "mxfp4", "nvfp4", "nvfp4-v2",
                                                     "w4a16")
                            else 16 if fmt == "bf16"
                            else 8, latent_v=latent_v,
-                           sparse_mla=bool(cfg.get("index_topk")) and not cfg.get("compress_ratios"),
-                           indexer_heads=cfg.get("index_n_heads") or 0,
-                           indexer_dim=cfg.get("index_head_dim") or 0)
+                           sparse_mla=arch.sparse_attention,
+                           indexer_heads=at.index.heads if at.index is not None else 0,
+                           indexer_dim=at.index.dim if at.index is not None else 0)
 
 
 #: Checkpoint formats whose GEMMs run in BF16: unquantized, and weight-only 4-bit (``w4a16``:
@@ -231,7 +220,6 @@ def decode_estimate(req: PlanRequest, role: RoleInput, z: RoleSizing, pool,
     * neither: the largest batch within the TPOT SLO and the KV cache (saturation).
     """
     s = req.spec
-    cfg = role.arch.config
     wl = s.workload
     ctx_avg = wl.inputTokens + wl.outputTokens / 2
     k = draft_tokens(req, role)
@@ -239,7 +227,7 @@ def decode_estimate(req: PlanRequest, role: RoleInput, z: RoleSizing, pool,
     acceptance = (s.speculative or Speculation()).acceptance
     accepted = perf.accepted_per_step(k, acceptance) if k else 1.0
     gpu = GPUS[pool.gpu]
-    shape = model_shape(cfg, s.model.weights, z.kv_bytes_per_token)
+    shape = model_shape(role.arch, s.model.weights, z.kv_bytes_per_token)
     nonexpert = (z.weights - z.weights_by_component.get("routed_experts", 0)) * 2**30
     local = (z.weights_by_component.get("routed_experts", 0) * 2**30) / \
         max(shape.expert_bytes * shape.moe_layers, 1)
@@ -251,8 +239,8 @@ def decode_estimate(req: PlanRequest, role: RoleInput, z: RoleSizing, pool,
                              shape.attn_window is not None, engine_args)
     persistent = persistent_mla(s.engine.name, gpu, role.serving.kvCacheDtype,
                                 shape.heads // max(lay.tensor, 1),
-                                cfg.get("num_key_value_heads", shape.heads)
-                                // max(lay.tensor * lay.data, 1), engine_args)
+                                kv_heads_of(role.arch) // max(lay.tensor * lay.data, 1),
+                                engine_args)
 
     def step(b):
         overlap = effective_overlap(s.engine.name, role, b * (1 + k))

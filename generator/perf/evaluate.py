@@ -1,9 +1,12 @@
 """``gen plan`` on a PlanRequest with ``spec.roles`` (docs/spec.md §5.1): evaluate exactly those
 roles under the workload, search nothing.
 
-The roles are the InferenceDeployment's role objects on the request's pools. Each is sized with
-the validator's code (``size_role``, the engine release's budget with the serving settings the
-request pins) and timed with the planner's performance model; the deployment is one prefill and
+The roles are the InferenceDeployment's role objects on the request's pools. Each is timed with
+the planner's performance model on the deployment's own role input and sizing (``deployed``: the
+``generator.deployment.Deployment`` of the spec the request describes, built by
+``capacity/judge.py``, or of the spec ``gen size`` predicts); a layout that has none (a role
+whose layout is impossible) is sized here with the validator's code only to report why it does
+not fit; the deployment is one prefill and
 one decode role, or one unified role. ``workload.concurrency`` is the number of sequences in
 flight over the whole deployment: each decode rank holds ceil(concurrency / decode ranks).
 The result is the only candidate (rank 1), with per role ``outputTokensPerSecPerNode`` (decode,
@@ -14,13 +17,14 @@ in its notes, when a role does not fit its GPUs or cannot hold its sequences.
 from __future__ import annotations
 
 from dataclasses import replace
+from typing import Sequence
 
-from ..catalog import GPUS, arch_from_config, builtin_config
+from ..catalog import GPUS, builtin_arch
 from ..engines.registry import dialect_for
 from ..errors import Finding, Location, Severity
 from ..layout import compute_layout
 from ..roles import RoleInput
-from ..sizing import size_role
+from ..sizing import RoleSizing, size_role
 from ..spec import models as sm
 from ..spec.load import Provenance, json_path
 from ..spec.request import PlanRequest
@@ -58,27 +62,35 @@ def _role_input(req: PlanRequest, role: sm.Role, arch, model: sm.Model) -> RoleI
 
 
 def evaluate(req: PlanRequest, prov: Provenance | None = None,
-             judged: list[Finding] | tuple = ()) -> PlanResult:
+             judged: list[Finding] | tuple = (),
+             deployed: Sequence[tuple[RoleInput, RoleSizing]] | None = None) -> PlanResult:
     """The request's roles as the only candidate (see the module docstring); ``prov`` locates
     the findings of a layout that does not fit in the request file. ``judged``: what the
-    validator's rules say about the layout (``generator.capacity.judge.validator_findings``;
-    empty when the layout comes from a checked deployment)."""
+    validator's rules say about the layout (``generator.capacity.judge.judge``;
+    empty when the layout comes from a checked deployment). ``deployed``: per role of the
+    request, the deployment's own role input and sizing (``generator.deployment.Deployment``
+    ``roles`` and ``sizing``), timed as they are: the prediction times what is rendered, the
+    MTP module a prefill role carries and the maxModelLen the engine is given included;
+    without it each role is built and sized from the request (:func:`_role_input`)."""
     s = req.spec
-    cfg = builtin_config(s.model.architecture)
-    arch = arch_from_config(cfg)
-    dialect = dialect_for(s.engine.name, s.engine.version)
-    model = sm.Model(name=s.model.name or s.model.architecture,
-                     architecture=s.model.architecture, weights=s.model.weights, path="/m")
     wl = s.workload
     roles = list(s.roles or [])
-    inputs = [_role_input(req, r, arch, model) for r in roles]
+    if deployed is not None:
+        inputs = [ri for ri, _ in deployed]
+        arch = inputs[0].arch
+    else:
+        arch = builtin_arch(s.model.architecture)
+        model = sm.Model(name=s.model.name or s.model.architecture,
+                         architecture=s.model.architecture, weights=s.model.weights, path="/m")
+        inputs = [_role_input(req, r, arch, model) for r in roles]
     decoding = [(r, ri) for r, ri in zip(roles, inputs) if r.mode in ("decode", "unified")]
     ranks = sum(r.replicas * ri.layout.data for r, ri in decoding) or 1
     per_rank = -(-wl.concurrency // ranks) if wl.concurrency else None
     findings: list[Finding] = [f for f in judged if f.severity is Severity.ERROR]
 
     finding = _finder(findings, prov)
-    sized = _size_fixed(req, roles, inputs, dialect, per_rank, ranks, finding)
+    sizings = [z for _, z in deployed] if deployed is not None else None
+    sized = _size_fixed(req, roles, inputs, sizings, per_rank, ranks, finding)
     findings = list({(f.code, f.path): f for f in findings}.values())   # one per code and field
     warned = [f"warning {f.code}: {f.message}" for f in judged if f.severity is Severity.WARNING]
     notes = [f.message for f in findings] + warned
@@ -100,7 +112,7 @@ def evaluate(req: PlanRequest, prov: Provenance | None = None,
     def prefill_rate(name: str) -> perf.PrefillEstimate:
         r, ri, z = sized[name]
         lay, pool = ri.layout, s.nodePools[r.nodePool]
-        return perf.prefill(model_shape(cfg, s.model.weights, 0), GPUS[pool.gpu],
+        return perf.prefill(model_shape(arch, s.model.weights, 0), GPUS[pool.gpu],
                             isl=wl.inputTokens, tensor=lay.tensor, data=lay.data,
                             pipeline=lay.pipeline, expert=lay.expert_parallel,
                             gpus_per_node=pool.gpusPerNode,
@@ -144,6 +156,8 @@ def evaluate(req: PlanRequest, prov: Provenance | None = None,
     per_role = []
     for x, xi in zip(roles, inputs):
         doc = _role_json(x)
+        zx = sized[x.name][2]   # what the timing assumed: the role's weights and KV per rank
+        doc["weightsGiB"], doc["kvTokensPerRank"] = round(zx.weights, 2), zx.kv_tokens_per_rank
         gpn = s.nodePools[x.nodePool].gpusPerNode
         nodes = -(-x.replicas * xi.layout.gpus_per_instance // gpn)
         if x.mode in ("decode", "unified"):
@@ -191,23 +205,31 @@ def _finder(findings: list[Finding], prov: Provenance | None):
     return finding
 
 
-def _size_fixed(req: PlanRequest, roles: list, inputs: list[RoleInput], dialect,
-                per_rank: int | None, ranks: int, finding) -> dict:
-    """Size each fixed role with the validator's code; report through ``finding`` a layout
-    that is impossible (LAY001), does not fit (SIZ001), cannot take the workload's requests
-    (PLN003) or cannot hold its share of the sequences at the mean context (SIZ003). Returns
-    {role name: (role, role input at its concurrency, sizing)} of the roles sized."""
+def _size_fixed(req: PlanRequest, roles: list, inputs: list[RoleInput],
+                sizings: list[RoleSizing | str | None] | None, per_rank: int | None, ranks: int,
+                finding) -> dict:
+    """Size each fixed role with the validator's code (or take the deployment's ``sizings``);
+    report through ``finding`` a layout that is impossible (LAY001), does not fit (SIZ001),
+    cannot take the workload's requests (PLN003) or cannot hold its share of the sequences at
+    the mean context (SIZ003). Returns {role name: (role, role input, sizing)} of the roles
+    sized."""
     s = req.spec
     wl = s.workload
+    dialect = dialect_for(s.engine.name, s.engine.version) if sizings is None else None
     sized = {}
     for i, (r, ri) in enumerate(zip(roles, inputs)):
         if ri.layout.problem:
             finding("LAY001", i, "parallel", f"role {r.name!r}: {ri.layout.problem}",
                     "change tensor/data/pipeline or the pool's gpusPerNode")
             continue
-        ri = replace(ri, concurrency=per_rank * ri.layout.data
-                     if per_rank and r.mode != "prefill" else 1)
-        z = size_role(ri, GPUS[s.nodePools[r.nodePool].gpu], dialect)
+        if sizings is not None:
+            z = sizings[i]
+            if not isinstance(z, RoleSizing):   # the deployment could not size it: a finding
+                continue                        # of its own (SIZ005) says why
+        else:
+            ri = replace(ri, concurrency=per_rank * ri.layout.data
+                         if per_rank and r.mode != "prefill" else 1)
+            z = size_role(ri, GPUS[s.nodePools[r.nodePool].gpu], dialect)
         sized[r.name] = (r, ri, z)
         if z.kv_cache <= 0:
             finding("SIZ001", i, "parallel",

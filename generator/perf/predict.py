@@ -1,24 +1,30 @@
 """What a deployment spec will do: each role's predicted TTFT, TPOT and tokens/s.
 
 An InferenceDeployment with ``spec.traffic`` (mean input/output tokens, draft acceptance) is
-turned into the fixed-layout PlanRequest it describes (docs/spec.md §5.1: its pools, model,
-engine, serving settings and roles as given; ``workload.concurrency`` = the decoding roles'
-``sizing.concurrency`` x replicas) and timed by :func:`evaluate.evaluate`, the planner's model
-on exactly this layout. ``gen size``, ``gen report`` and the Grafana dashboard show the result.
+timed by :func:`evaluate.evaluate`, the planner's model, on the deployment's own role inputs and
+sizing (``generator.deployment.Deployment``: the layout, serving settings, speculative config
+and HBM plan the rendered engines get, the MTP module a prefill role carries included); the
+fixed-layout PlanRequest the spec describes (docs/spec.md §5.1; ``workload.concurrency`` = the
+decoding roles' ``sizing.concurrency`` x replicas) carries the workload and network. ``gen size``, ``gen report`` and the Grafana dashboard show the result.
 The spec itself was already checked by ``gen validate``; nothing is judged again here.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Sequence
 
 from pydantic import ValidationError
 
 from ..catalog import ARCHITECTURES
 from ..spec.models import InferenceDeployment
-from ..spec.request import PlanRequest
+from ..spec.request import PlanModel, PlanRequest
 from .evaluate import evaluate
 from .regimes import roles_regimes
+
+if TYPE_CHECKING:
+    from ..roles import RoleInput
+    from ..sizing import RoleSizing
 
 #: RDMA bandwidth per GPU when the spec does not give ``network.interNodeGbps`` (Gbit/s): one
 #: ConnectX-7 NDR port per GPU, as in the HGX H100/H20 reference designs.
@@ -51,9 +57,14 @@ class RolePrediction:
         batch_per_rank: sequences per decode rank the role is sized for (``sizing.concurrency``).
         fed_batch: sequences per decode rank at the predicted operating point (fewer when
             prefill cannot feed the sized batch); TPOT is timed at this batch.
+        weights_gib, kv_tokens_per_rank: what the timing assumed of the role's memory: its
+            weights per GPU (GiB) and KV tokens per rank, the deployment's sizing.
         regimes: per figure this role quotes (``ttftMs``, ``tpotMs``, ``outputTokensPerSec``,
             ``inputTokensPerSec``), its regime and measured bench error
             (:class:`~generator.perf.regimes.RegimeError`).
+        calibrated: per figure a calibration profile scaled, its factor
+            (:class:`~generator.perf.calibrated.Factor`); ``calibration_note``: which profile, and
+            what differs from the configuration it was measured on (perf/calibrated.py ``apply``).
     """
 
     name: str
@@ -67,20 +78,30 @@ class RolePrediction:
     input_total: int | None = None
     batch_per_rank: int | None = None
     fed_batch: int | None = None
+    weights_gib: float | None = None
+    kv_tokens_per_rank: int | None = None
     regimes: dict = field(default_factory=dict)
+    calibrated: dict = field(default_factory=dict)
+    calibration_note: str = ""
 
     def to_json(self) -> dict:
-        """Camel-case JSON, absent figures left out; ``regimes`` per figure quoted."""
+        """Camel-case JSON, absent figures left out; ``regimes`` per figure quoted; with a
+        calibration profile, ``calibration``: ``{"profile": note, "figures": {figure: {"factor",
+        "runs", "residual"}}}``."""
         out = {"ttftMs": self.ttft_ms, "ttftMedianMs": self.ttft_median_ms,
                "tpotMs": self.tpot_ms,
                "outputTokensPerSecPerNode": self.output_per_node,
                "inputTokensPerSecPerNode": self.input_per_node,
                "outputTokensPerSec": self.output_total,
                "inputTokensPerSec": self.input_total,
-               "batchPerRank": self.batch_per_rank, "fedBatchPerRank": self.fed_batch}
+               "batchPerRank": self.batch_per_rank, "fedBatchPerRank": self.fed_batch,
+               "weightsGiB": self.weights_gib, "kvTokensPerRank": self.kv_tokens_per_rank}
         out = {k: v for k, v in out.items() if v is not None}
         if self.regimes:
             out["regimes"] = {k: e.to_json() for k, e in self.regimes.items()}
+        if self.calibrated:
+            out["calibration"] = {"profile": self.calibration_note, "figures": {
+                k: f.to_json() for k, f in sorted(self.calibrated.items())}}
         return out
 
 
@@ -122,12 +143,14 @@ class Prediction:
 
 
 def plan_request(doc: InferenceDeployment) -> PlanRequest | str:
-    """The fixed-layout PlanRequest ``doc`` describes, or why it cannot be timed."""
+    """The fixed-layout PlanRequest ``doc`` describes (its workload, network, speculative
+    acceptance and roles: what the timing needs besides the deployment's role inputs and
+    sizing), or why it cannot be timed. A model given as ``config:`` has no catalog id: the
+    request's ``model.architecture`` is then None (the timing reads the deployment's
+    capabilities, never the id)."""
     s = doc.spec
     if s.traffic is None:
         return "set spec.traffic (mean inputTokens/outputTokens) for predicted TTFT/TPOT"
-    if not s.model.architecture or s.model.architecture not in ARCHITECTURES:
-        return "the performance model knows the built-in architectures only"
     modes = sorted(r.mode for r in s.roles)
     if modes not in (["decode", "prefill"], ["unified"]):
         return ("the performance model times one prefill + one decode role, or one unified "
@@ -138,9 +161,10 @@ def plan_request(doc: InferenceDeployment) -> PlanRequest | str:
         return (f"set roles[].sizing.concurrency on {', '.join(unsized)}: the load the "
                 "prediction is for")
     concurrency = sum(r.replicas * r.sizing.concurrency for r in s.roles if r.mode != "prefill")
+    builtin = s.model.architecture in ARCHITECTURES
     spec = {
-        "model": {"architecture": s.model.architecture, "weights": s.model.weights,
-                  "name": s.model.name},
+        "model": {"architecture": s.model.architecture if builtin else next(iter(ARCHITECTURES)),
+                  "weights": s.model.weights, "name": s.model.name},
         "engine": {"name": s.engine.name, "version": s.engine.version},
         "nodePools": {n: {"gpu": p.gpu, "gpusPerNode": p.gpusPerNode, "nodes": p.nodes}
                       for n, p in s.nodePools.items()},
@@ -160,34 +184,43 @@ def plan_request(doc: InferenceDeployment) -> PlanRequest | str:
                                spec_roles[0].speculative.numSpeculativeTokens,
                                "acceptance": s.traffic.acceptance}
     try:
-        return PlanRequest.model_validate({"apiVersion": "moegen.dev/v1alpha1",
-                                           "kind": "PlanRequest",
-                                           "metadata": {"name": doc.metadata.name},
-                                           "spec": spec})
+        req = PlanRequest.model_validate({"apiVersion": "moegen.dev/v1alpha1",
+                                          "kind": "PlanRequest",
+                                          "metadata": {"name": doc.metadata.name},
+                                          "spec": spec})
     except ValidationError as exc:   # a value the planner's request does not take (a format)
         first = exc.errors()[0]
         return (f"the performance model cannot take {'.'.join(map(str, first['loc']))}: "
                 f"{first['msg']}")
+    if builtin:
+        return req
+    model = PlanModel.model_construct(architecture=None, weights=s.model.weights,
+                                      name=s.model.name)
+    return req.model_copy(update={"spec": req.spec.model_copy(update={"model": model})})
 
 
-def predict(doc: InferenceDeployment) -> Prediction:
-    """Each role's predicted TTFT, TPOT and tokens/s (see the module docstring); a
+def predict(doc: InferenceDeployment,
+            deployed: Sequence[tuple[RoleInput, RoleSizing]]) -> Prediction:
+    """Each role's predicted TTFT, TPOT and tokens/s (see the module docstring) of the
+    deployment's own role inputs and sizing (``deployed``, per role of ``doc``); a
     :class:`Prediction` with ``reason`` set when the spec cannot be timed."""
     req = plan_request(doc)
     if isinstance(req, str):
         return Prediction(reason=req)
-    res = evaluate(req)
+    res = evaluate(req, deployed=deployed)
     cand = res.candidates[0]
     if not cand.fits:
         return Prediction(reason=f"not timed: {cand.bound}")
     s = doc.spec
     out = Prediction(total_tps=cand.total_tps, output_tps=cand.output_tps, bound=cand.bound,
                      assumptions=res.assumptions, notes=list(cand.notes))
-    regimes = roles_regimes(s.roles, s.nodePools, s.model.architecture)
+    regimes = roles_regimes(s.roles, s.nodePools, deployed[0][0].arch)
     for r, j in zip(s.roles, cand.roles):
         p = RolePrediction(r.name, r.mode, batch_per_rank=j.get("batchPerRank"),
                            output_per_node=j.get("outputTokensPerSecPerNode"),
-                           input_per_node=j.get("inputTokensPerSecPerNode"))
+                           input_per_node=j.get("inputTokensPerSecPerNode"),
+                           weights_gib=j.get("weightsGiB"),
+                           kv_tokens_per_rank=j.get("kvTokensPerRank"))
         if r.mode != "decode":
             p.ttft_ms = round(cand.ttft_ms, 1)
             if cand.ttft_median_ms is not None:
@@ -200,28 +233,27 @@ def predict(doc: InferenceDeployment) -> Prediction:
             p.output_total = round(cand.output_tps)
             p.regimes |= {k: regimes[k] for k in ("tpotMs", "outputTokensPerSec")}
         out.roles[r.name] = p
-    out.sanity = sanity(doc, req, cand.ttft_ms, out)
+    out.sanity = sanity(doc, req, cand.ttft_ms, out, deployed)
     return out
 
 
-def _unloaded_ttft_ms(req: PlanRequest) -> float | None:
+def _unloaded_ttft_ms(req: PlanRequest, deployed) -> float | None:
     """The TTFT of one request alone on the same layout (concurrency 1), ms."""
-    doc = req.model_dump(mode="json", exclude_none=True)
-    doc["spec"]["workload"] = {**doc["spec"]["workload"], "concurrency": 1}
-    doc["spec"]["workload"].pop("requestsPerSecond", None)
+    wl = req.spec.workload.model_copy(update={"concurrency": 1, "requestsPerSecond": None})
+    alone = req.model_copy(update={"spec": req.spec.model_copy(update={"workload": wl})})
     try:
-        cand = evaluate(PlanRequest.model_validate(doc)).candidates[0]
-    except (ValidationError, IndexError):
+        cand = evaluate(alone, deployed=deployed).candidates[0]
+    except IndexError:
         return None
     return cand.ttft_ms if cand.fits and cand.ttft_ms > 0 else None
 
 
 def sanity(doc: InferenceDeployment, req: PlanRequest, ttft_ms: float,
-           pred: Prediction) -> list[tuple[str, tuple, str, str]]:
+           pred: Prediction, deployed) -> list[tuple[str, tuple, str, str]]:
     """Predictions that are not an operating point (rule PRF030): a TTFT beyond
     :data:`QUEUE_BOUND` x the unloaded TTFT means the sized concurrency overflows the capacity and
     requests queue for prefill without bound. Returns ``(code, path, message, hint)``."""
-    alone = _unloaded_ttft_ms(req)
+    alone = _unloaded_ttft_ms(req, deployed)
     if alone is None or ttft_ms <= QUEUE_BOUND * alone:
         return []
     out = []

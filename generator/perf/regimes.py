@@ -93,10 +93,10 @@ def kind_of(field: str, *, unified: bool, role_level: bool) -> str:
     return kind
 
 
-def sparse_attention(config: dict) -> bool:
-    """Whether a model config has DeepSeek-V3.2's sparse attention (an indexer, ``index_topk``,
-    without V4's compressed attention, ``compress_ratios``)."""
-    return bool(config.get("index_topk")) and not config.get("compress_ratios")
+def sparse_attention(arch) -> bool:
+    """Whether a model (:class:`~generator.catalog.ModelArch`) has DeepSeek-V3.2's sparse
+    attention (an indexer, without V4's compressed attention)."""
+    return arch.sparse_attention
 
 
 @dataclass(frozen=True)
@@ -163,12 +163,11 @@ def figure_regimes(*, unified: bool, data: int, vendor: str, sparse: bool
             for f, k in _FIELDS[unified].items()}
 
 
-def roles_regimes(roles, pools: dict, architecture: str | None,
-                  config: dict | None = None) -> dict[str, RegimeError]:
+def roles_regimes(roles, pools: dict, arch) -> dict[str, RegimeError]:
     """:func:`figure_regimes` of a deployment given as role objects (``mode``, ``nodePool``,
     ``parallel.data``; spec roles or candidate role JSON) on ``pools`` (name -> an object or
-    dict with ``gpu``), of model ``architecture`` (or its ``config``)."""
-    from ..catalog import GPUS, builtin_config
+    dict with ``gpu``), of model ``arch`` (:class:`~generator.catalog.ModelArch`)."""
+    from ..catalog import GPUS
 
     def get(obj, key):
         return obj[key] if isinstance(obj, dict) else getattr(obj, key)
@@ -176,19 +175,20 @@ def roles_regimes(roles, pools: dict, architecture: str | None,
     decoding = next((r for r in roles if get(r, "mode") != "prefill"), roles[0])
     par = get(decoding, "parallel")
     pool = pools[get(decoding, "nodePool")]
-    cfg = config if config is not None else builtin_config(architecture)
     return figure_regimes(unified=any(get(r, "mode") == "unified" for r in roles),
                           data=get(par, "data") or 1, vendor=GPUS[get(pool, "gpu")].vendor,
-                          sparse=sparse_attention(cfg))
+                          sparse=sparse_attention(arch))
 
 
 def annotate_plan(doc: dict, req) -> dict:
     """``doc`` (a PlanResult's JSON) with each candidate's ``regimes``: per figure its regime
     and measured bench error (:meth:`RegimeError.to_json`); ``req`` the PlanRequest."""
+    from ..catalog import builtin_arch
     s = req.spec
     for cand in doc.get("candidates", []):
         if cand.get("roles"):
-            regimes = roles_regimes(cand["roles"], s.nodePools, s.model.architecture)
+            regimes = roles_regimes(cand["roles"], s.nodePools,
+                                    builtin_arch(s.model.architecture))
             cand["regimes"] = {"ttftMs": regimes["ttftMs"].to_json(),
                                "tpotMs": regimes["tpotMs"].to_json(),
                                "totalTokensPerSec": regimes["outputTokensPerSec"].to_json()}

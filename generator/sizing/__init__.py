@@ -13,7 +13,7 @@ from typing import Protocol
 
 from ..catalog import Gpu
 from ..roles import RoleInput
-from .formats import held_encoding
+from .formats import held_encoding, mxfp4_padding
 from .params import inventory
 from .result import RoleSizing
 from .sglang_budget import size_sglang
@@ -62,9 +62,8 @@ def placement_for(role: RoleInput, engine: str) -> Placement:
     return Placement(tp=lay.tensor, moe_tp=lay.tensor * lay.data, **common)
 
 
-#: (id(config), format, placement) -> (config, stage weights); holding the config keeps its id
-#: unique. Stage weights are a pure function of the three.
-_STAGES: dict[tuple, tuple[dict, list]] = {}
+#: (model, format, placement) -> stage weights, a pure function of the three.
+_STAGES: dict[tuple, list] = {}
 
 
 def size_role(role: RoleInput, gpu: Gpu, dialect: EngineRelease) -> RoleSizing:
@@ -73,19 +72,23 @@ def size_role(role: RoleInput, gpu: Gpu, dialect: EngineRelease) -> RoleSizing:
     Raises:
         KeyError: the model's config.json lacks a field the weight inventory needs.
     """
-    cfg = role.arch.config
-    inv = inventory(cfg)
+    arch = role.arch
+    inv = inventory(arch)
     place = placement_for(role, dialect.engine)
     held = held_encoding(dialect.engine, role.model.weights, gpu)   # formats.ENGINE_STORAGE
     if held:
         place = replace(place, experts_as=held)
-    key = (id(cfg), role.model.weights, place)
-    hit = _STAGES.get(key)
-    if hit is None:   # the planner sizes one placement many times (concurrency varies)
-        hit = _STAGES[key] = (cfg, stage_weights(inv, cfg, role.model.weights, place))
-    stages = offload_stages(hit[1], inv, cfg, role.model.weights, place,
+    if role.model.weights == "mxfp4" or held == "mxfp4":
+        place = replace(place, mxfp4_pad=mxfp4_padding(dialect.engine, gpu))
+    key = (arch, role.model.weights, place)
+    stages = _STAGES.get(key)
+    if stages is None:   # the planner sizes one placement many times (concurrency varies)
+        if len(_STAGES) >= 4096:
+            _STAGES.clear()
+        stages = _STAGES[key] = stage_weights(inv, arch, role.model.weights, place)
+    stages = offload_stages(stages, inv, arch, role.model.weights, place,
                             role.serving.weightOffload)
     if dialect.engine == "sglang":
-        return size_sglang(role, gpu, inv, cfg, stages, place, dialect.version)
+        return size_sglang(role, gpu, inv, arch, stages, place, dialect.version)
     return size_vllm(role, gpu, dialect.version, dialect.gpu_memory_utilization_default,
-                     inv, cfg, stages, place)
+                     inv, arch, stages, place)

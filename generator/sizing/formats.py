@@ -101,15 +101,17 @@ def base_format(fmt: str) -> str:
 
 
 def encoding(component: str, quantized: bool, fmt: str, *, v4: bool = False,
-             mtp: bool = False, name: str = "") -> str:
+             mtp: bool = False, name: str = "", bf16_rest: bool = False) -> str:
     """The encoding a tensor of ``component`` (``name``: its ``params.Tensor.name``) has in a
     checkpoint of format ``fmt``.
 
     ``quantized``: the tensor is a linear layer checkpoints quantize (``Tensor.quantized``);
-    ``v4``: the model is DeepSeek-V4 (``model_type: deepseek_v4``); ``mtp``: the tensor belongs
-    to the MTP module.
+    ``v4``: the model has DeepSeek-V4's compressed attention (its FP8 + NVFP4 hybrid);
+    ``mtp``: the tensor belongs to the MTP module; ``bf16_rest``: ``fmt`` is the checkpoint's
+    own 4-bit format, which leaves every tensor but the routed experts BF16 (gpt-oss's MXFP4,
+    ``modules_to_not_convert``: attention, router, embedding, head).
     """
-    if not quantized or fmt == "bf16":
+    if not quantized or fmt == "bf16" or (bf16_rest and component != "routed_experts"):
         return "bf16"
     if fmt == "fp8":
         return "fp8_block"
@@ -268,6 +270,37 @@ def storage(engine: str, fmt: str, gpu: Gpu) -> Storage | None:
 def kernel_on(row: Storage, gpu: Gpu) -> str:
     """The MoE kernel ``row``'s engine runs on ``gpu`` (the SM90 one on Hopper)."""
     return row.sm90_kernel if row.sm90_kernel and gpu.generation == "hopper" else row.kernel
+
+
+#: The widths each engine pads MXFP4 routed experts to, per platform: (hidden, intermediate per
+#: tensor-parallel rank) multiples. vLLM 0.33.0 vllm/model_executor/layers/fused_moe/oracle/
+#: mxfp4.py ``mxfp4_round_up_hidden_size_and_intermediate_size`` by the backend its priority list
+#: picks for gpt-oss (``_get_priority_backends_for_gpt_oss``): Blackwell FlashInfer TRT-LLM
+#: (hidden 256, intermediate 128); Hopper the OAI Triton kernels (intermediate 64; the hidden
+#: width at 256 is what vLLM 0.14.1 printed for gpt-oss-120b at TP1 on H100 with its Triton
+#: backend: "Model loading took 64.38 GiB" = 3,072-wide experts + the BF16 rest, 60.8 GiB at the
+#: checkpoint's 2,880: vllm-project/vllm#33155; triton_kernels' Hopper value layout); Ampere/Ada
+#: Marlin (hidden 256, intermediate 128); ROCm 256 both ways. SGLang 0.5.23
+#: python/sglang/srt/layers/moe/fused_moe_triton/layer.py rounds the hidden width to 256 for
+#: FlashInfer MXFP4 (Blackwell) and layers/quantization/mxfp4.py the intermediate to 128
+#: (FlashInfer), 64 (triton_kernels, Hopper: the hidden width as vLLM's, the same layout) or 256
+#: (AITER). DeepSeek-V4's widths (7,168 / 4,096 hidden, 3,072 / 2,048 intermediate) are
+#: multiples of all of them.
+MXFP4_PADDING: dict[tuple[str, str], tuple[int, int]] = {
+    ("vllm", "blackwell"): (256, 128), ("vllm", "hopper"): (256, 64),
+    ("vllm", "nvidia"): (256, 128), ("vllm", "amd"): (256, 256),
+    ("sglang", "blackwell"): (256, 128), ("sglang", "hopper"): (256, 64),
+    ("sglang", "nvidia"): (256, 128), ("sglang", "amd"): (256, 256),
+}
+
+
+def mxfp4_padding(engine: str, gpu: Gpu) -> tuple[int, int]:
+    """The (hidden, intermediate-per-rank) multiples ``engine`` pads MXFP4 routed experts to on
+    ``gpu`` (:data:`MXFP4_PADDING`)."""
+    plat = platform_of(gpu)
+    if plat == "nvidia" and gpu.generation == "hopper":
+        plat = "hopper"
+    return MXFP4_PADDING.get((engine, plat), (0, 0))
 
 
 def held_encoding(engine: str, fmt: str, gpu: Gpu) -> str | None:

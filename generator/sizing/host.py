@@ -147,9 +147,8 @@ def host_plan(role: RoleInput, procs: tuple[PodProcesses, ...], pod: PodSettings
     Raises:
         KeyError: the model's config.json lacks a field the weight inventory needs.
     """
-    cfg = role.arch.config
-    inv = inventory(cfg)
-    other_b, expert_b = checkpoint_bytes(inv, cfg, role.model.weights,
+    inv = inventory(role.arch)
+    other_b, expert_b = checkpoint_bytes(inv, role.arch, role.model.weights,
                                          mtp=role.speculative is not None)
     lay = role.layout
     cache_gib = pod.cache.sizeGiB if pod.cache.volume is None else 0

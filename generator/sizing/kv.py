@@ -12,6 +12,14 @@ Per layer (docs/design.md §5; the engine-printed figures tests/test_sizing.py c
   BF16 rope = 656 B (vLLM flashmla_sparse ``get_kv_cache_shape``); plus the indexer key cache,
   index_head_dim FP8 + one FP32 scale per 128 = 132 B (vLLM ``DeepseekV32IndexerCache``).
 
+GLM-5.2's IndexCache builds the indexer (and its key cache) on some layers only
+(``catalog.capabilities.SparseIndex.layers``): the others cache the latent alone.
+
+GQA (Qwen3-MoE, GLM-4.5, gpt-oss, Llama-4, MiniMax-M2) caches keys and values of the rank's KV
+heads: 2 x heads per rank x head_dim x element bytes per layer, the heads split over attention
+TP and replicated once TP exceeds them (:func:`kv_heads_per_rank`). Layers that attend to a
+window or a chunk only share a hybrid pool (:class:`HybridCache`).
+
 Speculative decoding with MTP adds the draft layers' KV to every token (vLLM allocates the
 draft's attention layers in the same KV pool). Pipeline stages hold only their own layers.
 """
@@ -19,28 +27,150 @@ draft's attention layers in the same KV pool). Pipeline stages hold only their o
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Iterable
+
+from ..catalog import ModelArch
+
+
+def _cdiv(a: int, b: int) -> int:
+    return -(-a // b)
+
 
 #: Bytes per element of the KV cache by ``serving.kvCacheDtype`` (auto = BF16 for these models).
 KV_ELEMENT_BYTES = {"auto": 2, "fp8": 1}
 
 
-def mla_layer_bytes(config: dict, kv_dtype: str) -> int:
-    """KV bytes per token of one attention layer.
+def kv_heads_per_rank(arch: ModelArch, attn_tp: int) -> int:
+    """KV heads one attention-TP rank caches: GQA's heads split over the ranks, at least one
+    (vLLM 0.33.0 vllm/config/model.py ``get_num_kv_heads``: max(1, total // tp), a head
+    replicated on several ranks when TP exceeds the KV heads; SGLang 0.5.23
+    python/sglang/srt/configs/model_config.py ``get_num_kv_heads`` the same); 1 for MLA and
+    compressed attention (the latent / the one head is replicated on every rank)."""
+    at = arch.attention
+    if at.kind != "gqa":
+        return 1
+    return max(1, at.kv_heads // max(attn_tp, 1))
 
-    Raises:
-        KeyError: the config has no MLA fields (not an MLA model).
-    """
-    kv_lora, rope = config["kv_lora_rank"], config["qk_rope_head_dim"]
-    if config.get("index_n_heads"):  # DeepSeek-V3.2: sparse MLA + indexer
+
+def layer_bytes(arch: ModelArch, kv_dtype: str, attn_tp: int = 1, *, index: bool = True) -> int:
+    """KV bytes per token of one attention layer on one GPU of attention-TP size ``attn_tp``:
+    MLA's latent (+ the indexer's key where the layer has an indexer, ``index``); GQA's keys
+    and values of :func:`kv_heads_per_rank` heads."""
+    at = arch.attention
+    if at.kind == "gqa":
+        return kv_heads_per_rank(arch, attn_tp) * (at.head_dim + at.v_head_dim) \
+            * KV_ELEMENT_BYTES[kv_dtype]
+    kv_lora, rope = at.kv_lora_rank, at.qk_rope_head_dim
+    if at.index is not None:  # DeepSeek-V3.2 / GLM-5: sparse MLA + indexer
         main = kv_lora + (kv_lora // 128) * 4 + rope * 2 if kv_dtype == "fp8" else (kv_lora + rope) * 2
-        idim = config["index_head_dim"]
+        if not index:
+            return main
+        idim = at.index.dim
         return main + idim + (-(-idim // 128)) * 4
     return (kv_lora + rope) * KV_ELEMENT_BYTES[kv_dtype]
 
 
-def kv_bytes_per_token(config: dict, kv_dtype: str, layers: int, mtp_layers: int = 0) -> int:
-    """KV bytes per token of one GPU holding ``layers`` attention layers (+ MTP draft layers)."""
-    return mla_layer_bytes(config, kv_dtype) * (layers + mtp_layers)
+def kv_bytes_per_token(arch: ModelArch, kv_dtype: str, layers: int | Iterable[int],
+                       mtp_layers: int = 0, attn_tp: int = 1) -> int:
+    """KV bytes per token of one GPU holding ``layers`` attention layers (a count from the
+    first, or the layers' indices) + MTP draft layers (each with its indexer)."""
+    ids = range(layers) if isinstance(layers, int) else layers
+    built = arch.attention.index.layers if arch.attention.index is not None else ()
+    total = sum(layer_bytes(arch, kv_dtype, attn_tp,
+                            index=not built or i >= len(built) or built[i]) for i in ids)
+    return total + mtp_layers * layer_bytes(arch, kv_dtype, attn_tp)
+
+
+#: Tokens per KV block of vLLM's attention layers on CUDA (CacheConfig block_size 16).
+VLLM_BLOCK = 16
+#: SGLang's default share of the full pool's tokens the sliding-window pool holds
+#: (``--swa-full-tokens-ratio`` 0.8: SGLang 0.5.23 python/sglang/srt/arg_groups).
+SGLANG_SWA_RATIO = 0.8
+
+
+@dataclass(frozen=True)
+class HybridCache:
+    """The KV pool of a stage whose layers attend to a window or a chunk only (gpt-oss's sliding
+    window, Llama-4's chunked local attention), as one engine release lays it out.
+
+    Attributes:
+        engine: ``vllm`` | ``sglang``; per_layer: KV bytes per token of one layer.
+        full, sliding, chunked: the stage's layers of each kind (MTP layers count as full).
+        window, chunk: tokens a sliding / chunked layer keeps.
+        in_flight: vLLM: tokens a window must cover beyond it (``max_in_flight_tokens``).
+
+    vLLM (vllm/v1/core/kv_cache_planning.py ``_get_kv_cache_groups_uniform_page_size``, 0.33):
+    the layers of each kind are split into groups of g layers (g the fewest layers of a kind,
+    or the most when that is under 1.5 x the fewest); a pool block is one page of g layers; a
+    request takes cdiv(len, 16) blocks per full group, cdiv(min(window - 1 + in_flight, len),
+    16) + 1 per sliding group, cdiv(min(chunk + in_flight, len), 16) per chunked group
+    (v1/kv_cache_interface.py ``SlidingWindowSpec``, ``ChunkedLocalAttentionSpec``); "GPU KV
+    cache size" is maximum concurrency x max_model_len (v1/core/kv_cache_utils.py
+    ``get_kv_cache_capacity``).
+
+    SGLang (python/sglang/srt/model_executor/pool_configurator.py, 0.5.23): the window layers
+    keep :data:`SGLANG_SWA_RATIO` x the full layers' tokens; bytes per full token =
+    per_layer x (full + ratio x window layers); "#tokens" is the full pool's.
+    """
+
+    engine: str
+    per_layer: int
+    full: int
+    sliding: int = 0
+    chunked: int = 0
+    window: int = 0
+    chunk: int = 0
+    in_flight: int = 0
+
+    def _kinds(self) -> list[tuple[int, str]]:
+        return [(n, k) for n, k in ((self.full, "full"), (self.sliding, "sliding"),
+                                    (self.chunked, "chunked")) if n]
+
+    def _group_size(self) -> int:
+        counts = [n for n, _ in self._kinds()]
+        low, high = min(counts), max(counts)
+        return high if high < low * 1.5 else low
+
+    def _pool_block(self) -> int:
+        return VLLM_BLOCK * self.per_layer * self._group_size()
+
+    def _blocks_per_request(self, seq_len: int) -> int:
+        g = self._group_size()
+        total = 0
+        for n, kind in self._kinds():
+            if kind == "full":
+                need = _cdiv(seq_len, VLLM_BLOCK)
+            elif kind == "sliding":
+                need = _cdiv(min(self.window - 1 + self.in_flight, seq_len), VLLM_BLOCK) + 1
+            else:
+                need = _cdiv(min(self.chunk + self.in_flight, seq_len), VLLM_BLOCK)
+            total += _cdiv(n, g) * need
+        return total
+
+    def bytes_per_full_token(self) -> float:
+        """SGLang's bytes per token of the full pool."""
+        return self.per_layer * (self.full + SGLANG_SWA_RATIO * (self.sliding + self.chunked))
+
+    def tokens(self, kv_bytes: float, seq_len: int) -> int:
+        """KV tokens of one rank's pool as the engine prints them."""
+        if self.engine == "sglang":
+            return int(max(0.0, kv_bytes) / self.bytes_per_full_token())
+        return int(self.sequences(kv_bytes, seq_len) * seq_len)
+
+    def sequences(self, kv_bytes: float, seq_len: int) -> float:
+        """Sequences of ``seq_len`` tokens one rank's pool holds."""
+        if self.engine == "sglang":
+            full = int(max(0.0, kv_bytes) / self.bytes_per_full_token())
+            window = SGLANG_SWA_RATIO * full
+            need = max(min(seq_len, self.window or self.chunk or seq_len), 1)
+            return min(full / seq_len, window / need) if (self.sliding or self.chunked) \
+                else full / seq_len
+        blocks = int(max(0.0, kv_bytes) // self._pool_block())
+        return blocks / self._blocks_per_request(seq_len)
+
+    def per_token(self) -> int:
+        """Bytes per token of the pool, for reports (every layer's bytes)."""
+        return self.per_layer * (self.full + self.sliding + self.chunked)
 
 
 #: DeepSeek-V4 cache entry, bytes: the ``fp8_ds_mla``-style layout of 448 FP8 non-rope values,
@@ -58,10 +188,6 @@ V4_WINDOW, V4_R4_WINDOW, V4_R128_WINDOW = 128, 8, 128
 
 def _pad(n: int) -> int:
     return -(-n // V4_PAGE_ALIGN) * V4_PAGE_ALIGN
-
-
-def _cdiv(a: int, b: int) -> int:
-    return -(-a // b)
 
 
 @dataclass(frozen=True)

@@ -25,6 +25,24 @@ code of vLLM 0.33 ``vllm/model_executor/models/deepseek_v2.py`` and the HF check
   and the enorm/hnorm/shared-head norms; it shares the target's embedding and head in vLLM
   (vllm/model_executor/models/deepseek_mtp.py).
 
+The GQA families (Qwen3-MoE, GLM-4.5/4.6/4.7, gpt-oss, Llama-4, MiniMax-M2; vLLM 0.33
+``qwen3_moe.py``, ``glm4_moe.py``, ``gpt_oss.py``, ``llama4.py``, ``minimax_m2.py``):
+
+* attention: ``q_proj`` hidden->heads x head_dim, ``k_proj``/``v_proj`` hidden->kv_heads x
+  head_dim (``QKVParallelLinear``: sharded over at most kv_heads ranks, replicated beyond), with
+  their biases where the config has them (GLM-4.5 ``attention_bias``, gpt-oss), ``o_proj``
+  heads x head_dim->hidden (gpt-oss with a bias); q/k norms (per head: Qwen3, GLM-4.5; over all
+  heads: MiniMax-M2); gpt-oss's attention sinks, one per head.
+* MoE: routed experts (gpt-oss with gate_up/down biases), a shared expert (Llama-4, GLM-4.5), the
+  router (gpt-oss with a bias; GLM-4.5 and MiniMax-M2 with an FP32 correction bias); dense MLP
+  layers (Llama-4 ``intermediate_size_mlp``; GLM-4.5's first layers).
+* Llama-4's vision tower (``vision_config``: q/k/v/o and the MLP per ViT layer, and the
+  projector to the text width), BF16 and tensor-parallel, as one ``vision`` tensor.
+* the LM head is the embedding when ``tie_word_embeddings`` (one tensor).
+
+Which tensors a layer has comes from the model's capabilities (``catalog/capabilities.py``),
+never from the config itself.
+
 DeepSeek-V4 (Pro/Flash; shapes from DeepSeek's reference ``inference/model.py`` and vLLM
 ``vllm/model_executor/models/deepseek_v4.py``, ``layers/deepseek_v4_attention.py``,
 ``layers/deepseek_compressor.py``): per layer ``wq_a`` d->q_lora and ``wkv`` d->head_dim (one
@@ -40,107 +58,20 @@ window-only block plus ``e_proj``/``h_proj`` and its own hc head; embedding and 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from functools import cached_property
+from functools import lru_cache
+
+from ..catalog import ModelArch
+from .params_v4 import v4_inventory
+from .tensors import Inventory, Tensor
+
+__all__ = ["Inventory", "Tensor", "inventory"]
 
 
-@dataclass(frozen=True)
-class Tensor:
-    """One weight tensor (per layer that has it).
-
-    Attributes:
-        name: e.g. ``attn.q_b_proj``.
-        component: ``attention`` | ``indexer`` | ``dense_mlp`` | ``shared_experts`` |
-            ``routed_experts`` | ``router`` | ``embedding`` | ``lm_head`` | ``norms`` | ``mtp``.
-        out_dim, in_dim: matrix shape (a vector has in_dim 1).
-        quantized: stored in the checkpoint's low-precision format (FP8 / 4-bit); False keeps
-            BF16 (or FP32 for ``fp32``).
-        tp: ``shard`` (divided by the tensor-parallel size) or ``replicate``.
-        experts: how many experts the tensor is repeated for (routed experts only, else 1).
-        elem_bytes: bytes per element when not quantized (2 = BF16; 4 = FP32/int32, e.g.
-            ``e_score_correction_bias``, V4's hyper-connection weights and ``tid2eid``).
-        split: which dimension tensor parallelism divides: ``out`` (column-parallel) or ``in``
-            (row-parallel: ``o_proj``, ``down``, V4's ``wo_b``; vLLM ``RowParallelLinear``).
-        parts: merged matrices along ``out`` that are split separately (2 for gate_up: vLLM
-            ``MergedColumnParallelLinear`` output_partition_sizes).
-    """
-
-    name: str
-    component: str
-    out_dim: int
-    in_dim: int
-    quantized: bool
-    tp: str
-    experts: int = 1
-    elem_bytes: int = 2
-    split: str = "out"
-    parts: int = 1
-
-    @property
-    def params(self) -> int:
-        """Parameters of the tensor for all its experts."""
-        return self.out_dim * self.in_dim * self.experts
-
-
-@dataclass(frozen=True)
-class Inventory:
-    """The tensors of a model by layer kind.
-
-    Attributes:
-        kinds: tensors of one decoder layer of each kind (``dense``, ``moe``; DeepSeek-V4:
-            ``r4``/``r128``/``r0`` by compress ratio, ``+hash`` for hash-routed layers).
-        layer_kinds: the kind of every main layer, in order.
-        outer: embedding, final norm(s) and lm_head (placed on the first/last pipeline stage).
-        mtp_layer: tensors of one MTP module (empty when the model has none).
-        mtp_layers: number of MTP modules.
-    """
-
-    kinds: dict[str, tuple[Tensor, ...]]
-    layer_kinds: tuple[str, ...]
-    outer: tuple[Tensor, ...]
-    mtp_layer: tuple[Tensor, ...]
-    mtp_layers: int
-
-    def layer(self, i: int) -> tuple[Tensor, ...]:
-        """Tensors of main layer ``i``."""
-        return self.kinds[self.layer_kinds[i]]
-
-    def total_params(self, with_mtp: bool = False) -> int:
-        """All parameters of the main model (plus the MTP modules with ``with_mtp``)."""
-        per = {k: sum(t.params for t in ts) for k, ts in self.kinds.items()}
-        total = sum(per[k] for k in self.layer_kinds) + sum(t.params for t in self.outer)
-        if with_mtp:
-            total += self.mtp_layers * sum(t.params for t in self.mtp_layer)
-        return total
-
-    def kind_counts(self) -> dict[str, int]:
-        """Number of main layers of each kind, kinds in order of first appearance."""
-        return dict(self._kind_counts)
-
-    @cached_property
-    def _kind_counts(self) -> dict[str, int]:
-        counts: dict[str, int] = {}
-        for kind in self.layer_kinds:
-            counts[kind] = counts.get(kind, 0) + 1
-        return counts
-
-    def component_params(self) -> dict[str, int]:
-        """Main-model parameters by component (MTP excluded)."""
-        out: dict[str, int] = {}
-        for kind, n in self._kind_counts.items():
-            for t in self.kinds[kind]:
-                out[t.component] = out.get(t.component, 0) + n * t.params
-        for t in self.outer:
-            out[t.component] = out.get(t.component, 0) + t.params
-        return out
-
-
-def _attention(c: dict) -> list[Tensor]:
-    h = c["hidden_size"]
-    heads = c["num_attention_heads"]
-    nope, rope, v = c["qk_nope_head_dim"], c["qk_rope_head_dim"], c["v_head_dim"]
-    kv_lora = c["kv_lora_rank"]
-    q_lora = c.get("q_lora_rank")
+def _mla_attention(a: ModelArch, index: bool) -> list[Tensor]:
+    at = a.attention
+    h, heads = a.hidden_size, at.heads
+    nope, rope, v = at.qk_nope_head_dim, at.qk_rope_head_dim, at.v_head_dim
+    kv_lora, q_lora = at.kv_lora_rank, at.q_lora_rank
     out = []
     if q_lora:
         out += [Tensor("attn.q_a_proj", "attention", q_lora, h, True, "replicate"),
@@ -154,8 +85,8 @@ def _attention(c: dict) -> list[Tensor]:
         Tensor("attn.kv_b_proj", "attention", heads * (nope + v), kv_lora, True, "shard"),
         Tensor("attn.o_proj", "attention", h, heads * v, True, "shard", split="in"),
     ]
-    if c.get("index_n_heads"):  # DeepSeek-V3.2 sparse-attention indexer
-        ih, idim = c["index_n_heads"], c["index_head_dim"]
+    if index and at.index is not None:   # DeepSeek-V3.2 / GLM-5 sparse-attention indexer
+        ih, idim = at.index.heads, at.index.dim
         out += [
             Tensor("indexer.wq_b", "indexer", ih * idim, q_lora, True, "replicate"),
             Tensor("indexer.wk", "indexer", idim, h, True, "replicate"),
@@ -165,24 +96,53 @@ def _attention(c: dict) -> list[Tensor]:
     return out
 
 
+def _gqa_attention(a: ModelArch) -> list[Tensor]:
+    at = a.attention
+    h, heads, kv, hd, v = a.hidden_size, at.heads, at.kv_heads, at.head_dim, at.v_head_dim
+    out = [Tensor("attn.q_proj", "attention", heads * hd, h, True, "shard"),
+           Tensor("attn.k_proj", "attention", kv * hd, h, True, "shard", shard_limit=kv),
+           Tensor("attn.v_proj", "attention", kv * v, h, True, "shard", shard_limit=kv),
+           Tensor("attn.o_proj", "attention", h, heads * v, True, "shard", split="in")]
+    if at.qkv_bias:
+        out += [Tensor("attn.q_bias", "attention", heads * hd, 1, False, "shard"),
+                Tensor("attn.kv_bias", "attention", kv * (hd + v), 1, False, "shard",
+                       shard_limit=kv)]
+    if at.o_bias:
+        out.append(Tensor("attn.o_bias", "attention", h, 1, False, "replicate"))
+    if at.qk_norm == "head":
+        out.append(Tensor("attn.qk_norm", "attention", 2 * hd, 1, False, "replicate"))
+    elif at.qk_norm == "all":
+        out.append(Tensor("attn.qk_norm", "attention", (heads + kv) * hd, 1, False, "shard"))
+    if at.sinks:
+        out.append(Tensor("attn.sinks", "attention", heads, 1, False, "shard"))
+    return out
+
+
 def _layer_norms(h: int) -> list[Tensor]:
     return [Tensor("input_layernorm", "norms", h, 1, False, "replicate"),
             Tensor("post_attention_layernorm", "norms", h, 1, False, "replicate")]
 
 
-def _moe(c: dict) -> list[Tensor]:
-    h, inter = c["hidden_size"], c["moe_intermediate_size"]
-    experts = c["n_routed_experts"]
-    shared = (c.get("n_shared_experts") or 0) * inter
+def _moe(a: ModelArch) -> list[Tensor]:
+    m, h = a.moe, a.hidden_size
+    inter, experts = m.expert_intermediate, m.experts
     out = [
         Tensor("mlp.experts.gate_up", "routed_experts", 2 * inter, h, True, "shard", experts,
                parts=2),
         Tensor("mlp.experts.down", "routed_experts", h, inter, True, "shard", experts, split="in"),
         Tensor("mlp.gate", "router", experts, h, False, "replicate"),
     ]
-    if c.get("topk_method") == "noaux_tc":
+    if m.expert_bias:
+        out += [Tensor("mlp.experts.gate_up_bias", "routed_experts", 2 * inter, 1, False,
+                       "shard", experts, parts=2),
+                Tensor("mlp.experts.down_bias", "routed_experts", h, 1, False, "shard", experts,
+                       split="in")]
+    if m.router_bias == "correction":
         out.append(Tensor("mlp.gate.e_score_correction_bias", "router", experts, 1, False,
                           "replicate", elem_bytes=4))
+    elif m.router_bias == "linear":
+        out.append(Tensor("mlp.gate.bias", "router", experts, 1, False, "replicate"))
+    shared = m.shared_intermediate
     if shared:
         out += [Tensor("mlp.shared_experts.gate_up", "shared_experts", 2 * shared, h, True, "shard",
                        parts=2),
@@ -191,147 +151,52 @@ def _moe(c: dict) -> list[Tensor]:
     return out
 
 
-def _dense(c: dict) -> list[Tensor]:
-    h, inter = c["hidden_size"], c["intermediate_size"]
+def _dense(a: ModelArch) -> list[Tensor]:
+    h, inter = a.hidden_size, a.moe.dense_intermediate
     return [Tensor("mlp.gate_up", "dense_mlp", 2 * inter, h, True, "shard", parts=2),
             Tensor("mlp.down", "dense_mlp", h, inter, True, "shard", split="in")]
 
 
-#: Inventories of the configs seen last, by identity: ``id(config) -> (config, inventory)``.
-#: The config is kept so its id cannot be reused while cached; configs are never mutated
-#: (the catalog's are cached, a spec's ``config.json`` is read once).
-_INVENTORIES: dict[int, tuple[dict, Inventory]] = {}
-
-
-def inventory(config: dict) -> Inventory:
-    """Tensor inventory of an MLA + MoE model (DeepSeek-V2/V3/V3.2 families, Kimi-K2).
-
-    The planner sizes thousands of layouts of one model: the inventory of a config object is
-    built once (the config must not be mutated afterwards).
+@lru_cache(maxsize=64)
+def inventory(arch: ModelArch) -> Inventory:
+    """Tensor inventory of a model from its capabilities (see the module docstring); built
+    once per model (the planner sizes thousands of layouts of one).
 
     Raises:
-        KeyError: a config field the inventory needs is missing.
+        KeyError: the config lacks a field the inventory needs (``arch.missing``).
     """
-    hit = _INVENTORIES.get(id(config))
-    if hit is not None and hit[0] is config:
-        return hit[1]
-    inv = _build_inventory(config)
-    if len(_INVENTORIES) >= 16:
-        _INVENTORIES.clear()
-    _INVENTORIES[id(config)] = (config, inv)
-    return inv
-
-
-def _build_inventory(config: dict) -> Inventory:
-    mt = config.get("model_type")
-    if mt == "deepseek_v4":
-        return _v4_inventory(config)
-    h = config["hidden_size"]
-    attn = _attention(config) + _layer_norms(h)
-    layers = config["num_hidden_layers"]
-    first_dense = config.get("first_k_dense_replace", 0)
-    freq = config.get("moe_layer_freq", 1) or 1
-    kinds = tuple("moe" if (i >= first_dense and i % freq == 0) else "dense" for i in range(layers))
-    vocab = config["vocab_size"]
-    outer = (
-        Tensor("embed_tokens", "embedding", vocab, h, False, "shard"),
-        Tensor("norm", "norms", h, 1, False, "replicate"),
-        Tensor("lm_head", "lm_head", vocab, h, False, "shard"),
-    )
-    moe_layer = tuple(attn + _moe(config))
-    mtp_extra = [
-        Tensor("mtp.eh_proj", "mtp", h, 2 * h, True, "replicate"),
-        Tensor("mtp.enorm", "mtp", h, 1, False, "replicate"),
-        Tensor("mtp.hnorm", "mtp", h, 1, False, "replicate"),
-        Tensor("mtp.shared_head.norm", "mtp", h, 1, False, "replicate"),
-    ]
-    mtp = tuple(moe_layer) + tuple(mtp_extra)
-    return Inventory(
-        kinds={"dense": tuple(attn + _dense(config)), "moe": moe_layer},
-        layer_kinds=kinds,
-        outer=outer,
-        mtp_layer=mtp,
-        mtp_layers=int(config.get("num_nextn_predict_layers") or 0),
-    )
-
-
-def _v4_layer(c: dict, ratio: int, hashed: bool, mtp: bool = False) -> list[Tensor]:
-    """One DeepSeek-V4 decoder layer (see the module docstring for sources)."""
-    d, heads, dim = c["hidden_size"], c["num_attention_heads"], c["head_dim"]
-    q, o, groups = c["q_lora_rank"], c["o_lora_rank"], c["o_groups"]
-    experts, inter = c["n_routed_experts"], c["moe_intermediate_size"]
-    hc = c.get("hc_mult", 1)
-    m = (2 + hc) * hc
-    shared = (c.get("n_shared_experts") or 0) * inter
-    out = [
-        Tensor("attn.wq_a", "attention", q, d, True, "replicate"),
-        Tensor("attn.q_norm", "attention", q, 1, False, "replicate"),
-        Tensor("attn.wq_b", "attention", heads * dim, q, True, "shard"),
-        Tensor("attn.wkv", "attention", dim, d, True, "replicate"),
-        Tensor("attn.kv_norm", "attention", dim, 1, False, "replicate"),
-        Tensor("attn.wo_a", "attention", groups * o, heads * dim // groups, True, "shard"),
-        Tensor("attn.wo_b", "attention", d, groups * o, True, "shard", split="in"),
-        Tensor("attn.attn_sink", "attention", heads, 1, False, "shard", elem_bytes=4),
-        Tensor("hc.fn", "attention", 2 * m, hc * d, False, "replicate", elem_bytes=4),
-        Tensor("hc.base_scale", "attention", 2 * (m + 3), 1, False, "replicate", elem_bytes=4),
-        Tensor("attn_norm+ffn_norm", "norms", 2 * d, 1, False, "replicate"),
-        Tensor("mlp.experts.gate_up", "routed_experts", 2 * inter, d, True, "shard", experts,
-               parts=2),
-        Tensor("mlp.experts.down", "routed_experts", d, inter, True, "shard", experts, split="in"),
-        Tensor("mlp.gate", "router", experts, d, False, "replicate"),
-    ]
-    if ratio > 0:
-        coff = 2 if ratio == 4 else 1
-        out += [Tensor("compressor.ape", "attention", ratio, coff * dim, False, "replicate",
-                       elem_bytes=4),
-                Tensor("compressor.wkv+wgate", "attention", 2 * coff * dim, d, False, "replicate"),
-                Tensor("compressor.norm", "attention", dim, 1, False, "replicate")]
-    if ratio == 4:
-        ih, idim = c["index_n_heads"], c["index_head_dim"]
-        out += [Tensor("indexer.wq_b", "indexer", ih * idim, q, True, "replicate"),
-                Tensor("indexer.weights_proj", "indexer", ih, d, False, "replicate"),
-                Tensor("indexer.compressor.ape", "indexer", 4, 2 * idim, False, "replicate",
-                       elem_bytes=4),
-                Tensor("indexer.compressor.wkv+wgate", "indexer", 4 * idim, d, False, "replicate"),
-                Tensor("indexer.compressor.norm", "indexer", idim, 1, False, "replicate")]
-    if hashed:
-        out.append(Tensor("mlp.gate.tid2eid", "router", c["vocab_size"],
-                          c["num_experts_per_tok"], False, "replicate", elem_bytes=4))
-    else:
-        out.append(Tensor("mlp.gate.bias", "router", experts, 1, False, "replicate", elem_bytes=4))
-    if shared:
-        out += [Tensor("mlp.shared_experts.gate_up", "shared_experts", 2 * shared, d, True, "shard",
-                       parts=2),
-                Tensor("mlp.shared_experts.down", "shared_experts", d, shared, True, "shard",
-                       split="in")]
-    if mtp:
-        out += [Tensor("mtp.e_proj+h_proj", "mtp", 2 * d, d, True, "replicate"),
-                Tensor("mtp.norms", "mtp", 3 * d, 1, False, "replicate"),
-                Tensor("mtp.hc_head", "mtp", hc, hc * d + 2, False, "replicate", elem_bytes=4)]
-    return out
-
-
-def v4_ratios(config: dict) -> list[int]:
-    """Compress ratio of every main layer (``compress_ratios`` lists the MTP layer last)."""
-    return list(config["compress_ratios"][: config["num_hidden_layers"]])
-
-
-def _v4_inventory(c: dict) -> Inventory:
-    d, vocab, hc = c["hidden_size"], c["vocab_size"], c.get("hc_mult", 1)
-    hash_layers = c.get("num_hash_layers") or 0
-    kinds: dict[str, tuple[Tensor, ...]] = {}
-    layer_kinds = []
-    for i, ratio in enumerate(v4_ratios(c)):
-        hashed = i < hash_layers
-        kind = f"r{ratio}" + ("+hash" if hashed else "")
-        kinds.setdefault(kind, tuple(_v4_layer(c, ratio, hashed)))
+    if arch.missing:
+        raise KeyError(arch.missing)
+    if arch.compressed_attention:
+        return v4_inventory(arch)
+    h = arch.hidden_size
+    at = arch.attention
+    index = at.index.layers if at.index is not None else (False,) * arch.num_layers
+    layer_kinds, kinds = [], {}
+    for i, moe in enumerate(arch.moe.moe_layers):
+        kind = ("moe" if moe else "dense") + ("" if index[i] or at.index is None
+                                               else "+noindex")
+        if kind not in kinds:
+            attn = (_mla_attention(arch, index[i]) if at.kind == "mla"
+                    else _gqa_attention(arch)) + _layer_norms(h)
+            kinds[kind] = tuple(attn + (_moe(arch) if moe else _dense(arch)))
         layer_kinds.append(kind)
-    outer = (
-        Tensor("embed", "embedding", vocab, d, False, "shard"),
-        Tensor("norm", "norms", d, 1, False, "replicate"),
-        Tensor("hc_head", "norms", hc, hc * d + 2, False, "replicate", elem_bytes=4),
-        Tensor("head", "lm_head", vocab, d, False, "shard"),
-    )
-    return Inventory(kinds=kinds, layer_kinds=tuple(layer_kinds), outer=outer,
-                     mtp_layer=tuple(_v4_layer(c, 0, False, mtp=True)),
-                     mtp_layers=int(c.get("num_nextn_predict_layers") or 0))
+    vocab = arch.vocab_size
+    outer = [Tensor("embed_tokens", "embedding", vocab, h, False, "shard"),
+             Tensor("norm", "norms", h, 1, False, "replicate")]
+    if not arch.tie_embeddings:
+        outer.append(Tensor("lm_head", "lm_head", vocab, h, False, "shard"))
+    if arch.vision_params:
+        outer.append(Tensor("vision", "vision", arch.vision_params, 1, False, "shard"))
+    mtp: tuple[Tensor, ...] = ()
+    if arch.mtp_layers:
+        attn = (_mla_attention(arch, True) if at.kind == "mla" else _gqa_attention(arch)) \
+            + _layer_norms(h)
+        mtp = tuple(attn + _moe(arch)) + (
+            Tensor("mtp.eh_proj", "mtp", h, 2 * h, True, "replicate"),
+            Tensor("mtp.enorm", "mtp", h, 1, False, "replicate"),
+            Tensor("mtp.hnorm", "mtp", h, 1, False, "replicate"),
+            Tensor("mtp.shared_head.norm", "mtp", h, 1, False, "replicate"),
+        )
+    return Inventory(kinds=kinds, layer_kinds=tuple(layer_kinds), outer=tuple(outer),
+                     mtp_layer=mtp, mtp_layers=arch.mtp_layers)

@@ -27,12 +27,12 @@ from __future__ import annotations
 
 import math
 
-from ..catalog import Gpu
+from ..catalog import Gpu, ModelArch
 from ..facts import deepep
 from ..facts.batches import cuda_graph_batch, deepep_dispatch_tokens
 from ..facts.versions import parse_version
 from ..roles import RoleInput
-from .kv import V4Cache
+from .kv import HybridCache, V4Cache
 from .result import GIB, RoleSizing
 from .stages import worst_stage
 from .vllm_budget import ACT_BYTES_PER_TOKEN_HIDDEN, DEEPEP_HT_BUFFER_MB
@@ -104,7 +104,7 @@ def cuda_graph_gib(graph_batch: int, attn_dp: int, version: str = "0.5.23") -> f
     return SGLANG_CUDA_GRAPH_GIB + extra / 1024
 
 
-def v4_rope_tables_gib(cfg: dict) -> float:
+def v4_rope_tables_gib(arch: ModelArch) -> float:
     """GiB of DeepSeek-V4's RoPE tables SGLang keeps on each GPU beside the weights: each
     attention layer registers ``freqs_cis`` (complex64, ``max_position_embeddings`` x
     ``qk_rope_head_dim / 2``) from ``precompute_freqs_cis``, which is ``lru_cache``d, so one table
@@ -112,11 +112,12 @@ def v4_rope_tables_gib(cfg: dict) -> float:
     layers' (``compress_rope_theta`` with YaRN) (SGLang 0.5.23 srt/models/deepseek_v4.py
     ``DeepseekV4Attention.__init__``, kernels/ops/attention/dsv4/rope.py). V4-Pro: 2 x 2^20 x 32
     x 8 B = 0.5 GiB, loaded with the model, so inside the static pool."""
-    if cfg.get("model_type") != "deepseek_v4":
+    comp = arch.attention.compressed
+    if comp is None:
         return 0.0
-    ratios = cfg.get("compress_ratios") or []
-    kinds = {bool(r) for r in ratios} or {False}
-    return len(kinds) * cfg["max_position_embeddings"] * (cfg["qk_rope_head_dim"] // 2) * 8 / GIB
+    kinds = {bool(r) for r in comp.ratios} or {False}
+    return len(kinds) * arch.max_position_embeddings * (arch.attention.qk_rope_head_dim // 2) \
+        * 8 / GIB
 
 
 #: SGLang's DeepSeek-V4 default of max_running_requests when the spec bounds nothing
@@ -124,7 +125,28 @@ def v4_rope_tables_gib(cfg: dict) -> float:
 V4_DEFAULT_RUNNING = 256
 
 
-def size_sglang(role: RoleInput, gpu: Gpu, inv, cfg: dict, stages, place,
+#: First SGLang release that pools Llama-4's chunked layers as sliding-window ones
+#: (configs/model_config.py ``is_hybrid_swa_model`` lists Llama4ForConditionalGeneration from
+#: 0.5.8; 0.5.1-0.5.6 model_runner.py exclude "Llama4" from hybrid SWA and 0.5.7's
+#: ``is_hybrid_model`` needs --hybrid-kvcache-ratio): before it every layer caches the whole
+#: sequence. Read in the wheels.
+SGLANG_CHUNKED_SWA_SINCE = (0, 5, 8)
+#: The release whose sliding-window layers (gpt-oss) share the full pool: 0.5.7 derives hybrid
+#: SWA from ``is_hybrid_model`` alone (MiMo-V2, or Llama-4 with --hybrid-kvcache-ratio);
+#: 0.5.1-0.5.6 (model_runner.py, a sliding window on a non-Llama-4 model) and 0.5.8+
+#: (``is_hybrid_swa_model``: GptOssForCausalLM) give them their own pool.
+SGLANG_NO_SWA = (0, 5, 7)
+
+
+def sglang_hybrid_swa(version: tuple[int, int, int], arch: ModelArch) -> bool:
+    """SGLang gives the window / chunk layers of ``arch`` their own smaller pool at
+    ``version`` (:data:`SGLANG_CHUNKED_SWA_SINCE`, :data:`SGLANG_NO_SWA`)."""
+    if "chunked" in arch.attention.layer_types:
+        return version >= SGLANG_CHUNKED_SWA_SINCE
+    return version != SGLANG_NO_SWA
+
+
+def size_sglang(role: RoleInput, gpu: Gpu, inv, arch: ModelArch, stages, place,
                 dialect_version: str = "0.5.23") -> RoleSizing:
     """SGLang budget (sizing/sglang_budget.py): pool = pre x mfs - weights; DeepSeek-V4's pool
     in the layout of release ``dialect_version`` (:class:`~generator.sizing.kv.V4Cache`)."""
@@ -137,11 +159,11 @@ def size_sglang(role: RoleInput, gpu: Gpu, inv, cfg: dict, stages, place,
     graphs_on = not s.enforceEager and role.mode != "prefill" and not normal_deepep
     cgmbs = cuda_graph_batch(role) if graphs_on else 0
     pre = gpu.torch_total_gib - SGLANG_INIT_GIB
-    hidden = cfg["hidden_size"]
+    hidden = arch.hidden_size
     activation = chunked * hidden * ACT_BYTES_PER_TOKEN_HIDDEN / GIB
     comm = 0.0
     moe = role.moe
-    experts = (cfg.get("n_routed_experts") or 0) + place.redundant
+    experts = arch.moe.experts + place.redundant
     if moe and moe.all2all == "deepep_low_latency" and lay.expert_parallel:
         tokens = deepep_dispatch_tokens(role)
         comm = deepep.ll_buffer_bytes(experts, tokens, hidden) / GIB
@@ -166,11 +188,17 @@ def size_sglang(role: RoleInput, gpu: Gpu, inv, cfg: dict, stages, place,
     def v4_cache(ratios: list[int], mtp: int) -> V4Cache:
         if v < (0, 5, 15):   # the DSv4 pool of 0.5.12-0.5.14 (docs/v4-kv.md)
             return V4Cache("sglang", "full-state", ratios.count(4), ratios.count(128),
-                           len(ratios) + mtp, entries=len(cfg["compress_ratios"]))
+                           len(ratios) + mtp, entries=len(arch.attention.compressed.ratios))
         return V4Cache("sglang", "fixed-state", ratios.count(4), ratios.count(128),
                        len(ratios) + mtp, running_per_rank=running, mtp=mtp > 0)
 
-    rope = v4_rope_tables_gib(cfg)
+    rope = v4_rope_tables_gib(arch)
+
+    def hybrid_cache(per_layer: int, full: int, sliding: int, chunked: int) -> HybridCache:
+        at = arch.attention
+        if not sglang_hybrid_swa(v, arch):   # every layer a full one
+            return HybridCache("sglang", per_layer, full + sliding + chunked)
+        return HybridCache("sglang", per_layer, full, sliding, chunked, at.window, at.chunk)
 
     def capped(pool_gib: float) -> float:
         """serving.kvCacheMemoryBytes renders --max-total-tokens (bytes / bytes per token),
@@ -179,8 +207,8 @@ def size_sglang(role: RoleInput, gpu: Gpu, inv, cfg: dict, stages, place,
         return min(pool_gib, s.kvCacheMemoryBytes / GIB) if s.kvCacheMemoryBytes else pool_gib
 
     st, weights, pool, tokens, per_token, sequences, seq_layout = worst_stage(
-        stages, inv, cfg, place, s.kvCacheDtype, max_len, lambda w: capped(pre * mfs - w - rope),
-        v4_cache)
+        stages, inv, arch, place, s.kvCacheDtype, max_len, lambda w: capped(pre * mfs - w - rope),
+        v4_cache, hybrid_cache)
     by_component = {k: b / GIB for k, b in st.by_component.items()}
     if rope:
         weights += rope

@@ -39,11 +39,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..catalog import Gpu
+from ..catalog import Gpu, ModelArch
 from ..facts import deepep
 from ..facts.versions import parse_version
 from ..roles import RoleInput
-from .kv import V4Cache
+from .kv import HybridCache, V4Cache
 from .result import GIB, RoleSizing
 from .stages import worst_stage
 from .weights import Placement, StageWeights
@@ -169,8 +169,42 @@ def vllm_budget(version: tuple[int, int, int], total_gib: float, utilization: fl
                       batched_tokens=batched_tokens)
 
 
+#: First vLLM release whose hybrid KV cache manager stays on next to a KV connector that
+#: supports it (vllm/config/vllm.py: 0.11.0-0.21.0 turn it off for any --kv-transfer-config;
+#: 0.22.0 keeps it where the connector class subclasses SupportsHMA), read in the wheels.
+HMA_WITH_CONNECTOR = (0, 22, 0)
+#: moegen's connectors whose vLLM class subclasses SupportsHMA from :data:`HMA_WITH_CONNECTOR`
+#: (v1/nixl/connector.py NixlBaseConnector, v1/mooncake/mooncake_connector.py MooncakeConnector;
+#: LMCacheConnectorV1 does not, through 0.33.0).
+HMA_CONNECTORS = frozenset({"nixl", "mooncake"})
+#: First vLLM release whose VLLM_ALLOW_CHUNKED_LOCAL_ATTN_WITH_HYBRID_KV_CACHE defaults to 1
+#: (vllm/envs.py: "0" in 0.11.0-0.13.0, "1" from 0.14.0): before it vLLM turns the hybrid
+#: manager off for chunked local attention (Llama-4), "a latency regression" (vllm PR#21761).
+CHUNKED_HMA_DEFAULT_ON = (0, 14, 0)
+#: Speculative methods vLLM's SpeculativeConfig.use_eagle() counts (eagle, eagle3, mtp): with
+#: chunked local attention they turn the hybrid manager off in every release 0.11.0-0.33.0.
+EAGLE_LIKE = frozenset({"eagle", "eagle3", "mtp"})
+
+
+def hybrid_manager(version: tuple[int, int, int], role: RoleInput) -> bool:
+    """vLLM keeps its hybrid KV cache manager on for ``role`` (vllm/config/vllm.py
+    ``__post_init__``, "Hybrid KV cache manager (HMA) runtime rules"): off for chunked local
+    attention with an EAGLE-like drafter or before :data:`CHUNKED_HMA_DEFAULT_ON`, and off next
+    to a KV connector before :data:`HMA_WITH_CONNECTOR` or one without SupportsHMA. Off, every
+    sliding / chunked layer caches the whole sequence, as a full one does
+    (vLLM 0.33.0 vllm/v1/core/kv_cache_planning.py ``unify_hybrid_kv_cache_specs``)."""
+    if "chunked" in role.arch.attention.layer_types:
+        spec = role.speculative
+        if (spec is not None and spec.method in EAGLE_LIKE) or version < CHUNKED_HMA_DEFAULT_ON:
+            return False
+    kv = role.kv_transfer
+    if kv is not None and (version < HMA_WITH_CONNECTOR or kv.connector not in HMA_CONNECTORS):
+        return False
+    return True
+
+
 def size_vllm(role: RoleInput, gpu: Gpu, version: str, default_utilization: float,
-              inv, cfg: dict, stages: list[StageWeights], place: Placement) -> RoleSizing:
+              inv, arch: ModelArch, stages: list[StageWeights], place: Placement) -> RoleSizing:
     """vLLM's budget for one GPU of ``role`` and the KV capacity it leaves (see the module
     docstring); ``default_utilization``: the release's ``--gpu-memory-utilization`` default."""
     lay, s, moe = role.layout, role.serving, role.moe
@@ -180,10 +214,10 @@ def size_vllm(role: RoleInput, gpu: Gpu, version: str, default_utilization: floa
     all2all = moe.all2all if moe else None
     batched = s.maxNumBatchedTokens or default_max_num_batched_tokens(
         v, gpu.torch_total_gib, all2all, lay.expert_parallel, lay.data)
-    physical_experts = (cfg.get("n_routed_experts") or 0) + place.redundant
-    v4 = cfg.get("model_type") == "deepseek_v4"
+    physical_experts = arch.moe.experts + place.redundant
+    v4 = arch.compressed_attention
     extra = v4_gather_gib(max_len, batched) + V4_WORKSPACE_GIB if v4 else 0.0
-    budget = vllm_budget(v, gpu.torch_total_gib, util, lay.tensor, cfg["hidden_size"],
+    budget = vllm_budget(v, gpu.torch_total_gib, util, lay.tensor, arch.hidden_size,
                          physical_experts, batched, all2all, lay.expert_parallel,
                          bool(s.enforceEager), extra)
     # The most constrained stage decides capacity (vLLM: min over PP ranks).
@@ -197,6 +231,13 @@ def size_vllm(role: RoleInput, gpu: Gpu, version: str, default_utilization: floa
         return V4Cache("vllm", scheme, ratios.count(4), ratios.count(128), len(ratios) + mtp,
                        in_flight=in_flight)
 
+    def hybrid_cache(per_layer: int, full: int, sliding: int, chunked: int) -> HybridCache:
+        at = arch.attention
+        if not hybrid_manager(v, role):   # every layer a full one
+            return HybridCache("vllm", per_layer, full + sliding + chunked)
+        return HybridCache("vllm", per_layer, full, sliding, chunked, at.window, at.chunk,
+                           in_flight)
+
     def kv_gib(w: float) -> float:
         """The KV cache next to ``w`` GiB of weights: the utilization budget's remainder, or
         serving.kvCacheMemoryBytes (--kv-cache-memory-bytes: vllm/v1/worker/gpu_worker.py
@@ -209,7 +250,7 @@ def size_vllm(role: RoleInput, gpu: Gpu, version: str, default_utilization: floa
         return want if free >= want else free - want
 
     st, weights, kv, tokens, per_token, sequences, seq_layout = worst_stage(
-        stages, inv, cfg, place, s.kvCacheDtype, max_len, kv_gib, v4_cache)
+        stages, inv, arch, place, s.kvCacheDtype, max_len, kv_gib, v4_cache, hybrid_cache)
     return RoleSizing(
         name=role.name, gpu=gpu.id, engine="vllm", gpu_memory=gpu.torch_total_gib,
         budget=budget.budget, weights=weights, activation=budget.activation,

@@ -50,23 +50,48 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from ..catalog import ModelArch
 from .formats import FP8_BLOCK, encoded_bytes, encoding
 from .params import Inventory, Tensor
 
 GIB = 2**30
 
 
-def tensor_bytes(t: Tensor, fmt: str, scale_bytes: int = 4, *, v4: bool = False,
-                 mtp: bool = False, experts_as: str = "") -> float:
-    """Bytes of tensor ``t`` (all its experts) in checkpoint format ``fmt``.
+@dataclass(frozen=True)
+class Encoding:
+    """What decides a tensor's encoding beyond its component, for one model and format.
 
-    ``scale_bytes``: bytes of one FP8 block scale: 4 (FP32, DeepSeek-V3) or 1 (UE8M0,
-    ``quantization_config.scale_fmt: ue8m0`` of V3.2/V4 checkpoints). ``v4``: the model is
-    DeepSeek-V4; ``mtp``: ``t`` belongs to the MTP module (both change the ``nvfp4`` layout,
-    ``sizing/formats.py``). ``experts_as``: the encoding the engine holds routed experts in
-    when it differs from the checkpoint's (``formats.held_encoding``).
+    Attributes:
+        scale_bytes: bytes of one FP8 block scale: 4 (FP32, DeepSeek-V3) or 1 (UE8M0,
+            ``quantization_config.scale_fmt: ue8m0`` of V3.1/V3.2/V4 checkpoints).
+        v4: the model has DeepSeek-V4's compressed attention (its ``nvfp4`` checkpoint is the
+            FP8 + NVFP4 hybrid, ``sizing/formats.py``).
+        bf16_rest: ``fmt`` is the checkpoint's own 4-bit format, which quantizes only the
+            routed experts (gpt-oss's MXFP4: ``catalog.capabilities.Checkpoint``).
     """
-    enc = encoding(t.component, t.quantized, fmt, v4=v4, mtp=mtp, name=t.name)
+
+    scale_bytes: int = 4
+    v4: bool = False
+    bf16_rest: bool = False
+
+
+def encoding_of(arch: ModelArch, fmt: str) -> Encoding:
+    """The :class:`Encoding` of ``arch``'s checkpoint in format ``fmt``."""
+    ck = arch.checkpoint
+    return Encoding(ck.fp8_scale_bytes, arch.compressed_attention,
+                    ck.bf16_rest and fmt == ck.format)
+
+
+def tensor_bytes(t: Tensor, fmt: str, enc_of: Encoding = Encoding(), *, mtp: bool = False,
+                 experts_as: str = "") -> float:
+    """Bytes of tensor ``t`` (all its experts) in checkpoint format ``fmt`` (``enc_of``: the
+    model's :class:`Encoding`; ``mtp``: ``t`` belongs to the MTP module, which changes the
+    ``nvfp4`` layout, ``sizing/formats.py``). ``experts_as``: the encoding the engine holds
+    routed experts in when it differs from the checkpoint's (``formats.held_encoding``).
+    """
+    enc = encoding(t.component, t.quantized, fmt, v4=enc_of.v4, mtp=mtp, name=t.name,
+                   bf16_rest=enc_of.bf16_rest)
+    scale_bytes = enc_of.scale_bytes
     if experts_as and t.component == "routed_experts" and enc != "bf16":
         enc = experts_as
     return encoded_bytes(enc, t.out_dim, t.in_dim, t.elem_bytes, scale_bytes, t.parts) * t.experts
@@ -83,6 +108,8 @@ class Placement:
         mla_bf16_copies: the engine keeps BF16 W_UK/W_UV (vLLM; SGLang's w_kc/w_vc).
         experts_as: the encoding the engine holds the routed experts in when it is not the
             checkpoint's (``formats.held_encoding``; "" = the checkpoint's).
+        mxfp4_pad: (hidden, intermediate-per-rank) multiples the engine pads MXFP4 routed
+            experts to (``formats.mxfp4_padding``; (0, 0): none).
         dense_tp, shared_tp, moe_tp, vocab_tp: TP degree of the dense MLP, the shared experts,
             the routed experts without EP and the embedding/lm_head; 0 = the same as ``tp``.
             vLLM: MoE TP = tensor x data without EP (``flatten_tp_across_dp``,
@@ -102,9 +129,11 @@ class Placement:
     moe_tp: int = 0
     vocab_tp: int = 0
     experts_as: str = ""
+    mxfp4_pad: tuple[int, int] = (0, 0)
 
     def tp_of(self, t: Tensor) -> int:
-        """The tensor-parallel degree that divides tensor ``t`` (1 for routed experts under EP)."""
+        """The tensor-parallel degree that divides tensor ``t`` (1 for routed experts under EP;
+        at most ``t.shard_limit``: GQA's key/value heads)."""
         c = t.component
         if c == "routed_experts":
             return 1 if self.ep > 1 else (self.moe_tp or self.tp)
@@ -114,7 +143,7 @@ class Placement:
             return self.shared_tp or self.tp
         if c in ("embedding", "lm_head"):
             return self.vocab_tp or self.tp
-        return self.tp
+        return min(self.tp, t.shard_limit) if t.shard_limit else self.tp
 
 
 @dataclass
@@ -147,14 +176,36 @@ def _add(acc: dict[str, float], key: str, value: float) -> None:
     acc[key] = acc.get(key, 0.0) + value
 
 
+def _padded_mxfp4(t: Tensor, place: Placement) -> float:
+    """Bytes of one GPU's share of MXFP4 routed-expert tensor ``t`` (one expert) at the widths
+    the engine pads to (``Placement.mxfp4_pad``: hidden, intermediate per rank)."""
+    tp = 1 if place.ep > 1 else (place.moe_tp or place.tp)
+    hidden_m, inter_m = place.mxfp4_pad
+    if t.split == "out":     # gate_up: out = 2 x intermediate (split), in = hidden
+        inter = _round_up(t.out_dim // t.parts // tp, inter_m)
+        return encoded_bytes("mxfp4", t.parts * inter, _round_up(t.in_dim, hidden_m))
+    inter = _round_up(t.in_dim // tp, inter_m)    # down: out = hidden, in = intermediate (split)
+    return encoded_bytes("mxfp4", _round_up(t.out_dim, hidden_m), inter)
+
+
+def _round_up(n: int, m: int) -> int:
+    return -(-n // m) * m if m > 1 else n
+
+
 def _layer_bytes(tensors: tuple[Tensor, ...], fmt: str, place: Placement, experts: int,
                  acc: dict[str, float], component_override: str | None = None,
-                 scale: int = 4, v4: bool = False) -> None:
+                 enc_of: Encoding = Encoding()) -> None:
     mtp = component_override == "mtp"
     for t in tensors:
         comp = component_override or t.component
-        b = tensor_bytes(t, fmt, scale, v4=v4, mtp=mtp, experts_as=place.experts_as)
-        if t.component == "routed_experts" and place.ep > 1:
+        b = tensor_bytes(t, fmt, enc_of, mtp=mtp, experts_as=place.experts_as)
+        if any(place.mxfp4_pad) and t.component == "routed_experts" and t.quantized and \
+                (place.experts_as or encoding(t.component, True, fmt, v4=enc_of.v4, mtp=mtp,
+                                              bf16_rest=enc_of.bf16_rest)) == "mxfp4":
+            per = _padded_mxfp4(t, place)
+            local = -(-(experts + place.redundant) // place.ep) if place.ep > 1 else t.experts
+            _add(acc, comp, per * local)
+        elif t.component == "routed_experts" and place.ep > 1:
             slots = -(-(experts + place.redundant) // place.ep)
             _add(acc, comp, b / t.experts * slots)
         elif t.tp == "shard":
@@ -163,7 +214,8 @@ def _layer_bytes(tensors: tuple[Tensor, ...], fmt: str, place: Placement, expert
             _add(acc, comp, b)
 
 
-def block_misfits(inv: Inventory, fmt: str, place: Placement) -> list[tuple[Tensor, int, int]]:
+def block_misfits(inv: Inventory, arch: ModelArch, fmt: str,
+                  place: Placement) -> list[tuple[Tensor, int, int]]:
     """Tensor-parallel shards that cut through FP8 quantization blocks.
 
     Block-FP8 weights (every quantized tensor of an ``fp8`` checkpoint, the non-expert ones of
@@ -173,18 +225,21 @@ def block_misfits(inv: Inventory, fmt: str, place: Placement) -> list[tuple[Tens
     model_executor/layers/quantization/utils/fp8_utils.py ``validate_fp8_block_shape`` and
     ``validate_fp8_block_shape_moe``; SGLang layers/quantization/fp8_utils.py).
 
+    Per-channel FP8 (``fbgemm_fp8``: ``Checkpoint.fp8_blocks`` False) has no blocks.
+
     Returns ``(tensor, TP degree, size per shard)`` for each distinct misfit, MTP included.
     """
-    if fmt == "bf16":
+    if fmt == "bf16" or (fmt == arch.checkpoint.format and not arch.checkpoint.fp8_blocks):
         return []
-    v4 = any(k[:1] == "r" and k[1:2].isdigit() for k in inv.kinds)  # V4 kinds: r4/r128/r0
+    enc_of = encoding_of(arch, fmt)
     seen: dict[str, tuple[Tensor, int, int]] = {}
     tensors = [(t, False) for ts in inv.kinds.values() for t in ts]
     tensors += [(t, True) for t in inv.mtp_layer]
     for t, mtp in tensors:
         if not t.quantized or t.tp != "shard" or t.name in seen:
             continue
-        if encoding(t.component, t.quantized, fmt, v4=v4, mtp=mtp, name=t.name) != "fp8_block":
+        if encoding(t.component, t.quantized, fmt, v4=enc_of.v4, mtp=mtp, name=t.name,
+                    bf16_rest=enc_of.bf16_rest) != "fp8_block":
             continue  # 4-bit formats' per-group scales, BF16 tensors: no 128 x 128 blocks
         tp = place.tp_of(t)
         if tp == 1:
@@ -195,37 +250,33 @@ def block_misfits(inv: Inventory, fmt: str, place: Placement) -> list[tuple[Tens
     return list(seen.values())
 
 
-def _kv_b_quantized(config: dict, fmt: str, mtp: bool) -> bool:
+def _kv_b_quantized(enc_of: Encoding, fmt: str, mtp: bool) -> bool:
     """``kv_b_proj`` is quantized in format ``fmt`` (vLLM then keeps BF16 W_UK/W_UV copies)."""
-    return encoding("attention", True, fmt, v4=_is_v4(config), mtp=mtp) != "bf16"
+    return encoding("attention", True, fmt, v4=enc_of.v4, mtp=mtp,
+                    bf16_rest=enc_of.bf16_rest) != "bf16"
 
 
-def _is_v4(config: dict) -> bool:
-    return config.get("model_type") == "deepseek_v4"
+def _mla_copies(arch: ModelArch, place: Placement) -> float:
+    at = arch.attention
+    return (at.heads / place.tp) * at.kv_lora_rank * (at.qk_nope_head_dim + at.v_head_dim) * 2
 
 
-def _mla_copies(config: dict, place: Placement) -> float:
-    heads = config["num_attention_heads"]
-    return (heads / place.tp) * config["kv_lora_rank"] * \
-        (config["qk_nope_head_dim"] + config["v_head_dim"]) * 2
-
-
-def stage_weights(inv: Inventory, config: dict, fmt: str, place: Placement) -> list[StageWeights]:
+def stage_weights(inv: Inventory, arch: ModelArch, fmt: str,
+                  place: Placement) -> list[StageWeights]:
     """Weight bytes per GPU for every pipeline stage of a role."""
-    experts = config.get("n_routed_experts") or 0
-    scale = 1 if (config.get("quantization_config") or {}).get("scale_fmt") == "ue8m0" else 4
-    v4 = _is_v4(config)
+    experts = arch.moe.experts
+    enc_of = encoding_of(arch, fmt)
     stages = []
     ranges = pp_partition(len(inv.layer_kinds), place.pp)
-    mla_on = place.mla_bf16_copies and "kv_lora_rank" in config
-    mla = mla_on and _kv_b_quantized(config, fmt, mtp=False)
-    mla_mtp = mla_on and _kv_b_quantized(config, fmt, mtp=True)
+    mla_on = place.mla_bf16_copies and arch.attention.kind == "mla"
+    mla = mla_on and _kv_b_quantized(enc_of, fmt, mtp=False)
+    mla_mtp = mla_on and _kv_b_quantized(enc_of, fmt, mtp=True)
     per_kind: dict[str, dict[str, float]] = {}
     for kind in dict.fromkeys(inv.layer_kinds):
         one: dict[str, float] = {}
-        _layer_bytes(inv.kinds[kind], fmt, place, experts, one, scale=scale, v4=v4)
+        _layer_bytes(inv.kinds[kind], fmt, place, experts, one, enc_of=enc_of)
         if mla:
-            _add(one, "attention", _mla_copies(config, place))
+            _add(one, "attention", _mla_copies(arch, place))
         per_kind[kind] = one
     for s, rng in enumerate(ranges):
         # Layers of one kind weigh the same: count them (components keep first-seen order).
@@ -240,29 +291,29 @@ def stage_weights(inv: Inventory, config: dict, fmt: str, place: Placement) -> l
         for t in inv.outer:
             first, last = s == 0, s == len(ranges) - 1
             if (t.component == "embedding" and first) or (t.component != "embedding" and last):
-                _layer_bytes((t,), fmt, place, experts, acc, scale=scale, v4=v4)
+                _layer_bytes((t,), fmt, place, experts, acc, enc_of=enc_of)
         if place.mtp and s == len(ranges) - 1:
             for _ in range(inv.mtp_layers):
                 _layer_bytes(inv.mtp_layer, fmt, place, experts, acc, component_override="mtp",
-                             scale=scale, v4=v4)
+                             enc_of=enc_of)
                 if mla_mtp:
-                    _add(acc, "mtp", _mla_copies(config, place))
+                    _add(acc, "mtp", _mla_copies(arch, place))
         stages.append(StageWeights(s, tuple(rng), acc))
     return stages
 
 
-def checkpoint_bytes(inv: Inventory, config: dict, fmt: str, mtp: bool) -> tuple[float, float]:
+def checkpoint_bytes(inv: Inventory, arch: ModelArch, fmt: str,
+                     mtp: bool) -> tuple[float, float]:
     """Bytes of the checkpoint in format ``fmt``: (everything but the routed experts, the routed
     experts), the MTP module included when ``mtp`` (the engine loads it for speculation)."""
-    scale = 1 if (config.get("quantization_config") or {}).get("scale_fmt") == "ue8m0" else 4
-    v4 = _is_v4(config)
+    enc_of = encoding_of(arch, fmt)
     other = experts = 0.0
     tensors = [(t, n, False) for kind, n in inv.kind_counts().items() for t in inv.kinds[kind]]
     tensors += [(t, 1, False) for t in inv.outer]
     if mtp:
         tensors += [(t, inv.mtp_layers, True) for t in inv.mtp_layer]
     for t, n, in_mtp in tensors:
-        b = n * tensor_bytes(t, fmt, scale, v4=v4, mtp=in_mtp)
+        b = n * tensor_bytes(t, fmt, enc_of, mtp=in_mtp)
         if t.component == "routed_experts":
             experts += b
         else:
@@ -281,7 +332,7 @@ def expert_weight_bytes(inv: Inventory, fmt: str, place: Placement, experts: int
     """Bytes of one GPU's routed-expert weight data (no scales) in one layer of ``kind``."""
     total = 0.0
     for t in inv.kinds[kind]:
-        if t.component != "routed_experts":
+        if t.component != "routed_experts" or not t.quantized:
             continue
         enc = place.experts_as or encoding(t.component, t.quantized, fmt, v4=v4, name=t.name)
         per_expert = t.out_dim * t.in_dim * WEIGHT_BITS[enc] / 8
@@ -292,7 +343,7 @@ def expert_weight_bytes(inv: Inventory, fmt: str, place: Placement, experts: int
     return total
 
 
-def offload_stages(stages: list[StageWeights], inv: Inventory, config: dict, fmt: str,
+def offload_stages(stages: list[StageWeights], inv: Inventory, arch: ModelArch, fmt: str,
                    place: Placement, offload) -> list[StageWeights]:
     """The stages' resident weights with ``offload`` (spec ``serving.weightOffload``) applied.
 
@@ -311,8 +362,8 @@ def offload_stages(stages: list[StageWeights], inv: Inventory, config: dict, fmt
     component ``offloaded``."""
     if offload is None:
         return stages
-    experts = config.get("n_routed_experts") or 0
-    v4 = _is_v4(config)
+    experts = arch.moe.experts
+    v4 = arch.compressed_attention
     out = []
     for st in stages:
         acc = dict(st.by_component)

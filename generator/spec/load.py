@@ -102,7 +102,7 @@ def display_name(path: Path) -> str:
     return STDIN_NAME if str(path) == STDIN else str(path)
 
 
-def _read_text(path: Path, display: str, limit: int) -> tuple[str | None, Finding | None]:
+def read_text(path: Path, display: str, limit: int) -> tuple[str | None, Finding | None]:
     """Read at most ``limit`` bytes of UTF-8 text (pipes such as ``<(...)`` are fine; ``-`` is
     standard input)."""
     if str(path) != STDIN and path.is_dir():
@@ -379,7 +379,7 @@ def parse_yaml_file(path: Path, overlay: bool = False) -> tuple[Any, Provenance,
     """Read one YAML file safely. Returns (data, provenance, findings); data is None on error.
     ``overlay``: the file is an overlay (only the hint of a non-mapping document differs)."""
     display = display_name(path)
-    text, err = _read_text(path, display, MAX_BYTES)
+    text, err = read_text(path, display, MAX_BYTES)
     if err:
         return None, Provenance(), [err]
     docs, findings = _parse_text(text, display, multi=False)
@@ -484,7 +484,7 @@ def read_unit(path: Path, files: list[Path] | None = None, mark: Any = None) -> 
     unit = InputUnit(display_name(path))
     for f in files if files is not None else [path]:
         name = display_name(f)
-        text, err = _read_text(f, name, MAX_STREAM_BYTES)
+        text, err = read_text(f, name, MAX_STREAM_BYTES)
         if err:
             unit.findings.append(err)
             continue
@@ -525,7 +525,7 @@ def _generated_configmaps(unit: InputUnit, doc: Document) -> None:
                 unit.findings.append(_finding("LOAD001", doc.file, f"env file {env} is outside "
                                               f"{base}", "", where.line, where.column))
                 continue
-            text, err = _read_text(base / str(env), name, MAX_BYTES)
+            text, err = read_text(base / str(env), name, MAX_BYTES)
             unit.findings += [err] if err else []
             for n, line in enumerate((text or "").splitlines(), 1):
                 key, eq, value = line.partition("=")
@@ -580,7 +580,7 @@ def _load_model_config(loaded: LoadedSpec) -> None:
     base = Path(loc.file).parent if loc.file else Path(".")
     target = Path(model["config"])
     target = target if target.is_absolute() else base / target
-    text, err = _read_text(target, str(target), MAX_CONFIG_BYTES)
+    text, err = read_text(target, str(target), MAX_CONFIG_BYTES)
     where = dict(path=json_path(cpath), line=loc.line, column=loc.column)
     if err:
         loaded.findings.append(_finding("LOAD011", loc.file, err.message,

@@ -423,6 +423,10 @@ class DeploymentSpec(_Model):
                                     "TTFT, TPOT and tokens/s of each role (moegen's addition).")
     target: Target = Field(default_factory=Target, description="The platform the deployment "
                            "is rendered for (default: plain Kubernetes objects).")
+    calibration: str | None = Field(None, min_length=1, max_length=4096,
+        description="A calibration profile written by gen calibrate (path relative to this "
+        "file): the predicted TTFT, TPOT and tokens/s take its factors where it was measured on "
+        "this configuration (docs/calibration.md); gen size/plan/report --calibration overrides.")
 
 
 Model.model_rebuild()

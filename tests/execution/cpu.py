@@ -16,6 +16,7 @@ rendered: the launcher script, every engine and router flag, every env value, po
 | S7 | ``GLOO_SOCKET_IFNAME`` / ``NCCL_SOCKET_IFNAME`` -> ``lo``; ``VLLM_HOST_IP=<podIP>`` | the rendered NIC (eth0) does not exist here; ``VLLM_HOST_IP`` is what vLLM's ``get_ip()`` finds in a pod |
 | S8 | ``VLLM_CPU_OMP_THREADS_BIND=<core>`` | one core per pod, round robin (a pod's "node"); vLLM's ``auto`` binding would reserve cores per engine |
 | S9 | router: ``--service-discovery`` (+ namespace, port, label selectors) -> ``--prefill``/``--decode`` ``http://<podIP>:<port>`` of the pods the selectors match; ``--host``/``--prometheus-host 0.0.0.0`` -> the router pod's IP | no Kubernetes API here; the same pods, port and selectors |
+| S10 | bench Job (``gen bench``): ``--base-url http://<Service>:<port>`` -> ``http://<podIP>:<targetPort>`` of the first pod the Service selects | no cluster DNS or Service proxy here; the same Service, selector and target port |
 
 The container image's environment (``PATH`` = the runtime venv first, ``HOME`` = the pod
 directory, ``HF_HUB_OFFLINE=1``, ``VLLM_NO_USAGE_STATS=1``, ``DO_NOT_TRACK=1``) stands in for
@@ -86,7 +87,7 @@ def _set(argv: list[str], old: str, new: str) -> tuple[list[str], bool]:
 
 
 def substitute(pod, cluster, model_dir: Path) -> None:
-    """Apply S1-S9 to ``pod`` (its rendered argv/env -> argv/env), recording each change."""
+    """Apply S1-S10 to ``pod`` (its rendered argv/env -> argv/env), recording each change."""
     argv, env = list(pod.rendered_argv), dict(pod.rendered_env)
     changes = pod.changes
     pod_dir = cluster.work / "pods" / pod.name
@@ -137,6 +138,9 @@ def substitute(pod, cluster, model_dir: Path) -> None:
     if argv and argv[0] == "vllm-router":
         argv, note = _router_static(argv, pod, cluster)
         changes.append(f"S9 router: {note}")
+    if "--base-url" in argv and "bench" in argv:
+        argv, note = _service_url(argv, cluster)
+        changes.append(f"S10 bench: {note}")
     env.update(IMAGE_ENV, PATH=":".join(path), HOME=str(pod_dir))
     pod.argv, pod.env = argv, env
 
@@ -191,3 +195,19 @@ def _router_static(argv: list[str], pod, cluster) -> tuple[list[str], str]:
         out += [flag, *urls] if flag == "--worker-urls" else [x for u in urls for x in (flag, u)]
         found.append(f"{flag} {' '.join(urls) or '(no pod matches)'}")
     return out, "service discovery -> " + "; ".join(found) + f"; 0.0.0.0 -> {pod.ip}"
+
+
+def _service_url(argv: list[str], cluster) -> tuple[list[str], str]:
+    """S10: ``--base-url http://<Service>:<port>`` -> the address of a pod the Service selects."""
+    i = argv.index("--base-url") + 1
+    m = re.fullmatch(r"http://([a-z0-9-]+):(\d+)", argv[i])
+    if m is None:
+        return argv, f"--base-url {argv[i]} kept (not a Service URL)"
+    [svc] = [d for d in cluster.docs if d["kind"] == "Service" and d["metadata"]["name"] == m.group(1)]
+    sp = next(p for p in svc["spec"]["ports"] if str(p["port"]) == m.group(2))
+    pods = [q for q in cluster.pods.values()
+            if all(q.labels.get(k) == v for k, v in svc["spec"]["selector"].items())]
+    if not pods:
+        raise NotImplementedError(f"Service {m.group(1)} selects no pod of this cluster")
+    url = f"http://{pods[0].ip}:{pods[0].port(sp.get('targetPort', sp['port']))}"
+    return argv[:i] + [url] + argv[i + 1:], f"--base-url {argv[i]} -> {url} (pod {pods[0].name})"

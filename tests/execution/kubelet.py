@@ -1,11 +1,12 @@
 """Run a rendered output directory as local "pods", the way the kubelet and the controllers would.
 
-moegen renders LeaderWorkerSets, StatefulSets and Deployments; this module turns each pod of them
+moegen renders LeaderWorkerSets, StatefulSets, Deployments and (gen bench) a Job; this module turns each pod of them
 into a process group on this machine, and nothing in the rendered pod is changed except the
 listed CPU substitutions of ``tests/execution/cpu.py`` (that module is the only place that changes
 anything). What it emulates, with the upstream behaviour it follows:
 
-* **Pods** of each workload: a Deployment's ``replicas`` pods, a StatefulSet's ``<name>-<i>``, a
+* **Pods** of each workload: a Deployment's ``replicas`` pods, a Job's one pod ``<name>-0``, run
+  to completion (``Cluster.add_job``, ``run_to_completion``), a StatefulSet's ``<name>-<i>``, a
   LeaderWorkerSet's groups: leader ``<lws>-<g>`` from ``leaderTemplate`` (else
   ``workerTemplate``), workers ``<lws>-<g>-<i>``, labelled ``leaderworkerset.sigs.k8s.io/name``,
   ``group-index``, ``worker-index`` (kubernetes-sigs/lws@v0.9.0:
@@ -212,6 +213,8 @@ def plan_pods(out_dir: Path, ip_prefix: str) -> tuple[list[Pod], list[dict]]:
         elif kind == "Deployment":
             for i in range(int(spec.get("replicas", 1))):
                 add(name, spec["template"], f"{name}-{i}", f"{name}-{i}", {}, {}, None, ns)
+        elif kind == "Job":   # one pod that runs to completion (parallelism 1, the default)
+            add(name, spec["template"], f"{name}-0", f"{name}-0", {"job-name": name}, {}, None, ns)
     return pods, docs
 
 
@@ -489,6 +492,40 @@ class Cluster:
         v.measured = self.measured                  # one run: the variant's bounds are this run's
         self._children.append(v)
         return v
+
+    def add_job(self, path: Path) -> str:
+        """Plan the pod of the Job rendered in ``path`` (e.g. ``gen bench``'s bench-job.yaml) on
+        the next free address of this cluster, with the CPU substitutions against this
+        cluster's pods (its Services resolve to them); returns the pod's name. Start it with
+        ``start`` and wait for its end with ``run_to_completion``."""
+        pods, docs = plan_pods(Path(path).parent, self.ip_prefix)
+        [pod] = [q for q in pods if q.workload in {d["metadata"]["name"] for d in docs
+                                                   if d["kind"] == "Job"}]
+        pod.ip = f"{self.ip_prefix}.{10 + len(self.pods)}"
+        pod.core = len(self.pods) % max(1, len(os.sched_getaffinity(0)))
+        pod.rendered_env = container_env(pod, self.configmaps, {})
+        pod.rendered_argv = [expand(a, pod.rendered_env)
+                             for a in [*pod.container.get("command", []), *pod.container.get("args", [])]]
+        self.pods[pod.name] = pod
+        self.generation[pod.name] = 0
+        cpu.substitute(pod, self, self.model_dir)
+        (self.work / "substitutions.txt").write_text(self.substitutions())
+        return pod.name
+
+    def run_to_completion(self, name: str, timeout_s: float) -> int:
+        """Wait for the running pod ``name`` (a Job's) to exit; its exit code (a Job pod with
+        ``restartPolicy: Never`` is not restarted). Fails after ``timeout_s``."""
+        r = self.running[name]
+        deadline = time.monotonic() + timeout_s
+        while r.popen.poll() is None:      # sampled while it runs: its peak memory and CPU time
+            if time.monotonic() > deadline:
+                raise PodFailed(f"{name}: still running after {timeout_s:.0f}s\n" + tail(self.log(name)))
+            self.sample_memory()
+            time.sleep(1)
+        rc = r.popen.returncode
+        self.running.pop(name)
+        self._gone.append(r)
+        return rc
 
     # ------------------------------------------------------------------ views
     def substitutions(self) -> str:

@@ -59,3 +59,51 @@ def test_killed_pod_group_is_recreated_and_serves_again(cluster, request):
     reply = client.complete(url, MODEL, "after the restart", max_tokens=4)
     assert reply.ok, reply.body
     assert reply.body["usage"]["completion_tokens"] == 4
+
+
+def test_bench_job_runs_the_real_client_and_feeds_gen_calibrate(cluster, request, tmp_path):
+    """gen bench's Job, run with the real `vllm bench serve` of the CPU runtime against the
+    rendered client Service (S10), and its pod log through gen calibrate: the path users run
+    (the numbers are a CPU's). 8 prompts of 32/8 tokens, 8 in flight (sizing.concurrency)."""
+    import yaml
+
+    from generator.cli import run
+    from tests.execution.conftest import OVERLAYS
+    from tests.helpers import EXAMPLES
+    spec = EXAMPLES / "s1-32xh20-unified.yaml"
+    overlays = ["-f", str(OVERLAYS / "unified-small.yaml"), "-f", str(OVERLAYS / "vllm-0.32.yaml"),
+                "-f", str(OVERLAYS / "bench-traffic.yaml")]
+    out = tmp_path / "bench"
+    assert run(["bench", str(spec), *overlays, "-o", str(out), "--num-prompts", "8",
+                "--keep", "0"]) == 0
+    [pod] = cluster.pods
+    cluster.wait_ready(pod)
+    job = cluster.add_job(out / "bench-job.yaml")
+    print(cluster.substitutions())
+    cluster.start(job)
+    rc = cluster.run_to_completion(job, cluster.allowance(factor=3, floor=300))
+    log = cluster.log(job)
+    assert rc == 0, log[-4000:]
+    (tmp_path / "bench.log").write_text(log)
+    (tmp_path / "engine.log").write_text(cluster.log(pod))      # kubectl logs of the engine pod
+    profile = tmp_path / "profile.yaml"
+    assert run(["calibrate", str(tmp_path / "bench.log"), f"serve={tmp_path / 'engine.log'}",
+                "--spec", str(spec), *overlays, "-o", str(profile)]) == 0
+    doc = yaml.safe_load(profile.read_text())
+    [r] = doc["spec"]["runs"]
+    # ignore_eos and --random-range-ratio 0.0: every request 32 tokens in, 8 out
+    assert r["traffic"] == {"inputTokens": 32, "outputTokens": 8, "concurrency": 8.0}
+    assert r["client"] == "vllm bench serve"
+    assert set(doc["spec"]["factors"]) == {"ttft", "tpot", "output"}
+    f = doc["spec"]["factors"]
+    fact(request, "bench Job on CPU: measured/predicted TTFT x{:.1f}, TPOT x{:.1f}, output "
+                  "tokens/s predicted/measured x{:.1f}".format(f["ttft"]["factor"],
+                                                               f["tpot"]["factor"],
+                                                               f["output"]["factor"]))
+    # the engine's memory line: S4's 64 MiB of KV in blocks of 16 tokens of 2 layers x 576 x 2 B
+    # = 2304 B/token: 67,108,864 // (16 x 2304) = 1820 blocks = 29,120 tokens ("CPU KV cache size")
+    [mem] = doc["spec"]["memory"]
+    assert (mem["role"], mem["engine"], mem["kvTokensPerRank"]["measured"]) == ("serve", "vllm", 29120)
+    # one run: each factor is that run's own ratio
+    assert f["tpot"]["factor"] == pytest.approx(r["measured"]["tpotMs"] / r["predicted"]["tpotMs"],
+                                                rel=1e-3)

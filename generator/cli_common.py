@@ -1,0 +1,50 @@
+"""What the ``gen`` commands share: the SPEC argument, overlays, ``--calibration``, reading and
+checking a spec, printing a rejection (generator/cli.py, generator/cli_calibrate.py)."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+
+from . import pipeline
+from .errors import SpecRejected, UsageError
+from .output import findings as report
+from .spec.load import display_name
+
+_SPEC = click.argument("spec", type=click.Path(dir_okay=False, path_type=Path))
+#: SPEC may be ``-``: the document is read from standard input (findings name it ``<stdin>``).
+_OVERLAYS = click.option("-f", "--overlay", "overlays", multiple=True,
+                         type=click.Path(dir_okay=False, path_type=Path),
+                         help="Overlay merged over SPEC (repeatable; last wins).")
+#: ``--calibration PROFILE``: a profile of gen calibrate, replacing spec.calibration.
+_CALIBRATION = click.option("--calibration", "calibration", default=None,
+                            type=click.Path(dir_okay=False, path_type=Path),
+                            help="A calibration profile written by gen calibrate (replaces "
+                            "spec.calibration): predictions take its factors where it was "
+                            "measured on this configuration.")
+
+
+def _exist(*paths: Path) -> None:
+    """Refuse a command whose input files are missing (a usage error, exit 2)."""
+    for path in paths:
+        if path is not None and str(path) != "-" and not path.exists():
+            raise UsageError(f"{path}: no such file")
+
+
+def _checked(spec: Path, overlays: tuple[Path, ...], target: str | None = None,
+             calibration: Path | None = None) -> pipeline.Checked:
+    """Read and check SPEC with its overlays (and ``calibration``); a PlanRequest is a usage
+    error."""
+    _exist(spec, *overlays, calibration)
+    checked = pipeline.check(spec, list(overlays), target, calibration=calibration)
+    if checked.spec is None and checked.loaded.data.get("kind") == "PlanRequest":
+        raise UsageError(f"{display_name(spec)} is a PlanRequest: use gen plan (or gen report) on it")
+    return checked
+
+
+def _reject(findings: list) -> None:
+    """Print findings for people (stderr) and exit 1."""
+    click.echo(report.text(findings, colour=sys.stderr.isatty()), err=True)
+    raise SpecRejected(findings)
