@@ -61,9 +61,9 @@ Bugs moegen finds that the notes do not mention, verified:
 
 The restart model (generator/facts/restarts.py, verified at the releases named there): every
 vLLM prefill/decode pair over NIXL gets RST011 (a notice: a prefill restart crashes the decode
-through NIXL's UCX race, vllm-project/vllm#49238, fixed only on NIXL main), the Dynamo SGLang
-GB200 pair over NIXL RST010 (a decode restart crashes the prefill, smg-project/smg#2503), each at
-the decode's or prefill's kv-transfer setting.
+through NIXL's UCX race, vllm-project/vllm#49238, fixed only on NIXL main), every SGLang pair
+over NIXL's UCX backend RST010 (a decode restart crashes the prefill, smg-project/smg#2503), each
+at the decode's or prefill's kv-transfer setting.
 
 moegen's policy, not a bug of the manifest as it runs (documented, not verified as failures):
 
@@ -156,6 +156,7 @@ EXPECTED = {
     ]),
     "dynamo-dgd-glm-5.2-fp8-sglang-disagg-h200-agentic": (None, [
         ("IMP010", 19),
+        ("RST010", 47),
         ("IMP004", 152),
         ("IMP008", 152),
         ("IMP004", 261),
@@ -206,12 +207,14 @@ EXPECTED = {
         ("POD001", 150),
         ("IMP004", 183),
         ("IMP010", 184),
+        ("RST010", 188),
     ]),
     "llmd-pd-disaggregation-vllm-gpt-oss-120b-coreweave": ("H200-141GB", [
         ("POD004", 18),
         ("POD003", 18),
         ("IMP004", 51),
         ("IMP015", 56),
+        ("RST011", 56),
         ("POOL005", 156),
         ("POOL004", 156),
         ("POOL005", 156),
@@ -283,6 +286,7 @@ EXPECTED = {
         ("IMP005", 192),
         ("IMP005", 203),
         ("IMP015", 203),
+        ("RST011", 203),
         ("POOL005", 478),
         ("IMP003", 502),
         ("IMP008", 502),
