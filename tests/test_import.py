@@ -394,13 +394,17 @@ def test_pre_commit_hook_takes_many_files_and_skips_the_others():
     hooks = yaml.safe_load((ROOT / ".pre-commit-hooks.yaml").read_text())
     validate = next(h for h in hooks if h["id"] == "moegen-validate")
     # Many files per call (pass_filenames, require_serial); every YAML is fine: gen validate
-    # skips what is neither a spec nor a serving manifest.
-    assert validate["entry"] == "gen validate" and validate["types"] == ["yaml"]
+    # skips what is neither a spec nor a serving manifest, and --allow-empty passes a commit
+    # that changes none (without it: INP001).
+    assert validate["entry"] == "gen validate --allow-empty" and validate["types"] == ["yaml"]
     assert validate.get("pass_filenames", True) is True and validate["require_serial"] is True
     files = [str(p) for p in sorted(ROOT.glob("**/*.yaml"))
              if ".venv" not in p.parts and "expected" not in p.parts and "invalid" not in p.parts
              and "golden" not in p.parts][:60]
     assert run(["validate", *files]) == 0
+    hooks_file = str(ROOT / ".pre-commit-hooks.yaml")   # neither: a commit that changes only it
+    assert run(["validate", "--allow-empty", hooks_file]) == 0
+    assert run(["validate", hooks_file]) == 1
 
 
 def test_copied_tree_round_trips_through_the_cli(tmp_path):

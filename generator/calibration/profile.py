@@ -19,7 +19,8 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from ..errors import Finding, Location, Severity
 from ..perf.calibrated import GROUPS, Calibration, Factor
-from ..perf.predict import Prediction, predict
+from ..deployment import Deployment, at_spec
+from ..perf.predict import Prediction
 from ..spec.load import parse_yaml_file
 from ..spec.models import InferenceDeployment, Sizing, Traffic
 from ..spec.validate import pydantic_findings
@@ -120,14 +121,17 @@ def fit_factors(rows: list[tuple[dict, dict]]) -> dict[str, Factor]:
     return out
 
 
-def fit(doc: InferenceDeployment, runs: list[Run], memory: list[tuple[MemoryLine, dict]],
+def fit(model: Deployment, runs: list[Run], memory: list[tuple[MemoryLine, dict]],
         name: str) -> tuple[dict, list[tuple[Run, dict]]]:
     """The profile document (a plain dict, :class:`CalibrationProfile`'s form) fitted on
-    ``runs`` of ``doc``'s configuration, and each run with its prediction at its own traffic.
+    ``runs`` of the deployment ``model``'s configuration, and each run with its prediction at
+    its own traffic (the same deployment model at that traffic: ``deployment.at_spec``).
     ``memory``: each log's line with the sizing it is compared with (shown, not applied)."""
+    doc = model.spec
     rows = []
     for run in runs:
-        pred = predict(at_traffic(doc, run.input_tokens, run.output_tokens, run.concurrency))
+        pred = at_spec(model, at_traffic(doc, run.input_tokens, run.output_tokens,
+                                         run.concurrency)).prediction
         rows.append((run, predicted_figures(pred)))
     factors = fit_factors([(p, r.figures()) for r, p in rows])
     runs_doc = [{"file": r.file, "client": r.client,

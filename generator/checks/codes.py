@@ -6,6 +6,8 @@ from __future__ import annotations
 from ..errors import Severity
 from .registry import E, W, external
 
+N = Severity.NOTICE
+
 for _code, _sev, _summary, _source in (
     ("LOAD001", E, "the file exists and is readable", "generator/spec/load.py"),
     ("LOAD002", E, "the file is at most 1 MiB", "generator/spec/load.py (hostile input)"),
@@ -26,6 +28,17 @@ for _code, _sev, _summary, _source in (
     ("LOAD014", E, "mapping keys are scalars",
      "generator/spec/load.py (Kubernetes objects have string keys: a {{X}} template "
      "placeholder parses as a mapping key; https://yaml.org/spec/1.2.2/)"),
+    ("INP001", E, "gen validate checked something: a spec or a serving workload moegen reads "
+                  "(--allow-empty accepts inputs with nothing to check)",
+     "docs/design.md §10; generator/inputs.py (nothing_checked)"),
+    ("INP002", N, "an engine under a kind moegen does not read is found and reported as not "
+                  "checked (RayCluster, RayClusterFleet, Pod, Job, Knative Service, other CRDs)",
+     "docs/design.md §10; generator/importer/unread.py"),
+    ("SKP001", W, "a skip (# moegen:skip=CODE, moegen.dev/skip) gives its reason",
+     "docs/design.md §10; generator/waivers.py"),
+    ("SKP002", W, "a skip names a rule code and suppresses a finding (no stale waivers)",
+     "docs/design.md §10; generator/waivers.py (like ruff's unused-noqa RUF100: "
+     "https://docs.astral.sh/ruff/rules/unused-noqa/)"),
     ("IMP001", E, "a serving workload's engine command can be found",
      "generator/importer/launch.py (vllm serve, python -m vllm.entrypoints.openai.api_server, "
      "python -m sglang.launch_server, sglang serve, the Dynamo wrappers)"),
@@ -150,6 +163,10 @@ for _code, _sev, _summary, _source in (
      "generator/preflight.py (kubectl apply --server-side --dry-run=server: "
      "kubernetes/kubernetes@v1.32.0:staging/src/k8s.io/kubectl/pkg/cmd/apply/apply.go; "
      "https://kubernetes.io/docs/reference/using-api/api-concepts/#dry-run)"),
+    ("PRE011", E, "the endpoint is a Kubernetes API server: GET /version answers its version "
+                  "(gen preflight)",
+     "generator/preflight.py (kubernetes-client/python@v37.0.2:kubernetes/client/api/"
+     "version_api.py: GET /version/ returns VersionInfo with gitVersion)"),
 ):
     external(_code, _sev, _summary, _source)
 

@@ -148,11 +148,13 @@ def _role_of(path: tuple) -> int | None:
     return path[2] if len(path) > 2 and path[:2] == ("spec", "roles") else None
 
 
-def run_rules(ctx: Context) -> list[Finding]:
+def run_rules(ctx: Context, waived: Callable[[Finding], bool] | None = None) -> list[Finding]:
     """Run every rule of :data:`RULES` on ``ctx``; return all findings, located via provenance.
 
     Pure: ``ctx`` is not changed. The sizing phase sees a copy of ``ctx`` whose ``unsized``
-    holds the roles with an error from the first phase (every role, after a spec-level error).
+    holds the roles with an error from the first phase (every role, after a spec-level error),
+    except errors ``waived`` says a skip suppresses (generator/waivers.py): the roles they are on
+    are still sized.
     """
     out: list[Finding] = []
     seen: set[tuple[str, tuple, str]] = set()
@@ -166,10 +168,11 @@ def run_rules(ctx: Context) -> list[Finding]:
             if key in seen:  # a spec-level field shared by several roles is reported once
                 continue
             seen.add(key)
-            if r.severity is Severity.ERROR:
+            f = Finding(r.code, r.severity, json_path(hit.path), hit.message, hit.hint,
+                        c.provenance.locate(hit.path))
+            if r.severity is Severity.ERROR and not (waived and waived(f)):
                 errored.add(_role_of(tuple(hit.path)))
-            out.append(Finding(r.code, r.severity, json_path(hit.path), hit.message, hit.hint,
-                               c.provenance.locate(hit.path)))
+            out.append(f)
 
     for r in RULES:
         if r.phase is Phase.RULES:

@@ -430,8 +430,11 @@ def sidecar_container(release: PickerRelease, engine: str, port: int, connector:
                            "periodSeconds": 10},
         "resources": {"requests": dict(SIDECAR_RESOURCES), "limits": dict(SIDECAR_RESOURCES)},
         "restartPolicy": "Always",
+        # The image runs as 65532 and writes nothing (llm-d/llm-d-router@v0.10.0:
+        # Dockerfile.sidecar USER 65532:65532; no file writes under pkg/sidecar).
         "securityContext": {"allowPrivilegeEscalation": False,
-                            "capabilities": {"drop": ["ALL"]}, "runAsNonRoot": True},
+                            "capabilities": {"drop": ["ALL"]}, "runAsNonRoot": True,
+                            "readOnlyRootFilesystem": True},
     }
     env = []
     if ranks > 1:   # the per-rank listeners bind the pod's IP (data_parallel.go POD_IP)

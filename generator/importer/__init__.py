@@ -138,10 +138,14 @@ def to_loaded(imported: "Imported", overlays: list[Path] = ()) -> LoadedSpec:
     return loaded
 
 
-def check_imported(imported: "Imported", overlays: list[Path] = (), target: str | None = None):
+def check_imported(imported: "Imported", overlays: list[Path] = (), target: str | None = None,
+                   skips: list = ()):
     """Run every check on an imported deployment (:func:`generator.pipeline.check_loaded`;
     ``target``: ``NAME[@VERSION]``, as ``--target``): IMP findings are reported beside the
-    checks' unless one of :data:`BLOCKING` stops them."""
+    checks' unless one of :data:`BLOCKING` stops them. The errors not reported on manifests
+    (:data:`IMPORTED_SUPPRESSED`, ``imported.suppress``: MOD005 for Hub weights) and those the
+    manifests' waivers ``skips`` cover (generator/inputs.py applies them) do not keep a role
+    from the sizing phase: its HBM is checked."""
     from .. import pipeline
     loaded = to_loaded(imported, overlays)
     mine = {i.code for i in imported.issues}   # IMP codes, and ENG006 for refused values
@@ -149,6 +153,9 @@ def check_imported(imported: "Imported", overlays: list[Path] = (), target: str 
     if any(f.code in BLOCKING and f.severity is Severity.ERROR for f in imp):
         return pipeline.check_loaded(loaded, target)
     loaded.findings = [f for f in loaded.findings if f.code not in mine]
-    checked = pipeline.check_loaded(loaded, target)
+    from ..waivers import Waiver
+    waiver, quiet = Waiver(list(skips)), IMPORTED_SUPPRESSED | set(imported.suppress)
+    checked = pipeline.check_loaded(loaded, target,
+                                    hidden=lambda f: f.code in quiet or bool(waiver.covers(f)))
     checked.findings = sorted(imp + checked.findings, key=Finding.sort_key)
     return checked

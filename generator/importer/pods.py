@@ -20,7 +20,7 @@ from ..engines.caches import CACHE_ENV_KEYS, CACHE_MOUNT
 from ..errors import Location
 from ..manifests.pods import IMEX_CLAIM
 from .launch import Issue, Launch
-from .shell import is_runtime, show
+from .shell import is_runtime, runtime, show
 from .workloads import Pods, Workload
 
 #: GPU product label values and accelerator names -> catalog id (lower-cased, longest first).
@@ -166,6 +166,12 @@ def read_pod(w: Workload, pods: Pods, launch: Launch, gpu_option: str | None,
     if "hostNetwork" in out.network:
         at = prov.locate((*pods.path, "hostNetwork"))
         out.network_locs.update({("hostNetwork",): at, ("bindAddress",): at})
+    host = launch.command.get("--host") if launch.command else None
+    if host is not None and host.value == runtime("status.podIP"):
+        # --host of the pod's IP (fieldRef status.podIP; moegen's own --host "${MOEGEN_POD_IP}")
+        # is network.bindAddress podIP (generator/engines/base.py POD_IP).
+        out.network["bindAddress"] = "podIP"
+        out.network_locs[("bindAddress",)] = launch.loc(host.index)
     iface = next((k for k in ("GLOO_SOCKET_IFNAME", "NCCL_SOCKET_IFNAME") if k in launch.env), None)
     if "socketInterface" in out.network and iface:
         out.network_locs[("socketInterface",)] = launch.env_locations.get(iface)

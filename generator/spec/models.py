@@ -184,6 +184,11 @@ class Network(_Model):
         None, gt=0, le=3200, allow_inf_nan=False,
         description="RDMA bandwidth per GPU between nodes, Gbit/s, for the performance "
         "estimate (gen report, gen size, the dashboard); default 400 (ConnectX-7).")
+    networkPolicy: bool = Field(
+        True, description="Render NetworkPolicies (kubernetes target) that admit only the "
+        "traffic the plan computes: engines to each other, the router or endpoint picker and "
+        "the Gateway to the serving ports, Prometheus to the metrics ports (docs/security.md); "
+        "false leaves the pods to the cluster's own policies.")
 
 
 class Traffic(_Model):
