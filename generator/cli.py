@@ -141,14 +141,10 @@ def render(spec: Path, overlays: tuple[Path, ...], outdir: Path | None, check: b
     if check:
         changes = diff_tree(outdir, files)
         if changes:
-            heads = [c for c in changes if not c.startswith("    ")]
-            if fmt == "json":
-                click.echo(json.dumps({"ok": False, "outdir": str(outdir), "drift": heads},
-                                      indent=2))
-            elif fmt == "github":
-                click.echo("\n".join(
-                    f"::error file={outdir / c[2:].split(' ')[0]},title=drift::{c}" for c in heads))
-            click.echo("\n".join(changes), err=True)
+            from .rollout import drift_report
+            out, err = drift_report(outdir, changes, spec, files, checked, fmt, sys.stderr.isatty())
+            click.echo(out, nl=False)
+            click.echo(err, err=True)
             raise DriftDetected(changes)
         click.echo(f"{outdir}: up to date ({len(files)} files)", err=True)
         return
@@ -553,10 +549,12 @@ def rules(fmt: str) -> None:
 
 
 def _register() -> None:
-    """The commands defined beside this module (gen bench, gen calibrate)."""
+    """The commands defined beside this module (gen bench, gen calibrate, gen diff)."""
     from .cli_calibrate import bench_cmd, calibrate_cmd
+    from .cli_diff import diff
     main.add_command(bench_cmd)
     main.add_command(calibrate_cmd)
+    main.add_command(diff)
 
 
 _register()

@@ -368,7 +368,8 @@ def written_errors(result: Checked, text: str, file: str, overlays: list[Path] =
     """The errors ``gen validate FILE`` (with the same overlays) would report on the spec
     ``gen import`` wrote for ``result`` (``text``) that the manifests' check did not: codes
     reported on manifests only through an IMP finding (model.volume for weights the engine
-    downloads from the Hub: IMP010, MOD005), so that import and validate of its spec agree."""
+    downloads from the Hub: IMP010, MOD005), or only as warnings (judged at an assumed
+    release: IMP008), so that import and validate of its spec agree."""
     from .errors import Location
     from .importer import BLOCKING
     if any(f.code in BLOCKING and f.severity is Severity.ERROR for f in result.findings):
@@ -377,7 +378,7 @@ def written_errors(result: Checked, text: str, file: str, overlays: list[Path] =
     if not findings:
         findings = pipeline.check_loaded(with_overlays(data, prov, [file], list(overlays)),
                                          target).findings
-    seen = {f.code for f in result.findings}
+    seen = {f.code for f in result.findings if f.severity is Severity.ERROR}
     return [f for f in findings if f.severity is Severity.ERROR and f.code not in seen]
 
 

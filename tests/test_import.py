@@ -347,11 +347,11 @@ def test_imported_findings_point_at_the_manifest(tmp_path, capsys):
     assert run(["validate", str(out), "--format", "json"]) == 1
     doc = json.loads(capsys.readouterr().out)
     # 256 routed + 24 redundant = 280 experts are not divisible by EP 16 (280 = 17.5 x 16): the
-    # finding is located at the --eplb-config line of the leader's launcher: line 96 of
+    # finding is located at the --eplb-config line of the leader's launcher: line 103 of
     # decode-lws.yaml, column 15 (the script's indentation, 14, + 1).
     ep = [f for f in doc["findings"] if f["code"] == "EP003"]
     assert [(Path(f["file"]).name, f["line"], f["column"]) for f in ep] == \
-        [("decode-lws.yaml", 96, 15)]
+        [("decode-lws.yaml", 103, 15)]
 
 
 def test_import_options_fill_what_a_manifest_does_not_say(tmp_path):
@@ -370,7 +370,8 @@ def test_import_options_fill_what_a_manifest_does_not_say(tmp_path):
     assert r.imported.data["spec"]["model"]["architecture"] == "deepseek-r1"
     # The image's entrypoint is vllm serve (the args are its arguments).
     assert r.imported.data["spec"]["roles"][0]["parallel"] == {"tensor": 8}
-    assert {f.code for f in r.findings} <= {"IMP010", "POOL005", "MOD005"}
+    # IMP017: the container has no probe.
+    assert {f.code for f in r.findings} <= {"IMP010", "POOL005", "MOD005", "IMP017"}
 
 
 def test_imported_unit_without_engines_finds_nothing(tmp_path):

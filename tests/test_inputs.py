@@ -7,6 +7,8 @@ from __future__ import annotations
 import json
 import shutil
 
+import yaml
+
 from generator.cli import run
 from generator.inputs import read_inputs, summary_line
 from tests.helpers import ROOT, shared, vllm_deployment
@@ -103,23 +105,33 @@ HUB = vllm_deployment("deepseek-ai/DeepSeek-R1", '--tensor-parallel-size, "8"')
 
 
 def test_import_fails_when_validate_of_its_spec_would(tmp_path, capsys):
-    # Weights from the Hugging Face Hub (IMP010, a warning on the manifest, which works): the
-    # spec has no Hub download, so the written spec needs model.volume (MOD005). gen import
-    # used to exit 0 ("0 errors") and gen validate of its spec 1; now both say MOD005.
-    manifest = tmp_path / "r1-lws2.yaml"
-    manifest.write_text(HUB)
+    # vLLM 0.8.5 (no facts: judged at 0.11.0, the nearest release) with an option 0.11.0's parser
+    # does not have: on the manifest ENG004 is a warning (an assumed release, IMP008); the
+    # written spec says engine.version 0.11.0, where it is an error. gen import exits 1 as gen
+    # validate of its spec does.
+    manifest = tmp_path / "r1.yaml"
+    manifest.write_text(vllm_deployment("deepseek-ai/DeepSeek-R1",
+                                        '--tensor-parallel-size, "8", --fail-on-environ-validation',
+                                        models_pvc=True).replace("v0.33.0", "v0.8.5"))
     assert run(["validate", str(manifest)]) == 0
-    capsys.readouterr()
+    assert "warning ENG004" in capsys.readouterr().err
     spec = tmp_path / "r1-imported.yaml"
     assert run(["import", str(manifest), "-o", str(spec)]) == 1
-    err = capsys.readouterr().err
-    assert f"{spec}:9:3: error MOD005" in err and "IMP010" in err
-    assert run(["validate", str(spec)]) == 1 and "MOD005" in capsys.readouterr().err
-    # The overlay that gives the volume makes both pass.
-    vol = tmp_path / "vol.yaml"
-    vol.write_text("spec:\n  model:\n    volume: {persistentVolumeClaim: {claimName: w}}\n")
-    assert run(["import", str(manifest), "-o", str(spec), "-f", str(vol)]) == 0
-    assert run(["validate", str(spec), "-f", str(vol)]) == 0
+    assert f"{spec}:" in capsys.readouterr().err
+    assert run(["validate", str(spec)]) == 1 and "error ENG004" in capsys.readouterr().err
+
+
+def test_a_hub_download_imports_as_model_hub(tmp_path, capsys):
+    # Weights from the Hugging Face Hub into the container's filesystem: model.hub with no cache
+    # (MOD006: downloaded again by every new pod), and the spec validates (issue 31: it used to
+    # need model.volume, MOD005).
+    manifest = tmp_path / "r1-lws2.yaml"
+    manifest.write_text(HUB)
+    spec = tmp_path / "r1-imported.yaml"
+    assert run(["import", str(manifest), "-o", str(spec)]) == 0
+    assert "MOD006" in capsys.readouterr().err
+    assert yaml.safe_load(spec.read_text())["spec"]["model"]["hub"] == {}
+    assert run(["validate", str(spec)]) == 0
 
 
 def test_pool005_hint_names_the_pools_own_gpu_label(tmp_path):
@@ -140,11 +152,14 @@ def test_pool005_hint_names_the_pools_own_gpu_label(tmp_path):
 
 
 def test_engine_release_findings_point_at_the_image_line(tmp_path):
-    # VER001 for an image of a release moegen does not support: at the image, not at 1:1.
+    # An image of a release moegen has no facts for (vLLM 0.6.9: judged at 0.11.0, IMP008, not
+    # VER001 on a manifest that runs): at the image, not at 1:1.
     manifest = tmp_path / "sts.yaml"
     manifest.write_text(HUB.replace("vllm/vllm-openai:v0.33.0", "vllm/vllm-openai:v0.6.9"))
-    found = [f for f in read_inputs([manifest]).all_findings() if f.code == "VER001"]
-    assert [(f.location.line, f.location.column) for f in found] == [(13, 9)]
+    found = read_inputs([manifest]).all_findings()
+    assert "VER001" not in {f.code for f in found}
+    imp008 = [f for f in found if f.code == "IMP008"]
+    assert [(f.location.line, f.location.column) for f in imp008] == [(13, 9)]
 
 
 def test_one_directory_of_several_renders_splits_by_directory(tmp_path):
@@ -211,7 +226,7 @@ def test_skip_counts_do_not_depend_on_how_files_are_passed(tmp_path):
     shutil.copytree(S1_TREE, tree)
     (tree / "values.yaml").write_text("replicaCount: 2\n")
     files = sorted(tree.rglob("*.yaml"))
-    assert len(files) == 13   # 12 rendered + values.yaml (the env files are not YAML)
+    assert len(files) == 15   # 14 rendered (2 NetworkPolicies) + values.yaml (env files: not YAML)
     by_dir, by_file = read_inputs([tree]), read_inputs(files)
     assert by_dir.skipped == by_file.skipped == [str(tree / "values.yaml")]
     assert summary_line(by_dir) == summary_line(by_file) == (
@@ -328,14 +343,15 @@ def test_bare_pods_jobs_and_knative_services_are_found(tmp_path):
 
 def test_a_manifest_on_hub_weights_is_still_sized(tmp_path):
     """DeepSeek-R1 (671B parameters in FP8: > 600 GiB) on one H200, weights from the Hub: the
-    spec form's MOD005 (no model.volume), not reported on manifests (IMP010 says it), kept the
-    role from the sizing phase, so this passed green (only IMP010). Now SIZ001."""
+    spec form's MOD005 (no model.volume), not reported on manifests (IMP010 said it then), kept
+    the role from the sizing phase, so this passed green (only IMP010). Now SIZ001, beside
+    IMP017 (no probe) and MOD006 (the Hub download lands in the container's filesystem)."""
     f = tmp_path / "tp1.yaml"
     f.write_text(vllm_deployment("deepseek-ai/DeepSeek-R1", '--tensor-parallel-size, "1"')
                  .replace("nvidia.com/gpu: 8", "nvidia.com/gpu: 1"))
     batch = read_inputs([f])
     assert [(x.code, x.severity.value) for x in batch.all_findings()] == [
-        ("SIZ001", "error"), ("IMP010", "warning")]
+        ("SIZ001", "error"), ("IMP017", "warning"), ("MOD006", "warning")]
     # 671e9 parameters x 1 byte (FP8) / 2^30 = 625 GiB at least, against 141 GB of HBM.
     weights = float(batch.all_findings()[0].message.split("weights ")[1].split(" ")[0])
     assert weights >= 671e9 / 2**30

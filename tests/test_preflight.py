@@ -294,6 +294,10 @@ S1_OBJECTS = {
     ("ServiceAccount", "dsv3-pd-router"): "/api/v1/namespaces/llm/serviceaccounts/dsv3-pd-router",
     ("ConfigMap", "dsv3-pd-prefill-env"): "/api/v1/namespaces/llm/configmaps/dsv3-pd-prefill-env",
     ("ConfigMap", "dsv3-pd-decode-env"): "/api/v1/namespaces/llm/configmaps/dsv3-pd-decode-env",
+    ("NetworkPolicy", "dsv3-pd-engines"): "/apis/networking.k8s.io/v1/namespaces/llm/"
+                                          "networkpolicies/dsv3-pd-engines",
+    ("NetworkPolicy", "dsv3-pd-router"): "/apis/networking.k8s.io/v1/namespaces/llm/"
+                                         "networkpolicies/dsv3-pd-router",
 }
 
 
@@ -346,7 +350,7 @@ def test_dry_run_applies_every_object_server_side():
     assert {w["method"] for w in c.writes} == {"PATCH"}
     sent = {(w["body"]["kind"], w["body"]["metadata"]["name"]): w["path"] for w in c.writes}
     assert sent == S1_OBJECTS
-    assert len(c.writes) == len(S1_OBJECTS) == 12    # 10 resources + 2 generated ConfigMaps
+    assert len(c.writes) == len(S1_OBJECTS) == 14    # 12 resources + 2 generated ConfigMaps
     for w in c.writes:
         assert w["content_type"] == "application/apply-patch+yaml"
         assert w["query"] == {"dryRun": ["All"], "fieldManager": ["kubectl"],
@@ -391,7 +395,7 @@ def test_cli_dry_run_finding_and_exit_code(tmp_path, capsys):
         assert doc["ok"] is False
         assert [(f["code"], f["file"]) for f in doc["findings"]] == [("PRE010",
                                                                       "decode-lws.yaml")]
-        assert len(c.writes) == 12
+        assert len(c.writes) == 14
         assert run(["preflight", str(S1), "--kubeconfig", str(kubeconfig), "--dry-run"]) == 1
         err = capsys.readouterr().err
         assert "decode-lws.yaml: error PRE010 $.spec.leaderWorkerTemplate.size: LeaderWorkerSet " \

@@ -18,8 +18,8 @@ from tests.helpers import EXAMPLES, vllm_deployment
 
 S1 = EXAMPLES / "s1-16xh20-pd.yaml"
 IMAGE = "    image: vllm/vllm-openai:v0.33.0\n"   # line 22 of S1
-INTERNAL = "    image: registry.corp/ml/vllm-h20:v2.4.1"
-REASON = "our build of vLLM 0.33.0 (go/vllm-h20)"
+INTERNAL = "    image: vllm/vllm-openai:v0.32.0"
+REASON = "0.32.0 with the 0.33.0 parser backported (go/vllm-h20)"
 
 
 def _spec(tmp_path, image_line: str, name: str = "spec.yaml"):
@@ -32,8 +32,9 @@ def _spec(tmp_path, image_line: str, name: str = "spec.yaml"):
 
 @pytest.fixture(scope="module")
 def waived(tmp_path_factory):
-    """S1 on an internal image (ENG002: its tag v2.4.1 reads as vLLM 2.4.1), waived on the
-    image's own line."""
+    """S1 on the vLLM 0.32.0 image with flags rendered for 0.33.0 (ENG002), waived on the image's
+    own line. (An internal image moegen's image table does not know is no longer an ENG002
+    error but an ENG007 notice: nothing to waive there.)"""
     return _spec(tmp_path_factory.mktemp("w"), f"{INTERNAL}   # moegen:skip=ENG002 {REASON}\n")
 
 
@@ -43,18 +44,18 @@ def test_a_skip_suppresses_the_finding_on_its_line(waived, capsys):
     assert capsys.readouterr().err == f"{waived}: ok (0 errors, 0 warnings, 1 suppressed)\n"
     assert run(["validate", str(waived), "--no-skips"]) == 1
     err = capsys.readouterr().err
-    assert f"{waived}:22:5: error ENG002 $.spec.engine.image: image tag 'v2.4.1' is vllm " \
-           "2.4.1" in err and err.endswith("1 error, 0 warnings\n")
+    assert f"{waived}:22:5: error ENG002 $.spec.engine.image: image tag 'v0.32.0' is vllm " \
+           "0.32.0" in err and err.endswith("1 error, 0 warnings\n")
     # gen render applies the same waivers: it writes the tree, and refuses with --no-skips.
     out = waived.parent / "out"
     assert run(["render", str(waived), "-o", str(out)]) == 0
-    assert "registry.corp/ml/vllm-h20:v2.4.1" in (out / "decode-lws.yaml").read_text()
+    assert "vllm/vllm-openai:v0.32.0" in (out / "decode-lws.yaml").read_text()
     assert run(["render", str(waived), "-o", str(out), "--no-skips"]) == 1
     capsys.readouterr()
 
 
 def test_suppressed_findings_in_json_and_sarif(waived, capsys):
-    # The '#' of the comment is at column 47: 44 characters of INTERNAL, then 3 blanks.
+    # The '#' of the comment: after the characters of INTERNAL and 3 blanks (column 39).
     column = len(INTERNAL) + 3 + 1
     assert run(["validate", str(waived), "--format", "json"]) == 0
     doc = json.loads(capsys.readouterr().out)
@@ -82,7 +83,7 @@ def test_a_skip_without_reason_suppresses_nothing_and_is_a_warning(tmp_path, cap
     assert run(["validate", str(spec), "--format", "json"]) == 1
     doc = json.loads(capsys.readouterr().out)
     assert [(f["code"], f["severity"], f["line"], f["message"]) for f in doc["findings"]] == [
-        ("ENG002", "error", 22, "image tag 'v2.4.1' is vllm 2.4.1, but the flags are rendered "
+        ("ENG002", "error", 22, "image tag 'v0.32.0' is vllm 0.32.0, but the flags are rendered "
          "for engine.version 0.33.0"),
         ("SKP001", "warning", 22, "# moegen:skip=ENG002 gives no reason: it suppresses nothing")]
     assert doc["suppressed"] == []
@@ -141,10 +142,11 @@ def test_errors_moegen_cannot_go_past_are_not_waived(tmp_path, capsys):
 
 
 def test_a_skip_in_an_overlay_covers_the_overlay_lines(tmp_path, capsys):
-    """The internal image set by an overlay, waived there: ENG002 is located in the overlay."""
+    """The other release's image set by an overlay, waived there: ENG002 is located in the
+    overlay."""
     overlay = tmp_path / "corp.yaml"
     overlay.write_text("spec:\n  engine:\n    # moegen:skip=ENG002 " + REASON + "\n"
-                       "    image: registry.corp/ml/vllm-h20:v2.4.1\n")
+                       "    image: vllm/vllm-openai:v0.32.0\n")
     assert run(["validate", str(S1), "-f", str(overlay), "--format", "json"]) == 0
     doc = json.loads(capsys.readouterr().out)
     assert [(s["code"], s["file"], s["line"], s["skip"]["line"]) for s in doc["suppressed"]] \
@@ -174,16 +176,18 @@ spec:
         - -c
         - |
           ulimit -n 65536
-          # moegen:skip=IMP010 the nodes pre-pull the weights into the Hub cache
+          # moegen:skip=MOD006 the nodes pre-pull the weights into the Hub cache
           exec vllm serve deepseek-ai/DeepSeek-R1 \\
             --tensor-parallel-size 8
         resources: {limits: {nvidia.com/gpu: 8}}
+        startupProbe: {httpGet: {path: /health, port: 8000}, failureThreshold: 360}
 """
 
 
 def test_manifest_waivers_in_a_launch_script_and_an_annotation(tmp_path, capsys):
-    """A hand-written Deployment whose engine downloads its weights from the Hub (IMP010, a
-    warning located at the model in the script, line 23): waived by a shell comment above it.
+    """A hand-written Deployment whose engine downloads its weights from the Hub into the
+    container's filesystem (MOD006, a warning located at the model in the script, line 23):
+    waived by a shell comment above it.
     The object's annotation names IMP016 with a reason (no /dev/shm here: SKP002, stale) and
     IMP004 without one (SKP001)."""
     f = tmp_path / "r1.yaml"
@@ -191,12 +195,12 @@ def test_manifest_waivers_in_a_launch_script_and_an_annotation(tmp_path, capsys)
     batch = read_inputs([f])
     assert [(s.finding.code, s.finding.location.line, s.skip.at.line, s.skip.reason)
             for s in batch.suppressed] == [
-        ("IMP010", 23, 22, "the nodes pre-pull the weights into the Hub cache")]
+        ("MOD006", 23, 22, "the nodes pre-pull the weights into the Hub cache")]
     assert [(x.code, x.location.line, x.path, x.message) for x in batch.all_findings()] == [
         ("SKP001", 6, "$.metadata.annotations['moegen.dev/skip']",
          "moegen.dev/skip: IMP004 gives no reason: it suppresses nothing"),
         ("SKP002", 6, "$.metadata.annotations['moegen.dev/skip']",
-         f"skip of IMP016 suppresses nothing: no IMP016 finding in its object (lines 1-25) of "
+         f"skip of IMP016 suppresses nothing: no IMP016 finding in its object (lines 1-26) of "
          f"{f}")]
     # Without the stale annotation, --strict passes with the waiver and fails without it.
     clean = tmp_path / "clean.yaml"
@@ -206,28 +210,28 @@ def test_manifest_waivers_in_a_launch_script_and_an_annotation(tmp_path, capsys)
     assert run(["validate", str(clean), "--strict"]) == 0
     assert capsys.readouterr().err.endswith("0 errors, 0 warnings, 1 suppressed\n")
     assert run(["validate", str(clean), "--strict", "--no-skips"]) == 1
-    assert "warning IMP010" in capsys.readouterr().err
+    assert "warning MOD006" in capsys.readouterr().err
 
 
 def test_an_annotation_covers_its_object_only(tmp_path):
     """Two copies of the Hub Deployment in one file (the second in another namespace: another
     deployment); the second's annotation waives IMP010: the first's stays a finding."""
-    one = MANIFEST.replace("          # moegen:skip=IMP010 the nodes pre-pull the weights into "
+    one = MANIFEST.replace("          # moegen:skip=MOD006 the nodes pre-pull the weights into "
                            "the Hub cache\n", "").replace(
         "    moegen.dev/skip: \"IMP016: shm is bounded by the node's memory cgroup; IMP004\"\n",
-        "    moegen.dev/skip: \"IMP010: pre-pulled\"\n")
-    first = one.replace("  annotations:\n    moegen.dev/skip: \"IMP010: pre-pulled\"\n", "")
+        "    moegen.dev/skip: \"MOD006: pre-pulled\"\n")
+    first = one.replace("  annotations:\n    moegen.dev/skip: \"MOD006: pre-pulled\"\n", "")
     second = one.replace("  name: r1\n", "  name: r1\n  namespace: team-b\n")
     f = tmp_path / "two.yaml"
     f.write_text(first + "---\n" + second)
     batch = read_inputs([f])
-    # MANIFEST's model token is on line 23; without the script comment 22, and the first copy
-    # also lacks the two annotation lines: 20, in 22 lines. "---" is line 23, and the second
-    # copy's model token, one line lower for its namespace, is on line 23 + 22 + 1 = 46; its
-    # annotation covers its document: "---" to the last line, 23 + 25 = 48.
-    assert [(x.code, x.location.line) for x in batch.all_findings()] == [("IMP010", 20)]
+    # MANIFEST (26 lines) has its model token on line 23; without the script comment 22, and
+    # the first copy also lacks the two annotation lines: 20, in 23 lines. "---" is line 24, and
+    # the second copy's model token, one line lower for its namespace, is on line 24 + 22 + 1 =
+    # 47; its annotation covers its document: "---" to the last line, 24 + 26 = 50.
+    assert [(x.code, x.location.line) for x in batch.all_findings()] == [("MOD006", 20)]
     assert [(s.finding.code, s.finding.location.line, s.skip.reason, s.skip.lines)
-            for s in batch.suppressed] == [("IMP010", 46, "pre-pulled", (23, 48))]
+            for s in batch.suppressed] == [("MOD006", 47, "pre-pulled", (24, 50))]
 
 
 def test_comment_scan():
@@ -256,8 +260,10 @@ def test_a_waived_rule_error_in_a_manifest_still_sizes_its_role(tmp_path):
         .replace('"1000000"]\n', '"1000000"]  # moegen:skip=LEN001 a YaRN-extended checkpoint\n'))
     batch = read_inputs([f])
     assert [s.finding.code for s in batch.suppressed] == ["LEN001"]
+    # IMP017: no probe; MOD006: the Hub id is downloaded into the container (the PVC is not
+    # the Hub cache)
     assert [(x.code, x.location.line) for x in batch.all_findings()] == [
-        ("IMP010", 14), ("SIZ002", 15)]
+        ("IMP017", 12), ("MOD006", 14), ("SIZ002", 15)]
 
 
 def test_env_files_a_kustomization_reads_carry_skips(tmp_path):

@@ -82,10 +82,15 @@ for _code, _sev, _summary, _source in (
      "https://kubernetes.io/docs/tasks/inject-data-application/define-interdependent-environment-variables/"),
     ("IMP015", W, "vLLM's kv_role matches the role (kv_producer / kv_consumer)",
      "vLLM 0.33.0 vllm/distributed/kv_transfer/kv_connector/v1/nixl/connector.py (kv_both is "
-     "deprecated); generator/importer/assemble.py"),
+     "deprecated: judged at the release the image runs, from 0.32.0 on, "
+     "generator/importer/assemble.py KV_BOTH_DEPRECATED)"),
     ("IMP016", W, "a memory-backed /dev/shm has a sizeLimit",
      "Kubernetes emptyDir (medium Memory: the files count against the container's memory "
      "limit; sizeLimit bounds it) https://kubernetes.io/docs/concepts/storage/volumes/#emptydir"),
+    ("IMP017", W, "the engine container that serves the API has probes",
+     "https://kubernetes.io/docs/concepts/configuration/liveness-readiness-startup-probes/ "
+     "(without a readinessProbe a container is ready once it starts; without a livenessProbe "
+     "a hung process is not restarted); generator/importer/pods.py"),
     ("NET100", E, "every connection of the rendering reaches a listener that accepts it",
      "generator/manifests/addresses.py (the address model: each client's address and port "
      "against each listener's bind address, per target; raised by generator/pipeline.py; "
@@ -217,5 +222,21 @@ for _code, _sev, _summary, _source in (
     ("TGT042", W, "an AIBrix pod group outlives an engine restart in one of its pods",
      "generator/targets/aibrix.py (vllm-project/aibrix@v0.7.0:pkg/controller/podset/"
      "podset_controller.go:229-262: pods are replaced only when one is missing)"),
+    ("ROL001", W, "a change does not take every instance of a role down at once (gen diff)",
+     "generator/rollout/timeline.py (kubernetes-sigs/lws@v0.10.0:pkg/controllers/"
+     "leaderworkerset_controller.go rollingUpdateParameters: maxUnavailable groups at a time, "
+     "surge groups first); generator/lifecycle.py rollout"),
+    ("ROL002", W, "scaling a role's GPUs per instance also sets its sizing.concurrency "
+                  "(gen diff)",
+     "docs/spec.md §2 (sizing.concurrency: sequences per instance, spread over its "
+     "data-parallel ranks; the rendered --max-num-seqs follows it)"),
+    ("ROL003", W, "prefill and decode of different revisions do not pair during a rollout "
+                  "when their KV handshake differs (gen diff)",
+     "vLLM 0.33.0 vllm/distributed/kv_transfer/kv_connector/v1/nixl/metadata.py "
+     "(compute_nixl_compatibility_hash); generator/rollout/compat.py"),
+    ("ROL004", Severity.NOTICE, "prefill and decode of different revisions pair over a "
+                                "transfer that checks no release (gen diff)",
+     "SGLang 0.5.23 python/sglang/srt/disaggregation/mooncake/conn.py (positional ZMQ "
+     "messages, no release check); generator/rollout/compat.py"),
 ):
     external(_code, _sev, _summary, _source)

@@ -75,7 +75,7 @@ class Context(Deployment):
 
 RULES: list[Rule] = []
 
-E, W = Severity.ERROR, Severity.WARNING
+E, W, N = Severity.ERROR, Severity.WARNING, Severity.NOTICE
 SIZING = Phase.SIZING
 
 
@@ -91,6 +91,25 @@ def rule(code: str, severity: Severity, summary: str, source: str, *,
 def external(code: str, severity: Severity, summary: str, source: str) -> None:
     """List a code raised outside the rule functions (loader, schema, pipeline) in the catalogue."""
     RULES.append(Rule(code, severity, summary, source))
+
+
+#: Families whose findings do not depend on the engine release (Kubernetes objects, names,
+#: pools, schedulers, autoscaling bounds, LWS, pod memory and security, the importer's and the
+#: loader's own codes), and single codes of other families that hold at every release (the
+#: weights mount, the bootstrap interface, RDMA for DeepEP's and Mooncake's transports, a
+#: prefill/decode pair and its connector).
+RELEASE_FREE_FAMILIES = ("NAME", "POOL", "TOP", "SCHD", "AUT", "LWS", "POD", "SEC", "IMP",
+                         "LOAD", "SCH", "TGT", "PLN", "PRE")
+RELEASE_FREE = frozenset({"MOD001", "MOD004", "MOD005", "MOD006", "MOD007", "A2A004", "PD001",
+                          "PD002", "PD011", "NET001", "NET002", "NET004", "NET005", "NET090",
+                          "PORT002"})
+
+
+def release_dependent(code: str) -> bool:
+    """A finding of ``code`` depends on the engine release it is judged at (when that release
+    is assumed, not read, the finding is a warning that names it: ``check_imported``)."""
+    family = code.rstrip("0123456789")
+    return code not in RELEASE_FREE and family not in RELEASE_FREE_FAMILIES
 
 
 # --- helpers shared by the families -----------------------------------------------------------

@@ -1,5 +1,5 @@
 """The restart model: for each pair of components moegen renders, what the survivor does when its
-peer restarts or is re-created, by the source at each release (issue 34; docs/design.md §11).
+peer restarts or is re-created, by the source at each release (issue 34; docs/design.md §12).
 
 A row names the pair, the engine and KV transport it applies to (None: any), which side
 restarts, what the survivor does (``outcome``: ``recovers`` - it keeps serving and takes the new

@@ -1,5 +1,5 @@
 """The address model: every connection the rendered deployment makes, against the address and
-port its peer listens on (issue 34; docs/design.md §11).
+port its peer listens on (issue 34; docs/design.md §12).
 
 Computed from the deployment plan (the engines' argv, the pod templates' env, ports and probes,
 the sidecar's arguments, the router's URLs, the pool, Services and monitors), never from the

@@ -385,7 +385,10 @@ def _gateway_plan(spec: InferenceDeployment, roles: list[RoleInput], engine: str
                        durations.request_timeout_s if durations.longest_request_s is not None
                        else None)}}],
     }
-    config = gw.epp_config(release, pd)
+    lws = spec.spec.platform.lws if spec.spec.platform is not None else None
+    screener = gw.rollout_screener(release, base, [r.name for r in roles]) \
+        if pd and lws is not None and lws.disaggregatedSet else None
+    config = gw.epp_config(release, pd, screener)
     text = gw.config_text(config)
     labels = {**common_labels, L_COMPONENT: "endpoint-picker", L_ROLE: "endpoint-picker"}
     own_sa = not cfg.serviceAccountName
@@ -411,7 +414,8 @@ def _gateway_plan(spec: InferenceDeployment, roles: list[RoleInput], engine: str
         selector={L_INSTANCE: base, L_ROLE: "endpoint-picker"},
         image=image,
         args=gw.epp_args(release, engine, pool, spec.spec.monitoring is not None
-                         and spec.spec.monitoring.enabled) + ([gw.EPP_HA_FLAG] if ha else []),
+                         and spec.spec.monitoring.enabled) + ([gw.EPP_HA_FLAG] if ha else [])
+        + gw.experimental_args(release, config),
         replicas=replicas,
         ports=[{"name": "grpc", "containerPort": gw.EPP_GRPC_PORT, "protocol": "TCP"},
                {"name": "grpc-health", "containerPort": gw.EPP_HEALTH_PORT, "protocol": "TCP"},

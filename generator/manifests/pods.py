@@ -327,6 +327,8 @@ def pod_spec(ctx: PodContext, pods: range, index_label: str | None,
     # The root filesystem is read-only: every write below ~ lands in the /tmp emptyDir
     # (generator/security.py HOME).
     env.append({"name": "HOME", "value": security.HOME})
+    own = next((r.env for r in spec.spec.roles if r.name == role.name), {})
+    env += hub_env(spec.spec.model.hub, {**net.env, **own})
     if spec.spec.model.tokenSecret is not None:
         ref = spec.spec.model.tokenSecret
         env.append({"name": "HF_TOKEN",
@@ -343,9 +345,13 @@ def pod_spec(ctx: PodContext, pods: range, index_label: str | None,
     mounts: list[dict[str, Any]] = [{"name": "dshm", "mountPath": "/dev/shm"}]
     volumes.append({"name": "tmp", "emptyDir": {"sizeLimit": f"{EPHEMERAL_BASE_GIB}Gi"}})
     mounts.append({"name": "tmp", "mountPath": security.TMP_MOUNT})
-    if spec.spec.model.volume is not None:
+    if spec.spec.model.volume is not None and spec.spec.model.path:
         volumes.append({"name": "model", **spec.spec.model.volume.sources()})
         mounts.append({"name": "model", "mountPath": spec.spec.model.path, "readOnly": True})
+    hub = spec.spec.model.hub
+    if hub is not None and hub.cache is not None:
+        volumes.append({"name": HUB_VOLUME, **hub.cache.sources()})
+        mounts.append({"name": HUB_VOLUME, "mountPath": hub.mountPath})
     cache = ctx.pod.cache
     volumes.append({"name": "compile-cache", **(cache.volume.sources() if cache.volume else
                     {"emptyDir": {"sizeLimit": f"{cache.sizeGiB}Gi"}})})
@@ -405,3 +411,21 @@ def _gang_scheduler(ctx: PodContext) -> str | None:
             and platform.scheduler.kind == "volcano":
         return "volcano"
     return None
+
+
+#: The volume name of the Hugging Face cache (model.hub.cache).
+HUB_VOLUME = "hf-cache"
+
+
+def hub_env(hub, user_env: dict[str, str]) -> list[dict[str, Any]]:
+    """The variables a Hub download needs (huggingface_hub constants.py): HF_HOME at the cache
+    mount, unless the role's env places the cache itself (HF_HOME or HF_HUB_CACHE), and
+    HF_HUB_OFFLINE=1 for an offline cache."""
+    if hub is None:
+        return []
+    out = []
+    if not {"HF_HOME", "HF_HUB_CACHE"} & set(user_env):
+        out.append({"name": "HF_HOME", "value": hub.mountPath})
+    if hub.offline and "HF_HUB_OFFLINE" not in user_env:
+        out.append({"name": "HF_HUB_OFFLINE", "value": "1"})
+    return out

@@ -394,7 +394,7 @@ def graph(plan: DeploymentPlan, d: Deployment, rel: str) -> dict[str, Any]:
         main: dict[str, Any] = {"name": _v(rel, "mainContainer"), "image": image(d, rel),
                                 "securityContext": dict(FRONTEND_SECURITY)}
         pod: dict[str, Any] = {"containers": [main], "securityContext": {"seccompProfile": {"type": "RuntimeDefault"}}}
-        if spec.model.volume is not None:
+        if spec.model.volume is not None and spec.model.path:
             # The frontend tokenizes: it reads the model's tokenizer files from the path the
             # workers register (the recipes mount the model volume on the frontend too).
             main["volumeMounts"] = [{"name": "model", "mountPath": spec.model.path,
