@@ -30,7 +30,7 @@ from .errors import Finding, Location, Severity
 from .roles import RoleInput
 from .sizing import RoleSizing
 from .sizing.host import HostPlan
-from .spec.load import LoadedSpec, Provenance, load_spec
+from .spec.load import LoadedSpec, Provenance, json_path, load_spec
 from .spec.models import InferenceDeployment
 from .spec.validate import validate_structure
 from .waivers import Suppressed, Waiver, no_error
@@ -189,12 +189,49 @@ def _checked(loaded: LoadedSpec, target: str | None, calibration: Path | None, w
         if waiver.skips or hidden else None
     result.findings += run_rules(Context.of(model), waived)
     from .targets import target_for
-    result.findings += target_for(spec.spec.target.name).findings(model)
+    target = target_for(spec.spec.target.name)
+    result.findings += target.findings(model)
     if calibration is not None or spec.spec.calibration is not None:
         from .calibration.profile import read_calibration
         result.calibration, found = read_calibration(spec, loaded.provenance, calibration)
         result.findings += found
+    if not [f for f in result.findings if f.severity is Severity.ERROR
+            and not (waived and waived(f))]:   # who dials which address, on the plan (NET100)
+        from .manifests.plan import build_plan
+        result.findings += address_findings(build_plan(model), model,
+                                            target.address_form(model))
     return result
+
+
+def address_findings(plan: DeploymentPlan, model: Deployment, form) -> list[Finding]:
+    """NET100 errors: the connections of ``plan`` rendered by ``form`` (a target's
+    AddressForm) that no listener accepts (generator/manifests/addresses.py), each on the spec
+    field that decides it (``model``: the deployment model the plan was built from)."""
+    from .manifests.addresses import ALL, LOOPBACK, POD_ADDR, VIA_LOCALHOST, VIA_POD, \
+        address_model
+    out = []
+    names = [r.name for r in model.spec.spec.roles]
+    for dial, on_pod in address_model(plan, form).mismatches():
+        same_port = [x for x in on_pod if x.port == dial.port]
+        unexpanded = any(x.bind not in (ALL, POD_ADDR, LOOPBACK) for x in same_port) or \
+            dial.address not in (VIA_POD, VIA_LOCALHOST)
+        if same_port:
+            there = "; ".join(f"{x.what} listens there on {x.bind}" for x in same_port)
+        else:
+            there = (f"nothing listens on port {dial.port} there (it listens on "
+                     f"{', '.join(str(p) for p in sorted({x.port for x in on_pod})) or 'none'})")
+        role = dial.pod.split("/", 1)[0]
+        path = ("spec", "target", "name") if unexpanded else \
+            ("spec", "network", "bindAddress") if same_port else \
+            ("spec", "roles", names.index(role)) if role in names else ("spec", "router")
+        out.append(Finding(
+            "NET100", Severity.ERROR, json_path(path),
+            f"{dial.client} connects to {'its own pod' if dial.local else dial.pod} port "
+            f"{dial.port} at {dial.address} ({dial.what}, target {form.name}), but {there}: "
+            "the connection is refused",
+            "bind the listener where its clients dial (generator/manifests/addresses.py lists "
+            "every connection and listener of the rendering)", model.provenance.locate(path)))
+    return out
 
 
 def _sorted(result: Checked) -> Checked:

@@ -57,6 +57,7 @@ def test_bounds_that_cannot_scale_are_a_warning(tmp_path, capsys):
                     "  roles:\n    - name: decode\n      autoscaling: {target: 8}\n")
     assert run(["validate", str(EXAMPLES / "s1-16xh20-pd.yaml"), "-f", str(over),
                 "--format", "json"]) == 0
-    findings = json.loads(capsys.readouterr().out)["findings"]
+    findings = [f for f in json.loads(capsys.readouterr().out)["findings"]
+                if f["severity"] != "notice"]   # S1's NIXL restart race (RST011)
     assert [f["code"] for f in findings] == ["AUT006"]
     assert "between 1 and 1 instances" in findings[0]["message"]

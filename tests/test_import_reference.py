@@ -64,6 +64,12 @@ Bugs moegen finds that the notes do not mention, verified:
   an unroutable interface (sgl-project/sglang#3226): NET001 (a warning: right on one NIC).
   Its engine container has no probe at all (nor the GKE Maverick Deployment's): IMP017.
 
+The restart model (generator/facts/restarts.py, verified at the releases named there): every
+vLLM prefill/decode pair over NIXL gets RST011 (a notice: a prefill restart crashes the decode
+through NIXL's UCX race, vllm-project/vllm#49238, fixed only on NIXL main), every SGLang pair
+over NIXL's UCX backend RST010 (a decode restart crashes the prefill, smg-project/smg#2503), each
+at the decode's or prefill's kv-transfer setting.
+
 moegen's policy, not a bug of the manifest as it runs (documented, not verified as failures):
 
 * NET001 on the GKE LWS samples (pod network, one eth0: Gloo resolves the hostname to it) and on
@@ -124,6 +130,7 @@ EXPECTED = {
         ("ENG010", 66),
         ("IMP005", 87),
         ("IMP015", 106),
+        ("RST011", 106),
         ("POOL005", 108),
         ("IMP004", 125),
         ("IMP015", 155),
@@ -136,13 +143,16 @@ EXPECTED = {
         ("IMP004", 182),
         ("IMP005", 262),
         ("IMP015", 262),
+        ("RST011", 262),
     ]),
     "dynamo-dgd-deepseek-v4-pro-sglang-disagg-gb200": ("GB200-186GB", [
         ("IMP013", 32),
         ("POOL005", 172),
+        ("RST010", 198),
         ("IMP008", 246),
     ]),
     "dynamo-dgd-glm-5.2-fp8-sglang-disagg-h200-agentic": (None, [
+        ("RST010", 47),
         ("IMP004", 152),
         ("IMP008", 191),
         ("IMP004", 261),
@@ -175,6 +185,7 @@ EXPECTED = {
     ]),
     "kserve-llmisvc-deepseek-r1-0528-pd-deepep-ht": ("H200-141GB", [
         ("IMP004", 34),
+        ("RST011", 50),
         ("IMP007", 56),
         ("NET032", 59),
         ("POOL005", 221),
@@ -193,12 +204,14 @@ EXPECTED = {
         ("POD001", 150),
         ("IMP004", 183),
         ("MOD006", 184),
+        ("RST010", 188),
     ]),
     "llmd-pd-disaggregation-vllm-gpt-oss-120b-coreweave": ("H200-141GB", [
         ("POD004", 18),
         ("POD003", 18),
         ("IMP004", 51),
         ("IMP015", 56),
+        ("RST011", 56),
         ("POOL005", 156),
         ("POOL004", 156),
         ("POOL005", 156),
@@ -210,6 +223,7 @@ EXPECTED = {
     "llmd-wide-ep-lws-vllm-deepseek-r1-0528-coreweave": ("H200-141GB", [
         ("IMP005", 54),
         ("IMP015", 65),
+        ("RST011", 65),
         ("POOL005", 282),
         ("IMP005", 314),
         ("IMP015", 323),
@@ -222,12 +236,14 @@ EXPECTED = {
         ("A2A004", 82),
         ("IMP005", 270),
         ("IMP015", 281),
+        ("RST011", 281),
         ("A2A004", 286),
     ]),
     "llmd-wide-ep-lws-vllm-deepseek-r1-0528-gke": ("H200-141GB", [
         ("IMP004", 70),
         ("IMP005", 87),
         ("IMP015", 98),
+        ("RST011", 98),
         ("POOL005", 334),
         ("IMP004", 381),
         ("IMP005", 399),
@@ -235,10 +251,12 @@ EXPECTED = {
     ]),
     "llmd-wide-ep-lws-vllm-deepseek-v4-pro-oci-gb200-high-tpt": ("GB200-186GB", [
         ("IMP005", 68),
+        ("RST011", 77),
         ("POOL005", 272),
         ("IMP005", 306),
     ]),
     "llmd-wide-ep-lws-vllm-deepseek-v4-pro-oci-gb200-low-latency": ("GB200-186GB", [
+        ("RST011", 73),
         ("POOL005", 264),
         ("IMP005", 299),
     ]),
@@ -247,6 +265,7 @@ EXPECTED = {
         ("PD090", 185),
         ("IMP005", 192),
         ("IMP015", 203),
+        ("RST011", 203),
         ("POOL005", 478),
         # --max-model-len auto is vLLM's auto-fit (vLLM 0.33.0 vllm/config/model.py: -1 is the
         # model's length, v1/core/kv_cache_planning.py _auto_fit_max_model_len shrinks it to

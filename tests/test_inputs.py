@@ -172,7 +172,8 @@ def test_one_directory_of_several_renders_splits_by_directory(tmp_path):
     batch = read_inputs([out])
     assert sorted(_roles(batch)) == [["prefill", "decode"]] * 3
     assert batch.ok, batch.all_findings()
-    assert {f.code for f in batch.all_findings()} == {"RTR012"}
+    # RST011: vLLM prefill/decode over NIXL, a notice (the restart model).
+    assert {f.code for f in batch.all_findings()} == {"RTR012", "RST011"}
 
 
 def test_a_kind_that_is_not_a_string_is_a_finding(tmp_path, capsys):
@@ -230,7 +231,7 @@ def test_skip_counts_do_not_depend_on_how_files_are_passed(tmp_path):
     assert by_dir.skipped == by_file.skipped == [str(tree / "values.yaml")]
     assert summary_line(by_dir) == summary_line(by_file) == (
         "checked 1 deployment from manifests; 1 file skipped (neither specs nor serving "
-        "manifests): 0 errors, 0 warnings")
+        "manifests): 0 errors, 0 warnings, 1 notice")   # RST011: vLLM P/D over NIXL
     # Without serving manifests, the same objects are skipped, passed either way.
     objects = [f for f in files if f.name.startswith("router-")]
     alone = read_inputs(objects)

@@ -538,7 +538,8 @@ def test_emitted_spec_validates_as_written(request_file, tmp_path, capsys):
     assert run(["plan", str(request_file), "--emit", str(out)]) == 0
     capsys.readouterr()
     assert run(["validate", str(out)]) == 0
-    assert "ok (0 errors, 0 warnings)" in capsys.readouterr().err
+    # ", N notices" where the plan's roles run vLLM prefill/decode over NIXL (RST011)
+    assert "ok (0 errors, 0 warnings" in capsys.readouterr().err
     assert out.read_text().splitlines()[1].startswith("# Placeholders to set for your cluster:")
 
 

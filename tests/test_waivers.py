@@ -20,6 +20,9 @@ S1 = EXAMPLES / "s1-16xh20-pd.yaml"
 IMAGE = "    image: vllm/vllm-openai:v0.33.0\n"   # line 22 of S1
 INTERNAL = "    image: vllm/vllm-openai:v0.32.0"
 REASON = "0.32.0 with the 0.33.0 parser backported (go/vllm-h20)"
+#: S1's one notice (the restart model: a vLLM decode over NIXL crashes when its prefill
+#: restarts, vllm-project/vllm#49238), at its decode's kvTransfer.connector (line 69 of S1).
+RST011 = ("RST011", "notice", 69)
 
 
 def _spec(tmp_path, image_line: str, name: str = "spec.yaml"):
@@ -41,11 +44,14 @@ def waived(tmp_path_factory):
 def test_a_skip_suppresses_the_finding_on_its_line(waived, capsys):
     """Exit 0 (it was 1: no way to waive), the summary counts it, --no-skips shows it again."""
     assert run(["validate", str(waived)]) == 0
-    assert capsys.readouterr().err == f"{waived}: ok (0 errors, 0 warnings, 1 suppressed)\n"
+    err = capsys.readouterr().err
+    assert [line.split(" ", 3)[:3] for line in err.splitlines() if not line.startswith(" ")] \
+        == [[f"{waived}:69:20:", "notice", "RST011"], [f"{waived}:", "ok", "(0"]]
+    assert err.endswith(f"{waived}: ok (0 errors, 0 warnings, 1 notice, 1 suppressed)\n")
     assert run(["validate", str(waived), "--no-skips"]) == 1
     err = capsys.readouterr().err
     assert f"{waived}:22:5: error ENG002 $.spec.engine.image: image tag 'v0.32.0' is vllm " \
-           "0.32.0" in err and err.endswith("1 error, 0 warnings\n")
+           "0.32.0" in err and err.endswith("1 error, 0 warnings, 1 notice\n")
     # gen render applies the same waivers: it writes the tree, and refuses with --no-skips.
     out = waived.parent / "out"
     assert run(["render", str(waived), "-o", str(out)]) == 0
@@ -59,33 +65,39 @@ def test_suppressed_findings_in_json_and_sarif(waived, capsys):
     column = len(INTERNAL) + 3 + 1
     assert run(["validate", str(waived), "--format", "json"]) == 0
     doc = json.loads(capsys.readouterr().out)
-    assert doc["ok"] is True and doc["findings"] == []
+    assert doc["ok"] is True
+    assert [(f["code"], f["severity"], f["line"]) for f in doc["findings"]] == [RST011]
     [s] = doc["suppressed"]
     assert (s["code"], s["severity"], s["line"], s["column"], s["path"]) == (
         "ENG002", "error", 22, 5, "$.spec.engine.image")
     assert s["reason"] == REASON and s["skip"] == {"file": str(waived), "line": 22,
                                                    "column": column, "form": "comment"}
     assert run(["validate", str(waived), "--format", "sarif"]) == 0
-    [result] = json.loads(capsys.readouterr().out)["runs"][0]["results"]
-    assert result["ruleId"] == "ENG002" and result["level"] == "error"
+    results = json.loads(capsys.readouterr().out)["runs"][0]["results"]
+    assert [(r["ruleId"], r["level"]) for r in results] == [("RST011", "note"),
+                                                            ("ENG002", "error")]
+    result = results[1]
+    assert "suppressions" not in results[0]
     assert result["suppressions"] == [{
         "kind": "inSource", "justification": REASON,
         "location": {"physicalLocation": {"artifactLocation": {"uri": str(waived)},
                                           "region": {"startLine": 22, "startColumn": column}}}}]
     # --no-skips: a plain result, no suppressions.
     assert run(["validate", str(waived), "--format", "sarif", "--no-skips"]) == 1
-    [result] = json.loads(capsys.readouterr().out)["runs"][0]["results"]
-    assert "suppressions" not in result
+    result, _ = json.loads(capsys.readouterr().out)["runs"][0]["results"]
+    assert result["ruleId"] == "ENG002" and "suppressions" not in result
 
 
 def test_a_skip_without_reason_suppresses_nothing_and_is_a_warning(tmp_path, capsys):
     spec = _spec(tmp_path, f"{INTERNAL}   # moegen:skip=ENG002\n")
     assert run(["validate", str(spec), "--format", "json"]) == 1
     doc = json.loads(capsys.readouterr().out)
-    assert [(f["code"], f["severity"], f["line"], f["message"]) for f in doc["findings"]] == [
-        ("ENG002", "error", 22, "image tag 'v0.32.0' is vllm 0.32.0, but the flags are rendered "
-         "for engine.version 0.33.0"),
-        ("SKP001", "warning", 22, "# moegen:skip=ENG002 gives no reason: it suppresses nothing")]
+    assert [(f["code"], f["severity"], f["line"], f["message"]) for f in doc["findings"]][:2] \
+        == [("ENG002", "error", 22, "image tag 'v0.32.0' is vllm 0.32.0, but the flags are "
+             "rendered for engine.version 0.33.0"),
+            ("SKP001", "warning", 22, "# moegen:skip=ENG002 gives no reason: it suppresses "
+             "nothing")]
+    assert [(f["code"], f["severity"], f["line"]) for f in doc["findings"][2:]] == [RST011]
     assert doc["suppressed"] == []
 
 
@@ -95,10 +107,12 @@ def test_stale_and_misspelt_skips_are_warnings(tmp_path, capsys):
     spec = _spec(tmp_path, f"    # moegen:skip=ENG002,ENG02 {REASON}\n{IMAGE}")
     assert run(["validate", str(spec), "--format", "json"]) == 0
     doc = json.loads(capsys.readouterr().out)
-    assert [(f["code"], f["line"], f["column"], f["message"]) for f in doc["findings"]] == [
-        ("SKP002", 22, 5, f"skip of ENG002 suppresses nothing: no ENG002 finding on lines "
-         f"22-23 of {spec}"),
-        ("SKP002", 22, 5, "skip of ENG02: ENG02 is not a moegen rule code")]
+    assert [(f["code"], f["line"], f["column"], f["message"]) for f in doc["findings"]][:2] \
+        == [("SKP002", 22, 5, f"skip of ENG002 suppresses nothing: no ENG002 finding on lines "
+             f"22-23 of {spec}"),
+            ("SKP002", 22, 5, "skip of ENG02: ENG02 is not a moegen rule code")]
+    # S1's notice, one line lower for the comment.
+    assert [(f["code"], f["line"]) for f in doc["findings"][2:]] == [("RST011", 70)]
     assert run(["validate", str(spec), "--strict"]) == 1
     capsys.readouterr()
 
@@ -121,7 +135,9 @@ def test_a_skip_above_covers_the_next_line_and_names_several_codes(tmp_path, cap
         first = 52 + skips.count("\n")   # the parallel line: 52 in S1, below the comments
         assert sorted((s["code"], s["line"]) for s in doc["suppressed"]) == [
             ("LAY002", first), ("LAY008", first)]
-        assert [(f["code"], f["line"]) for f in doc["findings"]] == [("SIZ001", first)]
+        # and S1's notice, at line 69 of S1 below the comments
+        assert [(f["code"], f["line"]) for f in doc["findings"]] == [
+            ("SIZ001", first), ("RST011", 69 + skips.count("\n"))]
         assert "weights 214.0" in doc["findings"][0]["message"]
 
 
@@ -275,5 +291,6 @@ def test_env_files_a_kustomization_reads_carry_skips(tmp_path):
     lines = env.read_text().splitlines()
     env.write_text("\n".join([*lines, f"# moegen:skip=SRV060 {REASON}", "X=1"]) + "\n")
     batch = read_inputs([tree])
+    # RST011: the rendered S1's notice, at the decode's --kv-transfer-config line.
     assert [(f.code, f.location.file, f.location.line) for f in batch.all_findings()] == [
-        ("SKP002", str(env), len(lines) + 1)]
+        ("RST011", str(tree / "decode-lws.yaml"), 105), ("SKP002", str(env), len(lines) + 1)]

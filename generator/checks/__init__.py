@@ -21,6 +21,9 @@ scaling     AUT: autoscaling bounds, scalable workloads, Prometheus, routers tha
 serving     SRV: batch tokens and admitted sequences
 network     NET, PORT: bootstrap interface, derived environment, ports; NET030-032 what the
             NIC family carries (engines/network.py NICS), pinned KV memory
+fabric      NET040-041: InfiniBand partitions (P_Key index) for NCCL and DeepEP's NVSHMEM
+restarts    RST: the restart model (facts/restarts.py): group restart policy by LWS release
+            and group shape, survivors that crash when their peer restarts
 pod         POD, ENG002-003: pod memory and the image
 engine      ENG004-006, ENG030: engineArgs (options of the pinned release and values its parser
             accepts, not derived ones);
@@ -36,6 +39,7 @@ a failing example under ``tests/invalid/`` (or a unit test): ``test_every_rule_h
 from . import (  # noqa: F401
     codes,
     engine,
+    fabric,
     gpu,
     layout,
     lws,
@@ -46,6 +50,7 @@ from . import (  # noqa: F401
     pd,
     pod,
     pools,
+    restarts,
     routing,
     scaling,
     serving,

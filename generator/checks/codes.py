@@ -100,6 +100,11 @@ for _code, _sev, _summary, _source in (
      "https://kubernetes.io/docs/tasks/inject-data-application/define-command-argument-container/ "
      "(command is the program and its arguments, executed without a shell); "
      "generator/importer/launch.py"),
+    ("NET100", E, "every connection of the rendering reaches a listener that accepts it",
+     "generator/manifests/addresses.py (the address model: each client's address and port "
+     "against each listener's bind address, per target; raised by generator/pipeline.py; "
+     "llm-d/llm-d-router@v0.10.0:pkg/sidecar/proxy/options.go:399, the sidecar dials its "
+     "engine at localhost)"),
     ("SCH001", E, "the spec matches the schema", "schemas/inferencedeployment.schema.json"),
     ("SCH002", E, "no unknown fields",
      "schemas/inferencedeployment.schema.json (additionalProperties: false)"),

@@ -4,8 +4,8 @@
 from __future__ import annotations
 
 from ..engines import router_releases as rr
-from ..engines.gateway import (engine_api_ports, rank_blocker, release_for, sidecar_connector,
-                               sglang_metrics_unreadable)
+from ..engines.gateway import (SIDECAR_ENGINE_PORT, engine_api_ports, has_sidecar, rank_blocker,
+                               release_for, sidecar_connector, sglang_metrics_unreadable)
 from ..engines.routers import DEFAULT_KIND, GATEWAY_KIND, KIND_ENGINES, router_kind
 from ..layout import Spread
 from .pod import _image_tag, _release
@@ -263,3 +263,27 @@ def _router_image_release(ctx: Context):
                   + ("" if r.version else " (the newest known: router.version is unset)"),
                   f"set router.version: \"{tag}\" (releases: {', '.join(rr.known(rr.COMPONENT[kind]))}), "
                   f"or use the {selected} image")
+
+
+@rule("RTR020", W, "with hostNetwork, the engine behind the routing sidecar listens beyond the pod",
+      "llm-d/llm-d-router@v0.10.0:pkg/sidecar/proxy/options.go:399 (the sidecar dials its "
+      "engine at localhost) and llm-d/llm-d-router@v0.10.0:pkg/sidecar/proxy/proxy_helpers.go:33 "
+      "(it listens on every interface); the kubelet's probes and the PodMonitor reach the engine at the pod IP "
+      "(https://kubernetes.io/docs/concepts/workloads/pods/#pod-networking); "
+      "generator/manifests/addresses.py")
+def _sidecar_bind(ctx: Context):
+    net = ctx.spec.spec.network
+    if not (net.hostNetwork and net.bindAddress == "podIP"):
+        return
+    for i, r in ctx.role_items():
+        if has_sidecar(ctx.spec.spec, r.mode):
+            yield Hit(("spec", "network", "bindAddress"),
+                      f"role {r.name!r}: bindAddress podIP cannot hold behind the routing "
+                      "sidecar, which dials its engine at localhost while the kubelet's probes "
+                      "and the PodMonitor dial the pod IP: moegen binds that engine "
+                      f"(port {SIDECAR_ENGINE_PORT}) on every interface, and with hostNetwork "
+                      "those are the node's (the sidecar on port "
+                      f"{r.serving.port} listens on all of them anyway)",
+                      f"firewall ports {r.serving.port} and {SIDECAR_ENGINE_PORT} on the decode "
+                      "nodes to the Gateway and Prometheus, or run the pool without hostNetwork")
+            return

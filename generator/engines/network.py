@@ -16,6 +16,16 @@
   Mooncake transfer engine each pick a GID of their own otherwise, and on a bonded RoCE NIC
   Mooncake's automatic choice returns none, so every KV transfer fails (sgl-project/sglang
   PR#30737; tests/field/mooncake-roce-gid-vllm).
+* The InfiniBand partition (``network.rdma.pkeyIndex``, an index into the port's P_Key table)
+  goes to the libraries that create queue pairs with a fixed index: NCCL (``NCCL_IB_PKEY``, the
+  P_Key index NCCL's queue pairs take: NVIDIA/nccl@02aedae040e45a2ae37595c5a83c929f506330b9:
+  src/transport/net_ib.cc ``NCCL_PARAM(IbPkey, "IB_PKEY", 0)``, ``qpAttr.pkey_index``) and
+  NVSHMEM (``NVSHMEM_IB_PKEY_INDEX``, read from 3.7.0; NVSHMEM 3.6.x and older create their
+  IBRC/IBGDA queue pairs at index 0, so DeepEP hangs at connection set-up on a partition that is
+  not there: NVIDIA/nvshmem#82, "Fixed in 3.7.0";
+  NVIDIA/nvshmem@v3.4.5-0:src/modules/transport/ibrc/ibrc.cpp:353 ``attr.pkey_index = 0``). UCX
+  (NIXL) picks a full-member P_Key itself (``UCX_IB_PKEY`` default auto: openucx/ucx
+  src/uct/ib/base/ib_iface.c P_Key selection, openucx/ucx PR#7724).
 """
 
 from __future__ import annotations
@@ -31,6 +41,10 @@ from ..spec.models import KvTransfer, Moe, Network, Rdma
 #: rdma_transport/rdma_context.cpp reads MC_GID_INDEX; sgl-project/sglang PR#30737).
 GID_INDEX_ENV = {"nccl": "NCCL_IB_GID_INDEX", "nvshmem": "NVSHMEM_IB_GID_INDEX",
                  "ucx": "UCX_IB_GID_INDEX", "mooncake": "MC_GID_INDEX"}
+#: The P_Key-index variable of each library that reads one (see the module docstring).
+PKEY_INDEX_ENV = {"nccl": "NCCL_IB_PKEY", "nvshmem": "NVSHMEM_IB_PKEY_INDEX"}
+#: The first NVSHMEM release that reads NVSHMEM_IB_PKEY_INDEX (NVIDIA/nvshmem#82: "Fixed in 3.7.0").
+NVSHMEM_PKEY_SINCE = "3.7.0"
 
 
 #: NCCL's multi-node NVLink switches, rendered when the pods claim an IMEX channel
@@ -113,11 +127,14 @@ def network_env(net: Network, moe: Moe | None,
                 ("NCCL_SOCKET_IFNAME", net.socketInterface)]
     deepep = bool(moe and moe.all2all and moe.all2all.startswith("deepep"))
     gid = net.rdma.gidIndex if net.rdma is not None else None
+    pkey = net.rdma.pkeyIndex if net.rdma is not None else None
     nic = nic_family(net.rdma)
     if net.rdma is not None:
         out.append(("NCCL_IB_HCA", "=" + ",".join(net.rdma.devices)))
         if gid is not None:
             out.append((GID_INDEX_ENV["nccl"], str(gid)))
+        if pkey is not None:
+            out.append((PKEY_INDEX_ENV["nccl"], str(pkey)))
         if kv_transfer is not None and nic.nixl_backend == "UCX":
             out.append(("UCX_NET_DEVICES", ",".join(f"{d}:1" for d in net.rdma.devices) + ",lo"))
             if gid is not None:
@@ -132,6 +149,8 @@ def network_env(net: Network, moe: Moe | None,
                     ("NVSHMEM_HCA_LIST", ",".join(f"{d}:1" for d in net.rdma.devices))]
             if gid is not None:
                 out.append((GID_INDEX_ENV["nvshmem"], str(gid)))
+            if pkey is not None:
+                out.append((PKEY_INDEX_ENV["nvshmem"], str(pkey)))
     if mnnvl:
         out += list(MNNVL_ENV)
     return out

@@ -99,6 +99,55 @@ FEATURES: dict[str, Feature] = {
 #: leaderworkerset_types.go RecreateGroupAfterStartAnnotationKey).
 RECREATE_AFTER_START_ANNOTATION = "leaderworkerset.sigs.k8s.io/experimental-recreate-group-after-start"
 
+#: The group restart policies (api/leaderworkerset/v1/leaderworkerset_types.go).
+ON_POD_RESTART, AFTER_START = "RecreateGroupOnPodRestart", "RecreateGroupAfterStart"
+
+#: What the controller does when a pod of a group restarts a container or is deleted, per release
+#: (pkg/controllers/pod_controller.go handleRestartPolicy, read at each tag):
+#:
+#: * v0.3.0-v0.7.x, RecreateGroupOnPodRestart (the only recreating policy): it deletes the leader
+#:   at once (foreground), so the whole group is re-created, pods still pulling their image
+#:   included. A group whose pods start at different speeds (a large engine image, a node that
+#:   pulls slowly) loops: the started pods time out waiting for their peers, restart, and take
+#:   the pulling ones down with them (kubernetes-sigs/lws#726; 30 re-creations in 90 s without
+#:   backoff, kubernetes-sigs/lws#1048). kubernetes-sigs/lws@v0.7.0:pkg/controllers/
+#:   pod_controller.go:201-237.
+#: * v0.8.x: the same, unless the LeaderWorkerSet carries :data:`RECREATE_AFTER_START_ANNOTATION`:
+#:   then a restart while any pod of the group is Pending (or the group has fewer pods than its
+#:   size: ``pendingPodsInGroup``) is left to the kubelet, and the group is re-created once every
+#:   pod has started (kubernetes-sigs/lws PR#725; kubernetes-sigs/lws@v0.8.0:pkg/controllers/
+#:   pod_controller.go:201-225, 296).
+#: * v0.9.0 and later: ``restartPolicy: RecreateGroupAfterStart`` does that (the annotation still
+#:   honoured: kubernetes-sigs/lws PR#757; kubernetes-sigs/lws@v0.10.0:pkg/controllers/
+#:   pod_controller.go:204-226, 338-361).
+#:
+#: moegen's choice (:func:`restart_policy`): a group of one pod has no peer that could still be
+#: pending, so the policies act alike and it keeps RecreateGroupOnPodRestart; a group of several
+#: pods gets RecreateGroupAfterStart where the declared release has it (the field from v0.9, the
+#: annotation on v0.8). Without ``platform.lws`` the release is unknown and an older CRD would
+#: refuse the enum value, so it keeps RecreateGroupOnPodRestart (declare the release to get the
+#: choice; rule RST001 warns on a declared release that has none). Caveat of AfterStart: a pod that stays
+#: Pending (no capacity for a replacement) also holds off the re-creation of its group
+#: (kubernetes-sigs/lws#1056); the survivors' engines then fail on the lost peer and the kubelet
+#: restarts them until the pod is placed.
+
+
+def restart_policy(version: str | None, explicit: str | None,
+                   multi_pod: bool) -> tuple[str, dict[str, str]]:
+    """(``leaderWorkerTemplate.restartPolicy``, LeaderWorkerSet annotations) of one role's
+    LeaderWorkerSet: ``explicit`` (``platform.lws.restartPolicy``) when set, else the choice by
+    release and group shape described above. ``version``: ``platform.lws.version`` (None: not
+    declared). RecreateGroupAfterStart on v0.8 is the annotation over the default policy."""
+    policy = explicit
+    if policy is None:
+        policy = AFTER_START if multi_pod and version is not None and known(version) and has(
+            version, "recreateGroupAfterStartAnnotation") else ON_POD_RESTART
+    if policy == ON_POD_RESTART:
+        return ON_POD_RESTART, {}
+    if has(version, "recreateGroupAfterStart"):
+        return AFTER_START, {}
+    return ON_POD_RESTART, {RECREATE_AFTER_START_ANNOTATION: "true"}
+
 
 def parse(version: str) -> tuple[int, int, int] | None:
     """``"0.7.0"`` or ``"v0.7.0"`` -> ``(0, 7, 0)``; None if it is no release number."""

@@ -249,9 +249,28 @@ def _lws(platform: dict, feature: str) -> dict:
     return cfg
 
 
+def _restart_policy(platform: dict, policies: list[tuple[bool, str]]) -> None:
+    """``platform.lws.restartPolicy`` only where the LeaderWorkerSets run another policy than
+    moegen chooses by release and group shape (facts/lws.py restart_policy); the policy of the
+    groups of several pods when their shapes disagree."""
+    cfg = platform.get("lws")
+    version = cfg["version"] if cfg is not None else None
+
+    def default(multi: bool) -> str:
+        policy, annotations = lwsv.restart_policy(version, None, multi)
+        return lwsv.AFTER_START if annotations else policy
+    if all(default(multi) == policy for multi, policy in policies):
+        return
+    chosen = next((p for multi, p in policies if multi), policies[0][1])
+    if chosen == lwsv.AFTER_START or cfg is not None:
+        platform.setdefault("lws", {"version": lwsv.since("recreateGroupAfterStart")[1:]})
+        platform["lws"]["restartPolicy"] = chosen
+
+
 def _platform(imported: Imported, spec: dict) -> None:
     platform: dict[str, Any] = {}
     surge: dict[str, int] = {}   # pool -> the largest surge instance of its roles, nodes
+    policies: list[tuple[bool, str]] = []   # (several pods per group, restart policy)
     for i, r in enumerate(imported.roles):
         w = r.workload
         labels, ann = w.labels, _m(_m(w.doc.data.get("metadata")).get("annotations"))
@@ -273,11 +292,13 @@ def _platform(imported: Imported, spec: dict) -> None:
             lwt = _m(_m(_m(w.doc.data.get("spec")).get("roles", [{}])[0]).get("spec")).get(
                 "leaderWorkerTemplate", {})
         policy = lwt.get("restartPolicy") if isinstance(lwt, dict) else None
-        if policy == "RecreateGroupAfterStart":
-            _lws(platform, "recreateGroupAfterStart")["restartPolicy"] = policy
+        if policy == lwsv.AFTER_START:
+            _lws(platform, "recreateGroupAfterStart")
         elif ann.get(lwsv.RECREATE_AFTER_START_ANNOTATION):
-            _lws(platform, "recreateGroupAfterStartAnnotation")["restartPolicy"] = \
-                "RecreateGroupAfterStart"
+            _lws(platform, "recreateGroupAfterStartAnnotation")
+            policy = lwsv.AFTER_START
+        if w.kind == "LeaderWorkerSet" or w.platform == "lws":
+            policies.append((w.size > 1, policy or lwsv.ON_POD_RESTART))
         if w.kind == "DisaggregatedSet" or w.platform == "lws":
             _lws(platform, "disaggregatedSet")["disaggregatedSet"] = True
         rolling = _m(_m(_m(w.doc.data.get("spec")).get("rolloutStrategy")).get(
@@ -288,6 +309,7 @@ def _platform(imported: Imported, spec: dict) -> None:
             _lws(platform, "surgeWithoutUnavailable")
             pool = spec["roles"][i]["nodePool"]
             surge[pool] = max(surge.get(pool, 0), w.size)
+    _restart_policy(platform, policies)
     if platform:
         spec["platform"] = {**spec.get("platform", {}), **platform}
     for pool, nodes in surge.items():

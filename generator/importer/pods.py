@@ -255,6 +255,9 @@ def _network(spec: dict, launch: Launch, limits: dict, out: PodFields) -> None:
             gid = env.get("NCCL_IB_GID_INDEX") or env.get("NVSHMEM_IB_GID_INDEX")
             if isinstance(gid, str) and gid.isdigit():
                 r["gidIndex"] = int(gid)
+            pkey = env.get("NCCL_IB_PKEY") or env.get("NVSHMEM_IB_PKEY_INDEX")
+            if isinstance(pkey, str) and pkey.isdigit():
+                r["pkeyIndex"] = int(pkey)
             out.network["rdma"] = r
         else:
             out.issues.append(Issue(

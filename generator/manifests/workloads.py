@@ -6,7 +6,8 @@ deployment model (the role's layout, memory plan and host plan already computed 
 
 * ``lws`` and ``pod-per-rank`` workloads: one LeaderWorkerSet per role (size = pods per
   instance: one per node, or one per data-parallel rank); LWS restarts an instance as a group
-  (``RecreateGroupOnPodRestart``).
+  (``RecreateGroupOnPodRestart``, or ``RecreateGroupAfterStart`` for groups of several pods on
+  a release that has it: generator/facts/lws.py restart_policy).
 * ``statefulset`` (single-node instances only, rule LAY009): one StatefulSet per role, one pod
   per instance, with its headless Service.
 """
@@ -98,12 +99,14 @@ LWS_EXCLUSIVE_TOPOLOGY = "leaderworkerset.sigs.k8s.io/exclusive-topology"
 #: * startupPolicy LeaderCreated: workers start with the leader and wait for its rendezvous port
 #:   in the launcher; LeaderReady would wait for the leader's readiness, which needs the workers
 #:   (vLLM/SGLang serve /health only once every rank joined): a deadlock (docs/design.md §4).
-#: * restartPolicy RecreateGroupOnPodRestart: any container restart recreates the whole group;
-#:   the engines rendezvous only at start (rule LAY009).
+#: * restartPolicy: the group is re-created when a container restarts (the engines rendezvous
+#:   only at start, rule LAY009): RecreateGroupOnPodRestart at once, or RecreateGroupAfterStart
+#:   once no pod of the group is still pending, chosen by LWS release and group shape
+#:   (generator/facts/lws.py restart_policy; kubernetes-sigs/lws#726).
 #: * rollout maxSurge 0, maxUnavailable 1: a surge group would need a whole extra set of GPU
 #:   nodes; groups are replaced one at a time.
 LWS_STARTUP_POLICY = "LeaderCreated"
-LWS_RESTART_POLICY = "RecreateGroupOnPodRestart"
+LWS_RESTART_POLICY = lwsv.ON_POD_RESTART
 LWS_MAX_SURGE, LWS_MAX_UNAVAILABLE = 0, 1
 
 
@@ -195,17 +198,15 @@ def _rollout(shared: SharedInputs, name: str) -> dict[str, int]:
     return {"max_surge": plan.max_surge, "max_unavailable": plan.max_unavailable}
 
 
-def _restart_policy(spec: InferenceDeployment) -> tuple[str, dict[str, str]]:
-    """(restartPolicy, LeaderWorkerSet annotations) for ``platform.lws.restartPolicy``:
-    RecreateGroupAfterStart is a restartPolicy value from LWS v0.9 and an annotation over the
-    default policy in v0.8 (generator/facts/lws.py; older releases: rule LWS003)."""
+def _restart_policy(spec: InferenceDeployment, multi_pod: bool) -> tuple[str, dict[str, str]]:
+    """(restartPolicy, LeaderWorkerSet annotations) of a role's LeaderWorkerSet: by
+    ``platform.lws`` (release, explicit policy) and the group's shape (``multi_pod``:
+    generator/facts/lws.py restart_policy; RecreateGroupAfterStart is a restartPolicy value from
+    LWS v0.9 and an annotation over the default policy in v0.8, older releases: rule LWS003)."""
     platform = spec.spec.platform
     cfg = platform.lws if platform is not None else None
-    if cfg is None or cfg.restartPolicy == LWS_RESTART_POLICY:
-        return LWS_RESTART_POLICY, {}
-    if lwsv.has(cfg.version, "recreateGroupAfterStart"):
-        return cfg.restartPolicy, {}
-    return LWS_RESTART_POLICY, {lwsv.RECREATE_AFTER_START_ANNOTATION: "true"}
+    return lwsv.restart_policy(cfg.version if cfg is not None else None,
+                               cfg.restartPolicy if cfg is not None else None, multi_pod)
 
 
 def _gang(spec: InferenceDeployment, multi_pod: bool
@@ -238,7 +239,6 @@ class SharedInputs:
         sidecar_connector: the routing sidecar's connector (inference gateway), else None.
         picker: the llm-d-router release of the endpoint picker and routing sidecar
             (``router.version``, engines/gateway.py ``release_for``), else None.
-        restart_policy, restart_annotations: the LeaderWorkerSets' (:func:`_restart_policy`).
         durations: the predicted durations every timeout pair is derived from
             (generator/durations.py).
     """
@@ -254,8 +254,6 @@ class SharedInputs:
     discovery: Discovery | None
     sidecar_connector: str | None
     picker: Any
-    restart_policy: str
-    restart_annotations: dict[str, str]
     durations: Durations = field(default_factory=Durations)
 
 
@@ -275,7 +273,6 @@ def shared_inputs(spec: InferenceDeployment, roles: list[RoleInput],
                               decode={L_INSTANCE: base, L_MODE: "decode", L_API: "true"},
                               port=ports.pop())
     gateway = rendered == "gateway"
-    restart_policy, restart_annotations = _restart_policy(spec)
     return SharedInputs(
         spec=spec, roles=roles, dialect=dialect, base=base,
         labels={**spec.metadata.labels, L_NAME: base, L_INSTANCE: base, L_MANAGED: "moegen"},
@@ -284,7 +281,6 @@ def shared_inputs(spec: InferenceDeployment, roles: list[RoleInput],
         discovery=discovery,
         sidecar_connector=gw.sidecar_connector(dialect.engine, connector) if gateway else None,
         picker=gw.release_for(spec.spec) if gateway else None,
-        restart_policy=restart_policy, restart_annotations=restart_annotations,
         durations=durations or Durations())
 
 
@@ -320,6 +316,14 @@ def role_launch(shared: SharedInputs, role_spec: Role, role: RoleInput,
                                        shared.sidecar_connector or "", sg.BOOTSTRAP_PORT,
                                        role.rank_ports)
         role = replace(role, serving=replace(role.serving, port=gw.SIDECAR_ENGINE_PORT))
+        if role.network.bindAddress == "podIP":
+            # The sidecar dials its engine at localhost (llm-d/llm-d-router@v0.10.0:
+            # pkg/sidecar/proxy/options.go:399) and the kubelet's probes and the PodMonitor
+            # at the pod IP: the engine behind it listens on both (every interface of the
+            # pod; the sidecar itself listens on every interface, proxy_helpers.go:33).
+            # Rule NET091 says what that exposes with hostNetwork (generator/manifests/
+            # addresses.py checks every such pair).
+            role = replace(role, network=role.network.model_copy(update={"bindAddress": "all"}))
     launch = dialect.launch(role, sizing, hplan.startup_s if hplan is not None else None,
                             drain_s=shared.durations.drain_s)
     # Timeouts paired with another component (generator/durations.py).
@@ -417,6 +421,7 @@ def _add_lws(out: RoleObjects, shared: SharedInputs, ctx: PodContext, rlabels: d
     name = lws_name(base, role.name)
     host = "$(LWS_LEADER_ADDRESS)" if lay.multi_pod else None
     index_label = LWS_WORKER_INDEX_LABEL if lay.multi_pod else None
+    restart_policy, restart_annotations = _restart_policy(spec, lay.multi_pod)
     leader = pod_plan(ctx, pod_spec(ctx, range(0, 1), index_label, host),
                       {**(api if launch.serves_api[0] else {}),
                        **(metrics if launch.binds_http(0) else {})},
@@ -434,8 +439,8 @@ def _add_lws(out: RoleObjects, shared: SharedInputs, ctx: PodContext, rlabels: d
         if lay.multi_pod else None,
         annotations={**gang_annotations,
                      **({LWS_EXCLUSIVE_TOPOLOGY: topology} if topology else {}),
-                     **shared.restart_annotations, **sized_load(spec, role_spec)},
-        restart_policy=shared.restart_policy, autoscaled=role_spec.autoscaling is not None,
+                     **restart_annotations, **sized_load(spec, role_spec)},
+        restart_policy=restart_policy, autoscaled=role_spec.autoscaling is not None,
         **_rollout(shared, role.name)))
     if role_spec.autoscaling is not None:
         pool_name = role_spec.nodePool

@@ -348,6 +348,7 @@ def _network(net) -> list[dict]:
              else "every interface of the pod"),
             ("RDMA", f"{rdma.resourceName} x{rdma.resourceCount}: {', '.join(rdma.devices)}"
              + (f", GID index {rdma.gidIndex}" if rdma.gidIndex is not None else "")
+             + (f", P_Key index {rdma.pkeyIndex}" if rdma.pkeyIndex is not None else "")
              if rdma is not None else "none (TCP)"),
             ("multi-node NVLink", net.computeDomain.resourceClaimTemplate
              if net.computeDomain is not None else "no ComputeDomain"),

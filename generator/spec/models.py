@@ -175,6 +175,12 @@ class Rdma(_Model):
     devices: list[Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9_.-]+$", max_length=64)]] = \
         Field(min_length=1, max_length=64, description="HCA names, e.g. [mlx5_0, mlx5_1].")
     gidIndex: int | None = Field(None, ge=0, le=255, description="RoCE GID index.")
+    pkeyIndex: int | None = Field(
+        None, ge=0, le=65535,
+        description="InfiniBand partition: the index of the partition key in the port's P_Key "
+        "table (/sys/class/infiniband/<hca>/ports/1/pkeys/<index>), for fabrics whose partition "
+        "is not at index 0 (SR-IOV VFs handed to pods). Rendered as NCCL_IB_PKEY and, for "
+        "DeepEP, NVSHMEM_IB_PKEY_INDEX (NVSHMEM >= 3.7.0; rules NET040-041).")
 
 
 class ComputeDomain(_Model):

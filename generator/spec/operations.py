@@ -166,11 +166,14 @@ class Lws(_Model):
                          description="The LeaderWorkerSet release (e.g. 0.7.0, v0.10.0): "
                          "moegen renders only what it has and refuses features it lacks "
                          "(LWS002-004) and releases it does not know (LWS001).")
-    restartPolicy: Literal["RecreateGroupOnPodRestart", "RecreateGroupAfterStart"] = Field(
-        "RecreateGroupOnPodRestart", description="What LWS does when a pod of a group fails: "
-        "RecreateGroupOnPodRestart re-creates the group at once; RecreateGroupAfterStart waits "
-        "until no pod of the group is pending (slow image pulls, scheduling) before it does "
-        "(LWS >= 0.9; 0.8 through its experimental annotation).")
+    restartPolicy: Literal["RecreateGroupOnPodRestart", "RecreateGroupAfterStart"] | None = \
+        Field(None, description="What LWS does when a pod of a group fails: "
+              "RecreateGroupOnPodRestart re-creates the group at once; RecreateGroupAfterStart "
+              "waits until no pod of the group is pending (slow image pulls, scheduling) before "
+              "it does (LWS >= 0.9; 0.8 through its experimental annotation). Unset: "
+              "RecreateGroupAfterStart for groups of several pods where the release has it, "
+              "else RecreateGroupOnPodRestart (generator/facts/lws.py restart_policy; "
+              "kubernetes-sigs/lws#726).")
     disaggregatedSet: bool = Field(False, description="Render the prefill and decode roles as "
                                    "one DisaggregatedSet (disaggregatedset.x-k8s.io/v1, LWS >= "
                                    "0.9): rollouts keep the P:D ratio; the router and Services "

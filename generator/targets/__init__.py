@@ -1,7 +1,9 @@
 """Targets: what a deployment plan becomes on a platform, behind one small interface.
 
 A target is a module-level object with a ``name``, :meth:`Target.findings` (what of the
-deployment the platform cannot express, as findings) and :meth:`Target.render` (the plan as
+deployment the platform cannot express, as findings), :meth:`Target.address_form` (what the
+address model, generator/manifests/addresses.py, reads of its rendering) and
+:meth:`Target.render` (the plan as
 ``{relative path: text}``; templates only substitute and loop, :mod:`.templates`). The one
 writer (:mod:`generator.emit`) writes what ``render`` returns. ``spec.target.name`` (or ``gen
 render --target``) chooses one:
@@ -24,6 +26,7 @@ from typing import TYPE_CHECKING, Protocol
 if TYPE_CHECKING:
     from ..deployment import Deployment
     from ..errors import Finding
+    from ..manifests.addresses import AddressForm
     from ..manifests.plan import DeploymentPlan
 
 
@@ -36,6 +39,12 @@ class Target(Protocol):
     def findings(self, deployment: Deployment) -> list[Finding]:
         """What of ``deployment`` this platform cannot express (errors), or renders differently
         (warnings); empty when it expresses all of it."""
+        ...
+
+    def address_form(self, deployment: Deployment) -> AddressForm:
+        """How this platform renders what the address model reads (which connections its
+        controller makes instead of moegen's, how the engine's arguments reach it):
+        generator/manifests/addresses.py."""
         ...
 
     def render(self, plan: DeploymentPlan, deployment: Deployment) -> dict[str, str]:

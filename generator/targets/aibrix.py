@@ -138,6 +138,18 @@ class AibrixTarget:
                       "workers would join the pool", "use router.kind vllm-router or smg")
         return found.out
 
+    def address_form(self, deployment: Deployment):
+        """How this target renders addresses (generator/manifests/addresses.py): moegen's
+        launcher with the leader's name built from the variables AIBrix's controllers inject
+        (:func:`leader_host`)."""
+        from ..manifests.addresses import AddressForm
+        rel = release(deployment)
+        if rel is None:
+            return AddressForm(NAME)
+        return AddressForm(NAME, leader_vars=frozenset({_v(rel, "env", "podSetName"),
+                                                        _v(rel, "env", "serviceName")}),
+                           leader_address=leader_host(rel))
+
     def render(self, plan: DeploymentPlan, deployment: Deployment) -> dict[str, str]:
         """``stormservice.yaml``, the plain objects (selectors narrowed to pod-group index 0
         where workers do not serve HTTP) and a kustomization."""
@@ -201,7 +213,7 @@ def _shared_template(plan: DeploymentPlan, rp: RolePlan, leader: PodPlan,
     spec = without_env(leader.spec, INDEX_ENV, LEADER_HOST_ENV)
     if worker is not None:
         spec = with_launcher(spec, index_env=_v(rel, "env", "groupIndex"))
-        host = (f"$({_v(rel, 'env', 'podSetName')})-0.$({_v(rel, 'env', 'serviceName')})")
+        host = leader_host(rel)
         spec = _with_env(spec, {"name": LEADER_HOST_ENV, "value": host})
     pod = inline_env(pod_spec_dict(spec), env_items(plan, rp.name))
     if worker is not None:
@@ -216,6 +228,12 @@ def _shared_template(plan: DeploymentPlan, rp: RolePlan, leader: PodPlan,
                     main[name] = _leader_only(main[name], _v(rel, "env", "groupIndex"),
                                               main["ports"])
     return template(leader, pod)
+
+
+def leader_host(rel: str) -> str:
+    """The leader's DNS name in a pod group: the PodSet's pod 0 on the StormService's headless
+    Service, from the variables the controllers inject (facts/controllers.py)."""
+    return f"$({_v(rel, 'env', 'podSetName')})-0.$({_v(rel, 'env', 'serviceName')})"
 
 
 def _with_env(spec, entry: dict[str, Any]):

@@ -34,6 +34,7 @@ must be it (TGT032) unless spec.target.image names another image.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from .. import security
@@ -44,6 +45,9 @@ from ..engines.routers import ROUTER_REPLICAS, rendered_router
 from ..errors import Finding
 from ..facts import controllers
 from ..layout import Spread
+from ..engines.base import POD_IP
+from ..manifests.addresses import PROBE, RANKS, ROUTER, POOL, SCRAPE, SERVICE, SIDECAR, \
+    AddressForm
 from ..manifests.plan import DeploymentPlan, RolePlan
 from ..manifests.pods import INDEX_ENV, LEADER_HOST_ENV
 from ..naming import L_API, L_METRICS
@@ -53,6 +57,8 @@ from .common import NIXL_PORT_ENV, E, W, Findings, bound_ports, common_findings,
 from .kserve import drop_flags
 
 NAME = "dynamo"
+#: The pod's IP, from the downward API (the plan's pod templates: manifests/pods.py).
+POD_IP_ENV = "MOEGEN_POD_IP"
 FRONTEND = "frontend"
 #: The frontend container: no capability, no escalation (it serves HTTP on an unprivileged
 #: port); its root filesystem stays writable (generator/security.py "dynamo-writes").
@@ -138,6 +144,17 @@ class DynamoTarget:
         _cannot(deployment, rel, found)
         _replaced(deployment, rel, found)
         return found.out
+
+    def address_form(self, deployment: Deployment):
+        """How this target renders addresses (generator/manifests/addresses.py): the worker's
+        args go to the container as they are (no launcher script), so a placeholder is written
+        as a Kubernetes ``$(VAR)`` reference to the pod's own variable (:data:`FORM`); the
+        operator runs the frontend, the probes, the rank wiring and, for multi-node vLLM, the
+        NIXL side-channel host."""
+        multi_vllm = deployment.spec.spec.engine.name == "vllm" and any(
+            r is not None and r.layout.multi_pod for r in deployment.roles)
+        return replace(FORM, env_dropped=FORM.env_dropped | (
+            {"VLLM_NIXL_SIDE_CHANNEL_HOST"} if multi_vllm else set()))
 
     def render(self, plan: DeploymentPlan, deployment: Deployment) -> dict[str, str]:
         """``dynamographdeployment.yaml`` and a kustomization."""
@@ -242,6 +259,14 @@ def _replaced(d: Deployment, rel: str, found: Findings) -> None:
 
 # --- the object -------------------------------------------------------------------------------
 
+#: What the address model reads of this target: args as the container gets them, the pod IP
+#: as a $(VAR) reference (Kubernetes expands it from the container's env: "Define a Command and
+#: Arguments for a Container"), what the operator does instead of moegen.
+FORM = AddressForm(NAME, expands="kubelet", placeholders=((POD_IP, f"$({POD_IP_ENV})"),),
+                   env_dropped=frozenset({INDEX_ENV, LEADER_HOST_ENV}),
+                   owned=frozenset({ROUTER, POOL, SIDECAR, PROBE, SERVICE, SCRAPE, RANKS}))
+
+
 def worker_args(rp: RolePlan, engine: str, multi_pod: bool) -> tuple[list[str], list[str]]:
     """(command, args) of a worker: Dynamo's wrapper of the engine, moegen's arguments without
     what the operator injects (multi-node rank flags) and, for vLLM, without the API-server
@@ -255,13 +280,13 @@ def worker_args(rp: RolePlan, engine: str, multi_pod: bool) -> tuple[list[str], 
             args += drop_flags(launch.per_pod[0], VLLM_SERVER_ONLY)
         if rp.mode in DISAGGREGATION_MODE:
             args += ["--disaggregation-mode", DISAGGREGATION_MODE[rp.mode]]
-        return ["python3", "-m", "dynamo.vllm"], args
+        return ["python3", "-m", "dynamo.vllm"], [FORM.written(a) for a in args]
     args = list(launch.common)
     if not multi_pod:
         args += list(launch.per_pod[0])
     else:
         args = drop_flags(args, SGLANG_RANK_FLAGS)
-    return ["python3", "-m", "dynamo.sglang"], args
+    return ["python3", "-m", "dynamo.sglang"], [FORM.written(a) for a in args]
 
 
 def worker_ports(rp: RolePlan, base: str | None) -> list[dict[str, Any]]:
@@ -298,7 +323,9 @@ def _component(plan: DeploymentPlan, d: Deployment, rel: str, i: int) -> dict[st
     specs = [leader] + ([work.worker.spec] if multi and work.worker is not None else [])
     pod = effective_pod(d.spec.spec, rs)
     cache = pod.cache.volume.persistentVolumeClaim if pod.cache.volume is not None else None
-    drop_env = {"MOEGEN_POD_IP", INDEX_ENV, LEADER_HOST_ENV}
+    drop_env = set(FORM.env_dropped)
+    if not any(f"$({POD_IP_ENV})" in a for a in args):
+        drop_env.add(POD_IP_ENV)
     if multi and engine == "vllm":
         # The operator sets it on every multi-node vLLM component, DP and mp paths alike
         # (backend_vllm.go:66-75).

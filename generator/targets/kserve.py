@@ -116,6 +116,25 @@ def option(args: list[str], flags: frozenset[str]) -> str | None:
     return value
 
 
+#: What moegen leaves out of a decode engine the presets' routing sidecar fronts: the sidecar
+#: dials it at localhost (kserve/kserve@v0.20.0:config/llmisvcconfig/
+#: config-llm-decode-template.yaml:278; llm-d/llm-d-router@v0.10.0:pkg/sidecar/proxy/
+#: options.go:399), so a ``--host`` on the pod IP (network.bindAddress podIP) would refuse it;
+#: vLLM's default binds every interface of the pod.
+FRONTED_DROP = frozenset({"--host"})
+
+
+def _fronted(deployment: Deployment) -> bool:
+    """The decode roles run behind the presets' routing sidecar (a prefill/decode deployment
+    on a release whose decode preset has one)."""
+    rel = release(deployment)
+    modes = {r.mode for r in deployment.roles if r is not None}
+    if rel is None or not {"prefill", "decode"} <= modes:
+        return False
+    tpl = _facts(rel, "presets", "kserve-config-llm-decode-template", "template")
+    return bool(tpl.get("sidecar"))
+
+
 class KServeTarget:
     """KServe LLMInferenceService on the vLLM presets."""
 
@@ -133,6 +152,20 @@ class KServeTarget:
         _non_root(deployment, rel, found)
         _replaced(deployment, rel, found)
         return found.out
+
+    def address_form(self, deployment: Deployment):
+        """How this target renders addresses (generator/manifests/addresses.py): the presets'
+        ``eval`` expands moegen's placeholders; KServe runs the router, the pool, the probes,
+        the Services and the data-parallel wiring; its decode presets put the llm-d routing
+        sidecar in front of vLLM, which dials the engine at localhost, so moegen leaves
+        ``--host`` out there (:data:`FRONTED_DROP`)."""
+        from ..manifests import addresses as a
+        fronted = frozenset({"decode"}) if _fronted(deployment) else frozenset()
+        return a.AddressForm(NAME, owned=frozenset({a.ROUTER, a.POOL, a.SIDECAR, a.PROBE,
+                                                    a.SERVICE, a.SCRAPE, a.RANKS}),
+                             fronted=fronted,
+                             dropped=tuple(("decode", f) for f in FRONTED_DROP) if fronted
+                             else ())
 
     def render(self, plan: DeploymentPlan, deployment: Deployment) -> dict[str, str]:
         """``llminferenceservice.yaml`` and a kustomization over it."""
@@ -364,6 +397,8 @@ def _workload(plan: DeploymentPlan, d: Deployment, rel: str, i: int, pd: bool) -
         par["dataRPCPort"] = launch.rendezvous_port
     if lay.spread is Spread.SINGLE:
         additional += drop_flags(launch.per_pod[0], flags)
+    if role.mode == "decode" and _fronted(d):
+        additional = drop_flags(additional, FRONTED_DROP)
     work = next(w for w in plan.workloads if w.role == role.name)
     # Not the keys the controller labels and selects its pods by (spec.labels would override
     # them: PropagateMap), nor moegen's per-pod ones.

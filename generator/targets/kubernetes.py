@@ -166,6 +166,12 @@ class KubernetesTarget:
                     deployment.provenance.locate(path)))
         return out
 
+    def address_form(self, deployment: Deployment):
+        """How this target renders addresses (generator/manifests/addresses.py): the plan as
+        it is, LeaderWorkerSet's LWS_LEADER_ADDRESS naming the leader."""
+        from ..manifests.addresses import KUBERNETES
+        return KUBERNETES
+
     def render(self, plan: DeploymentPlan, deployment: Deployment) -> dict[str, str]:
         """:func:`render_files` (``deployment`` unused: the plan holds everything)."""
         return render_files(plan)

@@ -92,6 +92,15 @@ class RbgTarget:
                           "role cannot have that name", "rename the role")
         return found.out
 
+    def address_form(self, deployment: Deployment):
+        """How this target renders addresses (generator/manifests/addresses.py): moegen's pod
+        templates and plain objects; the launcher reads the leader's name from the variable
+        RBG's controller injects."""
+        from ..manifests.addresses import AddressForm
+        rel = release(deployment)
+        leader = _v(rel, "env", "leaderAddress") if rel is not None else "RBG_LWP_LEADER_ADDRESS"
+        return AddressForm(NAME, leader_vars=frozenset({leader}), leader_address=f"$({leader})")
+
     def render(self, plan: DeploymentPlan, deployment: Deployment) -> dict[str, str]:
         """``rolebasedgroup.yaml``, ``coordinatedpolicy.yaml`` (prefill and decode roles), the
         plain objects and a kustomization."""
