@@ -59,6 +59,7 @@ def _by_gpu(name, gpus):
 
 
 BLACKWELL = _costs(("nvidia", "blackwell"))
+HOPPER = _costs(("nvidia", "hopper"))
 AMD = _costs(("amd", "*"))
 
 #: (name, parameters, development case ids: a prefix matches every case it starts).
@@ -86,6 +87,21 @@ GROUPS = [
       _module("SPARSE_PREFILL_LAYER_S", fixed), _module("ETA_SPARSE_PREFILL")],
      ["cookbook-v32-b200-dp8ep8-c100-", "cookbook-v32-b200-tp8-eagle-c1-",
       "cookbook-k2-b200-dp4-c1-", "vllm-gb300-v32nvfp4-tp2-prefill-only"]),
+    ("Hopper's per-request and prefill-step costs (InferenceX R1 TP8 on 8 x H200, SGLang 0.5.7: "
+     "TTFT at 1K/1K c8 and c32, 8K/1K c4; with the Hopper prefill throughputs they also set: "
+     "lmsys.org EP32 prefill on H100, Ant Group TP8 prefill on H20-96G, seed 002's V4-Pro prefill)",
+     [HOPPER("request_s"), HOPPER("prefill_layer_s")],
+     ["x01-r1-h200-tp8-1k1k-c8:ttft", "x03-r1-h200-tp8-1k1k-c32:ttft",
+      "x05-r1-h200-tp8-8k1k-c4:ttft", "lmsys-h100-prefill-ep32-", "antgroup-h20-96-prefill-tp8",
+      "seed002-v4pro-prefill-pp2-cp8-tp8"]),
+    ("DeepSeek-V4's compressed-attention prefill step (SGLang DeepSeek-V4 table, B200: V4-Flash "
+     "DP4 megamoe, V4-Pro DP8 megamoe + prefill delayer)",
+     [_module("COMPRESSED_PREFILL_LAYER_S", fixed)],
+     ["v04-v4flash-fp4-b200-dp4-ht:", "v05-v4pro-fp4-b200-dp8-ht:"]),
+    ("Weight-only W4A16 MoE GEMMs at prefill sizes (SGLang DeepSeek-V4 table: V4-Flash on "
+     "4 x H200, --moe-runner-backend marlin)",
+     [_module("W4A16_PREFILL")],
+     ["v02-v4flash-fp4-h200-tp4-ht:"]),
 ]
 
 

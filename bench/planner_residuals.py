@@ -35,7 +35,14 @@ from generator.perf.regimes import ERRORS_FILE, REGIMES, classify, kind_of, spar
 from generator.spec.request import PlanRequest
 
 CASES = ROOT / "bench" / "published_cases.yaml"
+#: Development set 4 (issue 32), read beside the checkout, never copied into the repository:
+#: its performance figures become cases here (:func:`dev4_cases`).
+DEV4 = ROOT.parent / "shared" / "reference" / "published-dev-4.yaml"
 SPLITS = ("dev", "held-out")
+#: published-dev-4 figure keys -> (the candidate's JSON field, the figure is per GPU).
+DEV4_FIGURES = {"tpot_ms": ("tpotMs", False), "ttft_ms": ("ttftMs", False),
+                "out_tok_s_gpu": ("outputTokensPerSec", True),
+                "tot_tok_s_gpu": ("totalTokensPerSec", True)}
 
 
 def _merge(base: dict, update: dict) -> dict:
@@ -45,10 +52,43 @@ def _merge(base: dict, update: dict) -> dict:
     return out
 
 
-def requests() -> list[tuple[dict, PlanRequest]]:
-    """(case, PlanRequest) of every published case."""
+def source_of(case: dict) -> str:
+    """The publication a case's figure comes from (the unit cross-validation leaves out): its
+    address without a fragment, else its source text up to the first parenthesis."""
+    url = case.get("url")
+    if url:
+        return url.split("#", 1)[0]
+    return case["source"].split(" (", 1)[0].strip()
+
+
+def dev4_cases(path: Path = DEV4, updates: dict | None = None) -> list[dict]:
+    """The performance figures of ``published-dev-4.yaml`` as cases (one per figure: id
+    ``<entry>:<key>``, split dev, the entry's PlanRequest body with ``updates[<entry>]``
+    merged: the launch flags the entry's request leaves out, bench/published_cases.yaml
+    ``dev4``); [] when the file is not beside the checkout."""
+    if not path.exists():
+        return []
     out = []
-    for case in yaml.safe_load(CASES.read_text())["cases"]:
+    for entry in yaml.safe_load(path.read_text())["performance"]:
+        upd = (updates or {}).get(entry["id"], {})
+        for key, value in entry["published"].items():
+            field, per_gpu = DEV4_FIGURES[key]
+            out.append({"id": f"{entry['id']}:{key}", "split": "dev",
+                        "source": entry["source"], "config": entry.get("config", ""),
+                        "metric": {"field": field, "value": value, "perGpu": per_gpu,
+                                   "stat": "mean"},
+                        "request": entry["request"],
+                        "request_update": upd.get("request_update"),
+                        "assumes": upd.get("assumes", "")})
+    return out
+
+
+def requests() -> list[tuple[dict, PlanRequest]]:
+    """(case, PlanRequest) of every published case: bench/published_cases.yaml, then the
+    figures of published-dev-4.yaml (:func:`dev4_cases`)."""
+    out = []
+    doc = yaml.safe_load(CASES.read_text())
+    for case in doc["cases"] + dev4_cases(updates=doc.get("dev4")):
         spec = _merge(case["request"], case.get("request_update") or {})
         req = PlanRequest.model_validate({"apiVersion": "moegen.dev/v1alpha1",
                                           "kind": "PlanRequest",
@@ -89,8 +129,11 @@ def residuals(ids=None) -> list[dict]:
             else m["field"]
         got = doc.get(field) if cand and cand.fits else None
         if got is not None and m.get("perGpu"):
-            role = next(r for r in req.spec.roles if r.name == m["role"])
-            got = got / req.spec.nodePools[role.nodePool].gpusPerNode
+            if m.get("role"):
+                role = next(r for r in req.spec.roles if r.name == m["role"])
+                got = got / req.spec.nodePools[role.nodePool].gpusPerNode
+            else:   # the whole deployment's figure over its GPUs
+                got = got / cand.gpus
         rows.append({"id": case["id"], "split": case.get("split", "dev"),
                      "regime": case_regime(case, req), "field": m["field"],
                      "published": m["value"], "predicted": got,

@@ -277,10 +277,12 @@ class Moe(_Model):
     all2all: Literal[
         "naive", "allgather_reducescatter", "deepep_high_throughput", "deepep_low_latency",
         "deepep_v2", "pplx", "flashinfer_all2allv", "nixl_ep", "mori", "mori_high_throughput",
-        "mori_low_latency",
+        "mori_low_latency", "megamoe",
     ] | None = Field(None,
         description="Expert all-to-all backend (engine-neutral name; rendered per engine release). "
-                    "DeepEP/pplx/FlashInfer on NVIDIA; MoRI-EP (mori*) on AMD.")
+                    "DeepEP/pplx/FlashInfer on NVIDIA; MoRI-EP (mori*) on AMD; megamoe: SGLang's "
+                    "DeepGEMM Mega MoE (dispatch, expert GEMMs and combine in one kernel over "
+                    "symmetric memory; SGLang 0.5.12+, not in vLLM).")
     eplb: Eplb | None = Field(None, description="Expert-parallel load balancing.")
     placement: Literal["linear", "round_robin"] | None = Field(None,
         description="How experts map to EP ranks (vLLM --expert-placement-strategy).")
