@@ -196,6 +196,7 @@ DERIVED_FLAGS: dict[str, str] = {
     "--kv-cache-dtype": "serving.kvCacheDtype",
     "--max-running-requests": "serving.maxNumSeqs (or roles[].sizing.concurrency)",
     "--chunked-prefill-size": "serving.maxNumBatchedTokens",
+    "--swa-full-tokens-ratio": "serving.swaFullTokensRatio",
     "--cuda-graph-max-bs": "(derived from the batch the role admits)",
     "--cuda-graph-max-bs-decode": "(derived from the batch the role admits)",
     "--disable-cuda-graph": "serving.enforceEager",
@@ -400,6 +401,8 @@ class SglangDialect:
             common += ["--max-running-requests", str(per_rank * lay.data)]
         if s.maxNumBatchedTokens is not None:
             common += ["--chunked-prefill-size", str(s.maxNumBatchedTokens)]
+        if s.swaFullTokensRatio is not None:
+            common += ["--swa-full-tokens-ratio", repr(s.swaFullTokensRatio)]
         if s.kvCacheMemoryBytes and sizing is not None:
             # SGLang caps its pool in tokens (model_runner_kv_cache_mixin.py: min(profiled,
             # --max-total-tokens)): the bytes over the role's KV bytes per token.

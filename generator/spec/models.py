@@ -245,6 +245,10 @@ class Serving(_Model):
                     "KV bytes per token (a cap on the pool mem_fraction_static sizes).")
     weightOffload: WeightOffload | None = Field(None,
         description="Keep part of the weights in host memory (group or UVA offloading).")
+    swaFullTokensRatio: float | None = Field(None, gt=0.0, le=1.0, allow_inf_nan=False,
+        description="SGLang only (--swa-full-tokens-ratio): the sliding-window pool's tokens "
+                    "as a share of the full pool's (default 0.8; DeepSeek-V4's 0.1). vLLM has "
+                    "no such pool (rule SRV010).")
 
 
 class Parallel(_Model):
@@ -459,6 +463,7 @@ class ServingSettings:
     enforceEager: bool = False
     kvCacheMemoryBytes: int | None = None
     weightOffload: WeightOffload | None = None
+    swaFullTokensRatio: float | None = None
 
 
 def effective_serving(spec: DeploymentSpec, role: Role) -> ServingSettings:
