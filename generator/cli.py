@@ -51,6 +51,10 @@ def _target_arg(ctx, param, value: str | None) -> str | None:
     return value
 
 
+#: ``--no-skips``: the waivers written in the inputs are not read (generator/waivers.py).
+_NO_SKIPS = click.option("--no-skips", "no_skips", is_flag=True,
+                         help="Ignore the '# moegen:skip=CODE reason' comments and moegen.dev/skip "
+                         "annotations: report what they suppress.")
 #: ``--target NAME[@VERSION]``: the platform to render for (spec.target.name and version).
 _TARGET = click.option("--target", "target", metavar="NAME[@VERSION]", default=None,
                        callback=_target_arg,
@@ -64,24 +68,26 @@ def _emit_findings(checked: pipeline.Checked, fmt: str, quiet_ok_json: bool = Fa
     if fmt == "json" and quiet_ok_json and checked.ok:
         return
     # A spec that passes gets its own "ok (...)" line from the caller instead of a summary.
-    _print_findings(findings, fmt, checked.ok, with_summary=not checked.ok)
+    _print_findings(findings, fmt, checked.ok, with_summary=not checked.ok,
+                    suppressed=checked.suppressed)
 
 
 def _print_findings(findings: list, fmt: str, ok: bool, extra: dict | None = None,
-                    with_summary: bool = True) -> None:
+                    with_summary: bool = True, suppressed: list = ()) -> None:
     """Findings in ``fmt``: json/github/sarif on stdout, text on stderr (``extra``: more keys
-    of the JSON document)."""
+    of the JSON document; ``suppressed``: what skips suppressed, generator/waivers.py)."""
     if fmt == "json":
-        click.echo(report.as_json(findings, ok, extra))
+        more = {"suppressed": [s.to_json() for s in suppressed]} if suppressed else {}
+        click.echo(report.as_json(findings, ok, {**more, **(extra or {})}))
     elif fmt == "github":
         if findings:
             click.echo(report.github(findings))
     elif fmt == "sarif":
         from .checks import RULES
-        click.echo(report.sarif(findings, RULES))
+        click.echo(report.sarif(findings, RULES, suppressed))
     elif findings:
-        click.echo(report.text(findings, colour=sys.stderr.isatty(), with_summary=with_summary),
-                   err=True)
+        click.echo(report.text(findings, colour=sys.stderr.isatty(), with_summary=with_summary,
+                               suppressed=len(suppressed)), err=True)
 
 
 def _plan_request(path: Path):
@@ -120,12 +126,13 @@ def main() -> None:
 @click.option("--format", "fmt", type=click.Choice(["text", "json", "github"]), default="text",
               help="How findings are printed.")
 @_TARGET
+@_NO_SKIPS
 def render(spec: Path, overlays: tuple[Path, ...], outdir: Path | None, check: bool,
-           fmt: str, target: str | None) -> None:
+           fmt: str, target: str | None, no_skips: bool) -> None:
     """Validate SPEC, then write its manifests and env files as a kustomize base (or the
     custom resources of the platform spec.target / --target names)."""
     from .emit import diff_tree, write_tree
-    checked = _checked(spec, overlays, target)
+    checked = _checked(spec, overlays, target, skips=not no_skips)
     _emit_findings(checked, fmt, quiet_ok_json=check)
     if not checked.ok:
         raise SpecRejected(checked.findings)
@@ -134,14 +141,10 @@ def render(spec: Path, overlays: tuple[Path, ...], outdir: Path | None, check: b
     if check:
         changes = diff_tree(outdir, files)
         if changes:
-            heads = [c for c in changes if not c.startswith("    ")]
-            if fmt == "json":
-                click.echo(json.dumps({"ok": False, "outdir": str(outdir), "drift": heads},
-                                      indent=2))
-            elif fmt == "github":
-                click.echo("\n".join(
-                    f"::error file={outdir / c[2:].split(' ')[0]},title=drift::{c}" for c in heads))
-            click.echo("\n".join(changes), err=True)
+            from .rollout import drift_report
+            out, err = drift_report(outdir, changes, spec, files, checked, fmt, sys.stderr.isatty())
+            click.echo(out, nl=False)
+            click.echo(err, err=True)
             raise DriftDetected(changes)
         click.echo(f"{outdir}: up to date ({len(files)} files)", err=True)
         return
@@ -172,10 +175,10 @@ def _import_options(gpu: str | None, engine_version: str | None, model_config: P
 
 
 def _batch(inputs: tuple[Path, ...], overlays: tuple[Path, ...], opts, check: bool = True,
-           target: str | None = None):
+           target: str | None = None, skips: bool = True, require: bool = False):
     from .inputs import read_inputs
     _exist(*overlays)
-    batch = read_inputs(list(inputs), list(overlays), opts, check, target)
+    batch = read_inputs(list(inputs), list(overlays), opts, check, target, skips, require)
     if batch.missing:
         raise UsageError(f"{batch.missing[0]}: no such file")
     return batch
@@ -192,41 +195,40 @@ def _batch(inputs: tuple[Path, ...], overlays: tuple[Path, ...], opts, check: bo
 @_ENGINE_VERSION
 @_MODEL_CONFIG
 @_TARGET
+@_NO_SKIPS
+@click.option("--allow-empty", "allow_empty", is_flag=True,
+              help="Exit 0 when the inputs hold nothing to check (no spec, no serving workload "
+              "moegen reads: a pre-commit hook given every changed YAML file); else INP001.")
 def validate(inputs: tuple[Path, ...], overlays: tuple[Path, ...], fmt: str, strict: bool,
              gpu: str | None, engine_version: str | None, model_config: Path | None,
-             target: str | None) -> None:
+             target: str | None, no_skips: bool, allow_empty: bool) -> None:
     """Run every check on INPUTS and write nothing (the CI policy check).
 
     INPUTS are spec files, Kubernetes manifests that run vLLM or SGLang (LeaderWorkerSet,
     StatefulSet, Deployment, DisaggregatedSet, KServe LLMInferenceService, RoleBasedGroup,
     DynamoGraphDeployment, StormService; a kustomize build or helm template stream as -),
-    or directories of them; other files are skipped and counted.
+    or directories of them; other files are skipped and counted, engines under other kinds
+    are notices (INP002), and inputs with nothing to check are an error (INP001).
     """
     from .inputs import summary_line
     batch = _batch(inputs, overlays, _import_options(gpu, engine_version, model_config),
-                   target=target)
+                   target=target, skips=not no_skips, require=not allow_empty)
     if len(inputs) == 1 and batch.plans and not batch.results:
         raise UsageError(f"{batch.plans[0]} is a PlanRequest: use gen plan (or gen report) on it")
-    findings = batch.all_findings()
-    _print_findings(findings, fmt, batch.ok, _inputs_json(batch) if fmt == "json" else None,
-                    with_summary=False)
+    findings, suppressed = batch.all_findings(), batch.suppressed
+    _print_findings(findings, fmt, batch.ok, batch.to_json() if fmt == "json" else None,
+                    with_summary=False, suppressed=suppressed)
     if fmt == "text":
         single = len(batch.results) == 1 and not batch.skipped and batch.results[0].kind == "spec"
+        counts = report.summary(findings, len(suppressed))
         if single and batch.ok and not batch.findings:
-            click.echo(f"{batch.results[0].name}: ok ({report.summary(findings)})", err=True)
+            click.echo(f"{batch.results[0].name}: ok ({counts})", err=True)
         elif single:
-            click.echo(report.summary(findings), err=True)
+            click.echo(counts, err=True)
         else:
             click.echo(summary_line(batch), err=True)
     if not batch.ok or (strict and any(f.severity is Severity.WARNING for f in findings)):
         raise SpecRejected(findings)
-
-
-def _inputs_json(batch) -> dict:
-    return {"inputs": [{"name": r.name, "kind": r.kind,
-                        "ok": not any(f.severity is Severity.ERROR for f in r.findings)}
-                       for r in batch.results],
-            "skipped": batch.skipped, "planRequests": batch.plans}
 
 
 @main.command("import")
@@ -249,9 +251,12 @@ def import_cmd(inputs: tuple[Path, ...], out: Path | None, overlays: tuple[Path,
     batch = _batch(inputs, overlays, _import_options(gpu, engine_version, model_config))
     deps = [r for r in batch.results if r.kind == "manifest"]
     if not deps:
-        if batch.findings:
+        if any(f.severity is not Severity.NOTICE for f in batch.findings):
             _reject(batch.findings)
-        raise UsageError("no vLLM or SGLang workload found in the input "
+        if batch.findings:   # engines under kinds moegen does not read (INP002)
+            click.echo(report.text(batch.findings, colour=sys.stderr.isatty()), err=True)
+        kind = "of a kind moegen reads " if batch.unread else ""
+        raise UsageError(f"no vLLM or SGLang workload {kind}found in the input "
                          f"({len(batch.files)} files read)")
     texts = [(r.imported.data["metadata"]["name"], spec_yaml(r.imported)) for r in deps]
     many = out is not None and (out.is_dir() or str(out).endswith("/") or len(texts) > 1)
@@ -544,10 +549,12 @@ def rules(fmt: str) -> None:
 
 
 def _register() -> None:
-    """The commands defined beside this module (gen bench, gen calibrate)."""
+    """The commands defined beside this module (gen bench, gen calibrate, gen diff)."""
     from .cli_calibrate import bench_cmd, calibrate_cmd
+    from .cli_diff import diff
     main.add_command(bench_cmd)
     main.add_command(calibrate_cmd)
+    main.add_command(diff)
 
 
 _register()

@@ -105,8 +105,7 @@ def calibrate_cmd(results: tuple[str, ...], spec: Path, overlays: tuple[Path, ..
         raise UsageError("no benchmark run of this deployment among the inputs: "
                          "nothing to calibrate on")
     memory = _memory_sizing(checked, read.memory)
-    profile, rows = fit(doc, runs, memory, doc.metadata.name, checked.loaded.provenance,
-                        checked.loaded.model_config)
+    profile, rows = fit(checked.model, runs, memory, doc.metadata.name)
     click.echo(comparison(profile, rows), nl=False, err=out is None)   # stdout: the profile
     text = PROFILE_MARKER + f" from {len(runs)} run(s) of {doc.metadata.name}\n" + \
         yaml.safe_dump(profile, sort_keys=False, width=100)

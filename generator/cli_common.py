@@ -34,11 +34,11 @@ def _exist(*paths: Path) -> None:
 
 
 def _checked(spec: Path, overlays: tuple[Path, ...], target: str | None = None,
-             calibration: Path | None = None) -> pipeline.Checked:
-    """Read and check SPEC with its overlays (and ``calibration``); a PlanRequest is a usage
-    error."""
+             calibration: Path | None = None, skips: bool = True) -> pipeline.Checked:
+    """Read and check SPEC with its overlays (and ``calibration``; ``skips``: apply the
+    waivers written in the files); a PlanRequest is a usage error."""
     _exist(spec, *overlays, calibration)
-    checked = pipeline.check(spec, list(overlays), target, calibration=calibration)
+    checked = pipeline.check(spec, list(overlays), target, calibration=calibration, skips=skips)
     if checked.spec is None and checked.loaded.data.get("kind") == "PlanRequest":
         raise UsageError(f"{display_name(spec)} is a PlanRequest: use gen plan (or gen report) on it")
     return checked

@@ -155,6 +155,16 @@ def build(spec: InferenceDeployment, provenance: Provenance,
                       tuple(findings))
 
 
+def at_spec(model: Deployment, spec: InferenceDeployment) -> Deployment:
+    """``model`` with ``spec`` in its place: the same model shape, engine release and
+    provenance, the role inputs, sizing and host plans recomputed for ``spec`` (a what-if of the
+    same deployment, e.g. at a benchmark run's traffic and concurrency: ``gen calibrate``)."""
+    roles = with_rank_ports(spec.spec, role_inputs(spec, model.arch), model.dialect)
+    return Deployment(spec, model.provenance, model.dialect, model.arch, tuple(roles),
+                      _size_roles(spec, roles, model.dialect),
+                      _host_plans(spec, roles, model.dialect), model.findings)
+
+
 def _size_roles(spec: InferenceDeployment, roles: list[RoleInput | None],
                 dialect: Dialect | None) -> tuple[RoleSizing | str | None, ...]:
     """Size every role whose layout is possible (RoleSizing, or a reason string, or None)."""

@@ -7,14 +7,23 @@ rendered tree or two renders of one spec, stay separate deployments:
 (:func:`generator.pipeline.check_loaded`), its findings located in the manifests.
 
 Files that are neither (a values file, a CI workflow) are skipped and counted, so a pre-commit
-hook may hand every changed YAML file over. An unreadable file counts as a spec or manifest
+hook may hand every changed YAML file over; a file of Kubernetes objects (a Service, ConfigMaps,
+the router) or one a kustomization names is read with the serving manifests when the inputs
+hold any, and is skipped otherwise: the same count however the files are passed (a directory,
+or its files one by one). An engine under a kind the importer does not read is a notice
+(INP002, :mod:`generator.importer.unread`) and its file is counted as ``unread``; inputs in
+which nothing is checked are an error for ``gen validate`` (INP001, :func:`nothing_checked`).
+An unreadable file counts as a spec or manifest
 (its findings are reported) when its text names one (``kind: InferenceDeployment``, an engine
 entry point); one that names neither is reported when it is not valid YAML (:data:`BROKEN`),
 given or found in a directory alike, unless it is a template (``{{ }}``); else it is skipped too.
+The waivers written in the manifests (:mod:`generator.waivers`) apply to every finding located
+in them; those of specs and overlays are applied by the pipeline.
 """
 
 from __future__ import annotations
 
+import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -22,8 +31,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from . import pipeline
-from .errors import Finding, Severity
+from .errors import Finding, Location, Severity
 from .spec.load import (
+    Document,
     InputUnit,
     LoadedSpec,
     Provenance,
@@ -33,6 +43,7 @@ from .spec.load import (
     read_unit,
     with_overlays,
 )
+from .waivers import Suppressed, Waiver, no_error, unused
 
 if TYPE_CHECKING:
     from .importer import Options
@@ -65,21 +76,32 @@ class Checked:
         kind: ``spec`` or ``manifest``.
         checked: the pipeline's result (findings, model).
         imported: the deployment as imported (manifests only).
+        waived: manifests: the findings after the manifests' skips (None: not applied);
+            waived_by: what those skips suppressed.
     """
 
     name: str
     kind: str
     checked: pipeline.Checked
     imported: Imported | None = None
+    waived: list[Finding] | None = None
+    waived_by: list[Suppressed] = field(default_factory=list)
 
     @property
     def findings(self) -> list[Finding]:
         if self.kind == SPEC:
             return self.checked.findings
+        if self.waived is not None:
+            return self.waived
         from .importer import IMPORTED_SUPPRESSED
         skip = IMPORTED_SUPPRESSED | (self.imported.suppress if self.imported else set())
         return [_relocated(f, self.imported) for f in self.checked.findings
                 if f.code not in skip]
+
+    @property
+    def suppressed(self) -> list[Suppressed]:
+        """The findings skips suppressed (the spec's and overlays', then the manifests')."""
+        return self.checked.suppressed + self.waived_by
 
 
 @dataclass
@@ -90,27 +112,52 @@ class Batch:
         results: each spec and each imported deployment, checked.
         findings: findings of files that belong to no result (unreadable manifests).
         files: every file read; skipped: files that are neither specs nor serving manifests
-            (other objects in a directory or stream with serving manifests are read with them:
-            a router, ConfigMaps, monitoring); plans: PlanRequest files (``gen plan``).
+            (Kubernetes objects are read with the serving manifests when there are any: a
+            router, ConfigMaps, monitoring); unread: files whose engines run under kinds the
+            importer does not read (INP002); plans: PlanRequest files (``gen plan``).
         missing: inputs that do not exist.
+        waived_by: what the manifests' skips suppressed among ``findings``.
     """
 
     results: list[Checked] = field(default_factory=list)
     findings: list[Finding] = field(default_factory=list)
     files: list[str] = field(default_factory=list)
     skipped: list[str] = field(default_factory=list)
+    unread: list[str] = field(default_factory=list)
     plans: list[str] = field(default_factory=list)
     missing: list[str] = field(default_factory=list)
+    waived_by: list[Suppressed] = field(default_factory=list)
+
+    @property
+    def suppressed(self) -> list[Suppressed]:
+        """Every finding a skip suppressed, sorted like findings."""
+        out = list(self.waived_by) + [s for r in self.results for s in r.suppressed]
+        return sorted(dict.fromkeys(out), key=lambda s: s.finding.sort_key())
 
     def all_findings(self) -> list[Finding]:
+        """Every finding, sorted; a skip shared by several results (an overlay) is reported
+        once, and not as unused (SKP002) when one of them used it."""
         out = list(self.findings)
         for r in self.results:
             out += r.findings
+        used = {unused(s.skip, s.finding.code) for s in self.suppressed}
+        own = [f for f in out if f.code in ("SKP001", "SKP002")]
+        out = [f for f in out if f.code not in ("SKP001", "SKP002")] + \
+            [f for f in dict.fromkeys(own) if f not in used]
         return sorted(out, key=Finding.sort_key)
 
     @property
     def ok(self) -> bool:
         return not any(f.severity is Severity.ERROR for f in self.all_findings())
+
+    def to_json(self) -> dict:
+        """The keys ``gen validate --format json`` adds to the findings: ``inputs`` (name,
+        kind, ok), ``skipped``, ``unread``, ``planRequests``, ``suppressed`` (each with its
+        reason and skip)."""
+        return {"inputs": [{"name": r.name, "kind": r.kind, "ok": no_error(r.findings)}
+                           for r in self.results],
+                "skipped": self.skipped, "unread": self.unread, "planRequests": self.plans,
+                "suppressed": [s.to_json() for s in self.suppressed]}
 
 
 def _file_docs(unit: InputUnit, name: str):
@@ -118,15 +165,17 @@ def _file_docs(unit: InputUnit, name: str):
 
 
 def read_inputs(paths: list[Path], overlays: list[Path] = (), opts: Options | None = None,
-                check: bool = True, target: str | None = None) -> Batch:
+                check: bool = True, target: str | None = None, skips: bool = True,
+                require: bool = False) -> Batch:
     """Read, classify, import and (with ``check``) check every input (never raises for bad
     input); ``target``: ``NAME[@VERSION]`` replacing each deployment's ``spec.target``
-    (``--target``)."""
+    (``--target``); ``skips``: apply the waivers written in the inputs (false:
+    ``--no-skips``); ``require``: INP001 when nothing was checked (``gen validate``)."""
     batch = Batch()
     expanded, batch.missing = expand_inputs(list(paths))
     pool = InputUnit("manifests")
+    neither: dict[str, list[Document]] = {}
     for path, files in expanded:
-        neither: list[str] = []
         unit = read_unit(path, files, _RELEVANT)
         batch.files += list(unit.files) + [f.location.file for f in unit.findings
                                            if f.location.file not in unit.files]
@@ -145,8 +194,8 @@ def read_inputs(paths: list[Path], overlays: list[Path] = (), opts: Options | No
                 if len(docs) > 1:
                     loaded.findings.append(_one_document(name))
                 loaded.findings += [f for f in unit.findings if f.location.file == name]
-                batch.results.append(Checked(name, SPEC, pipeline.check_loaded(loaded, target)
-                                             if check else pipeline.Checked(loaded)))
+                batch.results.append(Checked(name, SPEC, pipeline.check_loaded(
+                    loaded, target, skips=skips) if check else pipeline.Checked(loaded)))
             elif kind == PLAN:
                 batch.plans.append(name)
             elif name in bad and unit.marks.get(name) == "spec":
@@ -165,26 +214,112 @@ def read_inputs(paths: list[Path], overlays: list[Path] = (), opts: Options | No
                 pool.findings += [f for f in unit.findings if f.location.file == name]
             else:
                 pool.documents += docs   # context: ConfigMaps, the router, monitoring
-                neither.append(name)
+                neither[name] = docs
         pool.documents += generated
-        if not any(n in unit.files for n in pool_files(pool)):
-            batch.skipped += neither
         for f in unit.findings:   # files that could not be read at all
             if f.location.file not in unit.files:
                 batch.findings.append(f)
-    if not pool.documents and not pool.findings:
-        batch.skipped = sorted(set(batch.skipped))
-        return batch
+    if pool.documents or pool.findings:
+        _import(batch, pool, neither, overlays, opts, check, target, skips)
+    else:
+        batch.skipped = sorted(neither)
+    if skips and check:
+        _waive_manifests(batch, pool)
+    if require:
+        batch.findings += [f for f in [nothing_checked(batch, paths)] if f]
+    return batch
+
+
+def _import(batch: Batch, pool: InputUnit, neither: dict[str, list[Document]],
+            overlays: list[Path], opts, check: bool, target: str | None, skips: bool) -> None:
+    """Import and check the serving manifests of ``pool`` (``skips``: their waivers keep the
+    rule errors they waive from stopping a role's sizing); sort the files that are neither
+    into unread (INP002), read with the manifests, and skipped."""
     from .importer import check_imported, import_unit, to_loaded
+    from .importer.unread import unread_engines
+    notices = [f for f in map(unread_engines, pool.documents) if f is not None]
+    batch.findings += notices
+    batch.unread = sorted({f.location.file for f in notices} & set(neither))
+    named = _kustomized(pool.documents)
+    batch.skipped = sorted(
+        n for n, docs in neither.items() if n not in batch.unread and not (pool.files and (
+            any(_is_object(d.data) for d in docs) or os.path.abspath(n) in named)))
     imported = import_unit(pool, opts)
     batch.findings += imported.findings
+    waivers = [s for d in pool.documents for s in d.provenance.skips] if skips else []
     for dep in imported.deployments:
         name = f"{dep.data['metadata']['name']} ({', '.join(dep.files)})"
-        batch.results.append(Checked(name, MANIFEST, check_imported(dep, list(overlays), target)
-                                     if check else pipeline.Checked(to_loaded(dep, list(overlays))),
-                                     dep))
-    batch.skipped = sorted(set(batch.skipped))
-    return batch
+        batch.results.append(Checked(name, MANIFEST, check_imported(
+            dep, list(overlays), target, waivers) if check else pipeline.Checked(
+                to_loaded(dep, list(overlays))), dep))
+
+
+def _is_object(data) -> bool:
+    return isinstance(data, dict) and bool(data.get("kind")) and bool(data.get("apiVersion"))
+
+
+#: The fields of a kustomization that name files of its directory (kubernetes-sigs/kustomize
+#: api/types/kustomization.go: resources, components, crds, configurations, generators,
+#: transformers, validators, patchesStrategicMerge; patches[].path).
+_KUSTOMIZE_FILES = ("resources", "components", "crds", "configurations", "generators",
+                    "transformers", "validators", "patchesStrategicMerge")
+
+
+def _kustomized(documents: list[Document]) -> set[str]:
+    """The absolute paths of the files the kustomizations among ``documents`` name."""
+    out: set[str] = set()
+    for d in documents:
+        data = d.data
+        if not (isinstance(data, dict) and data.get("kind") in ("Kustomization", "Component")):
+            continue
+        base = os.path.dirname(os.path.abspath(d.file))
+        entries = [e for k in _KUSTOMIZE_FILES for e in (data.get(k) or [])
+                   if isinstance(data.get(k), list)]
+        entries += [p.get("path") for p in data.get("patches") or [] if isinstance(p, dict)]
+        out |= {os.path.normpath(os.path.join(base, e)) for e in entries if isinstance(e, str)}
+    return out
+
+
+def _waive_manifests(batch: Batch, pool: InputUnit) -> None:
+    """Apply the skips written in the manifests and the files read with them to the findings
+    located there; SKP001/SKP002 for the skips themselves (unused ones only when every
+    deployment was checked to the end without an error)."""
+    skipped = set(batch.skipped)
+    w = Waiver([s for d in pool.documents if d.file not in skipped for s in d.provenance.skips])
+    if not w.skips:
+        return
+    batch.findings = w.apply(batch.findings)
+    batch.waived_by = list(w.suppressed)
+    manifests = [r for r in batch.results if r.kind == MANIFEST]
+    for r in manifests:
+        before = len(w.suppressed)
+        r.waived = w.apply(r.findings)
+        r.waived_by = w.suppressed[before:]
+    complete = no_error(batch.findings) and all(
+        r.checked.model is not None and no_error(r.findings) for r in manifests)
+    batch.findings += w.leftovers(complete)
+
+
+def nothing_checked(batch: Batch, paths: list[Path]) -> Finding | None:
+    """INP001 when the inputs hold nothing ``gen validate`` checks (no spec, no serving
+    workload the importer reads) and no other error says why; else None."""
+    if batch.results or not no_error(batch.findings) or batch.missing:
+        return None
+    read = len(batch.files)
+    parts = [f"{read} file{'s' * (read != 1)} read"]
+    if batch.skipped:
+        parts.append(f"{len(batch.skipped)} neither a spec nor a serving manifest")
+    if batch.unread:
+        parts.append(f"{len(batch.unread)} with engines under kinds moegen does not read "
+                     "(INP002)")
+    if batch.plans:
+        parts.append(f"{len(batch.plans)} PlanRequest{'s' * (len(batch.plans) != 1)} (gen plan)")
+    where = batch.files[0] if batch.files else str(paths[0]) if paths else ""
+    return Finding("INP001", Severity.ERROR, "$", "nothing was checked: no InferenceDeployment "
+                   "and no serving workload moegen reads in the inputs (" + "; ".join(parts)
+                   + ")", "give the specs or manifests to check; --allow-empty accepts inputs "
+                   "with nothing to check (a pre-commit hook given every changed YAML file)",
+                   Location(where, 0, 0))
 
 
 _ROLE = re.compile(r"role '([a-z0-9-]+)'")
@@ -222,11 +357,6 @@ def _kind_of(docs) -> str:
     return classify(docs)
 
 
-def pool_files(pool: InputUnit) -> set[str]:
-    """The files whose serving manifests are in ``pool`` (``pool.files``)."""
-    return set(pool.files)
-
-
 def _one_document(name: str) -> Finding:
     from .errors import Location
     return Finding("LOAD004", Severity.ERROR, "$", "more than one YAML document in a spec file",
@@ -238,7 +368,8 @@ def written_errors(result: Checked, text: str, file: str, overlays: list[Path] =
     """The errors ``gen validate FILE`` (with the same overlays) would report on the spec
     ``gen import`` wrote for ``result`` (``text``) that the manifests' check did not: codes
     reported on manifests only through an IMP finding (model.volume for weights the engine
-    downloads from the Hub: IMP010, MOD005), so that import and validate of its spec agree."""
+    downloads from the Hub: IMP010, MOD005), or only as warnings (judged at an assumed
+    release: IMP008), so that import and validate of its spec agree."""
     from .errors import Location
     from .importer import BLOCKING
     if any(f.code in BLOCKING and f.severity is Severity.ERROR for f in result.findings):
@@ -247,7 +378,7 @@ def written_errors(result: Checked, text: str, file: str, overlays: list[Path] =
     if not findings:
         findings = pipeline.check_loaded(with_overlays(data, prov, [file], list(overlays)),
                                          target).findings
-    seen = {f.code for f in result.findings}
+    seen = {f.code for f in result.findings if f.severity is Severity.ERROR}
     return [f for f in findings if f.severity is Severity.ERROR and f.code not in seen]
 
 
@@ -263,12 +394,15 @@ def summary_line(batch: Batch) -> str:
         parts.append(f"{deps} deployment{'s' * (deps != 1)} from manifests")
     checked = " and ".join(parts) or "nothing"
     extra = ""
+    if batch.unread:
+        extra += (f"; {len(batch.unread)} file{'s' * (len(batch.unread) != 1)} with engines "
+                  "moegen does not read (not checked)")
     if batch.skipped:
         extra += (f"; {len(batch.skipped)} file{'s' * (len(batch.skipped) != 1)} skipped "
                   "(neither specs nor serving manifests)")
     if batch.plans:
         extra += f"; {len(batch.plans)} PlanRequest{'s' * (len(batch.plans) != 1)} (gen plan)"
-    return f"checked {checked}{extra}: {summary(batch.all_findings())}"
+    return f"checked {checked}{extra}: {summary(batch.all_findings(), len(batch.suppressed))}"
 
 
 __all__ = ["Batch", "Checked", "read_inputs", "summary_line"]

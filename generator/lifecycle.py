@@ -73,9 +73,14 @@ def rollout(spec, role_inputs, i: int) -> Rollout:
     * the role's pool holds one more instance beside every role's peak (autoscaling maxReplicas
       or replicas; a role on the pool that autoscales without maxReplicas may take every node,
       and a surge group that cannot be placed stalls a maxUnavailable-0 rollout for good);
-    * no DisaggregatedSet owns the rollout and no Kueue admits the groups (a surge group waits
-      for quota, and Kueue's LeaderWorkerSet integration stalled surge rollouts:
-      kubernetes-sigs/kueue PR#8801).
+    * no Kueue admits the groups (a surge group waits for quota, and Kueue's LeaderWorkerSet
+      integration stalled surge rollouts: kubernetes-sigs/kueue PR#8801).
+
+    A DisaggregatedSet's controller reads the same bounds from each role
+    (kubernetes-sigs/lws@v0.10.0:pkg/controllers/disaggregatedset/executor.go
+    ``extractRollingUpdateConfig``, the same in v0.9.0) and starts the new revision's groups of
+    every role within ``old + new <= replicas + maxSurge`` before it drains the old ones
+    (planner.go ``canScaleUp``).
 
     Otherwise :data:`DEFAULT_ROLLOUT`. maxUnavailable 1 with maxSurge 1 is never rendered: on a
     single-instance LeaderWorkerSet it releases the surge before creating it and the rollout
@@ -90,8 +95,6 @@ def rollout(spec, role_inputs, i: int) -> Rollout:
     if cfg is None or not lwsv.has(cfg.version, "surgeWithoutUnavailable"):
         return Rollout(*DEFAULT_ROLLOUT, "the LeaderWorkerSet release is not declared >= "
                        f"{lwsv.since('surgeWithoutUnavailable')}")
-    if cfg.disaggregatedSet:
-        return Rollout(*DEFAULT_ROLLOUT, "the DisaggregatedSet controller rolls the roles")
     if platform.scheduler is not None and platform.scheduler.kind == "kueue":
         return Rollout(*DEFAULT_ROLLOUT, "Kueue admits each group (a surge group waits for "
                        "quota)")

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Callable
 
 from .checks import Context, run_rules
 from .deployment import Deployment, build
@@ -33,6 +33,7 @@ from .sizing.host import HostPlan
 from .spec.load import LoadedSpec, Provenance, load_spec
 from .spec.models import InferenceDeployment
 from .spec.validate import validate_structure
+from .waivers import Suppressed, Waiver, no_error
 
 if TYPE_CHECKING:
     from .manifests.plan import DeploymentPlan
@@ -47,10 +48,12 @@ class Checked:
     Attributes:
         loaded: the merged input with provenance.
         spec: the validated model (None when structure failed).
-        findings: every finding, sorted (errors and warnings).
+        findings: every finding, sorted (errors, warnings, notices), without those a skip
+            suppresses (generator/waivers.py).
         model: the deployment model (None when structure failed).
         calibration: the factors of the calibration profile (``--calibration`` or
             ``spec.calibration``) where it applies to this configuration, else None.
+        suppressed: the findings the spec's and overlays' skips suppress, with the skip.
     """
 
     loaded: LoadedSpec
@@ -58,6 +61,7 @@ class Checked:
     findings: list[Finding] = field(default_factory=list)
     model: Deployment | None = None
     calibration: Calibration | None = None
+    suppressed: list[Suppressed] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
@@ -89,17 +93,19 @@ class Checked:
 
 
 def check(spec_path: Path, overlays: list[Path] = (), target: str | None = None,
-          namespace: str | None = None, calibration: Path | None = None) -> Checked:
+          namespace: str | None = None, calibration: Path | None = None,
+          skips: bool = True) -> Checked:
     """Run every check on a spec and its overlays. Never raises for bad input.
 
     ``target``: ``NAME`` or ``NAME@VERSION`` (``gen render --target``), replacing the spec's
     ``spec.target``; ``namespace``: the namespace the objects are applied to (a kustomize
     ``namespace:`` override, ``gen preflight --namespace``), replacing ``metadata.namespace``;
-    ``calibration``: a calibration profile (``--calibration``) replacing ``spec.calibration``."""
+    ``calibration``: a calibration profile (``--calibration``) replacing ``spec.calibration``;
+    ``skips``: apply the waivers written in the files (false: ``--no-skips``)."""
     loaded = load_spec(Path(spec_path), [Path(o) for o in overlays])
     if namespace is not None and not loaded.findings:
         override_namespace(loaded, namespace)
-    return check_loaded(loaded, target, calibration)
+    return check_loaded(loaded, target, calibration, skips)
 
 
 def override_namespace(loaded: LoadedSpec, namespace: str) -> None:
@@ -146,31 +152,49 @@ def override_target(loaded: LoadedSpec, target: str) -> None:
 
 
 def check_loaded(loaded: LoadedSpec, target: str | None = None,
-                 calibration: Path | None = None) -> Checked:
+                 calibration: Path | None = None, skips: bool = True,
+                 hidden: Callable[[Finding], bool] | None = None) -> Checked:
     """Run every check on a spec already read (a file's, or one built in memory, as
     ``gen plan`` does for a fixed layout), then read its calibration profile
-    (``calibration`` or ``spec.calibration``). Never raises for bad input."""
+    (``calibration`` or ``spec.calibration``); with ``skips``, the waivers written in its files
+    suppress what they name (generator/waivers.py). ``hidden``: the findings the caller will
+    not report (an imported deployment's spec-form codes, its manifests' waivers): like waived
+    ones, their rule errors do not keep a role from the sizing phase. Never raises for bad
+    input."""
+    waiver = Waiver(list(loaded.skips) if skips else [])
+    result = _checked(loaded, target, calibration, waiver, hidden)
+    if waiver.skips:
+        kept = waiver.apply(result.findings)
+        result.findings = kept + waiver.leftovers(result.model is not None and no_error(kept))
+        result.suppressed = waiver.suppressed
+    return _sorted(result)
+
+
+def _checked(loaded: LoadedSpec, target: str | None, calibration: Path | None, waiver: Waiver,
+             hidden: Callable[[Finding], bool] | None) -> Checked:
     result = Checked(loaded, findings=list(loaded.findings))
     if not result.ok:
-        return _sorted(result)
+        return result
     if target is not None:
         override_target(loaded, target)
     spec, findings = validate_structure(loaded)
     result.findings += findings
     if spec is None:
-        return _sorted(result)
+        return result
     result.spec = spec
     model = build(spec, loaded.provenance, loaded.model_config)
     result.model = model
     result.findings += model.findings
-    result.findings += run_rules(Context.of(model))
+    waived = (lambda f: bool(waiver.covers(f) or (hidden and hidden(f)))) \
+        if waiver.skips or hidden else None
+    result.findings += run_rules(Context.of(model), waived)
     from .targets import target_for
     result.findings += target_for(spec.spec.target.name).findings(model)
     if calibration is not None or spec.spec.calibration is not None:
         from .calibration.profile import read_calibration
         result.calibration, found = read_calibration(spec, loaded.provenance, calibration)
         result.findings += found
-    return _sorted(result)
+    return result
 
 
 def _sorted(result: Checked) -> Checked:

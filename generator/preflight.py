@@ -15,7 +15,10 @@ Reads the Kubernetes API with the official Python client (``kubernetes``; GET re
   on several nodes mount is ReadOnlyMany or ReadWriteMany (the weights) / ReadWriteMany (a
   shared cache); PRE007: the PriorityClass and ServiceAccount the pods name exist; PRE008: the
   Kueue LocalQueue exists; PRE009: with ``platform.topology`` (no Kueue) the API server is
-  Kubernetes 1.31 or later (``/version``), whose podAffinity keeps ``matchLabelKeys``.
+  Kubernetes 1.31 or later (``/version``), whose podAffinity keeps ``matchLabelKeys``;
+* PRE011, asked first: the endpoint is a Kubernetes API server at all (``/version`` answers a
+  version). A kubeconfig pointing at another HTTP server (404 on ``/version``, or an answer
+  that is not JSON) is that one finding, not a missing CRD, namespace and nodes.
 
 With ``dry_run`` (``gen preflight --dry-run``) it also submits every object of the render
 (:func:`generator.pipeline.render`) as ``kubectl apply --server-side --dry-run=server`` would
@@ -63,6 +66,8 @@ class Api:
     #: Server-side apply of an object to its ``path`` with ``dryRun=All`` (never persisted) ->
     #: (HTTP status, JSON body: the object as it would be stored, or a Status).
     dry_run_apply: Callable[[str, dict], tuple[int, Any]] | None = None
+    #: The server's address, for messages.
+    host: str = ""
 
 
 #: What ``kubectl apply --server-side --dry-run=server`` sends for every object, new or existing:
@@ -178,7 +183,8 @@ def api_for(api_client) -> Api:
             raise ApiException(status=401, reason="Unauthorized")
         return status, data
 
-    return Api(get, api_client.close, dry_run_apply)
+    return Api(get, api_client.close, dry_run_apply,
+               str(getattr(api_client.configuration, "host", "") or ""))
 
 
 def _finding(code: str, path: tuple, message: str, hint: str = "",
@@ -238,6 +244,9 @@ def preflight(checked, api: Api, dry_run: bool = False,
     the team's overlays), each with where it was read."""
     spec = checked.spec
     ns = spec.metadata.namespace
+    not_kubernetes = _api_server(api)
+    if not_kubernetes is not None:
+        return [not_kubernetes]
     out: list[Finding] = []
     for name, why in _crds(checked):
         if api.get(f"/apis/apiextensions.k8s.io/v1/customresourcedefinitions/{name}") is None:
@@ -259,6 +268,25 @@ def preflight(checked, api: Api, dry_run: bool = False,
             objects = [(Location(f, 0, 0), o) for f, o in rendered_objects(files, ns)]
         out += dry_run_findings(objects, api, namespace_exists)
     return out
+
+
+def _api_server(api: Api) -> Finding | None:
+    """PRE011 when ``api`` is not a Kubernetes API server: ``GET /version`` (served by every
+    API server, kubernetes-client/python@v37.0.2:kubernetes/client/api/version_api.py) answers
+    404, a body that is not JSON, or JSON without ``gitVersion``; else None."""
+    try:
+        info = api.get("/version")
+    except ValueError:   # the client's json.loads of an HTML page or plain text
+        info = ""
+    if isinstance(info, dict) and info.get("gitVersion"):
+        return None
+    what = "404 Not Found" if info is None else "JSON without gitVersion" \
+        if isinstance(info, dict) else "a body that is not JSON"
+    where = api.host or "the kubeconfig's server"
+    return _finding("PRE011", (), f"{where} is not a Kubernetes API server: GET /version "
+                    f"answers {what}, so nothing in the cluster was checked",
+                    "point the kubeconfig (--kubeconfig, --context) at the API server: "
+                    "kubectl config view --minify shows the server address in use")
 
 
 def rendered_objects(files: dict[str, str], namespace: str) -> list[tuple[str, dict]]:

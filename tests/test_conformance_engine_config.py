@@ -54,6 +54,24 @@ DEVICE = {"H20-96GB": "NVIDIA H20", "H20-141GB": "NVIDIA H20", "H100-80GB": "NVI
 CAPABILITY = {"hopper": [9, 0], "blackwell": [10, 0]}
 
 
+def engine_item(item_id: str, checked, plan, i: int, pod: int) -> dict:
+    """The engines venv's item for pod ``pod`` of role ``i`` of a rendered deployment: its
+    command, its engine variables, the model's config and a fake node shaped like its pool."""
+    role_spec, role = checked.spec.spec.roles[i], plan.roles[i]
+    envs = {e.role: dict(e.items) for e in plan.env_files}
+    pool = checked.spec.spec.nodePools[role_spec.nodePool]
+    gpu = GPUS[pool.gpu]
+    rdma = checked.spec.spec.network.rdma
+    return {
+        "id": item_id, "engine": plan.engine, "argv": role.launch.argv(pod, substitute=True),
+        "env": {k: v for k, v in envs[role.name].items() if k.startswith(("VLLM_", "SGLANG_"))},
+        "model_config": model_config(checked),
+        "gpu": {"name": DEVICE[gpu.id], "total_bytes": gpu.hbm_mib * 2**20,
+                "capability": CAPABILITY[gpu.generation], "count": pool.gpusPerNode},
+        "ib_devices": list(rdma.devices) if rdma else [],
+    }
+
+
 def _items(engine: str) -> tuple[list[dict], dict[str, list[tuple[str, str]]], list[str]]:
     """(items, per case the (item id, role mode) list, cases not checked)."""
     items, by_case, skipped = [], defaultdict(list), []
@@ -64,23 +82,10 @@ def _items(engine: str) -> tuple[list[dict], dict[str, list[tuple[str, str]]], l
         if checked.dialect.version != VENV_RELEASES[engine]:
             skipped.append(f"{name} ({engine} {checked.dialect.version})")
             continue
-        envs = {e.role: dict(e.items) for e in plan.env_files}
-        pools = checked.spec.spec.nodePools
-        rdma = checked.spec.spec.network.rdma
-        for role_spec, role in zip(checked.spec.spec.roles, plan.roles):
-            pool = pools[role_spec.nodePool]
-            gpu = GPUS[pool.gpu]
+        for i, role in enumerate(plan.roles):
             for pod in sorted({0, len(role.launch.per_pod) - 1}):
                 item_id = f"{name}/{role.name}/pod{pod}"
-                items.append({
-                    "id": item_id, "engine": engine, "argv": role.launch.argv(pod, substitute=True),
-                    "env": {k: v for k, v in envs[role.name].items()
-                            if k.startswith(("VLLM_", "SGLANG_"))},
-                    "model_config": model_config(checked),
-                    "gpu": {"name": DEVICE[gpu.id], "total_bytes": gpu.hbm_mib * 2**20,
-                            "capability": CAPABILITY[gpu.generation], "count": pool.gpusPerNode},
-                    "ib_devices": list(rdma.devices) if rdma else [],
-                })
+                items.append(engine_item(item_id, checked, plan, i, pod))
                 by_case[name].append((item_id, role.mode))
     return items, by_case, skipped
 

@@ -105,3 +105,50 @@ def test_controller_facts_cite_a_release_and_a_line():
         ref, _, where = rest.partition(":")
         assert "/" in repo and ref and where, s
         assert where.rsplit(":", 1)[-1].isdigit(), f"{s}: no line"
+
+
+def test_image_table_matches_the_tagged_source():
+    """generator/facts/data/images.json is what tools/extract_images.py reads from the
+    publishers' sources (git mirrors of ai-dynamo/dynamo (the fork wxsms/dynamo) and
+    kserve/kserve: $MOEGEN_MIRRORS, else ../.mirror beside the checkout; skipped without them)."""
+    import pytest
+    tool = _tool("extract_images")
+    mirrors = tool.mirrors_dir()
+    missing = [m for m in tool.MIRRORS if not (mirrors / m / "repo").is_dir()]
+    if missing:
+        pytest.skip(f"image-table git mirrors not present under {mirrors}: {missing}")
+    committed = (ROOT / "generator" / "facts" / "data" / "images.json").read_text()
+    assert committed == tool.render(mirrors), "run: python tools/extract_images.py"
+
+
+def test_tool_parser_table_matches_the_installed_releases():
+    """generator/engines/data/tool-parsers.json is what tools/extract_tool_parsers.py reads
+    from the vLLM releases installed here (the engines venv, the CPU runtime; skipped without
+    them)."""
+    import pytest
+    tool = _tool("extract_tool_parsers")
+    found = tool.sites()
+    if len(found) < 2:
+        pytest.skip("the engines venv and the CPU runtime are not both present")
+    committed = (ROOT / "generator" / "engines" / "data" / "tool-parsers.json").read_text()
+    assert committed == tool.render(found), "run: python tools/extract_tool_parsers.py"
+
+
+def test_vllm_env_table_matches_reference():
+    ref = shared("reference", "engines", "vllm-dialects.yaml")
+    committed = (ROOT / "generator" / "engines" / "data" / "vllm-envs.json").read_text()
+    assert committed == _tool("extract_vllm_envs").render(ref), \
+        "run: python tools/extract_vllm_envs.py"
+
+
+def test_wrapper_options_match_the_tagged_source():
+    """generator/facts/data/wrappers.json is what tools/extract_wrappers.py reads from
+    ai-dynamo/dynamo (the fork wxsms/dynamo) at each release's branch cut; skipped without the
+    mirror."""
+    import pytest
+    tool = _tool("extract_wrappers")
+    mirrors = tool.mirrors_dir()
+    if not (mirrors / "wxsms+dynamo" / "repo").is_dir():
+        pytest.skip(f"the ai-dynamo/dynamo mirror is not under {mirrors}")
+    committed = (ROOT / "generator" / "facts" / "data" / "wrappers.json").read_text()
+    assert committed == tool.render(mirrors), "run: python tools/extract_wrappers.py"

@@ -46,7 +46,7 @@ def _unknown_keys(params, schema, path="") -> list[str]:
     return out
 
 
-def _loader_errors(cfg: dict, release: PickerRelease) -> list[str]:
+def _loader_errors(cfg: dict, release: PickerRelease, experimental: bool = False) -> list[str]:
     """What the release's endpoint picker refuses at start, from its own registry and parameter
     structs (router-releases.json) and its loader rules (gateway-api-inference-extension
     pkg/epp/config/loader/configloader.go at 0482b0f, llm-d-router pkg/epp/config/loader at
@@ -69,7 +69,7 @@ def _loader_errors(cfg: dict, release: PickerRelease) -> list[str]:
         if plugin is None:
             errors.append(f"type {p['type']} not registered")
             continue
-        if plugin.stability == "alpha":
+        if plugin.stability == "alpha" and not experimental:
             errors.append(f"type {p['type']} is alpha (needs --allow-experimental-plugins)")
         if plugin.parameters is None and p.get("parameters"):
             errors.append(f"type {p['type']}: parameters unreadable")
@@ -145,6 +145,28 @@ def test_epp_config_starts_at_every_release(version, pd):
         assert release.plugin(p["type"]).deprecated is None or \
             not any(release.current(t) for t in gw.LABEL_FILTERS + gw.PD_HANDLERS
                     if t.split("-")[0] == p["type"].split("-")[0]), (version, p["type"])
+
+
+def test_disaggregatedset_rollout_screener_pins_one_revision():
+    """With a DisaggregatedSet behind the picker, the screener (llm-d-router v0.10.0, alpha) is
+    configured over the set's pods and both roles, and the picker gets the flag that admits
+    alpha plugins; v0.9.0 does not register it, and nothing is added there."""
+    release = PickerRelease("0.10.0")
+    screener = gw.rollout_screener(release, "dsv3-pd", ["prefill", "decode"])
+    cfg = gw.epp_config(release, True, screener)
+    assert cfg["plugins"][0] == {
+        "type": "disaggregatedset-rollout-screener", "name": "rollout-screener",
+        "parameters": {"scope": {"labelSelector": "disaggregatedset.x-k8s.io/name=dsv3-pd"},
+                       "revisionGating": {"mode": "max-role",
+                                          "requireRoles": {"values": ["prefill", "decode"]}}}}
+    assert all("rollout-screener" not in [r["pluginRef"] for r in p["plugins"]]
+               for p in cfg["schedulingProfiles"])           # not in a profile
+    assert _loader_errors(cfg, release) == [
+        "type disaggregatedset-rollout-screener is alpha (needs --allow-experimental-plugins)"]
+    assert _loader_errors(cfg, release, experimental=True) == []
+    assert gw.experimental_args(release, cfg) == ["--allow-experimental-plugins"]
+    assert gw.experimental_args(release, gw.epp_config(release, True)) == []
+    assert gw.rollout_screener(PickerRelease("0.9.0"), "dsv3-pd", ["prefill", "decode"]) is None
 
 
 def test_the_v060_mismatch_is_caught():
@@ -460,7 +482,7 @@ def test_preflight_wants_the_gateway_crds():
     def get(path, query=None):
         if "customresourcedefinitions" in path:
             return {"metadata": {}} if path.rsplit("/", 1)[-1] in crds else None
-        return None
+        return {"gitVersion": "v1.32.0"} if path == "/version" else None   # an API server
 
     found = [f.message for f in preflight(checked, Api(get=get)) if f.code == "PRE001"]
     assert any("inferencepools.inference.networking.k8s.io" in m for m in found)

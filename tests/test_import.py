@@ -343,11 +343,11 @@ def test_imported_findings_point_at_the_manifest(tmp_path, capsys):
     assert run(["validate", str(out), "--format", "json"]) == 1
     doc = json.loads(capsys.readouterr().out)
     # 256 routed + 24 redundant = 280 experts are not divisible by EP 16 (280 = 17.5 x 16): the
-    # finding is located at the --eplb-config line of the leader's launcher: line 96 of
+    # finding is located at the --eplb-config line of the leader's launcher: line 103 of
     # decode-lws.yaml, column 15 (the script's indentation, 14, + 1).
     ep = [f for f in doc["findings"] if f["code"] == "EP003"]
     assert [(Path(f["file"]).name, f["line"], f["column"]) for f in ep] == \
-        [("decode-lws.yaml", 96, 15)]
+        [("decode-lws.yaml", 103, 15)]
 
 
 def test_import_options_fill_what_a_manifest_does_not_say(tmp_path):
@@ -366,7 +366,8 @@ def test_import_options_fill_what_a_manifest_does_not_say(tmp_path):
     assert r.imported.data["spec"]["model"]["architecture"] == "deepseek-r1"
     # The image's entrypoint is vllm serve (the args are its arguments).
     assert r.imported.data["spec"]["roles"][0]["parallel"] == {"tensor": 8}
-    assert {f.code for f in r.findings} <= {"IMP010", "POOL005", "MOD005"}
+    # IMP017: the container has no probe.
+    assert {f.code for f in r.findings} <= {"IMP010", "POOL005", "MOD005", "IMP017"}
 
 
 def test_imported_unit_without_engines_finds_nothing(tmp_path):
@@ -390,13 +391,17 @@ def test_pre_commit_hook_takes_many_files_and_skips_the_others():
     hooks = yaml.safe_load((ROOT / ".pre-commit-hooks.yaml").read_text())
     validate = next(h for h in hooks if h["id"] == "moegen-validate")
     # Many files per call (pass_filenames, require_serial); every YAML is fine: gen validate
-    # skips what is neither a spec nor a serving manifest.
-    assert validate["entry"] == "gen validate" and validate["types"] == ["yaml"]
+    # skips what is neither a spec nor a serving manifest, and --allow-empty passes a commit
+    # that changes none (without it: INP001).
+    assert validate["entry"] == "gen validate --allow-empty" and validate["types"] == ["yaml"]
     assert validate.get("pass_filenames", True) is True and validate["require_serial"] is True
     files = [str(p) for p in sorted(ROOT.glob("**/*.yaml"))
              if ".venv" not in p.parts and "expected" not in p.parts and "invalid" not in p.parts
              and "golden" not in p.parts][:60]
     assert run(["validate", *files]) == 0
+    hooks_file = str(ROOT / ".pre-commit-hooks.yaml")   # neither: a commit that changes only it
+    assert run(["validate", "--allow-empty", hooks_file]) == 0
+    assert run(["validate", hooks_file]) == 1
 
 
 def test_copied_tree_round_trips_through_the_cli(tmp_path):

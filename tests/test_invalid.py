@@ -49,9 +49,12 @@ def test_invalid_case(case: Path, tmp_path: Path, capsys) -> None:
     text = spec.read_text(errors="replace")
     if "InferenceDeployment" not in text and "moegen.dev/" not in text:
         # Nothing in it says it is a spec (an alias bomb, a list): gen validate, which also takes
-        # serving manifests and skips other YAML (issue #24), skips it.
-        assert run(args) == 0
-        assert "1 file skipped" in capsys.readouterr().err
+        # serving manifests and skips other YAML (issue #24), skips it, and then has checked
+        # nothing (INP001, issue #31; --allow-empty accepts that).
+        assert run(args) == 1
+        err = capsys.readouterr().err
+        assert "1 file skipped" in err and "error INP001" in err
+        assert run([*args, "--allow-empty"]) == 0
         return
     assert run(args) == (1 if want else 0)
     err = capsys.readouterr().err

@@ -260,10 +260,11 @@ def test_group_affinity_needs_kubernetes_1_31(git_version, codes):
         findings = preflight(pipeline.check(S1, [TOPOLOGY]), api)
         assert [f.code for f in findings] == codes, findings
         assert all("Kubernetes 1.30" in f.message for f in findings)
-        # Without platform.topology the server's version is not asked.
+        # Without platform.topology the server's version is asked once only: whether it is an
+        # API server at all (PRE011), not for PRE009.
         c.requests.clear()
         assert preflight(pipeline.check(S1), api) == []
-        assert ("GET", "/version") not in c.requests
+        assert c.requests.count(("GET", "/version")) == 1
         api.close()
     finally:
         c.close()
@@ -293,6 +294,10 @@ S1_OBJECTS = {
     ("ServiceAccount", "dsv3-pd-router"): "/api/v1/namespaces/llm/serviceaccounts/dsv3-pd-router",
     ("ConfigMap", "dsv3-pd-prefill-env"): "/api/v1/namespaces/llm/configmaps/dsv3-pd-prefill-env",
     ("ConfigMap", "dsv3-pd-decode-env"): "/api/v1/namespaces/llm/configmaps/dsv3-pd-decode-env",
+    ("NetworkPolicy", "dsv3-pd-engines"): "/apis/networking.k8s.io/v1/namespaces/llm/"
+                                          "networkpolicies/dsv3-pd-engines",
+    ("NetworkPolicy", "dsv3-pd-router"): "/apis/networking.k8s.io/v1/namespaces/llm/"
+                                         "networkpolicies/dsv3-pd-router",
 }
 
 
@@ -345,7 +350,7 @@ def test_dry_run_applies_every_object_server_side():
     assert {w["method"] for w in c.writes} == {"PATCH"}
     sent = {(w["body"]["kind"], w["body"]["metadata"]["name"]): w["path"] for w in c.writes}
     assert sent == S1_OBJECTS
-    assert len(c.writes) == len(S1_OBJECTS) == 12    # 10 resources + 2 generated ConfigMaps
+    assert len(c.writes) == len(S1_OBJECTS) == 14    # 12 resources + 2 generated ConfigMaps
     for w in c.writes:
         assert w["content_type"] == "application/apply-patch+yaml"
         assert w["query"] == {"dryRun": ["All"], "fieldManager": ["kubectl"],
@@ -390,10 +395,60 @@ def test_cli_dry_run_finding_and_exit_code(tmp_path, capsys):
         assert doc["ok"] is False
         assert [(f["code"], f["file"]) for f in doc["findings"]] == [("PRE010",
                                                                       "decode-lws.yaml")]
-        assert len(c.writes) == 12
+        assert len(c.writes) == 14
         assert run(["preflight", str(S1), "--kubeconfig", str(kubeconfig), "--dry-run"]) == 1
         err = capsys.readouterr().err
         assert "decode-lws.yaml: error PRE010 $.spec.leaderWorkerTemplate.size: LeaderWorkerSet " \
                "dsv3-pd-decode: the API server rejects it (HTTP 422 Invalid)" in err
     finally:
         c.close()
+
+
+class _NotKubernetes:
+    """An HTTP server that is no API server, answering every GET with ``status`` and ``body``."""
+
+    def __init__(self, status: int, body: bytes, content_type: str):
+        self.requests: list[str] = []
+        server = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args):  # quiet
+                pass
+
+            def do_GET(self):  # noqa: N802 - http.server hook
+                server.requests.append(self.path)
+                self.send_response(status)
+                self.send_header("Content-Type", content_type)
+                self.end_headers()
+                self.wfile.write(body)
+
+        self.server = HTTPServer(("127.0.0.1", 0), Handler)
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+
+    def close(self):
+        self.server.shutdown()
+        self.server.server_close()
+
+
+def test_an_endpoint_that_is_not_an_api_server_is_one_finding(tmp_path, capsys):
+    """A kubeconfig pointing at another HTTP server: one answering 404 to every path (the
+    engine's own API: FastAPI's {"detail": "Not Found"}; before, five findings as if the
+    cluster were empty: PRE001, PRE005, PRE002 x2, PRE006), or a web server's HTML page
+    (before, exit 2 "the cluster refused a read"), is one PRE011 naming the server, and
+    nothing else is asked."""
+    fastapi = _NotKubernetes(404, b'{"detail":"Not Found"}', "application/json")
+    nginx = _NotKubernetes(200, b"<html><body>Welcome to nginx!</body></html>", "text/html")
+    try:
+        for server, what in ((fastapi, "404 Not Found"), (nginx, "a body that is not JSON")):
+            kubeconfig = _kubeconfig(tmp_path, server.url)
+            assert run(["preflight", str(S1), "--kubeconfig", str(kubeconfig),
+                        "--format", "json"]) == 1
+            doc = json.loads(capsys.readouterr().out)
+            assert [(f["code"], f["message"]) for f in doc["findings"]] == [(
+                "PRE011", f"{server.url} is not a Kubernetes API server: GET /version answers "
+                f"{what}, so nothing in the cluster was checked")]
+            assert server.requests == ["/version"]
+    finally:
+        fastapi.close()
+        nginx.close()

@@ -39,7 +39,8 @@ def test_least_privilege_in_every_case():
                 for c in pod.get("initContainers", []):
                     assert c["securityContext"] == {"allowPrivilegeEscalation": False,
                                                     "capabilities": {"drop": ["ALL"]},
-                                                    "runAsNonRoot": True}, name
+                                                    "runAsNonRoot": True,
+                                                    "readOnlyRootFilesystem": True}, name
 
 
 def test_privileged_and_host_path_only_when_asked(tmp_path):

@@ -19,6 +19,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from ..errors import Finding, Location, Severity
 from ..perf.calibrated import GROUPS, Calibration, Factor
+from ..deployment import Deployment, at_spec
 from ..perf.predict import Prediction
 from ..spec.load import parse_yaml_file
 from ..spec.models import InferenceDeployment, Sizing, Traffic
@@ -120,28 +121,17 @@ def fit_factors(rows: list[tuple[dict, dict]]) -> dict[str, Factor]:
     return out
 
 
-def predict_at(doc: InferenceDeployment, provenance=None,
-               model_config: dict | None = None) -> Prediction:
-    """The prediction of ``doc`` (the deployment model of it, built as ``gen size`` builds it:
-    ``generator.deployment.build`` with its ``provenance`` and the ``config.json`` its model
-    names, ``model_config``): ``Deployment.prediction``."""
-    from ..deployment import build
-    from ..spec.provenance import Provenance
-    return build(doc, provenance if provenance is not None else Provenance(),
-                 model_config).prediction
-
-
-def fit(doc: InferenceDeployment, runs: list[Run], memory: list[tuple[MemoryLine, dict]],
-        name: str, provenance=None, model_config: dict | None = None
-        ) -> tuple[dict, list[tuple[Run, dict]]]:
+def fit(model: Deployment, runs: list[Run], memory: list[tuple[MemoryLine, dict]],
+        name: str) -> tuple[dict, list[tuple[Run, dict]]]:
     """The profile document (a plain dict, :class:`CalibrationProfile`'s form) fitted on
-    ``runs`` of ``doc``'s configuration, and each run with its prediction at its own traffic
-    (:func:`predict_at`, with ``provenance`` and ``model_config`` of the checked spec).
+    ``runs`` of the deployment ``model``'s configuration, and each run with its prediction at
+    its own traffic (the same deployment model at that traffic: ``deployment.at_spec``).
     ``memory``: each log's line with the sizing it is compared with (shown, not applied)."""
+    doc = model.spec
     rows = []
     for run in runs:
-        pred = predict_at(at_traffic(doc, run.input_tokens, run.output_tokens, run.concurrency),
-                          provenance, model_config)
+        pred = at_spec(model, at_traffic(doc, run.input_tokens, run.output_tokens,
+                                         run.concurrency)).prediction
         rows.append((run, predicted_figures(pred)))
     factors = fit_factors([(p, r.figures()) for r, p in rows])
     runs_doc = [{"file": r.file, "client": r.client,

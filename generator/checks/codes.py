@@ -6,6 +6,8 @@ from __future__ import annotations
 from ..errors import Severity
 from .registry import E, W, external
 
+N = Severity.NOTICE
+
 for _code, _sev, _summary, _source in (
     ("LOAD001", E, "the file exists and is readable", "generator/spec/load.py"),
     ("LOAD002", E, "the file is at most 1 MiB", "generator/spec/load.py (hostile input)"),
@@ -26,6 +28,17 @@ for _code, _sev, _summary, _source in (
     ("LOAD014", E, "mapping keys are scalars",
      "generator/spec/load.py (Kubernetes objects have string keys: a {{X}} template "
      "placeholder parses as a mapping key; https://yaml.org/spec/1.2.2/)"),
+    ("INP001", E, "gen validate checked something: a spec or a serving workload moegen reads "
+                  "(--allow-empty accepts inputs with nothing to check)",
+     "docs/design.md §10; generator/inputs.py (nothing_checked)"),
+    ("INP002", N, "an engine under a kind moegen does not read is found and reported as not "
+                  "checked (RayCluster, RayClusterFleet, Pod, Job, Knative Service, other CRDs)",
+     "docs/design.md §10; generator/importer/unread.py"),
+    ("SKP001", W, "a skip (# moegen:skip=CODE, moegen.dev/skip) gives its reason",
+     "docs/design.md §10; generator/waivers.py"),
+    ("SKP002", W, "a skip names a rule code and suppresses a finding (no stale waivers)",
+     "docs/design.md §10; generator/waivers.py (like ruff's unused-noqa RUF100: "
+     "https://docs.astral.sh/ruff/rules/unused-noqa/)"),
     ("IMP001", E, "a serving workload's engine command can be found",
      "generator/importer/launch.py (vllm serve, python -m vllm.entrypoints.openai.api_server, "
      "python -m sglang.launch_server, sglang serve, the Dynamo wrappers)"),
@@ -69,10 +82,15 @@ for _code, _sev, _summary, _source in (
      "https://kubernetes.io/docs/tasks/inject-data-application/define-interdependent-environment-variables/"),
     ("IMP015", W, "vLLM's kv_role matches the role (kv_producer / kv_consumer)",
      "vLLM 0.33.0 vllm/distributed/kv_transfer/kv_connector/v1/nixl/connector.py (kv_both is "
-     "deprecated); generator/importer/assemble.py"),
+     "deprecated: judged at the release the image runs, from 0.32.0 on, "
+     "generator/importer/assemble.py KV_BOTH_DEPRECATED)"),
     ("IMP016", W, "a memory-backed /dev/shm has a sizeLimit",
      "Kubernetes emptyDir (medium Memory: the files count against the container's memory "
      "limit; sizeLimit bounds it) https://kubernetes.io/docs/concepts/storage/volumes/#emptydir"),
+    ("IMP017", W, "the engine container that serves the API has probes",
+     "https://kubernetes.io/docs/concepts/configuration/liveness-readiness-startup-probes/ "
+     "(without a readinessProbe a container is ready once it starts; without a livenessProbe "
+     "a hung process is not restarted); generator/importer/pods.py"),
     ("SCH001", E, "the spec matches the schema", "schemas/inferencedeployment.schema.json"),
     ("SCH002", E, "no unknown fields",
      "schemas/inferencedeployment.schema.json (additionalProperties: false)"),
@@ -145,6 +163,10 @@ for _code, _sev, _summary, _source in (
      "generator/preflight.py (kubectl apply --server-side --dry-run=server: "
      "kubernetes/kubernetes@v1.32.0:staging/src/k8s.io/kubectl/pkg/cmd/apply/apply.go; "
      "https://kubernetes.io/docs/reference/using-api/api-concepts/#dry-run)"),
+    ("PRE011", E, "the endpoint is a Kubernetes API server: GET /version answers its version "
+                  "(gen preflight)",
+     "generator/preflight.py (kubernetes-client/python@v37.0.2:kubernetes/client/api/"
+     "version_api.py: GET /version/ returns VersionInfo with gitVersion)"),
 ):
     external(_code, _sev, _summary, _source)
 
@@ -195,5 +217,21 @@ for _code, _sev, _summary, _source in (
     ("TGT042", W, "an AIBrix pod group outlives an engine restart in one of its pods",
      "generator/targets/aibrix.py (vllm-project/aibrix@v0.7.0:pkg/controller/podset/"
      "podset_controller.go:229-262: pods are replaced only when one is missing)"),
+    ("ROL001", W, "a change does not take every instance of a role down at once (gen diff)",
+     "generator/rollout/timeline.py (kubernetes-sigs/lws@v0.10.0:pkg/controllers/"
+     "leaderworkerset_controller.go rollingUpdateParameters: maxUnavailable groups at a time, "
+     "surge groups first); generator/lifecycle.py rollout"),
+    ("ROL002", W, "scaling a role's GPUs per instance also sets its sizing.concurrency "
+                  "(gen diff)",
+     "docs/spec.md §2 (sizing.concurrency: sequences per instance, spread over its "
+     "data-parallel ranks; the rendered --max-num-seqs follows it)"),
+    ("ROL003", W, "prefill and decode of different revisions do not pair during a rollout "
+                  "when their KV handshake differs (gen diff)",
+     "vLLM 0.33.0 vllm/distributed/kv_transfer/kv_connector/v1/nixl/metadata.py "
+     "(compute_nixl_compatibility_hash); generator/rollout/compat.py"),
+    ("ROL004", Severity.NOTICE, "prefill and decode of different revisions pair over a "
+                                "transfer that checks no release (gen diff)",
+     "SGLang 0.5.23 python/sglang/srt/disaggregation/mooncake/conn.py (positional ZMQ "
+     "messages, no release check); generator/rollout/compat.py"),
 ):
     external(_code, _sev, _summary, _source)

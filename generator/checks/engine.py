@@ -14,7 +14,7 @@ from ..engines.options import (
     release_options,
     value_problem,
 )
-from .registry import Context, E, Hit, role_path, rule
+from .registry import Context, E, Hit, W, role_path, rule
 
 
 def _pinned_options(d):
@@ -137,3 +137,121 @@ def _known_bad(ctx: Context):
                       f"role {r.name!r}: {ctx.dialect.label if ctx.dialect else ctx.engine} "
                       f"{spec.engine.version} (known bad {row.releases}): {row.what} "
                       f"({row.source})", row.hint)
+
+
+def _tool_roles(ctx: Context):
+    """(role index, {canonical name: (index in engineArgs, value)}) of the tool-calling options
+    of every role's engineArgs."""
+    if ctx.dialect is None:
+        return
+    opts = _pinned_options(ctx.dialect)
+    for i, role in enumerate(ctx.spec.spec.roles):
+        out = {}
+        for j, flag in option_flags(role.engineArgs):
+            names = opts.names(flag) if opts else {flag.split("=", 1)[0]}
+            for name in names & {"--enable-auto-tool-choice", "--tool-call-parser",
+                                 "--tool-parser-plugin"}:
+                out[name] = (j, option_value(role.engineArgs, j))
+        yield i, out
+
+
+@rule("ENG008", E, "auto tool choice names a tool-call parser the release registers",
+      "vLLM 0.33.0 vllm/entrypoints/common/cli_args.py (validate_parsed_serve_args: TypeError "
+      "'--enable-auto-tool-choice requires --tool-call-parser'; validate_api_server_args: "
+      "KeyError 'invalid tool call parser'); the parsers of each release read: "
+      "generator/engines/data/tool-parsers.json (tools/extract_tool_parsers.py)",
+      engines=("vllm",))
+def _tool_parser_known(ctx: Context):
+    for i, found in _tool_roles(ctx):
+        if "--enable-auto-tool-choice" not in found:
+            continue
+        if "--tool-call-parser" not in found:
+            yield Hit(role_path(i, "engineArgs", found["--enable-auto-tool-choice"][0]),
+                      "--enable-auto-tool-choice without --tool-call-parser: vLLM refuses to "
+                      "start ('--enable-auto-tool-choice requires --tool-call-parser')",
+                      "add --tool-call-parser with the model's parser")
+            continue
+        j, name = found["--tool-call-parser"]
+        known = tool_parsers(ctx.spec.spec.engine.version)
+        if known is None or "--tool-parser-plugin" in found or name in known:
+            continue
+        yield Hit(role_path(i, "engineArgs", j),
+                  f"--tool-call-parser {name!r} is not a parser vLLM "
+                  f"{ctx.spec.spec.engine.version} registers: the server refuses to start "
+                  "('invalid tool call parser')", f"one of {', '.join(known)}")
+
+
+@rule("ENG009", W, "a tool-call parser is used (vLLM: with --enable-auto-tool-choice)",
+      "vLLM 0.33.0 vllm/entrypoints/openai/chat_completion/serving.py (the parser runs for "
+      "enable_auto_tools, the server's --enable-auto-tool-choice) and "
+      "vllm/entrypoints/common/cli_args.py (validated only with it)",
+      engines=("vllm",))
+def _tool_parser_inert(ctx: Context):
+    for i, found in _tool_roles(ctx):
+        if "--tool-call-parser" in found and "--enable-auto-tool-choice" not in found \
+                and found["--tool-call-parser"][1] is not None:   # no value: ENG006
+            yield Hit(role_path(i, "engineArgs", found["--tool-call-parser"][0]),
+                      f"--tool-call-parser {found['--tool-call-parser'][1]!r} without "
+                      "--enable-auto-tool-choice: vLLM does not parse tool calls (requests with "
+                      "tool_choice auto get the model's raw text)",
+                      "add --enable-auto-tool-choice, or drop --tool-call-parser")
+
+
+def tool_parsers(version: str) -> list[str] | None:
+    """The tool-call parsers vLLM ``version`` registers (None: a release moegen did not read;
+    a patch release reads as its X.Y.0)."""
+    from ..facts.versions import fmt, parse_version
+    data = _tool_data()
+    try:
+        key = fmt(parse_version(version)[:2] + (0,))
+    except ValueError:
+        return None
+    row = data.get(version) or data.get(key)
+    return list(row["parsers"]) if row else None
+
+
+def _tool_data() -> dict:
+    import json
+    from ..resources import package_text
+    return json.loads(package_text("engines", "data", "tool-parsers.json"))["vllm"]
+
+
+@rule("ENG010", W, "every vLLM environment variable set is one the release reads",
+      "vLLM 0.33.0 vllm/envs.py, as every release's (the releases that read each variable: "
+      "generator/engines/data/vllm-envs.json, tools/extract_vllm_envs.py); a variable the "
+      "release does not define is ignored (VLLM_MOE_DP_CHUNK_SIZE: last read by 0.19.1)",
+      engines=("vllm",))
+def _env_read(ctx: Context):
+    if ctx.dialect is None:
+        return
+    table = _env_data()
+    version = ctx.dialect.version
+    spec = ctx.spec.spec
+    places = [(("spec", "network", "env"), spec.network.env)] + \
+        [(role_path(i, "env"), role.env) for i, role in enumerate(spec.roles)]
+    for path, env in places:
+        for name in env:
+            reads = table.get(name)
+            if reads is None or version in reads or name in _ENV_ELSEWHERE:
+                continue
+            when = (f"last read by {reads[-1]}" if _before(reads[-1], version)
+                    else f"read from {reads[0]}")
+            yield Hit((*path, name),
+                      f"{name} is not read by vLLM {version} ({when}: vllm/envs.py): the "
+                      "setting has no effect", f"drop {name}, or use the option that replaced "
+                      "it in that release")
+
+
+#: Variables another rule reports (IMP007: VLLM_ALL2ALL_BACKEND, read into moe.all2all).
+_ENV_ELSEWHERE = frozenset({"VLLM_ALL2ALL_BACKEND"})
+
+
+def _before(a: str, b: str) -> bool:
+    from ..facts.versions import parse_version
+    return parse_version(a) < parse_version(b)
+
+
+def _env_data() -> dict[str, list[str]]:
+    import json
+    from ..resources import package_text
+    return json.loads(package_text("engines", "data", "vllm-envs.json"))["reads"]

@@ -104,6 +104,13 @@ def _mtp_tokens(ctx: Context):
       "validate_repo_id refuses '/models/...'): the engine crash-loops on scheduled GPUs")
 def _weights_mounted(ctx: Context):
     spec = ctx.spec.spec
+    if spec.model.hub is not None:
+        return   # downloaded at start: MOD006/MOD007 judge the cache
+    if spec.model.path is None:
+        yield Hit(("spec", "model"), "model sets neither path (the weights directory) nor hub "
+                  "(a download at start): the engine has no model to load",
+                  "set model.path and model.volume, or model.hub")
+        return
     if spec.model.volume is not None or spec.model.inImage:
         return
     path = spec.model.path.rstrip("/")
@@ -121,8 +128,55 @@ def _weights_mounted(ctx: Context):
                   "pod.extraVolumeMounts covers it",
                   "set model.volume (e.g. {persistentVolumeClaim: {claimName: weights}}; an OCI "
                   "image of weights: {image: {reference: ...}}), mount them with "
-                  "pod.extraVolumes/extraVolumeMounts, or set model.inImage: true when the "
-                  "engine image itself carries them")
+                  "pod.extraVolumes/extraVolumeMounts, set model.inImage: true when the "
+                  "engine image itself carries them, or model.hub for a download at start")
+
+
+def _ephemeral_cache(spec) -> str | None:
+    """What holds model.hub's cache when it does not outlive the pod (None: a PVC, hostPath or
+    another persistent source)."""
+    cache = spec.model.hub.cache
+    if cache is None:
+        return "the container's filesystem (no cache volume)"
+    if cache.emptyDir is not None:
+        return "an emptyDir"
+    return None
+
+
+@rule("MOD006", W, "a Hub download is kept in a cache that outlives the pod",
+      "huggingface_hub 1.0 src/huggingface_hub/constants.py (HF_HOME, HF_HUB_CACHE: the "
+      "download lands in the cache); Kubernetes emptyDir is deleted with the pod "
+      "(https://kubernetes.io/docs/concepts/storage/volumes/#emptydir)")
+def _hub_cache_kept(ctx: Context):
+    spec = ctx.spec.spec
+    if spec.model.hub is None or spec.model.hub.offline:
+        return
+    where = _ephemeral_cache(spec)
+    if where is not None:
+        yield Hit(("spec", "model", "hub"),
+                  f"model.hub downloads {spec.model.hub.repo or spec.model.name} into "
+                  f"{where}: every re-created pod downloads the weights again before it serves "
+                  "(startup time, Hub rate limits)",
+                  "give model.hub.cache a persistentVolumeClaim, or serve the weights from "
+                  "model.path + model.volume")
+
+
+@rule("MOD007", E, "an offline Hub cache holds the weights before the engine starts",
+      "huggingface_hub 1.0 src/huggingface_hub/file_download.py (HF_HUB_OFFLINE: only the "
+      "cache is read; a file missing there raises LocalEntryNotFoundError, and the engine "
+      "exits)")
+def _offline_cache(ctx: Context):
+    spec = ctx.spec.spec
+    if spec.model.hub is None or not spec.model.hub.offline:
+        return
+    where = _ephemeral_cache(spec)
+    if where is not None:
+        yield Hit(("spec", "model", "hub", "offline"),
+                  f"model.hub.offline (HF_HUB_OFFLINE=1) reads the weights from the cache only, "
+                  f"but the cache is {where}, which starts empty: the engine cannot load "
+                  f"{spec.model.hub.repo or spec.model.name}",
+                  "mount a cache volume that holds the download (a persistentVolumeClaim), or "
+                  "drop offline")
 
 
 def _refusal_hits(ctx: Context, warn: bool):

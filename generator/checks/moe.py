@@ -362,12 +362,16 @@ def _overlap_no_effect(ctx: Context):
         if r.moe is None or r.moe.overlap != "two_batch":
             continue
         k = r.speculative.numSpeculativeTokens if r.speculative and r.mode != "prefill" else 0
-        if ctx.engine == "vllm" and r.mode != "prefill":
-            tokens = z.per_rank_required * (1 + k)
+        # The sequences a rank runs: the sized load (sizing.concurrency), else the admission cap
+        # the role sets (serving.maxNumSeqs, per rank); neither: the engine's own default
+        # admission, which moegen does not judge (an imported manifest's load is not stated).
+        seqs = z.per_rank_required if r.admission is not None else r.serving.maxNumSeqs
+        if ctx.engine == "vllm" and r.mode != "prefill" and seqs is not None:
+            tokens = seqs * (1 + k)
             if tokens < 32:
                 yield Hit(role_path(i, "moe", "overlap"),
                           f"role {r.name!r}: at most {tokens} decode tokens per rank per step "
-                          f"({z.per_rank_required} sequences x {1 + k}); vLLM splits a step "
+                          f"({seqs} sequences x {1 + k}); vLLM splits a step "
                           "into micro-batches only from 32: --enable-dbo does nothing",
                           "raise sizing.concurrency, or drop moe.overlap")
         if ctx.engine == "sglang" and r.arch.compressed_attention and (

@@ -15,9 +15,10 @@ from ..pods import effective_pod
 from .registry import Context, E, Hit, W, is_vllm, role_path, rule, serving_path
 
 
-@rule("NET001", E, "roles spanning pods need network.socketInterface",
+@rule("NET001", W, "roles spanning pods name network.socketInterface",
       "sgl-project/sglang#3226 (Gloo connectFullMesh fails on the wrong NIC); "
-      "aws-samples/aws-do-eks PR#50")
+      "aws-samples/aws-do-eks PR#50 (hardening: a pod network with one interface resolves "
+      "the right one; multi-homed hosts and hostNetwork may not)")
 def _iface(ctx: Context):
     net = ctx.spec.spec.network
     if net.socketInterface:
@@ -27,7 +28,8 @@ def _iface(ctx: Context):
             why = f"spans {len(r.layout.pods)} pods" if r.layout.multi_pod else "uses hostNetwork"
             yield Hit(("spec", "network", "socketInterface"),
                       f"role {r.name!r} {why} but network.socketInterface is unset: Gloo and NCCL "
-                      "would guess the NIC", "set network.socketInterface (e.g. eth0)")
+                      "guess the NIC (right on a pod network with one interface, an unroutable "
+                      "one on some multi-homed hosts)", "set network.socketInterface (e.g. eth0)")
             return
 
 

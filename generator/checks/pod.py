@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 
 from ..engines.caches import CACHE_MOUNT
+from ..facts import images
 from ..pods import (
     effective_pod,
     pod_path,
@@ -13,13 +14,14 @@ from ..pods import (
     quantity_gib,
     security_rank,
 )
-from .registry import Context, E, Hit, W, rule
+from .registry import Context, E, Hit, N, W, rule
 
 
-@rule("POD001", E, "the pod memory limit holds /dev/shm",
+@rule("POD001", W, "the pod memory limit holds /dev/shm",
       "Kubernetes charges memory-backed emptyDir to the container limit "
       "(https://kubernetes.io/docs/concepts/storage/volumes/#emptydir); "
-      "vllm-project/production-stack#276")
+      "vllm-project/production-stack#276 (the OOM kill comes when /dev/shm fills, not at "
+      "start: a warning)")
 def _shm_limit(ctx: Context):
     for i, role in enumerate(ctx.spec.spec.roles):
         pod = effective_pod(ctx.spec.spec, role)
@@ -31,7 +33,8 @@ def _shm_limit(ctx: Context):
             key = "limits" if pod.limits and pod.limits.memory else "memory"
             yield Hit(pod_path(pod, i, key),
                       f"role {role.name!r}: memory limit {limit} ({limit_gib:.1f} GiB) does not "
-                      f"exceed /dev/shm {pod.shm_gib} GiB, which is charged to it",
+                      f"exceed /dev/shm {pod.shm_gib} GiB, which is charged to it: the pod is "
+                      "OOM-killed when /dev/shm fills",
                       f"raise pod.memory well above {pod.shm_gib}Gi, or lower pod.shmSizeGiB")
 
 
@@ -55,23 +58,47 @@ def _image_tag(image: str) -> str:
 @rule("ENG002", E, "the image is a release of the engine the flags are rendered for",
       "vllm-project/vllm-ascend#9144 (flags rendered for one release, image of another): "
       "releases add, rename and remove flags, so another release refuses the command or reads it "
-      "differently (every release's parser: generator/engines/data/engine-options.json)")
+      "differently (every release's parser: generator/engines/data/engine-options.json; the "
+      "release an image bundles: generator/facts/data/images.json, tools/extract_images.py)")
 def _image_version(ctx: Context):
     eng = ctx.spec.spec.engine
     repo = eng.image.rsplit(":", 1)[0].lower() if ":" in eng.image.rsplit("/", 1)[-1] else eng.image.lower()
     other = {"vllm": "sglang", "sglang": "vllm"}[eng.name]
-    if other in repo and eng.name not in repo:
+    read = images.read(eng.image)
+    if read.engine == other or (other in repo and eng.name not in repo and read.engine is None):
         yield Hit(("spec", "engine", "image"),
                   f"image {eng.image!r} looks like a {other} image but engine.name is {eng.name}",
                   f"use a {eng.name} image, or set engine.name: {other}")
         return
-    tag = _release(_image_tag(eng.image))
+    tag = _release(read.release) if read.release else None
     if tag and tag != _release(eng.version):
+        what = (f"image tag {_image_tag(eng.image)!r}" if read.how.startswith("the tag of")
+                else f"image {eng.image!r} (moegen's image table: {read.source})")
         yield Hit(("spec", "engine", "image"),
-                  f"image tag {_image_tag(eng.image)!r} is {eng.name} {tag}, but the "
-                  f"flags are rendered for engine.version {eng.version}",
+                  f"{what} is {eng.name} {tag}, but the flags are rendered for engine.version "
+                  f"{eng.version}",
                   f"set engine.version: \"{tag}\" (if moegen knows that release), or use "
                   f"the {eng.version} image")
+
+
+@rule("ENG007", N, "moegen reads the release the image runs (else ENG002 is not checked)",
+      "generator/facts/images.py (the engines' own images name the release in the tag; other "
+      "images through the table tools/extract_images.py reads from their publishers' sources)")
+def _image_unread(ctx: Context):
+    eng = ctx.spec.spec.engine
+    read = images.read(eng.image, eng.name)
+    tag = _image_tag(eng.image)
+    if read.release is None and read.engine is None and tag not in _MOVING \
+            and "@" not in eng.image:
+        yield Hit(("spec", "engine", "image"),
+                  f"{read.how}: moegen cannot read which {eng.name} release it runs, so ENG002 "
+                  f"did not check that it is engine.version {eng.version}",
+                  "nothing to fix if the image runs that release; moegen reads the engines' own "
+                  "images and those of its table (docs/spec.md §2)")
+
+
+#: Tags that name no release (ENG003 reports them).
+_MOVING = ("", "latest", "nightly", "main", "dev")
 
 
 @rule("ENG003", W, "the image tag is pinned to a release",
@@ -81,7 +108,7 @@ def _image_version(ctx: Context):
 def _image_pinned(ctx: Context):
     eng = ctx.spec.spec.engine
     tag = _image_tag(eng.image)
-    if tag in ("", "latest", "nightly", "main") and "@" not in eng.image:
+    if tag in _MOVING and "@" not in eng.image:
         yield Hit(("spec", "engine", "image"),
                   f"image {eng.image!r} has no pinned tag: the flags are rendered for "
                   f"{eng.name} {eng.version}, the image may be another release",
@@ -180,7 +207,7 @@ def _limits_above_requests(ctx: Context):
 
 
 #: Volumes and mount paths moegen declares in every engine pod (manifests/pods.py).
-_OWN_VOLUMES = ("dshm", "model", "compile-cache")
+_OWN_VOLUMES = ("dshm", "model", "compile-cache", "hf-cache")
 
 
 @rule("POD005", E, "extra volumes and mounts do not collide with moegen's",

@@ -75,7 +75,7 @@ class Context(Deployment):
 
 RULES: list[Rule] = []
 
-E, W = Severity.ERROR, Severity.WARNING
+E, W, N = Severity.ERROR, Severity.WARNING, Severity.NOTICE
 SIZING = Phase.SIZING
 
 
@@ -91,6 +91,25 @@ def rule(code: str, severity: Severity, summary: str, source: str, *,
 def external(code: str, severity: Severity, summary: str, source: str) -> None:
     """List a code raised outside the rule functions (loader, schema, pipeline) in the catalogue."""
     RULES.append(Rule(code, severity, summary, source))
+
+
+#: Families whose findings do not depend on the engine release (Kubernetes objects, names,
+#: pools, schedulers, autoscaling bounds, LWS, pod memory and security, the importer's and the
+#: loader's own codes), and single codes of other families that hold at every release (the
+#: weights mount, the bootstrap interface, RDMA for DeepEP's and Mooncake's transports, a
+#: prefill/decode pair and its connector).
+RELEASE_FREE_FAMILIES = ("NAME", "POOL", "TOP", "SCHD", "AUT", "LWS", "POD", "SEC", "IMP",
+                         "LOAD", "SCH", "TGT", "PLN", "PRE")
+RELEASE_FREE = frozenset({"MOD001", "MOD004", "MOD005", "MOD006", "MOD007", "A2A004", "PD001",
+                          "PD002", "PD011", "NET001", "NET002", "NET004", "NET005", "NET090",
+                          "PORT002"})
+
+
+def release_dependent(code: str) -> bool:
+    """A finding of ``code`` depends on the engine release it is judged at (when that release
+    is assumed, not read, the finding is a warning that names it: ``check_imported``)."""
+    family = code.rstrip("0123456789")
+    return code not in RELEASE_FREE and family not in RELEASE_FREE_FAMILIES
 
 
 # --- helpers shared by the families -----------------------------------------------------------
@@ -148,11 +167,13 @@ def _role_of(path: tuple) -> int | None:
     return path[2] if len(path) > 2 and path[:2] == ("spec", "roles") else None
 
 
-def run_rules(ctx: Context) -> list[Finding]:
+def run_rules(ctx: Context, waived: Callable[[Finding], bool] | None = None) -> list[Finding]:
     """Run every rule of :data:`RULES` on ``ctx``; return all findings, located via provenance.
 
     Pure: ``ctx`` is not changed. The sizing phase sees a copy of ``ctx`` whose ``unsized``
-    holds the roles with an error from the first phase (every role, after a spec-level error).
+    holds the roles with an error from the first phase (every role, after a spec-level error),
+    except errors ``waived`` says a skip suppresses (generator/waivers.py): the roles they are on
+    are still sized.
     """
     out: list[Finding] = []
     seen: set[tuple[str, tuple, str]] = set()
@@ -166,10 +187,11 @@ def run_rules(ctx: Context) -> list[Finding]:
             if key in seen:  # a spec-level field shared by several roles is reported once
                 continue
             seen.add(key)
-            if r.severity is Severity.ERROR:
+            f = Finding(r.code, r.severity, json_path(hit.path), hit.message, hit.hint,
+                        c.provenance.locate(hit.path))
+            if r.severity is Severity.ERROR and not (waived and waived(f)):
                 errored.add(_role_of(tuple(hit.path)))
-            out.append(Finding(r.code, r.severity, json_path(hit.path), hit.message, hit.hint,
-                               c.provenance.locate(hit.path)))
+            out.append(f)
 
     for r in RULES:
         if r.phase is Phase.RULES:

@@ -228,12 +228,43 @@ def _pd_handler(release: PickerRelease) -> dict:
     return {"type": kind, "parameters": {"deciderPluginName": DECIDER}}
 
 
-def epp_config(release: PickerRelease, pd: bool) -> dict:
+#: The screener that keeps a request's prefill and decode on one DisaggregatedSet revision
+#: during a rollout (llm-d/llm-d-router@v0.10.0:pkg/epp/framework/plugins/requestcontrol/
+#: screener/disaggregatedsetrollout/README.md; added to the wide-EP guide's picker by
+#: llm-d/llm-d#2379). ``max-role``: a revision gets traffic once every role has a Ready pod,
+#: in proportion to its pods of the most numerous role (moegen's roles keep a fixed ratio).
+ROLLOUT_SCREENER = "disaggregatedset-rollout-screener"
+#: The flag without which the picker refuses alpha plugins (llm-d-router@v0.10.0:
+#: pkg/epp/framework/interface/plugin/registry.go ValidatePluginStability).
+EXPERIMENTAL_FLAG = "--allow-experimental-plugins"
+
+
+def rollout_screener(release: PickerRelease, set_name: str, roles: list[str]) -> dict | None:
+    """The screener plugin for DisaggregatedSet ``set_name`` of ``roles``, or None where the
+    release does not register it (before v0.10.0)."""
+    if release.plugin(ROLLOUT_SCREENER) is None:
+        return None
+    from ..facts.lws import DS_NAME_LABEL
+    return {"type": ROLLOUT_SCREENER, "name": "rollout-screener", "parameters": {
+        "scope": {"labelSelector": f"{DS_NAME_LABEL}={set_name}"},
+        "revisionGating": {"mode": "max-role", "requireRoles": {"values": list(roles)}}}}
+
+
+def experimental_args(release: PickerRelease, config: dict) -> list[str]:
+    """``--allow-experimental-plugins`` when ``config`` names an alpha plugin of ``release``."""
+    plugins = [release.plugin(p["type"]) for p in config["plugins"]]
+    alpha = any(x is not None and x.stability == "alpha" for x in plugins)
+    return [EXPERIMENTAL_FLAG] if alpha and release.experimental_flag else []
+
+
+def epp_config(release: PickerRelease, pd: bool, screener: dict | None = None) -> dict:
     """The EndpointPickerConfig at ``release``: with ``pd`` a decode profile and a prefill
     profile (the decode pick first, then always a prefill pick: moegen's P/D roles are sized for
     disaggregated traffic and SGLang's decode-mode engines cannot prefill locally); else one
-    profile. Every type is one the release registers (tests/test_gateway.py checks the registry
-    and the parameter fields of each supported release)."""
+    profile; ``screener`` (:func:`rollout_screener`) first among the plugins, in no profile (it
+    runs once per request before them). Every type is one the release registers
+    (tests/test_gateway.py checks the registry and the parameter fields of each supported
+    release)."""
     producer = [{"type": PREFIX_PRODUCER}] if release.plugin(PREFIX_PRODUCER) else []
     scorers = [{"type": name} for name, _ in SCORERS]
     gates = [g for g in WANTED_GATES if g in release.feature_gates]
@@ -254,7 +285,8 @@ def epp_config(release: PickerRelease, pd: bool) -> dict:
     headers = _first_current(release, HEADER_HANDLERS)
     return {
         **head,
-        "plugins": [*producer, *filters, *scorers, {"type": "max-score-picker"},
+        "plugins": [*([screener] if screener else []), *producer, *filters, *scorers,
+                    {"type": "max-score-picker"},
                     *([{"type": headers}] if headers else []),
                     {"type": DECIDER}, _pd_handler(release)],
         "schedulingProfiles": [
@@ -430,8 +462,11 @@ def sidecar_container(release: PickerRelease, engine: str, port: int, connector:
                            "periodSeconds": 10},
         "resources": {"requests": dict(SIDECAR_RESOURCES), "limits": dict(SIDECAR_RESOURCES)},
         "restartPolicy": "Always",
+        # The image runs as 65532 and writes nothing (llm-d/llm-d-router@v0.10.0:
+        # Dockerfile.sidecar USER 65532:65532; no file writes under pkg/sidecar).
         "securityContext": {"allowPrivilegeEscalation": False,
-                            "capabilities": {"drop": ["ALL"]}, "runAsNonRoot": True},
+                            "capabilities": {"drop": ["ALL"]}, "runAsNonRoot": True,
+                            "readOnlyRootFilesystem": True},
     }
     env = []
     if ranks > 1:   # the per-rank listeners bind the pod's IP (data_parallel.go POD_IP)

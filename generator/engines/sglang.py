@@ -353,7 +353,7 @@ class SglangDialect:
         s = role.serving
         group = lay.tensor * lay.data
         common: list[str] = [
-            "--model-path", role.model.path,
+            "--model-path", role.model.argument(),
             "--served-model-name", role.model.name,
             "--host", POD_IP if role.network.bindAddress == "podIP" else "0.0.0.0",
             "--port", str(s.port),

@@ -397,7 +397,7 @@ class VllmDialect:
             ports.append(Port("dp-supervisor", DP_SUPERVISOR_PORT))
         pod_ports, pod_env = self._pod_ports(role, rendezvous, notes)
         return EngineLaunch(
-            program=("vllm", "serve", role.model.path),
+            program=("vllm", "serve", role.model.argument()),
             common=tuple(common),
             per_pod=tuple(tuple(a) for a in per_pod),
             serves_api=tuple(serves),
@@ -450,8 +450,9 @@ class VllmDialect:
             return common
         kvt = {"kv_connector": CONNECTORS[role.kv_transfer.connector],
                "kv_role": KV_ROLES[role.mode]}
-        if role.mode == "decode" and self.kv_load_failure_policy:
-            kvt["kv_load_failure_policy"] = KV_LOAD_FAILURE_POLICY
+        policy = role.kv_transfer.loadFailurePolicy
+        if (role.mode == "decode" or policy is not None) and self.kv_load_failure_policy:
+            kvt["kv_load_failure_policy"] = policy or KV_LOAD_FAILURE_POLICY
         extra = kv_connector_extra(role.kv_transfer.connector, role.network.rdma)
         if extra is not None:
             kvt["kv_connector_extra_config"] = extra

@@ -12,7 +12,7 @@ manifests' file:line:column, with IMP findings for what could not be reconstruct
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from typing import TYPE_CHECKING
@@ -29,11 +29,11 @@ __all__ = ["Options", "classify", "import_unit", "to_loaded", "check_imported", 
 
 SPEC, MANIFEST, NEITHER, PLAN = "spec", "manifest", "neither", "plan"
 #: Codes that speak about a spec's own form, not the deployment, and have an IMP counterpart
-#: on imported manifests (not reported there): MOD001 (the model source: IMP011), ENG002 (the
-#: image tag: IMP008), NET003 (a variable moegen would derive: the manifest sets it itself),
+#: on imported manifests (not reported there): MOD001 (the model source: IMP011), ENG002 and
+#: ENG007 (the image's release: IMP008), NET003 (a variable moegen would derive: the manifest sets it itself),
 #: SRV004 (moegen's own SGLang renders need sizing.concurrency; an engine left at its default
 #: admission limit is not wrong).
-IMPORTED_SUPPRESSED = frozenset({"MOD001", "ENG002", "NET003", "SRV004"})
+IMPORTED_SUPPRESSED = frozenset({"MOD001", "ENG002", "ENG007", "NET003", "SRV004"})
 
 
 def _is_spec(d: Document) -> bool:
@@ -138,10 +138,14 @@ def to_loaded(imported: "Imported", overlays: list[Path] = ()) -> LoadedSpec:
     return loaded
 
 
-def check_imported(imported: "Imported", overlays: list[Path] = (), target: str | None = None):
+def check_imported(imported: "Imported", overlays: list[Path] = (), target: str | None = None,
+                   skips: list = ()):
     """Run every check on an imported deployment (:func:`generator.pipeline.check_loaded`;
     ``target``: ``NAME[@VERSION]``, as ``--target``): IMP findings are reported beside the
-    checks' unless one of :data:`BLOCKING` stops them."""
+    checks' unless one of :data:`BLOCKING` stops them. The errors not reported on manifests
+    (:data:`IMPORTED_SUPPRESSED`, ``imported.suppress``: MOD005 for Hub weights) and those the
+    manifests' waivers ``skips`` cover (generator/inputs.py applies them) do not keep a role
+    from the sizing phase: its HBM is checked."""
     from .. import pipeline
     loaded = to_loaded(imported, overlays)
     mine = {i.code for i in imported.issues}   # IMP codes, and ENG006 for refused values
@@ -149,6 +153,24 @@ def check_imported(imported: "Imported", overlays: list[Path] = (), target: str 
     if any(f.code in BLOCKING and f.severity is Severity.ERROR for f in imp):
         return pipeline.check_loaded(loaded, target)
     loaded.findings = [f for f in loaded.findings if f.code not in mine]
-    checked = pipeline.check_loaded(loaded, target)
-    checked.findings = sorted(imp + checked.findings, key=Finding.sort_key)
+    from ..waivers import Waiver
+    waiver, quiet = Waiver(list(skips)), IMPORTED_SUPPRESSED | set(imported.suppress)
+    checked = pipeline.check_loaded(loaded, target,
+                                    hidden=lambda f: f.code in quiet or bool(waiver.covers(f)))
+    found = checked.findings
+    if imported.assumed:
+        found = [assumed_release(f, imported.assumed) for f in found]
+    checked.findings = sorted(imp + found, key=Finding.sort_key)
     return checked
+
+
+def assumed_release(f: Finding, assumed: str) -> Finding:
+    """An error that depends on the engine release (checks/registry.py ``release_dependent``),
+    judged at a release moegen assumed (``"vLLM 0.26.0"``): a warning that names it. Never an
+    error on a guess."""
+    from ..checks.registry import release_dependent
+    if f.severity is not Severity.ERROR or not release_dependent(f.code):
+        return f
+    return replace(f, severity=Severity.WARNING,
+                   message=f"{f.message} [judged at {assumed}, a release moegen assumed for "
+                           "the image (IMP008)]")

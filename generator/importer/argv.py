@@ -10,7 +10,7 @@ Entry points (the programs an engine container runs):
   ``sglang serve`` (python/sglang/cli/serve.py);
 * the Dynamo wrappers ``python -m dynamo.vllm`` / ``python -m dynamo.sglang``
   (ai-dynamo/dynamo components/src/dynamo/vllm, .../sglang), which take the engine's options
-  plus their own (:data:`DYNAMO_OPTIONS`).
+  plus their own, per Dynamo release (:func:`_wrapper_options`).
 
 Options are read with the release's own option table (``engines/options.py``: every option
 string of every argparse action, aliases folded, and each option's arity from the parser):
@@ -25,6 +25,7 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass, field
+from functools import cache
 
 from ..engines.options import TAKES_LIST as LIST
 from ..engines.options import TAKES_NONE as FLAG
@@ -43,55 +44,27 @@ MODULES = {
     "dynamo.vllm": ("vllm", "dynamo"),
     "dynamo.sglang": ("sglang", "dynamo"),
 }
-#: Options of the Dynamo engine wrappers that are not the engine's, with their arity (read from
-#: ai-dynamo/dynamo@2a6da14 components/src/dynamo/common/configuration/groups/runtime_args.py,
-#: components/src/dynamo/vllm/backend_args.py, components/src/dynamo/sglang/backend_args.py:
-#: ``add_negatable_bool_argument`` gives a flag and its ``--no-`` form, ``nargs`` a list).
-_DYN_COMMON = {
-    **dict.fromkeys(("--namespace", "--endpoint", "--kv-state-endpoint", "--discovery-backend",
-                     "--request-plane", "--event-plane", "--dyn-tool-call-parser",
-                     "--dyn-reasoning-parser", "--dyn-default-thinking-mode",
-                     "--dyn-structural-tag-scope", "--dyn-structural-tag-schema",
-                     "--custom-jinja-template", "--endpoint-types", "--dyn-endpoint-types",
-                     "--dump-config-to", "--multimodal-embedding-cache-capacity-gb",
-                     "--media-output-fs-url", "--media-output-http-url",
-                     "--health-check-payload", "--engine-request-limit", "--tcp-tls-cert-path",
-                     "--tcp-tls-key-path", "--tcp-tls-ca-cert-path", "--tcp-tls-server-name",
-                     "--tcp-tls-handshake-timeout", "--nats-tls-ca-cert-path"), "one"),
-    **dict.fromkeys(("--connector", "--output-modalities"), LIST),
-    **dict.fromkeys(("--fpm-trace", "--exclude-tools-when-tool-choice-none",
-                     "--dyn-enable-structural-tag", "--multimodal-embedding-cache-publisher",
-                     "--tcp-tls-insecure", "--nats-tls-insecure"), FLAG),
-}
-DYNAMO_OPTIONS = {
-    "vllm": {
-        **dict.fromkeys(("--disaggregation-mode", "--mm-prompt-template",
-                         "--custom-encoder-class", "--embedding-transfer-mode",
-                         "--model-express-url", "--benchmark-mode", "--benchmark-points-file",
-                         "--prefill-max-new-token-samples",
-                         "--prefill-max-kv-read-token-samples",
-                         "--decode-max-kv-read-token-samples",
-                         "--decode-max-batch-size-samples", "--prefix-max-batch-size-samples",
-                         "--benchmark-warmup-iterations", "--benchmark-output-path",
-                         "--benchmark-timeout"), "one"),
-        **dict.fromkeys(("--use-vllm-tokenizer", "--route-to-encoder", "--enable-multimodal",
-                         "--enable-rl", "--embedding-worker", "--realtime", "--classify-worker",
-                         "--gms-shadow-mode", "--benchmark-collect-imbalanced"), FLAG),
-    },
-    "sglang": {
-        **dict.fromkeys(("--embedding-transfer-mode", "--disagg-config", "--disagg-config-key",
-                         "--engine-route", "--sglang-trace-level"), "one"),
-        **dict.fromkeys(("--use-sglang-tokenizer", "--enable-multimodal",
-                         "--dedicated-mm-encoder", "--embedding-worker",
-                         "--image-diffusion-worker", "--video-generation-worker",
-                         "--enable-rl"), FLAG),
-    },
-    "": _DYN_COMMON,
-}
+#: The Dynamo wrappers' own options per Dynamo release, with their arity: read by
+#: tools/extract_wrappers.py from ai-dynamo/dynamo at each release's branch cut
+#: (components/src/dynamo/common/configuration/groups/runtime_args.py, the options every worker
+#: shares; components/src/dynamo/{vllm,sglang}/backend_args.py, the backend's), into
+#: generator/facts/data/wrappers.json. The wrapper consumes them; the engine never sees them.
+_ARITY = {"one": "one", "flag": FLAG, "list": LIST}
 
 
-def _wrapper_options(engine: str) -> dict[str, str]:
-    table = {**DYNAMO_OPTIONS[engine], **DYNAMO_OPTIONS[""]}
+@cache
+def _wrappers() -> dict:
+    from ..resources import package_text
+    return json.loads(package_text("facts", "data", "wrappers.json"))["dynamo"]
+
+
+def _wrapper_options(engine: str, release: str | None = None) -> dict[str, str]:
+    """The Dynamo wrapper's options for ``engine`` at Dynamo ``release`` (a release moegen read;
+    otherwise main at the commit tools/extract_wrappers.py names), ``--no-X`` of each flag."""
+    data = _wrappers()
+    rel = data.get(release or "", data["main"])
+    table = {k: _ARITY[v] for group in ("common", engine)
+             for k, v in rel[group]["options"].items()}
     return {**table, **{"--no-" + k[2:]: FLAG for k, v in table.items() if v == FLAG}}
 
 
@@ -240,11 +213,13 @@ def _newest(engine: str) -> str:
 
 
 def parse_engine_args(engine: str, wrapper: str, version: str | None, argv: list[str],
-                      start: int, program_end: int) -> EngineCommand:
+                      start: int, program_end: int,
+                      wrapper_release: str | None = None) -> EngineCommand:
     """Read ``argv[start:]`` as the options of ``engine`` release ``version`` (the newest known
-    when None). ``vllm serve``'s first positional token is the model."""
+    when None), and of the wrapper (``dynamo``) at its ``wrapper_release`` when there is one.
+    ``vllm serve``'s first positional token is the model."""
     cmd = EngineCommand(engine, wrapper, argv[program_end:start], start, None)
-    wrapper_opts = _wrapper_options(engine) if wrapper else {}
+    wrapper_opts = _wrapper_options(engine, wrapper_release) if wrapper else {}
     j = start
     while j < len(argv):
         tok = argv[j]

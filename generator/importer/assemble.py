@@ -15,6 +15,8 @@ from ..engines import sglang as sg
 from ..engines import vllm as vl
 from ..durations import KEEPALIVE_ENV, SGLANG_KV_TIMEOUT_ENV
 from ..engines.caches import CACHE_ENV_KEYS, CACHE_MOUNT
+from ..engines.registry import LABELS
+from ..facts import images
 from ..facts.versions import default_image
 from ..spec.provenance import Provenance
 from .platforms import KSERVE_COMMAND_ENV
@@ -33,10 +35,12 @@ from .build import (
     _role_order,
     _workload_kind,
     architecture_of,
-    version_of,
+    engine_image,
+    release_of,
 )
 from .launch import Issue
-from .pods import token_secret
+from .. import security
+from .pods import DEFAULT_HF_HOME, token_secret
 from .shell import is_runtime
 
 
@@ -78,13 +82,16 @@ def _model(group: list[Role], opts: Options, prov: Provenance,
     at = first.launch.loc(0)
     if isinstance(path, str) and path.startswith("/"):
         model["path"] = path
+    elif isinstance(path, str) and re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]*/[A-Za-z0-9._-]+",
+                                                path):
+        model["hub"] = _hub(group, path, model["name"])
     else:
         model["path"] = "/models/" + str(path or name or "model").rsplit("/", 1)[-1]
         imported_suppress.add("MOD005")   # the volume moegen needs: this IMP010 says it
-        issues.append(Issue("IMP010", f"the engine loads {path!r} from the Hugging Face Hub at "
-                            "start; moegen serves weights from a volume (model.path "
-                            f"{model['path']} and model.volume)", loc.get("path", at),
-                            "give the weights a volume, and set model.path"))
+        issues.append(Issue("IMP010", f"the engine loads {path!r}, which is neither a weights "
+                            "directory nor a Hugging Face repository id; moegen serves weights "
+                            f"from a volume (model.path {model['path']} and model.volume)",
+                            loc.get("path", at), "give the weights a volume, and set model.path"))
     if opts.model_config:
         model["config"] = opts.model_config
     else:
@@ -101,13 +108,49 @@ def _model(group: list[Role], opts: Options, prov: Provenance,
              "w4a16"}.get(str(m.get("quantization", "")))
     model["weights"] = quant or checkpoint_format(model.get("architecture"), model["name"], path)
     volume = next((r.pod.volume for r in group if r.pod.volume), None) or _storage_uri(group)
-    if volume is not None:
+    hub = _kserve_hub(group)
+    if hub is not None and "hub" not in model:
+        model.pop("path", None)
+        model["hub"] = hub if hub.get("repo") != model["name"] else {}
+    elif volume is not None:
         model["volume"] = volume
     token = next((t for t in (token_secret(r.launch)[0] for r in group) if t), None)
     if token is not None:
         model["tokenSecret"] = token
-    _located(prov, ("spec", "model"), {(k,): v for k, v in loc.items()})
+    where = {(k,): v for k, v in loc.items()}
+    if "hub" in model:   # the Hub download is the model argument (MOD006 and its waivers)
+        where[("hub",)] = loc.get("path", loc.get("name", at))
+    _located(prov, ("spec", "model"), where)
     return model
+
+
+def _hub(group: list[Role], repo: str, name: str) -> dict:
+    """``model.hub``: the Hub repository the engine downloads, the cache volume and its mount
+    (importer/pods.py ``hub_cache_dir``), and HF_HUB_OFFLINE (huggingface_hub constants.py
+    ``_is_true``: 1, ON, YES, TRUE)."""
+    first = next((r for r in group if r.pod.hub), group[0])
+    hub: dict[str, Any] = {} if repo == name else {"repo": repo}
+    if first.pod.hub:
+        hub["cache"] = first.pod.hub["cache"]
+        if first.pod.hub["mountPath"] != DEFAULT_HF_HOME:
+            hub["mountPath"] = first.pod.hub["mountPath"]
+    offline = str(first.launch.env.get("HF_HUB_OFFLINE", "")).upper()
+    if offline in ("1", "ON", "YES", "TRUE"):
+        hub["offline"] = True
+    return hub
+
+
+def _kserve_hub(group: list[Role]) -> dict | None:
+    """KServe's ``spec.model.uri: hf://ORG/NAME``: the storage initializer downloads it into an
+    emptyDir at /mnt/models in every pod before the engine starts (kserve/kserve@v0.20.0
+    pkg/controller/v1alpha2/llmisvc/workload_storage.go: case HfURIPrefix, attachStorageInitializer),
+    as ``model.hub`` without a cache volume (MOD006: re-downloaded whenever a pod is created)."""
+    for r in group:
+        uri = str((r.workload.extra.get("model") or {}).get("uri", ""))
+        if r.workload.platform == "kserve" and uri.startswith("hf://"):
+            repo = uri[len("hf://"):].strip("/")
+            return {"repo": repo} if re.fullmatch(r"[\w.-]+/[\w.-]+", repo) else None
+    return None
 
 
 def _storage_uri(group: list[Role]) -> dict | None:
@@ -126,27 +169,74 @@ def _dynamo_engine_image(first: Role, engine: dict) -> None:
     """A DynamoGraphDeployment's containers run a Dynamo runtime image (the release's, or a
     custom build named ``...-vllm0.33.0``), whose tag is Dynamo's, not the engine's: the spec
     names the engine release's own image instead, so ENG002 holds it to ``engine.version``
-    (the version read from the runtime image: importer/build.py ``version_of``). The Dynamo
-    target itself is not written: its checks are the platform's, not the manifest's."""
-    if first.workload.platform == "dynamo" and engine.get("version"):
+    (the version read from the runtime image through facts/images.py). The Dynamo target itself
+    is not written: its checks are the platform's, not the manifest's."""
+    if first.workload.platform == "dynamo" and engine.get("version") \
+            and images.read(engine["image"], engine["name"]).release is not None:
         engine["image"] = default_image(engine["name"], engine["version"])
 
 
-def _engine(group: list[Role], opts: Options, issues: list[Issue]) -> dict:
+def _engine(group: list[Role], opts: Options, issues: list[Issue]) -> tuple[dict, str | None]:
+    """``spec.engine`` and the release judged at when it is not the one the image runs (None:
+    moegen read or was told the release). An image whose release moegen cannot read is
+    judged at the newest release whose parser has every option used (IMP008 says how to state
+    the release); a release moegen has no facts for, at the nearest it has (IMP008 again)."""
     first = group[0]
     cmd = first.launch.command
-    image = first.launch.image
-    if not image and first.workload.platform == "kserve":
-        from .platforms import KSERVE_IMAGE
-        image = KSERVE_IMAGE
-    version = opts.engine_version or version_of(image, cmd.engine)
-    if version is None:
+    image = engine_image(first.workload, first.launch)
+    release, how, stated = release_of(first.workload, first.launch, opts)
+    label = LABELS[cmd.engine]
+    at = first.workload.doc.provenance.locate((*first.launch.cpath, "image")) \
+        if first.launch.image else first.launch.loc(-1)   # the image line
+    state = (f"state it with --engine-version, or the annotation {images.ANNOTATION}: "
+             "\"X.Y.Z\" on the workload")
+    if release is None:
         version, why = _newest_with(cmd.engine, [r.launch.command for r in group])
-        issues.append(Issue("IMP008", f"the image {image or '(none)'} does not name the "
-                            f"{cmd.engine} release: checked as {version}, {why}",
-                            first.launch.loc(-1),
-                            "pin the image to a release tag, or pass --engine-version"))
-    return {"name": cmd.engine, "version": version, "image": image or f"{cmd.engine}:{version}"}
+        issues.append(Issue("IMP008", f"{how}: moegen cannot read which {label} release it "
+                            f"runs; judged at {version}, {why} (a finding that depends on the "
+                            "release is a warning)", at, state))
+        return {"name": cmd.engine, "version": version,
+                "image": image or f"{cmd.engine}:{version}"}, version
+    nearest = _nearest_known(cmd.engine, release)
+    if nearest is None:
+        return {"name": cmd.engine, "version": release,
+                "image": image or default_image(cmd.engine, release)}, None
+    own = default_image(cmd.engine, nearest)
+    issues.append(Issue("IMP008", f"{how if not stated else 'stated by ' + how}: {label} "
+                        f"{release}, a release moegen has no per-release facts for; judged at "
+                        f"{nearest}, the nearest it knows, and the spec names {own} (a finding "
+                        "that depends on the release is a warning)", at,
+                        f"moegen reads {label} {_ranges(cmd.engine)}"))
+    return {"name": cmd.engine, "version": nearest, "image": own}, nearest
+
+
+def _nearest_known(engine: str, release: str) -> str | None:
+    """None when moegen has the facts of ``release`` (a known release or a patch release of
+    one), else the known release nearest to it (the oldest for an older one, the newest for a
+    newer one, the one below for a release between them)."""
+    from ..engines.options import known_releases
+    from ..engines.registry import ENGINES
+    from ..facts.versions import UnsupportedVersion, parse_version
+    try:
+        ENGINES[engine].dialect(release)
+        return None
+    except UnsupportedVersion:
+        pass
+    except ValueError:
+        return known_releases(engine)[-1]
+    known = known_releases(engine)
+    try:
+        v = parse_version(release)
+    except ValueError:
+        return known[-1]
+    below = [k for k in known if parse_version(k) <= v]
+    return below[-1] if below else known[0]
+
+
+def _ranges(engine: str) -> str:
+    from ..engines.options import known_releases
+    known = known_releases(engine)
+    return f"{known[0]} to {known[-1]}"
 
 
 def _newest_with(engine: str, commands: list) -> tuple[str, str]:
@@ -228,7 +318,8 @@ def assemble(group: list[Role], opts: Options, files: list[str]) -> Imported:
             ("metadata", "namespace"))
     suppress: set[str] = set()
     spec: dict[str, Any] = {"model": _model(group, opts, prov, issues, suppress),
-                            "engine": _engine(group, opts, issues)}
+                            "engine": None}
+    spec["engine"], assumed = _engine(group, opts, issues)
     _dynamo_engine_image(group[0], spec["engine"])
     lead = group[0]
     if lead.launch.image:   # engine findings (VER001, ENG002) at the image line
@@ -245,8 +336,9 @@ def assemble(group: list[Role], opts: Options, files: list[str]) -> Imported:
         _located(prov, ("spec", "network"), netted.pod.network_locs)
     roles = []
     for i, (r, name, pool) in enumerate(zip(group, names, pool_of)):
-        r.name, r.mode = name, _mode(r)
-        issues += _kv_role_issues(r) + _kv_config_issues(r, net)
+        r.name, r.mode = name, _group_mode(r, group)
+        issues += _kv_role_issues(r, spec["engine"]["version"], assumed) \
+            + _kv_config_issues(r, net)
         role: dict[str, Any] = {"name": name, "mode": r.mode, "nodePool": pool,
                                 "replicas": r.workload.replicas,
                                 "workload": _workload_kind(r), **r.fields.role}
@@ -268,20 +360,47 @@ def assemble(group: list[Role], opts: Options, files: list[str]) -> Imported:
         issues += r.fields.issues + r.pod.issues + _layout_issues(r, name)
         if any(i.code == "IMP005" and "load balancing" in i.message for i in r.fields.issues):
             suppress.add("POD004")   # its process count assumes moegen's load balancing
+        if any(i.code == "IMP005" and i.message.startswith("KV connector")
+               for i in r.fields.issues):
+            suppress.add("PD002")   # a connector moegen does not model (TPUConnector): IMP005
         if any(i.code == "IMP004" for i in r.pod.issues):
             suppress |= {"A2A004", "PD011"}   # "network.rdma unset": IMP004 says why
-        if "overlap" in role.get("moe", {}) and "concurrency" not in role.get("sizing", {}):
-            suppress.add("OVL005")   # its premise is the sized load (sizing.concurrency)
     spec["roles"] = roles
     _inherited_speculative(roles, prov)
     data = {"apiVersion": "moegen.dev/v1alpha1", "kind": "InferenceDeployment",
             "metadata": meta, "spec": spec}
-    return Imported(data, prov, files, issues, group, suppress)
+    imported = Imported(data, prov, files, issues, group, suppress)
+    if assumed is not None:
+        imported.assumed = f"{LABELS[spec['engine']['name']]} {assumed}"
+    return imported
 
 
-def _kv_role_issues(r: Role) -> list[Issue]:
+#: The oldest vLLM release read whose NixlConnector logs that kv_role kv_both is deprecated
+#: (vLLM 0.32.0 vllm/distributed/kv_transfer/kv_connector/v1/nixl/connector.py:97, as in
+#: 0.33.0). The deprecation was proposed after 0.22 (vllm-project/vllm#43807, 2026-05-27;
+#: llm-d/llm-d#1715, 2026-06-08: "kv_both isn't yet fully deprecated"); the releases from
+#: 0.23.0 to 0.31.0 were not read: kv_both there is not called deprecated.
+KV_BOTH_DEPRECATED = (0, 32, 0)
+
+
+def _group_mode(r: Role, group: list[Role]) -> str:
+    """The role's mode in its deployment: a role labelled decode (llm-d labels every server
+    that is not a prefill one ``llm-d.ai/role: decode``, aggregated ones too) with no prefill
+    role beside it and no KV transfer to a prefill is a unified server, not a decode without
+    its prefill (PD001/PD002 would be false)."""
+    mode = _mode(r)
+    if mode == "decode" and r.fields.mode != "decode" and "kvTransfer" not in r.fields.role \
+            and r.fields.kv_role != "kv_consumer" \
+            and not any(_mode(x) == "prefill" for x in group):
+        return "unified"
+    return mode
+
+
+def _kv_role_issues(r: Role, version: str, assumed: str | None) -> list[Issue]:
     """vLLM's kv_role against the role's mode: the spec renders kv_producer on prefill and
-    kv_consumer on decode (engines/vllm.py KV_ROLES)."""
+    kv_consumer on decode (engines/vllm.py KV_ROLES); kv_both with NixlConnector, at a release
+    that deprecates it (:data:`KV_BOTH_DEPRECATED`)."""
+    from ..facts.versions import parse_version
     kv_role, cmd = r.fields.kv_role, r.launch.command
     o = cmd.get("--kv-transfer-config") if cmd is not None else None
     if o is None or kv_role is None or r.mode not in ("prefill", "decode"):
@@ -289,12 +408,14 @@ def _kv_role_issues(r: Role) -> list[Issue]:
     want = vl.KV_ROLES[r.mode]
     loc = r.launch.loc(o.index)
     if kv_role == "kv_both":
-        if r.fields.role.get("kvTransfer", {}).get("connector") != "nixl":
+        if r.fields.role.get("kvTransfer", {}).get("connector") != "nixl" \
+                or parse_version(version) < KV_BOTH_DEPRECATED:
             return []
+        at = f"vLLM {version}" + (", assumed (IMP008)" if assumed else "")
         return [Issue("IMP015", f"role {r.name!r} ({r.mode}) runs NixlConnector with kv_role "
-                      f"kv_both, which vLLM deprecates (vllm/distributed/kv_transfer/"
-                      f"kv_connector/v1/nixl/connector.py); the spec renders {want}", loc,
-                      f"set kv_role {want}")]
+                      f"kv_both, which {at} logs as deprecated (vLLM 0.32.0 vllm/distributed/"
+                      f"kv_transfer/kv_connector/v1/nixl/connector.py:97); the spec renders "
+                      f"{want}", loc, f"set kv_role {want}")]
     if kv_role != want:
         return [Issue("IMP015", f"role {r.name!r} is a {r.mode} role but its KV connector's "
                       f"kv_role is {kv_role}: the KV would flow the wrong way", loc,
@@ -350,14 +471,29 @@ def _role_env(r: Role, network: dict | None, pool: dict) -> dict[str, str]:
                 or derived.get(k) == v:
             continue
         if managed and (k in ENGINE_ENV or k in KEEPALIVE_ENV.values() or k == SGLANG_KV_TIMEOUT_ENV
-                        or (k in CACHE_ENV_KEYS and v.startswith(CACHE_MOUNT))):
-            continue   # moegen's startup budget, keep-alive, ports and cache directories
+                        or (k in CACHE_ENV_KEYS and v.startswith(CACHE_MOUNT))
+                        or (k == "HOME" and v == security.HOME)):
+            continue   # moegen's startup budget, keep-alive, ports, cache directories, HOME
         if k == "VLLM_ALL2ALL_BACKEND" and r.fields.all2all_env:
             continue   # read into moe.all2all
         if r.workload.platform == "kserve" and k in KSERVE_COMMAND_ENV:
             continue   # read with the preset's command line
+        if _hub_env(r, k, v):
+            continue   # read into model.hub
         env[k] = v
     return env
+
+
+def _hub_env(r: Role, key: str, value: str) -> bool:
+    """``key=value`` is what moegen renders for model.hub (manifests/pods.py ``hub_env``):
+    HF_HUB_OFFLINE (read into ``offline``), HF_HOME at the cache mount when HF_HUB_CACHE is
+    not set."""
+    if r.pod.hub is None:
+        return False
+    if key == "HF_HUB_OFFLINE":
+        return value.upper() in ("1", "ON", "YES", "TRUE")
+    return key == "HF_HOME" and "HF_HUB_CACHE" not in r.launch.env \
+        and value.rstrip("/") == r.pod.hub.get("mountPath", DEFAULT_HF_HOME)
 
 
 def _derived_env(r: Role, network: dict | None, pool: dict) -> dict[str, str]:

@@ -15,6 +15,7 @@ import re
 from dataclasses import dataclass, field
 
 from ..catalog import ARCHITECTURES, HF_IDS
+from ..facts import images
 from ..facts.versions import UnsupportedVersion
 from ..spec.provenance import Provenance
 from .engine import RoleFields, sglang_fields, vllm_fields
@@ -42,12 +43,7 @@ def checkpoint_format(arch: str | None, *names: str | None) -> str:
         from ..catalog import builtin_arch
         return builtin_arch(arch).checkpoint.format
     return "fp8"
-_VERSION = re.compile(r"^v?(\d+\.\d+\.\d+(?:\.post\d+|\.\d+)?)(?:[-+].*)?$")
 MANAGED = ("app.kubernetes.io/managed-by", "moegen")
-#: Images whose tag is the engine's release (vllm-project/vllm docker/Dockerfile published as
-#: vllm/vllm-openai and vllm/vllm-openai-rocm; sgl-project/sglang docker/Dockerfile as
-#: lmsysorg/sglang).
-ENGINE_IMAGES = ("vllm-openai", "vllm-openai-rocm", "sglang")
 
 
 @dataclass
@@ -74,36 +70,37 @@ class Imported:
     #: Codes the pipeline reports for this deployment that an IMP finding already explains.
     roles: list[Role] = field(default_factory=list)
     suppress: set[str] = field(default_factory=set)
+    #: The engine release judged at when it is not the one the image runs (``"vLLM 0.26.0"``:
+    #: moegen could not read it, or has no facts for it): release-dependent errors are warnings.
+    assumed: str | None = None
 
 
-def version_of(image: str, engine: str | None = None) -> str | None:
-    """The engine release an image tag names (``vllm/vllm-openai:v0.33.0`` -> ``0.33.0``), or
-    that a Dynamo runtime image of ``engine`` bundles: a ``-vllm0.33.0`` / ``-sglang0.5.23``
-    suffix of a custom build's tag, else the release's pin (facts/controllers.py ``bundled``,
-    ai-dynamo/dynamo pyproject.toml) for ``nvcr.io/nvidia/ai-dynamo/<engine>-runtime:<release>``
-    of a Dynamo release moegen knows."""
-    tag = image.rsplit("@", 1)[0].rsplit(":", 1)
-    if len(tag) != 2 or "/" in tag[1]:
-        return None
-    repo = tag[0].rsplit("/", 1)[-1].lower()
-    if engine is not None and repo == f"{engine}-runtime":
-        return _dynamo_bundled(tag[0], tag[1], engine)
-    if repo not in ENGINE_IMAGES:
-        return None   # a platform's image (llm-d's): its own versions
-    m = _VERSION.match(tag[1])
-    return m.group(1) if m else None
+def release_of(w: Workload, launch: Launch, opts: Options) -> tuple[str | None, str, bool]:
+    """The engine release the role runs, how moegen knows it, and whether the user stated it:
+    ``--engine-version``, else the annotation ``moegen.dev/engine-version`` on the workload or
+    its pod template (facts/images.py ``ANNOTATION``), else the image read through the table
+    (facts/images.py ``read``); (None, why, False) when the image's release is unknown."""
+    engine = launch.command.engine if launch.command is not None else None
+    if opts.engine_version:
+        return opts.engine_version, "--engine-version", True
+    for where, notes in (("the workload", w.annotations), ("the pod template",
+                                                           w.leader.annotations)):
+        stated = notes.get(images.ANNOTATION) if isinstance(notes, dict) else None
+        if isinstance(stated, str) and stated.strip():
+            return stated.strip().removeprefix("v"), f"the annotation {images.ANNOTATION} " \
+                f"on {where}", True
+    read = images.read(engine_image(w, launch), engine)
+    return read.release, read.how, False
 
 
-def _dynamo_bundled(repo: str, tag: str, engine: str) -> str | None:
-    m = re.search(rf"-{engine}v?(\d+\.\d+\.\d+(?:\.post\d+)?)$", tag)
-    if m:
-        return m.group(1)
-    from ..facts import controllers
-    release = tag.lstrip("v")
-    if release not in controllers.releases("dynamo") \
-            or repo != controllers.value("dynamo", release, "runtimeImage", engine):
-        return None
-    return controllers.value("dynamo", release, "bundled", engine)
+def engine_image(w: Workload, launch: Launch) -> str:
+    """The image the engine container runs: its own, or (a KServe LLMInferenceService that
+    names none) the image of the newest KServe presets moegen read (facts/images.py
+    ``preset_image``)."""
+    if launch.image or w.platform != "kserve":
+        return launch.image or ""
+    preset = images.preset_image("kserve")
+    return preset[0] if preset else ""
 
 
 def architecture_of(*names: str | None) -> str | None:
@@ -150,7 +147,7 @@ def read_roles(workloads: list[Workload], ctx: Context, opts: Options) -> tuple[
                                 "command)", launch.loc(-1), error=True))
             continue
         managed = w.labels.get(MANAGED[0]) == MANAGED[1]
-        version = opts.engine_version or version_of(launch.image, launch.command.engine)
+        version = release_of(w, launch, opts)[0]
         cmd = launch.command
         _multi_node_statefulset(w, cmd)
         if cmd.engine == "vllm":

@@ -14,13 +14,14 @@ not a promise that that many longest requests fit).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, get_args
 
 from ..engines import sglang as sg
 from ..engines import vllm as vl
 from ..engines.options import FLAG as _OPTION_TOKEN
 from ..engines.options import arity_problem, known_releases, value_problem
 from ..errors import Location
+from ..spec.models import Moe
 from .argv import EngineCommand, Option, canonical, resolve
 from .launch import Issue, Launch
 from .shell import is_runtime, show
@@ -48,6 +49,8 @@ SG_DROPPED = {"--host", "--nnodes", "--node-rank", "--dist-init-addr",
               "--cuda-graph-max-bs-decode", "--enable-metrics", "--cp-strategy",
               "--enable-prefill-cp", "--enable-dp-attention", "--speculative-eagle-topk",
               "--speculative-num-draft-tokens", "--deepep-mode", "--disaggregation-ib-device"}
+#: The all-to-all backends the spec names (spec/models.py Moe.all2all).
+_SPEC_A2A = tuple(get_args(get_args(Moe.model_fields["all2all"].annotation)[0]))
 #: KV cache dtypes the spec names (serving.kvCacheDtype) by the engines' spellings.
 KV_DTYPES = {"auto": "auto", "fp8": "fp8", "fp8_e4m3": "fp8"}
 
@@ -199,7 +202,12 @@ def _vllm_parallel(r: _Reader) -> None:
 def _vllm_moe(r: _Reader, dialect_env: bool) -> None:
     o = r.opt("--all2all-backend")
     if o is not None and isinstance(o.value, str):
-        r.put(("moe", "all2all"), o.value, o)
+        if o.value in _SPEC_A2A:
+            r.put(("moe", "all2all"), o.value, o)
+        else:   # a backend the spec does not name: left out of the spec, said so
+            r.issue("IMP005", f"--all2all-backend {o.value}: moegen does not model this "
+                    f"backend (it renders {', '.join(_SPEC_A2A)}); the spec leaves it out and "
+                    "the all-to-all checks did not run", o)
     env = r.launch.env.get("VLLM_ALL2ALL_BACKEND")
     if o is None and isinstance(env, str) and env:
         loc = r.launch.env_locations.get("VLLM_ALL2ALL_BACKEND", r.loc(None))
@@ -256,9 +264,15 @@ def _vllm_pd(r: _Reader) -> None:
             r.issue("IMP005", f"KV connector {cls!r} is not one moegen renders "
                     f"({', '.join(sorted(CONNECTORS))})", o)
         r.out.kv_role = cfg.get("kv_role")
-        # moegen renders kv_load_failure_policy "recompute" on decode (engines/vllm.py).
-        derived = {"kv_load_failure_policy"} if cfg.get("kv_load_failure_policy") == \
-            vl.KV_LOAD_FAILURE_POLICY and cfg.get("kv_role") == "kv_consumer" else set()
+        # moegen renders kv_load_failure_policy "recompute" on decode (engines/vllm.py); any
+        # other value it keeps as kvTransfer.loadFailurePolicy.
+        policy = cfg.get("kv_load_failure_policy")
+        derived = set()
+        if policy == vl.KV_LOAD_FAILURE_POLICY and cfg.get("kv_role") == "kv_consumer":
+            derived = {"kv_load_failure_policy"}
+        elif policy in ("recompute", "fail") and cls in CONNECTORS:
+            r.put(("kvTransfer", "loadFailurePolicy"), policy, o)
+            derived = {"kv_load_failure_policy"}
         # kv_connector_extra_config is compared with what network.rdma implies once the pod is
         # read (assemble.py _kv_config_issues).
         r.out.kv_extra = cfg.get("kv_connector_extra_config")

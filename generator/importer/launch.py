@@ -21,6 +21,7 @@ from typing import Any
 from ..engines.options import TAKES_NONE as FLAG
 from ..engines.options import option_arity
 from ..errors import Location
+from ..facts import images
 from ..spec.load import Document, parse_embedded
 from .argv import EngineCommand, find_engine, parse_engine_args
 from .shell import ShellError, is_runtime, run_script, runtime
@@ -290,7 +291,8 @@ def resolve(w: Workload, pods: Pods, container: dict, cpath: tuple, ctx: Context
         return launch
     engine, wrapper, first, start = found
     launch.argv = argv
-    launch.command = parse_engine_args(engine, wrapper, version, argv, start, start)
+    launch.command = parse_engine_args(engine, wrapper, version, argv, start, start,
+                                       images.dynamo_release(launch.image or ""))
     launch.command.program = argv[first:start]
     if engine == "sglang":
         _sglang_config(w, pods, launch, ctx, version)
@@ -346,7 +348,7 @@ def _sglang_config(w: Workload, pods: Pods, launch: Launch, ctx: Context,
     launch.locations = {**dict(enumerate(new_locs)), -1: launch.loc(-1)}
     program = cmd.program
     launch.command = parse_engine_args("sglang", cmd.wrapper, version, launch.argv, cmd.start,
-                                       cmd.start)
+                                       cmd.start, images.dynamo_release(launch.image or ""))
     launch.command.program = program
 
 

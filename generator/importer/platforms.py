@@ -27,8 +27,6 @@ from .shell import ShellError, run_script, runtime
 
 #: Variables the presets read into the command line (read into the role's fields with it).
 KSERVE_COMMAND_ENV = ("VLLM_ADDITIONAL_ARGS", "VLLM_API_SERVER_COUNT")
-#: The preset's engine image (kserve@v0.20.0 config/llmisvcconfig/*.yaml ``containers[0].image``).
-KSERVE_IMAGE = "ghcr.io/llm-d/llm-d-cuda:v0.8.0"
 
 
 def kserve_argv(w, launch, toks: list[str], origin: list[tuple]) -> tuple[list[str], list]:

@@ -20,7 +20,7 @@ from ..engines.caches import CACHE_ENV_KEYS, CACHE_MOUNT
 from ..errors import Location
 from ..manifests.pods import IMEX_CLAIM
 from .launch import Issue, Launch
-from .shell import is_runtime, show
+from .shell import is_runtime, runtime, show
 from .workloads import Pods, Workload
 
 #: GPU product label values and accelerator names -> catalog id (lower-cased, longest first).
@@ -48,7 +48,7 @@ _RDMA = re.compile(r"(^rdma/|rdma|roce|hca|^vpc\.amazonaws\.com/efa$)", re.I)
 #: The largest /dev/shm the spec holds (spec/operations.py Pod.shmSizeGiB), GiB.
 _SHM_MAX_GIB = 1024
 #: Volumes moegen renders itself (manifests/pods.py): not carried as extraVolumes.
-_OWN_VOLUMES = ("dshm", "model", "compile-cache")
+_OWN_VOLUMES = ("dshm", "model", "compile-cache", "hf-cache", "tmp")
 
 
 def gpu_from_name(text: str) -> str | None:
@@ -119,6 +119,9 @@ class PodFields:
     env_locs: dict = field(default_factory=dict)
     token: dict | None = None
     volume: dict | None = None
+    #: ``model.hub`` when the engine downloads its model from the Hub: the cache volume and
+    #: where it is mounted (``{}``: no volume holds the cache).
+    hub: dict | None = None
     pod: dict = field(default_factory=dict)
     locs: dict = field(default_factory=dict)
     issues: list[Issue] = field(default_factory=list)
@@ -166,11 +169,18 @@ def read_pod(w: Workload, pods: Pods, launch: Launch, gpu_option: str | None,
     if "hostNetwork" in out.network:
         at = prov.locate((*pods.path, "hostNetwork"))
         out.network_locs.update({("hostNetwork",): at, ("bindAddress",): at})
+    host = launch.command.get("--host") if launch.command is not None else None
+    if host is not None and str(host.value) == runtime("status.podIP"):
+        # --host $(status.podIP) (moegen's "${MOEGEN_POD_IP}"): the API listens on the pod's
+        # IP only (spec network.bindAddress podIP).
+        out.network["bindAddress"] = "podIP"
+        out.network_locs[("bindAddress",)] = launch.loc(host.index)
     iface = next((k for k in ("GLOO_SOCKET_IFNAME", "NCCL_SOCKET_IFNAME") if k in launch.env), None)
     if "socketInterface" in out.network and iface:
         out.network_locs[("socketInterface",)] = launch.env_locations.get(iface)
     _compute_domain(w, pods, launch, res, channels, out)
     _volumes(w, pods, launch, model_path, out)
+    _probes(w, pods, launch, out)
     _pod_settings(w, pods, launch, out)
     out.sidecar_port = _sidecar(spec, launch)
     del prov
@@ -299,10 +309,19 @@ def _volumes(w: Workload, pods: Pods, launch: Launch, model_path: str | None,
     volumes = {v.get("name"): v for v in spec.get("volumes") or [] if isinstance(v, dict)}
     mounts = [m for m in c.get("volumeMounts") or [] if isinstance(m, dict)]
     extra_v, extra_m = [], []
+    cache_dir = hub_cache_dir(launch.env) if model_path and not model_path.startswith("/") \
+        else None
+    if cache_dir is not None:
+        out.hub = {}
     for m in mounts:
         v = volumes.get(m.get("name"))
         mp = str(m.get("mountPath", ""))
         if v is None:
+            continue
+        if cache_dir is not None and _under(cache_dir, mp) and not out.hub \
+                and len({k for k in v if k != "name"}) == 1:
+            out.hub = {"cache": {k: val for k, val in v.items() if k != "name"},
+                       "mountPath": mp.rstrip("/") or "/"}
             continue
         if mp == "/dev/shm":
             ed = v.get("emptyDir") if isinstance(v.get("emptyDir"), dict) else {}
@@ -346,6 +365,66 @@ def _volumes(w: Workload, pods: Pods, launch: Launch, model_path: str | None,
         out.pod["extraVolumeMounts"] = extra_m
     if out.volume is None and w.platform == "dynamo" and model_path:
         out.volume = _dynamo_volume(w, model_path)
+    if cache_dir is not None and not out.hub and w.platform == "dynamo":
+        mount = _dynamo_mount(w, cache_dir)
+        if mount is not None:
+            out.hub = {"cache": {"persistentVolumeClaim": {"claimName": mount[0]}},
+                       "mountPath": mount[1]}
+
+
+#: The kinds whose controllers add no probe to the engine container (Deployment, StatefulSet,
+#: LeaderWorkerSet, DisaggregatedSet: workloads.py ``platform`` kubernetes / lws).
+_NO_INJECTED_PROBES = ("kubernetes", "lws")
+
+
+def _probes(w: Workload, pods: Pods, launch: Launch, out: PodFields) -> None:
+    """IMP017: the engine container of the pod that serves the API has no probe at all."""
+    c = launch.container
+    if w.platform not in _NO_INJECTED_PROBES or pods.index != 0 or any(
+            isinstance(c.get(k), dict) for k in ("startupProbe", "readinessProbe",
+                                                 "livenessProbe")):
+        return
+    out.issues.append(Issue(
+        "IMP017", f"{w.kind} {w.name}: the engine container has no startup, readiness or "
+        "liveness probe: the pod is Ready (and receives traffic) as soon as the container "
+        "starts, minutes before the weights are loaded, and a hung engine is never restarted",
+        w.doc.provenance.locate(launch.cpath),
+        "add a startupProbe and readinessProbe on the engine's /health (moegen renders them "
+        "from the startup budget)"))
+
+
+#: huggingface_hub's cache when nothing places it: $HOME/.cache/huggingface, HOME=/root in the
+#: engines' images (huggingface_hub 1.0 src/huggingface_hub/constants.py: HF_HOME default
+#: ~/.cache/huggingface, HF_HUB_CACHE default $HF_HOME/hub).
+DEFAULT_HF_HOME = "/root/.cache/huggingface"
+
+
+def hub_cache_dir(env: dict) -> str:
+    """Where huggingface_hub keeps downloads for a container with ``env``: HF_HUB_CACHE, else
+    $HF_HOME/hub, else the default under /root (constants.py, as above)."""
+    cache = env.get("HF_HUB_CACHE")
+    if isinstance(cache, str) and cache.startswith("/"):
+        return cache.rstrip("/")
+    home = env.get("HF_HOME")
+    home = home if isinstance(home, str) and home.startswith("/") else DEFAULT_HF_HOME
+    return home.rstrip("/") + "/hub"
+
+
+def _under(path: str, mount: str) -> bool:
+    mount = mount.rstrip("/")
+    return path == mount or path.startswith(mount + "/")
+
+
+def _dynamo_mount(w: Workload, path: str) -> tuple[str, str] | None:
+    """The PVC (name, mount point) a Dynamo component mounts over ``path``."""
+    pvcs = {p.get("name") for p in w.extra.get("pvcs") or [] if isinstance(p, dict)}
+    for m in w.extra.get("volumeMounts") or []:
+        if not isinstance(m, dict):
+            continue
+        mp = str(m.get("mountPoint") or m.get("mountPath") or "").rstrip("/")
+        if m.get("name") in pvcs and mp and _under(path, mp):
+            return str(m["name"]), mp
+    return None
 
 
 def prov_loc(w: Workload, pods: Pods, volume: dict) -> Location:
@@ -376,6 +455,10 @@ _OWN_LABEL = re.compile(r"^(app\.kubernetes\.io/|moegen\.dev/|leaderworkerset\.s
                         # inference gateway (engines/gateway.py engine_labels)
                         r"(llm-d\.ai|inference\.networking\.k8s\.io)/engine-type$)")
 
+#: The policy-check exceptions moegen writes on its own pods (generator/security.py
+#: skip_annotations, derived from the spec again on render).
+_CHECKOV_SKIP = re.compile(r"^checkov\.io/skip\d+$")
+
 
 def _pod_settings(w: Workload, pods: Pods, launch: Launch, out: PodFields) -> None:
     spec, c = pods.spec, launch.container
@@ -400,8 +483,9 @@ def _pod_settings(w: Workload, pods: Pods, launch: Launch, out: PodFields) -> No
     labels = {k: v for k, v in labels.items() if w.labels.get(k) != v}
     if labels:
         out.pod["labels"] = labels
+    managed = w.labels.get("app.kubernetes.io/managed-by") == "moegen"
     ann = {k: _one_line(str(v)) for k, v in pods.annotations.items()
-           if not _OWN_LABEL.match(str(k))}
+           if not _OWN_LABEL.match(str(k)) and not (managed and _CHECKOV_SKIP.match(str(k)))}
     if ann:
         out.pod["annotations"] = ann
 

@@ -14,6 +14,7 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Any
 
+from .. import security
 from ..deployment import Deployment
 from ..durations import Durations
 from ..engines import gateway as gw
@@ -40,6 +41,7 @@ from ..sizing import RoleSizing
 from ..spec.models import InferenceDeployment
 from .dashboard import DashboardPlan, dashboard_plan
 from .monitoring import MonitoringPlan, monitoring_plan
+from .netpol import NetworkPolicyPlan, network_policies
 from .pods import (
     ENGINE_STARTUP_S,
     LIVENESS_FAILURES,
@@ -143,6 +145,9 @@ class RouterPlan:
     namespace_env: str = NAMESPACE_ENV
     pod_labels: dict[str, str] = field(default_factory=dict)
     pod_annotations: dict[str, str] = field(default_factory=dict)
+    #: checkov's skip annotations of the Deployment (generator/security.py; also on the pod).
+    annotations: dict[str, str] = field(default_factory=dict)
+    tmp_mib: int = security.CONTROL_TMP_MIB
 
 
 @dataclass(frozen=True)
@@ -185,6 +190,8 @@ class GatewayPlan:
     sync_wave: str = ROUTER_SYNC_WAVE
     pod_labels: dict[str, str] = field(default_factory=dict)
     pod_annotations: dict[str, str] = field(default_factory=dict)
+    annotations: dict[str, str] = field(default_factory=dict)
+    tmp_mib: int = security.CONTROL_TMP_MIB
     #: For the review page: the scheduling profiles and their scorers, the Gateway, the
     #: sidecar's connector ("" without prefill/decode roles).
     profiles: list[dict[str, Any]] = field(default_factory=list)
@@ -214,6 +221,8 @@ class DeploymentPlan:
     scaled_objects: list[ScaledObjectPlan] = field(default_factory=list)
     gateway: GatewayPlan | None = None
     disaggregated: DisaggregatedSetPlan | None = None
+    #: The NetworkPolicies (kubernetes target, network.networkPolicy): generator/manifests/netpol.py.
+    network_policies: list[NetworkPolicyPlan] = field(default_factory=list)
 
 
 def build_plan(model: Deployment) -> DeploymentPlan:
@@ -270,12 +279,14 @@ def build_plan(model: Deployment) -> DeploymentPlan:
         disaggregated = DisaggregatedSetPlan(
             base, "disaggregatedset.yaml", dict(common_labels), lws_roles,
             ", ".join(w.role for w in lws_roles))
+    policies = network_policies(spec, base, common_labels, out.workloads, router, gateway_plan) \
+        if security.network_policy_waiver(spec) is None else []
     return DeploymentPlan(base, spec.metadata.namespace, common_labels, out.workloads,
                           out.services, router, out.env_files, out.role_plans,
                           engine=dialect.engine, dialect=dialect.version, pdbs=out.pdbs,
                           monitoring=monitoring, gateway=gateway_plan,
                           disaggregated=disaggregated, dashboard=dashboard,
-                          scaled_objects=out.scaled)
+                          scaled_objects=out.scaled, network_policies=policies)
 
 
 def _router_plan(spec: InferenceDeployment, roles: list[RoleInput],
@@ -300,6 +311,12 @@ def _router_plan(spec: InferenceDeployment, roles: list[RoleInput],
                            image=cfg.image, discovery=discovery, version=cfg.version,
                            drain_s=drain, request_timeout_s=durations.request_timeout_s)
     labels = {**common_labels, L_COMPONENT: "router", L_ROLE: "router"}
+    # vllm-router's image runs its binary as any user; smg's is an engine image (security.py)
+    nonroot = launch.command[:1] == ("vllm-router",)
+    skips = security.skip_annotations(security.control_waivers(
+        image=launch.image, api_token="router-api-token" if discovery is not None else None,
+        root=None if nonroot else "smg-root",
+        network_policy=security.network_policy_waiver(spec)))
     return RouterPlan(
         name=router_name(spec.metadata.name),
         labels=labels,
@@ -309,16 +326,20 @@ def _router_plan(spec: InferenceDeployment, roles: list[RoleInput],
         command=list(launch.command), prestop_s=PRESTOP_S, grace_s=PRESTOP_S + drain + 5,
         probes=router_probes(startup_s),
         resources={"requests": dict(ROUTER_RESOURCES), "limits": dict(ROUTER_RESOURCES)},
-        security_context=dict(CONTROL_SECURITY),
+        security_context={**CONTROL_SECURITY, **(NONROOT if nonroot else {})},
         service_account=cfg.serviceAccountName
         or (router_name(spec.metadata.name) if discovery is not None else None),
         own_service_account=discovery is not None and not cfg.serviceAccountName,
-        discovery=discovery is not None,
-        **_control_pod(spec, labels))
+        discovery=discovery is not None, annotations=skips,
+        **_control_pod(spec, labels, skips))
 
 
-#: securityContext of moegen's own control containers (router, endpoint picker).
-CONTROL_SECURITY = {"allowPrivilegeEscalation": False, "capabilities": {"drop": ["ALL"]}}
+#: securityContext of moegen's own control containers (router, endpoint picker): they write
+#: nothing outside their /tmp emptyDir (generator/security.py).
+CONTROL_SECURITY = {"allowPrivilegeEscalation": False, "capabilities": {"drop": ["ALL"]},
+                    "readOnlyRootFilesystem": True}
+#: ... and the user of those whose image allows a non-root one (security.NONROOT_UID).
+NONROOT = {"runAsNonRoot": True, "runAsUser": security.NONROOT_UID}
 
 
 def _control_pod(spec: InferenceDeployment, labels: dict[str, str],
@@ -364,10 +385,18 @@ def _gateway_plan(spec: InferenceDeployment, roles: list[RoleInput], engine: str
                        durations.request_timeout_s if durations.longest_request_s is not None
                        else None)}}],
     }
-    config = gw.epp_config(release, pd)
+    lws = spec.spec.platform.lws if spec.spec.platform is not None else None
+    screener = gw.rollout_screener(release, base, [r.name for r in roles]) \
+        if pd and lws is not None and lws.disaggregatedSet else None
+    config = gw.epp_config(release, pd, screener)
     text = gw.config_text(config)
     labels = {**common_labels, L_COMPONENT: "endpoint-picker", L_ROLE: "endpoint-picker"}
     own_sa = not cfg.serviceAccountName
+    image = cfg.image or release.image("epp")
+    # the picker's image runs as 65532 (security.NONROOT_UID)
+    skips = security.skip_annotations(security.control_waivers(
+        image=image, api_token="picker-api-token", root=None,
+        network_policy=security.network_policy_waiver(spec)))
     replicas = cfg.replicas or 1
     ha = replicas > 1
 
@@ -383,9 +412,10 @@ def _gateway_plan(spec: InferenceDeployment, roles: list[RoleInput], engine: str
         pool=pool, epp=epp, route=route, labels=dict(common_labels), epp_labels=labels,
         pool_spec=pool_spec, route_spec=route_spec,
         selector={L_INSTANCE: base, L_ROLE: "endpoint-picker"},
-        image=cfg.image or release.image("epp"),
+        image=image,
         args=gw.epp_args(release, engine, pool, spec.spec.monitoring is not None
-                         and spec.spec.monitoring.enabled) + ([gw.EPP_HA_FLAG] if ha else []),
+                         and spec.spec.monitoring.enabled) + ([gw.EPP_HA_FLAG] if ha else [])
+        + gw.experimental_args(release, config),
         replicas=replicas,
         ports=[{"name": "grpc", "containerPort": gw.EPP_GRPC_PORT, "protocol": "TCP"},
                {"name": "grpc-health", "containerPort": gw.EPP_HEALTH_PORT, "protocol": "TCP"},
@@ -400,9 +430,10 @@ def _gateway_plan(spec: InferenceDeployment, roles: list[RoleInput], engine: str
         config_data={gw.EPP_CONFIG_FILE: text},
         rules=[dict(r) for r in gw.epp_rules(release) + (gw.EPP_HA_RULES if ha else [])],
         service_account=cfg.serviceAccountName or epp,
-        own_service_account=own_sa, security_context=dict(CONTROL_SECURITY),
+        own_service_account=own_sa, security_context={**CONTROL_SECURITY, **NONROOT},
         grace_s=max(gw.EPP_GRACE_S, termination_grace(durations.drain_s)),
-        **_control_pod(spec, labels, {gw.CONFIG_HASH_ANNOTATION: gw.config_hash(text)}),
+        annotations=skips,
+        **_control_pod(spec, labels, {gw.CONFIG_HASH_ANNOTATION: gw.config_hash(text), **skips}),
         profiles=profiles,
         parent=f"{ref.namespace}/{ref.name}" if ref.namespace else ref.name,
         sidecar_connector=connector if pd else "")

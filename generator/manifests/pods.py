@@ -16,7 +16,8 @@ from ..engines.caches import CACHE_MOUNT
 from ..naming import L_INSTANCE, L_ROLE, LWS_GROUP_KEY_LABEL
 from ..pods import DRAIN_S, PRESTOP_S, STARTUP_PERIOD_S, PodSettings, termination_grace
 from ..roles import RoleInput
-from ..sizing.host import HostPlan, PodResources
+from .. import security
+from ..sizing.host import EPHEMERAL_BASE_GIB, HostPlan, PodResources
 from ..spec.models import InferenceDeployment, NodePool, Role
 
 #: Startup probe: every STARTUP_PERIOD_S for the role's cold-start budget (sizing/host.py:
@@ -77,6 +78,9 @@ class PodSpecPlan:
     #: Pod-level DRA claims (``spec.resourceClaims``): the IMEX channel of an NVL72 pool's
     #: ComputeDomain (``network.computeDomain``), which the engine container claims too.
     resource_claims: list[dict[str, Any]] = field(default_factory=list)
+    #: ``automountServiceAccountToken``: False, the engines never call the API server
+    #: (generator/security.py).
+    automount_token: bool = False
 
 
 @dataclass(frozen=True)
@@ -165,9 +169,22 @@ def pod_plan(ctx: PodContext, spec: PodSpecPlan, extra_labels: dict[str, str] | 
              extra_annotations: dict[str, str] | None = None) -> PodPlan:
     """A pod template of the role: the user's ``pod.labels`` under the role's labels
     (+ ``extra_labels``; moegen's keys win: selectors use them), the user's annotations
-    (+ ``extra_annotations``, moegen's winning) and ``spec``."""
+    (+ ``extra_annotations``, then checkov's skip annotations of the pod's waivers: moegen's
+    winning) and ``spec``."""
     return PodPlan(labels={**ctx.pod.labels, **ctx.labels, **(extra_labels or {})},
-                   annotations={**ctx.pod.annotations, **(extra_annotations or {})}, spec=spec)
+                   annotations={**ctx.pod.annotations, **(extra_annotations or {}),
+                                **security.skip_annotations(engine_waivers(ctx, spec))},
+                   spec=spec)
+
+
+def engine_waivers(ctx: PodContext, spec: PodSpecPlan) -> list[security.Waiver]:
+    """The checkov checks an engine pod template fails on purpose (generator/security.py)."""
+    net = ctx.spec.spec.network
+    return security.engine_waivers(
+        image=spec.image, rdma=net.rdma is not None, host_network=spec.host_network,
+        privileged=bool(ctx.pod.privileged), pod_ctx=spec.pod_security_context,
+        serves_api=bool(spec.probes), token_env=any(e["name"] == "HF_TOKEN" for e in spec.env),
+        network_policy=security.network_policy_waiver(ctx.spec))
 
 
 def _resources(ctx: PodContext, pods: range) -> dict[str, Any]:
@@ -211,13 +228,15 @@ def container_security(ctx: PodContext) -> dict[str, Any]:
     for RDMA (ibverbs memory registration pins pages: kernel drivers/infiniband/core/umem.c
     ib_umem_get needs CAP_IPC_LOCK above RLIMIT_MEMLOCK), no privilege escalation; or
     ``privileged`` when ``pod.privileged`` (some platforms need it for GPU-initiated RDMA:
-    docs/platform-facts.md §5)."""
+    docs/platform-facts.md §5). The root filesystem is read-only: the engines write only to
+    their volumes, /tmp and ``HOME`` (generator/security.py TMP_MOUNT)."""
     if ctx.pod.privileged:
-        return {"privileged": True}
+        return {"privileged": True, "readOnlyRootFilesystem": True}
     caps: dict[str, Any] = {"drop": ["ALL"]}
     if ctx.spec.spec.network.rdma is not None:
         caps["add"] = ["IPC_LOCK"]
-    return {"allowPrivilegeEscalation": False, "capabilities": caps}
+    return {"allowPrivilegeEscalation": False, "capabilities": caps,
+            "readOnlyRootFilesystem": True}
 
 
 #: The first Kubernetes release whose API server keeps podAffinity ``matchLabelKeys``
@@ -305,6 +324,11 @@ def pod_spec(ctx: PodContext, pods: range, index_label: str | None,
         # SGLANG_LOCAL_IP_NIC names, then the probe).
         env.append({"name": "SGLANG_HOST_IP",
                     "valueFrom": {"fieldRef": {"fieldPath": "status.podIP"}}})
+    # The root filesystem is read-only: every write below ~ lands in the /tmp emptyDir
+    # (generator/security.py HOME).
+    env.append({"name": "HOME", "value": security.HOME})
+    own = next((r.env for r in spec.spec.roles if r.name == role.name), {})
+    env += hub_env(spec.spec.model.hub, {**net.env, **own})
     if spec.spec.model.tokenSecret is not None:
         ref = spec.spec.model.tokenSecret
         env.append({"name": "HF_TOKEN",
@@ -319,9 +343,15 @@ def pod_spec(ctx: PodContext, pods: range, index_label: str | None,
     volumes: list[dict[str, Any]] = [{"name": "dshm", "emptyDir": {
         "medium": "Memory", "sizeLimit": f"{ctx.pod.shm_gib}Gi"}}]
     mounts: list[dict[str, Any]] = [{"name": "dshm", "mountPath": "/dev/shm"}]
-    if spec.spec.model.volume is not None:
+    volumes.append({"name": "tmp", "emptyDir": {"sizeLimit": f"{EPHEMERAL_BASE_GIB}Gi"}})
+    mounts.append({"name": "tmp", "mountPath": security.TMP_MOUNT})
+    if spec.spec.model.volume is not None and spec.spec.model.path:
         volumes.append({"name": "model", **spec.spec.model.volume.sources()})
         mounts.append({"name": "model", "mountPath": spec.spec.model.path, "readOnly": True})
+    hub = spec.spec.model.hub
+    if hub is not None and hub.cache is not None:
+        volumes.append({"name": HUB_VOLUME, **hub.cache.sources()})
+        mounts.append({"name": HUB_VOLUME, "mountPath": hub.mountPath})
     cache = ctx.pod.cache
     volumes.append({"name": "compile-cache", **(cache.volume.sources() if cache.volume else
                     {"emptyDir": {"sizeLimit": f"{cache.sizeGiB}Gi"}})})
@@ -381,3 +411,21 @@ def _gang_scheduler(ctx: PodContext) -> str | None:
             and platform.scheduler.kind == "volcano":
         return "volcano"
     return None
+
+
+#: The volume name of the Hugging Face cache (model.hub.cache).
+HUB_VOLUME = "hf-cache"
+
+
+def hub_env(hub, user_env: dict[str, str]) -> list[dict[str, Any]]:
+    """The variables a Hub download needs (huggingface_hub constants.py): HF_HOME at the cache
+    mount, unless the role's env places the cache itself (HF_HOME or HF_HUB_CACHE), and
+    HF_HUB_OFFLINE=1 for an offline cache."""
+    if hub is None:
+        return []
+    out = []
+    if not {"HF_HOME", "HF_HUB_CACHE"} & set(user_env):
+        out.append({"name": "HF_HOME", "value": hub.mountPath})
+    if hub.offline and "HF_HUB_OFFLINE" not in user_env:
+        out.append({"name": "HF_HUB_OFFLINE", "value": "1"})
+    return out

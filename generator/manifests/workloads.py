@@ -57,6 +57,7 @@ from ..roles import RoleInput
 from ..sizing import RoleSizing
 from ..sizing.host import HostPlan
 from ..spec.models import InferenceDeployment, Role
+from .. import security
 from .pods import (
     ENGINE_STARTUP_S,
     PodContext,
@@ -464,12 +465,15 @@ def _add_statefulsets(out: RoleObjects, shared: SharedInputs, ctx: PodContext,
     gang_labels = _gang(shared.spec, False)[0]
     name = statefulset_name(base, role.name)
     selector = {L_INSTANCE: base, L_ROLE: role.name}
+    leader = pod_plan(ctx, pod_spec(ctx, range(0, 1), None, None), {L_API: "true", **metrics},
+                      bootstrap)
     out.workloads.append(WorkloadPlan(
         kind="StatefulSet", name=name, file=f"{role.name}-statefulset.yaml",
         role=role.name, labels=rlabels | gang_labels, replicas=role_spec.replicas, size=1,
-        leader=pod_plan(ctx, pod_spec(ctx, range(0, 1), None, None),
-                        {L_API: "true", **metrics}, bootstrap),
-        selector=selector, service_name=name))
+        leader=leader, selector=selector, service_name=name,
+        # checkov reads a StatefulSet's waivers on the object, not on its pod template
+        annotations={k: v for k, v in leader.annotations.items()
+                     if k.startswith(security.SKIP_PREFIX)}))
     out.services.append(ServicePlan(
         name, f"{role.name}-headless-service.yaml", rlabels, selector,
         [{"name": p.name, "port": p.port, "targetPort": p.port, "protocol": "TCP"}

@@ -20,17 +20,20 @@ _GITHUB = {Severity.ERROR: "error", Severity.WARNING: "warning", Severity.NOTICE
 _SARIF = {Severity.ERROR: "error", Severity.WARNING: "warning", Severity.NOTICE: "note"}
 
 
-def summary(findings: list[Finding]) -> str:
-    """``"2 errors, 1 warning"`` (``", 3 notices"`` appended when there are notices)."""
+def summary(findings: list[Finding], suppressed: int = 0) -> str:
+    """``"2 errors, 1 warning"`` (``", 3 notices"`` appended when there are notices,
+    ``", 2 suppressed"`` when skips suppressed findings: generator/waivers.py)."""
     counts = Counter(f.severity for f in findings)
     e, w, n = counts[Severity.ERROR], counts[Severity.WARNING], counts[Severity.NOTICE]
     out = f"{e} error{'s' * (e != 1)}, {w} warning{'s' * (w != 1)}"
-    return out + (f", {n} notice{'s' * (n != 1)}" if n else "")
+    out += f", {n} notice{'s' * (n != 1)}" if n else ""
+    return out + (f", {suppressed} suppressed" if suppressed else "")
 
 
-def text(findings: list[Finding], colour: bool, with_summary: bool = True) -> str:
+def text(findings: list[Finding], colour: bool, with_summary: bool = True,
+         suppressed: int = 0) -> str:
     """Human-readable report (one block per finding, then a summary line unless
-    ``with_summary`` is false)."""
+    ``with_summary`` is false; ``suppressed``: how many findings skips suppressed)."""
     lines = []
     for f in findings:
         loc = f.location
@@ -42,7 +45,7 @@ def text(findings: list[Finding], colour: bool, with_summary: bool = True) -> st
         if f.hint:
             lines.append(f"    hint: {f.hint}")
     if with_summary:
-        lines.append(summary(findings))
+        lines.append(summary(findings, suppressed))
     return "\n".join(lines)
 
 
@@ -75,9 +78,19 @@ def github(findings: list[Finding]) -> str:
     return "\n".join(out)
 
 
-def sarif(findings: list[Finding], rules) -> str:
-    """SARIF 2.1.0 (for code-scanning UIs such as GitHub's ``upload-sarif``)."""
-    used = sorted({f.code for f in findings})
+def _physical(loc) -> dict:
+    region = {"startLine": loc.line, "startColumn": max(loc.column, 1)} if loc.line else {}
+    return {"physicalLocation": {"artifactLocation": {"uri": loc.file},
+                                 **({"region": region} if region else {})}}
+
+
+def sarif(findings: list[Finding], rules, suppressed=()) -> str:
+    """SARIF 2.1.0 (for code-scanning UIs such as GitHub's ``upload-sarif``). ``suppressed``
+    (:class:`generator.waivers.Suppressed`) are results too, each with a ``suppressions`` entry
+    (SARIF 2.1.0 §3.27.23 and its suppression object: kind ``inSource``, the skip's reason as
+    ``justification``, its place as ``location``), which code-scanning UIs show as dismissed."""
+    pairs = [(f, None) for f in findings] + [(s.finding, s.skip) for s in suppressed]
+    used = sorted({f.code for f, _ in pairs})
     by_code = {r.code: r for r in rules}
     driver_rules = []
     for code in used:
@@ -86,15 +99,14 @@ def sarif(findings: list[Finding], rules) -> str:
                              "helpUri": "https://moegen.dev/rules#" + code,
                              **({"properties": {"source": r.source}} if r else {})})
     results = []
-    for f in findings:
-        loc = f.location
-        region = {"startLine": loc.line, "startColumn": max(loc.column, 1)} if loc.line else {}
+    for f, skip in pairs:
         results.append({
             "ruleId": f.code,
             "level": _SARIF[f.severity],
             "message": {"text": f"{f.path}: {f.message}" + (f" (hint: {f.hint})" if f.hint else "")},
-            "locations": [{"physicalLocation": {"artifactLocation": {"uri": loc.file},
-                                                **({"region": region} if region else {})}}],
+            "locations": [_physical(f.location)],
+            **({"suppressions": [{"kind": "inSource", "justification": skip.reason,
+                                  "location": _physical(skip.at)}]} if skip else {}),
         })
     doc = {"$schema": "https://json.schemastore.org/sarif-2.1.0.json", "version": "2.1.0",
            "runs": [{"tool": {"driver": {"name": "moegen", "informationUri": "https://moegen.dev",

@@ -25,8 +25,8 @@ Per pod, from its processes (``Dialect.processes``: GPU processes, API servers, 
   being copied to the GPU. The rest of the checkpoint passes through the page cache, which the
   kernel reclaims at the pod's limit instead of killing it, so it is not requested (it would
   ask 640 GiB for a TP8 DeepSeek-V3 pod, and the page cache does not outlive a re-created group).
-* 20 GiB of ephemeral storage: the container's writable layer (logs, Python caches, temporary
-  files of the JIT compilers).
+* 20 GiB of ephemeral storage: logs, Python caches, temporary files of the JIT compilers: the
+  /tmp emptyDir of the read-only root filesystem (its sizeLimit; generator/security.py).
 
 The process memory and /dev/shm cannot be reclaimed: a limit below them is an OOM kill (rule
 POD002); below the staging too, loading thrashes (POD003).

@@ -35,12 +35,13 @@ from ruamel.yaml.error import MarkedYAMLError, YAMLError
 from ruamel.yaml.events import (AliasEvent, CollectionEndEvent, CollectionStartEvent,
                                  DocumentEndEvent, DocumentStartEvent, MappingStartEvent,
                                  NodeEvent, ScalarEvent, SequenceStartEvent, StreamEndEvent)
-from ruamel.yaml.reader import Reader
 from ruamel.yaml.scalarstring import FoldedScalarString, LiteralScalarString
 
 from ..errors import Finding, Location, Severity
+from .events import Reader, Replay
 from .overlays import _new_names, merge  # noqa: F401 - merge: re-exported
 from .provenance import PathKey, Provenance, json_path  # noqa: F401 - re-exported
+from .skips import attach, comment_skips
 
 #: Largest spec or overlay file accepted, bytes. Real specs are a few KiB; 1 MiB leaves room for
 #: generated ones while keeping hostile inputs cheap to refuse.
@@ -70,6 +71,7 @@ class LoadedSpec:
         files: the files read, in merge order (spec first).
         model_config: the parsed ``config.json`` named by ``spec.model.config`` (None if unset).
         findings: problems found while reading (nothing else runs if any is an error).
+        skips: the waivers written in the spec and its overlays (:mod:`.skips`).
     """
 
     data: dict
@@ -77,6 +79,7 @@ class LoadedSpec:
     files: list[str]
     model_config: dict | None = None
     findings: list[Finding] = field(default_factory=list)
+    skips: list = field(default_factory=list)
 
 
 def _finding(code: str, file: str, message: str, hint: str = "", line: int = 0,
@@ -131,30 +134,6 @@ def read_text(path: Path, display: str, limit: int) -> tuple[str | None, Finding
                               "save the file as UTF-8")
 
 
-class _Replay:
-    """A parser that replays recorded events, so the composer builds nodes from the events the
-    safety scan already read (one pass of ruamel's pure-Python scanner instead of two)."""
-
-    def __init__(self, events: list) -> None:
-        self._events = events
-        self._i = 0
-
-    def check_event(self, *choices: Any) -> bool:
-        return self._i < len(self._events) and (not choices
-                                                or isinstance(self._events[self._i], choices))
-
-    def peek_event(self) -> Any:
-        return self._events[self._i]
-
-    def get_event(self) -> Any:
-        ev = self._events[self._i]
-        self._i += 1
-        return ev
-
-    def dispose(self) -> None:
-        self._events = []
-
-
 def _printable(o: int) -> bool:
     """YAML 1.2's printable set (spec 5.1: tab, LF, CR, x20-x7E, NEL, xA0-xD7FF, xE000-xFFFD,
     x10000-x10FFFF)."""
@@ -164,7 +143,7 @@ def _printable(o: int) -> bool:
 
 def _non_printable(text: str, display: str) -> Finding | None:
     """The first character YAML forbids, located (checked on the distinct characters: fast on
-    any size). ruamel's reader then skips its own check (:class:`_Reader`)."""
+    any size). ruamel's reader then skips its own check (:class:`.events.Reader`)."""
     bad = [ch for ch in set(text) if not _printable(ord(ch))]
     if not bad:
         return None
@@ -175,14 +154,6 @@ def _non_printable(text: str, display: str) -> Finding | None:
                     f"invalid YAML: character U+{ord(text[pos]):04X} is not allowed in YAML",
                     "remove control characters (YAML 1.2 allows tab, newline and printable text)",
                     line, col)
-
-
-class _Reader(Reader):
-    """ruamel's reader without its printable check, which :func:`_non_printable` already ran
-    (ruamel compiles a large Unicode regex for it on every start: ~6 ms)."""
-
-    def check_printable(self, data: Any) -> None:  # noqa: D102 - see the class docstring
-        return None
 
 
 def _scan_events(yaml: YAML, text: str, display: str,
@@ -348,13 +319,13 @@ def _parse_text(text: str, display: str, multi: bool) -> tuple[list[tuple[Any, P
     if err:
         return [], [err]
     yaml = YAML(typ="rt", pure=True)
-    yaml.Reader = _Reader
+    yaml.Reader = Reader
     yaml.allow_duplicate_keys = False
     events, findings = _scan_events(yaml, text, display, multi)
     if not events or (findings and not multi):
         return [], findings
     constructor, _ = yaml.get_constructor_parser(io.StringIO(""))
-    yaml._parser = _Replay(events)   # the composer reads yaml.parser: replay the scanned events
+    yaml._parser = Replay(events)   # the composer reads yaml.parser: replay the scanned events
     lines = text.splitlines() if multi else None
     docs: list[tuple[Any, Provenance]] = []
     try:
@@ -372,6 +343,7 @@ def _parse_text(text: str, display: str, multi: bool) -> tuple[list[tuple[Any, P
         line = starts[i] + 1 if i < len(starts) else 1
         prov.locations[()] = Location(display, line, 1)
         docs.append((_plain(node, (), display, prov, lines), prov))
+    attach(docs, text, display, starts, multi)
     return docs, findings
 
 
@@ -410,14 +382,15 @@ def with_overlays(data: dict, prov: Provenance, files: list[str], overlays: list
                   findings: list[Finding] | None = None) -> LoadedSpec:
     """A spec document already read (a file's, or one the manifest importer built, with
     ``files`` it came from) with ``overlays`` merged in order and ``spec.model.config`` loaded."""
-    findings = list(findings or [])
+    findings, skips = list(findings or []), list(prov.skips)
     for overlay in overlays:
         odata, oprov, ofindings = parse_yaml_file(overlay, overlay=True)
         findings += ofindings
         if odata is not None:
             findings += _new_names(data, odata, oprov)
             data = merge(data, prov, odata, oprov)
-    loaded = LoadedSpec(data, prov, [*files, *map(str, overlays)], None, findings)
+            skips += oprov.skips
+    loaded = LoadedSpec(data, prov, [*files, *map(str, overlays)], None, findings, skips)
     if not any(f.severity is Severity.ERROR for f in findings):
         _load_model_config(loaded)
     return loaded
@@ -527,6 +500,7 @@ def _generated_configmaps(unit: InputUnit, doc: Document) -> None:
                 continue
             text, err = read_text(base / str(env), name, MAX_BYTES)
             unit.findings += [err] if err else []
+            prov.skips += comment_skips(text or "", name)
             for n, line in enumerate((text or "").splitlines(), 1):
                 key, eq, value = line.partition("=")
                 if eq and key.strip() and not line.lstrip().startswith("#"):

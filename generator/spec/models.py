@@ -77,9 +77,10 @@ class Model(_Model):
         "w4a8, mxfp4 (DeepSeek-V4 FP4 experts), nvfp4 (ModelOpt NVFP4), nvfp4-v2 (NVIDIA's "
         "-v2 NVFP4 checkpoints: o_proj NVFP4 too), w4a16 (compressed-tensors INT4 experts, "
         "Kimi-K2-Thinking)).")
-    path: str = Field(pattern=r"^/[^\x00-\x1f\x7f-\x9f\u2028\u2029\ufeff\ufffe\uffff]*$",
-                      max_length=1024,
-                      description="Weights directory inside the container.")
+    path: str | None = Field(
+        None, pattern=r"^/[^\x00-\x1f\x7f-\x9f\u2028\u2029\ufeff\ufffe\uffff]*$",
+        max_length=1024,
+        description="Weights directory inside the container (required unless `hub` is set).")
     volume: "VolumeSource | None" = Field(
         None, description="Kubernetes volume source holding the weights (one source), e.g. "
         "{persistentVolumeClaim: {claimName: x}}; mounted read-only at `path`.")
@@ -88,12 +89,44 @@ class Model(_Model):
         "built with them): nothing is mounted and MOD005 does not ask for a volume. Weights in "
         "an OCI image of their own mount as a Kubernetes image volume instead: volume: "
         "{image: {reference: ...}}.")
+    hub: "HubDownload | None" = Field(
+        None, description="The engine downloads the weights from the Hugging Face Hub at start "
+        "into a cache (instead of reading `path`): the engine is given the repository id.")
     tokenSecret: SecretKeyRef | None = Field(
         None, description="Secret key holding a Hugging Face token (HF_TOKEN).")
     loadGBps: float | None = Field(
         None, ge=0.01, le=1000, allow_inf_nan=False,
         description="Read bandwidth of the weights volume per pod, GB/s (default 1.0: a "
         "network file system; local NVMe reads 3-7). Sets the startup budget.")
+
+    def argument(self) -> str:
+        """What the engine is given as its model: the Hub repository id (``hub``), else the
+        weights directory ``path``."""
+        if self.hub is not None:
+            return self.hub.repo or self.name
+        return self.path or ""
+
+
+class HubDownload(_Model):
+    """Weights downloaded from the Hugging Face Hub when the engine starts, into the cache
+    huggingface_hub keeps under HF_HOME (huggingface_hub constants.py: HF_HOME, HF_HUB_CACHE,
+    HF_HUB_OFFLINE)."""
+
+    repo: str | None = Field(
+        None, min_length=1, max_length=256, pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]*/[A-Za-z0-9._-]+$",
+        description="Hub repository id (default: model.name).")
+    cache: "VolumeSource | None" = Field(
+        None, description="The volume that holds the cache (one source). A "
+        "persistentVolumeClaim or hostPath keeps the download; an emptyDir, or none (the "
+        "container's filesystem), downloads the weights again whenever a pod is created "
+        "(rule MOD006).")
+    mountPath: str = Field(
+        "/root/.cache/huggingface", pattern=r"^/[^\x00-\x1f\x7f-\x9f]*$", max_length=1024,
+        description="Where the cache volume is mounted; HF_HOME points there unless roles[].env "
+        "sets HF_HOME or HF_HUB_CACHE.")
+    offline: bool = Field(
+        False, description="HF_HUB_OFFLINE=1: read the cache only, never the Hub (the cache "
+        "must already hold the weights: rule MOD007).")
 
 
 class Engine(_Model):
@@ -178,6 +211,11 @@ class Network(_Model):
         None, gt=0, le=3200, allow_inf_nan=False,
         description="RDMA bandwidth per GPU between nodes, Gbit/s, for the performance "
         "estimate (gen report, gen size, the dashboard); default 400 (ConnectX-7).")
+    networkPolicy: bool = Field(
+        True, description="Render NetworkPolicies (kubernetes target) that admit only the "
+        "traffic the plan computes: engines to each other, the router or endpoint picker and "
+        "the Gateway to the serving ports, Prometheus to the metrics ports (docs/security.md); "
+        "false leaves the pods to the cluster's own policies.")
 
 
 class Traffic(_Model):
@@ -310,6 +348,10 @@ class KvTransfer(_Model):
 
     connector: Literal["nixl", "mooncake", "lmcache"] = Field(
         description="KV-cache transfer library; the same on prefill and decode.")
+    loadFailurePolicy: Literal["recompute", "fail"] | None = Field(
+        None, description="vLLM: what the engine does when a request's KV cannot be loaded "
+        "from its prefill (kv_load_failure_policy, vLLM >= 0.13.0): recompute it locally, or "
+        "fail the request. Default: recompute on decode roles (docs/spec.md §2).")
 
 
 class Sizing(_Model):

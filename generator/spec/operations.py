@@ -240,6 +240,10 @@ class Monitoring(_Model):
         max_length=512,
         description="The Prometheus that scrapes these pods, for KEDA's queries "
         "(roles[].autoscaling), e.g. http://prometheus-operated.monitoring.svc:9090.")
+    scrapeNamespace: str | None = Field(
+        None, max_length=63, pattern=DNS_LABEL,
+        description="The namespace Prometheus scrapes from: the NetworkPolicies "
+        "(network.networkPolicy) admit it to the metrics ports; unset: any namespace.")
     dashboard: bool = Field(False, description="Render a Grafana dashboard ConfigMap (label "
                             "grafana_dashboard: \"1\", for the Grafana sidecar) whose reference "
                             "lines are moegen's predicted KV capacity, TTFT and TPOT (needs "

@@ -26,11 +26,12 @@ class Provenance:
     to the nearest ancestor that has a location. ``blocks`` maps the path of a multi-line block
     scalar (``|`` or ``>``, such as a launch script) to the line of its first content line and
     that line's indentation (both as in the file, 1-based line), so a position inside the text
-    can be located.
+    can be located. ``skips``: the waivers written in the document (:mod:`.skips`).
     """
 
     locations: dict[PathKey, Location] = field(default_factory=dict)
     blocks: dict[PathKey, tuple[int, int]] = field(default_factory=dict)
+    skips: list = field(default_factory=list)
 
     def locate(self, path: PathKey) -> Location:
         """Location of ``path`` or of its nearest located ancestor (``Location()`` if none)."""

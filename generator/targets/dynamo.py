@@ -36,6 +36,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from .. import security
+from ..security import engine_waivers_of
 from ..deployment import Deployment
 from ..engines.caches import CACHE_MOUNT
 from ..engines.routers import ROUTER_REPLICAS, rendered_router
@@ -52,6 +54,22 @@ from .kserve import drop_flags
 
 NAME = "dynamo"
 FRONTEND = "frontend"
+#: The frontend container: no capability, no escalation (it serves HTTP on an unprivileged
+#: port); its root filesystem stays writable (generator/security.py "dynamo-writes").
+FRONTEND_SECURITY = {"allowPrivilegeEscalation": False, "capabilities": {"drop": ["ALL"]}}
+#: What a worker fails beyond the engine pod's waivers, and the frontend's
+#: (generator/security.py: the Dynamo runtime registers through the API server and writes
+#: below /root; the operator adds the probes; moegen does not size the frontend).
+DYNAMO_WORKER_WAIVERS = ("dynamo-api-token", "dynamo-writes", "dynamo-probes-liveness",
+                         "dynamo-probes-readiness")
+DYNAMO_FRONTEND_WAIVERS = ("dynamo-api-token", "dynamo-writes", "dynamo-frontend-root",
+                           "dynamo-frontend-uid", "dynamo-frontend-cpu-request",
+                           "dynamo-frontend-cpu-limit", "dynamo-frontend-memory-request",
+                           "dynamo-frontend-memory-limit", "dynamo-probes-liveness",
+                           "dynamo-probes-readiness", "controller-network-policy")
+
+
+
 #: Options of ``vllm serve`` that moegen renders and that are no engine arguments (vLLM 0.33.0
 #: vllm/entrypoints/openai/cli_args.py FrontendArgs ``--host``/``--port``;
 #: vllm/entrypoints/cli/serve.py ``--headless``, ``--api-server-count``,
@@ -294,7 +312,9 @@ def _component(plan: DeploymentPlan, d: Deployment, rel: str, i: int) -> dict[st
                             "command": command, "args": args, "env": env,
                             "resources": resources,
                             "ports": worker_ports(rp, dict(items).get(NIXL_PORT_ENV))}
-    main["securityContext"] = dict(leader.security_context)
+    # Dynamo's runtime writes below /root (security.py "dynamo-writes"): a writable root.
+    main["securityContext"] = {k: v for k, v in leader.security_context.items()
+                               if k != "readOnlyRootFilesystem"}
     drop_vol = {"dshm"} | ({"compile-cache"} if cache is not None else set())
     main["volumeMounts"] = [m for m in leader.volume_mounts if m["name"] not in drop_vol]
     spec: dict[str, Any] = {"containers": [main],
@@ -314,8 +334,13 @@ def _component(plan: DeploymentPlan, d: Deployment, rel: str, i: int) -> dict[st
         spec["dnsPolicy"] = leader.dns_policy
     labels = {k: v for k, v in work.leader.labels.items() if k not in (L_API, L_METRICS)}
     meta: dict[str, Any] = {"labels": labels}
-    if work.leader.annotations or sized_load(work):
-        meta["annotations"] = {**work.leader.annotations, **sized_load(work)}
+    # The engine pod's waivers and Dynamo's own (generator/security.py), renumbered.
+    skips = security.skip_annotations(
+        [*engine_waivers_of(work.leader.annotations),
+         *(security.WAIVERS[k] for k in DYNAMO_WORKER_WAIVERS)])
+    own = {k: v for k, v in work.leader.annotations.items()
+           if not k.startswith(security.SKIP_PREFIX)}
+    meta["annotations"] = {**own, **sized_load(work), **skips}
     out: dict[str, Any] = {"name": role.name,
                            "type": role.mode if role.mode in DISAGGREGATION_MODE else "worker",
                            "replicas": rs.replicas,
@@ -339,17 +364,23 @@ def graph(plan: DeploymentPlan, d: Deployment, rel: str) -> dict[str, Any]:
     spec = d.spec.spec
     components = []
     if spec.router.enabled:
-        main: dict[str, Any] = {"name": _v(rel, "mainContainer"), "image": image(d, rel)}
-        pod: dict[str, Any] = {"containers": [main]}
-        if spec.model.volume is not None:
+        main: dict[str, Any] = {"name": _v(rel, "mainContainer"), "image": image(d, rel),
+                                "securityContext": dict(FRONTEND_SECURITY)}
+        pod: dict[str, Any] = {"containers": [main], "securityContext": {"seccompProfile": {"type": "RuntimeDefault"}}}
+        if spec.model.volume is not None and spec.model.path:
             # The frontend tokenizes: it reads the model's tokenizer files from the path the
             # workers register (the recipes mount the model volume on the frontend too).
             main["volumeMounts"] = [{"name": "model", "mountPath": spec.model.path,
                                      "readOnly": True}]
             pod["volumes"] = [{"name": "model", **spec.model.volume.sources()}]
+        skips = security.skip_annotations(
+            [security.WAIVERS[k] for k in DYNAMO_FRONTEND_WAIVERS]
+            + [security.WAIVERS[k] for k in ("image-digest", "image-pull")
+               if not security.has_digest(main["image"])])
         front: dict[str, Any] = {"name": FRONTEND, "type": "frontend",
                                  "replicas": spec.router.replicas or ROUTER_REPLICAS,
-                                 "podTemplate": {"spec": pod}}
+                                 "podTemplate": {"metadata": {"annotations": skips},
+                                                 "spec": pod}}
         if spec.target.image is not None:
             front["runtimeVersionOverride"] = rel
         components.append(front)

@@ -27,6 +27,7 @@ from __future__ import annotations
 import shlex
 from typing import Any
 
+from .. import security
 from ..deployment import Deployment
 from ..engines.base import LEADER_IP, POD_IP
 from ..engines.routers import ROUTER_REPLICAS, rendered_router
@@ -376,8 +377,14 @@ def _workload(plan: DeploymentPlan, d: Deployment, rel: str, i: int, pd: bool) -
         out["scaling"] = _scaling(scaled.spec)
     out["parallelism"] = par
     out["labels"] = labels
-    if work.leader.annotations or sized_load(work):
-        out["annotations"] = {**work.leader.annotations, **sized_load(work)}
+    # The engine pod's waivers, and those of the checks that read fields KServe's preset
+    # container fills in the merge (generator/security.py "kserve-preset"), renumbered.
+    skips = security.skip_annotations(
+        [*security.engine_waivers_of(work.leader.annotations),
+         *(w for w in security.WAIVERS.values() if w.key.startswith("kserve-preset"))])
+    own = {k: v for k, v in work.leader.annotations.items()
+           if not k.startswith(security.SKIP_PREFIX)}
+    out["annotations"] = {**own, **sized_load(work), **skips}
     items = env_items(plan, role.name)
     extra_env = [{"name": ADDITIONAL_ARGS, "value": " ".join(_quote(a) for a in additional)}]
     if lay.spread is Spread.DATA:

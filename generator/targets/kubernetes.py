@@ -15,6 +15,8 @@ Files of an output directory (one object per file, named ``<role>-<kind>.yaml``)
 * router kind inference-gateway: ``inferencepool.yaml``, ``httproute.yaml``,
   ``epp-deployment.yaml``, ``epp-service.yaml``, ``epp-configmap.yaml``, ``epp-role.yaml``,
   ``epp-rolebinding.yaml`` (+ ``epp-serviceaccount.yaml`` unless spec.pod names one),
+* ``networkpolicy-engines.yaml``, ``networkpolicy-router.yaml``, ``networkpolicy-epp.yaml``
+  (``network.networkPolicy``, default on: generator/manifests/netpol.py),
 * ``env/<role>.env`` (engine environment), ``kustomization.yaml``, ``kustomizeconfig.yaml``.
 """
 
@@ -130,6 +132,8 @@ def render_files(plan: DeploymentPlan) -> dict[str, str]:
         if g.own_service_account:
             files["epp-serviceaccount.yaml"] = render("epp-serviceaccount.yaml.j2", plan=plan,
                                                       g=g)
+    for n in plan.network_policies:
+        files[n.file] = render("networkpolicy.yaml.j2", plan=plan, n=n)
     for e in plan.env_files:
         files[e.path] = render("env.j2", plan=plan, e=e)
     resources = sorted(f for f in files if f.endswith(".yaml"))

@@ -26,6 +26,9 @@ _ip_locks: list = []          # the lock files holding this session's loopback /
 _shapes: dict[str, str] = {}
 _outcomes: dict[str, list[str]] = {}
 _facts: dict[str, list[str]] = {}
+#: the test item running now: facts a module-scoped fixture records at its teardown go to the
+#: last item of its module (and reach the summary with that item's teardown report)
+_current: list = []
 
 
 def in_ci() -> bool:
@@ -37,13 +40,26 @@ def pytest_collection_modifyitems(items):
         shape = getattr(getattr(item, "module", None), "SHAPE", None)
         if shape and item.nodeid.startswith("tests/execution/"):
             _shapes[item.nodeid.split("::")[0]] = shape
+            # carried by every report of the item, so that the summary is also written where
+            # the tests ran in pytest-xdist workers (the controller collects nothing itself)
+            item.user_properties.append(("execution-shape", shape))
+
+
+def pytest_runtest_setup(item):
+    _current[:] = [item]
 
 
 def pytest_runtest_logreport(report):
     module = report.nodeid.split("::")[0]
+    props = getattr(report, "user_properties", None) or []
+    for key, value in props:
+        if key == "execution-shape":
+            _shapes[module] = value
+        elif key == "execution-fact" and value not in _facts.setdefault(module, []):
+            _facts[module].append(value)
     if module not in _shapes or (report.when != "call" and report.outcome == "passed"):
         return
-    test = report.nodeid.split("::")[-1]
+    test = report.nodeid.split("::")[-1].split("@")[0]   # without pytest-xdist's "@group"
     if hasattr(report, "wasxfail"):
         what = f"xfail ({report.wasxfail})" if report.skipped else \
             "XPASS: serves on this machine (the expected crash did not happen)"
@@ -74,8 +90,11 @@ def pytest_terminal_summary(terminalreporter):
 
 
 def fact(request, text: str) -> None:
-    """Record a measured fact of the running shape (times, memory) for the session summary."""
-    _facts.setdefault(request.node.nodeid.split("::")[0], []).append(text)
+    """Record a measured fact of the running shape (times, memory) for the session summary: as
+    a user property of the running test item (``("execution-fact", text)``), which its reports
+    carry to the process that writes the summary (the pytest-xdist controller, or this one)."""
+    item = _current[0] if _current else request.node
+    item.user_properties.append(("execution-fact", text))
     print(f"[execution] {text}", file=sys.stderr)
 
 

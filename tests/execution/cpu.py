@@ -7,7 +7,7 @@ rendered: the launcher script, every engine and router flag, every env value, po
 
 | # | what | why |
 |---|---|---|
-| S1 | a volumeMount's ``mountPath`` (other than ``/dev/shm``) -> a host directory, in argv and env: the model PVC -> the tiny checkpoint, an emptyDir -> a per-pod directory (kept over a container restart, new for a new pod) | no volumes here; nothing may write outside the test's work directory |
+| S1 | a volumeMount's ``mountPath`` (other than ``/dev/shm``) -> a host directory, in argv and env, as a whole path component and in one pass: the model PVC -> the tiny checkpoint, an emptyDir -> a per-pod directory (kept over a container restart, new for a new pod) | no volumes here; nothing may write outside the test's work directory |
 | S2 | ``/dev/shm`` (a ``medium: Memory`` emptyDir) -> a private tmpfs of its ``sizeLimit`` in the pod's mount namespace | the launcher empties /dev/shm at start; on a shared host that would hit every process |
 | S3 | ``vllm serve ... --host <podIP>`` | the rendered engine binds 0.0.0.0; the pods share one network namespace here |
 | S4 | ``vllm serve ... --kv-cache-memory-bytes 64 MiB`` | on CPU ``--gpu-memory-utilization`` is a fraction of host RAM, checked against free memory at start-up (vllm-project/vllm@v0.32.0: vllm/v1/worker/cpu_worker.py); an explicit KV size replaces it. 64 MiB holds 29127 tokens of the tiny model (2 layers x 576 x 2 bytes = 2304 B/token), above the rendered --max-model-len 8192 |
@@ -15,7 +15,7 @@ rendered: the launcher script, every engine and router flag, every env value, po
 | S6 | ``PYTHONPATH=tests/execution/cpu_ep_plugin`` where the command has ``--enable-expert-parallel`` | the CPU communicator lacks the collectives EP calls (vllm-project/vllm#57837); a test plugin fills them in |
 | S7 | ``GLOO_SOCKET_IFNAME`` / ``NCCL_SOCKET_IFNAME`` -> ``lo``; ``VLLM_HOST_IP=<podIP>`` | the rendered NIC (eth0) does not exist here; ``VLLM_HOST_IP`` is what vLLM's ``get_ip()`` finds in a pod |
 | S8 | ``VLLM_CPU_OMP_THREADS_BIND=<core>`` | one core per pod, round robin (a pod's "node"); vLLM's ``auto`` binding would reserve cores per engine |
-| S9 | router: ``--service-discovery`` (+ namespace, port, label selectors) -> ``--prefill``/``--decode`` ``http://<podIP>:<port>`` of the pods the selectors match; ``--host``/``--prometheus-host 0.0.0.0`` -> the router pod's IP | no Kubernetes API here; the same pods, port and selectors |
+| S9 | router: ``KUBECONFIG`` = the harness's kubeconfig (its rendered ``--service-discovery`` flags run as rendered, against the harness's API server: kubelet.py, apiserver.py); ``--host``/``--prometheus-host 0.0.0.0`` -> the router pod's IP | no in-cluster API server here: the router's Kubernetes watcher (kube-rs reads ``KUBECONFIG`` before the in-cluster configuration) lists and watches the harness's pods, which follow deletions and new addresses as a cluster's do |
 | S10 | bench Job (``gen bench``): ``--base-url http://<Service>:<port>`` -> ``http://<podIP>:<targetPort>`` of the first pod the Service selects | no cluster DNS or Service proxy here; the same Service, selector and target port |
 
 The container image's environment (``PATH`` = the runtime venv first, ``HOME`` = the pod
@@ -81,11 +81,6 @@ def absent_reason() -> str:
             "(~2.5 min, ~2.8 GB; MOEGEN_CPU_RUNTIME_VENV puts it elsewhere). !!!")
 
 
-def _set(argv: list[str], old: str, new: str) -> tuple[list[str], bool]:
-    out = [a.replace(old, new) for a in argv]
-    return out, out != argv
-
-
 def substitute(pod, cluster, model_dir: Path) -> None:
     """Apply S1-S10 to ``pod`` (its rendered argv/env -> argv/env), recording each change."""
     argv, env = list(pod.rendered_argv), dict(pod.rendered_env)
@@ -93,7 +88,10 @@ def substitute(pod, cluster, model_dir: Path) -> None:
     pod_dir = cluster.work / "pods" / pod.name
     script = " ".join(argv)
 
-    # S1, S2: volumes
+    # S1, S2: volumes. All mount paths are replaced in one pass, each only as a whole path
+    # component (``/tmp`` must not touch ``/tmpfs`` nor a host path already put in for another
+    # mount, such as a checkpoint directory under the machine's /tmp).
+    targets: dict[str, str] = {}
     for vm in pod.container.get("volumeMounts", []):
         vol = pod.volumes[vm["name"]]
         mp = vm["mountPath"]
@@ -109,11 +107,21 @@ def substitute(pod, cluster, model_dir: Path) -> None:
         else:
             raise NotImplementedError(f"{pod.name}: volume {vm['name']} {vol} is not emulated")
         pod.mounts[mp] = host
-        argv, in_argv = _set(argv, mp, host)
-        hit_env = [k for k, v in env.items() if mp in v]
-        env = {k: v.replace(mp, host) for k, v in env.items()}
-        where = ", ".join(x for x in ("argv" if in_argv else "", f"env {','.join(hit_env)}" if hit_env else "") if x)
-        changes.append(f"S1 volume {vm['name']} {mp} -> {host} ({where or 'not referenced'})")
+        targets[mp] = host
+    if targets:
+        pattern = re.compile("|".join(re.escape(m) for m in sorted(targets, key=len, reverse=True))
+                             + r"(?=/|$|[^\w.-])")
+        for mp, host in targets.items():
+            one = re.compile(re.escape(mp) + r"(?=/|$|[^\w.-])")
+            in_argv = any(one.search(a) for a in argv)
+            hit_env = [k for k, v in env.items() if one.search(v)]
+            where = ", ".join(x for x in ("argv" if in_argv else "",
+                                          f"env {','.join(hit_env)}" if hit_env else "") if x)
+            name = next(vm["name"] for vm in pod.container["volumeMounts"] if vm["mountPath"] == mp)
+            changes.append(f"S1 volume {name} {mp} -> {host} ({where or 'not referenced'})")
+        sub = lambda text: pattern.sub(lambda m: targets[m.group(0)], text)  # noqa: E731
+        argv = [sub(a) for a in argv]
+        env = {k: sub(v) for k, v in env.items()}
 
     wrap_dir = pod_dir / "bin"
     path = [str(wrap_dir), str(cluster.runtime.bin), "/usr/local/bin", "/usr/bin", "/bin"]
@@ -136,7 +144,11 @@ def substitute(pod, cluster, model_dir: Path) -> None:
         changes.append(f"S7 + VLLM_HOST_IP={pod.ip}")
         changes.append(f"S8 + VLLM_CPU_OMP_THREADS_BIND={pod.core}")
     if argv and argv[0] == "vllm-router":
-        argv, note = _router_static(argv, pod, cluster)
+        argv, note = _router_host(argv, pod)
+        if "--service-discovery" in argv:
+            env["KUBECONFIG"] = str(cluster.root.kubeconfig)
+            note = f"KUBECONFIG={cluster.root.kubeconfig} (its service discovery watches the " \
+                f"harness's API server); {note}"
         changes.append(f"S9 router: {note}")
     if "--base-url" in argv and "bench" in argv:
         argv, note = _service_url(argv, cluster)
@@ -155,46 +167,17 @@ def _wrapper(path: Path, real: Path, subcommand: str, extra: list[str]) -> None:
     path.chmod(path.stat().st_mode | stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH)
 
 
-def _router_static(argv: list[str], pod, cluster) -> tuple[list[str], str]:
-    """S9: the router's Kubernetes service discovery -> the URLs it would discover."""
-    out, sel, port, i = [argv[0]], {}, None, 1
-    flags = {"--prefill-selector": "--prefill", "--decode-selector": "--decode", "--selector": "--worker-urls"}
+def _router_host(argv: list[str], pod) -> tuple[list[str], str]:
+    """S9: ``--host``/``--prometheus-host 0.0.0.0`` -> the router pod's address."""
+    out, i = [argv[0]], 1
     while i < len(argv):
-        a = argv[i]
-        if a in flags:
-            i += 1
-            labels = {}
-            while i < len(argv) and not argv[i].startswith("--"):
-                k, _, v = argv[i].partition("=")
-                labels[k] = v
-                i += 1
-            sel[flags[a]] = labels
-            continue
-        if a == "--service-discovery":
-            i += 1
-            continue
-        if a in ("--service-discovery-namespace", "--service-discovery-port"):
-            if a.endswith("port"):
-                port = argv[i + 1]
+        if argv[i] in ("--host", "--prometheus-host") and i + 1 < len(argv) and argv[i + 1] == "0.0.0.0":
+            out += [argv[i], pod.ip]
             i += 2
             continue
-        if a in ("--host", "--prometheus-host") and argv[i + 1] == "0.0.0.0":
-            out += [a, pod.ip]
-            i += 2
-            continue
-        out.append(a)
+        out.append(argv[i])
         i += 1
-    if not sel:
-        return argv, "no service discovery"
-    if port is None:
-        raise NotImplementedError(f"{pod.name}: service discovery without --service-discovery-port")
-    found = []
-    for flag, labels in sel.items():
-        urls = [f"http://{q.ip}:{port}" for q in cluster.pods.values()
-                if q is not pod and labels and all(q.labels.get(k) == v for k, v in labels.items())]
-        out += [flag, *urls] if flag == "--worker-urls" else [x for u in urls for x in (flag, u)]
-        found.append(f"{flag} {' '.join(urls) or '(no pod matches)'}")
-    return out, "service discovery -> " + "; ".join(found) + f"; 0.0.0.0 -> {pod.ip}"
+    return out, f"0.0.0.0 -> {pod.ip}"
 
 
 def _service_url(argv: list[str], cluster) -> tuple[list[str], str]:

@@ -33,10 +33,24 @@ anything). What it emulates, with the upstream behaviour it follows:
   named container port), polled every second against the rendered startup budget
   (``initialDelaySeconds + failureThreshold x periodSeconds``); a pod without probes is ready
   once its process runs. Liveness probes are not acted on.
+* **The API server**: the pods of the cluster as the API reports them (``apiserver.py``: list and
+  watch of a namespace's pods with ``status.podIP``, the ``Ready`` condition the readiness probe
+  sets, the deletion timestamp of a pod being terminated), for what reads it: the router's
+  Kubernetes service discovery (its kubeconfig: cpu.py S9). A prober publishes each running pod's
+  readiness every second, as the kubelet's readiness probe does.
+* **Termination** (``delete``), as the kubelet runs it (Kubernetes "Termination of Pods":
+  https://kubernetes.io/docs/concepts/workloads/pods/pod-lifecycle/#pod-termination): the pod
+  object gets its deletion timestamp (the router's watcher drops it), the container's
+  ``preStop`` hook runs (an ``exec`` in the pod's namespaces, or a ``sleep`` action), then the
+  container's main process gets SIGTERM; whatever still runs when
+  ``terminationGracePeriodSeconds`` (counted from the deletion) is over gets SIGKILL; then the
+  object is gone. ``kill`` stays the SIGKILL of a node losing the pod.
 * **Restarts**: ``recreate_group`` is what a LeaderWorkerSet with ``RecreateGroupOnPodRestart``
-  does when one of its pods restarts: every pod of the group deleted and created anew (fresh
-  emptyDirs, same names and addresses); ``start(fresh=False)`` would be a container restart in
-  place (emptyDirs kept).
+  does when one of its pods restarts: every pod of the group deleted (as above) and created
+  anew with fresh emptyDirs and a NEW address, as a new pod gets from the network plugin (the
+  hosts file, the pod's ``status.podIP`` and what is derived from it follow);
+  ``start(fresh=False)`` would be a container restart in place (emptyDirs kept). A rollout of a
+  changed template is ``tests/execution/controllers.py``.
 
 Every pod's process tree is bounded in time (``timeout -s KILL``) and killed by its own process
 group. A pod's processes are the process tree the harness started for it (every descendant of its
@@ -61,6 +75,7 @@ import shutil
 import signal
 import socket
 import subprocess
+import threading
 import time
 import urllib.request
 import uuid
@@ -70,6 +85,7 @@ from pathlib import Path
 import yaml
 
 from tests.execution import cpu
+from tests.execution.apiserver import ApiServer
 
 LWS = "leaderworkerset.sigs.k8s.io/"
 _REF = re.compile(r"\$\$|\$\(([A-Za-z_][A-Za-z0-9_.-]*)\)")
@@ -89,6 +105,9 @@ IP_LOCK_DIR = Path(os.environ.get("MOEGEN_EXEC_LOCK_DIR", "/tmp/moegen-execution
 SETUP_ATTEMPTS = 4
 #: The marker every pod process carries in its environment (see the module docstring).
 MARKER_VAR = "MOEGEN_EXEC_POD"
+#: The API server's address in the cluster's /24 (pods from .10, re-created pods from
+#: NEW_ADDRESS_FROM, Services from .200) and its port.
+API_HOST, API_PORT, NEW_ADDRESS_FROM = 250, 6443, 100
 
 
 def expand(value: str, env: dict[str, str]) -> str:
@@ -131,6 +150,7 @@ class Pod:
     container: dict               # the first container, as rendered
     volumes: dict[str, dict]      # volume name -> volume
     core: int = 0                 # the CPU core this pod's engine is bound to ("its node")
+    spec: dict = field(default_factory=dict)   # the pod-level fields (grace period, ...)
     rendered_argv: list[str] = field(default_factory=list)
     rendered_env: dict[str, str] = field(default_factory=dict)
     argv: list[str] = field(default_factory=list)
@@ -192,7 +212,8 @@ def plan_pods(out_dir: Path, ip_prefix: str) -> tuple[list[Pod], list[dict]]:
             labels={**meta.get("labels", {}), **extra_labels},
             annotations={**meta.get("annotations", {}), **annotations},
             subdomain=subdomain, container=spec["containers"][0],
-            volumes={v["name"]: v for v in spec.get("volumes", [])}))
+            volumes={v["name"]: v for v in spec.get("volumes", [])},
+            spec={k: v for k, v in spec.items() if k not in ("containers", "volumes")}))
 
     for d in docs:
         kind, meta, spec = d["kind"], d["metadata"], d.get("spec", {})
@@ -358,7 +379,9 @@ def _still_alive(procs: dict[int, int]) -> list[int]:
 
 
 def _die_with_parent() -> None:
-    """In the child before exec: SIGKILL when the harness process dies (prctl PR_SET_PDEATHSIG)."""
+    """In the child before exec: SIGKILL when the harness process dies (prctl PR_SET_PDEATHSIG).
+    The kernel sends it when the *thread* that started the child exits, so pods are started
+    from the main thread only (``Cluster.start`` refuses any other)."""
     import ctypes
     ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)
 
@@ -436,45 +459,84 @@ class Cluster:
     """
 
     def __init__(self, out_dir: Path, work_dir: Path, runtime: "cpu.Runtime", model_dir: Path,
-                 ip_prefix: str, lifetime_s: float = 4 * 3600):
+                 ip_prefix: str, lifetime_s: float = 4 * 3600, root: "Cluster | None" = None):
         self.out_dir, self.work = Path(out_dir), Path(work_dir)
         self.runtime, self.lifetime_s = runtime, lifetime_s
         self.model_dir, self.ip_prefix = Path(model_dir), ip_prefix
         self.run_id = uuid.uuid4().hex[:16]
+        #: the cluster whose API server and address range a variant shares
+        self.root = root or self
         #: the longest measured start to ready of each pod in this run, seconds
         self.measured: dict[str, float] = {}
         self._variants = 0
         self._children: list[Cluster] = []
         self.work.mkdir(parents=True, exist_ok=True)
+        if root is None:
+            self.api: ApiServer | None = None
+            self.api_address = (f"{ip_prefix}.{API_HOST}", API_PORT)
+            self._next_address = NEW_ADDRESS_FROM
+            self.kubeconfig = self.work / "kubeconfig"
+            ApiServer.write_kubeconfig(self.kubeconfig, "http://%s:%d" % self.api_address)
         pods, self.docs = plan_pods(self.out_dir, ip_prefix)
         _, self.configmaps = load_objects(self.out_dir)
-        svc_ips = {d["metadata"]["name"]: f"{ip_prefix}.{200 + i}"
-                   for i, d in enumerate(x for x in self.docs if x["kind"] == "Service")}
+        self.svc_ips = {d["metadata"]["name"]: f"{ip_prefix}.{200 + i}"
+                        for i, d in enumerate(x for x in self.docs if x["kind"] == "Service")}
         for i, p in enumerate(pods):
             p.core = i % max(1, len(os.sched_getaffinity(0)))
-            links = service_links(self.docs, p.namespace, svc_ips)
-            p.rendered_env = container_env(p, self.configmaps, links)
-            p.rendered_argv = [expand(a, p.rendered_env)
-                               for a in [*p.container.get("command", []), *p.container.get("args", [])]]
         self.pods = {p.name: p for p in pods}
         for p in pods:
-            cpu.substitute(p, self, model_dir)
+            self._prepare(p)
         self.hosts = self.work / "hosts"
-        base = Path("/etc/hosts").read_text() if Path("/etc/hosts").exists() else "127.0.0.1 localhost\n"
-        lines = [base.rstrip("\n"), "# pods of the rendered output (tests/execution/kubelet.py)"]
-        for p in pods:
-            names = [p.name]
-            if p.subdomain:
-                fq = f"{p.name}.{p.subdomain}.{p.namespace}"
-                names = [fq, fq + ".svc.cluster.local", p.name]
-            lines.append(f"{p.ip} {' '.join(names)}")
-        self.hosts.write_text("\n".join(lines) + "\n")
+        self._write_hosts()
         (self.work / "substitutions.txt").write_text(self.substitutions())
         self.running: dict[str, Running] = {}
         self.generation: dict[str, int] = {p.name: 0 for p in pods}
         self.peak_kib: dict[str, tuple[int, int]] = {}
         self._gone: list[Running] = []            # starts that were killed: checked by close()
         self._ticks: dict[tuple[int, int], tuple[str, int]] = {}   # (PID, start) -> (pod, CPU ticks)
+        self._ready: dict[str, bool] = {}         # what the API server was told
+        self._prober: threading.Thread | None = None
+        self._closing = threading.Event()
+        self._lock = threading.RLock()             # running pods: tests, prober, terminations
+        #: per terminated pod: how its termination went (``delete``)
+        self.terminations: dict[str, dict] = {}
+
+    def _prepare(self, p: Pod) -> None:
+        """The pod's environment and command as the kubelet builds them, then the CPU
+        substitutions (cpu.py), for its current address and template."""
+        links = service_links(self.docs, p.namespace, self.svc_ips)
+        p.rendered_env = container_env(p, self.configmaps, links)
+        p.rendered_argv = [expand(a, p.rendered_env)
+                           for a in [*p.container.get("command", []), *p.container.get("args", [])]]
+        p.changes = []
+        p.mounts = {}
+        cpu.substitute(p, self, self.model_dir)
+
+    def _write_hosts(self) -> None:
+        """The hosts file every pod mounts: rewritten in place (same file, so the running pods
+        see a re-created pod's new address, as they would in the cluster's DNS)."""
+        base = Path("/etc/hosts").read_text() if Path("/etc/hosts").exists() else "127.0.0.1 localhost\n"
+        lines = [base.rstrip("\n"), "# pods of the rendered output (tests/execution/kubelet.py)"]
+        for p in self.pods.values():
+            names = [p.name]
+            if p.subdomain:
+                fq = f"{p.name}.{p.subdomain}.{p.namespace}"
+                names = [fq, fq + ".svc.cluster.local", p.name]
+            lines.append(f"{p.ip} {' '.join(names)}")
+        with open(self.hosts, "w") as fh:           # truncate in place: bind mounts follow
+            fh.write("\n".join(lines) + "\n")
+
+    def readdress(self, *names: str) -> None:
+        """New pods get new addresses (the next of the cluster's range from .NEW_ADDRESS_FROM)."""
+        for n in names:
+            if n in self.running:
+                raise RuntimeError(f"{n} is running: only a new pod gets a new address")
+            p = self.pods[n]
+            p.ip = f"{self.ip_prefix}.{self.root._next_address}"
+            self.root._next_address += 1
+            self._prepare(p)
+        self._write_hosts()
+        (self.work / "substitutions.txt").write_text(self.substitutions())
 
     def variant(self, file: str, old: str, new: str) -> "Cluster":
         """The same rendered output with ONE edit (``old`` -> ``new`` wherever it occurs in the
@@ -488,7 +550,8 @@ class Cluster:
         if old not in text:
             raise AssertionError(f"{file}: {old!r} does not occur")
         path.write_text(text.replace(old, new))
-        v = Cluster(work / "out", work, self.runtime, self.model_dir, self.ip_prefix, self.lifetime_s)
+        v = Cluster(work / "out", work, self.runtime, self.model_dir, self.ip_prefix, self.lifetime_s,
+                    root=self.root)
         v.measured = self.measured                  # one run: the variant's bounds are this run's
         self._children.append(v)
         return v
@@ -572,6 +635,9 @@ class Cluster:
         restart in the same pod (emptyDirs kept). Returns once each pod's namespace is set up
         (the pod's own program then runs); a set-up that fails is retried (``SETUP_ATTEMPTS``),
         then raised as ``HarnessError``."""
+        if threading.current_thread() is not threading.main_thread():
+            raise HarnessError("pods start from the main thread: a pod dies with the thread "
+                               "that started it (PR_SET_PDEATHSIG)")
         for n in names:
             if n in self.running:
                 raise RuntimeError(f"{n} is already running")
@@ -589,6 +655,7 @@ class Cluster:
                 why = self._await_setup(r, pd / f"setup-ok.{self.generation[n]}")
                 if why is None:
                     self.running[n] = r
+                    self._publish(n, ready=False)
                     break
                 failures.append(f"attempt {attempt + 1}: {why}")
                 time.sleep(2 * (attempt + 1))
@@ -596,6 +663,58 @@ class Cluster:
                 raise HarnessError(f"{n}: the pod's namespace could not be set up "
                                    f"({SETUP_ATTEMPTS} attempts; not the pod's failure):\n"
                                    + "\n".join(failures))
+
+    # ------------------------------------------------------------------ the API server's view
+    def _api(self) -> ApiServer:
+        root = self.root
+        if root.api is None:
+            root.api = ApiServer(*root.api_address)
+        if self._prober is None:
+            self._prober = threading.Thread(target=self._probe_loop, daemon=True)
+            self._prober.start()
+        return root.api
+
+    def _pod_object(self, p: Pod, ready: bool, deleting: bool = False) -> dict:
+        meta = {"name": p.name, "namespace": p.namespace, "labels": dict(p.labels),
+                "annotations": dict(p.annotations),
+                "uid": f"{self.run_id}-{p.name}-{self.generation[p.name]}"}
+        if deleting:
+            meta["deletionTimestamp"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+        return {"apiVersion": "v1", "kind": "Pod", "metadata": meta,
+                "status": {"phase": "Running", "podIP": p.ip,
+                           "conditions": [{"type": "Ready", "status": "True" if ready else "False"}]}}
+
+    def _publish(self, name: str, ready: bool, deleting: bool = False) -> None:
+        with self._lock:
+            self._ready[name] = ready
+            self._api().upsert(name, self._pod_object(self.pods[name], ready, deleting))
+
+    def _probe_loop(self) -> None:
+        """The kubelet's readiness probing, every second: a running pod turns Ready on its first
+        passing round of probes and NotReady after its readinessProbe's failureThreshold
+        (default 3) failing rounds in a row (Kubernetes probe semantics); a pod being deleted is
+        left to ``delete``. The only writer of the Ready condition besides creation and
+        deletion."""
+        failures: dict[str, int] = {}
+        while not self._closing.wait(1.0):
+            for n in list(self.running):
+                r = self.running.get(n)
+                if r is None:
+                    continue
+                try:
+                    ok = r.popen.poll() is None and self.probe(n)
+                except Exception:          # a probe that breaks is a failing probe
+                    ok = False
+                failures[n] = 0 if ok else failures.get(n, 0) + 1
+                threshold = (self.pods[n].container.get("readinessProbe") or {}).get(
+                    "failureThreshold", 3)
+                with self._lock:
+                    if self.running.get(n) is not r or self.terminations.get(n, {}).get("deleting"):
+                        continue
+                    if ok and not self._ready.get(n):
+                        self._publish(n, True)
+                    elif not ok and self._ready.get(n) and failures[n] >= threshold:
+                        self._publish(n, False)
 
     def _spawn(self, p: Pod, pd: Path, gen: int) -> Running:
         log = pd / f"log.{gen}"
@@ -647,7 +766,9 @@ class Cluster:
     def sample_memory(self) -> None:
         """Record each running pod's peak RSS/PSS (sum over its processes) and the CPU time its
         processes have used (``cpu_s``: core-seconds over all its starts)."""
-        for n, r in self.running.items():
+        with self._lock:
+            running = list(self.running.items())
+        for n, r in running:
             tot = [0, 0]
             for pid, start in self._members(r).items():
                 rss, pss = _mem_kib(pid)
@@ -688,18 +809,84 @@ class Cluster:
     def kill(self, *names: str) -> None:
         """SIGKILL the pods' process groups (a node losing the pod, or ``kubectl delete --force``)."""
         for n in names:
-            if n in self.running:
-                self.sample_memory()
-            r = self.running.pop(n, None)
+            with self._lock:
+                if n in self.running:
+                    self.sample_memory()
+                r = self.running.pop(n, None)
             if r is not None:
                 self._end(r)
 
     def recreate_group(self, name: str) -> list[str]:
-        """LWS ``RecreateGroupOnPodRestart``: every pod of ``name``'s group deleted and created."""
+        """LWS ``RecreateGroupOnPodRestart``: every pod of ``name``'s group deleted (``delete``)
+        and created anew, with new addresses."""
         members = self.group_of(name)
-        self.kill(*members)
+        self.delete(*members)
+        self.readdress(*members)
         self.start(*members, fresh=True)
         return members
+
+    def delete(self, *names: str) -> dict[str, dict]:
+        """Delete the pods as the kubelet terminates them (module docstring), all at once;
+        returns per pod: ``preStop_s`` (the hook's run), ``exited_s`` (deletion to the main
+        process's exit after SIGTERM, None when it was killed), ``killed`` (SIGKILL at the
+        grace period)."""
+        threads = [threading.Thread(target=self._terminate, args=(n,)) for n in names]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        return {n: self.terminations[n] for n in names}
+
+    def _terminate(self, name: str) -> None:
+        p, r = self.pods[name], self.running.get(name)
+        t0 = time.monotonic()
+        with self._lock:
+            out = self.terminations[name] = {"deleting": True, "preStop_s": 0.0,
+                                             "exited_s": None, "killed": False}
+        if r is None:                                 # nothing runs (killed earlier)
+            if self.root.api is not None:
+                self.root.api.remove(name)
+            out["deleting"] = False
+            return
+        self._publish(name, ready=False, deleting=True)
+        grace = float(p.spec.get("terminationGracePeriodSeconds", 30))   # Kubernetes default
+        main = self._main_process(r)
+        hook = (p.container.get("lifecycle") or {}).get("preStop") or {}
+        if "sleep" in hook:
+            time.sleep(min(grace, float(hook["sleep"].get("seconds", 0))))
+        elif "exec" in hook and main is not None:
+            cmd = ["nsenter", "-t", str(main), "-p", "-m", "-u", "--", *hook["exec"]["command"]]
+            try:
+                subprocess.run(cmd, env=p.env, timeout=grace, stdout=subprocess.DEVNULL,
+                               stderr=subprocess.DEVNULL)
+            except subprocess.TimeoutExpired:
+                pass
+        out["preStop_s"] = round(time.monotonic() - t0, 1)
+        if main is not None:
+            try:
+                os.kill(main, signal.SIGTERM)
+            except ProcessLookupError:
+                pass
+        while time.monotonic() - t0 < grace:
+            if main is None or _stat(main) is None:
+                out["exited_s"] = round(time.monotonic() - t0, 1)
+                break
+            time.sleep(0.2)
+        out["killed"] = out["exited_s"] is None
+        self.kill(name)
+        self.root.api.remove(name)
+        self._ready.pop(name, None)
+        out["deleting"] = False
+
+    def _main_process(self, r: Running) -> int | None:
+        """The container's main process: the child of the pod's PID 1 (``timeout``), which is
+        the child of ``unshare``."""
+        table = _proc_table()
+        kids = lambda parent: [pid for pid, (pp, _) in table.items() if pp == parent]   # noqa: E731
+        for t in kids(r.popen.pid):
+            for c in kids(t):
+                return c
+        return None
 
     # ------------------------------------------------------------------ probes
     def probe(self, name: str) -> bool:
@@ -731,7 +918,8 @@ class Cluster:
         return max(floor, factor * max(seen, default=0.0))
 
     def wait_ready(self, *names: str) -> dict[str, float]:
-        """Poll the pods' probes until all pass; returns seconds from start to ready per pod.
+        """Poll the pods' probes until all pass; returns seconds from start to ready per pod
+        (the prober publishes the Ready condition within its next second).
         Fails (PodFailed) when a pod's process exits, or when its rendered startup budget runs
         out (a pod without probes is ready once it runs: see ``probe``)."""
         pending, out = set(names), {}
@@ -765,6 +953,7 @@ class Cluster:
     def close(self) -> None:
         """Kill every pod (this cluster's and its variants'), then check that nothing is left."""
         errors = []
+        self._closing.set()
         self.kill(*list(self.running))
         for v in self._children:
             try:
@@ -779,6 +968,9 @@ class Cluster:
                 pass
         if left:
             errors.append(f"{self.work}: processes left after the pods were killed: {left}")
+        if self.root is self and self.api is not None:
+            self.api.close()
+            self.api = None
         if errors:
             raise AssertionError("\n".join(errors))
 

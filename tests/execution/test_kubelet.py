@@ -5,8 +5,10 @@ The expected values are Kubernetes' and LWS's documented behaviour, written out 
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
+import urllib.request
 import time
 from pathlib import Path
 
@@ -77,7 +79,9 @@ def test_env_is_built_in_kubelet_order(dp2):
 
 def test_substitutions_are_the_listed_ones_and_nothing_else(dp2):
     leader, worker = dp2.pods["dsv3-pd-decode-0"], dp2.pods["dsv3-pd-decode-0-1"]
-    assert [c.split()[0] for c in worker.changes] == ["S2", "S1", "S1", "S3", "S4", "S5", "S6", "S7", "S7", "S7", "S8"]
+    # S1 three times: the /tmp emptyDir of the read-only root, the model PVC, the compile cache
+    assert [c.split()[0] for c in worker.changes] == ["S2", "S1", "S1", "S1", "S3", "S4", "S5", "S6", "S7", "S7", "S7", "S8"]
+    assert [c.split()[3] for c in worker.changes if c.startswith("S1")] == ["/tmp", "/models/DeepSeek-V2-Lite-Chat", "/var/cache/moegen"]
     # argv: only the mount paths differ (the wrapper on PATH adds S3-S5 to `vllm serve`)
     model = str(dp2.model_dir)
     assert [a.replace(model, "/models/DeepSeek-V2-Lite-Chat") for a in worker.argv] == worker.rendered_argv
@@ -88,12 +92,14 @@ def test_substitutions_are_the_listed_ones_and_nothing_else(dp2):
                                        "VLLM_CPU_OMP_THREADS_BIND", "PYTHONPATH"}
     wrapper = (dp2.work / "pods" / leader.name / "bin" / "vllm").read_text()
     assert f"--host {leader.ip} --kv-cache-memory-bytes 67108864 --enforce-eager" in wrapper
-    # the router: service discovery replaced by the pods its selectors match, at the discovery port
+    # the router: its service discovery runs as rendered, against the harness's API server
     r = dp2.pods["dsv3-pd-router-0"]
-    assert r.argv[r.argv.index("--prefill") + 1] == "http://127.254.1.12:8000"
-    assert r.argv[r.argv.index("--decode") + 1] == "http://127.254.1.10:8000"   # the leader only:
-    assert r.argv.count("--decode") == 1              # the headless pod lacks moegen.dev/serves-api
-    assert "--service-discovery" not in r.argv and r.argv[r.argv.index("--host") + 1] == r.ip
+    assert r.argv[:1] + r.argv[1:] == [r.ip if a == "0.0.0.0" else a for a in r.rendered_argv]
+    assert "--service-discovery" in r.argv and r.argv[r.argv.index("--host") + 1] == r.ip
+    assert r.env["KUBECONFIG"] == str(dp2.kubeconfig)
+    assert json.loads(dp2.kubeconfig.read_text())["clusters"][0]["cluster"]["server"] == \
+        "http://127.254.1.250:6443"
+    assert [c.split()[0] for c in r.changes] == ["S1", "S9"]     # S1: its /tmp emptyDir
     assert (dp2.work / "substitutions.txt").read_text() == dp2.substitutions()
 
 
@@ -129,7 +135,9 @@ spec:
         c.start("probe-0")
         # a harness wait, not a budget under test: generous for a loaded machine
         deadline = time.monotonic() + 300
-        while not (pod_dir / "resolved").exists() and time.monotonic() < deadline:
+        # the shell creates the file before getent writes into it: wait for its line
+        while not ((pod_dir / "resolved").exists() and (pod_dir / "resolved").read_text()) \
+                and time.monotonic() < deadline:
             time.sleep(0.1)
         assert (pod_dir / "pid").read_text().strip() == "2"    # PID 1 is `timeout`, the lifetime bound
         assert (pod_dir / "host").read_text().strip() == "probe-0"
@@ -147,8 +155,12 @@ spec:
     assert c.leftovers() == []
 
 
-def _sleeper(out: Path, name: str, shm: str = "1Mi") -> Path:
+def _deployment(out: Path, name: str, script: str, pod: str = "", container: str = "") -> Path:
+    """A one-pod Deployment running ``script``; ``pod``/``container``: more fields, one per line
+    (YAML flow style)."""
     out.mkdir(parents=True, exist_ok=True)
+    pod_fields = "".join(f"\n      {x}" for x in pod.splitlines())
+    container_fields = "".join(f"\n        {x}" for x in container.splitlines())
     (out / f"{name}.yaml").write_text(f"""
 apiVersion: apps/v1
 kind: Deployment
@@ -157,14 +169,18 @@ spec:
   replicas: 1
   template:
     metadata: {{labels: {{app: {name}}}}}
-    spec:
+    spec:{pod_fields}
       containers:
       - name: c
-        command: [/bin/sh, -c, "sleep 300 & sleep 300"]
-        volumeMounts: [{{name: shm, mountPath: /dev/shm}}]
-      volumes: [{{name: shm, emptyDir: {{medium: Memory, sizeLimit: {shm}}}}}]
+        command: [/bin/sh, -c, {json.dumps(script)}]{container_fields}
 """)
     return out
+
+
+def _sleeper(out: Path, name: str, shm: str = "1Mi") -> Path:
+    return _deployment(out, name, "sleep 300 & sleep 300",
+                       pod=f"volumes: [{{name: shm, emptyDir: {{medium: Memory, sizeLimit: {shm}}}}}]",
+                       container="volumeMounts: [{name: shm, mountPath: /dev/shm}]")
 
 
 @pytest.mark.skipif(not shutil.which("unshare") or os.geteuid() != 0, reason="needs unshare as root")
@@ -219,3 +235,90 @@ def test_loopback_prefixes_are_held_per_cluster_across_runs(tmp_path, monkeypatc
     assert p3 == "127.100.1"
     l2.close()
     l3.close()
+
+
+def _pod_yaml(out: Path, name: str, script: str, grace: int, pre_stop: str) -> Path:
+    hook = f"lifecycle: {{preStop: {{exec: {{command: [/bin/sh, -c, {json.dumps(pre_stop)}]}}}}}}"
+    return _deployment(out, name, script, pod=f"terminationGracePeriodSeconds: {grace}",
+                       container=hook)
+
+
+@pytest.mark.skipif(not shutil.which("unshare") or os.geteuid() != 0, reason="needs unshare as root")
+def test_delete_runs_prestop_then_sigterm_then_sigkill_at_the_grace_period(tmp_path):
+    # Kubernetes pod termination: the preStop hook runs in the container (here it writes a file
+    # in the pod's mount namespace: its /dev/shm is private, so the file is seen by the pod's
+    # own process only), then SIGTERM; a process that ignores SIGTERM is killed when the grace
+    # period (counted from the deletion) is over.
+    polite = "trap 'ls /dev/shm > seen; echo term > got; exit 0' TERM; while :; do sleep 0.1; done"
+    deaf = "trap '' TERM; while :; do sleep 0.1; done"
+    out = _pod_yaml(tmp_path / "out", "polite", polite, 5, "touch /dev/shm/prestop; sleep 1")
+    _pod_yaml(out, "deaf", deaf, 3, "true")
+    c = Cluster(out, tmp_path / "w", FAKE, tmp_path, "127.254.6")
+    try:
+        c.start("polite-0", "deaf-0")
+        time.sleep(1)
+        t0 = time.monotonic()
+        done = c.delete("polite-0", "deaf-0")
+        took = time.monotonic() - t0
+        pod = tmp_path / "w" / "pods"
+        assert (pod / "polite-0" / "got").read_text().strip() == "term"
+        assert (pod / "polite-0" / "seen").read_text().split() == ["prestop"]
+        assert done["polite-0"]["preStop_s"] >= 1 and not done["polite-0"]["killed"]
+        assert done["polite-0"]["exited_s"] < 5
+        assert done["deaf-0"]["killed"] and done["deaf-0"]["exited_s"] is None
+        assert 3 <= took < 3 + 10                 # both at once: the longer grace bounds it
+        assert c.running == {} and c.leftovers() == []
+    finally:
+        c.close()
+
+
+@pytest.mark.skipif(not shutil.which("unshare") or os.geteuid() != 0, reason="needs unshare as root")
+def test_a_recreated_pod_gets_a_new_address_that_the_api_and_dns_follow(tmp_path):
+    out = _pod_yaml(tmp_path / "out", "web", "while :; do sleep 0.1; done", 2, "true")
+    c = Cluster(out, tmp_path / "w", FAKE, tmp_path, "127.254.7")
+    api = "http://127.254.7.250:6443/api/v1/namespaces/t/pods"
+
+    def listed_ready():       # the prober publishes Ready within a second of the probes passing
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            doc = json.loads(urllib.request.urlopen(api, timeout=10).read())
+            if doc["items"] and doc["items"][0]["status"]["conditions"][0]["status"] == "True":
+                return doc
+            time.sleep(0.2)
+        raise AssertionError("never Ready")
+    try:
+        c.start("web-0")
+        assert c.wait_ready("web-0")                    # no probes: ready once it runs
+        listed = listed_ready()
+        [pod] = listed["items"]
+        assert (pod["status"]["podIP"], pod["status"]["conditions"]) == \
+            ("127.254.7.10", [{"type": "Ready", "status": "True"}])
+        since = listed["metadata"]["resourceVersion"]
+        assert c.recreate_group("web-0") == ["web-0"]
+        assert c.pods["web-0"].ip == "127.254.7.100"     # a new pod, a new address
+        assert "127.254.7.100 web-0" in c.hosts.read_text()
+        c.wait_ready("web-0")
+        listed_ready()
+        watch = urllib.request.urlopen(f"{api}?watch=true&resourceVersion={since}&timeoutSeconds=1",
+                                       timeout=10).read().decode().splitlines()
+        seen = [(e["type"], e["object"]["status"]["podIP"], "deletionTimestamp" in e["object"]["metadata"],
+                 e["object"]["status"]["conditions"][0]["status"]) for e in map(json.loads, watch)]
+        assert seen == [("MODIFIED", "127.254.7.10", True, "False"),     # deletion starts
+                        ("DELETED", "127.254.7.10", True, "False"),
+                        ("ADDED", "127.254.7.100", False, "False"),     # the new pod
+                        ("MODIFIED", "127.254.7.100", False, "True")]   # ready
+    finally:
+        c.close()
+
+
+def test_a_changed_env_file_changes_both_templates(tmp_path):
+    # kustomize names a generated ConfigMap after its content: one variable more in the engines'
+    # environment is a new template for both LeaderWorkerSets (what the rollout then replaces)
+    from tests.execution.controllers import changed_workloads
+    base = ["dev-small.yaml", "vllm-0.32.yaml", "decode-eager.yaml"]
+    old = render("s1-16xh20-pd.yaml", base, tmp_path / "old")
+    new = render("s1-16xh20-pd.yaml", base + ["rollout-env.yaml"], tmp_path / "new")
+    c = Cluster(old, tmp_path / "w", FAKE, tmp_path, "127.254.8")
+    assert {k: sorted(v) for k, v in changed_workloads(c, new).items()} == {
+        "dsv3-pd-decode": ["dsv3-pd-decode-0"], "dsv3-pd-prefill": ["dsv3-pd-prefill-0"]}
+    assert changed_workloads(c, old) == {}

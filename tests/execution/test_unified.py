@@ -56,7 +56,10 @@ def test_killed_pod_group_is_recreated_and_serves_again(cluster, request):
     assert members == [pod]
     ready = cluster.wait_ready(pod)
     fact(request, f"re-created pod ready after {ready[pod]} s")
-    reply = client.complete(url, MODEL, "after the restart", max_tokens=4)
+    # a new pod has a new address: the Service sends to it (its endpoints follow the pods)
+    _, new_url = cluster.service_url(SERVICE)
+    assert new_url != url
+    reply = client.complete(new_url, MODEL, "after the restart", max_tokens=4)
     assert reply.ok, reply.body
     assert reply.body["usage"]["completion_tokens"] == 4
 

@@ -1,0 +1,91 @@
+"""gen render -> gen import -> gen render is byte-identical for every overlay in overlays/
+(issue 31 item 5): the goldens cover the examples and the overlays their cases use
+(tests/test_import.py ``test_import_of_moegens_output_renders_the_same_bytes``); here every
+overlay of overlays/ is rendered over S1 (the S1-shaped overlays name its roles) and the ones
+that change the network or the KV cache also over an SGLang example, and the import of the
+render renders the same bytes with the same findings. bf16-weights fits no example's HBM (its
+header: twice the weight bytes; S1 and S2 fail SIZ001/SIZ003), so it rides on dev-small
+(DeepSeek-V2-Lite on H100s). One render and one import per pair, ~1 s each (18 s for all).
+(gen render of an example with no overlay: test_import.py over the goldens.)"""
+
+from __future__ import annotations
+
+import pytest
+
+from generator import pipeline
+from generator.emit import diff_tree, write_tree
+from generator.inputs import read_inputs
+from tests.helpers import EXAMPLES, ROOT
+
+OVERLAYS = sorted((ROOT / "overlays").glob("*.yaml"))
+S1 = EXAMPLES / "s1-16xh20-pd.yaml"
+SGLANG = EXAMPLES / "s3-v4pro-pd-dp16.yaml"
+#: overlay -> the examples it is rendered over.
+DEV = ROOT / "overlays" / "dev-small.yaml"
+PAIRS = [([DEV, o] if o.stem == "bf16-weights" else [o], S1) for o in OVERLAYS] + \
+    [([o], SGLANG) for o in OVERLAYS if o.stem in ("fp8-kv-cache", "infiniband",
+                                                 "multi-nic-cloud", "roce-hostnetwork",
+                                                 "two-batch-overlap")]
+
+
+def test_every_overlay_is_covered():
+    assert {o for os, _ in PAIRS for o in os} == set(OVERLAYS) and len(OVERLAYS) >= 10
+
+
+@pytest.mark.parametrize("overlays, spec", PAIRS,
+                         ids=[f"{s.stem}+{'+'.join(o.stem for o in os)}" for os, s in PAIRS])
+def test_render_import_render_is_byte_identical(overlays, spec, tmp_path):
+    _round_trip(spec, overlays, tmp_path)
+
+
+def _round_trip(spec, overlays, tmp_path) -> tuple[dict, object]:
+    """Render ``spec`` with ``overlays``, import the tree, render again: the same bytes and the
+    same findings (code, path); returns the first render's files and the import's result."""
+    original = pipeline.check(spec, overlays)
+    errors = [f for f in original.findings if f.severity.value == "error"]
+    assert not errors, errors
+    tree, files = tmp_path / "tree", pipeline.render(original)[1]
+    write_tree(tree, files)
+    batch = read_inputs([tree])
+    assert not batch.findings and [r.kind for r in batch.results] == ["manifest"]
+    again = batch.results[0]
+    assert [f for f in again.checked.findings if f.severity.value == "error"] == []
+    assert diff_tree(tree, pipeline.render(again.checked)[1]) == []
+    codes = sorted((f.code, f.path) for f in again.checked.findings)
+    assert codes == sorted((f.code, f.path) for f in original.findings)
+    return files, again
+
+
+def test_a_hub_download_renders_and_round_trips(tmp_path):
+    """model.hub: the engine is given the repository id, the cache volume is mounted where
+    HF_HOME points, HF_HUB_OFFLINE=1 for an offline cache; gen import reads it back (not
+    IMP010) and renders the same bytes."""
+    overlay = tmp_path / "hub.yaml"
+    overlay.write_text("spec:\n  model:\n    path: null\n    volume: null\n    hub:\n"
+                       "      cache: {persistentVolumeClaim: {claimName: hf-cache}}\n"
+                       "      mountPath: /var/cache/hf\n      offline: true\n")
+    files, r = _round_trip(S1, [overlay], tmp_path)
+    lws = files["decode-lws.yaml"]
+    assert "deepseek-ai/DeepSeek-V3 \\" in lws
+    assert "claimName: hf-cache" in lws and "mountPath: /var/cache/hf" in lws
+    assert "name: HF_HOME\n" in lws and "value: /var/cache/hf" in lws
+    assert "name: HF_HUB_OFFLINE" in lws
+    assert r.imported.data["spec"]["model"]["hub"] == {
+        "cache": {"persistentVolumeClaim": {"claimName": "hf-cache"}},
+        "mountPath": "/var/cache/hf", "offline": True}
+    assert "IMP010" not in {f.code for f in r.findings}
+
+
+def test_an_explicit_kv_load_failure_policy_is_kept(tmp_path):
+    """kvTransfer.loadFailurePolicy: fail renders kv_load_failure_policy "fail" (not the
+    decode's default "recompute") and gen import reads it back as fail, not as a key moegen does
+    not model (issue 31: it was imported as IMP005 and re-rendered as recompute)."""
+    overlay = tmp_path / "fail.yaml"
+    overlay.write_text("spec:\n  roles:\n    - name: decode\n"
+                       "      kvTransfer: {connector: nixl, loadFailurePolicy: fail}\n")
+    files, r = _round_trip(S1, [overlay], tmp_path)
+    assert '"kv_load_failure_policy":"fail"' in files["decode-lws.yaml"]
+    assert "kv_load_failure_policy" not in files["prefill-lws.yaml"]
+    decode = next(x for x in r.imported.data["spec"]["roles"] if x["name"] == "decode")
+    assert decode["kvTransfer"] == {"connector": "nixl", "loadFailurePolicy": "fail"}
+    assert "IMP005" not in {f.code for f in r.findings}
