@@ -178,7 +178,7 @@ def _predicted_mean(spec, prediction) -> float | None:
     """The mean request at the sized load from the deployment's prediction
     (generator/perf/predict.py: the closed loop's TTFT, which includes the wait for prefill, +
     outputTokens x TPOT of the slowest roles), s; None without traffic or a timed prediction.
-    S1: 21.96 s + 1200 x 18.2 ms = 43.8 s."""
+    S1: 22.51 s + 1200 x 18.2 ms = 44.35 s."""
     traffic = spec.spec.traffic
     if prediction is None or traffic is None or not getattr(prediction, "roles", None):
         return None
@@ -196,6 +196,7 @@ def _role_times(spec, role_spec, role, z, startup, pd: bool) -> RoleTimes:
     from .perf import terms as perf
     from .perf.decode import (attention_fp8, bf16_compute, effective_overlap, kv_heads_of,
                               model_shape, persistent_mla)
+    from .perf.kernels import moe_kernel
     s = spec.spec
     pool = s.nodePools[role_spec.nodePool]
     gpu = GPUS[pool.gpu]
@@ -205,6 +206,8 @@ def _role_times(spec, role_spec, role, z, startup, pd: bool) -> RoleTimes:
     bf16 = bf16_compute(s.model.weights)
     max_len = z.max_model_len
     overlap = role.moe.overlap if role.moe is not None else None
+    moe = moe_kernel(s.engine.name, gpu, s.model.weights,
+                     role.moe.all2all if role.moe is not None else None, role_spec.engineArgs)
     traffic = s.traffic
 
     def prefill(isl: int) -> float:
@@ -212,7 +215,7 @@ def _role_times(spec, role_spec, role, z, startup, pd: bool) -> RoleTimes:
                             pipeline=lay.pipeline, expert=lay.expert_parallel,
                             gpus_per_node=pool.gpusPerNode, inter_gbps=gbps,
                             weights_bytes=z.weights * 2**30, bf16=bf16,
-                            overlap=overlap).latency_s
+                            overlap=overlap, moe=moe).latency_s
 
     out = RoleTimes(role.name, role.mode, max_len, startup)
     if role.mode != "decode":
@@ -244,6 +247,7 @@ def _role_times(spec, role_spec, role, z, startup, pd: bool) -> RoleTimes:
             nonexpert_bytes=nonexpert, local_experts_per_layer=local if lay.expert_parallel
             else 0, ctx=ctx, gpus_per_node=pool.gpusPerNode, inter_gbps=gbps, draft=draft,
             bf16=bf16, attn_fp8=fp8_attn, persistent_mla=persistent, engine=s.engine.name,
+            moe=moe,
             all2all=role.moe.all2all if role.moe else None, mnnvl=s.network.computeDomain is not None,
             drafter="sglang_mtp" if s.engine.name == "sglang" else "vllm_mtp")[0]
 

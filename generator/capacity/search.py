@@ -24,6 +24,7 @@ from ..perf.candidate import (
     assumptions,
 )
 from ..perf.decode import bf16_compute, decode_estimate, model_shape, workload_max_len
+from ..perf.kernels import moe_kernel
 from ..perf.evaluate import evaluate
 from ..perf.loop import pd_candidate, unified_candidate
 from ..roles import RoleInput
@@ -145,14 +146,17 @@ class _Search:
     def prefill_rate(self, role: RoleInput, pool, z: RoleSizing) -> perf.PrefillEstimate:
         """The prefill rate of one instance of ``role``."""
         lay, s = role.layout, self.s
-        return perf.prefill(model_shape(self.arch, s.model.weights, 0), GPUS[pool.gpu],
+        gpu = GPUS[pool.gpu]
+        moe = moe_kernel(self.engine, gpu, s.model.weights, role.moe.all2all if role.moe else None)
+        return perf.prefill(model_shape(self.arch, s.model.weights, 0), gpu,
                             isl=self.wl.inputTokens, tensor=lay.tensor, data=lay.data,
                             pipeline=lay.pipeline, expert=lay.expert_parallel,
                             gpus_per_node=pool.gpusPerNode, inter_gbps=s.network.interNodeGbps,
                             weights_bytes=z.weights * 2**30, bf16=self.bf16,
                             overlap=role.moe.overlap if role.moe else None,
                             mnnvl=s.network.mnnvl, batch_tokens=z.batched_tokens,
-                            graphs=s.engine.name == "vllm" and not role.serving.enforceEager)
+                            graphs=s.engine.name == "vllm" and not role.serving.enforceEager,
+                            moe=moe)
 
     def retimer(self, drole: RoleInput, z: RoleSizing, dpool, ranks: int):
         """The decode step at a smaller batch than sized (the closed loop's), memoized per

@@ -39,6 +39,19 @@ def _mfs_engine(ctx: Context):
                       "memFractionStatic has no meaning for vLLM", "use gpuMemoryUtilization")
 
 
+@rule("SRV010", E, "swaFullTokensRatio is an SGLang setting",
+      "SGLang --swa-full-tokens-ratio (SGLang 0.5.23 python/sglang/srt/arg_groups/fields/"
+      "schedule.py; python/sglang/srt/model_executor/pool_configurator.py sizes the window pool "
+      "with it); vLLM has no such flag: its window layers take blocks per request (vLLM 0.33.0 "
+      "vllm/v1/kv_cache_interface.py SlidingWindowSpec)", engines=("vllm",))
+def _swa_ratio_engine(ctx: Context):
+    for i, r in ctx.role_items():
+        if r.serving.swaFullTokensRatio is not None:
+            yield Hit(serving_path(ctx, i, "swaFullTokensRatio"),
+                      "swaFullTokensRatio has no meaning for vLLM: its sliding-window layers "
+                      "take blocks per request, not a pool of their own", "drop it")
+
+
 @rule("SRV003", E, "maxNumSeqs admits the sequences the role must hold",
       "vLLM --max-num-seqs is per engine (DP rank), vLLM 0.33.0 vllm/config/scheduler.py; SGLang "
       "--max-running-requests per instance, SGLang 0.5.23 python/sglang/srt/server_args.py")

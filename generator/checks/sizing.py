@@ -68,11 +68,12 @@ def _freers(r: RoleInput, z: RoleSizing) -> list[str]:
         if room:
             out.append(f"memFractionStatic: {room:g} (SGLang's default reserve is conservative "
                        f"here; {z.activation + z.overhead:.1f} GiB must stay outside the pool)")
-    if r.serving.kvCacheDtype == "auto":
+    if r.serving.kvCacheDtype == "auto" and not r.arch.compressed_attention:
+        # DeepSeek-V4 keeps its 584-byte entries whatever the dtype (sizing/kv.py V4_ENTRY)
         out.append("kvCacheDtype: fp8 halves the KV per token")
     if not r.serving.enforceEager and z.overhead > z.comm + 1.0:
         out.append("enforceEager: true drops the CUDA-graph reserve")
-    if z.engine == "vllm" and z.utilization < 0.95:
+    if z.engine == "vllm" and z.utilization < 0.95 and not r.serving.kvCacheMemoryBytes:
         out.append(f"gpuMemoryUtilization up to 0.95 adds {(0.95 - z.utilization) * z.gpu_memory:.1f} GiB")
     out.append("more tensor/expert parallelism spreads the weights")
     return out
@@ -126,16 +127,18 @@ def _siz_fit(ctx: Context):
 
 @rule("SIZ002", E, "one maxModelLen request fits in the KV cache",
       "vLLM 0.33.0 vllm/v1/core/kv_cache_planning.py check_enough_kv_cache_memory (refuses to "
-      "start); vllm-project/vllm#44376, vllm-project/recipes#381", phase=SIZING)
+      "start; DeepSeek-V4's groups per release: vllm-project/vllm@v0.26.0:vllm/v1/core/"
+      "kv_cache_utils.py _max_memory_usage_bytes_from_groups); vllm-project/vllm#44376, "
+      "vllm-project/recipes#381", phase=SIZING)
 def _siz_one(ctx: Context):
     for i, r, z in ctx.sized():
-        if z.kv_cache > 0 and z.kv_tokens_per_rank < z.max_model_len:
+        if z.kv_cache > 0 and not z.admits_one_request():
             yield Hit(serving_path(ctx, i, "maxModelLen"),
                       f"role {r.name!r}: one request of maxModelLen {z.max_model_len} needs "
-                      f"{z.max_model_len * z.kv_bytes_per_token / 2**30:.2f} GiB of KV but "
-                      f"{z.kv_cache:.2f} GiB remain ({_breakdown(z)}); the KV cache holds "
-                      f"{z.kv_tokens_per_rank} tokens",
-                      "; ".join([f"set maxModelLen <= {z.longest_len_for(1)}"] + _freers(r, z)))
+                      f"{z.one_request_gib():.2f} GiB of KV but {z.kv_cache:.2f} GiB remain "
+                      f"({_breakdown(z)}); the KV cache holds {z.kv_tokens_per_rank} tokens",
+                      "; ".join([f"set maxModelLen <= {z.longest_admitted_len()}"]
+                                + _freers(r, z)))
 
 
 @rule("SIZ003", E, "sizing.concurrency sequences fit (ceil per DP rank) at maxModelLen, or at "

@@ -93,8 +93,12 @@ A2A = {"deepep_low_latency": ("deepep", "low_latency"),
        "deepep_v2": ("deepep_v2", None), "nixl_ep": ("nixl", None), "pplx": ("pplx", None),
        "flashinfer_all2allv": ("flashinfer", None),
        "mori": ("mori", None), "mori_high_throughput": ("mori", "normal"),
-       "mori_low_latency": ("mori", "low_latency"),
+       "mori_low_latency": ("mori", "low_latency"), "megamoe": ("megamoe", None),
        "naive": ("none", None), "allgather_reducescatter": ("none", None)}
+#: First release whose ``--moe-a2a-backend`` takes ``megamoe`` (DeepGEMM Mega MoE):
+#: MOE_A2A_BACKEND_CHOICES of python/sglang/srt/server_args.py, read in the 0.5.11 and 0.5.12
+#: wheels (absent, present).
+MEGAMOE_SINCE = (0, 5, 12)
 #: Target all-to-all backends the MTP draft may not inherit -> the draft's
 #: ``--speculative-moe-a2a-backend``. The draft inherits the target's backend when the flag is
 #: unset, and 0.5.23 refuses a DeepEP v2 draft at start (arg_groups/moe_hook.py:624-638
@@ -192,6 +196,7 @@ DERIVED_FLAGS: dict[str, str] = {
     "--kv-cache-dtype": "serving.kvCacheDtype",
     "--max-running-requests": "serving.maxNumSeqs (or roles[].sizing.concurrency)",
     "--chunked-prefill-size": "serving.maxNumBatchedTokens",
+    "--swa-full-tokens-ratio": "serving.swaFullTokensRatio",
     "--cuda-graph-max-bs": "(derived from the batch the role admits)",
     "--cuda-graph-max-bs-decode": "(derived from the batch the role admits)",
     "--disable-cuda-graph": "serving.enforceEager",
@@ -238,11 +243,13 @@ class SglangDialect:
     @property
     def a2a_backends(self) -> list[str]:
         """``--moe-a2a-backend`` choices moegen can vouch for: 0.5.23's full list (dumped from its
-        parser); for earlier releases only ``none`` and ``deepep``, present since 0.5.1 (the
-        other backends arrived in releases whose choices were not dumped)."""
+        parser); for earlier releases ``none`` and ``deepep``, present since 0.5.1, and
+        ``megamoe`` from :data:`MEGAMOE_SINCE` (the other backends arrived in releases whose
+        choices were not dumped)."""
         if self.version == "0.5.23":
             return _data()["choices_0.5.23"]["--moe-a2a-backend"]
-        return ["none", "deepep"]
+        return ["none", "deepep"] + (
+            ["megamoe"] if parse_version(self.version) >= MEGAMOE_SINCE else [])
 
     @property
     def all2all_choices(self) -> list[str]:
@@ -394,6 +401,8 @@ class SglangDialect:
             common += ["--max-running-requests", str(per_rank * lay.data)]
         if s.maxNumBatchedTokens is not None:
             common += ["--chunked-prefill-size", str(s.maxNumBatchedTokens)]
+        if s.swaFullTokensRatio is not None:
+            common += ["--swa-full-tokens-ratio", repr(s.swaFullTokensRatio)]
         if s.kvCacheMemoryBytes and sizing is not None:
             # SGLang caps its pool in tokens (model_runner_kv_cache_mixin.py: min(profiled,
             # --max-total-tokens)): the bytes over the role's KV bytes per token.

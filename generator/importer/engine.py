@@ -464,6 +464,7 @@ def sglang_fields(cmd: EngineCommand, launch: Launch, managed: bool,
     _serving(r, {"maxModelLen": ("--context-length",), "kvCacheDtype": ("--kv-cache-dtype",),
                  "maxNumBatchedTokens": ("--chunked-prefill-size",)})
     r.number(("serving", "memFractionStatic"), r.opt("--mem-fraction-static"), _float)
+    r.number(("serving", "swaFullTokensRatio"), r.opt("--swa-full-tokens-ratio"), _float)
     o = r.opt("--disable-cuda-graph")
     normal_decode = r.out.role.get("moe", {}).get("all2all") == "deepep_high_throughput" \
         and r.out.mode != "prefill"

@@ -43,20 +43,23 @@ def _regime_lines(result: PlanResult, req) -> list[str]:
     """Per listed candidate, the regime of its TTFT, TPOT and tokens/s; then each regime's
     measured bench error once."""
     from ..catalog import builtin_arch
-    from ..perf.regimes import roles_regimes
+    from ..perf.regimes import request_roles, roles_regimes
     s = req.spec
     seen: dict[str, object] = {}
     lines = []
     for c in result.candidates[:10]:
         if not c.roles:
             continue
-        reg = roles_regimes(c.roles, s.nodePools, builtin_arch(s.model.architecture))
+        reg = roles_regimes(request_roles(req, c.roles), s.nodePools,
+                            builtin_arch(s.model.architecture), s.engine.name, s.engine.version,
+                            s.model.weights, s.speculative is not None)
         figs = (("TTFT", reg["ttftMs"]), ("TPOT", reg["tpotMs"]),
                 ("tokens/s", reg["outputTokensPerSec"]))
         lines.append(f"   #{c.rank} regimes: " + ", ".join(f"{n} {e.regime}" for n, e in figs))
         for _, e in figs:
             seen.setdefault(e.regime, e)
     if seen:
-        lines.append("model error by regime (bench/planner_residuals.py over published figures):")
+        lines.append("model error by regime (cross-validated, one source left out at a time: "
+                     "bench/planner_residuals.py):")
         lines += [f"   {e.describe()}" for e in seen.values()]
     return lines

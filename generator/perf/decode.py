@@ -20,6 +20,7 @@ from ..sizing.params import inventory
 from ..sizing.weights import tensor_bytes
 from ..spec.request import PlanRequest, Speculation
 from . import terms as perf
+from .kernels import moe_kernel
 
 #: Upper bound of the decode batch per DP rank the search considers (SGLang/vLLM graph sizes).
 MAX_BATCH_PER_RANK = 512
@@ -162,6 +163,7 @@ def model_shape(arch: ModelArch, fmt: str, kv_bytes_per_token: float) -> perf.Mo
                            else 16 if fmt == "bf16"
                            else 8, latent_v=latent_v,
                            sparse_mla=arch.sparse_attention,
+                           compressed=arch.compressed_attention,
                            indexer_heads=at.index.heads if at.index is not None else 0,
                            indexer_dim=at.index.dim if at.index is not None else 0)
 
@@ -242,6 +244,9 @@ def decode_estimate(req: PlanRequest, role: RoleInput, z: RoleSizing, pool,
                                 kv_heads_of(role.arch) // max(lay.tensor * lay.data, 1),
                                 engine_args)
 
+    moe = moe_kernel(s.engine.name, gpu, s.model.weights,
+                     role.moe.all2all if role.moe else None, engine_args)
+
     def step(b):
         overlap = effective_overlap(s.engine.name, role, b * (1 + k))
         return perf.decode_step(shape, gpu, overlap=overlap, batch=b, tensor=lay.tensor,
@@ -253,7 +258,7 @@ def decode_estimate(req: PlanRequest, role: RoleInput, z: RoleSizing, pool,
                                 bf16=bf16_compute(s.model.weights), attn_fp8=fp8_attn,
                                 drafter=drafter(req), mnnvl=s.network.mnnvl,
                                 all2all=role.moe.all2all if role.moe else None,
-                                persistent_mla=persistent, engine=s.engine.name)
+                                persistent_mla=persistent, engine=s.engine.name, moe=moe)
     if cap_b < 1:
         return None
     if per_rank_needed is not None:

@@ -37,6 +37,8 @@ from .decode import (
     model_shape,
     workload_max_len,
 )
+from .interleave import prefill_delayer_passes
+from .kernels import moe_kernel
 from .loop import pd_candidate, unified_candidate
 
 
@@ -112,7 +114,14 @@ def evaluate(req: PlanRequest, prov: Provenance | None = None,
     def prefill_rate(name: str) -> perf.PrefillEstimate:
         r, ri, z = sized[name]
         lay, pool = ri.layout, s.nodePools[r.nodePool]
-        return perf.prefill(model_shape(arch, s.model.weights, 0), GPUS[pool.gpu],
+        # A unified SGLang role prefills in steps of its chunk per rank (chunked_prefill_size
+        # over the attention-DP ranks), each its own forward (perf/interleave.py).
+        chunk = z.batched_tokens // (lay.data if lay.data > 1 else 1) \
+            if r.mode == "unified" and s.engine.name == "sglang" else None
+        gpu = GPUS[pool.gpu]
+        moe = moe_kernel(s.engine.name, gpu, s.model.weights,
+                         ri.moe.all2all if ri.moe else None, r.engineArgs)
+        return perf.prefill(model_shape(arch, s.model.weights, 0), gpu,
                             isl=wl.inputTokens, tensor=lay.tensor, data=lay.data,
                             pipeline=lay.pipeline, expert=lay.expert_parallel,
                             gpus_per_node=pool.gpusPerNode,
@@ -120,7 +129,8 @@ def evaluate(req: PlanRequest, prov: Provenance | None = None,
                             bf16=bf16_compute(s.model.weights),
                             overlap=ri.moe.overlap if ri.moe else None, mnnvl=s.network.mnnvl,
                             batch_tokens=z.batched_tokens,
-                            graphs=s.engine.name == "vllm" and not ri.serving.enforceEager)
+                            graphs=s.engine.name == "vllm" and not ri.serving.enforceEager,
+                            moe=moe, chunk_tokens=chunk)
 
     dec_name = next(r.name for r in roles if r.mode in ("decode", "unified"))
     r, ri, z = sized[dec_name]
@@ -143,33 +153,17 @@ def evaluate(req: PlanRequest, prov: Provenance | None = None,
         cand = unified_candidate(req, choice(dec_name), prefill_rate(dec_name), est, z,
                                  retime=lambda b: decode_estimate(
                                      req, ri, z, pool, b, ranks=r.replicas * ri.layout.data,
-                                     engine_args=r.engineArgs), draft=draft_tokens(req, ri))
+                                     engine_args=r.engineArgs), draft=draft_tokens(req, ri),
+                                 delayer_passes=prefill_delayer_passes(
+                                     s.engine.name, r.engineArgs, ri.layout.data))
     else:
         pre_name = next(x.name for x in roles if x.mode == "prefill")
         cand = pd_candidate(req, choice(pre_name), choice(dec_name), prefill_rate(pre_name),
                             est, z, retime=lambda b: decode_estimate(
                                 req, ri, z, pool, b, ranks=r.replicas * ri.layout.data,
                                 engine_args=r.engineArgs), draft=draft_tokens(req, ri))
-    # Per role, its own capacity at the evaluated operating point (what a published per-node
-    # figure measures): decode tokens/s of its ranks at their batch; prefill input tokens/s with
-    # every GPU busy. The deployment's end-to-end rate is totalTokensPerSec.
-    per_role = []
-    for x, xi in zip(roles, inputs):
-        doc = _role_json(x)
-        zx = sized[x.name][2]   # what the timing assumed: the role's weights and KV per rank
-        doc["weightsGiB"], doc["kvTokensPerRank"] = round(zx.weights, 2), zx.kv_tokens_per_rank
-        gpn = s.nodePools[x.nodePool].gpusPerNode
-        nodes = -(-x.replicas * xi.layout.gpus_per_instance // gpn)
-        if x.mode in ("decode", "unified"):
-            doc["outputTokensPerSecPerNode"] = round(
-                est.tokens_per_s_per_rank * x.replicas * xi.layout.data / nodes)
-            doc["batchPerRank"] = est.batch_per_rank
-            doc["tpotMsAtBatch"] = round(est.tpot_s * 1000, 1)   # the candidate's is at its load
-        if x.mode in ("prefill", "unified"):
-            doc["inputTokensPerSecPerNode"] = round(
-                prefill_rate(x.name).requests_per_s * x.replicas * wl.inputTokens / nodes)
-        per_role.append(doc)
-    cand.roles = per_role
+    cand.roles = [_role_capacity(x, xi, sized[x.name][2], s, est, prefill_rate)
+                  for x, xi in zip(roles, inputs)]
     cand.notes += warned
     slo = s.slo
     cand.meets_slo = cand.fits and cand.sustains and \
@@ -179,6 +173,27 @@ def evaluate(req: PlanRequest, prov: Provenance | None = None,
     goal = slo.throughputTokensPerSec
     reachable = cand.meets_slo and (goal is None or cand.total_tps >= goal)
     return PlanResult([cand], reachable, cand.bound, assumptions(req))
+
+
+def _role_capacity(x: sm.Role, xi: RoleInput, zx: RoleSizing, s, est: perf.DecodeEstimate,
+                   prefill_rate) -> dict:
+    """A role's own capacity at the evaluated operating point (what a published per-node figure
+    measures): decode tokens/s of its ranks at their batch; prefill input tokens/s with every GPU
+    busy (``prefill_rate(name)``); with what the timing assumed of its memory (the role's weights
+    and KV per rank, ``zx``). The deployment's end-to-end rate is totalTokensPerSec."""
+    doc = _role_json(x)
+    doc["weightsGiB"], doc["kvTokensPerRank"] = round(zx.weights, 2), zx.kv_tokens_per_rank
+    gpn = s.nodePools[x.nodePool].gpusPerNode
+    nodes = -(-x.replicas * xi.layout.gpus_per_instance // gpn)
+    if x.mode in ("decode", "unified"):
+        doc["outputTokensPerSecPerNode"] = round(
+            est.tokens_per_s_per_rank * x.replicas * xi.layout.data / nodes)
+        doc["batchPerRank"] = est.batch_per_rank
+        doc["tpotMsAtBatch"] = round(est.tpot_s * 1000, 1)   # the candidate's is at its load
+    if x.mode in ("prefill", "unified"):
+        doc["inputTokensPerSecPerNode"] = round(
+            prefill_rate(x.name).requests_per_s * x.replicas * s.workload.inputTokens / nodes)
+    return doc
 
 
 def mean_len(z, wl) -> int:

@@ -137,7 +137,7 @@ class FixedCosts:
 #:   not pay.
 FIXED_COSTS = {
     ("nvidia", "hopper"): FixedCosts(decode_layer_s=STEP_OVERHEAD_S / 61,
-                                     prefill_layer_s=1.06e-3, request_s=0.057,
+                                     prefill_layer_s=1.363e-3, request_s=0.2547,
                                      moe_slice_s=0.349e-6, dp_sync_layer_s=0.559e-3,
                                      gather_latency_s=36.8e-6),
     ("nvidia", "blackwell"): FixedCosts(decode_layer_s=0.0967e-3, prefill_layer_s=1.06e-3,
@@ -170,6 +170,13 @@ SPARSE_DECODE_LAYER_S = 0.143e-3
 #: 191 ms) and the cookbook's V3.2-Exp DP8-EP8 run on 8 x B200 (100.1 ms per token, TTFT median
 #: 444 ms, 860 output tokens/s at concurrency 88).
 SPARSE_PREFILL_LAYER_S = 1.15e-3
+#: Per decoder layer of a prefill step run eagerly, the fixed cost DeepSeek-V4's compressed
+#: attention adds: each layer launches the KV compressor (ratio-4 and ratio-128 layers), the
+#: ratio-4 layers' indexer and its top-k, the sparse attention over compressed + window keys and
+#: the hyper-connection mixing around attention and MoE from Python. Fitted to the SGLang
+#: DeepSeek-V4 table's prefill-bound cells (published-dev-4 v02 / v04 / v05:
+#: bench/fit_constants.py).
+COMPRESSED_PREFILL_LAYER_S = 0.835e-3
 
 
 #: Share of the shorter of a prefill step's kernel launches and its GPU work that the other

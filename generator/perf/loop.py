@@ -207,7 +207,7 @@ def unified_ttft_median(pre: perf.PrefillEstimate, busy: float, decode_step_s: f
 
 def unified_candidate(req: PlanRequest, unified: RoleChoice, pre: perf.PrefillEstimate,
                        est: perf.DecodeEstimate, z: RoleSizing, retime=None,
-                       draft: int = 0) -> Candidate:
+                       draft: int = 0, delayer_passes: int = 0) -> Candidate:
     """Prefill and decode share the GPUs (:func:`~generator.perf.interleave.interleaved`: prefill steps hold the
     instance's decode, attention DP synchronises its ranks), so a decoding sequence's TPOT
     stretches with the arrival rate R; TTFT = the per-request cost + its wait for a step
@@ -236,12 +236,13 @@ def unified_candidate(req: PlanRequest, unified: RoleChoice, pre: perf.PrefillEs
     decoding = max(0.0, 1 - unified.instances / max(wl.concurrency, 1)) \
         if wl.concurrency else 1.0
 
-    def wait(busy: float, tpot_step: float) -> float:
-        return unified_ttft(pre, busy, tpot_step * per_token, engine, decoding, overlap)
-
     def mix(r: float, t_dec: float, b: float) -> Interleave:
         return interleaved(r / unified.instances, t_dec, pre, data=ul.data, engine=engine,
-                                sequences=b * per_inst, osl=osl)
+                           sequences=b * per_inst, osl=osl, delayer_passes=delayer_passes)
+
+    def wait(m: Interleave, tpot_step: float) -> float:
+        return unified_ttft(pre, m.busy, tpot_step * per_token, engine, decoding, overlap) \
+            + m.delay_s / 2
 
     curve = decode_curve(req, est, ranks, retime, draft) if wl.concurrency else None
 
@@ -271,15 +272,15 @@ def unified_candidate(req: PlanRequest, unified: RoleChoice, pre: perf.PrefillEs
     if wl.concurrency:
         def in_loop(r: float) -> float:
             m, b = point(r)
-            return r * (wait(m.busy, curve.tpot(b)) + osl * m.tpot_s)
+            return r * (wait(m, curve.tpot(b)) + osl * m.tpot_s)
 
         rate, capped = _solve_closed_loop(wl.concurrency,
                                           capacity(ranks * est.batch_per_rank), in_loop)
         m, batch = point(rate)
         busy, tpot = m.busy, m.tpot_s
-        ttft = wait(busy, curve.tpot(batch))
+        ttft = wait(m, curve.tpot(batch))
         median = unified_ttft_median(pre, busy, curve.tpot(batch) * per_token, engine,
-                                     decoding, overlap)
+                                     decoding, overlap) + m.delay_s / 2
         if capped and rate:
             ttft = max(ttft, wl.concurrency / rate - osl * tpot)
             median = max(median, ttft)
@@ -294,9 +295,9 @@ def unified_candidate(req: PlanRequest, unified: RoleChoice, pre: perf.PrefillEs
         m = mix(rate, est.tpot_s, est.batch_per_rank)
         busy, tpot = m.busy, m.tpot_s
         decoding = 1 - math.exp(-rate * osl * tpot / unified.instances)
-        ttft = wait(busy, est.tpot_s)
+        ttft = wait(m, est.tpot_s)
         median = unified_ttft_median(pre, busy, est.tpot_s * per_token, engine, decoding,
-                                     overlap)
+                                     overlap) + m.delay_s / 2
         batch = est.batch_per_rank
     gpus = unified.gpus
     bound = f"prefill interrupting decode (shared GPUs; {pre.bound})" if busy > 0.3 \

@@ -214,7 +214,9 @@ def predict(doc: InferenceDeployment,
     s = doc.spec
     out = Prediction(total_tps=cand.total_tps, output_tps=cand.output_tps, bound=cand.bound,
                      assumptions=res.assumptions, notes=list(cand.notes))
-    regimes = roles_regimes(s.roles, s.nodePools, deployed[0][0].arch)
+    regimes = roles_regimes(s.roles, s.nodePools, deployed[0][0].arch, s.engine.name,
+                            s.engine.version, s.model.weights,
+                            any(r.speculative is not None for r in s.roles))
     for r, j in zip(s.roles, cand.roles):
         p = RolePrediction(r.name, r.mode, batch_per_rank=j.get("batchPerRank"),
                            output_per_node=j.get("outputTokensPerSecPerNode"),

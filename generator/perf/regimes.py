@@ -1,6 +1,14 @@
-"""Which regime of the performance model a predicted figure is in, and that regime's measured
-error against published figures (``bench/planner_residuals.py`` writes the table,
+"""Which regime of the performance model a predicted figure is in, and that regime's error
+against published figures, cross-validated (``bench/planner_residuals.py`` writes the table,
 ``generator/perf/data/regime-errors.json``; ``tests/test_regimes.py`` checks it is current).
+
+Each regime records its domain: what the figures behind it span (model families, GPU
+generations, engine releases, MoE kernel compute, features: perf/domain.py). The error it
+quotes comes from leaving out one source at a time (bench/cross_validate.py: the constants
+refit without the source, its figures predicted), over the figures that stayed inside the
+domain of the other sources' figures: median and worst factor, the worst being the band. A
+prediction outside its regime's domain is ``extrapolated``: it says what differs, and quotes
+the band of the figures that were outside the other sources' domain when left out.
 
 The regimes follow the engine behaviour that dominates the figure and the model term that
 stands for it (generator/perf/terms.py), first match wins:
@@ -41,6 +49,9 @@ REGIMES = {
     "ep-decode": "expert-parallel decode",
     "tp-decode": "tensor-parallel decode",
 }
+
+#: The regime id of a prediction outside its regime's domain (see the module docstring).
+EXTRAPOLATED = "extrapolated"
 
 #: Figure kinds: ``ttft``, ``tpot``, ``output`` (a decoding role's tokens/s), ``input`` (a
 #: prefilling role's tokens/s), ``end-to-end`` (a disaggregated deployment's tokens/s).
@@ -101,9 +112,15 @@ def sparse_attention(arch) -> bool:
 
 @dataclass(frozen=True)
 class RegimeError:
-    """A regime's measured bench error: figures ``n``, ``median`` and ``worst`` error factor
-    (max(predicted / published, published / predicted)) over every published figure of the
-    bench in that regime (development and held-out), and ``held_out_n`` of them held out."""
+    """A regime's cross-validated error: figures ``n`` (from ``sources`` publications),
+    ``median`` error factor (max(predicted / published, published / predicted)) of their
+    predictions with the constants refit without their source, and ``worst``, the band: their
+    worst factor (for an extrapolated prediction the factor 90 % of its figures stay within,
+    bench/planner_residuals.py ``EXTRAPOLATED_COVERAGE``).
+    ``held_out_n``: the regime's figures never fitted. For an extrapolated prediction
+    (``regime`` :data:`EXTRAPOLATED`): ``nearest``, the regime it would be in, ``differs``,
+    where it leaves that regime's domain, and the figures are those left outside the domain of
+    the other sources' figures."""
 
     regime: str
     label: str
@@ -111,38 +128,90 @@ class RegimeError:
     median: float
     worst: float
     held_out_n: int
+    sources: int = 0
+    nearest: str = ""
+    differs: tuple[str, ...] = ()
 
     def describe(self) -> str:
-        """``"<label> regime, bench median error 9 %, worst 31 % (n figures)"``."""
+        """``"<label> regime, cross-validated median error 9 %, band 31 % (n figures from k
+        sources)"``, or for an extrapolated prediction ``"extrapolated beyond the <label>
+        regime (<what differs>): cross-source band 127 % (n figures)"``."""
+        figures = f"{self.n} figure{'s' if self.n != 1 else ''}"
+        if self.regime == EXTRAPOLATED:
+            near = REGIMES.get(self.nearest, self.nearest)
+            band = (f"cross-source median error {self.median - 1:.0%}, band "
+                    f"{self.worst - 1:.0%} ({figures})" if self.n else "no cross-source error")
+            return f"extrapolated beyond the {near} regime ({'; '.join(self.differs)}): {band}"
         if not self.n:
             return f"{self.label} regime, no published figure in the bench"
-        return (f"{self.label} regime, bench median error {self.median - 1:.0%}, worst "
-                f"{self.worst - 1:.0%} ({self.n} figure{'s' if self.n != 1 else ''})")
+        return (f"{self.label} regime, cross-validated median error {self.median - 1:.0%}, "
+                f"band {self.worst - 1:.0%} ({figures} from {self.sources} "
+                f"source{'s' if self.sources != 1 else ''})")
 
     def to_json(self) -> dict:
         """``{"regime", "label", "figures", "heldOut", "medianError", "worstError"}`` (errors as
-        fractions: 0.09 = 9 %; None without figures)."""
-        return {"regime": self.regime, "label": self.label, "figures": self.n,
-                "heldOut": self.held_out_n,
-                "medianError": round(self.median - 1, 3) if self.n else None,
-                "worstError": round(self.worst - 1, 3) if self.n else None}
+        fractions: 0.09 = 9 %; None without figures; ``worstError`` is the band), with
+        ``sources``, and for an extrapolated prediction ``nearest`` and ``differs``."""
+        out = {"regime": self.regime, "label": self.label, "figures": self.n,
+               "heldOut": self.held_out_n, "sources": self.sources,
+               "medianError": round(self.median - 1, 3) if self.n else None,
+               "worstError": round(self.worst - 1, 3) if self.n else None}
+        if self.regime == EXTRAPOLATED:
+            out |= {"nearest": self.nearest, "differs": list(self.differs)}
+        return out
 
 
 
 @lru_cache(maxsize=1)
+def _doc() -> dict:
+    return json.loads(package_text("perf", "data", ERRORS_FILE.name))
+
+
 def _table() -> dict:
-    return json.loads(package_text("perf", "data", ERRORS_FILE.name))["regimes"]
+    return _doc()["regimes"]
+
+
+def domain(regime: str) -> dict | None:
+    """The domain of ``regime``'s figures (perf/domain.py ``domain_of``), None without one."""
+    row = _table().get(regime)
+    return row.get("domain") if row else None
 
 
 def regime_error(regime: str) -> RegimeError:
-    """The measured error of ``regime`` (:data:`ERRORS_FILE`); ``n`` 0 when the bench has no
-    figure in it. Raises KeyError for an unknown regime id."""
+    """The cross-validated error of ``regime`` (:data:`ERRORS_FILE`); ``n`` 0 when the bench
+    has no figure in it that cross-validation kept inside the domain. Raises KeyError for an
+    unknown regime id."""
     label = REGIMES[regime]
     row = _table().get(regime)
-    if not row or not row["all"]["n"]:
-        return RegimeError(regime, label, 0, 0.0, 0.0, 0)
-    a = row["all"]
-    return RegimeError(regime, label, a["n"], a["median"], a["worst"], row["heldOut"]["n"])
+    cv = row.get("crossValidated") if row else None
+    if not cv or not cv["n"]:
+        return RegimeError(regime, label, 0, 0.0, 0.0, row["heldOut"]["n"] if row else 0)
+    return RegimeError(regime, label, cv["n"], cv["median"], cv["band"], row["heldOut"]["n"],
+                       cv["sources"])
+
+
+def extrapolated(nearest: str, differs: list[str]) -> RegimeError:
+    """The error quoted beside a prediction outside ``nearest``'s domain (``differs``: where):
+    the cross-source error of the figures that were outside the other sources' domain."""
+    e = _doc().get(EXTRAPOLATED) or {"n": 0, "median": 0.0, "band": 0.0, "sources": 0}
+    return RegimeError(EXTRAPOLATED, f"extrapolated beyond {REGIMES[nearest]}", e["n"],
+                       e["median"] or 0.0, e["band"] or 0.0, 0, e["sources"], nearest,
+                       tuple(differs))
+
+
+def placed(regime: str, where=None) -> RegimeError:
+    """``regime``'s error for a prediction whose configuration is ``where``
+    (perf/domain.py ``Descriptor``; None: not compared), or the extrapolated error when it
+    leaves the regime's domain or the regime has no cross-validated figure."""
+    if where is None:
+        return regime_error(regime)
+    from .domain import differences
+    differs = differences(where, domain(regime))
+    e = regime_error(regime)
+    if not differs and not e.n:
+        differs = ["no figure of this regime stayed inside the other sources' domain when its "
+                   "source was left out: no cross-validated error of its own"]
+    return extrapolated(regime, differs) if differs else e
 
 
 #: Predicted figures (JSON field names of a candidate / role prediction) -> figure kind, for a
@@ -153,21 +222,28 @@ _FIELDS = {True: {"ttftMs": "ttft", "tpotMs": "tpot", "outputTokensPerSec": "out
                    "inputTokensPerSec": "input"}}
 
 
-def figure_regimes(*, unified: bool, data: int, vendor: str, sparse: bool
+def figure_regimes(*, unified: bool, data: int, vendor: str, sparse: bool, where=None
                    ) -> dict[str, RegimeError]:
-    """The regime and measured error of each figure a prediction quotes (``ttftMs``,
+    """The regime and cross-validated error of each figure a prediction quotes (``ttftMs``,
     ``tpotMs``, ``outputTokensPerSec``: the deployment's output rate, ``inputTokensPerSec``),
-    for a deployment described as in :func:`classify` (``data``: the decoding role's DP ranks)."""
-    return {f: regime_error(classify(k, unified=unified, data=data, vendor=vendor,
-                                     sparse=sparse))
+    for a deployment described as in :func:`classify` (``data``: the decoding role's DP ranks);
+    ``where``: its configuration (perf/domain.py ``Descriptor``), compared with each regime's
+    domain (:func:`placed`)."""
+    return {f: placed(classify(k, unified=unified, data=data, vendor=vendor, sparse=sparse),
+                      where)
             for f, k in _FIELDS[unified].items()}
 
 
-def roles_regimes(roles, pools: dict, arch) -> dict[str, RegimeError]:
+def roles_regimes(roles, pools: dict, arch, engine: str | None = None,
+                  version: str | None = None, weights: str | None = None,
+                  speculative: bool = False) -> dict[str, RegimeError]:
     """:func:`figure_regimes` of a deployment given as role objects (``mode``, ``nodePool``,
     ``parallel.data``; spec roles or candidate role JSON) on ``pools`` (name -> an object or
-    dict with ``gpu``), of model ``arch`` (:class:`~generator.catalog.ModelArch`)."""
+    dict with ``gpu``), of model ``arch`` (:class:`~generator.catalog.ModelArch`); with the
+    ``engine`` ``version`` and checkpoint format ``weights`` (and ``speculative``: the request
+    plans speculative decoding) each figure is placed in or outside its regime's domain."""
     from ..catalog import GPUS
+    from .domain import descriptor
 
     def get(obj, key):
         return obj[key] if isinstance(obj, dict) else getattr(obj, key)
@@ -175,9 +251,18 @@ def roles_regimes(roles, pools: dict, arch) -> dict[str, RegimeError]:
     decoding = next((r for r in roles if get(r, "mode") != "prefill"), roles[0])
     par = get(decoding, "parallel")
     pool = pools[get(decoding, "nodePool")]
+    where = descriptor(engine, version, weights, pools, roles, arch, speculative) \
+        if engine and version and weights else None
     return figure_regimes(unified=any(get(r, "mode") == "unified" for r in roles),
                           data=get(par, "data") or 1, vendor=GPUS[get(pool, "gpu")].vendor,
-                          sparse=sparse_attention(arch))
+                          sparse=sparse_attention(arch), where=where)
+
+
+def request_roles(req, roles: list) -> list:
+    """The roles to place a candidate of ``req`` with: the request's own (``spec.roles``: their
+    moe, engineArgs and speculative settings) when it fixes the layout, else the candidate's
+    ``roles`` (JSON of the search's choice)."""
+    return list(req.spec.roles) if req.spec.roles else roles
 
 
 def annotate_plan(doc: dict, req) -> dict:
@@ -187,8 +272,10 @@ def annotate_plan(doc: dict, req) -> dict:
     s = req.spec
     for cand in doc.get("candidates", []):
         if cand.get("roles"):
-            regimes = roles_regimes(cand["roles"], s.nodePools,
-                                    builtin_arch(s.model.architecture))
+            regimes = roles_regimes(request_roles(req, cand["roles"]), s.nodePools,
+                                    builtin_arch(s.model.architecture), s.engine.name,
+                                    s.engine.version, s.model.weights,
+                                    s.speculative is not None)
             cand["regimes"] = {"ttftMs": regimes["ttftMs"].to_json(),
                                "tpotMs": regimes["tpotMs"].to_json(),
                                "totalTokensPerSec": regimes["outputTokensPerSec"].to_json()}

@@ -54,6 +54,14 @@ from dataclasses import dataclass
 
 from ..catalog import Gpu
 from . import fixed
+from .kernels import MoeKernel
+from .shape import (  # noqa: F401 (re-exported: the model's view of a model and its results)
+    DecodeEstimate,
+    ModelShape,
+    _hit_fraction,
+    _nodes_hit,
+    accepted_per_step,
+)
 from .fixed import (  # noqa: F401 (re-exported: the fixed costs are part of the model's terms)
     A2A_LATENCY_S,
     ALLREDUCE_LATENCY_S,
@@ -92,6 +100,13 @@ ETA_PREFILL_BY_GPU = {"H20-96GB": 0.866, "H20-141GB": 0.866}
 #: (SGLang, DeepSeek-V4-Pro MXFP4 experts, PP2-CP8-TP8 prefill: 8.45k tokens/s per node).
 #: Prefill only: decode's small-M expert GEMMs are bandwidth-bound.
 DEQUANT_4BIT_PREFILL = 0.5
+#: Rate of a weight-only W4A16 grouped GEMM (Marlin; FlashInfer's SM90 mixed-input GEMM; Humming
+#: with BF16 activations: perf/kernels.py) at prefill batch sizes, relative to a BF16 GEMM at
+#: :data:`ETA_PREFILL`: the kernels dequantize the 4-bit weights to BF16 in the main loop and tile
+#: for decode-sized batches. Fitted to the SGLang DeepSeek-V4 table's V4-Flash on 4 x H200 with
+#: ``--moe-runner-backend marlin`` (high-throughput cell: TPOT 126.81 ms, 4,473 total tokens/s
+#: per GPU at 8K / 1K, ~252 running; published-dev-4 v02, bench/fit_constants.py).
+W4A16_PREFILL = 0.219
 #: Fraction of the per-GPU RDMA line rate a KV transfer or a TP all-reduce across nodes
 #: achieves.
 ETA_NET = 0.6
@@ -133,105 +148,6 @@ OVERLAP_TWO_BATCH = 0.5
 #: down-projection GEMMs) hides: Ant Group measured SBO +8-10 % at batch 20-56 on H20 EP16
 #: (lmsys.org 2025-09-26).
 OVERLAP_SINGLE_BATCH = 0.7
-
-
-@dataclass(frozen=True)
-class ModelShape:
-    """What the performance model needs from a model (per GPU numbers come from sizing).
-
-    Attributes:
-        active_params: parameters a token goes through (non-expert + top-k routed experts).
-        layers, moe_layers, hidden, heads, topk, experts: config fields.
-        expert_bytes: bytes of one routed expert in one layer (checkpoint format).
-        expert_params: parameters of one routed expert in one layer.
-        kv_bytes_per_token: KV bytes of one token on one GPU (all layers of the GPU).
-        qk_head, v_head: prefill attention head dims (MLA: nope + rope, v).
-        latent: MLA decode query-key width per head (kv_lora + rope; DeepSeek-V4: head_dim, which
-            includes the rope dims), for attention FLOPs.
-        attn_window: tokens one query attends to in sparse attention (V3.2/V4: the indexer's
-            top-k + the sliding window), None for dense attention over the whole context.
-        n_group, topk_group: group-limited routing (config ``n_group``, ``topk_group``; 0: none).
-        lm_head_bytes: bytes of the LM head (vocabulary x hidden, BF16), read per MTP draft pass.
-        expert_bits: bits per routed-expert weight of the checkpoint format (4: w4a8, MXFP4).
-        latent_v: MLA decode value width per head (kv_lora_rank; DeepSeek-V4: head_dim).
-        sparse_mla: DeepSeek-V3.2's sparse attention (a lightning indexer of ``indexer_heads``
-            x ``indexer_dim`` picks ``attn_window`` keys per query; MLA in latent form); False
-            for dense MLA and for DeepSeek-V4's compressed attention.
-    """
-
-    active_params: float
-    layers: int
-    moe_layers: int
-    hidden: int
-    heads: int
-    topk: int
-    experts: int
-    expert_bytes: float
-    expert_params: float
-    kv_bytes_per_token: float
-    qk_head: int
-    v_head: int
-    latent: int
-    attn_window: int | None = None
-    n_group: int = 0
-    topk_group: int = 0
-    lm_head_bytes: float = 0.0
-    expert_bits: int = 8
-    latent_v: int = 512
-    sparse_mla: bool = False
-    indexer_heads: int = 0
-    indexer_dim: int = 0
-
-    def attended(self, ctx: float) -> float:
-        """Tokens one decode query attends to at context ``ctx``."""
-        return min(ctx, self.attn_window) if self.attn_window else ctx
-
-    def causal_pairs(self, isl: int) -> float:
-        """Query-key pairs of a causal prefill of ``isl`` tokens (sparse: each query <= window)."""
-        w = self.attn_window
-        if not w or isl <= w:
-            return isl * isl / 2
-        return w * w / 2 + (isl - w) * w
-
-
-@dataclass(frozen=True)
-class DecodeEstimate:
-    """One decode operating point: batch per DP rank, TPOT, tokens/s, and the binding term."""
-
-    batch_per_rank: int
-    step_s: float
-    tpot_s: float
-    tokens_per_s_per_rank: float
-    bound: str
-
-
-def _hit_fraction(tokens: float, topk: int, experts: int) -> float:
-    """Probability that one expert receives at least one of ``tokens`` x topk routed copies."""
-    if experts <= 0:
-        return 0.0
-    return 1.0 - (1.0 - 1.0 / experts) ** (tokens * topk)
-
-
-def accepted_per_step(k: int, acceptance: float) -> float:
-    """Expected tokens per sequence per step with k draft tokens: 1 + a + ... + a^k."""
-    return sum(acceptance ** i for i in range(k + 1))
-
-
-def _nodes_hit(m: ModelShape, nodes: int) -> float:
-    """Expected distinct nodes one token's top-k experts live on, with the experts spread evenly
-    over ``nodes`` nodes. DeepSeek-V3-style group-limited routing (``n_group`` groups, a token's
-    experts within ``topk_group`` of them; the V3 report's node-limited routing, M = 4) when each
-    node holds whole groups: 1 - C(G - g, k_g) / C(G, k_g) per node with g groups per node;
-    otherwise the experts are independent: 1 - (1 - 1/nodes)^topk per node."""
-    if nodes <= 1:
-        return 1.0
-    g_total, g_k = m.n_group, m.topk_group
-    if g_total and g_k and g_total % nodes == 0 and g_k <= g_total:
-        per = g_total // nodes
-        miss = math.comb(g_total - per, g_k) / math.comb(g_total, g_k) if g_total - per >= g_k \
-            else 0.0
-        return nodes * (1 - miss)
-    return nodes * (1 - (1 - 1 / nodes) ** m.topk)
 
 
 @dataclass(frozen=True)
@@ -309,7 +225,8 @@ def decode_terms(m: ModelShape, gpu: Gpu, *, batch: int, tensor: int, data: int,
                  gpus_per_node: int, inter_gbps: float, draft: int, bf16: bool,
                  attn_fp8: bool = False, drafter: str = "sglang_mtp",
                  mnnvl: bool = True, all2all: str | None = None,
-                 persistent_mla: bool = False, engine: str = "sglang") -> StepTerms:
+                 persistent_mla: bool = False, engine: str = "sglang",
+                 moe: MoeKernel | None = None) -> StepTerms:
     """The terms of one decode step of one DP rank holding ``batch`` sequences of mean context
     ``ctx`` tokens, with ``draft`` MTP tokens per sequence (bytes and FLOPs per the module
     docstring). ``attn_fp8``: the attention kernel computes in FP8 (FP8 KV cache with FP8
@@ -322,7 +239,10 @@ def decode_terms(m: ModelShape, gpu: Gpu, *, batch: int, tensor: int, data: int,
     (``engine``) under attention DP :attr:`FixedCosts.ep_moe_layer_s`);
     ``persistent_mla``: the step's MLA decode runs AITER's persistent kernel
     (decode.persistent_mla), whose per-layer fixed cost is
-    :attr:`FixedCosts.persistent_decode_layer_s` where the family has one."""
+    :attr:`FixedCosts.persistent_decode_layer_s` where the family has one. ``bf16``: the
+    non-expert GEMMs run at the BF16 peak (else FP8); ``moe``: the routed experts' kernel
+    (perf/kernels.py ``moe_kernel``), whose GEMMs run at its own peak (None: the non-expert
+    GEMMs' peak)."""
     costs = fixed_costs(gpu)
     tokens_rank = batch * (1 + draft)                       # tokens this rank computes
 
@@ -359,8 +279,10 @@ def decode_terms(m: ModelShape, gpu: Gpu, *, batch: int, tensor: int, data: int,
     # the latent dims (FlashMLA's FLOP count).
     attn_flops = 2 * m.layers * (m.heads / tensor) * tokens_rank * m.attended(ctx) \
         * (m.latent + m.latent_v)
-    peak = (gpu.bf16_tflops if bf16 else gpu.fp8_tflops) * 1e12 \
-        * ETA_DECODE_COMPUTE_BY_GPU.get(gpu.id, ETA_DECODE_COMPUTE)
+    eta_decode = ETA_DECODE_COMPUTE_BY_GPU.get(gpu.id, ETA_DECODE_COMPUTE)
+    peak = (gpu.bf16_tflops if bf16 else gpu.fp8_tflops) * 1e12 * eta_decode
+    moe_bf16 = bf16 if moe is None else moe.bf16
+    moe_peak = (gpu.bf16_tflops if moe_bf16 else gpu.fp8_tflops) * 1e12 * eta_decode
     attn_peak = gpu.bf16_tflops * 1e12 * ETA_ATTN * (ATTN_FP8_SPEEDUP if attn_fp8 else 1.0)
     domain = nvlink_domain(gpu, gpus_per_node, mnnvl)
     dispatch = combine = latency = allreduce = 0.0
@@ -396,33 +318,43 @@ def decode_terms(m: ModelShape, gpu: Gpu, *, batch: int, tensor: int, data: int,
         latency += 2 * m.layers * costs.allreduce_latency_s
     draft_s = 0.0
     if draft:
-        # The MTP module's passes: one over the step's accepted and drafted tokens (SGLang's
-        # draft extend; vLLM's first propose step), then one per further draft token over the
-        # batch; each is one decoder layer (its share of the non-expert weights and experts, its
-        # own all-to-all) and the LM head. SGLang runs k draft passes after the extend
-        # (speculative/eagle_worker.py), vLLM k - 1 (v1/spec_decode/eagle.py propose). DSpark
-        # proposes the whole block in one forward of its layer stack (sgl-project/sglang#29538).
-        layer = (nonexpert_bytes / m.layers + expert_read / max(m.moe_layers, 1)) / hbm
-        head = m.lm_head_bytes / tensor / hbm
-        per_token = (dense_flops + moe_flops) / tokens_rank / m.layers / peak
-        a2a_token = (dispatch + combine) / max(m.moe_layers, 1) / tokens_rank
-        if drafter == "dspark":
-            passes = [(batch * draft, DSPARK_LAYERS)]
-        else:
-            passes = [(tokens_rank, 1)] + [(batch, 1)] * (
-                draft if drafter == "sglang_mtp" else draft - 1)
-        for tokens, layers in passes:
-            draft_s += max(layers * layer + head, layers * per_token * tokens) + DRAFT_PASS_S \
-                + layers * (moe_latency + a2a_token * tokens)
+        draft_s = _draft_passes(
+            m, drafter, batch, draft, tokens_rank,
+            layer=(nonexpert_bytes / m.layers + expert_read / max(m.moe_layers, 1)) / hbm,
+            head=m.lm_head_bytes / tensor / hbm,
+            per_token=(dense_flops / peak + moe_flops / moe_peak) / tokens_rank / m.layers,
+            a2a_token=(dispatch + combine) / max(m.moe_layers, 1) / tokens_rank,
+            moe_latency=moe_latency)
     return StepTerms(weights=(nonexpert_bytes + expert_read) / hbm, kv=kv_read / hbm,
                      weights_half=(nonexpert_bytes + expert_bytes(tokens_rank / 2)) / hbm,
-                     gemm=(dense_flops + moe_flops) / peak, moe_gemm=moe_flops / peak,
+                     gemm=dense_flops / peak + moe_flops / moe_peak,
+                     moe_gemm=moe_flops / moe_peak,
                      attn=attn_flops / attn_peak, dispatch=dispatch, combine=combine,
                      latency=latency, allreduce=allreduce, draft=draft_s,
                      slices=m.moe_layers * slices * costs.moe_slice_s,
                      fixed=m.layers * (costs.decode_layer(persistent_mla)
                                        + (fixed.SPARSE_DECODE_LAYER_S if m.sparse_mla
                                           else 0.0)))
+
+
+def _draft_passes(m: ModelShape, drafter: str, batch: int, draft: int, tokens_rank: float, *,
+                  layer: float, head: float, per_token: float, a2a_token: float,
+                  moe_latency: float) -> float:
+    """Seconds of a decode step's speculative draft passes. The MTP module's passes: one over
+    the step's accepted and drafted tokens (SGLang's draft extend; vLLM's first propose step),
+    then one per further draft token over the batch; each is one decoder layer (``layer``: its
+    share of the weights read; ``per_token``: its GEMM time per token; ``a2a_token``: its
+    all-to-all per token and ``moe_latency``) and the LM head (``head``). SGLang runs k draft
+    passes after the extend (speculative/eagle_worker.py), vLLM k - 1 (v1/spec_decode/eagle.py
+    propose). DSpark proposes the whole block in one forward of its layer stack
+    (sgl-project/sglang#29538)."""
+    if drafter == "dspark":
+        passes = [(batch * draft, DSPARK_LAYERS)]
+    else:
+        passes = [(tokens_rank, 1)] + [(batch, 1)] * (
+            draft if drafter == "sglang_mtp" else draft - 1)
+    return sum(max(layers * layer + head, layers * per_token * tokens) + DRAFT_PASS_S
+               + layers * (moe_latency + a2a_token * tokens) for tokens, layers in passes)
 
 
 def decode_step(m: ModelShape, gpu: Gpu, *, overlap: str | None = None, **kw) -> tuple[float, str]:
@@ -464,12 +396,19 @@ class PrefillEstimate:
     work_s: float = 0.0
     #: The per-request cost off the GPU (:attr:`FixedCosts.request_s`), part of TTFT, s.
     request_s: float = 0.0
+    #: Prefill steps one request takes on its rank (its tokens over the per-rank chunk, at least
+    #: one: :func:`prefill` ``chunk_tokens``); each pays ``step_s``.
+    chunks: int = 1
+    #: The request's tokens over the per-rank chunk (0: unchunked), for batches of several
+    #: requests per rank (perf/interleave.py).
+    chunk_share: float = 0.0
 
 
 def prefill(m: ModelShape, gpu: Gpu, *, isl: int, tensor: int, data: int, pipeline: int,
             expert: bool, gpus_per_node: int, inter_gbps: float, weights_bytes: float,
             bf16: bool, overlap: str | None = None, mnnvl: bool = True,
-            batch_tokens: int = 8192, graphs: bool = False) -> PrefillEstimate:
+            batch_tokens: int = 8192, graphs: bool = False,
+            moe: MoeKernel | None = None, chunk_tokens: int | None = None) -> PrefillEstimate:
     """Prefill of ``isl`` tokens on an instance of tensor x data x pipeline GPUs.
 
     One request runs on one data-parallel rank (attention, dense layers) while its MoE layers
@@ -500,8 +439,8 @@ def prefill(m: ModelShape, gpu: Gpu, *, isl: int, tensor: int, data: int, pipeli
     gemm_peak = (gpu.bf16_tflops if bf16 else gpu.fp8_tflops) * 1e12 \
         * ETA_PREFILL_BY_GPU.get(gpu.id, costs.prefill_eta or ETA_PREFILL)
     attn_peak = gpu.bf16_tflops * 1e12 * ETA_ATTN
-    moe = 2 * m.topk * m.moe_layers * m.expert_params * isl
-    dense = 2 * m.active_params * isl - moe
+    moe_flops = 2 * m.topk * m.moe_layers * m.expert_params * isl
+    dense = 2 * m.active_params * isl - moe_flops
     if m.sparse_mla:
         # Attention and indexer at the sparse kernels' rate, expressed at attn_peak.
         attn = (2 * m.layers * m.heads * m.causal_pairs(isl) * (m.latent + m.latent_v)
@@ -511,10 +450,15 @@ def prefill(m: ModelShape, gpu: Gpu, *, isl: int, tensor: int, data: int, pipeli
         attn = 2 * m.layers * m.heads * m.causal_pairs(isl) * (m.qk_head + m.v_head)
     rank_gpus = tensor * pipeline
     moe_gpus = rank_gpus * data      # EP, or MoE TP over the tensor x data group
-    # w4a16 (bf16) dequantizes its 4-bit experts to BF16 and runs at the BF16 peak already.
-    moe_peak = gemm_peak * (DEQUANT_4BIT_PREFILL if m.expert_bits == 4 and not gpu.fp4
-                            and not bf16 else 1.0)
-    compute = dense / gemm_peak + moe / moe_peak + attn / attn_peak    # GPU-seconds per request
+    # The experts' kernel (perf/kernels.py): its own peak; 4-bit weights dequantized into an
+    # FP8 loop at DEQUANT_4BIT_PREFILL of it; a weight-only W4A16 grouped GEMM at W4A16_PREFILL
+    # of the BF16 peak.
+    if moe is None:
+        moe = MoeKernel("", bf16, dequant=m.expert_bits == 4 and not gpu.fp4 and not bf16)
+    moe_peak = (gpu.bf16_tflops if moe.bf16 else gpu.fp8_tflops) * 1e12 \
+        * ETA_PREFILL_BY_GPU.get(gpu.id, costs.prefill_eta or ETA_PREFILL) \
+        * (DEQUANT_4BIT_PREFILL if moe.dequant else 1.0) * (W4A16_PREFILL if moe.w4a16 else 1.0)
+    compute = dense / gemm_peak + moe_flops / moe_peak + attn / attn_peak    # GPU-seconds per request
     allreduce = a2a = 0.0                                           # GPU-seconds per request
     if tensor > 1:
         per_gpu = 2 * m.layers / pipeline * isl * m.hidden * 2 * 2 * (tensor - 1) / tensor
@@ -532,12 +476,15 @@ def prefill(m: ModelShape, gpu: Gpu, *, isl: int, tensor: int, data: int, pipeli
         nvl = per_copy * gpus_hit * (1 - 1 / local) / (gpu.nvlink_gbps / 2 * 1e9 * ETA_NVLINK)
         a2a = max(rdma, nvl)
     comm = allreduce + a2a
-    rank_t = (dense / gemm_peak + attn / attn_peak) / rank_gpus + moe / (moe_gpus * moe_peak) \
+    rank_t = (dense / gemm_peak + attn / attn_peak) / rank_gpus \
+        + moe_flops / (moe_gpus * moe_peak) \
         + comm / rank_gpus
     rank_t = max(rank_t, weights_bytes / (gpu.hbm_gbps * 1e9 * (costs.hbm_eta or ETA_HBM)))
     eager = costs.prefill_layer_s + (costs.dp_sync_layer_s if data > 1 else 0.0)
     step_s = m.layers * ((costs.decode_layer_s if graphs else eager)
-                         + (fixed.SPARSE_PREFILL_LAYER_S if m.sparse_mla else 0.0))
+                         + (fixed.SPARSE_PREFILL_LAYER_S if m.sparse_mla else 0.0)
+                         + (fixed.COMPRESSED_PREFILL_LAYER_S if m.compressed and not graphs
+                            else 0.0))
     per_step = max(1, batch_tokens // max(isl, 1))          # requests of one prefill batch
     gpus = tensor * data * pipeline
     hidden = OVERLAP_TWO_BATCH * min(compute, a2a) if overlap == "two_batch" else 0.0
@@ -546,8 +493,13 @@ def prefill(m: ModelShape, gpu: Gpu, *, isl: int, tensor: int, data: int, pipeli
     busy = step_time(launches, work)
     bound = "prefill compute" if compute >= comm else \
         "prefill expert all-to-all network" if a2a >= allreduce else "prefill tensor all-reduce"
-    return PrefillEstimate(step_time(step_s, rank_t), gpus / busy, bound, step_s, rank_t,
-                           costs.request_s)
+    # A prompt longer than the per-rank chunk (SGLang's chunked_prefill_size, divided by the
+    # attention-DP size: python/sglang/srt/arg_groups/parallel_hook.py, 0.5.23) prefills in
+    # that many steps, each with its own launches: c x step_time(step_s, rank_t / c).
+    share = isl / chunk_tokens if chunk_tokens else 0.0
+    chunks = max(1, math.ceil(share - 1e-9)) if chunk_tokens else 1
+    return PrefillEstimate(step_time(chunks * step_s, rank_t), gpus / busy, bound, step_s,
+                           rank_t, costs.request_s, chunks, share)
 
 
 

@@ -121,6 +121,9 @@ class HybridCache:
     window: int = 0
     chunk: int = 0
     in_flight: int = 0
+    #: SGLang: the window pool's tokens as a share of the full pool's
+    #: (``serving.swaFullTokensRatio``, --swa-full-tokens-ratio; default :data:`SGLANG_SWA_RATIO`).
+    swa_ratio: float = SGLANG_SWA_RATIO
 
     def _kinds(self) -> list[tuple[int, str]]:
         return [(n, k) for n, k in ((self.full, "full"), (self.sliding, "sliding"),
@@ -149,7 +152,7 @@ class HybridCache:
 
     def bytes_per_full_token(self) -> float:
         """SGLang's bytes per token of the full pool."""
-        return self.per_layer * (self.full + SGLANG_SWA_RATIO * (self.sliding + self.chunked))
+        return self.per_layer * (self.full + self.swa_ratio * (self.sliding + self.chunked))
 
     def tokens(self, kv_bytes: float, seq_len: int) -> int:
         """KV tokens of one rank's pool as the engine prints them."""
@@ -161,7 +164,7 @@ class HybridCache:
         """Sequences of ``seq_len`` tokens one rank's pool holds."""
         if self.engine == "sglang":
             full = int(max(0.0, kv_bytes) / self.bytes_per_full_token())
-            window = SGLANG_SWA_RATIO * full
+            window = self.swa_ratio * full
             need = max(min(seq_len, self.window or self.chunk or seq_len), 1)
             return min(full / seq_len, window / need) if (self.sliding or self.chunked) \
                 else full / seq_len
@@ -181,6 +184,10 @@ V4_ENTRY, V4_INDEX_ENTRY = 584, 132
 #: Page bytes are rounded up to multiples of 576 (vLLM v1/kv_cache_interface.py; SGLang
 #: kernels/ops/attention/dsv4/kv_layout.py ``page_bytes``).
 V4_PAGE_ALIGN = 576
+#: SGLang's window pool share for DeepSeek-V4 unless --swa-full-tokens-ratio says otherwise
+#: (SGLang 0.5.23 python/sglang/srt/arg_groups/model_overrides/deepseek_v4.py: 0.1;
+#: model_executor/pool_configurator.py ``DSV4_DEFAULT_SWA_FULL_TOKENS_RATIO``).
+V4_SWA_RATIO = 0.1
 #: Sliding window of every V4 layer and the compressor state windows, tokens (config
 #: ``sliding_window`` 128; the ratio-4 compressor keeps 8 tokens, the ratio-128 one 128).
 V4_WINDOW, V4_R4_WINDOW, V4_R128_WINDOW = 128, 8, 128
@@ -214,11 +221,14 @@ class V4Cache:
       groups), the ratio-4 compressor state (pad(4 x 2048 x 4) + pad(4 x 512 x 4) per layer),
       the ratio-128 state (pad(8 x 1024 x 4)); a request needs
       cdiv(min(window - 1 + in_flight, len), block) + 1 blocks of each;
-    * ``packed`` (<= 0.32, v1/core/kv_cache_utils.py): pages padded to the full group's, one pool
-      block packs every group's page (S x 37,440 + ratio-4 indexer + ratio-128 pages, S the
-      largest group), a request takes ceil(its byte-weighted blocks / full block) pool blocks;
-    * ``planned`` (0.33, v1/core/kv_cache_planning.py): one pool block is the widest group's
-      block, a request takes the plain sum of its groups' blocks.
+    * ``packed`` (0.20.0-0.28.x, v1/core/kv_cache_utils.py ``_get_kv_cache_groups_uniform_groups``,
+      read in the 0.20.0, 0.25.0, 0.26.0 and 0.28.0 wheels): pages padded to the full group's,
+      one pool block packs every group's page (S x 37,440 + ratio-4 indexer + ratio-128 pages,
+      S the largest group), a request takes ceil(its byte-weighted blocks / full block) pool
+      blocks; the start-up check counts layer tuples (:meth:`admission_bytes`);
+    * ``planned`` (0.29.0 on: v1/core/kv_cache_utils.py ``_get_packed_kv_cache_groups`` in the
+      0.29.0-0.31.0 wheels and 0.32.0, v1/core/kv_cache_planning.py in 0.33.0): one pool block
+      is the widest group's block, a request takes the plain sum of its groups' blocks.
 
     SGLang (DSv4 pool, tokens per rank = full tokens of the pool, page-floored to 256):
 
@@ -240,6 +250,9 @@ class V4Cache:
     entries: int = 0
     running_per_rank: int = 0
     mtp: bool = False
+    #: SGLang: the window pool's share of the full pool's tokens: DeepSeek-V4's default
+    #: :data:`V4_SWA_RATIO`, or ``serving.swaFullTokensRatio`` (--swa-full-tokens-ratio).
+    swa_ratio: float = V4_SWA_RATIO
 
     # -- vLLM --------------------------------------------------------------------------------
     def _full_block(self) -> int:
@@ -278,16 +291,54 @@ class V4Cache:
             return _cdiv(sum(n * b for n, b in groups), self._full_block())
         return sum(n for n, _ in groups)
 
+    def admission_bytes(self, seq_len: int) -> int:
+        """KV bytes vLLM's start-up check says one request of ``seq_len`` tokens needs
+        (``check_enough_kv_cache_memory``: "To serve at least one request with the model's max
+        seq len (N), (X GiB KV cache is needed, ..."), on the pool's ``available_memory``.
+
+        * ``packed`` (0.20.0-0.28.x, vllm/v1/core/kv_cache_utils.py
+          ``_max_memory_usage_bytes_from_groups``, the DeepSeek-V4 case of groups of
+          UniformTypeKVCacheSpecs): the layer tuples x the full group's distinct page sizes x
+          the pages every group needs, with the window groups split by
+          ``_get_kv_cache_groups_uniform_groups`` (``_approximate_gcd``); :meth:`_tuples`.
+        * ``planned`` (0.29.0 on): the pool block x the blocks the groups need, plus the null
+          block the pool holds back (the check is on ``available_memory`` - one block)."""
+        groups = self._groups(seq_len)
+        if self.scheme == "packed":
+            tuple_bytes = _pad(64 * V4_ENTRY) + _pad(64 * V4_INDEX_ENTRY) \
+                + (_pad(2 * V4_ENTRY) if self.n128 else 0)
+            tuples, splits = self._tuples()
+            pages = sum(n * k for (n, _), k in zip(groups, splits))
+            return int(tuples * tuple_bytes * pages)
+        return self._pool_block() * (sum(n for n, _ in groups) + 1)
+
+    def _tuples(self) -> tuple[int, list[int]]:
+        """vLLM 0.20-0.28's layer tuples per group for the start-up check, and how many groups
+        each of :meth:`_groups` stands for (the window, ratio-4 and ratio-128 state groups split
+        into groups of at most d tuples, d minimising the padding: vllm/v1/core/
+        kv_cache_utils.py ``_approximate_gcd``, lower bound the full group's tuples)."""
+        full = max(self.n4, self.n128)
+        counts = [full, self.layers, self.n4, self.n128]
+        values = [c for c in counts if c]
+        d = min(range(full, max(values) + 1),
+                key=lambda x: (sum(_cdiv(v, x) * x - v for v in values), -x))
+        split = [_cdiv(c, d) if c else 0 for c in counts]
+        tuples = max([full] + [_cdiv(c, s) for c, s in zip(counts[1:], split[1:]) if c])
+        # _groups lists the window group as two halves: together they are split[1] groups
+        window = split[1] / 2
+        return tuples, [1, window, window, split[2], split[3]]
+
     # -- SGLang ------------------------------------------------------------------------------
     def bytes_per_full_token(self) -> float:
         """SGLang's bytes per full token (what it logs as ``bytes_per_full_token``)."""
+        r = self.swa_ratio
         if self.scheme == "full-state":
-            return (0.1 * V4_ENTRY * self.entries + V4_ENTRY / 4 * self.n4
+            return (r * V4_ENTRY * self.entries + V4_ENTRY / 4 * self.n4
                     + V4_ENTRY / 128 * self.n128 + V4_INDEX_ENTRY / 4 * self.n4
-                    + 0.1 * 8 / 128 * (8192 + 2048) * self.n4 + 0.1 * 4096 * self.n128)
+                    + r * 8 / 128 * (8192 + 2048) * self.n4 + r * 4096 * self.n128)
         ring = 16 if self.mtp else 8
         swa, r128 = 585, 864
-        return (0.1 * (swa * self.layers + ring / 256 * 10240 * self.n4)
+        return (r * (swa * self.layers + ring / 256 * 10240 * self.n4)
                 + self.n4 * (swa + V4_INDEX_ENTRY) / 4 + self.n128 * r128 / 128)
 
     def _fixed_bytes(self) -> int:

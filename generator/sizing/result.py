@@ -80,6 +80,41 @@ class RoleSizing:
                 hi = mid - 1
         return lo
 
+    def one_request_gib(self) -> float:
+        """KV GiB the engine's start-up check says one ``max_model_len`` request needs: vLLM's
+        own arithmetic for DeepSeek-V4 (``seq_layout``, kv.V4Cache ``admission_bytes``: its
+        compressed, window, indexer and state groups per release), else the tokens x bytes per
+        token (vLLM 0.33.0 vllm/v1/core/kv_cache_planning.py ``check_enough_kv_cache_memory``)."""
+        cache = self.seq_layout
+        if self.engine == "vllm" and cache is not None and hasattr(cache, "admission_bytes"):
+            return cache.admission_bytes(self.max_model_len) / GIB
+        return self.max_model_len * self.kv_bytes_per_token / GIB
+
+    def longest_admitted_len(self) -> int:
+        """The longest maxModelLen the engine's start-up check admits next to this KV cache
+        (:meth:`one_request_gib`; bisection for DeepSeek-V4 on vLLM, else
+        :meth:`longest_len_for` one sequence)."""
+        cache = self.seq_layout
+        if not (self.engine == "vllm" and cache is not None and hasattr(cache, "admission_bytes")):
+            return self.longest_len_for(1)
+        kv_bytes = self.kv_cache * GIB
+        lo, hi = 0, self.max_model_len
+        while lo < hi:
+            mid = (lo + hi + 1) // 2
+            if cache.admission_bytes(mid) <= kv_bytes:
+                lo = mid
+            else:
+                hi = mid - 1
+        return lo
+
+    def admits_one_request(self) -> bool:
+        """The KV cache passes the engine's start-up check for one ``max_model_len`` request:
+        vLLM's own figure for DeepSeek-V4 (:meth:`one_request_gib`), else the tokens."""
+        cache = self.seq_layout
+        if self.engine == "vllm" and cache is not None and hasattr(cache, "admission_bytes"):
+            return self.one_request_gib() <= self.kv_cache
+        return self.kv_tokens_per_rank >= self.max_model_len
+
     def holds(self, sequences: int, length: int) -> bool:
         """Whether one DP rank's KV cache holds ``sequences`` sequences of ``length`` tokens
         (:meth:`longest_len_for`)."""

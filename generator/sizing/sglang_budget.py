@@ -32,7 +32,7 @@ from ..facts import deepep
 from ..facts.batches import cuda_graph_batch, deepep_dispatch_tokens
 from ..facts.versions import parse_version
 from ..roles import RoleInput
-from .kv import HybridCache, V4Cache
+from .kv import SGLANG_SWA_RATIO, V4_SWA_RATIO, HybridCache, V4Cache
 from .result import GIB, RoleSizing
 from .stages import worst_stage
 from .vllm_budget import ACT_BYTES_PER_TOKEN_HIDDEN, DEEPEP_HT_BUFFER_MB
@@ -186,11 +186,14 @@ def size_sglang(role: RoleInput, gpu: Gpu, inv, arch: ModelArch, stages, place,
     running = -(-(s.maxNumSeqs or role.admission or V4_DEFAULT_RUNNING) // lay.data)
 
     def v4_cache(ratios: list[int], mtp: int) -> V4Cache:
+        ratio = s.swaFullTokensRatio or V4_SWA_RATIO
         if v < (0, 5, 15):   # the DSv4 pool of 0.5.12-0.5.14 (docs/v4-kv.md)
             return V4Cache("sglang", "full-state", ratios.count(4), ratios.count(128),
-                           len(ratios) + mtp, entries=len(arch.attention.compressed.ratios))
+                           len(ratios) + mtp, entries=len(arch.attention.compressed.ratios),
+                           swa_ratio=ratio)
         return V4Cache("sglang", "fixed-state", ratios.count(4), ratios.count(128),
-                       len(ratios) + mtp, running_per_rank=running, mtp=mtp > 0)
+                       len(ratios) + mtp, running_per_rank=running, mtp=mtp > 0,
+                       swa_ratio=ratio)
 
     rope = v4_rope_tables_gib(arch)
 
@@ -198,7 +201,8 @@ def size_sglang(role: RoleInput, gpu: Gpu, inv, arch: ModelArch, stages, place,
         at = arch.attention
         if not sglang_hybrid_swa(v, arch):   # every layer a full one
             return HybridCache("sglang", per_layer, full + sliding + chunked)
-        return HybridCache("sglang", per_layer, full, sliding, chunked, at.window, at.chunk)
+        return HybridCache("sglang", per_layer, full, sliding, chunked, at.window, at.chunk,
+                           swa_ratio=s.swaFullTokensRatio or SGLANG_SWA_RATIO)
 
     def capped(pool_gib: float) -> float:
         """serving.kvCacheMemoryBytes renders --max-total-tokens (bytes / bytes per token),

@@ -86,6 +86,13 @@ MOE_DP_CHUNK = 256
 V4_WORKSPACE_GIB = 5.0
 
 
+#: First vLLM release that packs DeepSeek-V4's KV cache groups side by side in one block of the
+#: widest group (v1/core/kv_cache_utils.py ``_get_packed_kv_cache_groups``: present in the 0.29.0
+#: wheel, absent in 0.28.0, whose ``_get_kv_cache_groups_uniform_groups`` pads every page to the
+#: full group's): kv.V4Cache ``planned`` from here, ``packed`` before.
+V4_PLANNED_SINCE = (0, 29, 0)
+
+
 def v4_gather_gib(max_model_len: int, batched_tokens: int) -> float:
     """The V4 prefill gather buffer, GiB (see :data:`V4_WORKSPACE_GIB`)."""
     return 4 * (-(-max_model_len // 4) + 128 + batched_tokens) * 512 * 2 / GIB
@@ -223,9 +230,9 @@ def size_vllm(role: RoleInput, gpu: Gpu, version: str, default_utilization: floa
     # The most constrained stage decides capacity (vLLM: min over PP ranks).
     # Window groups cover the tokens in flight: one batch, two with async scheduling (the
     # default from 0.26.0 unless pipeline parallelism turns it off: VllmConfig
-    # max_in_flight_tokens); the pool layout changed in 0.33.0 (v1/core/kv_cache_planning.py).
+    # max_in_flight_tokens); the pool layout changed in 0.29.0 (kv.V4Cache).
     in_flight = batched * (2 if v >= (0, 26, 0) and lay.pipeline == 1 else 1)
-    scheme = "planned" if v >= (0, 33, 0) else "packed"
+    scheme = "planned" if v >= V4_PLANNED_SINCE else "packed"
 
     def v4_cache(ratios: list[int], mtp: int) -> V4Cache:
         return V4Cache("vllm", scheme, ratios.count(4), ratios.count(128), len(ratios) + mtp,

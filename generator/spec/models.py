@@ -289,6 +289,10 @@ class Serving(_Model):
                     "KV bytes per token (a cap on the pool mem_fraction_static sizes).")
     weightOffload: WeightOffload | None = Field(None,
         description="Keep part of the weights in host memory (group or UVA offloading).")
+    swaFullTokensRatio: float | None = Field(None, gt=0.0, le=1.0, allow_inf_nan=False,
+        description="SGLang only (--swa-full-tokens-ratio): the sliding-window pool's tokens "
+                    "as a share of the full pool's (default 0.8; DeepSeek-V4's 0.1). vLLM has "
+                    "no such pool (rule SRV010).")
 
 
 class Parallel(_Model):
@@ -321,10 +325,12 @@ class Moe(_Model):
     all2all: Literal[
         "naive", "allgather_reducescatter", "deepep_high_throughput", "deepep_low_latency",
         "deepep_v2", "pplx", "flashinfer_all2allv", "nixl_ep", "mori", "mori_high_throughput",
-        "mori_low_latency",
+        "mori_low_latency", "megamoe",
     ] | None = Field(None,
         description="Expert all-to-all backend (engine-neutral name; rendered per engine release). "
-                    "DeepEP/pplx/FlashInfer on NVIDIA; MoRI-EP (mori*) on AMD.")
+                    "DeepEP/pplx/FlashInfer on NVIDIA; MoRI-EP (mori*) on AMD; megamoe: SGLang's "
+                    "DeepGEMM Mega MoE (dispatch, expert GEMMs and combine in one kernel over "
+                    "symmetric memory; SGLang 0.5.12+, not in vLLM).")
     eplb: Eplb | None = Field(None, description="Expert-parallel load balancing.")
     placement: Literal["linear", "round_robin"] | None = Field(None,
         description="How experts map to EP ranks (vLLM --expert-placement-strategy).")
@@ -505,6 +511,7 @@ class ServingSettings:
     enforceEager: bool = False
     kvCacheMemoryBytes: int | None = None
     weightOffload: WeightOffload | None = None
+    swaFullTokensRatio: float | None = None
 
 
 def effective_serving(spec: DeploymentSpec, role: Role) -> ServingSettings:
