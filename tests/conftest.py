@@ -4,6 +4,11 @@ once, on one worker; the execution tier (``tests/execution``) is one scope, so i
 one after another on one worker while the other workers run the rest. ``pytest -n 0`` runs
 everything in one process.
 
+The execution tier's summary (each shape, its measured facts and its tests' outcomes) is written
+here, in the process that prints the session's summary: a shape module's ``SHAPE`` and each fact
+a test records (``tests/execution/conftest.py`` ``fact``) travel as user properties of the test
+reports, which pytest-xdist sends from its workers to the controller.
+
 The scopes are set by the scheduler below rather than by ``xdist_group`` marks: pytest-xdist
 3.8's ``--dist loadgroup`` writes the group into ``item._nodeid``, which pytest 9 no longer reads
 (``Node.nodeid`` is ``str(self._id)``), so the marks group nothing there."""
@@ -22,3 +27,59 @@ def pytest_xdist_make_scheduler(config, log):
             return "tests/execution" if path.startswith("tests/execution/") else path
 
     return FileScopes(config, log)
+
+
+#: per execution-tier module (its ``SHAPE`` title): test outcomes, and facts its tests recorded
+_shapes: dict[str, str] = {}
+_outcomes: dict[str, list[str]] = {}
+_facts: dict[str, list[str]] = {}
+
+
+def pytest_collection_modifyitems(items):
+    for item in items:
+        shape = getattr(getattr(item, "module", None), "SHAPE", None)
+        if shape and item.nodeid.startswith("tests/execution/"):
+            _shapes[item.nodeid.split("::")[0]] = shape
+            # carried by every report of the item, so that the controller, which collects
+            # nothing under pytest-xdist, writes the summary from the workers' reports
+            item.user_properties.append(("execution-shape", shape))
+
+
+def pytest_runtest_logreport(report):
+    module = report.nodeid.split("::")[0]
+    props = getattr(report, "user_properties", None) or []
+    for key, value in props:
+        if key == "execution-shape":
+            _shapes[module] = value
+        elif key == "execution-fact" and value not in _facts.setdefault(module, []):
+            _facts[module].append(value)
+    if module not in _shapes or (report.when != "call" and report.outcome == "passed"):
+        return
+    test = report.nodeid.split("::")[-1]
+    if hasattr(report, "wasxfail"):
+        what = f"xfail ({report.wasxfail})" if report.skipped else \
+            "XPASS: serves on this machine (the expected crash did not happen)"
+    elif report.skipped:
+        what = "not run: " + str(report.longrepr[2] if isinstance(report.longrepr, tuple) else report.longrepr)
+    else:
+        what = report.outcome
+    _outcomes.setdefault(module, []).append(f"{test}: {what}")
+
+
+def pytest_terminal_summary(terminalreporter):
+    if not _shapes:
+        return
+    terminalreporter.section("execution tier: rendered pods run with the real engine and router on CPU")
+    for module, shape in _shapes.items():
+        lines = _outcomes.get(module, [])
+        if not lines:
+            status = "not run (deselected)"
+        elif any(": failed" in x or "-> failed" in x for x in lines):
+            status = "FAILED"
+        elif all(": not run" in x for x in lines):
+            status = "NOT RUN"
+        else:
+            status = "ran"
+        terminalreporter.write_line(f"{shape}: {status}")
+        for line in _facts.get(module, []) + lines:
+            terminalreporter.write_line(f"    {line}")

@@ -43,13 +43,14 @@ def test_validate_of_a_spec_reads_it_with_pydantic_and_ruamel(s1_modules):
             "generator.deployment"} <= s1_modules
 
 
+# A valid spec's deployment plan is built for the address check (NET100: who dials which
+# address, generator/pipeline.py, issue 34), and the plan's timeouts come from the durations,
+# so generator.manifests and generator.perf load in gen validate since that check landed; the
+# render path, the planner, calibration and the client libraries still do not.
 @pytest.mark.parametrize("prefix", [
-    "generator.perf",         # the prediction: gen size/report/plan only
-    "generator.manifests",    # the deployment plan: gen render
     "generator.capacity",     # gen plan
     "generator.calibration",  # gen calibrate
     "generator.targets.templates",  # the Jinja environment: gen render
-    "generator.spec.request",  # PlanRequest: only when a file is one
     "jinja2", "jsonschema", "kubernetes", "yaml", "grafana_foundation_sdk",
 ])
 def test_validate_of_a_valid_spec_does_not_load(s1_modules, prefix):

@@ -22,10 +22,6 @@ from tests.helpers import EXAMPLES, ROOT
 HERE = Path(__file__).resolve().parent
 OVERLAYS = HERE / "overlays"
 _ip_locks: list = []          # the lock files holding this session's loopback /24s
-#: per shape module (its ``SHAPE`` title): test outcomes, and facts its tests recorded
-_shapes: dict[str, str] = {}
-_outcomes: dict[str, list[str]] = {}
-_facts: dict[str, list[str]] = {}
 #: the test item running now: facts a module-scoped fixture records at its teardown go to the
 #: last item of its module (and reach the summary with that item's teardown report)
 _current: list = []
@@ -35,58 +31,8 @@ def in_ci() -> bool:
     return os.environ.get("CI", "").strip().lower() in ("true", "1", "yes")
 
 
-def pytest_collection_modifyitems(items):
-    for item in items:
-        shape = getattr(getattr(item, "module", None), "SHAPE", None)
-        if shape and item.nodeid.startswith("tests/execution/"):
-            _shapes[item.nodeid.split("::")[0]] = shape
-            # carried by every report of the item, so that the summary is also written where
-            # the tests ran in pytest-xdist workers (the controller collects nothing itself)
-            item.user_properties.append(("execution-shape", shape))
-
-
 def pytest_runtest_setup(item):
     _current[:] = [item]
-
-
-def pytest_runtest_logreport(report):
-    module = report.nodeid.split("::")[0]
-    props = getattr(report, "user_properties", None) or []
-    for key, value in props:
-        if key == "execution-shape":
-            _shapes[module] = value
-        elif key == "execution-fact" and value not in _facts.setdefault(module, []):
-            _facts[module].append(value)
-    if module not in _shapes or (report.when != "call" and report.outcome == "passed"):
-        return
-    test = report.nodeid.split("::")[-1].split("@")[0]   # without pytest-xdist's "@group"
-    if hasattr(report, "wasxfail"):
-        what = f"xfail ({report.wasxfail})" if report.skipped else \
-            "XPASS: serves on this machine (the expected crash did not happen)"
-    elif report.skipped:
-        what = "not run: " + str(report.longrepr[2] if isinstance(report.longrepr, tuple) else report.longrepr)
-    else:
-        what = report.outcome
-    _outcomes.setdefault(module, []).append(f"{test}: {what}")
-
-
-def pytest_terminal_summary(terminalreporter):
-    if not _shapes:
-        return
-    terminalreporter.section("execution tier: rendered pods run with the real engine and router on CPU")
-    for module, shape in _shapes.items():
-        lines = _outcomes.get(module, [])
-        if not lines:
-            status = "not run (deselected)"
-        elif any(": failed" in x or "-> failed" in x for x in lines):
-            status = "FAILED"
-        elif all(": not run" in x for x in lines):
-            status = "NOT RUN"
-        else:
-            status = "ran"
-        terminalreporter.write_line(f"{shape}: {status}")
-        for line in _facts.get(module, []) + lines:
-            terminalreporter.write_line(f"    {line}")
 
 
 def fact(request, text: str) -> None:
