@@ -1,32 +1,19 @@
-"""How the suite is spread over the cores (pytest-xdist, ``-n auto`` in pyproject.toml): each
-test file is one scope, so its module-scoped fixtures (renders, parser venvs, clusters) are built
-once, on one worker; the execution tier (``tests/execution``) is one scope, so its clusters start
-one after another on one worker while the other workers run the rest. ``pytest -n 0`` runs
-everything in one process.
+"""How the suite is spread over the cores, and the execution tier's summary.
+
+pytest-xdist (``-n auto --dist loadfile`` in pyproject.toml) runs each test file on one worker,
+so its module-scoped fixtures (renders, parser venvs, clusters) are built once; the execution
+tier's files run like any other (at most one cluster per worker, each with its own loopback /24
+and budgets stretched by the starts measured in the same run: tests/execution/kubelet.py), so the
+waits of one shape (drains, grace periods, restarts) overlap the other worker's tests.
+``pytest -n 0`` runs everything in one process.
 
 The execution tier's summary (each shape, its measured facts and its tests' outcomes) is written
 here, in the process that prints the session's summary: a shape module's ``SHAPE`` and each fact
 a test records (``tests/execution/conftest.py`` ``fact``) travel as user properties of the test
-reports, which pytest-xdist sends from its workers to the controller.
-
-The scopes are set by the scheduler below rather than by ``xdist_group`` marks: pytest-xdist
-3.8's ``--dist loadgroup`` writes the group into ``item._nodeid``, which pytest 9 no longer reads
-(``Node.nodeid`` is ``str(self._id)``), so the marks group nothing there."""
+reports, which pytest-xdist sends from its workers to the controller (which loads no conftest
+below ``tests/``)."""
 
 from __future__ import annotations
-
-
-def pytest_xdist_make_scheduler(config, log):
-    from xdist.scheduler import LoadScopeScheduling
-
-    class FileScopes(LoadScopeScheduling):
-        """LoadScopeScheduling with one scope per test file and one for the execution tier."""
-
-        def _split_scope(self, nodeid: str) -> str:
-            path = nodeid.split("::", 1)[0]
-            return "tests/execution" if path.startswith("tests/execution/") else path
-
-    return FileScopes(config, log)
 
 
 #: per execution-tier module (its ``SHAPE`` title): test outcomes, and facts its tests recorded
