@@ -22,8 +22,9 @@ from .registry import Context, E, Hit, N, W, rule
       "(https://kubernetes.io/docs/concepts/storage/volumes/#emptydir); "
       "vllm-project/production-stack#276 (the OOM kill comes when /dev/shm fills, not at "
       "start: a warning); a pod of one GPU process fills nothing there: at world size 1 vLLM "
-      "runs the uni executor, without the shared-memory broadcast of "
-      "vllm/v1/executor/multiproc_executor.py (vLLM 0.33.0 vllm/config/parallel.py), and NCCL "
+      "runs the uni executor (vLLM 0.33.0 vllm/config/parallel.py), without the shared-memory "
+      "broadcast of the multiprocessing executor (vLLM 0.33.0 "
+      "vllm/v1/executor/multiproc_executor.py), and NCCL "
       "has no peer in the pod to use shared memory with")
 def _shm_limit(ctx: Context):
     for i, role in enumerate(ctx.spec.spec.roles):
