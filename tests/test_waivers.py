@@ -202,7 +202,7 @@ spec:
 
 def test_manifest_waivers_in_a_launch_script_and_an_annotation(tmp_path, capsys):
     """A hand-written Deployment whose engine downloads its weights from the Hub into the
-    container's filesystem (MOD006, a warning located at the model in the script, line 23):
+    container's filesystem (MOD006, a notice located at the model in the script, line 23):
     waived by a shell comment above it.
     The object's annotation names IMP016 with a reason (no /dev/shm here: SKP002, stale) and
     IMP004 without one (SKP001)."""
@@ -225,8 +225,10 @@ def test_manifest_waivers_in_a_launch_script_and_an_annotation(tmp_path, capsys)
         "cgroup; IMP004\"\n", ""))
     assert run(["validate", str(clean), "--strict"]) == 0
     assert capsys.readouterr().err.endswith("0 errors, 0 warnings, 1 suppressed\n")
-    assert run(["validate", str(clean), "--strict", "--no-skips"]) == 1
-    assert "warning MOD006" in capsys.readouterr().err
+    # Without the waiver MOD006 shows, a notice on a manifest (a re-download is a cost, not a
+    # defect: importer IMPORTED_NOTICES), which --strict does not fail on.
+    assert run(["validate", str(clean), "--strict", "--no-skips"]) == 0
+    assert "notice MOD006" in capsys.readouterr().err
 
 
 def test_an_annotation_covers_its_object_only(tmp_path):

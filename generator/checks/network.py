@@ -17,20 +17,31 @@ from .registry import Context, E, Hit, W, is_vllm, role_path, rule, serving_path
 
 @rule("NET001", W, "roles spanning pods name network.socketInterface",
       "sgl-project/sglang#3226 (Gloo connectFullMesh fails on the wrong NIC); "
-      "aws-samples/aws-do-eks PR#50 (hardening: a pod network with one interface resolves "
-      "the right one; multi-homed hosts and hostNetwork may not)")
+      "aws-samples/aws-do-eks PR#50 (hardening on multi-homed hosts and hostNetwork); a pod "
+      "network without secondary networks has eth0 and lo only, and NCCL's default skips lo "
+      "(https://docs.nvidia.com/deeplearning/nccl/user-guide/docs/env.html#nccl-socket-ifname): "
+      "nothing to guess there")
 def _iface(ctx: Context):
     net = ctx.spec.spec.network
     if net.socketInterface:
         return
-    for _, r in ctx.role_items():
-        if r.layout.multi_pod or net.hostNetwork:
-            why = f"spans {len(r.layout.pods)} pods" if r.layout.multi_pod else "uses hostNetwork"
+    for i, r in ctx.role_items():
+        homes = _secondary_networks(ctx, i)
+        if net.hostNetwork or (r.layout.multi_pod and homes):
+            why = "uses hostNetwork" if net.hostNetwork else \
+                f"spans {len(r.layout.pods)} pods with secondary networks ({homes})"
             yield Hit(("spec", "network", "socketInterface"),
                       f"role {r.name!r} {why} but network.socketInterface is unset: Gloo and NCCL "
                       "guess the NIC (right on a pod network with one interface, an unroutable "
                       "one on some multi-homed hosts)", "set network.socketInterface (e.g. eth0)")
             return
+
+
+def _secondary_networks(ctx: Context, i: int) -> str:
+    """The annotation of role ``i``'s pods that attaches interfaces beside eth0
+    (:data:`MULTI_HOMED`), ``key=value``, or ``""``."""
+    notes = effective_pod(ctx.spec.spec, ctx.spec.spec.roles[i]).annotations
+    return next((f"{k}={notes[k]}" for k in MULTI_HOMED if notes.get(k)), "")
 
 
 @rule("NET002", E, "socketInterface is a concrete interface name",
@@ -50,6 +61,9 @@ MULTUS_ANNOTATION = "k8s.v1.cni.cncf.io/networks"
 #: The interface a pod network namespace has without hostNetwork or Multus (CNI plugins name
 #: the pod's interface eth0: containernetworking/cni SPEC "CNI_IFNAME", set by the kubelet).
 POD_INTERFACE = "eth0"
+#: Pod annotations that attach interfaces beside eth0: Multus, and GKE multi-networking
+#: (https://cloud.google.com/kubernetes-engine/docs/how-to/setup-multinetwork-support-for-pods).
+MULTI_HOMED = (MULTUS_ANNOTATION, "networking.gke.io/interfaces")
 
 
 @rule("NET005", E, "socketInterface exists in the pod's network namespace",

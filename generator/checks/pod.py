@@ -21,9 +21,16 @@ from .registry import Context, E, Hit, N, W, rule
       "Kubernetes charges memory-backed emptyDir to the container limit "
       "(https://kubernetes.io/docs/concepts/storage/volumes/#emptydir); "
       "vllm-project/production-stack#276 (the OOM kill comes when /dev/shm fills, not at "
-      "start: a warning)")
+      "start: a warning); a pod of one GPU process fills nothing there: at world size 1 vLLM "
+      "runs the uni executor (vLLM 0.33.0 vllm/config/parallel.py), without the shared-memory "
+      "broadcast of the multiprocessing executor (vLLM 0.33.0 "
+      "vllm/v1/executor/multiproc_executor.py), and NCCL "
+      "has no peer in the pod to use shared memory with")
 def _shm_limit(ctx: Context):
     for i, role in enumerate(ctx.spec.spec.roles):
+        r = ctx.roles[i] if i < len(ctx.roles) else None
+        if r is not None and r.layout.gpus_per_pod <= 1:   # one GPU process: nothing in shm
+            continue
         pod = effective_pod(ctx.spec.spec, role)
         limit = pod.limits.memory if pod.limits and pod.limits.memory else pod.memory
         if limit is None:

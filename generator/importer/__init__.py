@@ -34,6 +34,24 @@ SPEC, MANIFEST, NEITHER, PLAN = "spec", "manifest", "neither", "plan"
 #: SRV004 (moegen's own SGLang renders need sizing.concurrency; an engine left at its default
 #: admission limit is not wrong).
 IMPORTED_SUPPRESSED = frozenset({"MOD001", "ENG002", "ENG007", "NET003", "SRV004"})
+#: Codes that on a spec hold moegen's own pattern (its host sizing, its cache, its pools) and on
+#: an imported manifest claim no defect (issue #31: "never apply moegen's own spec patterns to
+#: third-party values"): reported there as notices, the text saying what moegen would do and
+#: that it is not a defect. POD003/POD004: moegen's host sizing (generator/sizing/host.py), not
+#: a limit the engine refuses; MOD006: a Hub download into a cache that dies with the pod is
+#: downloaded again on re-creation, a cost (huggingface_hub downloads into whatever HF_HOME
+#: holds); POOL004: two roles on the same node type may be meant (a nodeSelector only filters
+#: nodes: https://kubernetes.io/docs/concepts/scheduling-eviction/assign-pod-node/).
+IMPORTED_NOTICES = {
+    "POD003": "moegen's host sizing would request more memory; the engine does not refuse this "
+              "limit (page cache is reclaimable), so on a manifest it is not a defect",
+    "POD004": "moegen's host sizing would request more CPU; the engine runs on fewer cores "
+              "(slower at worst), so on a manifest it is not a defect",
+    "MOD006": "moegen would keep the download in a cache that outlives the pod; a re-download "
+              "on re-creation is a cost, not a defect",
+    "POOL004": "moegen would give each role its own nodes; roles that select the same node "
+               "type may do so on purpose, which is not a defect",
+}
 
 
 def _is_spec(d: Document) -> bool:
@@ -172,10 +190,22 @@ def check_imported(imported: "Imported", overlays: list[Path] = (), target: str 
     checked = pipeline.check_loaded(loaded, target,
                                     hidden=lambda f: f.code in quiet or bool(waiver.covers(f)))
     found = checked.findings
+    found = [as_imported(f) for f in found]
     if imported.assumed:
         found = [assumed_release(f, imported.assumed) for f in found]
     checked.findings = sorted(imp + found, key=Finding.sort_key)
     return checked
+
+
+def as_imported(f: Finding) -> Finding:
+    """``f`` as reported on an imported manifest: a code of :data:`IMPORTED_NOTICES` (moegen's
+    own pattern, not a defect of a manifest that runs) is a notice whose message ends with what
+    moegen would do; any other finding unchanged."""
+    why = IMPORTED_NOTICES.get(f.code)
+    if why is None or f.severity is Severity.NOTICE:
+        return f
+    return replace(f, severity=Severity.NOTICE, message=f"{f.message} [notice on an imported "
+                                                         f"manifest: {why}]")
 
 
 def assumed_release(f: Finding, assumed: str) -> Finding:

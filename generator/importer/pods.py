@@ -307,6 +307,24 @@ def _devices(env: dict) -> list[str]:
     return []
 
 
+def _unsized_shm(container: dict, at) -> Issue:
+    """IMP016 for a memory emptyDir at /dev/shm without sizeLimit: a warning when the engine
+    container has no memory limit (the volume may grow to the node's memory), a notice when it
+    has one: what the container writes there counts against its limit
+    (https://kubernetes.io/docs/concepts/storage/volumes/#emptydir), which bounds it already."""
+    res = container.get("resources") if isinstance(container.get("resources"), dict) else {}
+    limits = res.get("limits") if isinstance(res.get("limits"), dict) else {}
+    limit = limits.get("memory")
+    if limit is None:
+        return Issue("IMP016", "/dev/shm is a memory emptyDir without sizeLimit and the engine "
+                     "container has no memory limit: it may grow to the node's memory",
+                     at, "give the emptyDir a sizeLimit (moegen renders pod.shmSizeGiB, "
+                     "default 8), or the container a memory limit")
+    return Issue("IMP016", f"/dev/shm is a memory emptyDir without sizeLimit; what the engine "
+                 f"writes there counts against its memory limit {limit}, which bounds it: moegen "
+                 "would render pod.shmSizeGiB (default 8); not a defect", at, notice=True)
+
+
 def _volumes(w: Workload, pods: Pods, launch: Launch, model_path: str | None,
              out: PodFields) -> None:
     spec, c = pods.spec, launch.container
@@ -331,11 +349,7 @@ def _volumes(w: Workload, pods: Pods, launch: Launch, model_path: str | None,
             ed = v.get("emptyDir") if isinstance(v.get("emptyDir"), dict) else {}
             size = str(ed.get("sizeLimit") or "")
             if ed.get("medium") == "Memory" and not size:
-                out.issues.append(Issue(
-                    "IMP016", "/dev/shm is a memory emptyDir without sizeLimit: it may grow to "
-                    "the pod's memory limit (the node's memory when there is none), and what it "
-                    "holds counts against that limit", prov_loc(w, pods, v),
-                    "give the emptyDir a sizeLimit (moegen renders pod.shmSizeGiB, default 8)"))
+                out.issues.append(_unsized_shm(c, prov_loc(w, pods, v)))
             if size.endswith("Gi") and size[:-2].isdigit():
                 gib = int(size[:-2])
                 if gib > _SHM_MAX_GIB:
