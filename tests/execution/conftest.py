@@ -1,4 +1,5 @@
-"""Fixtures of the execution tier: the CPU runtime, the tiny checkpoint, rendering, the shape report.
+"""Fixtures of the execution tier: the CPU runtime, the tiny checkpoint, rendering, the facts of
+the shape report (which tests/conftest.py prints).
 
 The tier needs the CPU runtime venv (``.ci/cpu-runtime-venv.sh``). Without it the engine tests
 skip with a loud reason, except under ``CI=true``, where they fail: CI must build it.
