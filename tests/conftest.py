@@ -5,7 +5,9 @@ so its module-scoped fixtures (renders, parser venvs, clusters) are built once; 
 tier's files run like any other (at most one cluster per worker, each with its own loopback /24
 and budgets stretched by the starts measured in the same run: tests/execution/kubelet.py), so the
 waits of one shape (drains, grace periods, restarts) overlap the other worker's tests.
-``pytest -n 0`` runs everything in one process.
+``pytest -n 0`` runs everything in one process. (Not ``--dist loadgroup``: pytest-xdist 3.8
+writes the group into ``item._nodeid``, which pytest 9.2 no longer reads, so the marks group
+nothing: pytest-dev/pytest-xdist#1386, fix proposed in pytest-dev/pytest-xdist#1388.)
 
 The execution tier's summary (each shape, its measured facts and its tests' outcomes) is written
 here, in the process that prints the session's summary: a shape module's ``SHAPE`` and each fact
