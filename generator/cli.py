@@ -171,6 +171,13 @@ def _import_options(gpu: str | None, engine_version: str | None, model_config: P
     from .importer import Options
     if gpu is not None and gpu not in GPUS:
         raise UsageError(f"--gpu {gpu}: not a catalog GPU ({', '.join(sorted(GPUS))})")
+    if engine_version is not None:
+        from .facts.versions import parse_version
+        try:
+            parse_version(engine_version)
+        except ValueError:
+            raise UsageError(f"--engine-version {engine_version}: not a release "
+                             "(MAJOR.MINOR.PATCH, e.g. 0.33.0)") from None
     return Options(gpu, engine_version, str(model_config.resolve()) if model_config else None)
 
 

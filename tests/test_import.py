@@ -23,7 +23,7 @@ from generator.importer.shell import ShellError, is_runtime, run_script, runtime
 from generator.inputs import read_inputs
 from generator.spec import load
 from generator.spec.load import read_unit
-from tests.helpers import EXAMPLES, ROOT, materialise_case
+from tests.helpers import EXAMPLES, ROOT, materialise_case, vllm_deployment
 from tests.test_golden import GOLDEN, cases
 
 S1 = EXAMPLES / "s1-16xh20-pd.yaml"
@@ -661,3 +661,15 @@ def test_imp011_a_model_outside_the_catalog(tmp_path):
     assert ("IMP011", 16) in _codes(f)
     f = _lws("exec vllm serve openai/gpt-oss-120b --tensor-parallel-size 8", tmp_path)
     assert "IMP011" not in {c for c, _ in _codes(f)}
+
+
+@pytest.mark.parametrize("value", ["banana", "latest", "0.33"])
+def test_an_engine_version_that_is_not_a_release_is_a_usage_error(tmp_path, capsys, value):
+    """--engine-version banana was taken as a stated release (IMP008 "judged at 0.33.0, the
+    nearest it knows") and turned release-dependent errors into warnings: exit 0 on a manifest
+    whose flag the parser refuses. It is refused like --gpu FOO (exit 2), before any file is read."""
+    lws = tmp_path / "m.yaml"
+    lws.write_text(vllm_deployment("deepseek-ai/DeepSeek-R1", '--tensor-parallel-size, "8"'))
+    assert run(["validate", str(lws), "--engine-version", value]) == 2
+    assert capsys.readouterr().err == (f"gen: error: --engine-version {value}: not a release "
+                                       "(MAJOR.MINOR.PATCH, e.g. 0.33.0)\n")
