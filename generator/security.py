@@ -103,8 +103,9 @@ WAIVERS: dict[str, Waiver] = {w.key: w for w in (
     _w("image-pull", "CKV_K8S_15", _PULL,
        "https://kubernetes.io/docs/concepts/containers/images/#image-pull-policy"),
     _w("rank-liveness", "CKV_K8S_8", "a rank pod without an HTTP server: its engine process "
-       "exits on failure and the group is re-created (LWS RecreateGroupOnPodRestart); the "
-       "leader's probes cover a hung group", "generator/manifests/workloads.py (LWS policies)"),
+       "exits on failure and the LeaderWorkerSet re-creates the group (restartPolicy "
+       "RecreateGroupOnPodRestart or RecreateGroupAfterStart, by release); the leader's "
+       "probes cover a hung group", "generator/facts/lws.py restart_policy"),
     _w("rank-readiness", "CKV_K8S_9", "a rank pod without an HTTP server takes no traffic: "
        "only pods that serve the API are endpoints", "generator/manifests/workloads.py"),
     _w("hub-token-env", "CKV_K8S_35", "HF_TOKEN comes from the Secret model.tokenSecret by "
