@@ -138,7 +138,8 @@ def test_s1_upgrade_with_surge_room_keeps_serving_and_rolls_together():
     assert opts["prefill first, then decode"].mixed_s == 6337 - 2190 == 4147
     assert opts["decode first, then prefill"].mixed_s == 6007 - 1860 == 4147
     assert d.best == "prefill and decode together"
-    assert [f.code for f in d.findings] == ["ROL003"]
+    # the new decode pairs with old prefill instances replaced after it: RST011's crash row
+    assert [f.code for f in d.findings] == ["ROL005", "ROL003"]
 
 
 @pytest.mark.parametrize("surge", [False, True], ids=["no-room", "room"])
@@ -288,3 +289,20 @@ def test_gen_diff_reads_a_rendered_directory(tmp_path, capsys):
     assert run(["render", str(S1), "-o", str(out), "--check"]) == 3
     err = capsys.readouterr().err
     assert "Which order to roll prefill and decode:" in err and "ROL001" in err
+
+
+# --- the restart model in a rollout -----------------------------------------------------------
+
+def test_s1_prefill_only_change_says_decode_may_crash():
+    """S1 (vLLM 0.33.0, NIXL over UCX: mlx5 RDMA devices): a prefill-only change re-creates every
+    prefill instance while decode keeps serving; the restart model's row (vllm-project/vllm#49238:
+    decode segfaults loading the new prefill's NIXL metadata) is quoted at RST011's severity."""
+    d = _diff((S1,), (S1, DIFF / "prefill-env.yaml"))
+    roles = _roles(d)
+    assert roles["prefill"].change.restarts and not roles["decode"].change.restarts
+    rol005 = [f for f in d.findings if f.code == "ROL005"]
+    assert [(f.severity.value, f.path) for f in rol005] == [
+        ("notice", "$.spec.roles[1].kvTransfer.connector")]
+    start = _startup(_side(S1).files, "decode-lws.yaml")
+    assert f"a cold start of {start} s ({start / 60:.1f} min) each" in rol005[0].message
+    assert "RST011: nixl" in rol005[0].message and "although their own template" in rol005[0].message

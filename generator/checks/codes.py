@@ -181,6 +181,10 @@ for _code, _sev, _summary, _source in (
                   "(gen preflight)",
      "generator/preflight.py (kubernetes-client/python@v37.0.2:kubernetes/client/api/"
      "version_api.py: GET /version/ returns VersionInfo with gitVersion)"),
+    ("ROL005", Severity.NOTICE, "a rollout that restarts one side of a prefill/decode pair "
+                                "does not crash the other (gen diff; RST010/RST011's severity)",
+     "generator/facts/restarts.py (the restart model: vllm-project/vllm#49238, "
+     "smg-project/smg#2503); generator/rollout/compare.py _peer_crashes"),
 ):
     external(_code, _sev, _summary, _source)
 
@@ -247,5 +251,9 @@ for _code, _sev, _summary, _source in (
                                 "transfer that checks no release (gen diff)",
      "SGLang 0.5.23 python/sglang/srt/disaggregation/mooncake/conn.py (positional ZMQ "
      "messages, no release check); generator/rollout/compat.py"),
+    ("ROL005", Severity.NOTICE, "a rollout that restarts one side of a prefill/decode pair "
+                                "does not crash the other (gen diff; RST010/RST011's severity)",
+     "generator/facts/restarts.py (the restart model: vllm-project/vllm#49238, "
+     "smg-project/smg#2503); generator/rollout/compare.py _peer_crashes"),
 ):
     external(_code, _sev, _summary, _source)

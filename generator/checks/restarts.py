@@ -4,11 +4,19 @@ peer restarts."""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from ..engines.network import nic_family
 from ..errors import Severity
 from ..facts import lws
-from ..facts.restarts import crashes
+from ..facts.restarts import PeerRestart, crashes
 from .registry import Context, Hit, W, role_path, rule
+
+if TYPE_CHECKING:
+    from collections.abc import Iterator
+
+    from ..deployment import Deployment
+    from ..roles import RoleInput
 
 #: Notice: what moegen could not check (errors.py Severity).
 N = Severity.NOTICE
@@ -52,9 +60,11 @@ def _restart_loop(ctx: Context):
                   "its annotation), or pre-pull the engine image on the pool's nodes")
 
 
-def _pd_crashes(ctx: Context):
+def pd_crashes(ctx: Deployment) -> Iterator[tuple[int, RoleInput, PeerRestart]]:
     """(index of the survivor role, role, row) of each restart-model row whose survivor
-    crashes, for the roles of a prefill/decode deployment."""
+    crashes, for the roles of a prefill/decode deployment (a :class:`Context` or the
+    :class:`~generator.deployment.Deployment` gen diff compares). The rule that reports a row
+    in gen validate: :data:`CRASH_RULE` by engine."""
     modes = {r.mode for _, r in ctx.role_items()}
     if ctx.dialect is None or not {"prefill", "decode"} <= modes:
         return
@@ -75,7 +85,7 @@ def _pd_crashes(ctx: Context):
 
 def _crash_hits(ctx: Context):
     """A finding per prefill/decode role whose survivor side crashes (the restart model)."""
-    for i, r, row in _pd_crashes(ctx):
+    for i, r, row in pd_crashes(ctx):
         yield Hit(role_path(i, "kvTransfer", "connector"),
                   f"role {r.name!r} ({ctx.spec.spec.engine.name} "
                   f"{ctx.spec.spec.engine.version}, {row.transport}): when a {row.restarted} "
@@ -103,3 +113,7 @@ def _sglang_nixl(ctx: Context):
       engines=("vllm",))
 def _vllm_nixl(ctx: Context):
     yield from _crash_hits(ctx)
+
+
+#: The rule that reports a crashing survivor in gen validate, by engine (gen diff quotes it).
+CRASH_RULE = {"sglang": "RST010", "vllm": "RST011"}

@@ -15,6 +15,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from ..checks.registry import RULES
+from ..checks.restarts import CRASH_RULE, pd_crashes
 from ..deployment import Deployment, at_spec
 from ..errors import Finding, Severity
 from ..lifecycle import rollout as lifecycle_rollout
@@ -353,7 +355,7 @@ def _capacity(model: Deployment | None, counts: dict[str, int]) -> tuple[float, 
 def _findings(diff: RolloutDiff, old: Deployment | None, new: Deployment | None) -> list[Finding]:
     """ROL001 (a role's every instance down at once), ROL002 (GPUs per instance scaled with
     sizing.concurrency unchanged), ROL003 (mixed pairs fail their KV handshake), ROL004 (mixed
-    pairs whose handshake is not checked)."""
+    pairs whose handshake is not checked), ROL005 (:func:`_peer_crashes`)."""
     if new is None:
         return []
     out = []
@@ -389,6 +391,7 @@ def _findings(diff: RolloutDiff, old: Deployment | None, new: Deployment | None)
                    "sequences",
                    "set sizing.concurrency to the sequences the new layout should hold "
                    "(gen size shows the KV capacity)")
+    _peer_crashes(diff, new, at)
     rendered = diff.rendered
     if rendered is not None and rendered.mixed_s > 0 and diff.handshake:
         a, b, differ = diff.handshake
@@ -411,6 +414,39 @@ def _findings(diff: RolloutDiff, old: Deployment | None, new: Deployment | None)
                "whether they interoperate is not known",
                "roll both roles together, or test the mixed pair before the rollout")
     return out
+
+
+def _peer_crashes(diff: RolloutDiff, new: Deployment, at) -> None:
+    """ROL005: a role this change restarts whose peer crashes when it restarts, by the restart
+    model (generator/facts/restarts.py; the row gen validate reports as RST010/RST011, at that
+    rule's severity): the survivor's instances cold-start again, an outage the rollout's
+    timeline (which rolls only the changed templates) does not include. A survivor exists
+    where the survivor role is not rolled, or where it is and the rendered order pairs
+    revisions (``mixed_s`` > 0: a survivor exchanged KV with an instance replaced after it);
+    rolled together with no mixed pair, no instance outlives its peer. ``at`` appends a
+    finding."""
+    by_mode = {r.mode: r for r in diff.roles if r.mode in ENGINE_MODES}
+    for i, role, row in pd_crashes(new):
+        rolled = by_mode.get(row.restarted)
+        if rolled is None or not rolled.change.restarts or rolled.plan.old == 0:
+            continue
+        code = CRASH_RULE[new.spec.spec.engine.name]
+        severity = next(r.severity for r in RULES if r.code == code)
+        survivor = by_mode.get(row.survivor)
+        rendered = diff.rendered
+        if survivor is not None and survivor.change.restarts and rendered is not None \
+                and rendered.mixed_s == 0:
+            continue        # both sides replaced, never paired across revisions: no survivor
+        start = f" (a cold start of {_mins(survivor.plan.start_s)} each)" \
+            if survivor is not None and survivor.plan.start_s else ""
+        also = " although their own template does not change" \
+            if survivor is not None and not survivor.change.restarts else ""
+        at("ROL005", severity, ("spec", "roles", i, "kvTransfer", "connector"),
+           f"this change restarts every {row.restarted} instance ({rolled.role!r}); by the "
+           f"restart model ({code}: {row.transport}), {row.behaviour}: the {role.name!r} "
+           f"instances that exchanged KV with a replaced {row.restarted} may crash and "
+           f"restart{also}{start}, which the rollout's timeline does not count",
+           row.remedy)
 
 
 def _surge_hint(model: Deployment, i: int) -> str:
