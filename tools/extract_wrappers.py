@@ -29,7 +29,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from extract_images import (  # noqa: E402
-    DYNAMO_RELEASES, Mirror, cli, dynamo_cuts, mirrors_dir)
+    DYNAMO_RELEASES, Mirror, cli, dynamo_cuts)
 
 ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_OUT = ROOT / "generator" / "facts" / "data" / "wrappers.json"
