@@ -198,8 +198,8 @@ def _checked(loaded: LoadedSpec, target: str | None, calibration: Path | None, w
         result.findings += found
     if not [f for f in result.findings if f.severity is Severity.ERROR
             and not (waived and waived(f))]:   # who dials which address, on the plan (NET100)
-        from .manifests.plan import build_plan
-        result.findings += address_findings(build_plan(model), model,
+        from .manifests.plan import build_plan   # untimed: the addresses, not the timeouts
+        result.findings += address_findings(build_plan(model, timed=False), model,
                                             target.address_form(model))
     return result
 
