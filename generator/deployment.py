@@ -97,10 +97,11 @@ class Deployment:
             # Imported on first use: gen validate never times a deployment (the perf model's
             # imports are a tenth of the policy check's start).
             from .perf.predict import Prediction, predict
-            resolved = self.dialect is not None and self.arch is not None and all(
-                r is not None and not r.layout.problem and isinstance(z, RoleSizing)
-                for r, z in zip(self.roles, self.sizing))
-            out = (predict(self.spec, list(zip(self.roles, self.sizing))) if resolved
+            pairs = [(r, z) for r, z in zip(self.roles, self.sizing)
+                     if r is not None and not r.layout.problem and isinstance(z, RoleSizing)]
+            resolved = (self.dialect is not None and self.arch is not None
+                        and len(pairs) == len(self.roles))
+            out = (predict(self.spec, pairs) if resolved
                    else Prediction(reason="not timed: the spec has roles without a known pool, "
                                    "a possible layout, a supported engine release, a model or "
                                    "a sizing"))

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -160,11 +161,11 @@ class Batch:
                 "suppressed": [s.to_json() for s in self.suppressed]}
 
 
-def _file_docs(unit: InputUnit, name: str):
+def _file_docs(unit: InputUnit, name: str) -> list[Document]:
     return [unit.documents[i] for i in unit.files.get(name, [])]
 
 
-def read_inputs(paths: list[Path], overlays: list[Path] = (), opts: Options | None = None,
+def read_inputs(paths: list[Path], overlays: Sequence[Path] = (), opts: Options | None = None,
                 check: bool = True, target: str | None = None, skips: bool = True,
                 require: bool = False) -> Batch:
     """Read, classify, import and (with ``check``) check every input (never raises for bad
@@ -231,7 +232,8 @@ def read_inputs(paths: list[Path], overlays: list[Path] = (), opts: Options | No
 
 
 def _import(batch: Batch, pool: InputUnit, neither: dict[str, list[Document]],
-            overlays: list[Path], opts, check: bool, target: str | None, skips: bool) -> None:
+            overlays: Sequence[Path], opts: Options | None, check: bool, target: str | None,
+            skips: bool) -> None:
     """Import and check the serving manifests of ``pool`` (``skips``: their waivers keep the
     rule errors they waive from stopping a role's sizing); sort the files that are neither
     into unread (INP002), read with the manifests, and skipped."""
@@ -254,7 +256,7 @@ def _import(batch: Batch, pool: InputUnit, neither: dict[str, list[Document]],
                 to_loaded(dep, list(overlays))), dep))
 
 
-def _is_object(data) -> bool:
+def _is_object(data: object) -> bool:
     return isinstance(data, dict) and bool(data.get("kind")) and bool(data.get("apiVersion"))
 
 
@@ -341,7 +343,7 @@ def _relocated(f: Finding, imported: Imported | None) -> Finding:
     return f
 
 
-def _kind_of(docs) -> str:
+def _kind_of(docs: list[Document]) -> str:
     """A spec or a PlanRequest is known by its kind; the importer tells the others apart (it
     is imported only then: a policy check of specs never loads it)."""
     kinds = {str(d.data.get("kind")) for d in docs if isinstance(d.data, dict)}
@@ -363,7 +365,7 @@ def _one_document(name: str) -> Finding:
                    "put one InferenceDeployment per file", Location(name, 1, 1))
 
 
-def written_errors(result: Checked, text: str, file: str, overlays: list[Path] = (),
+def written_errors(result: Checked, text: str, file: str, overlays: Sequence[Path] = (),
                    target: str | None = None) -> list[Finding]:
     """The errors ``gen validate FILE`` (with the same overlays) would report on the spec
     ``gen import`` wrote for ``result`` (``text``) that the manifests' check did not: codes

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass
+from typing import Any
 
 
 class Spread(str, enum.Enum):
@@ -117,7 +118,7 @@ def compute_layout(tensor: int, data: int, pipeline: int, expert: bool, workload
     """
     model_gpus = tensor * pipeline
     gpus = model_gpus * data
-    common = dict(tensor=tensor, data=data, pipeline=pipeline, expert_parallel=expert,
+    common: dict[str, Any] = dict(tensor=tensor, data=data, pipeline=pipeline, expert_parallel=expert,
                   gpus_per_instance=gpus, replicas=replicas)
     if workload == "pod-per-rank":
         pods = tuple(PodSlot(r, model_gpus, (r,)) for r in range(data))

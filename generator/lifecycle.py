@@ -29,11 +29,17 @@ a client bypasses the router    prefill/decode engines get no client Service of 
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from .engines.routers import rendered_router
 from .layout import compute_layout
 from .facts import lws as lwsv
+
+if TYPE_CHECKING:
+    from .roles import RoleInput
+    from .spec.models import InferenceDeployment
 
 #: The rollout moegen renders without room for a surge instance (manifests/plan.py
 #: LWS_MAX_SURGE, LWS_MAX_UNAVAILABLE): groups are replaced one at a time.
@@ -50,7 +56,7 @@ class Rollout:
     reason: str
 
 
-def _peak_nodes(spec, role_inputs, j: int) -> int:
+def _peak_nodes(spec: InferenceDeployment, role_inputs: Sequence[RoleInput], j: int) -> int:
     """Nodes role ``j`` can take: at its autoscaling maxReplicas (or replicas)."""
     role = spec.spec.roles[j]
     lay = role_inputs[j].layout
@@ -61,7 +67,7 @@ def _peak_nodes(spec, role_inputs, j: int) -> int:
                           role.workload, pool.gpusPerNode, peak).nodes_needed
 
 
-def rollout(spec, role_inputs, i: int) -> Rollout:
+def rollout(spec: InferenceDeployment, role_inputs: Sequence[RoleInput], i: int) -> Rollout:
     """The rolling update of role ``i`` (``role_inputs``: the RoleInputs in spec order).
 
     A surge instance (maxSurge 1, maxUnavailable 0) when all of:
@@ -95,7 +101,8 @@ def rollout(spec, role_inputs, i: int) -> Rollout:
     if cfg is None or not lwsv.has(cfg.version, "surgeWithoutUnavailable"):
         return Rollout(*DEFAULT_ROLLOUT, "the LeaderWorkerSet release is not declared >= "
                        f"{lwsv.since('surgeWithoutUnavailable')}")
-    if platform.scheduler is not None and platform.scheduler.kind == "kueue":
+    scheduler = platform.scheduler if platform is not None else None
+    if scheduler is not None and scheduler.kind == "kueue":
         return Rollout(*DEFAULT_ROLLOUT, "Kueue admits each group (a surge group waits for "
                        "quota)")
     pool_name = role.nodePool
@@ -120,7 +127,7 @@ def rollout(spec, role_inputs, i: int) -> Rollout:
                    "nodes)")
 
 
-def client_service(spec, mode: str, sidecar: bool) -> bool:
+def client_service(spec: InferenceDeployment, mode: str, sidecar: bool) -> bool:
     """Whether a role of ``mode`` gets its own client Service (``<name>-<role>-api``).
 
     Behind a router the roles of a prefill/decode pair are no entry point: a request sent to an

@@ -15,6 +15,8 @@ Names (``B`` = metadata.name, ``R`` = role name, ``r`` = replica index):
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 #: Kubernetes recommended labels moegen sets on every object, and moegen's own.
 L_NAME, L_INSTANCE, L_COMPONENT, L_MANAGED = (
     "app.kubernetes.io/name", "app.kubernetes.io/instance", "app.kubernetes.io/component",
@@ -99,7 +101,8 @@ def route_name(base: str) -> str:
     return base
 
 
-def object_names(base: str, roles, router: bool, gateway: bool = False
+def object_names(base: str, roles: Iterable[tuple[str, str, int]], router: bool,
+                 gateway: bool = False
                  ) -> list[tuple[str, str, str]]:
     """(kind, name, what) of every named object a deployment creates, the Services the LWS
     controller creates included. ``roles``: (name, workload, replicas) per role; ``router``:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .catalog import GPUS, ModelArch, nvl72
+from .catalog import GPUS, Gpu, ModelArch, nvl72
 from .layout import RoleLayout, compute_layout
 from .spec.models import (
     InferenceDeployment,
@@ -116,7 +116,7 @@ def role_inputs(spec: InferenceDeployment, arch: ModelArch | None) -> list[RoleI
     return roles
 
 
-def uses_mnnvl(net: Network, gpu, gpus_per_node: int) -> bool:
+def uses_mnnvl(net: Network, gpu: Gpu, gpus_per_node: int) -> bool:
     """Pods of a pool talk over multi-node NVLink: an NVL72 pool whose pods claim the spec's
     ``network.computeDomain`` channel (NVIDIA DRA driver ComputeDomain; ai-dynamo/dynamo
     PR#6364, PR#8811)."""

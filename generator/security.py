@@ -19,6 +19,10 @@ it; a NetworkPolicy admits only the traffic the plan computes (generator/manifes
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from .spec.models import InferenceDeployment
 
 #: The checkov release whose checks the waivers are written against (.ci/checkov-venv.sh).
 CHECKOV_VERSION = "3.3.30"
@@ -253,7 +257,7 @@ def control_waivers(*, image: str, api_token: str | None, root: str | None,
     return [WAIVERS[k] for k in keys]
 
 
-def network_policy_waiver(spec) -> str | None:
+def network_policy_waiver(spec: InferenceDeployment) -> str | None:
     """Why no moegen NetworkPolicy selects the deployment's pods (a :data:`WAIVERS` key), or
     None when one does: only the kubernetes target renders them (a platform controller's pods
     carry its labels and talk to its components), unless ``network.networkPolicy: false``.

@@ -164,7 +164,7 @@ def test_an_internal_image_in_a_spec_is_a_notice_not_an_error(tmp_path):
     spec = tmp_path / "s.yaml"
     text = (EXAMPLES / "s1-16xh20-pd.yaml").read_text()
     import re
-    spec.write_text(re.sub(r"image: .*", "image: registry.corp/ml/vllm-h20:v2.4.1", text, 1))
+    spec.write_text(re.sub(r"image: .*", "image: registry.corp/ml/vllm-h20:v2.4.1", text, count=1))
     found = pipeline.check(spec).findings
     assert "ENG002" not in {f.code for f in found}
     (eng007,) = [f for f in found if f.code == "ENG007"]

@@ -1,8 +1,10 @@
 """What ``gen validate`` of a spec loads (issue #35 item 5): each command imports what it needs
 when it needs it. The time itself is measured by ``bench/startup.py``, not here; these tests
-guard the imports that made it slow (the importer, the render path, the planner, calibration).
-Since the address check (NET100) builds the deployment plan of a valid spec, the plan and the
-perf model load in gen validate: 0.40 s of CPU for S1 against the issue's 0.15 s goal."""
+guard the imports that made it slow (the importer, the render path, the planner, calibration,
+the perf model). The address check (NET100) builds the deployment plan of a valid spec untimed
+(``build_plan(model, timed=False)``: the timeouts are not addresses), so generator.manifests
+loads in gen validate and generator.perf does not. bench/startup.py's figures and the floor
+(interpreter, click, ruamel.yaml, pydantic and the spec's models) are in the README (Speed)."""
 
 from __future__ import annotations
 
@@ -14,6 +16,9 @@ import pytest
 
 from generator import pipeline
 from generator.durations import timing_env, timing_env_names
+from generator.manifests.addresses import address_model
+from generator.manifests.plan import build_plan
+from generator.targets import target_for
 from tests.helpers import EXAMPLES, ROOT
 
 #: Run ``gen validate`` in a fresh interpreter and print the modules it loaded.
@@ -46,10 +51,12 @@ def test_validate_of_a_spec_reads_it_with_pydantic_and_ruamel(s1_modules):
 
 
 # A valid spec's deployment plan is built for the address check (NET100: who dials which
-# address, generator/pipeline.py, issue 34), and the plan's timeouts come from the durations,
-# so generator.manifests and generator.perf load in gen validate since that check landed; the
-# render path, the planner, calibration and the client libraries still do not.
+# address, generator/pipeline.py, issue 34), so generator.manifests loads in gen validate; the
+# plan is untimed there, so the perf model and its PlanRequest do not, nor do the render path,
+# the planner, calibration and the client libraries.
 @pytest.mark.parametrize("prefix", [
+    "generator.perf",         # the prediction and the durations: gen size, gen render
+    "generator.spec.request",  # PlanRequest: the prediction and gen plan
     "generator.capacity",     # gen plan
     "generator.calibration",  # gen calibrate
     "generator.targets.templates",  # the Jinja environment: gen render
@@ -89,3 +96,16 @@ def test_timing_env_names_are_the_variables_timing_env_sets(example, roles):
         assert list(timing_env(spec, engine, role.mode, checked.model.durations)) == names
         seen[role.name] = names
     assert seen == roles
+
+
+@pytest.mark.parametrize("example", sorted(p.name for p in EXAMPLES.glob("*.yaml")))
+def test_the_untimed_plan_has_the_timed_plans_addresses(example):
+    # NET100 reads the untimed plan (no prediction, default durations): every listener and
+    # every dial of it must be the rendered (timed) plan's, for each example and its target.
+    model = pipeline.check(EXAMPLES / example).model
+    assert model is not None
+    form = target_for(model.spec.spec.target.name).address_form(model)
+    untimed = address_model(build_plan(model, timed=False), form)
+    timed = address_model(build_plan(model), form)
+    assert untimed == timed
+    assert untimed.listeners and untimed.dials

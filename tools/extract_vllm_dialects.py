@@ -3,7 +3,7 @@
 Source: ``shared/reference/engines/vllm-dialects.yaml`` (dumped from every vLLM release's own
 ``make_arg_parser``, config dataclasses and ``envs.py``, 0.11.0 .. 0.33.0). The product may not
 read ``shared/`` at run time, so this script writes the subset it uses to
-``generator/engines/data/vllm-releases.json``. ``tests/test_dialect_data.py`` fails when the
+``generator/engines/data/vllm-releases.json``. ``tests/test_data_drift.py`` fails when the
 committed file drifts from the reference.
 
 Usage: python tools/extract_vllm_dialects.py [REFERENCE_YAML] [OUT_JSON]

@@ -28,7 +28,8 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from extract_images import (  # noqa: E402
+# mirrors_dir is re-exported: tests/test_data_drift.py finds the mirrors through this module.
+from extract_images import (  # noqa: E402, F401
     DYNAMO_RELEASES, Mirror, cli, dynamo_cuts, mirrors_dir)
 
 ROOT = Path(__file__).resolve().parent.parent

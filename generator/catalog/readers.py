@@ -47,7 +47,7 @@ llama4            llama4.py, mllama4.py    GQA (``text_config``); chunked local 
                                            ``interleave_moe_layer_step``) with one shared
                                            expert, dense MLP (``intermediate_size_mlp``)
                                            elsewhere; a vision tower
-minimax_m2        minimax_m2.py            GQA with q/k RMSNorm over all heads; 
+minimax_m2        minimax_m2.py            GQA with q/k RMSNorm over all heads;
                                            ``num_local_experts``, correction bias
                                            (``use_routing_bias``); its MTP modules are loaded
                                            by neither engine (no MiniMaxM2 MTP class in vLLM
@@ -57,6 +57,7 @@ minimax_m2        minimax_m2.py            GQA with q/k RMSNorm over all heads;
 
 from __future__ import annotations
 
+import builtins
 from dataclasses import replace
 from typing import Any, Callable
 
@@ -109,7 +110,7 @@ class _Reader:
             return default if default is not None else low
         return v
 
-    def count(self, key: str, default: int = 0) -> int:
+    def count(self, key: str, default: builtins.int = 0) -> builtins.int:
         """An integer where 0 is meaningful (no shared experts, no dense layers)."""
         return self.int(key, default, low=0)
 
@@ -117,7 +118,7 @@ class _Reader:
         v = self.c.get(key)
         return default if v is None else bool(v)
 
-    def ints(self, key: str) -> tuple[int, ...] | None:
+    def ints(self, key: str) -> tuple[builtins.int, ...] | None:
         v = self.c.get(key)
         if v is None:
             return None
@@ -221,7 +222,7 @@ def _deepseek_v4(c: dict) -> ModelArch:
                  hyper=r.int("hc_mult", 1))
 
 
-def _gqa(r: _Reader, layer_types: tuple[str, ...], **kw) -> Attention:
+def _gqa(r: _Reader, layer_types: tuple[str, ...], **kw: Any) -> Attention:
     heads = r.int("num_attention_heads")
     kv = r.int("num_key_value_heads", heads)
     head_dim = r.int("head_dim", r.int("hidden_size") // heads)

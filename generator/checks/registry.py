@@ -91,10 +91,14 @@ E, W, N = Severity.ERROR, Severity.WARNING, Severity.NOTICE
 SIZING = Phase.SIZING
 
 
+RuleFn = Callable[["Context"], Iterator[Hit]]
+
+
 def rule(code: str, severity: Severity, summary: str, source: str, *,
-         phase: Phase = Phase.RULES, engines: tuple[str, ...] = ()):
+         phase: Phase = Phase.RULES, engines: tuple[str, ...] = ()
+         ) -> Callable[[RuleFn], RuleFn]:
     """Register a rule function in :data:`RULES` (``engines``: only for these engines)."""
-    def deco(fn: Callable[[Context], Iterator[Hit]]):
+    def deco(fn: RuleFn) -> RuleFn:
         RULES.append(Rule(code, severity, summary, source, fn, phase, engines, fn.__module__))
         return fn
     return deco
@@ -143,7 +147,7 @@ def release_dependent(code: str) -> bool:
 
 # --- helpers shared by the families -----------------------------------------------------------
 
-def role_path(i: int, *rest) -> tuple:
+def role_path(i: int, *rest: object) -> tuple:
     """``("spec", "roles", i, *rest)``."""
     return ("spec", "roles", i, *rest)
 

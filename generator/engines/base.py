@@ -19,6 +19,7 @@ from typing import Protocol
 from ..roles import RoleInput
 from ..sizing import RoleSizing
 from ..sizing.host import PodProcesses
+from ..spec.models import WeightOffload
 
 #: The pod's own IP (downward API ``status.podIP``), for addresses a process binds on.
 POD_IP = "${MOEGEN_POD_IP}"
@@ -125,6 +126,11 @@ class Dialect(Protocol):
     derived_flags: dict[str, str]
 
     @property
+    def gpu_memory_utilization_default(self) -> float | None:
+        """vLLM's default ``--gpu-memory-utilization`` at this release; None for SGLang."""
+        ...
+
+    @property
     def options(self) -> frozenset[str]:
         """Command-line options of the release that moegen renders or checks."""
         ...
@@ -157,7 +163,7 @@ class Dialect(Protocol):
         ...
 
 
-def offload_args(wo) -> list[str]:
+def offload_args(wo: WeightOffload | None) -> list[str]:
     """The weight-offloading flags of ``serving.weightOffload`` (the same spelling in vLLM,
     vllm/engine/arg_utils.py OffloadConfig fields, and SGLang, python/sglang/srt/server_args.py);
     SRV009 checks the release has them."""

@@ -12,6 +12,7 @@ manifests' file:line:column, with IMP findings for what could not be reconstruct
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -22,7 +23,10 @@ from ..spec.load import Document, InputUnit, LoadedSpec, with_overlays
 from .options import Options
 
 if TYPE_CHECKING:
+    from ..pipeline import Checked
+    from ..spec.skips import Skip
     from .build import Imported
+    from .launch import Issue
 
 __all__ = ["Options", "classify", "import_unit", "to_loaded", "check_imported", "SPEC",
            "MANIFEST", "NEITHER", "IMPORTED_SUPPRESSED"]
@@ -138,7 +142,7 @@ def _beside(d: Document, group: list, groups: list[list]) -> bool:
     return all(home != _where(r.workload.doc.file) for g in groups for r in g)
 
 
-def _finding(issue) -> Finding:
+def _finding(issue: Issue) -> Finding:
     sev = Severity.ERROR if issue.error else Severity.NOTICE if issue.notice else \
         Severity.WARNING
     return Finding(issue.code, sev, "$", issue.message, issue.hint, issue.location)
@@ -160,7 +164,7 @@ def blocks(f: Finding) -> bool:
     return f.code in BLOCKING and (f.severity is Severity.ERROR or f.code in UNJUDGED)
 
 
-def to_loaded(imported: "Imported", overlays: list[Path] = ()) -> LoadedSpec:
+def to_loaded(imported: "Imported", overlays: Sequence[Path] = ()) -> LoadedSpec:
     """The imported deployment as the pipeline's input (overlays merge over it: a context file
     gives what the manifests do not say), its IMP findings first."""
     loaded = with_overlays(imported.data, imported.provenance, imported.files, list(overlays))
@@ -168,8 +172,8 @@ def to_loaded(imported: "Imported", overlays: list[Path] = ()) -> LoadedSpec:
     return loaded
 
 
-def check_imported(imported: "Imported", overlays: list[Path] = (), target: str | None = None,
-                   skips: list = ()):
+def check_imported(imported: "Imported", overlays: Sequence[Path] = (), target: str | None = None,
+                   skips: Sequence[Skip] = ()) -> Checked:
     """Run every check on an imported deployment (:func:`generator.pipeline.check_loaded`;
     ``target``: ``NAME[@VERSION]``, as ``--target``): IMP findings are reported beside the
     checks' unless one of :data:`BLOCKING` stops them. The errors not reported on manifests

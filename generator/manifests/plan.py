@@ -225,17 +225,20 @@ class DeploymentPlan:
     network_policies: list[NetworkPolicyPlan] = field(default_factory=list)
 
 
-def build_plan(model: Deployment) -> DeploymentPlan:
+def build_plan(model: Deployment, timed: bool = True) -> DeploymentPlan:
     """Build the plan of a deployment model that passed every check (raises nothing for valid
     input): per role its workloads, Services, PDB and env file (:mod:`.workloads`: the roles'
     memory plans are pinned on the command lines, their host plans size the pods), then the
     router or the inference gateway, monitoring, the dashboard (whose reference lines are the
-    model's prediction) and the DisaggregatedSet."""
+    model's prediction) and the DisaggregatedSet. Without ``timed`` the plan's timeouts are
+    :class:`Durations`' defaults and its dashboard has no predicted lines: the model is not
+    timed (the perf model is not loaded), every object, name, port and address is the same
+    (gen validate's address check, NET100)."""
     spec, dialect = model.spec, model.dialect
     roles = [r for r in model.roles if r is not None]
     sizing_by_role = {z.name: z for z in model.sizing if isinstance(z, RoleSizing)}
     host_plans = list(model.host) if model.host else [None] * len(roles)
-    durations = model.durations
+    durations = model.durations if timed else Durations()
     shared = shared_inputs(spec, roles, dialect, durations)
     base, common_labels = shared.base, shared.labels
     out = RoleObjects()
@@ -269,7 +272,7 @@ def build_plan(model: Deployment) -> DeploymentPlan:
     if shared.monitored and spec.spec.monitoring.dashboard:
         dashboard = dashboard_plan(base, dialect.engine,
                                    [(r.name, r.mode, r.admission is not None) for r in roles],
-                                   sizing_by_role, model.prediction,
+                                   sizing_by_role, model.prediction if timed else None,
                                    dict(common_labels) | dict(spec.spec.monitoring.labels))
     platform = spec.spec.platform
     disaggregated = None

@@ -9,10 +9,16 @@ from __future__ import annotations
 
 import json
 from collections import Counter
+from collections.abc import Iterable
+from typing import TYPE_CHECKING
 
 import click
 
-from ..errors import Finding, Severity
+from ..errors import Finding, Location, Severity
+
+if TYPE_CHECKING:
+    from ..checks.registry import Rule
+    from ..waivers import Suppressed
 
 _COLOURS = {Severity.ERROR: "red", Severity.WARNING: "yellow", Severity.NOTICE: "cyan"}
 #: GitHub workflow command and SARIF result level per severity (SARIF 2.1.0 §3.27.10: "note")
@@ -78,13 +84,14 @@ def github(findings: list[Finding]) -> str:
     return "\n".join(out)
 
 
-def _physical(loc) -> dict:
+def _physical(loc: Location) -> dict:
     region = {"startLine": loc.line, "startColumn": max(loc.column, 1)} if loc.line else {}
     return {"physicalLocation": {"artifactLocation": {"uri": loc.file},
                                  **({"region": region} if region else {})}}
 
 
-def sarif(findings: list[Finding], rules, suppressed=()) -> str:
+def sarif(findings: list[Finding], rules: Iterable[Rule],
+          suppressed: Iterable[Suppressed] = ()) -> str:
     """SARIF 2.1.0 (for code-scanning UIs such as GitHub's ``upload-sarif``). ``suppressed``
     (:class:`generator.waivers.Suppressed`) are results too, each with a ``suppressions`` entry
     (SARIF 2.1.0 §3.27.23 and its suppression object: kind ``inSource``, the skip's reason as

@@ -14,9 +14,15 @@ deployment models.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from .compare import RolloutDiff, Side, compare
+
+if TYPE_CHECKING:
+    from ..errors import Finding
+    from ..pipeline import Checked
 
 __all__ = ["RolloutDiff", "Side", "compare", "side", "tree_files", "diff_report",
            "drift_report"]
@@ -42,7 +48,8 @@ def tree_files(outdir: Path) -> dict[str, str]:
     return out
 
 
-def side(path: Path, overlays: list[Path] = (), target: str | None = None):
+def side(path: Path, overlays: Sequence[Path] = (), target: str | None = None
+         ) -> tuple[Side, list[Finding]]:
     """One side of a diff from ``path``: a spec (with ``overlays``) or a rendered output
     directory (imported back with ``gen import`` for its deployment model). Returns
     ``(Side, findings)``; the side's model is None when the spec is rejected or the directory
@@ -64,8 +71,9 @@ def side(path: Path, overlays: list[Path] = (), target: str | None = None):
     return Side(str(path), files, checked.model), []
 
 
-def diff_report(old: Path, new: Path, overlays=(), old_overlays=(), fmt: str = "text",
-                colour: bool = False):
+def diff_report(old: Path, new: Path, overlays: Sequence[Path] = (),
+                old_overlays: Sequence[Path] = (), fmt: str = "text", colour: bool = False
+                ) -> tuple[str, str, list[Finding] | None]:
     """``gen diff OLD NEW``: ``(stdout, stderr, rejected)``; ``rejected`` is the findings of a
     side that was rejected (or could not be read back), else None.
 
@@ -87,8 +95,8 @@ def diff_report(old: Path, new: Path, overlays=(), old_overlays=(), fmt: str = "
     return out, err, None
 
 
-def drift_report(outdir: Path, changes: list[str], spec: Path, files: dict[str, str], checked,
-                 fmt: str, colour: bool) -> tuple[str, str]:
+def drift_report(outdir: Path, changes: list[str], spec: Path, files: dict[str, str],
+                 checked: Checked, fmt: str, colour: bool) -> tuple[str, str]:
     """``gen render --check`` found ``changes``: ``(stdout, stderr)`` in ``fmt`` (json: the
     drift and gen diff's answer; github: annotations; text: the file diff, then gen diff's
     answer without its object list), the answer computed when OUTDIR reads back."""

@@ -9,7 +9,7 @@ rules) are in ``checks/sizing.py``. All memory figures are GiB (2^30 bytes).
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Protocol
+from typing import Any, Protocol
 
 from ..catalog import Gpu
 from ..roles import RoleInput
@@ -29,9 +29,12 @@ class EngineRelease(Protocol):
     default ``--gpu-memory-utilization`` for it (None for SGLang, whose static fraction the
     budget derives: sglang_budget.py)."""
 
-    engine: str
-    version: str
-    gpu_memory_utilization_default: float | None
+    @property
+    def engine(self) -> str: ...
+    @property
+    def version(self) -> str: ...
+    @property
+    def gpu_memory_utilization_default(self) -> float | None: ...
 
 
 #: SGLang all-to-all backends whose MoE layers replicate the shared experts (``--moe-a2a-backend``
@@ -50,7 +53,7 @@ def placement_for(role: RoleInput, engine: str) -> Placement:
     lay = role.layout
     moe = role.moe
     redundant = moe.eplb.redundantExperts if (moe and moe.eplb and moe.eplb.enabled) else 0
-    common = dict(ep=lay.ep_size, pp=lay.pipeline, redundant=redundant,
+    common: dict[str, Any] = dict(ep=lay.ep_size, pp=lay.pipeline, redundant=redundant,
                   mtp=role.speculative is not None, mla_bf16_copies=True)
     if engine == "sglang":
         group = lay.tensor * lay.data
@@ -90,5 +93,6 @@ def size_role(role: RoleInput, gpu: Gpu, dialect: EngineRelease) -> RoleSizing:
                             role.serving.weightOffload)
     if dialect.engine == "sglang":
         return size_sglang(role, gpu, inv, arch, stages, place, dialect.version)
-    return size_vllm(role, gpu, dialect.version, dialect.gpu_memory_utilization_default,
-                     inv, arch, stages, place)
+    utilization = dialect.gpu_memory_utilization_default
+    assert utilization is not None, "every vLLM release has a --gpu-memory-utilization default"
+    return size_vllm(role, gpu, dialect.version, utilization, inv, arch, stages, place)

@@ -25,6 +25,7 @@ from __future__ import annotations
 import io
 import json
 import sys
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -375,7 +376,7 @@ def parse_yaml_file(path: Path, overlay: bool = False) -> tuple[Any, Provenance,
     return data, prov, []
 
 
-def load_spec(spec_path: Path, overlays: list[Path] = ()) -> LoadedSpec:
+def load_spec(spec_path: Path, overlays: Sequence[Path] = ()) -> LoadedSpec:
     """Read ``spec_path`` and merge ``overlays`` in order; load ``spec.model.config`` if set.
 
     Never raises for bad input: problems are returned in ``LoadedSpec.findings``.
@@ -387,7 +388,7 @@ def load_spec(spec_path: Path, overlays: list[Path] = ()) -> LoadedSpec:
     return with_overlays(data, prov, [display_name(spec_path)], overlays, findings)
 
 
-def with_overlays(data: dict, prov: Provenance, files: list[str], overlays: list[Path] = (),
+def with_overlays(data: dict, prov: Provenance, files: list[str], overlays: Sequence[Path] = (),
                   findings: list[Finding] | None = None) -> LoadedSpec:
     """A spec document already read (a file's, or one the manifest importer built, with
     ``files`` it came from) with ``overlays`` merged in order and ``spec.model.config`` loaded."""
@@ -543,7 +544,8 @@ def _moved(loc: Location, block: tuple[int, int] | None, at: Location) -> Locati
         Location(at.file, block[0] + loc.line - 1, block[1] + loc.column)
 
 
-def loaded_from_document(doc: Document, overlays: list[Path] = (), size: int = 0) -> LoadedSpec:
+def loaded_from_document(doc: Document, overlays: Sequence[Path] = (),
+                         size: int = 0) -> LoadedSpec:
     """The :class:`LoadedSpec` of a spec document read by :func:`read_unit` (one document per
     spec file, at most :data:`MAX_BYTES`: the same limits as :func:`load_spec`)."""
     if size > MAX_BYTES:
