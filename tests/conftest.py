@@ -21,9 +21,10 @@ collection when it has at most 2 tests left (pytest-xdist 3.8 ``xdist/scheduler/
 default) puts the files with the most tests first, which put the execution tier's long files (2 to
 6 tests, minutes each) near the end of the queue (55th to 68th of 75 files at stop 37): a worker
 that takes one of them last runs alone until it ends.
-pyproject.toml turns that off (``--no-loadscope-reorder``) and ``order_files`` below starts the
-execution tier's files first, longest first, then every other file as pytest-xdist would have
-ordered it (most tests first), so the end of the run is made of short files."""
+The conformance files (1 to 4 tests, minutes each) were at the end likewise. pyproject.toml turns
+that off (``--no-loadscope-reorder``) and ``order_files`` below starts the long files first,
+longest first, then every other file as pytest-xdist would have ordered it (most tests first), so
+the end of the run is made of short files."""
 
 from __future__ import annotations
 
@@ -34,10 +35,19 @@ _outcomes: dict[str, list[str]] = {}
 _facts: dict[str, list[str]] = {}
 
 
-#: The execution tier's files that start first, longest first (worker seconds of each in the CI
-#: run of stop 37: dp_group ~390, rollout ~290, pd ~245, unified ~210). Only the order matters.
-LONGEST_FIRST = ("tests/execution/test_dp_group.py", "tests/execution/test_rollout.py",
-                 "tests/execution/test_pd.py", "tests/execution/test_unified.py")
+#: The files that start first, longest first: the execution tier's engine files and the
+#: conformance files (1 to 6 tests each, every test minutes long: real engines started, or the
+#: engines venv's vLLM/SGLang imported in subprocesses). Seconds each took on this 2-core machine
+#: at load 6-28 (tier: ``pytest tests/execution -n 0``; the rest: ``pytest -m "not execution"``
+#: on 2 workers): conformance_targets 817, conformance_vllm 769, pd 745, rollout 599,
+#: conformance_engine_config 471, unified 386, parsers_selfcheck 330, dp_group 307,
+#: conformance_rollout 176; the next file, test_targets.py, 295 s over 79 tests. Only the order
+#: matters; a file missing here goes with the rest.
+LONGEST_FIRST = ("tests/test_conformance_targets.py", "tests/test_conformance_vllm.py",
+                 "tests/execution/test_pd.py", "tests/execution/test_rollout.py",
+                 "tests/test_conformance_engine_config.py", "tests/execution/test_unified.py",
+                 "tests/conformance/test_parsers_selfcheck.py", "tests/execution/test_dp_group.py",
+                 "tests/test_conformance_rollout.py")
 
 
 def order_files(nodeids: list[str]) -> list[str]:

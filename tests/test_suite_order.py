@@ -8,16 +8,17 @@ from tests.conftest import LONGEST_FIRST, order_files
 from tests.helpers import ROOT
 
 
-def test_execution_tier_files_first_longest_first_then_most_tests_first():
+def test_long_files_first_longest_first_then_most_tests_first():
     ids = ["tests/a.py::t1",
            "tests/execution/test_unified.py::u1",
            "tests/b.py::t1", "tests/b.py::t2",
            "tests/execution/test_kubelet.py::k1",
            "tests/execution/test_dp_group.py::d1", "tests/execution/test_dp_group.py::d2",
            "tests/c.py::t1"]
-    # dp_group then unified (LONGEST_FIRST order; rollout and pd are not collected here), then
-    # b (2 tests), then a, test_kubelet, c (1 test each, in collection order)
-    assert order_files(ids) == ["tests/execution/test_dp_group.py", "tests/execution/test_unified.py",
+    # unified (386 s) then dp_group (307 s), in LONGEST_FIRST's order (the other long files are
+    # not collected here), then b (2 tests), then a, test_kubelet, c (1 test each, in collection
+    # order)
+    assert order_files(ids) == ["tests/execution/test_unified.py", "tests/execution/test_dp_group.py",
                                 "tests/b.py", "tests/a.py", "tests/execution/test_kubelet.py",
                                 "tests/c.py"]
 
