@@ -13,7 +13,18 @@ The execution tier's summary (each shape, its measured facts and its tests' outc
 here, in the process that prints the session's summary: a shape module's ``SHAPE`` and each fact
 a test records (``tests/execution/conftest.py`` ``fact``) travel as user properties of the test
 reports, which pytest-xdist sends from its workers to the controller (which loads no conftest
-below ``tests/``)."""
+below ``tests/``).
+
+The order the workers take the files in: pytest-xdist hands each worker the next file of the
+collection when it has at most 2 tests left (pytest-xdist 3.8 ``xdist/scheduler/loadscope.py``,
+``_reschedule``), so a file that starts late ends late. Its own order (``--loadscope-reorder``, the
+default) puts the files with the most tests first, which put the execution tier's long files (2 to
+6 tests, minutes each) near the end of the queue (55th to 68th of 75 files at stop 37): a worker
+that takes one of them last runs alone until it ends.
+The conformance files (1 to 4 tests, minutes each) were at the end likewise. pyproject.toml turns
+that off (``--no-loadscope-reorder``) and ``order_files`` below starts the long files first,
+longest first, then every other file as pytest-xdist would have ordered it (most tests first), so
+the end of the run is made of short files."""
 
 from __future__ import annotations
 
@@ -24,7 +35,38 @@ _outcomes: dict[str, list[str]] = {}
 _facts: dict[str, list[str]] = {}
 
 
+#: The files that start first, longest first: the execution tier's engine files and the
+#: conformance files (1 to 6 tests each, every test minutes long: real engines started, or the
+#: engines venv's vLLM/SGLang imported in subprocesses). Seconds each took on this 2-core machine
+#: at load 6-28 (tier: ``pytest tests/execution -n 0``; the rest: ``pytest -m "not execution"``
+#: on 2 workers): conformance_targets 817, conformance_vllm 769, pd 745, rollout 599,
+#: conformance_engine_config 471, unified 386, parsers_selfcheck 330, dp_group 307,
+#: conformance_rollout 176; the next file, test_targets.py, 295 s over 79 tests. Only the order
+#: matters; a file missing here goes with the rest.
+LONGEST_FIRST = ("tests/test_conformance_targets.py", "tests/test_conformance_vllm.py",
+                 "tests/execution/test_pd.py", "tests/execution/test_rollout.py",
+                 "tests/test_conformance_engine_config.py", "tests/execution/test_unified.py",
+                 "tests/conformance/test_parsers_selfcheck.py", "tests/execution/test_dp_group.py",
+                 "tests/test_conformance_rollout.py")
+
+
+def order_files(nodeids: list[str]) -> list[str]:
+    """The test files of ``nodeids`` in the order the workers should take them: those of
+    ``LONGEST_FIRST`` in that order, then the others by number of tests, most first, ties in
+    collection order (what pytest-xdist's ``--loadscope-reorder`` does). Tests keep their order
+    within a file."""
+    counts: dict[str, int] = {}
+    for nodeid in nodeids:
+        path = nodeid.split("::")[0]
+        counts[path] = counts.get(path, 0) + 1
+    first = [f for f in LONGEST_FIRST if f in counts]
+    rest = sorted((f for f in counts if f not in LONGEST_FIRST), key=lambda f: -counts[f])
+    return first + rest
+
+
 def pytest_collection_modifyitems(items):
+    rank = {f: i for i, f in enumerate(order_files([item.nodeid for item in items]))}
+    items.sort(key=lambda item: rank[item.nodeid.split("::")[0]])   # stable: order within a file kept
     for item in items:
         shape = getattr(getattr(item, "module", None), "SHAPE", None)
         if shape and item.nodeid.startswith("tests/execution/"):
