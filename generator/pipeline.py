@@ -211,6 +211,16 @@ def _checked(loaded: LoadedSpec, target: str | None, calibration: Path | None, w
     return result
 
 
+def needs_gpu(checked: Checked, command: str) -> Checked:
+    """``checked`` for a command that renders, sizes or times the deployment on its GPU
+    (``command``: ``gen render``): each POOL006 notice an error (``checked.ok`` then false)."""
+    if checked.unstated:
+        checked.findings = sorted([f for f in checked.findings if f.code != "POOL006"]
+                                  + unstated_gpu(checked, Severity.ERROR, command),
+                                  key=Finding.sort_key)
+    return checked
+
+
 def unstated_gpu(checked: Checked, severity: Severity, needs: str = "") -> list[Finding]:
     """POOL006, one per pool of ``gpu: unknown`` (``checked.unstated``): what was not checked
     and how to state the GPU; ``needs``: the command that cannot run without it (then an
