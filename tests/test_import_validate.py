@@ -201,3 +201,18 @@ def test_rdma_without_devices_leaves_the_device_lists_to_the_libraries():
     assert kv_connector_extra("mooncake", Rdma()) is None
     assert kv_connector_extra("mooncake", Rdma(devices=["mlx5_0", "mlx5_1"])) == \
         {"device_name": "mlx5_0,mlx5_1"}
+
+
+def test_every_rule_that_reads_the_gpu_is_not_reported_on_an_unknown_one():
+    """A rule that reads the pool's GPU (the catalog entry, the all-to-all per GPU, the sizing
+    phase) is in ``gpu_dependent`` (checks/registry.py), so that ``gpu: unknown`` never reports
+    a finding judged on the stand-in. SRV001 reads the sizing only for vLLM's default batch
+    (256 on every GPU under DeepEP low-latency + DP: registry.py says why it stays)."""
+    import inspect
+    import re
+
+    from generator.checks.registry import RULES, Phase, gpu_dependent
+    reads = re.compile(r"GPUS\[|\b_gpu\(|_a2a_roles\(|\.sized\(\)|\.durations\b|lifecycle\.")
+    found = sorted(r.code for r in RULES if r.check is not None and r.code != "SRV001" and (
+        r.phase is Phase.SIZING or reads.search(inspect.getsource(r.check))))
+    assert found and [c for c in found if not gpu_dependent(c)] == []
