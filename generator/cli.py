@@ -417,7 +417,8 @@ def preflight(spec: Path, overlays: tuple[Path, ...], context: str | None,
     objects = None
     if objects_path is not None:
         objects, namespace = _applied(objects_path, namespace, fmt)
-    checked = pipeline.check(spec, list(overlays), namespace=namespace)
+    checked = pipeline.needs_gpu(pipeline.check(spec, list(overlays), namespace=namespace),
+                                 "gen preflight")
     if not checked.ok:
         _emit_findings(checked, fmt)
         raise SpecRejected(checked.findings)

@@ -41,7 +41,10 @@ def _checked(spec: Path, overlays: tuple[Path, ...], target: str | None = None,
     checked = pipeline.check(spec, list(overlays), target, calibration=calibration, skips=skips)
     if checked.spec is None and checked.loaded.data.get("kind") == "PlanRequest":
         raise UsageError(f"{display_name(spec)} is a PlanRequest: use gen plan (or gen report) on it")
-    return checked
+    # Every command but gen validate renders, sizes or times the deployment on its GPU.
+    ctx = click.get_current_context(silent=True)
+    return pipeline.needs_gpu(checked, f"gen {ctx.info_name}" if ctx is not None
+                              and ctx.info_name else "this command")
 
 
 def _reject(findings: list) -> None:

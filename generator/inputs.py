@@ -373,13 +373,9 @@ def written_errors(result: Checked, text: str, file: str, overlays: Sequence[Pat
     downloads from the Hub: IMP010, MOD005), or only as warnings (judged at an assumed
     release: IMP008), so that import and validate of its spec agree."""
     from .errors import Location
-    from .importer import BLOCKING, UNJUDGED
+    from .importer import BLOCKING
     if any(f.code in BLOCKING and f.severity is Severity.ERROR for f in result.findings):
         return []   # the checks did not run on the manifests: the import failed already
-    unjudged = [f for f in result.findings if f.code in UNJUDGED]
-    if unjudged:   # the spec names a GPU moegen assumed (IMP012): it is not the deployment's
-        return [replace(f, severity=Severity.ERROR, message=f"{f.message}; {file} names a GPU "
-                        "moegen assumed") for f in unjudged]
     data, prov, findings = parse_embedded(text, file, (1, 0), Location(file, 1, 1))
     if not findings:
         findings = pipeline.check_loaded(with_overlays(data, prov, [file], list(overlays)),

@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Callable
 
 from .checks import Context, run_rules
+from .checks.registry import GPU_CODES, GPU_FAMILIES, gpu_dependent
 from .deployment import Deployment, build
 from .engines.base import Dialect
 from .errors import Finding, Location, Severity
@@ -33,7 +34,7 @@ from .sizing import RoleSizing
 from .sizing.host import HostPlan
 from .spec.load import LoadedSpec, Provenance, json_path, load_spec
 from .spec.models import InferenceDeployment
-from .spec.validate import validate_structure
+from .spec.validate import stand_in_gpu, validate_structure
 from .waivers import Suppressed, Waiver, no_error
 
 if TYPE_CHECKING:
@@ -63,6 +64,9 @@ class Checked:
     model: Deployment | None = None
     calibration: Calibration | None = None
     suppressed: list[Suppressed] = field(default_factory=list)
+    #: The pools of ``gpu: unknown`` (docs/spec.md §2): ``spec`` and ``model`` hold the
+    #: stand-in GPU for them, which nothing may render or size (:func:`gpu_refusals`).
+    unstated: tuple[str, ...] = ()
 
     @property
     def ok(self) -> bool:
@@ -182,6 +186,7 @@ def _checked(loaded: LoadedSpec, target: str | None, calibration: Path | None, w
     result.findings += findings
     if spec is None:
         return result
+    spec, result.unstated = stand_in_gpu(spec)
     result.spec = spec
     model = build(spec, loaded.provenance, loaded.model_config)
     result.model = model
@@ -201,7 +206,41 @@ def _checked(loaded: LoadedSpec, target: str | None, calibration: Path | None, w
         from .manifests.plan import build_plan   # untimed: the addresses, not the timeouts
         result.findings += address_findings(build_plan(model, timed=False), model,
                                             target.address_form(model))
+    if result.unstated:
+        result.findings = [f for f in result.findings if not gpu_dependent(f.code)] + \
+            unstated_gpu(result, Severity.NOTICE)
     return result
+
+
+def needs_gpu(checked: Checked, command: str) -> Checked:
+    """``checked`` for a command that renders, sizes or times the deployment on its GPU
+    (``command``: ``gen render``): each POOL006 notice an error (``checked.ok`` then false)."""
+    if checked.unstated:
+        checked.findings = sorted([f for f in checked.findings if f.code != "POOL006"]
+                                  + unstated_gpu(checked, Severity.ERROR, command),
+                                  key=Finding.sort_key)
+    return checked
+
+
+def unstated_gpu(checked: Checked, severity: Severity, needs: str = "") -> list[Finding]:
+    """POOL006, one per pool of ``gpu: unknown`` (``checked.unstated``): what was not checked
+    and how to state the GPU; ``needs``: the command that cannot run without it (then an
+    error: gen render, size, report)."""
+    out = []
+    for name in checked.unstated:
+        path = ("spec", "nodePools", name, "gpu")
+        codes = ", ".join([f"{f}*" for f in GPU_FAMILIES] + sorted(GPU_CODES))
+        what = f"{needs} needs it" if needs else (
+            "the checks that read it did not run: HBM sizing, what the GPU runs (kernels, "
+            "formats, all-to-all libraries), its generation and NVLink domain, and what is "
+            f"derived from its memory and speed ({codes})")
+        out.append(Finding(
+            "POOL006", severity, json_path(path),
+            f"pool {name!r}: the GPU is not stated (gpu: unknown): {what}",
+            f"state it: nodePools.{name}.gpu (a catalog id, e.g. H200-141GB), gen import "
+            "--gpu, or a nodeSelector / required node affinity on nvidia.com/gpu.product in "
+            "the manifests", checked.loaded.provenance.locate(path)))
+    return out
 
 
 def address_findings(plan: DeploymentPlan, model: Deployment, form) -> list[Finding]:

@@ -495,7 +495,7 @@ def _allocatable(checked, api: Api, path: tuple, node: str, alloc: dict,
         pod = effective_pod(s, role)
         gpu = GPUS[s.nodePools[role.nodePool].gpu]
         need: dict[str, float] = {gpu.resource: lay.gpus_per_pod * per_node}
-        if s.network.rdma is not None:
+        if s.network.rdma is not None and s.network.rdma.resourceName is not None:
             need[s.network.rdma.resourceName] = s.network.rdma.resourceCount * per_node
         if host is not None:
             big = max(host.pods, key=lambda p: p.memory_gib)

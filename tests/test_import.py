@@ -408,8 +408,15 @@ def test_import_options_fill_what_a_manifest_does_not_say(tmp_path):
     assert sorted((f.code, f.severity.value) for f in found) == \
         [("IMP012", "notice"), ("IMP017", "warning")]
     assert batch.ok and run(["validate", str(lws)]) == 0
-    # gen import writes a spec that names a GPU moegen assumed: that spec is not the deployment.
-    assert run(["import", str(lws), "-o", str(tmp_path / "spec.yaml")]) == 1
+    # gen import writes gpu: unknown, not a guess; gen validate of that spec runs the checks
+    # that do not read the GPU (POOL006 says which did not) and finds what they find: nothing
+    # is mounted at the local model path /models/DeepSeek-R1 (MOD005), so the import exits 1.
+    spec = tmp_path / "spec.yaml"
+    assert run(["import", str(lws), "-o", str(spec)]) == 1
+    assert yaml.safe_load(spec.read_text())["spec"]["nodePools"]["serve"]["gpu"] == "unknown"
+    again = read_inputs([spec]).results[0].checked.findings
+    assert [(f.code, f.severity.value) for f in again] == [("MOD005", "error"),
+                                                          ("POOL006", "notice")]
     batch = read_inputs([lws], opts=Options(gpu="H200-141GB"))
     r = batch.results[0]
     assert r.imported.data["spec"]["nodePools"]["serve"]["gpu"] == "H200-141GB"

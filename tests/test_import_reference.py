@@ -82,8 +82,8 @@ moegen's policy, not a bug of the manifest as it runs (documented, not verified 
   (--nnodes, >= 0.11.1, is moegen's path): the GKE samples span TP x PP over Ray
   (multi-node-serving.sh), which 0.8.5 picks by itself. No VER001 on a manifest that runs.
 
-What the importer could not carry over (IMP notes): IMP004 (an RDMA resource without device
-names: the checks that need network.rdma did not run), IMP005 (options and load-balancing modes
+What the importer could not carry over (IMP notes): IMP004 (RDMA NICs without device names:
+imported as network.rdma without devices, the NIC family read from the resource name), IMP005 (options and load-balancing modes
 moegen does not render), IMP008 (the image's engine release is not in moegen's image table,
 or has no per-release facts: judged at the newest release whose parser has every option used,
 or at the nearest release), IMP011 (a model outside the catalog: Llama-4, gpt-oss, GLM-5.2),
@@ -234,12 +234,12 @@ EXPECTED = {
         ("A2A004", 286),
     ]),
     "llmd-wide-ep-lws-vllm-deepseek-r1-0528-gke": ("H200-141GB", [
-        ("IMP004", 70),
+        # The GKE RDMA networks (networking.gke.io/interfaces, rdma-0 .. rdma-7) with the HCAs
+        # DEEP_EP_DEVICE_TO_HCA_MAPPING names (mlx5_0 .. mlx5_7): network.rdma, no IMP004.
         ("IMP005", 87),
         ("IMP015", 98),
         ("RST011", 98),
         ("POOL005", 334),
-        ("IMP004", 381),
         ("IMP005", 399),
         ("IMP015", 408),
     ]),

@@ -1,16 +1,20 @@
 """gen import writes a spec that validates whenever the manifest is sound (issue 31 item 7), on
-the reference manifests of ../shared/reference/manifests (before issue 31: none of the 20
-did; MOD005 x15 for Hub downloads, ENG002 x5 for llm-d-cuda:v0.9.0 read as vLLM 0.9.0).
+the reference manifests of ../shared/reference/manifests with the GPU their README names (before
+issue 31: none of the 20 did; MOD005 x15 for Hub downloads, ENG002 x5 for llm-d-cuda:v0.9.0 read
+as vLLM 0.9.0). Without options: tests/test_import_validate.py (the GPU a manifest does not name
+is ``gpu: unknown`` there).
 
-Of the twenty, SOUND validate. The others, and why (tests/test_import_reference.py has each
-finding): five are unsound as published (PD011 on both Dynamo SGLang DeepSeek-R1 recipes, SRV001
-on the Hopper vLLM recipe, A2A004 on the llm-d DisaggregatedSet, NET032 on the KServe P/D
-sample); five serve a model outside moegen's catalog (MOD001 until --model-config gives its
-config.json: gpt-oss x2, GLM-5.2 x2, Llama-4); two run vLLM 0.8.5, which moegen renders at its
-nearest release, 0.11.0, where TP x PP across pods needs --nnodes (LAY005); two SGLang roles
-leave the admission limit at SGLang's default, which moegen's SGLang render does not express
-(SRV004: sizing.concurrency); the llm-d GKE variant's RDMA networks name no device, so the spec
-has no network.rdma for DeepEP across pods (A2A004)."""
+Of the twenty, SOUND validate, and the Llama-4 Maverick sample's spec does too (its import exits
+1 on the Secret's ``{{HF_TOKEN}}``, LOAD014 in the manifest). The others, and why
+(tests/test_import_reference.py has each finding): six are unsound as published (PD011 on both
+Dynamo SGLang DeepSeek-R1 recipes, SRV001 on the Hopper vLLM recipe, A2A004 on the llm-d
+DisaggregatedSet, NET032 on the KServe P/D sample, PD090 on the llm-d GLM-5.2 benchmark, whose
+``--max-model-len auto`` (vLLM's auto-fit) the spec does not express either: SIZ002); two run
+vLLM 0.8.5, which moegen renders at its nearest release, 0.11.0, where TP x PP across pods needs
+--nnodes (LAY005; the manifests span pods over Ray); five SGLang deployments leave the decode
+admission at SGLang's default, which depends on the KV pool and which moegen's SGLang render does
+not express (SRV004: sizing.concurrency), among them both DeepSeek-R1 recipes above and SGLang's
+own StatefulSet example (given its config.json with --model-config)."""
 
 from __future__ import annotations
 
@@ -25,8 +29,11 @@ from tests.helpers import shared
 #: manifest -> --gpu (the reference README's GPU where the manifest does not say).
 SOUND = {
     "dynamo-dgd-deepseek-v4-flash-vllm-disagg-h200-agentic": None,
+    "dynamo-dgd-glm-5.2-fp8-sglang-disagg-h200-agentic": None,
     "kserve-llmisvc-deepseek-r1-0528-dp-ep-deepep-ht": "H200-141GB",
+    "llmd-pd-disaggregation-vllm-gpt-oss-120b-coreweave": "H200-141GB",
     "llmd-wide-ep-lws-vllm-deepseek-r1-0528-coreweave": "H200-141GB",
+    "llmd-wide-ep-lws-vllm-deepseek-r1-0528-gke": "H200-141GB",
     "llmd-wide-ep-lws-vllm-deepseek-v4-pro-oci-gb200-high-tpt": "GB200-186GB",
     "llmd-wide-ep-lws-vllm-deepseek-v4-pro-oci-gb200-low-latency": "GB200-186GB",
 }

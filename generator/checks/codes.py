@@ -105,6 +105,9 @@ for _code, _sev, _summary, _source in (
      "against each listener's bind address, per target; raised by generator/pipeline.py; "
      "llm-d/llm-d-router@v0.10.0:pkg/sidecar/proxy/options.go:399, the sidecar dials its "
      "engine at localhost)"),
+    ("POOL006", N, "every pool's GPU is stated; with gpu: unknown the checks that read the GPU "
+     "do not run (a notice; an error for gen render, size and report, which need it)",
+     "docs/spec.md §2 (nodePools.<pool>.gpu: unknown); generator/pipeline.py"),
     ("SCH001", E, "the spec matches the schema", "schemas/inferencedeployment.schema.json"),
     ("SCH002", E, "no unknown fields",
      "schemas/inferencedeployment.schema.json (additionalProperties: false)"),

@@ -204,7 +204,8 @@ def _deepep_nic(ctx: Context):
                    if ctx.dialect is None or c in ctx.dialect.all2all_choices]
             yield Hit(role_path(i, "moe", "all2all"),
                       f"role {r.name!r}: {a2a} spans {len(r.layout.pods)} pods over "
-                      f"{nic.name} NICs ({', '.join(ctx.spec.spec.network.rdma.devices)}): "
+                      f"{nic.name} NICs "
+                      f"({', '.join(ctx.spec.spec.network.rdma.devices) or 'devices not named'}): "
                       "DeepEP's V1 internode kernels need NVSHMEM IBGDA, which drives mlx5 NICs "
                       f"only ({nic.source})",
                       f"use {' or '.join(alt)} across pods, or keep each instance in one node")

@@ -145,6 +145,25 @@ def release_dependent(code: str) -> bool:
     return code not in RELEASE_FREE and family not in RELEASE_FREE_FAMILIES
 
 
+#: Families whose findings read the pool's GPU (HBM sizing, what the GPU runs: kernels,
+#: formats, all-to-all libraries), and single codes of other families that do: the GPU's
+#: generation or vendor (ENG030 known-bad rows, OVL004, PD010), its memory through the sizing
+#: (OVL005, SRV005's auto-fit maxModelLen, A2A006's CUDA-graph batch), its NVLink
+#: domain (NET003's MNNVL variables), the durations predicted on it (PD060-PD062, SRV060) and
+#: its node label (POOL005's hint). With ``gpu: unknown`` (docs/spec.md §2) they are not
+#: reported: POOL006 says so. SRV001 is reported: vLLM's default max_num_batched_tokens under
+#: DeepEP low-latency + EP + DP is 256 on every GPU; the stand-in's other tier (8192, 70 GiB and
+#: up) is below only the 16384 of >= 160 GiB GPUs from vLLM 0.28.0 (sizing/vllm_budget.py).
+GPU_FAMILIES = ("SIZ", "GPU", "QNT")
+GPU_CODES = frozenset({"ENG030", "OVL004", "OVL005", "PD010", "SRV005", "A2A006",
+                       "NET003", "PD060", "PD061", "PD062", "SRV060", "POOL005"})
+
+
+def gpu_dependent(code: str) -> bool:
+    """A finding of ``code`` depends on the pool's GPU (not reported when it is unknown)."""
+    return code in GPU_CODES or code.rstrip("0123456789") in GPU_FAMILIES
+
+
 # --- helpers shared by the families -----------------------------------------------------------
 
 def role_path(i: int, *rest: object) -> tuple:

@@ -129,14 +129,17 @@ def network_env(net: Network, moe: Moe | None,
     gid = net.rdma.gidIndex if net.rdma is not None else None
     pkey = net.rdma.pkeyIndex if net.rdma is not None else None
     nic = nic_family(net.rdma)
+    devices = net.rdma.devices if net.rdma is not None else []
     if net.rdma is not None:
-        out.append(("NCCL_IB_HCA", "=" + ",".join(net.rdma.devices)))
+        if devices:   # none named: NCCL uses every HCA it finds
+            out.append(("NCCL_IB_HCA", "=" + ",".join(devices)))
         if gid is not None:
             out.append((GID_INDEX_ENV["nccl"], str(gid)))
         if pkey is not None:
             out.append((PKEY_INDEX_ENV["nccl"], str(pkey)))
         if kv_transfer is not None and nic.nixl_backend == "UCX":
-            out.append(("UCX_NET_DEVICES", ",".join(f"{d}:1" for d in net.rdma.devices) + ",lo"))
+            if devices:   # none named: UCX uses every device (UCX_NET_DEVICES default all)
+                out.append(("UCX_NET_DEVICES", ",".join(f"{d}:1" for d in devices) + ",lo"))
             if gid is not None:
                 out.append((GID_INDEX_ENV["ucx"], str(gid)))
                 if kv_transfer.connector == "mooncake":
@@ -145,8 +148,9 @@ def network_env(net: Network, moe: Moe | None,
         if net.socketInterface:
             out.append(("NVSHMEM_BOOTSTRAP_UID_SOCK_IFNAME", net.socketInterface))
         if net.rdma is not None and nic.ibgda:
-            out += [("NVSHMEM_REMOTE_TRANSPORT", "ibgda"), ("NVSHMEM_IB_ENABLE_IBGDA", "1"),
-                    ("NVSHMEM_HCA_LIST", ",".join(f"{d}:1" for d in net.rdma.devices))]
+            out += [("NVSHMEM_REMOTE_TRANSPORT", "ibgda"), ("NVSHMEM_IB_ENABLE_IBGDA", "1")]
+            if devices:
+                out.append(("NVSHMEM_HCA_LIST", ",".join(f"{d}:1" for d in devices)))
             if gid is not None:
                 out.append((GID_INDEX_ENV["nvshmem"], str(gid)))
             if pkey is not None:

@@ -323,7 +323,7 @@ class SglangDialect:
             return common
         common += ["--disaggregation-mode", role.mode,
                    "--disaggregation-transfer-backend", TRANSFER[role.kv_transfer.connector]]
-        if role.network.rdma is not None:
+        if role.network.rdma is not None and role.network.rdma.devices:
             common += ["--disaggregation-ib-device", ",".join(role.network.rdma.devices)]
         nic = nic_family(role.network.rdma)
         if role.kv_transfer.connector == "nixl" and nic is not None \

@@ -559,8 +559,8 @@ def kv_connector_extra(connector: str, rdma) -> dict | None:
     if connector == "nixl" and nic is not None and nic.nixl_backend != "UCX":
         return {"backends": [nic.nixl_backend]}
     if connector == "mooncake" and rdma is not None:
-        extra = {"device_name": ",".join(rdma.devices)}
+        extra = {"device_name": ",".join(rdma.devices)} if rdma.devices else {}
         if nic.mooncake_protocol != "rdma":
             extra["mooncake_protocol"] = nic.mooncake_protocol
-        return extra
+        return extra or None
     return None

@@ -18,6 +18,7 @@ from ..engines.caches import CACHE_ENV_KEYS, CACHE_MOUNT
 from ..engines.registry import LABELS
 from ..facts import images
 from ..facts.versions import default_image
+from ..spec.models import GPU_UNKNOWN
 from ..spec.provenance import Provenance
 from .platforms import KSERVE_COMMAND_ENV
 from .build import (
@@ -269,15 +270,16 @@ def _pools(group: list[Role], names: list[str], issues: list[Issue]) -> tuple[di
             issues.append(Issue("IMP012", f"role {name!r}: the GPU is not stated (no GPU product "
                                 "in the node selector or node affinity): the deployment checks "
                                 "(HBM sizing, GPU family, parallel layout, engine flags) were "
-                                "not run, only how the manifest reads", r.launch.loc(-1),
+                                "not run, only how the manifest reads; gen import writes "
+                                "gpu: unknown", r.launch.loc(-1),
                                 "pass --gpu (e.g. --gpu H200-141GB) to run them", notice=True))
-            gpu = "H100-80GB"
+            gpu = GPU_UNKNOWN
         per_pod = r.pod.gpus or 1
         nodes = r.workload.replicas * r.workload.size
         if _workload_kind(r) == "pod-per-rank":
             # One pod per DP rank: the node holds several (GB200/GB300 trays have 4 GPUs,
             # HGX boards 8: catalog scaleup_gpus).
-            per_node = 4 if gpu.startswith("GB") else 8
+            per_node = 4 if gpu.startswith("GB") else 8   # unknown: an HGX board
             nodes = -(-nodes * per_pod // per_node)
             per_pod = per_node
         key = repr((gpu, per_pod, r.pod.pool))
@@ -367,8 +369,6 @@ def assemble(group: list[Role], opts: Options, files: list[str]) -> Imported:
             suppress.add("PD002")   # a connector moegen does not model (TPUConnector): IMP005
         if r.fields.auto_len:
             suppress.add("SIZ002")   # vLLM auto-fits the length instead of refusing (RoleFields)
-        if any(i.code == "IMP004" for i in r.pod.issues):
-            suppress |= {"A2A004", "PD011"}   # "network.rdma unset": IMP004 says why
         if _runs_ray(r.launch.container):
             suppress.add("LAY005")   # spans pods over Ray, not moegen's --nnodes (_RAY)
     spec["roles"] = roles
@@ -407,23 +407,26 @@ def _kv_role_issues(r: Role, version: str, assumed: str | None) -> list[Issue]:
     that deprecates it (:data:`KV_BOTH_DEPRECATED`)."""
     from ..facts.versions import parse_version
     kv_role, cmd = r.fields.kv_role, r.launch.command
+    nixl = r.fields.role.get("kvTransfer", {}).get("connector") == "nixl"
+    inside = ""
+    if r.fields.kv_nixl_role is not None:   # the NixlConnector of a MultiConnector
+        kv_role, nixl, inside = r.fields.kv_nixl_role, True, " (inside MultiConnector)"
     o = cmd.get("--kv-transfer-config") if cmd is not None else None
     if o is None or kv_role is None or r.mode not in ("prefill", "decode"):
         return []
     want = vl.KV_ROLES[r.mode]
     loc = r.launch.loc(o.index)
     if kv_role == "kv_both":
-        if r.fields.role.get("kvTransfer", {}).get("connector") != "nixl" \
-                or parse_version(version) < KV_BOTH_DEPRECATED:
+        if not nixl or parse_version(version) < KV_BOTH_DEPRECATED:
             return []
         at = f"vLLM {version}" + (", assumed (IMP008)" if assumed else "")
-        return [Issue("IMP015", f"role {r.name!r} ({r.mode}) runs NixlConnector with kv_role "
+        return [Issue("IMP015", f"role {r.name!r} ({r.mode}) runs NixlConnector{inside} with kv_role "
                       f"kv_both, which {at} logs as deprecated (vLLM 0.23.0 vllm/distributed/"
                       f"kv_transfer/kv_connector/v1/nixl/connector.py:98); the spec renders "
                       f"{want}", loc, f"set kv_role {want}")]
     if kv_role != want:
-        return [Issue("IMP015", f"role {r.name!r} is a {r.mode} role but its KV connector's "
-                      f"kv_role is {kv_role}: the KV would flow the wrong way", loc,
+        return [Issue("IMP015", f"role {r.name!r} is a {r.mode} role but its KV connector's"
+                      f"{inside} kv_role is {kv_role}: the KV would flow the wrong way", loc,
                       f"set kv_role {want}", error=True)]
     return []
 

@@ -65,7 +65,11 @@ class RoleFields:
         model: ``name``/``path``/``weights`` found on the command line; model_locs likewise.
         mode: ``prefill``/``decode`` when the command says (SGLang ``--disaggregation-mode``,
             the vLLM KV role, Dynamo's wrapper), else None.
-        kv_role: vLLM's ``kv_role`` as written; kv_extra: its ``kv_connector_extra_config``;
+        kv_role: vLLM's ``kv_role`` as written; kv_nixl_role: the ``kv_role`` of a
+            NixlConnector inside a MultiConnector (its ``kv_connector_extra_config.connectors``:
+            vLLM 0.33.0 vllm/distributed/kv_transfer/kv_connector/v1/multi_connector.py
+            ``_get_connector_classes_and_configs`` builds each child from its own dict, the
+            outer kv_role not inherited); kv_extra: its ``kv_connector_extra_config``;
             kv_unmodelled: its keys beyond connector and role (the extra config is checked
             against ``network.rdma`` once the pods are read); devices: SGLang's ``--disaggregation-ib-device``.
         auto_len: ``--max-model-len auto``/-1: vLLM fits the length to the KV memory left
@@ -81,6 +85,7 @@ class RoleFields:
     mode: str | None = None
     port: int | None = None
     kv_role: str | None = None
+    kv_nixl_role: str | None = None
     kv_extra: Any = None
     kv_unmodelled: list[str] = field(default_factory=list)
     devices: list[str] | None = None
@@ -268,6 +273,13 @@ def _vllm_pd(r: _Reader) -> None:
             r.issue("IMP005", f"KV connector {cls!r} is not one moegen renders "
                     f"({', '.join(sorted(CONNECTORS))})", o)
         r.out.kv_role = cfg.get("kv_role")
+        if cls == "MultiConnector":
+            inner = (cfg.get("kv_connector_extra_config") or {}).get("connectors") \
+                if isinstance(cfg.get("kv_connector_extra_config"), dict) else None
+            nixl = [c for c in inner if isinstance(c, dict)
+                    and c.get("kv_connector") == "NixlConnector"] if isinstance(inner, list) else []
+            if nixl:
+                r.out.kv_nixl_role = nixl[0].get("kv_role")
         # moegen renders kv_load_failure_policy "recompute" on decode (engines/vllm.py); any
         # other value it keeps as kvTransfer.loadFailurePolicy.
         policy = cfg.get("kv_load_failure_policy")

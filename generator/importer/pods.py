@@ -165,7 +165,7 @@ def read_pod(w: Workload, pods: Pods, launch: Launch, gpu_option: str | None,
     if isinstance(tol, list) and tol:
         out.pool["tolerations"] = [t for t in tol if isinstance(t, dict)]
     _resources(launch, limits, requests, out)
-    _network(spec, launch, limits, out)
+    _network(pods, launch, limits, out)
     if "hostNetwork" in out.network:
         at = prov.locate((*pods.path, "hostNetwork"))
         out.network_locs.update({("hostNetwork",): at, ("bindAddress",): at})
@@ -237,35 +237,75 @@ def _resources(launch: Launch, limits: dict, requests: dict, out: PodFields) -> 
             out.pod.setdefault("limits", {})[spec_key] = str(lim)
 
 
-def _network(spec: dict, launch: Launch, limits: dict, out: PodFields) -> None:
-    env = launch.env
+def _network(pods: Pods, launch: Launch, limits: dict, out: PodFields) -> None:
+    spec, env = pods.spec, launch.env
     if spec.get("hostNetwork") is True:
         out.network["hostNetwork"] = True
     iface = env.get("GLOO_SOCKET_IFNAME") or env.get("NCCL_SOCKET_IFNAME")
     if isinstance(iface, str) and re.fullmatch(r"[A-Za-z0-9_.-]+", iface):
         out.network["socketInterface"] = iface
-    rdma = [(k, v) for k, v in limits.items() if _RDMA.search(str(k)) and str(k) != "cpu"]
+    # A resource of count 0 requests nothing (GKE's zero-valued networking.gke.io.networks/*
+    # requests beside its multi-network annotation).
+    rdma = [(k, v) for k, v in limits.items() if _RDMA.search(str(k)) and str(k) != "cpu"
+            and _quantity_gpus(v) != 0]
+    how = _rdma_without_resource(pods, launch) if not rdma else None
+    if not rdma and how is None:
+        return
+    r: dict[str, Any] = {}
     if rdma:
         name, count = rdma[0]
-        devices = _devices(env)
-        if devices:
-            r: dict[str, Any] = {"resourceName": str(name), "devices": devices}
+        how = f"requests {name}"
+        if _RESOURCE.fullmatch(str(name)):
+            r["resourceName"] = str(name)
             if _quantity_gpus(count) and _quantity_gpus(count) > 1:
                 r["resourceCount"] = _quantity_gpus(count)
-            gid = env.get("NCCL_IB_GID_INDEX") or env.get("NVSHMEM_IB_GID_INDEX")
-            if isinstance(gid, str) and gid.isdigit():
-                r["gidIndex"] = int(gid)
-            pkey = env.get("NCCL_IB_PKEY") or env.get("NVSHMEM_IB_PKEY_INDEX")
-            if isinstance(pkey, str) and pkey.isdigit():
-                r["pkeyIndex"] = int(pkey)
-            out.network["rdma"] = r
-        else:
-            out.issues.append(Issue(
-                "IMP004", f"the pod requests {name} but names no RDMA device (NCCL_IB_HCA, "
-                "NVSHMEM_HCA_LIST, UCX_NET_DEVICES; NCCL and UCX use the devices the pod sees): "
-                "network.rdma is left out, so moegen's RDMA checks did not run", launch.loc(-1),
-                "set NCCL_IB_HCA to the HCAs, or give network.rdma in an overlay (-f), to run "
-                "them", notice=True))
+    devices = _devices(env)
+    if devices:
+        r["devices"] = devices
+    gid = env.get("NCCL_IB_GID_INDEX") or env.get("NVSHMEM_IB_GID_INDEX")
+    if isinstance(gid, str) and gid.isdigit():
+        r["gidIndex"] = int(gid)
+    pkey = env.get("NCCL_IB_PKEY") or env.get("NVSHMEM_IB_PKEY_INDEX")
+    if isinstance(pkey, str) and pkey.isdigit():
+        r["pkeyIndex"] = int(pkey)
+    out.network["rdma"] = r
+    out.network_locs[("rdma",)] = launch.loc(-1)
+    if not devices:
+        out.issues.append(Issue(
+            "IMP004", f"the pod {how} but names no RDMA device (NCCL_IB_HCA, NVSHMEM_HCA_LIST, "
+            "UCX_NET_DEVICES): imported as network.rdma without devices (NCCL, NVSHMEM and UCX "
+            "use every HCA the pod sees); the NIC family is read from the resource name, else "
+            "taken as mlx5 (NET030, NET031 and the NIXL backend assume it)", launch.loc(-1),
+            "set NCCL_IB_HCA to the HCAs, or give network.rdma.devices in an overlay (-f)",
+            notice=True))
+
+
+#: An extended resource name as the spec holds it (spec/models.py Rdma.resourceName).
+_RESOURCE = re.compile(r"[a-z0-9.-]+/[a-zA-Z0-9_.-]+")
+#: Pod annotations that attach secondary networks: Multus's
+#: (k8snetworkplumbingwg/multus-cni@v3.9.3:docs/how-to-use.md, k8s.v1.cni.cncf.io/networks) and
+#: GKE multi-networking's (networking.gke.io/interfaces: the RDMA networks rdma-0 .. rdma-7 in
+#: llm-d/llm-d@cc4fbfd:guides/wide-ep-lws/modelserver/gpu/vllm/gke). A network whose name says
+#: RDMA (:data:`_RDMA`) gives the pod RDMA NICs without a device-plugin resource.
+_NETWORK_ANNOTATIONS = ("k8s.v1.cni.cncf.io/networks", "networking.gke.io/interfaces")
+
+
+def _rdma_without_resource(pods: Pods, launch: Launch) -> str | None:
+    """How the pod reaches RDMA NICs without a device-plugin resource, or None: an RDMA
+    network in a multi-network annotation, or the host's network with ``/dev/infiniband``
+    mounted from the host (the verbs character devices, https://docs.kernel.org/infiniband/user_verbs.html)."""
+    for key in _NETWORK_ANNOTATIONS:
+        value = pods.annotations.get(key)
+        if value is not None and _RDMA.search(str(value)):
+            return f"attaches RDMA networks ({key})"
+    if pods.spec.get("hostNetwork") is not True:
+        return None
+    host_dev = {v.get("name") for v in pods.spec.get("volumes") or [] if isinstance(v, dict)
+                and str((v.get("hostPath") or {}).get("path", "")).startswith("/dev/infiniband")}
+    mounts = launch.container.get("volumeMounts") or []
+    if any(isinstance(m, dict) and m.get("name") in host_dev for m in mounts):
+        return "runs on the host network with /dev/infiniband mounted"
+    return None
 
 
 def _compute_domain(w: Workload, pods: Pods, launch: Launch, res: dict,
@@ -295,12 +335,21 @@ def _compute_domain(w: Workload, pods: Pods, launch: Launch, res: dict,
             "network.computeDomain in an overlay (-f)"))
 
 
+#: Variables that name the pod's HCAs: NCCL's, NVSHMEM's and UCX's device lists
+#: (``name[:port]``), and DeepEP's GPU -> HCA map (``gpu:name[:port]``, deepseek-ai/DeepEP#466,
+#: which llm-d's images apply: its GKE wide-EP guides set it).
+_DEVICE_ENV = ("NCCL_IB_HCA", "NVSHMEM_HCA_LIST", "UCX_NET_DEVICES", "DEEP_EP_DEVICE_TO_HCA_MAPPING")
+
+
 def _devices(env: dict) -> list[str]:
-    for key in ("NCCL_IB_HCA", "NVSHMEM_HCA_LIST", "UCX_NET_DEVICES"):
+    for key in _DEVICE_ENV:
         v = env.get(key)
         if not isinstance(v, str) or not v or is_runtime(v) or v.startswith("^"):
             continue
-        names = [d.split(":")[0] for d in v.lstrip("=").split(",") if d and d != "lo"]
+        items = [d for d in v.lstrip("=").split(",") if d and d != "lo"]
+        if key == "DEEP_EP_DEVICE_TO_HCA_MAPPING":
+            items = [d.split(":", 1)[1] for d in items if ":" in d]
+        names = list(dict.fromkeys(d.split(":")[0] for d in items))
         names = [n for n in names if re.fullmatch(r"[A-Za-z0-9_.-]+", n)]
         if names:
             return names

@@ -30,7 +30,7 @@ def refine(imported: Imported) -> None:
     """Remove the candidates whose value moegen would derive (in place). Does nothing when the
     spec without them does not build (the pipeline then reports why)."""
     from ..deployment import build
-    from ..spec.validate import validate_structure
+    from ..spec.validate import stand_in_gpu, validate_structure
     data = copy.deepcopy(imported.data)
     removed: dict[tuple, object] = {}
     for i, role in enumerate(data["spec"]["roles"]):
@@ -47,9 +47,11 @@ def refine(imported: Imported) -> None:
     if spec is None:
         _defaults(imported.data)
         return
+    spec, unknown = stand_in_gpu(spec)
     model = build(spec, imported.provenance, None)
     for (i, where, key), value in removed.items():
-        if _derived(model, i, where, key) == value:
+        # What moegen derives depends on the GPU: with gpu: unknown the manifest's values stay.
+        if not unknown and _derived(model, i, where, key) == value:
             imported.data["spec"]["roles"][i][where].pop(key, None)
             imported.provenance.locations.pop(("spec", "roles", i, where, key), None)
     _required_flags(imported.data, model)

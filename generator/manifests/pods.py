@@ -211,7 +211,7 @@ def _resources(ctx: PodContext, pods: range) -> dict[str, Any]:
                 limits[key] = value
     # The pool's device-plugin resource: nvidia.com/gpu or amd.com/gpu (catalog Gpu.resource).
     limits[GPUS[ctx.pool.gpu].resource] = role.layout.gpus_per_pod
-    if net.rdma is not None:
+    if net.rdma is not None and net.rdma.resourceName is not None:
         limits[net.rdma.resourceName] = net.rdma.resourceCount
     claims = {"claims": [{"name": IMEX_CLAIM}]} if role.mnnvl else {}
     return {"limits": limits} | ({"requests": requests} if requests else {}) | claims

@@ -346,7 +346,9 @@ def _network(net) -> list[dict]:
             ("host network", "yes" if net.hostNetwork else "no"),
             ("API listens on", "the pod IP only" if net.bindAddress == "podIP"
              else "every interface of the pod"),
-            ("RDMA", f"{rdma.resourceName} x{rdma.resourceCount}: {', '.join(rdma.devices)}"
+            ("RDMA", (f"{rdma.resourceName} x{rdma.resourceCount}" if rdma.resourceName
+                      else "no device-plugin resource")
+             + f": {', '.join(rdma.devices) or 'every HCA the pod sees'}"
              + (f", GID index {rdma.gidIndex}" if rdma.gidIndex is not None else "")
              + (f", P_Key index {rdma.pkeyIndex}" if rdma.pkeyIndex is not None else "")
              if rdma is not None else "none (TCP)"),

@@ -64,7 +64,7 @@ def side(path: Path, overlays: Sequence[Path] = (), target: str | None = None
         model = deps[0].checked.model if len(deps) == 1 else None
         findings = [] if model is not None else batch.all_findings()
         return Side(f"{path} (rendered)", files, model), findings
-    checked = pipeline.check(path, list(overlays), target)
+    checked = pipeline.needs_gpu(pipeline.check(path, list(overlays), target), "gen diff")
     if not checked.ok:
         return Side(str(path), {}, None), checked.findings
     _, files = pipeline.render(checked)

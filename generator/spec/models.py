@@ -153,11 +153,19 @@ class Toleration(_Model):
         description="Seconds a NoExecute taint is tolerated.")
 
 
+#: ``nodePools.*.gpu`` when the GPU is not stated (docs/spec.md §2): never a catalog id.
+GPU_UNKNOWN = "unknown"
+
+
 class NodePool(_Model):
     """A pool of identical GPU nodes."""
 
-    gpu: Literal[tuple(GPUS)] = Field(  # type: ignore[valid-type]
-        description="GPU catalog id (HBM, bandwidth, FLOPS).")
+    gpu: Literal[tuple(GPUS) + (GPU_UNKNOWN,)] = Field(  # type: ignore[valid-type]
+        description="GPU catalog id (HBM, bandwidth, FLOPS), or unknown: the manifests a spec "
+        "was imported from do not name the GPU (gen import without --gpu). With unknown, gen "
+        "validate runs the checks that do not read the GPU and says in one notice per pool "
+        "(POOL006) which did not run (HBM sizing, the GPU's kernels and formats); gen render, "
+        "size and report refuse it (docs/spec.md §2).")
     gpusPerNode: int = Field(ge=1, le=16, description="GPUs per node.")
     nodes: int = Field(ge=1, le=4096, description="Nodes available (capacity check).")
     nodeSelector: Labels = Field(default_factory=dict,
@@ -167,13 +175,22 @@ class NodePool(_Model):
 
 
 class Rdma(_Model):
-    """RDMA NICs exposed to the pods."""
+    """RDMA NICs exposed to the pods (``rdma: {}``: the pods have RDMA NICs, reached without a
+    device-plugin resource and not named: what gen import reads from a manifest that does not
+    say more)."""
 
-    resourceName: str = Field(pattern=r"^[a-z0-9.-]+/[a-zA-Z0-9_.-]+$",
-                              description="Extended resource requested per pod, e.g. rdma/ib.")
+    resourceName: str | None = Field(
+        None, pattern=r"^[a-z0-9.-]+/[a-zA-Z0-9_.-]+$",
+        description="Extended resource requested per pod, e.g. rdma/ib. Unset: the pods reach "
+        "their RDMA NICs without one (multi-network annotations: Multus "
+        "k8s.v1.cni.cncf.io/networks, GKE networking.gke.io/interfaces, carried in "
+        "pod.annotations; hostNetwork with /dev/infiniband).")
     resourceCount: int = Field(1, ge=1, le=64, description="Units of resourceName per pod.")
     devices: list[Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9_.-]+$", max_length=64)]] = \
-        Field(min_length=1, max_length=64, description="HCA names, e.g. [mlx5_0, mlx5_1].")
+        Field(default_factory=list, max_length=64,
+              description="HCA names, e.g. [mlx5_0, mlx5_1]. Empty: not named, NCCL, NVSHMEM, "
+              "UCX and Mooncake use every HCA the pod sees (NCCL_IB_HCA, NVSHMEM_HCA_LIST, "
+              "UCX_NET_DEVICES and SGLang's --disaggregation-ib-device are then not rendered).")
     gidIndex: int | None = Field(None, ge=0, le=255, description="RoCE GID index.")
     pkeyIndex: int | None = Field(
         None, ge=0, le=65535,

@@ -19,7 +19,7 @@ from pydantic import ValidationError
 
 from ..errors import Finding, Severity, closest
 from .load import LoadedSpec, json_path
-from .models import InferenceDeployment, json_schema
+from .models import GPU_UNKNOWN, InferenceDeployment, json_schema
 
 if TYPE_CHECKING:
     import jsonschema
@@ -153,6 +153,24 @@ def validate_structure(loaded: LoadedSpec) -> tuple[InferenceDeployment | None, 
         out.append(Finding("SCH001", Severity.ERROR, json_path(path), e["msg"], "",
                            loaded.provenance.locate(path)))
     return None, out
+
+
+#: The catalog GPU a pool of ``gpu: unknown`` is modelled with, so that every check that does
+#: not read the GPU runs (docs/spec.md §2): the findings of those that do
+#: (``checks/registry.py`` ``gpu_dependent``) are not reported, POOL006 says so.
+GPU_STAND_IN = "H100-80GB"
+
+
+def stand_in_gpu(spec: InferenceDeployment) -> tuple[InferenceDeployment, tuple[str, ...]]:
+    """``spec`` with :data:`GPU_STAND_IN` for every pool of ``gpu: unknown``, and the names of
+    those pools (sorted; empty: ``spec`` itself, unchanged)."""
+    unknown = tuple(sorted(n for n, p in spec.spec.nodePools.items() if p.gpu == GPU_UNKNOWN))
+    if not unknown:
+        return spec, ()
+    pools = {n: p.model_copy(update={"gpu": GPU_STAND_IN}) if n in unknown else p
+             for n, p in spec.spec.nodePools.items()}
+    inner = spec.spec.model_copy(update={"nodePools": pools})
+    return spec.model_copy(update={"spec": inner}), unknown
 
 
 def pydantic_findings(model_cls, data, provenance) -> tuple[object | None, list[Finding]]:
