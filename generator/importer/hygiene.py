@@ -1,0 +1,167 @@
+"""The pod-template hygiene of an imported serving workload (issue #31 item 5: the defect classes
+the corpus audits found with no rule, tests/corpus/audit).
+
+Read from the pod templates as written, after the engine container is known (``read_pod``
+calls :func:`pod_issues` once per pod template it reads). Each check is one IMP code registered
+in ``generator/checks/codes.py`` with its source:
+
+* IMP019 (warning): a container other than the engine's (a routing sidecar, an init container,
+  a downloader) runs an image on a moving tag (``latest``, ``main``, ``dev``, ``nightly``, or no
+  tag) without a digest: each pull may run another build (the engine's own image is ENG003's).
+* IMP020 (warning): one container sets an environment variable twice: the kubelet keeps the last
+  value (the earlier one is silently dropped).
+* IMP021 (warning): the engine container that serves the API has a readiness or startup probe but
+  no liveness probe: a hung engine is never restarted (no probe at all is IMP017's).
+* IMP022 (warning): a container's command installs Python packages (``pip install``) before the
+  engine starts: every container start needs the package index and may install another version.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from .launch import Issue, Launch
+from .workloads import Pods, Workload
+
+#: Tags that name another image over time (Kubernetes: "avoid using the :latest tag";
+#: no tag means :latest: https://kubernetes.io/docs/concepts/containers/images/#image-names);
+#: ``main``/``master``/``dev``/``nightly`` are branch builds (llm-d's sidecar ``:main``,
+#: vLLM's ``nightly``, SGLang's ``dev``). Same list as ENG003's (generator/checks/pod.py).
+MOVING_TAGS = ("", "latest", "main", "master", "dev", "nightly")
+
+#: ``pip install`` / ``pip3 install`` / ``python -m pip install`` / ``uv pip install`` as a
+#: shell word sequence (``pip-install-x`` is one word, not a command).
+_PIP = re.compile(r"(?<![\w./-])(?:uv\s+pip|pip3?|python3?(?:\.\d+)?\s+-m\s+pip)\s+install"
+                  r"(?![\w-])")
+
+
+def pod_issues(w: Workload, pods: Pods, launch: Launch, own_probes: bool) -> list[Issue]:
+    """IMP019-IMP022 on the pod template ``pods`` of ``w``, whose engine container is
+    ``launch.container`` (at ``launch.cpath``); ``own_probes``: the kind's controller adds no
+    probe to the engine container (IMP017's scope, pods.py). Returns the issues in template
+    order (no exception on malformed values: what is not a mapping or a list is skipped)."""
+    out: list[Issue] = []
+    for path, c, init in _containers(pods):
+        name = str(c.get("name", "?"))
+        what = f"{w.kind} {w.name}: {'init container' if init else 'container'} {name}"
+        if tuple(path) != tuple(launch.cpath):
+            out += _moving_tag(w, path, c, what)
+        out += _duplicate_env(w, path, c, what)
+        out += _package_install(w, path, c, what)
+    if pods.index == 0 and own_probes:
+        out += _no_liveness(w, launch)
+    return out
+
+
+def _containers(pods: Pods):
+    """(path, container, is an init container) of every container of the template."""
+    for key in ("initContainers", "containers"):
+        items = pods.spec.get(key)
+        if not isinstance(items, list):
+            continue
+        for i, c in enumerate(items):
+            if isinstance(c, dict):
+                yield (*pods.path, key, i), c, key == "initContainers"
+
+
+def image_tag(image: str) -> tuple[str, bool]:
+    """(tag, has a digest) of an image reference: ``"busybox"`` -> ("", False),
+    ``"host:5000/a/b:1.2"`` -> ("1.2", False), ``"a:main@sha256:..."`` -> ("main", True)."""
+    ref, _, digest = image.partition("@")
+    last = ref.rsplit("/", 1)[-1]
+    return (last.split(":", 1)[1] if ":" in last else ""), bool(digest)
+
+
+def _moving_tag(w: Workload, path: tuple, c: dict, what: str) -> list[Issue]:
+    image = c.get("image")
+    if not isinstance(image, str) or not image.strip() or "$(" in image or "<" in image:
+        return []
+    tag, digest = image_tag(image.strip())
+    if digest or tag not in MOVING_TAGS:
+        return []
+    policy = c.get("imagePullPolicy")
+    pull = (f"imagePullPolicy {policy}" if isinstance(policy, str) else
+            "imagePullPolicy defaults to Always" if tag in ("", "latest") else
+            "imagePullPolicy defaults to IfNotPresent: each node keeps the build it pulled first")
+    return [Issue(
+        "IMP019", f"{what} runs {image} on the moving tag {tag or '(none: latest)'} without a "
+        f"digest ({pull}): pods started at different times or on different nodes run different "
+        "builds, whose flags and protocol are not the ones this manifest was tested with",
+        w.doc.provenance.locate((*path, "image")),
+        "pin a release tag or a digest (image: name:tag@sha256:...)")]
+
+
+def _duplicate_env(w: Workload, path: tuple, c: dict, what: str) -> list[Issue]:
+    env = c.get("env")
+    if not isinstance(env, list):
+        return []
+    prov = w.doc.provenance
+    first: dict[str, int] = {}
+    out = []
+    for i, item in enumerate(env):
+        if not isinstance(item, dict) or not isinstance(item.get("name"), str):
+            continue
+        name = item["name"]
+        if name not in first:
+            first[name] = i
+            continue
+        earlier = prov.locate((*path, "env", first[name]))
+        value = _shown(item)
+        out.append(Issue(
+            "IMP020", f"{what} sets {name} twice (line {earlier.line}, then here): the kubelet "
+            f"keeps the last definition, so {name} is {value} and the earlier value "
+            f"{_shown(env[first[name]])} has no effect",
+            prov.locate((*path, "env", i)),
+            f"keep one definition of {name}"))
+    return out
+
+
+def _shown(item: Any) -> str:
+    if not isinstance(item, dict):
+        return "?"
+    if "valueFrom" in item:
+        return "taken from valueFrom"
+    return repr(str(item.get("value", "")))
+
+
+def _package_install(w: Workload, path: tuple, c: dict, what: str) -> list[Issue]:
+    prov = w.doc.provenance
+    for key in ("command", "args"):
+        words = c.get(key)
+        if not isinstance(words, list):
+            continue
+        for i, word in enumerate(words):
+            if not isinstance(word, str):
+                continue
+            for n, line in enumerate(word.splitlines()):
+                m = _PIP.search(line)
+                if m is None or "--no-index" in line:
+                    continue
+                return [Issue(
+                    "IMP022", f"{what} runs {m.group(0)!r} before the engine starts: every "
+                    "container start (each restart and re-creation) needs the package index and "
+                    "installs whatever version it serves then, which may not match the image's "
+                    "engine",
+                    prov.locate_in_text((*path, key, i), n, m.start()),
+                    "build the package into the image (or pin the version and install from a "
+                    "local wheel with --no-index)")]
+    return []
+
+
+def _no_liveness(w: Workload, launch: Launch) -> list[Issue]:
+    """IMP021: in IMP017's scope (pods.py ``_probes``: kinds whose controllers add no probe,
+    the pod that serves the API), some probe but no liveness probe."""
+    c = launch.container
+    if isinstance(c.get("livenessProbe"), dict):
+        return []
+    key = next((k for k in ("readinessProbe", "startupProbe") if isinstance(c.get(k), dict)),
+               None)
+    if key is None:
+        return []   # no probe at all: IMP017
+    return [Issue(
+        "IMP021", f"{w.kind} {w.name}: the engine container has a {key} but no livenessProbe: "
+        "an engine that hangs after it started (a stalled collective, a wedged scheduler) is "
+        "never restarted; it stays NotReady and its capacity is lost until someone deletes the "
+        "pod", w.doc.provenance.locate((*launch.cpath, key)),
+        "add a livenessProbe on the engine's /health (after the startup probe)")]
