@@ -24,7 +24,7 @@ HEAD = ("apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: d}\n"   # lines
 PROBES = ("        startupProbe: {httpGet: {path: /health, port: 8000}}\n"
           "        readinessProbe: {httpGet: {path: /health, port: 8000}}\n"
           "        livenessProbe: {httpGet: {path: /health, port: 8000}}\n")
-OURS = ("IMP019", "IMP020", "IMP021", "IMP022")
+OURS = ("IMP019", "IMP020", "IMP021", "IMP022", "IMP023")
 
 
 def _ours(text: str, tmp_path) -> list[tuple[str, str, int]]:
@@ -116,3 +116,25 @@ def test_corpus_cks_mooncake(cks_mooncake):
     # serve` (lines 51, 174) and the decode's routing sidecar on :main (line 119).
     assert cks_mooncake == [("IMP019", "warning", 119), ("IMP022", "warning", 51),
                             ("IMP022", "warning", 174)]
+
+
+def test_imp023_container_without_an_image(tmp_path):
+    side = "      initContainers:\n      - name: proxy\n        restartPolicy: Always\n"  # 16-18
+    assert _ours(HEAD + PROBES + side, tmp_path) == [("IMP023", "error", 17)]
+
+
+def test_imp023_placeholder_image(tmp_path):
+    text = HEAD.replace("vllm/vllm-openai:v0.33.0", "<your-registry>/vllm:latest").replace(
+        "args: [", "command: [vllm, serve, ") + PROBES
+    assert ("IMP023", "error", 10) in _ours(text, tmp_path)
+    msg, = _messages(text, tmp_path, "IMP023")
+    assert "InvalidImageName" in msg
+
+
+def test_imp023_not_on_kinds_whose_controller_fills_the_image(tmp_path):
+    # KServe's LLMInferenceService "main" container takes the preset's image: no IMP023.
+    text = ("apiVersion: serving.kserve.io/v1alpha1\nkind: LLMInferenceService\n"
+            "metadata: {name: s}\nspec:\n  model: {uri: 'hf://openai/gpt-oss-20b'}\n"
+            "  template:\n    containers:\n    - name: main\n"
+            "      command: [vllm, serve, /mnt/models]\n")
+    assert [c for c in _ours(text, tmp_path) if c[0] == "IMP023"] == []

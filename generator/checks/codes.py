@@ -118,6 +118,11 @@ for _code, _sev, _summary, _source in (
      "https://pip.pypa.io/en/stable/cli/pip_install/ (pip install resolves against the index "
      "at run time; --no-index installs from local files only); a restart or group re-creation "
      "runs the command again; generator/importer/hygiene.py"),
+    ("IMP023", E, "every container of a Deployment/StatefulSet/LWS pod names a valid image",
+     "https://kubernetes.io/docs/reference/kubernetes-api/workload-resources/pod-v1/#Container "
+     "(image is optional only in workload templates, for config management to fill in; a Pod "
+     "needs one); distribution/reference@v0.6.0:regexp.go (the reference grammar; the kubelet "
+     "reports InvalidImageName for what does not parse); generator/importer/hygiene.py"),
     ("NET100", E, "every connection of the rendering reaches a listener that accepts it",
      "generator/manifests/addresses.py (the address model: each client's address and port "
      "against each listener's bind address, per target; raised by generator/pipeline.py; "

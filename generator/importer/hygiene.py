@@ -14,6 +14,9 @@ in ``generator/checks/codes.py`` with its source:
   no liveness probe: a hung engine is never restarted (no probe at all is IMP017's).
 * IMP022 (warning): a container's command installs Python packages (``pip install``) before the
   engine starts: every container start needs the package index and may install another version.
+* IMP023 (error): a container of a kind whose controller adds nothing to the pod (Deployment,
+  StatefulSet, LeaderWorkerSet, DisaggregatedSet) names no image, or one that is not an image
+  reference (a ``<your-registry>/...`` placeholder): the Pod is refused, or never starts.
 """
 
 from __future__ import annotations
@@ -32,24 +35,37 @@ MOVING_TAGS = ("", "latest", "main", "master", "dev", "nightly")
 
 #: ``pip install`` / ``pip3 install`` / ``python -m pip install`` / ``uv pip install`` as a
 #: shell word sequence (``pip-install-x`` is one word, not a command).
+#: An image reference as the container runtimes parse it (distribution/reference@v0.6.0:regexp.go:
+#: optional domain[:port]/, lower-case path components joined by ``.``, ``_``, ``__`` or dashes,
+#: optional :tag, optional @algorithm:hex digest).
+_COMPONENT = r"[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*"
+_LABEL = r"[a-zA-Z0-9](?:[a-zA-Z0-9-]*[a-zA-Z0-9])?"
+_DOMAIN = rf"{_LABEL}(?:\.{_LABEL})*"
+IMAGE_REFERENCE = re.compile(
+    rf"(?:{_DOMAIN}(?::[0-9]+)?/)?{_COMPONENT}(?:/{_COMPONENT})*(?::[\w][\w.-]{{0,127}})?"
+    r"(?:@[A-Za-z][A-Za-z0-9]*(?:[-_+.][A-Za-z][A-Za-z0-9]*)*:[0-9a-fA-F]{32,})?")
+
 _PIP = re.compile(r"(?<![\w./-])(?:uv\s+pip|pip3?|python3?(?:\.\d+)?\s+-m\s+pip)\s+install"
                   r"(?![\w-])")
 
 
-def pod_issues(w: Workload, pods: Pods, launch: Launch, own_probes: bool) -> list[Issue]:
-    """IMP019-IMP022 on the pod template ``pods`` of ``w``, whose engine container is
-    ``launch.container`` (at ``launch.cpath``); ``own_probes``: the kind's controller adds no
-    probe to the engine container (IMP017's scope, pods.py). Returns the issues in template
-    order (no exception on malformed values: what is not a mapping or a list is skipped)."""
+def pod_issues(w: Workload, pods: Pods, launch: Launch, plain: bool) -> list[Issue]:
+    """IMP019-IMP023 on the pod template ``pods`` of ``w``, whose engine container is
+    ``launch.container`` (at ``launch.cpath``); ``plain``: the kind's controller adds no probe
+    and no image to the pod (IMP017's scope, pods.py: Deployment, StatefulSet, LWS,
+    DisaggregatedSet). Returns the issues in template order (no exception on malformed values:
+    what is not a mapping or a list is skipped)."""
     out: list[Issue] = []
     for path, c, init in _containers(pods):
         name = str(c.get("name", "?"))
         what = f"{w.kind} {w.name}: {'init container' if init else 'container'} {name}"
+        if plain:
+            out += _no_image(w, path, c, what)
         if tuple(path) != tuple(launch.cpath):
             out += _moving_tag(w, path, c, what)
         out += _duplicate_env(w, path, c, what)
         out += _package_install(w, path, c, what)
-    if pods.index == 0 and own_probes:
+    if pods.index == 0 and plain:
         out += _no_liveness(w, launch)
     return out
 
@@ -71,6 +87,24 @@ def image_tag(image: str) -> tuple[str, bool]:
     ref, _, digest = image.partition("@")
     last = ref.rsplit("/", 1)[-1]
     return (last.split(":", 1)[1] if ":" in last else ""), bool(digest)
+
+
+def _no_image(w: Workload, path: tuple, c: dict, what: str) -> list[Issue]:
+    image = c.get("image")
+    prov = w.doc.provenance
+    if image is None or (isinstance(image, str) and not image.strip()):
+        return [Issue(
+            "IMP023", f"{what} names no image: a workload's pod template may leave it out (for a "
+            "tool to fill in), but the Pod its controller creates is refused (image is required "
+            "in a Pod), so no pod of this workload is created", prov.locate(path),
+            "set the container's image", error=True)]
+    if not isinstance(image, str) or "$(" in image or IMAGE_REFERENCE.fullmatch(image.strip()):
+        return []
+    return [Issue(
+        "IMP023", f"{what} names {image!r}, which is not an image reference (a placeholder?): "
+        "the kubelet reports InvalidImageName and the container never starts",
+        prov.locate((*path, "image")), "replace it with the image you built or pulled",
+        error=True)]
 
 
 def _moving_tag(w: Workload, path: tuple, c: dict, what: str) -> list[Issue]:
