@@ -24,7 +24,7 @@ HEAD = ("apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: d}\n"   # lines
 PROBES = ("        startupProbe: {httpGet: {path: /health, port: 8000}}\n"
           "        readinessProbe: {httpGet: {path: /health, port: 8000}}\n"
           "        livenessProbe: {httpGet: {path: /health, port: 8000}}\n")
-OURS = ("IMP019", "IMP020", "IMP021", "IMP022", "IMP023")
+OURS = ("IMP019", "IMP020", "IMP021", "IMP022", "IMP023", "IMP024")
 
 
 def _ours(text: str, tmp_path) -> list[tuple[str, str, int]]:
@@ -138,3 +138,25 @@ def test_imp023_not_on_kinds_whose_controller_fills_the_image(tmp_path):
             "  template:\n    containers:\n    - name: main\n"
             "      command: [vllm, serve, /mnt/models]\n")
     assert [c for c in _ours(text, tmp_path) if c[0] == "IMP023"] == []
+
+
+def _sglang_host_network(addr: str, dns: str = "") -> str:
+    return ("apiVersion: apps/v1\nkind: StatefulSet\nmetadata: {name: s}\n"        # 1-3
+            "spec:\n  replicas: 2\n  template:\n    spec:\n"                       # 4-7
+            "      hostNetwork: true\n" + dns +                                     # 8
+            "      containers:\n      - name: sglang\n"
+            "        image: lmsysorg/sglang:v0.5.23\n"
+            "        command: [python3, -m, sglang.launch_server, --model-path, /m,"
+            f" --tp, '16', --nnodes, '2', --node-rank, '0', --dist-init-addr, '{addr}']\n"
+            "        resources: {limits: {nvidia.com/gpu: 8}}\n" + PROBES)
+
+
+@pytest.mark.parametrize("addr, dns, flagged", [
+    ("sglang-master-pod:5000", "", True),
+    ("sglang-master-pod:5000", "      dnsPolicy: ClusterFirst\n", True),
+    ("sglang-master-pod:5000", "      dnsPolicy: ClusterFirstWithHostNet\n", False),
+    ("10.0.0.5:5000", "", False),                    # an address needs no resolver
+])
+def test_imp024_host_network_rendezvous_by_name(tmp_path, addr, dns, flagged):
+    got = [c for c in _ours(_sglang_host_network(addr, dns), tmp_path) if c[0] == "IMP024"]
+    assert got == ([("IMP024", "error", 8)] if flagged else [])

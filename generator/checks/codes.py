@@ -123,6 +123,11 @@ for _code, _sev, _summary, _source in (
      "(image is optional only in workload templates, for config management to fill in; a Pod "
      "needs one); distribution/reference@v0.6.0:regexp.go (the reference grammar; the kubelet "
      "reports InvalidImageName for what does not parse); generator/importer/hygiene.py"),
+    ("IMP024", E, "a hostNetwork pod that dials its rendezvous peer by name uses dnsPolicy "
+                  "ClusterFirstWithHostNet",
+     "https://kubernetes.io/docs/concepts/services-networking/dns-pod-service/#pod-s-dns-policy "
+     "(a hostNetwork pod with ClusterFirst falls back to the node's resolver); SGLang 0.5.23 "
+     "python/sglang/srt/server_args.py (--dist-init-addr); generator/importer/hygiene.py"),
     ("NET100", E, "every connection of the rendering reaches a listener that accepts it",
      "generator/manifests/addresses.py (the address model: each client's address and port "
      "against each listener's bind address, per target; raised by generator/pipeline.py; "

@@ -17,14 +17,20 @@ in ``generator/checks/codes.py`` with its source:
 * IMP023 (error): a container of a kind whose controller adds nothing to the pod (Deployment,
   StatefulSet, LeaderWorkerSet, DisaggregatedSet) names no image, or one that is not an image
   reference (a ``<your-registry>/...`` placeholder): the Pod is refused, or never starts.
+* IMP024 (error): a hostNetwork pod whose engine dials its rendezvous peer by a DNS name
+  (``--dist-init-addr``, ``--master-addr``, ``--data-parallel-address``) without ``dnsPolicy:
+  ClusterFirstWithHostNet``: it resolves with the node's resolver, not the cluster's, so a
+  Service name does not resolve and the ranks never meet.
 """
 
 from __future__ import annotations
 
+import ipaddress
 import re
 from typing import Any
 
 from .launch import Issue, Launch
+from .shell import is_runtime
 from .workloads import Pods, Workload
 
 #: Tags that name another image over time (Kubernetes: "avoid using the :latest tag";
@@ -67,7 +73,48 @@ def pod_issues(w: Workload, pods: Pods, launch: Launch, plain: bool) -> list[Iss
         out += _package_install(w, path, c, what)
     if pods.index == 0 and plain:
         out += _no_liveness(w, launch)
+    out += _host_network_dns(w, pods, launch)
     return out
+
+
+#: Engine options that name the address the ranks of one instance rendezvous at (SGLang 0.5.23
+#: python/sglang/srt/server_args.py --dist-init-addr; vLLM 0.33.0 vllm/engine/arg_utils.py
+#: --master-addr, --data-parallel-address).
+RENDEZVOUS_OPTIONS = ("--dist-init-addr", "--master-addr", "--data-parallel-address")
+
+
+def _host_network_dns(w: Workload, pods: Pods, launch: Launch) -> list[Issue]:
+    """IMP024 (the DNS policy rule:
+    https://kubernetes.io/docs/concepts/services-networking/dns-pod-service/#pod-s-dns-policy)."""
+    spec = pods.spec
+    if spec.get("hostNetwork") is not True or spec.get("dnsPolicy") == "ClusterFirstWithHostNet" \
+            or launch.command is None:
+        return []
+    for option in RENDEZVOUS_OPTIONS:
+        value = launch.command.value(option)
+        if not isinstance(value, str) or is_runtime(value):
+            continue
+        host = value.strip().strip("[]").rsplit(":", 1)[0] if value.count(":") == 1 \
+            else value.strip().strip("[]")
+        if not host or _is_ip(host) or host == "localhost":
+            continue
+        policy = spec.get("dnsPolicy", "ClusterFirst (the default)")
+        return [Issue(
+            "IMP024", f"{w.kind} {w.name}: the pod uses hostNetwork with dnsPolicy {policy}, "
+            f"so it resolves names with the node's resolver, not the cluster DNS; the engine's "
+            f"{option} {value} names the host {host!r}, which then does not resolve (a Service "
+            "name) and the ranks never rendezvous",
+            w.doc.provenance.locate((*pods.path, "hostNetwork")),
+            "set dnsPolicy: ClusterFirstWithHostNet on the pod", error=True)]
+    return []
+
+
+def _is_ip(host: str) -> bool:
+    try:
+        ipaddress.ip_address(host)
+    except ValueError:
+        return False
+    return True
 
 
 def _containers(pods: Pods):
