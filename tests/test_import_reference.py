@@ -18,6 +18,13 @@ Bugs the notes (the authors) report, that moegen finds:
 
 Bugs moegen finds that the notes do not mention, verified:
 
+* The pod-template hygiene of generator/importer/hygiene.py (judged in tests/corpus/audit):
+  llm-d's routing sidecar on ``:main`` (IMP019), ``ENABLE_MTP`` set twice in the GLM variant
+  (IMP020: the kubelet keeps the last), the GKE LWS samples' readiness-only engine (IMP021),
+  and the SGLang StatefulSet's hostNetwork pods without ``dnsPolicy: ClusterFirstWithHostNet``
+  that rendezvous at ``--dist-init-addr sglang-master-pod:5000`` (IMP024: the node's resolver
+  does not know the Service name).
+
 * dynamo-dgd-deepseek-r1-vllm-disagg-hopper-16gpu, decode: ``--max-num-seqs 512`` with no
   ``--max-num-batched-tokens`` under DeepEP low-latency + EP + DP16: vLLM 0.33.0 defaults the
   batched tokens to 256 then (vllm/engine/arg_utils.py
@@ -168,10 +175,12 @@ EXPECTED = {
     "gke-lws-vllm-deepseek-r1-tp8-pp2": (None, [
         ("IMP008", 41),
         ("MOD006", 51),
+        ("IMP021", 58),
     ]),
     "gke-lws-vllm-deepseek-r1-tp8-pp2-hdml": ("H100-80GB", [
         ("POOL005", 28),
         ("IMP008", 40),
+        ("IMP021", 57),
         ("IMP016", 68),
     ]),
     "kserve-llmisvc-deepseek-r1-0528-dp-ep-deepep-ht": ("H200-141GB", [
@@ -193,6 +202,7 @@ EXPECTED = {
         ("POD004", 18),
         ("POD003", 18),
         ("IMP004", 51),
+        ("IMP019", 130),
         ("POOL005", 150),
         ("POOL004", 150),
         ("POOL005", 150),
@@ -207,6 +217,7 @@ EXPECTED = {
         ("IMP004", 51),
         ("IMP015", 56),
         ("RST011", 56),
+        ("IMP019", 132),
         ("POOL005", 156),
         ("POOL004", 156),
         ("POOL005", 156),
@@ -218,6 +229,7 @@ EXPECTED = {
         ("IMP005", 54),
         ("IMP015", 65),
         ("RST011", 65),
+        ("IMP019", 223),
         ("POOL005", 282),
         ("IMP005", 314),
         ("IMP015", 323),
@@ -232,6 +244,7 @@ EXPECTED = {
         ("IMP015", 281),
         ("RST011", 281),
         ("A2A004", 286),
+        ("IMP019", 434),
     ]),
     "llmd-wide-ep-lws-vllm-deepseek-r1-0528-gke": ("H200-141GB", [
         # The GKE RDMA networks (networking.gke.io/interfaces, rdma-0 .. rdma-7) with the HCAs
@@ -239,6 +252,7 @@ EXPECTED = {
         ("IMP005", 87),
         ("IMP015", 98),
         ("RST011", 98),
+        ("IMP019", 275),
         ("POOL005", 334),
         ("IMP005", 399),
         ("IMP015", 408),
@@ -246,11 +260,13 @@ EXPECTED = {
     "llmd-wide-ep-lws-vllm-deepseek-v4-pro-oci-gb200-high-tpt": ("GB200-186GB", [
         ("IMP005", 68),
         ("RST011", 77),
+        ("IMP019", 231),
         ("POOL005", 272),
         ("IMP005", 306),
     ]),
     "llmd-wide-ep-lws-vllm-deepseek-v4-pro-oci-gb200-low-latency": ("GB200-186GB", [
         ("RST011", 73),
+        ("IMP019", 222),
         ("POOL005", 264),
         ("IMP005", 299),
     ]),
@@ -260,6 +276,8 @@ EXPECTED = {
         ("IMP005", 192),
         ("IMP015", 203),
         ("RST011", 203),
+        ("IMP020", 234),
+        ("IMP019", 412),
         ("POOL005", 478),
         # --max-model-len auto is vLLM's auto-fit (vLLM 0.33.0 vllm/config/model.py: -1 is the
         # model's length, v1/core/kv_cache_planning.py _auto_fit_max_model_len shrinks it to
@@ -267,6 +285,7 @@ EXPECTED = {
         ("IMP003", 502),
         ("IMP005", 580),
         ("IMP015", 590),
+        ("IMP020", 615),
         ("IMP008", 669),
         # The image line of the first role's container (the engine's findings are at it).
         ("ENG003", 669),
@@ -278,6 +297,7 @@ EXPECTED = {
         ("IMP008", 26),
         ("ENG003", 26),
         # hostNetwork (line 65) with --host 0.0.0.0: the API listens on every node interface.
+        ("IMP024", 65),
         ("NET090", 65),
     ]),
 }
@@ -335,7 +355,7 @@ def test_reference_manifest_import(name, tmp_path):
 
 
 #: Codes that are errors in the expectations above (gen import then exits 1).
-ERROR_CODES = {"PD011", "SRV001", "IMP013", "LOAD014", "A2A004", "NET032"}
+ERROR_CODES = {"PD011", "SRV001", "IMP013", "LOAD014", "A2A004", "NET032", "IMP024"}
 
 
 def test_the_directory_in_one_process():

@@ -197,6 +197,7 @@ spec:
             --tensor-parallel-size 8
         resources: {limits: {nvidia.com/gpu: 8}}
         startupProbe: {httpGet: {path: /health, port: 8000}, failureThreshold: 360}
+        livenessProbe: {httpGet: {path: /health, port: 8000}}
 """
 
 
@@ -216,7 +217,7 @@ def test_manifest_waivers_in_a_launch_script_and_an_annotation(tmp_path, capsys)
         ("SKP001", 6, "$.metadata.annotations['moegen.dev/skip']",
          "moegen.dev/skip: IMP004 gives no reason: it suppresses nothing"),
         ("SKP002", 6, "$.metadata.annotations['moegen.dev/skip']",
-         f"skip of IMP016 suppresses nothing: no IMP016 finding in its object (lines 1-26) of "
+         f"skip of IMP016 suppresses nothing: no IMP016 finding in its object (lines 1-27) of "
          f"{f}")]
     # Without the stale annotation, --strict passes with the waiver and fails without it.
     clean = tmp_path / "clean.yaml"
@@ -243,13 +244,13 @@ def test_an_annotation_covers_its_object_only(tmp_path):
     f = tmp_path / "two.yaml"
     f.write_text(first + "---\n" + second)
     batch = read_inputs([f])
-    # MANIFEST (26 lines) has its model token on line 23; without the script comment 22, and
-    # the first copy also lacks the two annotation lines: 20, in 23 lines. "---" is line 24, and
-    # the second copy's model token, one line lower for its namespace, is on line 24 + 22 + 1 =
-    # 47; its annotation covers its document: "---" to the last line, 24 + 26 = 50.
+    # MANIFEST (27 lines) has its model token on line 23; without the script comment 22, and
+    # the first copy also lacks the two annotation lines: 20, in 24 lines. "---" is line 25, and
+    # the second copy's model token, one line lower for its namespace, is on line 25 + 22 + 1 =
+    # 48; its annotation covers its document: "---" to the last line, 25 + 27 = 52.
     assert [(x.code, x.location.line) for x in batch.all_findings()] == [("MOD006", 20)]
     assert [(s.finding.code, s.finding.location.line, s.skip.reason, s.skip.lines)
-            for s in batch.suppressed] == [("MOD006", 47, "pre-pulled", (24, 50))]
+            for s in batch.suppressed] == [("MOD006", 48, "pre-pulled", (25, 52))]
 
 
 def test_comment_scan():

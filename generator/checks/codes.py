@@ -100,6 +100,34 @@ for _code, _sev, _summary, _source in (
      "https://kubernetes.io/docs/tasks/inject-data-application/define-command-argument-container/ "
      "(command is the program and its arguments, executed without a shell); "
      "generator/importer/launch.py"),
+    ("IMP019", W, "the containers beside the engine (sidecars, init containers) run pinned images",
+     "https://kubernetes.io/docs/concepts/containers/images/#image-pull-policy (a tag is "
+     "mutable: pin a digest; :latest or no tag pulls Always) and "
+     "https://kubernetes.io/docs/concepts/configuration/overview/#container-images (avoid "
+     ":latest in production); generator/importer/hygiene.py"),
+    ("IMP020", W, "a container sets each environment variable once",
+     "kubernetes/kubernetes@v1.32.0:pkg/kubelet/kubelet_pods.go (makeEnvironmentVariables: the "
+     "env list is applied in order into one map, the last definition wins); "
+     "generator/importer/hygiene.py"),
+    ("IMP021", W, "the engine container that serves the API has a liveness probe beside its "
+                  "readiness/startup probe",
+     "https://kubernetes.io/docs/concepts/configuration/liveness-readiness-startup-probes/ "
+     "(a failing readinessProbe only removes the pod from Service endpoints; only a "
+     "livenessProbe restarts a hung container); generator/importer/hygiene.py"),
+    ("IMP022", W, "no package is installed by the container's command at every start",
+     "https://pip.pypa.io/en/stable/cli/pip_install/ (pip install resolves against the index "
+     "at run time; --no-index installs from local files only); a restart or group re-creation "
+     "runs the command again; generator/importer/hygiene.py"),
+    ("IMP023", E, "every container of a Deployment/StatefulSet/LWS pod names a valid image",
+     "https://kubernetes.io/docs/reference/kubernetes-api/workload-resources/pod-v1/#Container "
+     "(image is optional only in workload templates, for config management to fill in; a Pod "
+     "needs one); distribution/reference@v0.6.0:regexp.go (the reference grammar; the kubelet "
+     "reports InvalidImageName for what does not parse); generator/importer/hygiene.py"),
+    ("IMP024", E, "a hostNetwork pod that dials its rendezvous peer by name uses dnsPolicy "
+                  "ClusterFirstWithHostNet",
+     "https://kubernetes.io/docs/concepts/services-networking/dns-pod-service/#pod-s-dns-policy "
+     "(a hostNetwork pod with ClusterFirst falls back to the node's resolver); SGLang 0.5.23 "
+     "python/sglang/srt/server_args.py (--dist-init-addr); generator/importer/hygiene.py"),
     ("NET100", E, "every connection of the rendering reaches a listener that accepts it",
      "generator/manifests/addresses.py (the address model: each client's address and port "
      "against each listener's bind address, per target; raised by generator/pipeline.py; "

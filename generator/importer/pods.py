@@ -19,6 +19,7 @@ from ..engines import gateway as gw
 from ..engines.caches import CACHE_ENV_KEYS, CACHE_MOUNT
 from ..errors import Location
 from ..manifests.pods import IMEX_CLAIM
+from .hygiene import pod_issues
 from .launch import Issue, Launch
 from .shell import is_runtime, runtime, show
 from .workloads import Pods, Workload
@@ -181,6 +182,7 @@ def read_pod(w: Workload, pods: Pods, launch: Launch, gpu_option: str | None,
     _compute_domain(w, pods, launch, res, channels, out)
     _volumes(w, pods, launch, model_path, out)
     _probes(w, pods, launch, out)
+    out.issues += pod_issues(w, pods, launch, w.platform in _NO_INJECTED_PROBES)
     _pod_settings(w, pods, launch, out)
     out.sidecar_port = _sidecar(spec, launch)
     del prov
