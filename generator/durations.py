@@ -52,6 +52,7 @@ import math
 from dataclasses import dataclass, field
 
 from .catalog import GPUS
+from .spec.bandwidth import of_deployment
 
 #: Safety factor on every predicted duration a timeout is derived from: the performance model
 #: is calibrated within 10-20 % of published figures (tests/test_planner.py), and a request's
@@ -200,7 +201,7 @@ def _role_times(spec, role_spec, role, z, startup, pd: bool) -> RoleTimes:
     s = spec.spec
     pool = s.nodePools[role_spec.nodePool]
     gpu = GPUS[pool.gpu]
-    gbps = s.network.interNodeGbps or _default_gbps()
+    gbps = of_deployment(spec).gbps
     shape = model_shape(role.arch, s.model.weights, z.kv_bytes_per_token)
     lay = role.layout
     bf16 = bf16_compute(s.model.weights)
@@ -259,11 +260,6 @@ def _role_times(spec, role_spec, role, z, startup, pd: bool) -> RoleTimes:
         mean = (mean or 0.0) + decode_mean
     return RoleTimes(role.name, role.mode, max_len, startup, out.prefill_s, out.transfer_s,
                      step(max_len / 2), mean)
-
-
-def _default_gbps() -> float:
-    from .perf.predict import DEFAULT_INTER_NODE_GBPS
-    return DEFAULT_INTER_NODE_GBPS
 
 
 def _combine(times: tuple[RoleTimes, ...], pd: bool, traffic: bool,

@@ -83,7 +83,9 @@ def test_s1_durations_compose_the_planners_prefill_and_decode(tmp_path):
     spec = c.spec.spec
     pre, dec = c.roles
     zp, zd = c.sizing
-    gbps = 400.0   # network.interNodeGbps unset: perf/predict.py DEFAULT_INTER_NODE_GBPS
+    # network.interNodeGbps unset: derived from S1's RDMA devices (generator/spec/bandwidth.py),
+    # 4 devices x 400 Gbit/s (assumed) / 8 GPUs per node = 200 Gbit/s per GPU
+    gbps = 200.0
     h96, h141 = GPUS["H20-96GB"], GPUS["H20-141GB"]
     shp = model_shape(pre.arch, "fp8", zp.kv_bytes_per_token)
     prefill = perf.prefill(shp, h96, isl=32768, tensor=8, data=1, pipeline=1, expert=False,

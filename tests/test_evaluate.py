@@ -193,7 +193,8 @@ def test_a_deployment_spec_is_timed_as_the_equivalent_fixed_layout_request(tmp_p
     """gen size / gen report on S1 (spec.traffic 3.5K / 1.2K) give what gen plan gives for the
     PlanRequest written by hand from the same spec: its pools, roles (TP8 prefill; DP16-EP16
     decode with MTP 1, EPLB 32 redundant experts), serving settings, and workload concurrency =
-    decode sizing.concurrency 200 x 1 replica; acceptance 0.7 (Traffic's default)."""
+    decode sizing.concurrency 200 x 1 replica; acceptance 0.7 (Traffic's default); its RDMA
+    devices (4, each assumed at 400 Gbit/s, on 8 GPUs per node: 200 Gbit/s per GPU in both)."""
     spec = yaml.safe_load((EXAMPLES / "s1-16xh20-pd.yaml").read_text())["spec"]
     req = {"apiVersion": "moegen.dev/v1alpha1", "kind": "PlanRequest",
            "metadata": {"name": "s1"},
@@ -203,13 +204,14 @@ def test_a_deployment_spec_is_timed_as_the_equivalent_fixed_layout_request(tmp_p
                                                   "nodes": 1},
                                   "decode-h20": {"gpu": "H20-141GB", "gpusPerNode": 8,
                                                  "nodes": 2}},
-                    "network": {"interNodeGbps": 400},
+                    "network": {"rdma": spec["network"]["rdma"]},
                     "workload": {"inputTokens": 3500, "outputTokens": 1200, "concurrency": 200},
                     "speculative": {"numSpeculativeTokens": 1, "acceptance": 0.7},
                     "constraints": {"kvCacheDtype": "fp8"},
                     "serving": spec["serving"], "roles": spec["roles"]}}
     assert run(["plan", _write(tmp_path, req), "--format", "json"]) == 0
-    cand = json.loads(capsys.readouterr().out)["candidates"][0]
+    planned = json.loads(capsys.readouterr().out)
+    cand = planned["candidates"][0]
     assert run(["size", str(EXAMPLES / "s1-16xh20-pd.yaml"), "--format", "json"]) == 0
     size = json.loads(capsys.readouterr().out)
     dec = next(r for r in size["roles"] if r["name"] == "decode")["predicted"]
@@ -219,6 +221,12 @@ def test_a_deployment_spec_is_timed_as_the_equivalent_fixed_layout_request(tmp_p
     assert pre["inputTokensPerSecPerNode"] == cand["roles"][0]["inputTokensPerSecPerNode"]
     assert size["prediction"]["totalTokensPerSec"] == cand["totalTokensPerSec"]
     assert dec["outputTokensPerSec"] == cand["outputTokensPerSec"]
+    # 4 devices x 400 Gbit/s (assumed) / 8 GPUs per node = 200 Gbit/s = 25 GB/s per GPU
+    assert planned["inputs"][0] == size["prediction"]["inputs"][0] == {
+        "name": "interNodeGbpsPerGpu", "value": 200.0, "unit": "Gbit/s", "basis": "derived",
+        "from": "4 RDMA devices (mlx5_0, mlx5_1, mlx5_2, mlx5_3) x 400 Gbit/s (assumed) / 8 "
+                "GPUs per node", "assumed": ["network.rdma.deviceGbps"]}
+    assert pre["ttftPartsMs"] == cand["ttftPartsMs"]
 
 
 def test_a_spec_without_traffic_or_concurrency_says_what_is_missing(tmp_path, capsys):

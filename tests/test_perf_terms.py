@@ -17,6 +17,7 @@ from generator.sizing.vllm_budget import activation_gib
 from tests.helpers import load_script, shared
 
 BLACKWELL = perf.FIXED_COSTS[("nvidia", "blackwell")]
+HOPPER = perf.FIXED_COSTS[("nvidia", "hopper")]
 
 
 def test_interleaved_prefill_holds_decode():
@@ -85,6 +86,22 @@ def test_a_prefill_step_takes_the_longer_of_its_launches_and_its_work():
                           expert=False, gpus_per_node=8, inter_gbps=400,
                           weights_bytes=80 * 2**30, bf16=False, graphs=True)
     assert graphs.step_s == pytest.approx(61 * BLACKWELL.decode_layer_s)
+
+
+def test_a_prompt_longer_than_the_prefill_batch_pays_a_step_per_batch_of_its_tokens():
+    """R1 FP8 TP8 on H20-96GB, a 32,768-token prompt: with an 8,192-token prefill batch it runs
+    in ceil(32,768 / 8,192) = 4 steps, each with its launches (61 layers x prefill_layer_s on
+    each of the 8 GPUs), against 1 with a 32,768-token batch; its GPU work (the same in both)
+    is longer than the 4 steps' launches, so each extra step adds PREFILL_LAUNCH_EXPOSED of
+    its launches: 8 / rate_4 - 8 / rate_1 = 0.325 x 3 x 8 x step_s (GPU-seconds per request)."""
+    kw = dict(isl=32768, tensor=8, data=1, pipeline=1, expert=False, gpus_per_node=8,
+              inter_gbps=400, weights_bytes=80 * 2**30, bf16=False)
+    four = perf.prefill(_r1(), GPUS["H20-96GB"], batch_tokens=8192, **kw)
+    one = perf.prefill(_r1(), GPUS["H20-96GB"], batch_tokens=32768, **kw)
+    assert four.step_s == one.step_s == pytest.approx(61 * HOPPER.prefill_layer_s)
+    assert one.work_s * 8 > 4 * 8 * four.step_s        # the work hides the launches
+    assert 8 / four.requests_per_s - 8 / one.requests_per_s == pytest.approx(
+        PREFILL_LAUNCH_EXPOSED * 3 * 8 * four.step_s)
 
 
 def test_decode_fixed_cost_and_expert_slices_at_tp8():

@@ -26,12 +26,14 @@ from ..perf.candidate import (
 from ..perf.decode import bf16_compute, decode_estimate, model_shape, workload_max_len
 from ..perf.kernels import moe_kernel
 from ..perf.evaluate import evaluate
+from ..perf.inputs import prediction_inputs
 from ..perf.loop import pd_candidate, unified_candidate
 from ..roles import RoleInput
 from ..sizing import RoleSizing, size_role
 from ..sizing.formats import storage
 from ..sizing.sglang_budget import fraction_with_room
 from ..spec import models as sm
+from ..spec.bandwidth import resolved
 from ..spec.request import PlanRequest
 from .judge import judge
 from .layouts import DSPARK_DP_ALL2ALL, _layouts, _role_input
@@ -46,7 +48,18 @@ def plan(req: PlanRequest, progress=None, prov=None) -> PlanResult:
     ``progress(done, total)``, if given, is called as the prefill/decode splits are searched;
     ``prov`` (the request file's :class:`~generator.spec.load.Provenance`) locates a fixed
     layout's findings in the file.
+
+    ``network.interNodeGbps`` not stated in ``req`` is derived from ``network.rdma``
+    (generator/spec/bandwidth.py); the result lists the inputs its predictions rest on
+    (perf/inputs.py).
     """
+    req = resolved(req)
+    result = _search_or_judge(req, progress, prov)
+    result.inputs = prediction_inputs(req)
+    return result
+
+
+def _search_or_judge(req: PlanRequest, progress, prov) -> PlanResult:
     if req.spec.roles:
         findings, deployed = judge(req, prov)
         return evaluate(req, prov, findings, deployed)

@@ -70,7 +70,7 @@ def _network(req: PlanRequest, roles: list[dict]) -> tuple[dict, list[str]]:
     if net.rdma is None and needs_rdma:
         doc["rdma"] = dict(PLACEHOLDER_RDMA)
         placeholders.append("network.rdma")
-    if net.interNodeGbps != 400:
+    if "interNodeGbps" in net.model_fields_set and (net.interNodeGbps != 400 or net.rdma):
         doc["interNodeGbps"] = net.interNodeGbps
     return {k: doc[k] for k in sorted(doc)}, placeholders
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from ..capacity.search import PlanResult
 from ..layout import parallel_text
+from ..perf.candidate import ttft_split_text
 
 
 def plan_text(result: PlanResult, req=None) -> str:
@@ -26,6 +27,10 @@ def plan_text(result: PlanResult, req=None) -> str:
         lines.append(f"{c.rank:>2} {layout:<44} {c.gpus:>4} {c.kv_tokens_per_rank:>11,} "
                      f"{c.ttft_ms:>8.0f} {c.tpot_ms:>7.1f} {c.output_tps:>9,.0f} {c.total_tps:>9,.0f} "
                      f"{c.output_tps / c.gpus:>7.0f}  {c.bound}{mark}")
+    best = result.candidates[0] if result.candidates else None
+    if best is not None and best.fits and best.ttft_parts_ms:
+        lines.append(f"   #{best.rank} TTFT {best.ttft_ms:,.0f} ms = "
+                     f"{ttft_split_text(best.ttft_parts_ms)}")
     if req is not None:
         lines += _regime_lines(result, req)
     # A fixed layout (docs/spec.md section 5.1): each role's own capacity per node.

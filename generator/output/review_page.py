@@ -14,6 +14,8 @@ planner's table when the input is a PlanRequest).
 from __future__ import annotations
 
 from ..layout import Spread, parallel_text
+from ..perf.candidate import ttft_split_text
+from ..spec.bandwidth import of_deployment
 from ..sizing import RoleSizing
 from .sizing_report import host_rows
 
@@ -269,7 +271,8 @@ def _predicted_text(p) -> str:
     """One line of a role's predicted figures (:class:`~generator.perf.predict.RolePrediction`)."""
     parts = []
     if p.ttft_ms is not None:
-        parts.append(f"TTFT {p.ttft_ms:,.0f} ms")
+        split = ttft_split_text(p.ttft_parts_ms)
+        parts.append(f"TTFT {p.ttft_ms:,.0f} ms" + (f" = {split}" if split else ""))
     if p.tpot_ms is not None:
         parts.append(f"TPOT {p.tpot_ms:,.1f} ms at batch {p.fed_batch} per rank"
                      + ("" if p.fed_batch == p.batch_per_rank
@@ -333,14 +336,15 @@ def build(checked, plan, prediction=None) -> dict:
             "memory": memory, "pods": _pods(checked),
             "placement": _placement(checked, plan) if plan is not None else [],
             "objects": _objects(plan) if plan is not None else [],
-            "network": _network(s.network),
+            "network": _network(s.network, of_deployment(checked.spec)),
             "findings": findings, "plan": None, "ok": checked.ok,
             "verdict": {"ok": checked.ok,
                         "text": "passes every check" if checked.ok else "rejected"}}
 
 
-def _network(net) -> list[dict]:
-    """The network settings the pods run with, as ``{"name", "value"}`` rows (spec.network)."""
+def _network(net, inter) -> list[dict]:
+    """The network settings the pods run with, as ``{"name", "value"}`` rows (spec.network);
+    ``inter``: the inter-node bandwidth per GPU (generator/spec/bandwidth.py ``InterNode``)."""
     rdma = net.rdma
     rows = [("socket interface", net.socketInterface or "(the pod's default route)"),
             ("host network", "yes" if net.hostNetwork else "no"),
@@ -351,11 +355,11 @@ def _network(net) -> list[dict]:
              + f": {', '.join(rdma.devices) or 'every HCA the pod sees'}"
              + (f", GID index {rdma.gidIndex}" if rdma.gidIndex is not None else "")
              + (f", P_Key index {rdma.pkeyIndex}" if rdma.pkeyIndex is not None else "")
+             + (f", {rdma.deviceGbps:g} Gbit/s each" if rdma.deviceGbps else "")
              if rdma is not None else "none (TCP)"),
             ("multi-node NVLink", net.computeDomain.resourceClaimTemplate
              if net.computeDomain is not None else "no ComputeDomain"),
-            ("inter-node Gbit/s per GPU", f"{net.interNodeGbps:g}" if net.interNodeGbps
-             else "400 (assumed)"),
+            ("inter-node Gbit/s per GPU", f"{inter.gbps:g} ({inter.basis}: {inter.how})"),
             ("extra environment", ", ".join(sorted(net.env)) or "none")]
     return [{"name": k, "value": v} for k, v in rows]
 

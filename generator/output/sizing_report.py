@@ -3,6 +3,8 @@ All memory figures are GiB (2^30 bytes)."""
 
 from __future__ import annotations
 
+from ..perf.candidate import ttft_split_text
+from ..perf.inputs import inputs_text
 from ..sizing import RoleSizing
 from ..sizing.host import RENDEZVOUS_S, WARMUP_S, HostPlan
 
@@ -57,8 +59,9 @@ def predicted_rows(p) -> list[tuple[str, str]]:
     rows = []
     if p.ttft_ms is not None:
         median = "" if p.ttft_median_ms is None else f", median {p.ttft_median_ms:,.0f} ms"
-        rows.append(("TTFT", f"{p.ttft_ms:,.0f} ms mean{median} (predicted: request + prefill "
-                             f"+ KV transfer + queue{regime('ttftMs')})"))
+        split = ttft_split_text(p.ttft_parts_ms) or "request + prefill + KV transfer + queue"
+        rows.append(("TTFT", f"{p.ttft_ms:,.0f} ms mean{median} (predicted: {split}"
+                             f"{regime('ttftMs')})"))
     if p.tpot_ms is not None:
         fed = "" if p.fed_batch == p.batch_per_rank else \
             f"; sized for {p.batch_per_rank}, prefill feeds fewer"
@@ -116,6 +119,9 @@ def sizing_text(checked, prediction=None) -> str:
                    f"predicted: {prediction.total_tps:,.0f} tokens/s (input + output), "
                    f"{prediction.output_tps:,.0f} output tokens/s; binding: {prediction.bound} "
                    "(generator/perf/terms.py; gen plan for the assumptions)")
+        if not prediction.reason and prediction.inputs:
+            out.append("inputs:")
+            out += [f"  {line}" for line in inputs_text(prediction.inputs)]
         out.append("")
     return "\n".join(out) + ("\n" if out else "")
 

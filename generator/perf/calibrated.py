@@ -94,6 +94,8 @@ def apply(prediction, cal: Calibration | None):
             if getattr(p, attr) is not None and f is not None:
                 setattr(p, attr, _scale(getattr(p, attr), f))
                 p.calibrated[figure] = f
+        if p.ttft_parts_ms and cal.on("ttftMs") is not None:
+            p.ttft_parts_ms = {k: v * cal.on("ttftMs").value for k, v in p.ttft_parts_ms.items()}
         for figure, attr in (("outputTokensPerSec", "output_total"),
                              ("inputTokensPerSec", "input_total")):
             if getattr(p, attr) is not None and out_f is not None:
@@ -116,6 +118,8 @@ def apply_candidate(cand, cal: Calibration | None):
     ttft, tpot, rate = cal.factors.get("ttft"), cal.factors.get("tpot"), cal.factors.get("output")
     if ttft is not None:
         out.ttft_ms *= ttft.value
+        if out.ttft_parts_ms:
+            out.ttft_parts_ms = {k: v * ttft.value for k, v in out.ttft_parts_ms.items()}
         if out.ttft_median_ms is not None:
             out.ttft_median_ms *= ttft.value
     if tpot is not None:

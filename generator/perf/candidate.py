@@ -6,9 +6,42 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
+from ..spec.bandwidth import of_request
 from ..spec.request import PlanRequest
 from . import terms as perf
 from .decode import bf16_compute
+
+
+#: The terms of a TTFT (perf/loop.py ``ttft_parts``): the service a request gets (what a
+#: request alone waits; a slower fabric makes it longer) and its queueing (what the load adds).
+SERVICE_PARTS = ("request", "prefill", "kvTransfer")
+QUEUE_PARTS = ("stepWait", "prefillQueue", "prefillDelayer", "overflow")
+_PART_NAMES = {"request": "request", "prefill": "prefill", "kvTransfer": "KV transfer",
+               "stepWait": "wait for a step", "prefillQueue": "prefill queue",
+               "prefillDelayer": "prefill delayer", "overflow": "beyond capacity"}
+
+
+def ttft_split_json(parts: dict[str, float] | None) -> dict:
+    """``{"ttftServiceMs", "ttftQueueMs", "ttftPartsMs"}`` of a TTFT's terms (ms, perf/loop.py
+    ``ttft_parts``), rounded to 0.1 ms; {} without them."""
+    if not parts:
+        return {}
+    service = sum(v for k, v in parts.items() if k in SERVICE_PARTS)
+    return {"ttftServiceMs": round(service, 1),
+            "ttftQueueMs": round(sum(parts.values()) - service, 1),
+            "ttftPartsMs": {k: round(v, 1) for k, v in parts.items()}}
+
+
+def ttft_split_text(parts: dict[str, float] | None) -> str:
+    """``service 180 ms (request 57, prefill 123) + queue 183 ms (wait for a step 20, prefill
+    queue 163)``: each group's sum and its terms of 0.5 ms or more; "" without terms."""
+    if not parts:
+        return ""
+
+    def group(names: tuple[str, ...]) -> str:
+        shown = ", ".join(f"{_PART_NAMES[k]} {parts[k]:,.0f}" for k in names if parts[k] >= 0.5)
+        return f"{sum(parts[k] for k in names):,.0f} ms" + (f" ({shown})" if shown else "")
+    return f"service {group(SERVICE_PARTS)} + queue {group(QUEUE_PARTS)}"
 
 
 @dataclass
@@ -38,9 +71,14 @@ class Candidate:
     #: The median TTFT, ms (the queue at its median: perf/loop.py ``median_wait``); None
     #: where not computed. ``ttft_ms`` is the mean.
     ttft_median_ms: float | None = None
+    #: The mean TTFT's terms, ms (perf/loop.py ``ttft_parts``: service and queueing); None
+    #: where not computed.
+    ttft_parts_ms: dict[str, float] | None = None
 
     def to_json(self) -> dict:
-        """The candidate as docs/spec.md §5 shows it."""
+        """The candidate as docs/spec.md §5 shows it; with the TTFT's terms,
+        ``ttftServiceMs`` + ``ttftQueueMs`` = ``ttftMs`` and ``ttftPartsMs`` (perf/loop.py
+        ``ttft_parts``)."""
         return {"rank": self.rank, "roles": self.roles, "gpus": self.gpus,
                 "kvTokensPerRank": self.kv_tokens_per_rank, "ttftMs": round(self.ttft_ms, 1),
                 "ttftMedianMs": None if self.ttft_median_ms is None
@@ -49,7 +87,7 @@ class Candidate:
                 "totalTokensPerSec": round(self.total_tps),
                 "outputTokensPerSecPerGpu": round(self.output_tps / self.gpus, 1),
                 "fits": self.fits, "meetsSlo": self.meets_slo, "bound": self.bound,
-                "notes": self.notes} | (
+                "notes": self.notes} | ttft_split_json(self.ttft_parts_ms) | (
                     {"findings": [f.to_json() for f in self.findings]} if self.findings else {})
 
 
@@ -66,11 +104,14 @@ class PlanResult:
     bound: str
     assumptions: list[str]
     alternatives: list[dict] = field(default_factory=list)
+    #: What the predictions rest on (perf/inputs.py ``prediction_inputs``).
+    inputs: list[dict] = field(default_factory=list)
 
     def to_json(self) -> dict:
-        """docs/spec.md §5 JSON (plus assumptions and alternatives)."""
+        """docs/spec.md §5 JSON (plus assumptions, alternatives and inputs)."""
         return {"reachable": self.reachable, "bound": self.bound,
                 "assumptions": self.assumptions, "alternatives": self.alternatives,
+                "inputs": self.inputs,
                 "candidates": [c.to_json() for c in self.candidates]}
 
 
@@ -100,7 +141,7 @@ def assumptions(req: PlanRequest) -> list[str]:
          "role's decode waits for its prefill steps (perf.interleaved)"),
         (f"context per sequence: input + output/2 = "
         f"{s.workload.inputTokens + s.workload.outputTokens // 2} tokens (mean); {spec_txt}"),
-        f"inter-node RDMA {s.network.interNodeGbps:g} Gbit/s per GPU; KV cache {s.constraints.kvCacheDtype}",
+        f"{of_request(req).describe()}; KV cache {s.constraints.kvCacheDtype}",
         "memory feasibility from the sizing validator (same code as gen validate)",
     ]
 

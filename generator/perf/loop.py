@@ -14,7 +14,7 @@ import math
 from ..sizing import RoleSizing
 from ..spec.request import PlanRequest
 from . import terms as perf
-from .candidate import Candidate, RoleChoice
+from .candidate import QUEUE_PARTS, SERVICE_PARTS, Candidate, RoleChoice
 from .decode import decode_curve
 from .interleave import Interleave, interleaved
 
@@ -33,6 +33,28 @@ def _max_utilisation(t_service: float, extra: float, ttft_slo_ms: float | None) 
     if x <= 0:
         return 0.0
     return min(0.95, 2 * x / (1 + 2 * x))
+
+
+def ttft_parts(pre: perf.PrefillEstimate, ttft_s: float, *, kv_s: float = 0.0,
+               step_wait_s: float = 0.0, rho: float = 0.0, delay_s: float = 0.0
+               ) -> dict[str, float]:
+    """A TTFT of ``ttft_s`` split into its terms, ms (they add up to it). Service
+    (:data:`SERVICE_PARTS`): ``request`` (the per-request cost off the GPU,
+    ``pre.request_s``), ``prefill`` (the prefill's latency on its rank, ``pre.latency_s``:
+    compute, its all-to-all and all-reduces over NVLink or the RDMA network) and
+    ``kvTransfer`` (disaggregated: ``kv_s`` over the RDMA network). Queueing
+    (:data:`QUEUE_PARTS`): ``stepWait`` (a unified role's wait for the decode step its prefill
+    can join, :func:`arrival_wait`), ``prefillQueue`` (the M/D/1 wait at the prefill's
+    utilisation ``rho``: latency x rho / (2 (1 - rho))), ``prefillDelayer`` (SGLang's prefill
+    delayer, half its hold ``delay_s``) and ``overflow`` (a closed loop beyond the capacity:
+    the sequences the deployment cannot keep decoding wait, the rest of ``ttft_s``)."""
+    parts = {"request": pre.request_s, "prefill": pre.latency_s, "kvTransfer": kv_s,
+             "stepWait": step_wait_s,
+             "prefillQueue": pre.latency_s * rho / (2 * (1 - rho)) if rho < 1 else 0.0,
+             "prefillDelayer": delay_s}
+    parts["overflow"] = max(0.0, ttft_s - sum(parts.values()))
+    assert tuple(parts) == SERVICE_PARTS + QUEUE_PARTS
+    return {k: v * 1000 for k, v in parts.items()}
 
 
 def _solve_closed_loop(concurrency: int, r_max: float, in_loop) -> tuple[float, bool]:
@@ -119,12 +141,16 @@ def pd_candidate(req: PlanRequest, prefill: RoleChoice, decode: RoleChoice,
             ttft = max(ttft, wl.concurrency / rate - osl * tpot_s)
             median = max(median, ttft)
         est = perf.DecodeEstimate(fed, est.step_s, tpot_s, est.tokens_per_s_per_rank, est.bound)
+        at = rate
     else:
         rho_max = _max_utilisation(pre.latency_s, kv_t, req.spec.slo.ttftMs)
         rate = min(prefill_cap * rho_max, decode_cap)
         offered = min(rate, wl.requestsPerSecond) if wl.requestsPerSecond else rate
         ttft = ttft_open = wait(offered)
         median = median_of(offered)
+        at = offered
+    parts = ttft_parts(pre, ttft, kv_s=kv_t,
+                       rho=min(at / prefill_cap, 0.95) if prefill_cap else 0.95)
     sustains = True
     if wl.requestsPerSecond:
         sustains = rate >= wl.requestsPerSecond * 0.999
@@ -144,7 +170,7 @@ def pd_candidate(req: PlanRequest, prefill: RoleChoice, decode: RoleChoice,
     return Candidate(roles, gpus, z.kv_tokens_per_rank, ttft * 1000, est.tpot_s * 1000,
                      rate * wl.outputTokens, rate * (wl.inputTokens + wl.outputTokens), True,
                      False, bound, notes, sustains=sustains, decode_batch=est.batch_per_rank,
-                     ttft_median_ms=median * 1000)
+                     ttft_median_ms=median * 1000, ttft_parts_ms=parts)
 
 
 def median_wait(latency_s: float, rho: float) -> float:
@@ -278,6 +304,7 @@ def unified_candidate(req: PlanRequest, unified: RoleChoice, pre: perf.PrefillEs
                                           capacity(ranks * est.batch_per_rank), in_loop)
         m, batch = point(rate)
         busy, tpot = m.busy, m.tpot_s
+        step_s = curve.tpot(batch) * per_token
         ttft = wait(m, curve.tpot(batch))
         median = unified_ttft_median(pre, busy, curve.tpot(batch) * per_token, engine,
                                      decoding, overlap) + m.delay_s / 2
@@ -295,10 +322,13 @@ def unified_candidate(req: PlanRequest, unified: RoleChoice, pre: perf.PrefillEs
         m = mix(rate, est.tpot_s, est.batch_per_rank)
         busy, tpot = m.busy, m.tpot_s
         decoding = 1 - math.exp(-rate * osl * tpot / unified.instances)
+        step_s = est.tpot_s * per_token
         ttft = wait(m, est.tpot_s)
         median = unified_ttft_median(pre, busy, est.tpot_s * per_token, engine, decoding,
                                      overlap) + m.delay_s / 2
         batch = est.batch_per_rank
+    parts = ttft_parts(pre, ttft, rho=busy, delay_s=m.delay_s / 2,
+                       step_wait_s=arrival_wait(busy, step_s, engine, decoding, overlap))
     gpus = unified.gpus
     bound = f"prefill interrupting decode (shared GPUs; {pre.bound})" if busy > 0.3 \
         else est.bound
@@ -308,4 +338,5 @@ def unified_candidate(req: PlanRequest, unified: RoleChoice, pre: perf.PrefillEs
                      ttft * 1000, tpot * 1000, rate * wl.outputTokens,
                      rate * (wl.inputTokens + wl.outputTokens), True, False, bound,
                      [f"{busy:.0%} of the time in prefill", f"batch {batch} per rank"],
-                     sustains=sustains, decode_batch=batch, ttft_median_ms=median * 1000)
+                     sustains=sustains, decode_batch=batch, ttft_median_ms=median * 1000,
+                     ttft_parts_ms=parts)

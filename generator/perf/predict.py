@@ -17,24 +17,29 @@ from typing import TYPE_CHECKING, Sequence
 from pydantic import ValidationError
 
 from ..catalog import ARCHITECTURES
+from ..spec.bandwidth import of_deployment
 from ..spec.models import InferenceDeployment
 from ..spec.request import PlanModel, PlanRequest
+from .candidate import ttft_split_json
 from .evaluate import evaluate
+from .inputs import prediction_inputs
 from .regimes import roles_regimes
 
 if TYPE_CHECKING:
     from ..roles import RoleInput
     from ..sizing import RoleSizing
 
-#: RDMA bandwidth per GPU when the spec does not give ``network.interNodeGbps`` (Gbit/s): one
-#: ConnectX-7 NDR port per GPU, as in the HGX H100/H20 reference designs.
-DEFAULT_INTER_NODE_GBPS = 400.0
 #: The longest TTFT, as a multiple of the unloaded one, that a steady state of the model has: the
 #: M/D/1 wait at prefill at its utilisation clamp 0.95 (perf/loop.py ``wait``):
 #: 1 + 0.95 / (2 x 0.05) = 10.5. A prediction beyond it is the closed loop's overflow (the sized
 #: concurrency exceeds the capacity: TTFT = concurrency / R - OSL x TPOT), i.e. requests queueing
 #: without bound in front of prefill, not an operating point (rule PRF030).
 QUEUE_BOUND = 1 + 0.95 / (2 * (1 - 0.95))
+#: Where an InferenceDeployment states each workload input of its prediction
+#: (perf/inputs.py ``prediction_inputs``).
+WHERE = {"inputTokens": "spec.traffic.inputTokens", "outputTokens": "spec.traffic.outputTokens",
+         "concurrency": "roles[].replicas x sizing.concurrency of the decoding roles",
+         "acceptance": "spec.traffic.acceptance"}
 
 
 @dataclass
@@ -59,6 +64,8 @@ class RolePrediction:
             prefill cannot feed the sized batch); TPOT is timed at this batch.
         weights_gib, kv_tokens_per_rank: what the timing assumed of the role's memory: its
             weights per GPU (GiB) and KV tokens per rank, the deployment's sizing.
+        ttft_parts_ms: the mean TTFT's terms, ms, service and queueing (perf/loop.py
+            ``ttft_parts``; JSON ``ttftServiceMs``, ``ttftQueueMs``, ``ttftPartsMs``).
         regimes: per figure this role quotes (``ttftMs``, ``tpotMs``, ``outputTokensPerSec``,
             ``inputTokensPerSec``), its regime and measured bench error
             (:class:`~generator.perf.regimes.RegimeError`).
@@ -83,6 +90,7 @@ class RolePrediction:
     regimes: dict = field(default_factory=dict)
     calibrated: dict = field(default_factory=dict)
     calibration_note: str = ""
+    ttft_parts_ms: dict | None = None
 
     def to_json(self) -> dict:
         """Camel-case JSON, absent figures left out; ``regimes`` per figure quoted; with a
@@ -96,7 +104,7 @@ class RolePrediction:
                "inputTokensPerSec": self.input_total,
                "batchPerRank": self.batch_per_rank, "fedBatchPerRank": self.fed_batch,
                "weightsGiB": self.weights_gib, "kvTokensPerRank": self.kv_tokens_per_rank}
-        out = {k: v for k, v in out.items() if v is not None}
+        out = {k: v for k, v in out.items() if v is not None} | ttft_split_json(self.ttft_parts_ms)
         if self.regimes:
             out["regimes"] = {k: e.to_json() for k, e in self.regimes.items()}
         if self.calibrated:
@@ -114,6 +122,8 @@ class Prediction:
         total_tps, output_tps: input + output and output tokens/s of the whole deployment.
         bound: the binding term (``decode HBM bandwidth``, ``prefill compute``, ...).
         assumptions: the model's stated assumptions (perf.py constants, the request shape).
+        inputs: what the prediction rests on, each stated, derived, assumed or from the
+            catalog (perf/inputs.py ``prediction_inputs``).
         notes: the model's warnings (e.g. an overlap the engine skips).
     """
 
@@ -124,19 +134,20 @@ class Prediction:
     assumptions: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     reason: str | None = None
+    inputs: list[dict] = field(default_factory=list)
     #: Sanity hits on the prediction itself, ``(code, path, message, hint)`` (:func:`sanity`);
     #: ``generator/pipeline.py`` turns them into located findings.
     sanity: list[tuple[str, tuple, str, str]] = field(default_factory=list)
     findings: list = field(default_factory=list)
 
     def to_json(self) -> dict:
-        """``{"totalTokensPerSec", "outputTokensPerSec", "bound", "assumptions"}`` or
-        ``{"reason"}``."""
+        """``{"totalTokensPerSec", "outputTokensPerSec", "bound", "assumptions", "notes",
+        "inputs"}`` or ``{"reason"}``."""
         if self.reason:
             return {"reason": self.reason}
         out = {"totalTokensPerSec": round(self.total_tps),
                "outputTokensPerSec": round(self.output_tps), "bound": self.bound,
-               "assumptions": self.assumptions, "notes": self.notes}
+               "assumptions": self.assumptions, "notes": self.notes, "inputs": self.inputs}
         if self.findings:
             out["findings"] = [f.to_json() for f in self.findings]
         return out
@@ -168,7 +179,7 @@ def plan_request(doc: InferenceDeployment) -> PlanRequest | str:
         "engine": {"name": s.engine.name, "version": s.engine.version},
         "nodePools": {n: {"gpu": p.gpu, "gpusPerNode": p.gpusPerNode, "nodes": p.nodes}
                       for n, p in s.nodePools.items()},
-        "network": {"interNodeGbps": s.network.interNodeGbps or DEFAULT_INTER_NODE_GBPS,
+        "network": {"interNodeGbps": of_deployment(doc).gbps,
                     "mnnvl": s.network.computeDomain is not None},
         "workload": {"inputTokens": s.traffic.inputTokens,
                      "outputTokens": s.traffic.outputTokens, "concurrency": concurrency},
@@ -181,8 +192,9 @@ def plan_request(doc: InferenceDeployment) -> PlanRequest | str:
     spec_roles = [r for r in s.roles if r.speculative is not None]
     if spec_roles:
         spec["speculative"] = {"numSpeculativeTokens":
-                               spec_roles[0].speculative.numSpeculativeTokens,
-                               "acceptance": s.traffic.acceptance}
+                               spec_roles[0].speculative.numSpeculativeTokens}
+        if "acceptance" in s.traffic.model_fields_set:   # else the same default, assumed
+            spec["speculative"]["acceptance"] = s.traffic.acceptance
     try:
         req = PlanRequest.model_validate({"apiVersion": "moegen.dev/v1alpha1",
                                           "kind": "PlanRequest",
@@ -213,7 +225,8 @@ def predict(doc: InferenceDeployment,
         return Prediction(reason=f"not timed: {cand.bound}")
     s = doc.spec
     out = Prediction(total_tps=cand.total_tps, output_tps=cand.output_tps, bound=cand.bound,
-                     assumptions=res.assumptions, notes=list(cand.notes))
+                     assumptions=res.assumptions, notes=list(cand.notes),
+                     inputs=prediction_inputs(req, of_deployment(doc), WHERE))
     regimes = roles_regimes(s.roles, s.nodePools, deployed[0][0].arch, s.engine.name,
                             s.engine.version, s.model.weights,
                             any(r.speculative is not None for r in s.roles))
@@ -227,6 +240,7 @@ def predict(doc: InferenceDeployment,
             p.ttft_ms = round(cand.ttft_ms, 1)
             if cand.ttft_median_ms is not None:
                 p.ttft_median_ms = round(cand.ttft_median_ms, 1)
+            p.ttft_parts_ms = cand.ttft_parts_ms
             p.input_total = round(cand.total_tps - cand.output_tps)
             p.regimes |= {k: regimes[k] for k in ("ttftMs", "inputTokensPerSec")}
         if r.mode != "prefill":

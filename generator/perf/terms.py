@@ -428,7 +428,8 @@ def prefill(m: ModelShape, gpu: Gpu, *, isl: int, tensor: int, data: int, pipeli
     with ``graphs``, a prefill step replayed from CUDA graphs as vLLM V1's piecewise graphs do
     unless enforce-eager, ``decode_layer_s`` per layer); throughput spreads that cost over the
     requests of one prefill batch of ``batch_tokens`` per rank (SGLang ``chunked_prefill_size``,
-    vLLM ``max_num_batched_tokens``: the sizing's profile batch).
+    vLLM ``max_num_batched_tokens``: the sizing's profile batch), and a prompt longer than the
+    batch pays it once per batch of its tokens (chunked prefill).
 
     DeepSeek-V3.2 (``m.sparse_mla``) prefills in the sparse path: its lightning indexer scores
     every earlier token (``indexer_heads`` x ``indexer_dim``, FP8) and MLA runs in the absorbed
@@ -485,11 +486,17 @@ def prefill(m: ModelShape, gpu: Gpu, *, isl: int, tensor: int, data: int, pipeli
                          + (fixed.SPARSE_PREFILL_LAYER_S if m.sparse_mla else 0.0)
                          + (fixed.COMPRESSED_PREFILL_LAYER_S if m.compressed and not graphs
                             else 0.0))
-    per_step = max(1, batch_tokens // max(isl, 1))          # requests of one prefill batch
+    # Steps per request: a share of one prefill batch, or, for a prompt longer than the batch,
+    # one step per batch of its tokens, each with its own launches (chunked prefill: the
+    # scheduler caps a step's prompt tokens at the batch and carries the rest over, SGLang 0.5.23
+    # python/sglang/srt/managers/schedule_policy.py ``rem_chunk_tokens``, vLLM 0.33.0
+    # vllm/v1/core/sched/scheduler.py ``token_budget``).
+    steps = 1 / max(1, batch_tokens // max(isl, 1)) if isl <= batch_tokens \
+        else math.ceil(isl / max(batch_tokens, 1))
     gpus = tensor * data * pipeline
     hidden = OVERLAP_TWO_BATCH * min(compute, a2a) if overlap == "two_batch" else 0.0
     work = compute + comm - hidden                           # GPU-seconds per request
-    launches = step_s * rank_gpus / per_step
+    launches = step_s * rank_gpus * steps
     busy = step_time(launches, work)
     bound = "prefill compute" if compute >= comm else \
         "prefill expert all-to-all network" if a2a >= allreduce else "prefill tensor all-reduce"

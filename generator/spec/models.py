@@ -198,6 +198,10 @@ class Rdma(_Model):
         "table (/sys/class/infiniband/<hca>/ports/1/pkeys/<index>), for fabrics whose partition "
         "is not at index 0 (SR-IOV VFs handed to pods). Rendered as NCCL_IB_PKEY and, for "
         "DeepEP, NVSHMEM_IB_PKEY_INDEX (NVSHMEM >= 3.7.0; rules NET040-041).")
+    deviceGbps: float | None = Field(None, gt=0, le=1600, allow_inf_nan=False, description=(
+        "Line rate of each RDMA device, Gbit/s (a ConnectX-7 port: 400 NDR, 200 NDR200); the "
+        "estimate's bandwidth per GPU is len(devices) x deviceGbps / gpusPerNode unless "
+        "network.interNodeGbps states it. Unset: 400 assumed, and said so."))
 
 
 class ComputeDomain(_Model):
@@ -233,7 +237,9 @@ class Network(_Model):
     interNodeGbps: float | None = Field(
         None, gt=0, le=3200, allow_inf_nan=False,
         description="RDMA bandwidth per GPU between nodes, Gbit/s, for the performance "
-        "estimate (gen report, gen size, the dashboard); default 400 (ConnectX-7).")
+        "estimate (gen report, gen size, the dashboard). Unset: derived from network.rdma "
+        "(len(devices) x rdma.deviceGbps / gpusPerNode), else 400 assumed (one ConnectX-7 "
+        "port per GPU).")
     networkPolicy: bool = Field(
         True, description="Render NetworkPolicies (kubernetes target) that admit only the "
         "traffic the plan computes: engines to each other, the router or endpoint picker and "
