@@ -259,7 +259,8 @@ EXPECTED = {
         ("PD090", 185),
         ("IMP005", 192),
         ("IMP015", 203),
-        ("RST011", 203),
+        # no RST011: vllm-openai:nightly is judged at vLLM 0.33.0, whose connector requires
+        # NIXL >= 1.5.0 (which has ai-dynamo/nixl PR#1987)
         ("POOL005", 478),
         # --max-model-len auto is vLLM's auto-fit (vLLM 0.33.0 vllm/config/model.py: -1 is the
         # model's length, v1/core/kv_cache_planning.py _auto_fit_max_model_len shrinks it to

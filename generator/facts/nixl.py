@@ -68,14 +68,17 @@ def _fixed(release: str, at_least: bool) -> bool | None:
 
 
 def image_nixl(engine: str, version: str, image: str | None) -> ImageNixl:
-    """The NIXL of ``image`` running ``engine`` at release ``version`` (see the module
-    docstring); never raises."""
+    """The NIXL of ``image`` running ``engine`` at release ``version`` (the image's own
+    release where its tag names one; see the module docstring); never raises."""
     if image:
         repo, tag = images.split(image)
         for row in images.rows():
             if row.get("nixl") and row["engine"] == engine and tag == row["tag"] \
                     and repo.lower() == images.split(row["repository"])[0].lower():
                 return ImageNixl(row["nixl"], False, _fixed(row["nixl"], False), row["source"])
+        # the release the image runs where its tag says (an image older than the spec's
+        # engine.version runs its own connector: ENG002)
+        version = images.read(image, engine).release or version
     v = parse_version(version)
     floors = [r for r in _data()["engineFloors"]
               if r["engine"] == engine and parse_version(r["release"]) <= v]
