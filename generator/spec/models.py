@@ -292,7 +292,8 @@ class Serving(_Model):
     swaFullTokensRatio: float | None = Field(None, gt=0.0, le=1.0, allow_inf_nan=False,
         description="SGLang only (--swa-full-tokens-ratio): the sliding-window pool's tokens "
                     "as a share of the full pool's (default 0.8; DeepSeek-V4's 0.1). vLLM has "
-                    "no such pool (rule SRV010).")
+                    "no such pool (rule SRV010); SGLang's decode (no radix cache) sizes it from "
+                    "the running requests instead (rule SRV011).")
 
 
 class Parallel(_Model):
