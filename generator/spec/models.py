@@ -180,7 +180,9 @@ class Rdma(_Model):
         description="InfiniBand partition: the index of the partition key in the port's P_Key "
         "table (/sys/class/infiniband/<hca>/ports/1/pkeys/<index>), for fabrics whose partition "
         "is not at index 0 (SR-IOV VFs handed to pods). Rendered as NCCL_IB_PKEY and, for "
-        "DeepEP, NVSHMEM_IB_PKEY_INDEX (NVSHMEM >= 3.7.0; rules NET040-041).")
+        "DeepEP, NVSHMEM_IB_PKEY_INDEX (NVSHMEM >= 3.7.0; rules NET040-041). NIXL's UCX takes "
+        "the partition's P_Key value in network.env UCX_IB_PKEY (rule NET042); Mooncake always "
+        "uses index 0 (rule NET043).")
 
 
 class ComputeDomain(_Model):
