@@ -89,15 +89,14 @@ def _pkey_nvshmem(ctx: Context):
 UCX_PKEY_ENV = "UCX_IB_PKEY"
 
 
-def _kv_on_partition(ctx: Context, connector: str):
-    """(index, role) of the roles whose KV transfer runs over ``connector`` while
+def _kv_on_partition(ctx: Context, connector: str) -> list[tuple[int, str]]:
+    """(index, name) of the roles whose KV transfer runs over ``connector`` while
     ``network.rdma.pkeyIndex`` puts the collectives on a partition not at index 0."""
     rdma = ctx.spec.spec.network.rdma
     if rdma is None or not rdma.pkeyIndex:
-        return
-    for i, r in ctx.role_items():
-        if r.kv_transfer is not None and r.kv_transfer.connector == connector:
-            yield i, r
+        return []
+    return [(i, r.name) for i, r in ctx.role_items()
+            if r.kv_transfer is not None and r.kv_transfer.connector == connector]
 
 
 @rule("NET042", W, "NIXL's UCX transfers KV on the partition network.rdma.pkeyIndex names",
@@ -109,11 +108,11 @@ def _pkey_ucx(ctx: Context):
     rdma = ctx.spec.spec.network.rdma
     if rdma is None or nic_family(rdma).nixl_backend != "UCX":
         return
-    for i, r in _kv_on_partition(ctx, "nixl"):
-        if _env_value(ctx, i, UCX_PKEY_ENV) is not None:
-            continue
+    roles = [n for i, n in _kv_on_partition(ctx, "nixl")
+             if _env_value(ctx, i, UCX_PKEY_ENV) is None]
+    if roles:
         yield Hit(("spec", "network", "rdma", "pkeyIndex"),
-                  f"role {r.name!r}: NCCL and NVSHMEM take P_Key index {rdma.pkeyIndex}, but "
+                  f"roles {', '.join(map(repr, roles))}: NCCL and NVSHMEM take P_Key index {rdma.pkeyIndex}, but "
                   f"NIXL's UCX backend takes {UCX_PKEY_ENV} (a P_Key value, default auto: the "
                   "port's first full-member P_Key, from index 0): where index 0 holds a "
                   "full-member key (the default partition 0xffff), KV transfers leave the "
@@ -128,9 +127,10 @@ def _pkey_ucx(ctx: Context):
       "rdma_endpoint.cpp doSetupConnection (RESET->INIT: attr.pkey_index = 0, no setting)")
 def _pkey_mooncake(ctx: Context):
     rdma = ctx.spec.spec.network.rdma
-    for _, r in _kv_on_partition(ctx, "mooncake"):
+    roles = [n for _, n in _kv_on_partition(ctx, "mooncake")]
+    if roles:
         yield Hit(("spec", "network", "rdma", "pkeyIndex"),
-                  f"role {r.name!r}: Mooncake's transfer engine creates its queue pairs at "
+                  f"roles {', '.join(map(repr, roles))}: Mooncake's transfer engine creates its queue pairs at "
                   f"P_Key index 0 whatever the partition: NCCL takes index {rdma.pkeyIndex}, "
                   "Mooncake's KV transfers the key at index 0 (another partition, or none the "
                   "peer shares)",
