@@ -70,6 +70,21 @@ def test_vllm_client_at_the_spec_traffic_through_the_router(pd_job):
     assert "cat /results/dsv3-pd-bench.json" in script and script.endswith("sleep 300")
 
 
+def test_the_read_only_client_has_a_writable_home_and_tmp(pd_job):
+    """The client container's root filesystem is read-only (CONTROL_SECURITY) and it imports
+    vLLM/SGLang, torch and transformers, whose caches resolve below ~ and whose temporary files
+    go to tempfile.gettempdir() (which raises when no candidate is writable): as in the engine
+    pods (generator/security.py TMP_MOUNT, HOME), /tmp is an emptyDir and HOME points into it."""
+    _, job, _ = pd_job
+    pod = job["spec"]["template"]["spec"]
+    [c] = pod["containers"]
+    assert c["securityContext"]["readOnlyRootFilesystem"] is True
+    assert {"name": "HOME", "value": "/tmp"} in c["env"]
+    mounts = {m["mountPath"]: m["name"] for m in c["volumeMounts"]}
+    volumes = {v["name"]: v for v in pod["volumes"]}
+    assert "emptyDir" in volumes[mounts["/tmp"]]
+
+
 def test_cli_is_deterministic_and_writes_a_file(pd_job, capsys, tmp_path):
     text, _, _ = pd_job
     rc, job, _ = _bench(capsys, PD)

@@ -152,3 +152,15 @@ def test_wrapper_options_match_the_tagged_source():
         pytest.skip(f"the ai-dynamo/dynamo mirror is not under {mirrors}")
     committed = (ROOT / "generator" / "facts" / "data" / "wrappers.json").read_text()
     assert committed == tool.render(mirrors), "run: python tools/extract_wrappers.py"
+
+
+def test_nixl_table_matches_the_tagged_source():
+    """generator/facts/data/nixl.json is what tools/extract_nixl.py reads from the ai-dynamo/nixl
+    mirror and the vLLM releases installed here (skipped without them)."""
+    import pytest
+    tool = _tool("extract_nixl")
+    mirrors = load_script("tools/extract_images.py").mirrors_dir()
+    if not (mirrors / "ai-dynamo+nixl" / "repo").is_dir() or len(tool._site_packages()) < 2:
+        pytest.skip("the ai-dynamo/nixl mirror, the engines venv or the CPU runtime is missing")
+    committed = (ROOT / "generator" / "facts" / "data" / "nixl.json").read_text()
+    assert committed == tool.render(mirrors), "run: python tools/extract_nixl.py"

@@ -295,15 +295,19 @@ def test_gen_diff_reads_a_rendered_directory(tmp_path, capsys):
 # --- the restart model in a rollout -----------------------------------------------------------
 
 def test_s1_prefill_only_change_says_decode_may_crash():
-    """S1 (vLLM 0.33.0, NIXL over UCX: mlx5 RDMA devices): a prefill-only change re-creates every
-    prefill instance while decode keeps serving; the restart model's row (vllm-project/vllm#49238:
-    decode segfaults loading the new prefill's NIXL metadata) is quoted at RST011's severity."""
-    d = _diff((S1,), (S1, DIFF / "prefill-env.yaml"))
+    """S1 at vLLM 0.32.0 (NIXL over UCX: mlx5 RDMA devices; the image's NIXL not known): a
+    prefill-only change re-creates every prefill instance while decode keeps serving; the
+    restart model's row (vllm-project/vllm#49238: decode segfaults loading the new prefill's
+    NIXL metadata) is quoted at RST011's severity. At vLLM 0.33.0 (NIXL >= 1.5.0, which has
+    ai-dynamo/nixl PR#1987) the same change says nothing of it (review38 F1)."""
+    assert not [f for f in _diff((S1,), (S1, DIFF / "prefill-env.yaml")).findings
+                if f.code == "ROL005"]
+    d = _diff((S1, VLLM_032), (S1, VLLM_032, DIFF / "prefill-env.yaml"))
     roles = _roles(d)
     assert roles["prefill"].change.restarts and not roles["decode"].change.restarts
     rol005 = [f for f in d.findings if f.code == "ROL005"]
     assert [(f.severity.value, f.path) for f in rol005] == [
         ("notice", "$.spec.roles[1].kvTransfer.connector")]
-    start = _startup(_side(S1).files, "decode-lws.yaml")
+    start = _startup(_side(S1, VLLM_032).files, "decode-lws.yaml")
     assert f"a cold start of {start} s ({start / 60:.1f} min) each" in rol005[0].message
     assert "RST011: nixl" in rol005[0].message and "although their own template" in rol005[0].message

@@ -214,3 +214,26 @@ def test_sglang_window_pool_by_release(tmp_path, model, version, hybrid):
     layers = full_layers + 0.8 * (len(types) - full_layers) if hybrid else len(types)
     assert z.kv_tokens_per_rank == pytest.approx(z.kv_cache * GIB / (per_layer * layers),
                                                  rel=1e-4)
+
+
+def test_sglang_decode_ignores_the_swa_ratio(tmp_path):
+    """review38 F4: SGLang 0.5.23 sizes a radix-less hybrid-SWA pool from the request cap
+    (pool_configurator.py SWARequestCapPoolConfigurator.is_applicable: --max-running-requests
+    set, radix cache disabled, decode mode, a window and full layers); the decode server
+    disables the radix cache (arg_groups/pd_disaggregation_hook.py) and moegen renders
+    --max-running-requests on decode: serving.swaFullTokensRatio on a gpt-oss decode role is not
+    read (SRV011, a warning on the decode only; the prefill keeps its radix cache and the ratio)."""
+    roles = [dict(r, kvTransfer={"connector": "mooncake"}) for r in PD]
+    roles[1] = dict(roles[1], serving={"swaFullTokensRatio": 0.5})
+    roles[0] = dict(roles[0], serving={"swaFullTokensRatio": 0.5})
+    checked = _size(tmp_path, "gpt-oss-120b", "mxfp4", 4, engine="sglang", version="0.5.23",
+                    roles=roles)
+    srv = [f for f in checked.findings if f.code == "SRV011"]
+    assert [(f.severity.value, f.path) for f in srv] == [
+        ("warning", "$.spec.roles[1].serving.swaFullTokensRatio")]
+    assert "--disaggregation-decode-enable-radix-cache" in srv[0].hint
+    # re-enabling the decode's radix cache puts the ratio back in use: no finding
+    roles[1] = dict(roles[1], engineArgs=["--disaggregation-decode-enable-radix-cache"])
+    checked = _size(tmp_path, "gpt-oss-120b", "mxfp4", 4, engine="sglang", version="0.5.23",
+                    roles=roles)
+    assert not [f for f in checked.findings if f.code == "SRV011"]

@@ -12,11 +12,18 @@ from tests.helpers import ROOT
 
 
 @pytest.mark.parametrize("image, engine, release", [
-    # Dynamo pins its engines in pyproject.toml at the release's branch cut:
-    # 1.3.0 -> vllm==0.25.1, sglang==0.5.15 (ai-dynamo/dynamo@071aff3:pyproject.toml:62, :75).
-    ("nvcr.io/nvidia/ai-dynamo/vllm-runtime:1.3.0", "vllm", "0.25.1"),
-    ("nvcr.io/nvidia/ai-dynamo/sglang-runtime:1.3.0", "sglang", "0.5.15"),
-    ("nvcr.io/nvidia/ai-dynamo/vllm-runtime:0.9.0", "vllm", "0.15.1"),
+    # Dynamo's pins per release (docs/fern/pages/reference/general/compatibility.mdx, "Backend
+    # engine pins per Dynamo release"): 1.3.0 (Jul 20, 2026) -> vLLM 0.23.0, SGLang 0.5.14; main's
+    # pyproject.toml before its 1.4.0 bump had 0.25.1 / 0.5.15 (bumped after the branch cut).
+    ("nvcr.io/nvidia/ai-dynamo/vllm-runtime:1.3.0", "vllm", "0.23.0"),
+    ("nvcr.io/nvidia/ai-dynamo/sglang-runtime:1.3.0", "sglang", "0.5.14"),
+    ("nvcr.io/nvidia/ai-dynamo/vllm-runtime:0.9.0", "vllm", "0.14.1"),
+    # review38 F6: 1.2.0 pins vllm[...]==0.20.1 and sglang[diffusion]==0.5.11 (the pyproject.toml
+    # that declares version 1.2.0 says the same), NOT main's 0.21.0 / 0.5.12.post1 of May 28.
+    ("nvcr.io/nvidia/ai-dynamo/vllm-runtime:1.2.0", "vllm", "0.20.1"),
+    ("nvcr.io/nvidia/ai-dynamo/sglang-runtime:1.2.0", "sglang", "0.5.11"),
+    # a patch release has its own row (same pins as 1.2.0)
+    ("nvcr.io/nvidia/ai-dynamo/vllm-runtime:1.2.1", "vllm", "0.20.1"),
     # llm-d's component table for v0.8.0 (llm-d/llm-d#1819): vLLM v0.23.0.
     ("ghcr.io/llm-d/llm-d-cuda:v0.8.0", "vllm", "0.23.0"),
     # Before the table: the vLLM commit llm-d's Dockerfile builds (v0.3.x: v0.11.0's,
@@ -142,13 +149,13 @@ def test_a_release_moegen_has_no_facts_for_is_judged_at_the_nearest(tmp_path):
 def test_release_dependent_errors_on_an_assumed_release_are_warnings(tmp_path):
     """Dynamo's Hopper recipe: decode ``--max-num-seqs 512`` without --max-num-batched-tokens
     under DeepEP low-latency + DP: vLLM >= 0.20.0 defaults the batched tokens to 256 and refuses
-    (SRV001, an error: the image, vllm-runtime:1.3.0, bundles vLLM 0.25.1). The same manifest
+    (SRV001, an error: the image, vllm-runtime:1.3.0, bundles vLLM 0.23.0). The same manifest
     on an image whose release moegen cannot read: SRV001 is a warning naming the release it
     assumed."""
     src = shared("reference", "manifests", HOPPER)
     ran = read_inputs([src], opts=Options(gpu="H200-141GB")).results[0]
     assert [f.severity.value for f in ran.findings if f.code == "SRV001"] == ["error"]
-    assert ran.imported.data["spec"]["engine"]["version"] == "0.25.1"
+    assert ran.imported.data["spec"]["engine"]["version"] == "0.23.0"
     custom = tmp_path / HOPPER
     custom.write_text(src.read_text().replace("nvcr.io/nvidia/ai-dynamo/vllm-runtime:1.3.0",
                                               "registry.corp/ml/vllm-h20:v2.4.1"))

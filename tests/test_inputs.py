@@ -172,7 +172,9 @@ def test_one_directory_of_several_renders_splits_by_directory(tmp_path):
     batch = read_inputs([out])
     assert sorted(_roles(batch)) == [["prefill", "decode"]] * 3
     assert batch.ok, batch.all_findings()
-    # RST011: vLLM prefill/decode over NIXL, a notice (the restart model).
+    # RST011 (a notice, the restart model) on the KServe tree only: it runs KServe's vLLM 0.26.0
+    # preset image, whose NIXL moegen does not know; vLLM 0.33.0 (s1, igw) requires NIXL >= 1.5.0,
+    # which has the restart race's fix.
     assert {f.code for f in batch.all_findings()} == {"RTR012", "RST011"}
 
 
@@ -231,7 +233,7 @@ def test_skip_counts_do_not_depend_on_how_files_are_passed(tmp_path):
     assert by_dir.skipped == by_file.skipped == [str(tree / "values.yaml")]
     assert summary_line(by_dir) == summary_line(by_file) == (
         "checked 1 deployment from manifests; 1 file skipped (neither specs nor serving "
-        "manifests): 0 errors, 0 warnings, 1 notice")   # RST011: vLLM P/D over NIXL
+        "manifests): 0 errors, 0 warnings")
     # Without serving manifests, the same objects are skipped, passed either way.
     objects = [f for f in files if f.name.startswith("router-")]
     alone = read_inputs(objects)

@@ -63,6 +63,19 @@ def test_sglang_0523_pool_by_hand():
     assert cache.tokens(4.126 * GIB, 1) == int((4.126 * GIB - fixed) / 10_115.25) // 256 * 256
 
 
+def test_sglang_0523_mtp_inflates_every_per_token_byte():
+    """0.5.23 with MTP (DSV4PoolConfigurator.__init__ in python/sglang/srt/model_executor/
+    pool_configurator.py: bytes_per_full_token *= (target_layers + 1) / target_layers): the
+    draft layer scales the whole per-token figure, not only the window term. V4-Pro, ring 16:
+    0.1 x (585 x 61 + 16/256 x 10240 x 30) + 30 x 717/4 + 31 x 864/128
+    = 5488.5 + 5377.5 + 209.25 = 11,075.25, x 62/61 = 11,256.81 B per full token (moegen had
+    0.1 x (585 x 62 + 19,200) + 5377.5 + 209.25 = 11,133.75: the draft layer on the window term
+    only)."""
+    cache = V4Cache("sglang", "fixed-state", *PRO, running_per_rank=32, mtp=True)
+    assert cache.bytes_per_full_token() == pytest.approx(11_075.25 * 62 / 61)
+    assert round(cache.bytes_per_full_token(), 1) == 11_256.8
+
+
 def test_vllm_packed_layout_by_hand():
     """vLLM <= 0.32 (V4-Flash, 1M tokens, 8192 batched): full block 21 x (37,440 + 8,640) +
     20 x 1,728 = 1,002,240 B; the pool block packs 22 x 37,440 + 21 x 8,640 + 20 x 1,728 =

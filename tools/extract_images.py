@@ -12,10 +12,14 @@ Sources (``--mirrors DIR``, default ``../.mirror`` beside the checkout, or $MOEG
 ``<owner>+<name>/repo`` git directories, read with ``git show``):
 
 * Dynamo runtime images (``nvcr.io/nvidia/ai-dynamo/{vllm,sglang}-runtime:<release>``): the
-  engines the release pins in ``pyproject.toml`` (``vllm[...]==X``, ``sglang[...]==X``), read at
-  the release's branch cut on main: the parent of the commit that moves main's ``version`` past
-  the release (the release tags are not in the mirror; the fork wxsms/dynamo carries upstream's
-  main). A release branch may carry later cherry-picks; an engine bump there is not seen.
+  maintainers' table of backend pins per release (docs/fern/pages/reference/general/
+  compatibility.mdx, "Backend engine pins per Dynamo release": SGLang, vLLM and the NIXL of each
+  backend's image), read at the mirror's main (the release tags are not in the mirror; the fork
+  wxsms/dynamo carries upstream's main). NOT main's pyproject.toml at the commit before its
+  ``version`` moves past the release: the release branch is cut days before that bump, and
+  main's engine pins move in between (1.2.0 pins vLLM 0.20.1 / SGLang 0.5.11 per the table and
+  the pyproject.toml that declares 1.2.0 with them; main before the 1.3.0 bump had 0.21.0 /
+  0.5.12.post1).
 * KServe's LLMInferenceServiceConfig presets (``config/llmisvcconfig/*.yaml`` at each release tag
   v0.17.0 and later): the engine image every preset runs, so an LLMInferenceService that names no
   image is read as running it.
@@ -45,6 +49,9 @@ MIRRORS = {"wxsms+dynamo": "ai-dynamo/dynamo", "kserve+kserve": "kserve/kserve"}
 
 #: Dynamo releases read (each names the runtime images of both engines).
 DYNAMO_RELEASES = ("0.9.0", "1.0.0", "1.1.0", "1.2.0", "1.3.0", "1.4.0")
+#: ... and their patch releases (an image per release: the pins table has both).
+DYNAMO_IMAGE_RELEASES = ("0.9.0", "0.9.1", "1.0.0", "1.0.1", "1.0.2", "1.1.0", "1.1.1", "1.2.0",
+                         "1.2.1", "1.3.0", "1.3.1", "1.4.0")
 DYNAMO_IMAGE = "nvcr.io/nvidia/ai-dynamo/{engine}-runtime"
 #: KServe releases whose presets are read (LLMInferenceServiceConfig from v0.17.0 on).
 KSERVE_RELEASES = ("v0.17.0", "v0.18.0", "v0.18.1", "v0.19.0", "v0.20.0")
@@ -112,7 +119,8 @@ _VERSION_LINE = re.compile(r'^version = "([^"]+)"', re.M)
 
 def dynamo_cuts(m: Mirror) -> dict[str, str]:
     """Dynamo release -> the commit of its branch cut (the parent of the first commit on
-    main's first-parent history whose pyproject.toml ``version`` is past the release)."""
+    main's first-parent history whose pyproject.toml ``version`` is past the release; an
+    approximation: the branch is cut some days before that bump. tools/extract_wrappers.py)."""
     commits = m.run("log", "--format=%H", "--first-parent", "--reverse", "main", "--",
                     "pyproject.toml").split()
     cuts: dict[str, str] = {}
@@ -126,27 +134,36 @@ def dynamo_cuts(m: Mirror) -> dict[str, str]:
     return cuts
 
 
+#: The maintainers' table of pins per Dynamo release (read at the mirror's main).
+DYNAMO_TABLE = "docs/fern/pages/reference/general/compatibility.mdx"
+#: ``| v1.2.0 | stable | 0.5.11 | 1.3.0rc14 | 0.20.1 | 1.0.1 / 0.10.1 / 0.10.1 | 1.20.0 |``:
+#: release, type, SGLang, TensorRT-LLM, vLLM, NIXL (SGLang / TensorRT-LLM / vLLM image).
+_PIN_ROW = re.compile(r"^\| v(\S+) \| (stable|patch) \| (\S+) \| \S+ \| (\S+) \| "
+                      r"(\S+) / \S+ / (\S+) \|")
+
+
 def dynamo_rows(m: Mirror) -> list[dict]:
-    cuts = dynamo_cuts(m)
+    """One row per Dynamo release in DYNAMO_IMAGE_RELEASES and engine: the engine release and the
+    NIXL release its runtime image bundles, cited at the table's line."""
+    ref = m.run("rev-parse", "main").strip()
+    pins: dict[str, tuple[int, dict[str, str], dict[str, str]]] = {}
+    for n, line in enumerate(m.text(ref, DYNAMO_TABLE).splitlines(), 1):
+        hit = _PIN_ROW.match(line)
+        if hit:
+            release, _, sgl, vllm, nixl_sgl, nixl_vllm = hit.groups()
+            pins.setdefault(release, (n, {"sglang": sgl, "vllm": vllm},
+                                      {"sglang": nixl_sgl, "vllm": nixl_vllm}))
     rows = []
-    for release in DYNAMO_RELEASES:
-        ref = cuts[release]
-        text = m.text(ref, "pyproject.toml")
-        found = _VERSION_LINE.search(text)
-        if not found or found.group(1) != release:
-            raise LookupError(f"{m.cite(ref, 'pyproject.toml', 1)} is not Dynamo {release}")
+    for release in DYNAMO_IMAGE_RELEASES:
+        if release not in pins:
+            raise LookupError(f"{m.cite(ref, DYNAMO_TABLE, 1)}: no row for Dynamo {release}")
+        n, engines, nixl = pins[release]
         for engine in ("vllm", "sglang"):
-            pin = re.compile(rf'^\s*"{engine}(\[[^\]]*\])?==([0-9][^";]*)"', re.M)
-            for n, line in enumerate(text.splitlines(), 1):
-                hit = pin.match(line)
-                if hit:
-                    rows.append({"repository": DYNAMO_IMAGE.format(engine=engine),
-                                 "tag": release, "engine": engine, "release": hit.group(2),
-                                 "source": m.cite(ref, "pyproject.toml", n),
-                                 "via": f"Dynamo {release} pins {engine}=={hit.group(2)}"})
-                    break
-            else:
-                raise LookupError(f"{m.cite(ref, 'pyproject.toml', 1)}: no {engine} pin")
+            rows.append({"repository": DYNAMO_IMAGE.format(engine=engine), "tag": release,
+                         "engine": engine, "release": engines[engine], "nixl": nixl[engine],
+                         "source": m.cite(ref, DYNAMO_TABLE, n),
+                         "via": f"Dynamo {release} pins {engine}=={engines[engine]} "
+                                f"(NIXL {nixl[engine]})"})
     return rows
 
 

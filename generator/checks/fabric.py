@@ -1,4 +1,5 @@
-"""Rules about the InfiniBand fabric the collectives run on: partitions (P_Key indices).
+"""Rules about the InfiniBand fabric the collectives and KV transfers run on: partitions (P_Key
+indices).
 
 A pod handed an SR-IOV virtual function often sits in an InfiniBand partition whose key is not
 at index 0 of the port's P_Key table. Every library that creates queue pairs must then use that
@@ -81,3 +82,57 @@ def _pkey_nvshmem(ctx: Context):
                   f"check the image's NVSHMEM (pip show nvidia-nvshmem-cu12 / -cu13) is "
                   f">= {NVSHMEM_PKEY_SINCE}, or give the pods a partition at index 0")
         return
+
+
+#: UCX's P_Key setting: a P_Key VALUE (0-0x7fff), "auto" the port's first full-member one
+#: (openucx/ucx src/uct/ib/base/ib_iface.c config table {"PKEY", "auto", ...}).
+UCX_PKEY_ENV = "UCX_IB_PKEY"
+
+
+def _kv_on_partition(ctx: Context, connector: str) -> list[tuple[int, str]]:
+    """(index, name) of the roles whose KV transfer runs over ``connector`` while
+    ``network.rdma.pkeyIndex`` puts the collectives on a partition not at index 0."""
+    rdma = ctx.spec.spec.network.rdma
+    if rdma is None or not rdma.pkeyIndex:
+        return []
+    return [(i, r.name) for i, r in ctx.role_items()
+            if r.kv_transfer is not None and r.kv_transfer.connector == connector]
+
+
+@rule("NET042", W, "NIXL's UCX transfers KV on the partition network.rdma.pkeyIndex names",
+      "openucx/ucx src/uct/ib/base/ib_iface.c (UCX_IB_PKEY: \"Which pkey value to use. Should "
+      "be between 0 and 0x7fff. \\\"auto\\\" option selects a first valid pkey value with full "
+      "membership\"; a value, not an index); NCCL_IB_PKEY is an index "
+      "(NVIDIA/nccl@02aedae040e45a2ae37595c5a83c929f506330b9:src/transport/net_ib.cc)")
+def _pkey_ucx(ctx: Context):
+    rdma = ctx.spec.spec.network.rdma
+    if rdma is None or nic_family(rdma).nixl_backend != "UCX":
+        return
+    roles = [n for i, n in _kv_on_partition(ctx, "nixl")
+             if _env_value(ctx, i, UCX_PKEY_ENV) is None]
+    if roles:
+        yield Hit(("spec", "network", "rdma", "pkeyIndex"),
+                  f"roles {', '.join(map(repr, roles))}: NCCL and NVSHMEM take P_Key index {rdma.pkeyIndex}, but "
+                  f"NIXL's UCX backend takes {UCX_PKEY_ENV} (a P_Key value, default auto: the "
+                  "port's first full-member P_Key, from index 0): where index 0 holds a "
+                  "full-member key (the default partition 0xffff), KV transfers leave the "
+                  "partition, or fail where the default one is not shared",
+                  f"set {UCX_PKEY_ENV} in network.env to the partition's P_Key value without the "
+                  f"membership bit (/sys/class/infiniband/<hca>/ports/1/pkeys/{rdma.pkeyIndex} "
+                  "& 0x7fff, e.g. 0x8001 -> 0x0001)")
+
+
+@rule("NET043", W, "Mooncake transfers KV on the partition network.rdma.pkeyIndex names",
+      "kvcache-ai/Mooncake@0098b54c:mooncake-transfer-engine/src/transport/rdma_transport/"
+      "rdma_endpoint.cpp doSetupConnection (RESET->INIT: attr.pkey_index = 0, no setting)")
+def _pkey_mooncake(ctx: Context):
+    rdma = ctx.spec.spec.network.rdma
+    roles = [n for _, n in _kv_on_partition(ctx, "mooncake")]
+    if roles:
+        yield Hit(("spec", "network", "rdma", "pkeyIndex"),
+                  f"roles {', '.join(map(repr, roles))}: Mooncake's transfer engine creates its queue pairs at "
+                  f"P_Key index 0 whatever the partition: NCCL takes index {rdma.pkeyIndex}, "
+                  "Mooncake's KV transfers the key at index 0 (another partition, or none the "
+                  "peer shares)",
+                  "use kvTransfer.connector: nixl (UCX takes the partition's P_Key value: "
+                  "NET042), or hand the pods VFs whose partition is at index 0")

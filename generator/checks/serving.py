@@ -7,6 +7,7 @@ import re
 
 from ..durations import KEEPALIVE_ENV, front_idle_s, keepalive_s
 from ..engines.vllm import max_num_seqs as vllm_max_num_seqs
+from ..facts.versions import parse_version
 from ..sizing import RoleSizing
 from .registry import Context, E, Hit, W, is_vllm, role_env, role_path, rule, serving_path
 
@@ -50,6 +51,37 @@ def _swa_ratio_engine(ctx: Context):
             yield Hit(serving_path(ctx, i, "swaFullTokensRatio"),
                       "swaFullTokensRatio has no meaning for vLLM: its sliding-window layers "
                       "take blocks per request, not a pool of their own", "drop it")
+
+
+#: The first SGLang release read with the request-cap SWA pool (0.5.23; earlier ones not read).
+SWA_CAP_SINCE = (0, 5, 23)
+DECODE_RADIX = "--disaggregation-decode-enable-radix-cache"
+
+
+@rule("SRV011", W, "swaFullTokensRatio is read where it is set",
+      "SGLang 0.5.23 python/sglang/srt/model_executor/pool_configurator.py "
+      "SWARequestCapPoolConfigurator.is_applicable (--max-running-requests set, radix cache "
+      "disabled, decode: the window pool is the request cap, not the ratio; "
+      "create_memory_pool_configurator picks it for every hybrid-SWA model but DeepSeek-V4); "
+      "python/sglang/srt/arg_groups/pd_disaggregation_hook.py (the decode server disables the "
+      "radix cache unless --disaggregation-decode-enable-radix-cache)", engines=("sglang",))
+def _swa_ratio_unread(ctx: Context):
+    if parse_version(ctx.spec.spec.engine.version) < SWA_CAP_SINCE:
+        return
+    for i, r in ctx.role_items():
+        at = r.arch.attention
+        if r.mode != "decode" or r.serving.swaFullTokensRatio is None or at.compressed \
+                is not None or at.window is None or "full" not in at.layer_types \
+                or DECODE_RADIX in ctx.spec.spec.roles[i].engineArgs:
+            continue
+        yield Hit(serving_path(ctx, i, "swaFullTokensRatio"),
+                  f"role {r.name!r}: SGLang {ctx.spec.spec.engine.version}'s decode runs without "
+                  "a radix cache and with --max-running-requests (moegen renders it), so it "
+                  f"sizes the {at.window}-token window pool from the running requests' worst "
+                  "case and gives the rest to the full pool: "
+                  f"swaFullTokensRatio {r.serving.swaFullTokensRatio} is not read",
+                  f"drop it on the decode role, or pass {DECODE_RADIX} in its engineArgs "
+                  "(experimental: the ratio then sizes the pool)")
 
 
 @rule("SRV003", E, "maxNumSeqs admits the sequences the role must hold",

@@ -23,9 +23,13 @@
   NVSHMEM (``NVSHMEM_IB_PKEY_INDEX``, read from 3.7.0; NVSHMEM 3.6.x and older create their
   IBRC/IBGDA queue pairs at index 0, so DeepEP hangs at connection set-up on a partition that is
   not there: NVIDIA/nvshmem#82, "Fixed in 3.7.0";
-  NVIDIA/nvshmem@v3.4.5-0:src/modules/transport/ibrc/ibrc.cpp:353 ``attr.pkey_index = 0``). UCX
-  (NIXL) picks a full-member P_Key itself (``UCX_IB_PKEY`` default auto: openucx/ucx
-  src/uct/ib/base/ib_iface.c P_Key selection, openucx/ucx PR#7724).
+  NVIDIA/nvshmem@v3.4.5-0:src/modules/transport/ibrc/ibrc.cpp:353 ``attr.pkey_index = 0``). Not
+  to the KV transports: UCX (NIXL) takes ``UCX_IB_PKEY``, a P_Key VALUE (0-0x7fff) whose default
+  "auto" is the port's first full-member key from index 0, not the one at ``pkeyIndex``
+  (openucx/ucx src/uct/ib/base/ib_iface.c config table ``PKEY``), which moegen cannot derive
+  from the index (the user sets it in ``network.env``: rule NET042); Mooncake creates its queue
+  pairs at index 0 (kvcache-ai/Mooncake@0098b54c:mooncake-transfer-engine/src/transport/
+  rdma_transport/rdma_endpoint.cpp doSetupConnection: rule NET043).
 """
 
 from __future__ import annotations

@@ -58,6 +58,11 @@ def _data() -> dict:
     return json.loads(package_text("facts", "data", "images.json"))
 
 
+def rows() -> list[dict]:
+    """The table's image rows (repository, tag, engine, release, source; Dynamo's: nixl)."""
+    return list(_data()["images"])
+
+
 def split(image: str) -> tuple[str, str]:
     """``docker.io/vllm/vllm-openai:v0.26.0@sha256:..`` -> (``vllm/vllm-openai``, ``v0.26.0``):
     the repository without Docker Hub's implicit host and ``library/``, and the tag (``""``

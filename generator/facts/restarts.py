@@ -32,7 +32,9 @@ class PeerRestart:
     """One pair x restart of the restart model (see the module docstring); ``remedy``: what
     the user can do about a crashing survivor (a rule's hint); ``nixl_backend``: the NIXL
     backend the row holds for (None: any; the crashes are in NIXL's UCX backend, which moegen
-    does not select on EFA: generator/engines/network.py NICS)."""
+    does not select on EFA: generator/engines/network.py NICS); ``nixl_race``: the crash is
+    NIXL's UCX race (:data:`NIXL_RACE`), gone where the image's NIXL has its fix
+    (generator/facts/nixl.py: the checks leave the row out there)."""
 
     pair: str
     engine: str | None
@@ -46,6 +48,7 @@ class PeerRestart:
     first: str | None = None
     fixed: str | None = None
     nixl_backend: str | None = None
+    nixl_race: bool = False
 
     def holds(self, engine: str, version: str, transport: str | None,
               nixl_backend: str | None = None) -> bool:
@@ -67,12 +70,12 @@ class PeerRestart:
 #: the survivor loads the new agent's metadata while UCX's error callback force-closes the old
 #: agent's endpoints; ``ucp_ep_rkey_unpack`` then runs on a closed endpoint and segfaults instead
 #: of returning NIXL_ERR_REMOTE_DISCONNECT (ai-dynamo/nixl#1986). Fixed by ai-dynamo/nixl PR#1987
-#: (commit 3e3e083, 2026-07-29, on main): not in the v1.4.0 tag nor on the release/1.4.1 branch
-#: (src/plugins/ucx/ucx_backend.cpp internalMDHelper there still unpacks without checking the
-#: endpoint's state), so no NIXL release an engine image bundles has it.
-NIXL_RACE = ("ai-dynamo/nixl#1986, ai-dynamo/nixl PR#1987 (on main after 1.4.1: "
-             "ai-dynamo/nixl@v1.4.0:src/plugins/ucx/ucx_backend.cpp internalMDHelper has no "
-             "endpoint-state check)")
+#: (commit 3e3e083, 2026-07-29): not in any release through 1.4.1, in 1.5.0 and 1.5.1 (their
+#: wheels' UCX plugin no longer imports the callback's ucp_ep_close_nb); vLLM 0.33.0's connector
+#: refuses NIXL < 1.5.0. Per release: generator/facts/data/nixl.json (tools/extract_nixl.py).
+NIXL_RACE = ("ai-dynamo/nixl#1986, fixed by ai-dynamo/nixl PR#1987 in NIXL 1.5.0 "
+             "(ai-dynamo/nixl@v1.4.0:src/plugins/ucx/ucx_utils.cpp:106 still force-closes the "
+             "endpoint in the error callback; generator/facts/data/nixl.json per release)")
 
 RESTARTS: tuple[PeerRestart, ...] = (
     PeerRestart(
@@ -87,7 +90,7 @@ RESTARTS: tuple[PeerRestart, ...] = (
         "python/sglang/srt/disaggregation/nixl/conn.py _add_remote_peer (adds the new agent, "
         "never removes the previous one of the address); the crash is in NIXL's UCX backend "
         "bringing up the new endpoint, the class of ai-dynamo/nixl#1986 (whether its fix, "
-        "unreleased, covers this path is not verified)",
+        "in NIXL 1.5.0, covers this path is not verified: the row holds at every NIXL)",
         nixl_backend="UCX",
         remedy="use kvTransfer.connector: mooncake on both roles (a restarted decode "
         "re-registers under a new session: mooncake/conn.py _publish_peer_registration), or "
@@ -121,10 +124,10 @@ RESTARTS: tuple[PeerRestart, ...] = (
         "vllm/distributed/kv_transfer/kv_connector/v1/nixl/base_worker.py "
         "_track_remote_engine_replacement, _cleanup_remote_engines (a replaced engine is "
         "released after the new handshake); " + NIXL_RACE,
-        nixl_backend="UCX",
-        remedy="expect decode restarts after each prefill restart until the image's NIXL has "
-        "ai-dynamo/nixl PR#1987 (after 1.4.1): roll prefill and decode in one window and watch "
-        "moegen's EngineGroupRestarts alert"),
+        nixl_backend="UCX", nixl_race=True,
+        remedy="run NIXL >= 1.5.0 (ai-dynamo/nixl PR#1987; vLLM 0.33.0 requires it), or expect "
+        "decode restarts after each prefill restart: roll prefill and decode in one window and "
+        "watch moegen's EngineGroupRestarts alert"),
     PeerRestart(
         "prefill-decode", "vllm", "nixl", restarted="decode", survivor="prefill",
         outcome=RECOVERS,

@@ -29,6 +29,7 @@ from ..calibration.results import CONFIG_KEY
 from ..deployment import Deployment
 from ..engines.routers import rendered_router
 from ..errors import UsageError
+from .. import security
 from ..naming import L_COMPONENT, L_INSTANCE, L_ROLE, client_service
 from .plan import CONTROL_SECURITY, DeploymentPlan
 
@@ -50,7 +51,13 @@ READY_MARGIN_S = 120
 #: The images run Hugging Face's libraries offline: the tokenizer is the mounted weights', and
 #: nothing is downloaded (huggingface_hub environment variables,
 #: https://huggingface.co/docs/huggingface_hub/package_reference/environment_variables).
-BENCH_ENV = {"HF_HUB_OFFLINE": "1"}
+BENCH_ENV = {"HF_HUB_OFFLINE": "1", "HOME": security.HOME}
+#: The client's root filesystem is read-only (CONTROL_SECURITY) and it imports the engine,
+#: torch and transformers, whose caches resolve below ``~`` and whose temporary files go to
+#: ``tempfile.gettempdir()`` (it raises "No usable temporary directory found" when no candidate
+#: is writable: https://docs.python.org/3/library/tempfile.html#tempfile.gettempdir): the
+#: engine pods' /tmp emptyDir with ``HOME`` in it (generator/security.py TMP_MOUNT), MiB.
+BENCH_TMP_MIB = 512
 
 
 @dataclass(frozen=True)
@@ -168,8 +175,10 @@ def bench_plan(model: Deployment, plan: DeploymentPlan, *, url: str | None = Non
                        configuration(spec)["key"])
     script = (f'set -e; "$@"; echo {shlex.quote(BEGIN + " " + result)}; '
               f"cat {shlex.quote(result)}; echo; echo {shlex.quote(END)}; sleep {int(keep_s)}")
-    volumes = [{"name": "results", "emptyDir": {"sizeLimit": "1Gi"}}]
-    mounts = [{"name": "results", "mountPath": RESULT_DIR}]
+    volumes = [{"name": "results", "emptyDir": {"sizeLimit": "1Gi"}},
+               {"name": "tmp", "emptyDir": {"sizeLimit": f"{BENCH_TMP_MIB}Mi"}}]
+    mounts = [{"name": "results", "mountPath": RESULT_DIR},
+              {"name": "tmp", "mountPath": security.TMP_MOUNT}]
     if s.model.volume is not None:
         volumes.append({"name": "model", **s.model.volume.sources()})
         mounts.append({"name": "model", "mountPath": s.model.path, "readOnly": True})

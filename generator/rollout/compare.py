@@ -391,7 +391,7 @@ def _findings(diff: RolloutDiff, old: Deployment | None, new: Deployment | None)
                    "sequences",
                    "set sizing.concurrency to the sequences the new layout should hold "
                    "(gen size shows the KV capacity)")
-    _peer_crashes(diff, new, at)
+    _peer_crashes(diff, old, new, at)
     rendered = diff.rendered
     if rendered is not None and rendered.mixed_s > 0 and diff.handshake:
         a, b, differ = diff.handshake
@@ -416,17 +416,22 @@ def _findings(diff: RolloutDiff, old: Deployment | None, new: Deployment | None)
     return out
 
 
-def _peer_crashes(diff: RolloutDiff, new: Deployment, at) -> None:
+def _peer_crashes(diff: RolloutDiff, old: Deployment | None, new: Deployment, at) -> None:
     """ROL005: a role this change restarts whose peer crashes when it restarts, by the restart
     model (generator/facts/restarts.py; the row gen validate reports as RST010/RST011, at that
     rule's severity): the survivor's instances cold-start again, an outage the rollout's
     timeline (which rolls only the changed templates) does not include. A survivor exists
     where the survivor role is not rolled, or where it is and the rendered order pairs
     revisions (``mixed_s`` > 0: a survivor exchanged KV with an instance replaced after it);
-    rolled together with no mixed pair, no instance outlives its peer. ``at`` appends a
-    finding."""
+    rolled together with no mixed pair, no instance outlives its peer. A survivor is an
+    instance of the old revision (its template unchanged, or replaced after its peer), so the
+    rows are the old side's (its engine release and the NIXL in its image: an upgrade onto a
+    fixed NIXL still crashes the old survivors). ``at`` appends a finding."""
     by_mode = {r.mode: r for r in diff.roles if r.mode in ENGINE_MODES}
-    for i, role, row in pd_crashes(new):
+    for _, role, row in pd_crashes(old if old is not None else new):
+        i = _index(new, role.name)
+        if i is None:
+            continue
         rolled = by_mode.get(row.restarted)
         if rolled is None or not rolled.change.restarts or rolled.plan.old == 0:
             continue

@@ -205,7 +205,8 @@ class V4Cache:
     Attributes:
         engine: ``vllm`` | ``sglang``; scheme: the release's layout (below).
         n4, n128, layers: the stage's ratio-4 and ratio-128 layers and all its attention layers
-            (MTP draft layers included: they keep a sliding window).
+            (MTP draft layers included: they keep a sliding window; SGLang ``fixed-state``: the
+            target's layers only, the draft inflates the per-token figure).
         in_flight: vLLM: tokens a window group must cover beyond its window
             (``max_num_batched_tokens``, x 2 with async scheduling from 0.26.0:
             ``VllmConfig.max_in_flight_tokens``).
@@ -237,7 +238,8 @@ class V4Cache:
       states 0.1 x 8/128 x (8192 + 2048) x n4 + 0.1 x 4096 x n128 (SWA pool 10 % of the full);
     * ``fixed-state`` (>= 0.5.15; 0.5.23's pool_configurator.py): pages padded (585 B/token for
       the window and ratio-4, 864 for ratio-128): 0.1 x (585 x layers + ring/256 x 10240 x n4)
-      + n4 x (585 + 132)/4 + n128 x 864/128 per full token (ring 8, 16 with MTP), plus a fixed
+      + n4 x (585 + 132)/4 + n128 x 864/128 per full token (ring 8, 16 with MTP; with MTP the
+      whole figure x (layers + 1)/layers, ``layers`` the target's: ``_spec_infl``), plus a fixed
       ratio-128 state of ceil((running + 1) x 128 + 129, 128) x 4096 B per ratio-128 layer.
     """
 
@@ -338,8 +340,11 @@ class V4Cache:
                     + r * 8 / 128 * (8192 + 2048) * self.n4 + r * 4096 * self.n128)
         ring = 16 if self.mtp else 8
         swa, r128 = 585, 864
-        return (r * (swa * self.layers + ring / 256 * 10240 * self.n4)
-                + self.n4 * (swa + V4_INDEX_ENTRY) / 4 + self.n128 * r128 / 128)
+        per_token = (r * (swa * self.layers + ring / 256 * 10240 * self.n4)
+                     + self.n4 * (swa + V4_INDEX_ENTRY) / 4 + self.n128 * r128 / 128)
+        # the draft worker's one layer: every per-token byte x (target + 1) / target
+        # (0.5.23 pool_configurator.py DSV4PoolConfigurator.__init__ _spec_infl)
+        return per_token * (self.layers + 1) / self.layers if self.mtp else per_token
 
     def _fixed_bytes(self) -> int:
         if self.engine != "sglang" or self.scheme != "fixed-state":

@@ -192,7 +192,7 @@ def size_sglang(role: RoleInput, gpu: Gpu, inv, arch: ModelArch, stages, place,
                            len(ratios) + mtp, entries=len(arch.attention.compressed.ratios),
                            swa_ratio=ratio)
         return V4Cache("sglang", "fixed-state", ratios.count(4), ratios.count(128),
-                       len(ratios) + mtp, running_per_rank=running, mtp=mtp > 0,
+                       len(ratios), running_per_rank=running, mtp=mtp > 0,
                        swa_ratio=ratio)
 
     rope = v4_rope_tables_gib(arch)

@@ -197,7 +197,9 @@ class Rdma(_Model):
         description="InfiniBand partition: the index of the partition key in the port's P_Key "
         "table (/sys/class/infiniband/<hca>/ports/1/pkeys/<index>), for fabrics whose partition "
         "is not at index 0 (SR-IOV VFs handed to pods). Rendered as NCCL_IB_PKEY and, for "
-        "DeepEP, NVSHMEM_IB_PKEY_INDEX (NVSHMEM >= 3.7.0; rules NET040-041).")
+        "DeepEP, NVSHMEM_IB_PKEY_INDEX (NVSHMEM >= 3.7.0; rules NET040-041). NIXL's UCX takes "
+        "the partition's P_Key value in network.env UCX_IB_PKEY (rule NET042); Mooncake always "
+        "uses index 0 (rule NET043).")
     deviceGbps: float | None = Field(None, gt=0, le=1600, allow_inf_nan=False, description=(
         "Line rate of each RDMA device, Gbit/s (a ConnectX-7 port: 400 NDR, 200 NDR200); the "
         "estimate's bandwidth per GPU is len(devices) x deviceGbps / gpusPerNode unless "
@@ -315,7 +317,8 @@ class Serving(_Model):
     swaFullTokensRatio: float | None = Field(None, gt=0.0, le=1.0, allow_inf_nan=False,
         description="SGLang only (--swa-full-tokens-ratio): the sliding-window pool's tokens "
                     "as a share of the full pool's (default 0.8; DeepSeek-V4's 0.1). vLLM has "
-                    "no such pool (rule SRV010).")
+                    "no such pool (rule SRV010); SGLang's decode (no radix cache) sizes it from "
+                    "the running requests instead (rule SRV011).")
 
 
 class Parallel(_Model):
