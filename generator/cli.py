@@ -161,7 +161,7 @@ _ENGINE_VERSION = click.option("--engine-version", default=None,
                                help="Manifests: the engine release where the image tag does not "
                                "name it (e.g. 0.33.0).")
 _MODEL_CONFIG = click.option("--model-config", default=None,
-                             type=click.Path(dir_okay=False, path_type=Path),
+                             type=click.Path(exists=True, dir_okay=False, path_type=Path),
                              help="Manifests: the model's config.json where the model is not in "
                              "the catalog.")
 
@@ -178,7 +178,23 @@ def _import_options(gpu: str | None, engine_version: str | None, model_config: P
         except ValueError:
             raise UsageError(f"--engine-version {engine_version}: not a release "
                              "(MAJOR.MINOR.PATCH, e.g. 0.33.0)") from None
+        _known_release(engine_version)
     return Options(gpu, engine_version, str(model_config.resolve()) if model_config else None)
+
+
+def _known_release(release: str) -> None:
+    """An --engine-version outside every engine's supported range is refused (a usage error,
+    exit 2): moegen never judges a release it has no facts for (facts/versions.py; docs/spec.md
+    §2). One inside a range is judged at the greatest known release not above it; an engine
+    whose range it is not in is an IMP008 error on that engine's manifest."""
+    from .engines.registry import ENGINES
+    from .facts.versions import parse_version
+    v = parse_version(release)
+    ranges = {name: getattr(ENGINES[name], "SUPPORTED", []) for name in sorted(ENGINES)}
+    if not any(v in r for rs in ranges.values() for r in rs):
+        known = "; ".join(f"{name} {', '.join(map(str, rs))}" for name, rs in ranges.items())
+        raise UsageError(f"--engine-version {release}: a release moegen has no facts for "
+                         f"(it reads {known})")
 
 
 def _batch(inputs: tuple[Path, ...], overlays: tuple[Path, ...], opts, check: bool = True,

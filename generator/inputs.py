@@ -327,9 +327,14 @@ _ROLE = re.compile(r"role '([a-z0-9-]+)'")
 
 def _relocated(f: Finding, imported: Imported | None) -> Finding:
     """A finding on a field no manifest sets (a default such as ``spec.serving``) is located at
-    the deployment's first workload; when its message names a role, at that role's workload."""
+    the deployment's first workload; when its message names a role, at that role's workload. A
+    finding on a value the manifest sets under another name (``provenance.names``) is named
+    by it and located at it."""
     if imported is None:
         return f
+    named = _manifest_name(f, imported.provenance)
+    if named is not None:
+        return named
     root = imported.provenance.locations.get(())
     m = _ROLE.search(f.message)
     if f.location != root or not m:
@@ -339,6 +344,20 @@ def _relocated(f: Finding, imported: Imported | None) -> Finding:
             loc = imported.provenance.locations.get(("spec", "roles", i), f.location)
             return Finding(f.code, f.severity, f.path, f.message, f.hint, loc)
     return f
+
+
+def _manifest_name(f: Finding, prov: Provenance) -> Finding | None:
+    """``f`` named by what the manifest calls its spec path (the longest path in
+    ``prov.names`` that ``f.path`` is or lies under) and located there; None if none."""
+    from .spec.provenance import json_path
+    for key in sorted(prov.names, key=len, reverse=True):
+        text = json_path(key)
+        if f.path == text or f.path.startswith((text + ".", text + "[")):
+            loc = prov.locations.get(key, f.location)
+            if f.location.file == loc.file and f.location.line > 1:
+                loc = f.location   # already at its own line in that file (a JSON error)
+            return replace(f, path=prov.names[key], location=loc)
+    return None
 
 
 def _kind_of(docs) -> str:

@@ -17,6 +17,7 @@ from ..durations import KEEPALIVE_ENV, SGLANG_KV_TIMEOUT_ENV
 from ..engines.caches import CACHE_ENV_KEYS, CACHE_MOUNT
 from ..engines.registry import LABELS
 from ..facts import images
+from ..errors import Location
 from ..facts.versions import default_image
 from ..spec.provenance import Provenance
 from .platforms import KSERVE_COMMAND_ENV
@@ -94,6 +95,9 @@ def _model(group: list[Role], opts: Options, prov: Provenance,
                             loc.get("path", at), "give the weights a volume, and set model.path"))
     if opts.model_config:
         model["config"] = opts.model_config
+        # Its findings (LOAD011, MOD002) are about the file the command line names.
+        prov.locations[("spec", "model", "config")] = Location(opts.model_config, 1, 1)
+        prov.names[("spec", "model", "config")] = "--model-config"
     else:
         arch = architecture_of(model["name"], path)
         if arch is not None:
