@@ -66,3 +66,25 @@ def test_a_missing_model_config_is_a_usage_error(tmp_path, capsys):
     m = _write(tmp_path, "m.yaml", R1)
     assert run(["validate", str(m), "--model-config", str(tmp_path / "none.json")]) == 2
     assert "--model-config" in capsys.readouterr().err
+
+
+# (a) a release moegen has no facts for is refused, never judged at the nearest
+
+def test_an_engine_version_moegen_has_no_facts_for_is_a_usage_error(tmp_path, capsys):
+    # 9.9.9 is well-formed but in no engine's supported range (vLLM >=0.11.0,<0.34.0, SGLang
+    # >=0.5.1,<0.6.0: generator/engines/vllm.py, sglang.py SUPPORTED): exit 2, like banana.
+    m = _write(tmp_path, "m.yaml", R1)
+    assert run(["validate", str(m), "--engine-version", "9.9.9"]) == 2
+    assert capsys.readouterr().err == (
+        "gen: error: --engine-version 9.9.9: a release moegen has no facts for (it reads "
+        "sglang >=0.5.1,<0.6.0; vllm >=0.11.0,<0.34.0)\n")
+
+
+def test_an_annotation_that_is_not_a_release_is_an_error_at_its_line(tmp_path):
+    text = R1.replace("metadata: {name: r1}",
+                      "metadata:\n  name: r1\n  annotations:\n    moegen.dev/engine-version: banana")
+    got = _found(_write(tmp_path, "m.yaml", text))
+    # The annotation is on line 6 (apiVersion, kind, metadata, name, annotations, it); the image's own tag (v0.33.0) is read instead, so
+    # nothing is judged at an assumed release (no IMP008).
+    assert ("IMP019", "error", "m.yaml", 6, "$") in got
+    assert [f for f in got if f[0] == "IMP008"] == []

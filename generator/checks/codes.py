@@ -65,6 +65,9 @@ for _code, _sev, _summary, _source in (
      "(envChoices through 0.15.1)"),
     ("IMP008", W, "the engine image names its release",
      "generator/importer/build.py (image tags of vllm/vllm-openai and lmsysorg/sglang)"),
+    ("IMP019", E, "the annotation moegen.dev/engine-version states a release (MAJOR.MINOR.PATCH)",
+     "docs/design.md §10 (an unknown release is refused); generator/importer/assemble.py "
+     "(the annotation is ignored and the release read from the image, else assumed: IMP008)"),
     ("IMP009", E, "pods x GPUs per pod give the ranks the engine asks for",
      "vLLM 0.33.0 vllm/v1/engine/utils.py (the DP handshake waits for every rank); "
      "generator/importer/assemble.py"),

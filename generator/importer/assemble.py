@@ -22,6 +22,7 @@ from ..facts.versions import default_image
 from ..spec.provenance import Provenance
 from .platforms import KSERVE_COMMAND_ENV
 from .build import (
+    stated_not_release,
     MANAGED,
     Imported,
     Options,
@@ -194,6 +195,15 @@ def _engine(group: list[Role], opts: Options, issues: list[Issue]) -> tuple[dict
         if first.launch.image else first.launch.loc(-1)   # the image line
     state = (f"state it with --engine-version, or the annotation {images.ANNOTATION}: "
              "\"X.Y.Z\" on the workload")
+    bad = stated_not_release(first.workload)
+    if bad is not None:   # moegen.dev/engine-version: banana
+        judged = "the image's release" if release is not None else "an assumed release " \
+            "(IMP008)"
+        issues.append(Issue("IMP019", f"the annotation {images.ANNOTATION} says {bad[0]!r}, "
+                            f"which is not a release (MAJOR.MINOR.PATCH, e.g. 0.33.0): ignored; "
+                            f"the engine is judged at {judged}", bad[1],
+                            f"state the {label} release the image runs: {images.ANNOTATION}: "
+                            "\"X.Y.Z\"", error=True))
     if release is None:
         version, why = _newest_with(cmd.engine, [r.launch.command for r in group])
         issues.append(Issue("IMP008", f"{how}: moegen cannot read which {label} release it "

@@ -15,8 +15,9 @@ import re
 from dataclasses import dataclass, field
 
 from ..catalog import ARCHITECTURES, HF_IDS
+from ..errors import Location
 from ..facts import images
-from ..facts.versions import UnsupportedVersion
+from ..facts.versions import UnsupportedVersion, parse_version
 from ..spec.provenance import Provenance
 from .engine import RoleFields, sglang_fields, vllm_fields
 from .launch import Context, Issue, Launch, engine_containers
@@ -87,10 +88,33 @@ def release_of(w: Workload, launch: Launch, opts: Options) -> tuple[str | None, 
                                                            w.leader.annotations)):
         stated = notes.get(images.ANNOTATION) if isinstance(notes, dict) else None
         if isinstance(stated, str) and stated.strip():
+            if not is_release(stated.strip().removeprefix("v")):
+                continue   # not a release: IMP019 (stated_not_release), and the image read
             return stated.strip().removeprefix("v"), f"the annotation {images.ANNOTATION} " \
                 f"on {where}", True
     read = images.read(engine_image(w, launch), engine)
     return read.release, read.how, False
+
+
+def is_release(text: str) -> bool:
+    """``0.33.0`` (a suffix such as ``rc1`` allowed: facts/versions.py ``parse_version``)."""
+    try:
+        parse_version(text)
+    except ValueError:
+        return False
+    return True
+
+
+def stated_not_release(w: Workload) -> tuple[str, Location] | None:
+    """The ``moegen.dev/engine-version`` annotation of the workload or its pod template that is
+    not a release (``banana``), and where it is; None if there is none."""
+    for path, notes in ((w.path, w.annotations), (w.leader.path[:-1], w.leader.annotations)):
+        stated = notes.get(images.ANNOTATION) if isinstance(notes, dict) else None
+        if stated is not None and not (isinstance(stated, str) and stated.strip()
+                                       and is_release(stated.strip().removeprefix("v"))):
+            return str(stated), w.doc.provenance.locate(
+                (*path, "metadata", "annotations", images.ANNOTATION))
+    return None
 
 
 def engine_image(w: Workload, launch: Launch) -> str:
