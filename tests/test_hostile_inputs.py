@@ -88,3 +88,30 @@ def test_an_annotation_that_is_not_a_release_is_an_error_at_its_line(tmp_path):
     # nothing is judged at an assumed release (no IMP008).
     assert ("IMP019", "error", "m.yaml", 6, "$") in got
     assert [f for f in got if f[0] == "IMP008"] == []
+
+
+# (e) SGLang's --dp-size: copies of tp GPUs each, or attention groups that divide tp
+
+SGL = R1.replace("image: vllm/vllm-openai:v0.33.0", "image: lmsysorg/sglang:v0.5.23").replace(
+    'command: [vllm, serve, deepseek-ai/DeepSeek-R1]\n        args: [--tensor-parallel-size, "8"]',
+    "command: [python3, -m, sglang.launch_server, --model-path, deepseek-ai/DeepSeek-R1, "
+    '--tp, "8", --dp, "3"DPA]')
+
+
+def test_sglang_dp_without_attention_dp_needs_dp_times_tp_gpus(tmp_path):
+    got = read_inputs([_write(tmp_path, "m.yaml", SGL.replace("DPA", ""))]).all_findings()
+    imp009 = [f for f in got if f.code == "IMP009"]
+    # --dp 3 x --tp 8 x pp 1 = 24 GPUs (server_args.py compute_world_size); 1 pod x 8 GPUs.
+    assert [(f.severity.value, f.location.line) for f in imp009] == [("error", 14)]
+    assert "asks for 24 GPUs" in imp009[0].message and "= 8" in imp009[0].message
+
+
+def test_sglang_attention_dp_must_divide_tp(tmp_path):
+    got = read_inputs([_write(tmp_path, "m.yaml", SGL.replace("DPA", ", --enable-dp-attention"))])
+    imp009 = [f for f in got.all_findings() if f.code == "IMP009"]
+    # 8 % 3 = 2: groups of 8 // 3 = 2 ranks cover 6 ranks, 2 belong to none.
+    assert [f.severity.value for f in imp009] == ["error"]
+    assert "(8 % 3 = 2)" in imp009[0].message
+    ok = read_inputs([_write(tmp_path, "ok.yaml", SGL.replace("DPA", ", --enable-dp-attention")
+                             .replace('--dp, "3"', '--dp, "4"'))])
+    assert [f for f in ok.all_findings() if f.code == "IMP009"] == []

@@ -70,7 +70,9 @@ for _code, _sev, _summary, _source in (
      "(the annotation is ignored and the release read from the image, else assumed: IMP008)"),
     ("IMP009", E, "pods x GPUs per pod give the ranks the engine asks for",
      "vLLM 0.33.0 vllm/v1/engine/utils.py (the DP handshake waits for every rank); "
-     "generator/importer/assemble.py"),
+     "SGLang 0.5.23 python/sglang/srt/server_args.py (compute_world_size: dp x tp x pp "
+     "without attention DP); SGLang 0.5.23 python/sglang/srt/runtime_context.py "
+     "(derive_attn_tp_size: tp // attn_dp); generator/importer/assemble.py"),
     ("IMP010", W, "the weights come from a volume, not a download at start",
      "docs/spec.md §2 (model.path, model.volume); generator/importer/build.py"),
     ("IMP011", W, "the model is in moegen's catalog (or --model-config gives it)",

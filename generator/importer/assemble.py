@@ -46,16 +46,36 @@ from .pods import DEFAULT_HF_HOME, token_secret
 from .shell import is_runtime
 
 
+def _sglang_dp_copies(r: Role) -> int:
+    """SGLang's ``--dp-size N`` without attention data parallelism: N engine copies of
+    tp x pp GPUs each in one server (SGLang 0.5.23 python/sglang/srt/server_args.py
+    compute_world_size: dp_size * tp_size * pp_size); 1 otherwise."""
+    cmd = r.launch.command
+    if cmd is None or cmd.engine != "sglang" or cmd.get("--attn-dp-size") is not None \
+            or cmd.flag("--enable-dp-attention"):
+        return 1
+    o = cmd.get("--dp-size")
+    try:
+        return max(1, int(str(o.value))) if o is not None else 1
+    except ValueError:
+        return 1
+
+
 def _layout_issues(r: Role, name: str) -> list[Issue]:
     """Pods x GPUs per pod against the ranks the command asks for (before moegen's rules)."""
     w, role = r.workload, r.fields.role
     par = role.get("parallel", {})
-    gpus = par.get("tensor", 1) * par.get("data", 1) * par.get("pipeline", 1)
+    copies = _sglang_dp_copies(r)
+    gpus = par.get("tensor", 1) * par.get("data", 1) * par.get("pipeline", 1) * copies
     per_pod = r.pod.gpus
     out = []
-    if per_pod and gpus != w.size * per_pod and not (w.size == 1 and gpus < per_pod):
+    if per_pod and gpus != w.size * per_pod and not (w.size == 1 and gpus < per_pod and
+                                                     copies == 1):
+        what = "tensor x data x pipeline" if copies == 1 else \
+            f"--dp-size {copies} copies x tensor x pipeline: SGLang 0.5.23 " \
+            "python/sglang/srt/server_args.py compute_world_size"
         out.append(Issue("IMP009", f"role {name!r}: the engine asks for {gpus} GPUs per "
-                         f"instance (tensor x data x pipeline), the workload gives {w.size} "
+                         f"instance ({what}), the workload gives {w.size} "
                          f"pod(s) x {per_pod} GPUs = {w.size * per_pod}", r.launch.loc(0),
                          "make the parallel sizes match the pods and their GPUs", error=True))
     local = r.launch.command.get("--data-parallel-size-local") if r.launch.command else None
