@@ -216,6 +216,7 @@ def read_inputs(paths: list[Path], overlays: list[Path] = (), opts: Options | No
                 pool.documents += docs   # context: ConfigMaps, the router, monitoring
                 neither[name] = docs
         pool.documents += generated
+        batch.findings += missing_kustomized(unit.documents)
         for f in unit.findings:   # files that could not be read at all
             if f.location.file not in unit.files:
                 batch.findings.append(f)
@@ -277,6 +278,35 @@ def _kustomized(documents: list[Document]) -> set[str]:
                    if isinstance(data.get(k), list)]
         entries += [p.get("path") for p in data.get("patches") or [] if isinstance(p, dict)]
         out |= {os.path.normpath(os.path.join(base, e)) for e in entries if isinstance(e, str)}
+    return out
+
+
+def missing_kustomized(documents: list[Document]) -> list[Finding]:
+    """INP003 for each local file or directory a kustomization names that does not exist
+    (``kustomize build`` fails on it: its accumulateResources reads each entry as a file, else
+    a directory or a remote target,
+    https://kubectl.docs.kubernetes.io/references/kustomize/kustomization/resource/); remote
+    resources (URLs, ``host/org/repo`` with ``?ref=``) are not checked."""
+    out = []
+    for d in documents:
+        data = d.data
+        if not (isinstance(data, dict) and data.get("kind") in ("Kustomization", "Component")) \
+                or d.file.startswith("<"):
+            continue
+        base = os.path.dirname(os.path.abspath(d.file))
+        for key in _KUSTOMIZE_FILES:
+            for i, entry in enumerate(data.get(key) or [] if isinstance(data.get(key), list)
+                                      else []):
+                if not isinstance(entry, str) or "://" in entry or "?ref=" in entry or \
+                        entry.startswith(("github.com/", "git@")):
+                    continue
+                if not os.path.exists(os.path.join(base, entry)):
+                    out.append(Finding(
+                        "INP003", Severity.ERROR, f"$.{key}[{i}]",
+                        f"the kustomization names {entry!r} in {key}, which does not exist "
+                        "(relative to the kustomization's directory): kustomize build fails",
+                        "fix the path, or remove the entry",
+                        d.provenance.locate((key, i))))
     return out
 
 

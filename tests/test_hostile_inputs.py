@@ -115,3 +115,19 @@ def test_sglang_attention_dp_must_divide_tp(tmp_path):
     ok = read_inputs([_write(tmp_path, "ok.yaml", SGL.replace("DPA", ", --enable-dp-attention")
                              .replace('--dp, "3"', '--dp, "4"'))])
     assert [f for f in ok.all_findings() if f.code == "IMP009"] == []
+
+
+# (f) a kustomization naming a file that does not exist
+
+def test_a_kustomization_naming_a_missing_file_is_an_error_at_its_line(tmp_path):
+    _write(tmp_path, "dep.yaml", R1)
+    k = _write(tmp_path, "kustomization.yaml",
+               "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\n"
+               "resources:\n- dep.yaml\n- service.yaml\n"
+               "patches:\n- path: patch.yaml\n- patch: '{}'\n"
+               "components:\n- https://github.com/org/repo//c?ref=v1\n")
+    want = [("INP003", "error", "kustomization.yaml", 5, "$.resources[1]")]
+    # The same finding whether the directory or the kustomization alone is given; the
+    # remote component and the inline patch are not files (patches[].path is not checked).
+    assert [f for f in _found(tmp_path) if f[0] == "INP003"] == want
+    assert [f for f in _found(k) if f[0] == "INP003"] == want

@@ -36,6 +36,12 @@ for _code, _sev, _summary, _source in (
     ("INP002", N, "an engine under a kind moegen does not read is found and reported as not "
                   "checked (RayCluster, RayClusterFleet, Pod, Job, Knative Service, other CRDs)",
      "docs/design.md §10; generator/importer/unread.py"),
+    ("INP003", E, "every local file a kustomization names exists (kustomize build fails "
+                  "otherwise)",
+     "https://kubectl.docs.kubernetes.io/references/kustomize/kustomization/resource/ "
+     "(each entry is a file, a directory or a remote target, accumulateResources fails on "
+     "anything else); "
+     "generator/inputs.py (missing_kustomized)"),
     ("SKP001", W, "a skip (# moegen:skip=CODE, moegen.dev/skip) gives its reason",
      "docs/design.md §10; generator/waivers.py"),
     ("SKP002", W, "a skip names a rule code and suppresses a finding (no stale waivers)",
