@@ -95,8 +95,10 @@ class Checked:
             return self.waived
         from .importer import IMPORTED_SUPPRESSED
         skip = IMPORTED_SUPPRESSED | (self.imported.suppress if self.imported else set())
-        return [_relocated(f, self.imported) for f in self.checked.findings
-                if f.code not in skip]
+        # One manifest value behind two spec fields (replicas: -2 is a role's replicas and
+        # its pool's nodes) is one finding once both are named as the manifest writes them.
+        return list(dict.fromkeys(_relocated(f, self.imported) for f in self.checked.findings
+                                  if f.code not in skip))
 
     @property
     def suppressed(self) -> list[Suppressed]:
@@ -384,8 +386,8 @@ def _manifest_name(f: Finding, prov: Provenance) -> Finding | None:
         text = json_path(key)
         if f.path == text or f.path.startswith((text + ".", text + "[")):
             loc = prov.locations.get(key, f.location)
-            if f.location.file == loc.file and f.location.line > 1:
-                loc = f.location   # already at its own line in that file (a JSON error)
+            if f.code == "LOAD011" and f.location.file == loc.file:
+                loc = f.location   # --model-config's JSON error, at its own line
             return replace(f, path=prov.names[key], location=loc)
     return None
 

@@ -131,3 +131,43 @@ def test_a_kustomization_naming_a_missing_file_is_an_error_at_its_line(tmp_path)
     # remote component and the inline patch are not files (patches[].path is not checked).
     assert [f for f in _found(tmp_path) if f[0] == "INP003"] == want
     assert [f for f in _found(k) if f[0] == "INP003"] == want
+
+
+# (b) findings about a manifest at the manifest's line, named by its field path
+
+@pytest.mark.parametrize("value, why", [
+    ("0", "the pod gets no GPU and the engine finds no CUDA device"),
+    ('"eight"', "not a Kubernetes quantity: the API server refuses the object")])
+def test_a_gpu_count_that_is_not_a_count_is_imp009_at_the_resource(tmp_path, value, why):
+    text = R1.replace("nvidia.com/gpu: 8", f"nvidia.com/gpu: {value}")
+    batch = read_inputs([_write(tmp_path, "m.yaml", text)])
+    got = [(f.code, f.severity.value, f.location.line, f.path) for f in batch.all_findings()
+           if f.severity.value == "error"]
+    # Line 16: `resources: {limits: {nvidia.com/gpu: ...}}`; no POOL002 "set nodes: 8" at 1:1.
+    assert got == [("IMP009", "error", 16,
+                    "$.spec.template.spec.containers[0].resources.limits.nvidia.com/gpu")]
+    assert any(f.code == "IMP009" and why in f.message for f in batch.all_findings())
+
+
+def test_negative_replicas_are_named_as_the_manifest_writes_them(tmp_path):
+    batch = read_inputs([_write(tmp_path, "m.yaml", R1.replace("replicas: 1", "replicas: -2"))])
+    got = [(f.code, f.location.line, f.path, f.message) for f in batch.all_findings()
+           if f.code == "SCH006"]
+    # Once (the role's replicas and the pool's nodes are both the manifest's replicas), at
+    # line 5, not $.spec.nodePools.serve.nodes at 1:1.
+    assert got == [("SCH006", 5, "$.spec.replicas", "-2 is out of range: must be >= 1")]
+
+
+def test_an_lws_of_size_0_is_named_by_its_size(tmp_path):
+    f = tmp_path / "lws.yaml"
+    f.write_text(
+        "apiVersion: leaderworkerset.x-k8s.io/v1\nkind: LeaderWorkerSet\nmetadata: {name: r1}\n"
+        "spec:\n  replicas: 1\n  leaderWorkerTemplate:\n    size: 0\n    workerTemplate:\n"
+        "      spec:\n        nodeSelector: {nvidia.com/gpu.product: NVIDIA-H200}\n"
+        "        containers:\n        - name: vllm\n          image: vllm/vllm-openai:v0.33.0\n"
+        "          command: [vllm, serve, deepseek-ai/DeepSeek-R1, --tensor-parallel-size, '8']\n"
+        "          resources: {limits: {nvidia.com/gpu: 8}}\n")
+    got = [(f.code, f.location.line, f.path) for f in read_inputs([f]).all_findings()
+           if f.code.startswith("SCH")]
+    # 1 replica x size 0 = 0 pods: the pool's nodes, at `size: 0` (line 7).
+    assert got == [("SCH006", 7, "$.spec.leaderWorkerTemplate.size")]

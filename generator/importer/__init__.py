@@ -141,7 +141,7 @@ def _beside(d: Document, group: list, groups: list[list]) -> bool:
 def _finding(issue) -> Finding:
     sev = Severity.ERROR if issue.error else Severity.NOTICE if issue.notice else \
         Severity.WARNING
-    return Finding(issue.code, sev, "$", issue.message, issue.hint, issue.location)
+    return Finding(issue.code, sev, issue.path, issue.message, issue.hint, issue.location)
 
 
 #: IMP errors after which the checks do not run (no engine command, an unreadable script); the

@@ -46,6 +46,29 @@ from .pods import DEFAULT_HF_HOME, token_secret
 from .shell import is_runtime
 
 
+def _counts_named(prov: Provenance, rpath: tuple, w, pool: str) -> None:
+    """A role's ``replicas`` and its pool's ``nodes`` (replicas x pods per replica) named and
+    located as the manifest writes them (``$.spec.replicas``, an LWS's
+    ``$.spec.leaderWorkerTemplate.size``), so SCH006 on ``replicas: -2`` points there."""
+    from ..spec.provenance import json_path
+    src = w.doc.provenance.locations
+    # A workload's path is its object's root (a Deployment) or the mapping that holds its
+    # counts (an LWS's spec, an RBG role).
+    rep = next((p for p in ((*w.path, "replicas"), (*w.path, "spec", "replicas")) if p in src),
+               None)
+    size = next((p for p in ((*w.path, "leaderWorkerTemplate", "size"),
+                             (*w.path, "spec", "leaderWorkerTemplate", "size")) if p in src),
+                None)
+    if rep is not None:
+        prov.locations[(*rpath, "replicas")] = src[rep]
+        prov.names[(*rpath, "replicas")] = json_path(rep)
+    by = size if size is not None and w.size < 1 else rep
+    nodes = ("spec", "nodePools", pool, "nodes")
+    if by is not None and nodes not in prov.names:
+        prov.locations[nodes] = src[by]
+        prov.names[nodes] = json_path(by)
+
+
 def _sglang_dp_copies(r: Role) -> int:
     """SGLang's ``--dp-size N`` without attention data parallelism: N engine copies of
     tp x pp GPUs each in one server (SGLang 0.5.23 python/sglang/srt/server_args.py
@@ -69,6 +92,15 @@ def _layout_issues(r: Role, name: str) -> list[Issue]:
     gpus = par.get("tensor", 1) * par.get("data", 1) * par.get("pipeline", 1) * copies
     per_pod = r.pod.gpus
     out = []
+    if r.pod.bad_gpus is not None:
+        key, raw, at, path = r.pod.bad_gpus
+        why = "the pod gets no GPU and the engine finds no CUDA device" \
+            if str(raw).strip().lstrip("+-").isdigit() else \
+            "not a Kubernetes quantity: the API server refuses the object"
+        out.append(Issue("IMP009", f"role {name!r}: the engine asks for {gpus} GPUs per "
+                         f"instance (tensor x data x pipeline), the container's {key} is "
+                         f"{raw!r} ({why})", at, f"set {key}: N, the GPUs of one pod (a "
+                         "positive integer)", error=True, path=path))
     if per_pod and gpus != w.size * per_pod and not (w.size == 1 and gpus < per_pod and
                                                      copies == 1):
         what = "tensor x data x pipeline" if copies == 1 else \
@@ -393,6 +425,7 @@ def assemble(group: list[Role], opts: Options, files: list[str]) -> Imported:
         _located(prov, rpath, r.fields.locs)
         _located(prov, rpath, {("env", k): r.launch.env_locations[k] for k in env
                                if k in r.launch.env_locations})
+        _counts_named(prov, rpath, r.workload, pool)
         issues += r.fields.issues + r.pod.issues + _layout_issues(r, name)
         if any(i.code == "IMP005" and "load balancing" in i.message for i in r.fields.issues):
             suppress.add("POD004")   # its process count assumes moegen's load balancing
@@ -405,6 +438,8 @@ def assemble(group: list[Role], opts: Options, files: list[str]) -> Imported:
             suppress |= {"A2A004", "PD011"}   # "network.rdma unset": IMP004 says why
         if _runs_ray(r.launch.container):
             suppress.add("LAY005")   # spans pods over Ray, not moegen's --nnodes (_RAY)
+        if r.pod.bad_gpus is not None:
+            suppress.add("POOL002")   # the pool's size from an unreadable GPU count: IMP009
     spec["roles"] = roles
     _inherited_speculative(roles, prov)
     data = {"apiVersion": "moegen.dev/v1alpha1", "kind": "InferenceDeployment",

@@ -48,6 +48,8 @@ class Issue:
     hint: str = ""
     error: bool = False
     notice: bool = False   # says what was not checked; not a defect claim
+    #: The manifest's field path the finding names (``$``: the object as a whole).
+    path: str = "$"
 
 
 @dataclass
