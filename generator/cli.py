@@ -18,7 +18,7 @@ import click
 from . import pipeline
 from .errors import DriftDetected, GenError, Severity, SpecRejected, UsageError
 from .output import findings as report
-from .cli_common import _CALIBRATION, _OVERLAYS, _SPEC, _checked, _exist, _reject
+from .cli_common import _CALIBRATION, _OVERLAYS, _SPEC, _checked, _exist, _reject, known_release
 from .spec.load import display_name
 
 
@@ -178,23 +178,8 @@ def _import_options(gpu: str | None, engine_version: str | None, model_config: P
         except ValueError:
             raise UsageError(f"--engine-version {engine_version}: not a release "
                              "(MAJOR.MINOR.PATCH, e.g. 0.33.0)") from None
-        _known_release(engine_version)
+        known_release(engine_version)
     return Options(gpu, engine_version, str(model_config.resolve()) if model_config else None)
-
-
-def _known_release(release: str) -> None:
-    """An --engine-version outside every engine's supported range is refused (a usage error,
-    exit 2): moegen never judges a release it has no facts for (facts/versions.py; docs/spec.md
-    §2). One inside a range is judged at the greatest known release not above it; an engine
-    whose range it is not in is an IMP008 error on that engine's manifest."""
-    from .engines.registry import ENGINES
-    from .facts.versions import parse_version
-    v = parse_version(release)
-    ranges = {name: getattr(ENGINES[name], "SUPPORTED", []) for name in sorted(ENGINES)}
-    if not any(v in r for rs in ranges.values() for r in rs):
-        known = "; ".join(f"{name} {', '.join(map(str, rs))}" for name, rs in ranges.items())
-        raise UsageError(f"--engine-version {release}: a release moegen has no facts for "
-                         f"(it reads {known})")
 
 
 def _batch(inputs: tuple[Path, ...], overlays: tuple[Path, ...], opts, check: bool = True,

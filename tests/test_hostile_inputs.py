@@ -171,3 +171,21 @@ def test_an_lws_of_size_0_is_named_by_its_size(tmp_path):
            if f.code.startswith("SCH")]
     # 1 replica x size 0 = 0 pods: the pool's nodes, at `size: 0` (line 7).
     assert got == [("SCH006", 7, "$.spec.leaderWorkerTemplate.size")]
+
+
+# (d) structural errors in a manifest's container are findings
+
+def test_args_as_one_string_is_imp020_at_args(tmp_path):
+    text = R1.replace('command: [vllm, serve, deepseek-ai/DeepSeek-R1]\n        args: '
+                      '[--tensor-parallel-size, "8"]',
+                      'args: "vllm serve deepseek-ai/DeepSeek-R1 --tensor-parallel-size 8"')
+    got = read_inputs([_write(tmp_path, "m.yaml", text)]).all_findings()
+    imp020 = [(f.severity.value, f.location.line, f.path) for f in got if f.code == "IMP020"]
+    # args (line 14, after name and image) must be a list of strings (Container.args: []string).
+    assert imp020 == [("error", 14, "$.spec.template.spec.containers[0].args")]
+    assert "is not of type 'array'" in next(f.message for f in got if f.code == "IMP020")
+    assert not any("None" in f.message for f in got)   # "the engine loads None" before
+
+
+def test_a_valid_container_has_no_imp020(tmp_path):
+    assert [f for f in _found(_write(tmp_path, "m.yaml", R1)) if f[0] == "IMP020"] == []

@@ -78,7 +78,7 @@ for _code, _sev, _summary, _source in (
      "vLLM 0.33.0 vllm/v1/engine/utils.py (the DP handshake waits for every rank); "
      "SGLang 0.5.23 python/sglang/srt/server_args.py (compute_world_size: dp x tp x pp "
      "without attention DP); SGLang 0.5.23 python/sglang/srt/runtime_context.py "
-     "(derive_attn_tp_size: tp // attn_dp); generator/importer/assemble.py"),
+     "(derive_attn_tp_size: tp // attn_dp); generator/importer/ranks.py"),
     ("IMP010", W, "the weights come from a volume, not a download at start",
      "docs/spec.md §2 (model.path, model.volume); generator/importer/build.py"),
     ("IMP011", W, "the model is in moegen's catalog (or --model-config gives it)",
@@ -111,6 +111,11 @@ for _code, _sev, _summary, _source in (
      "https://kubernetes.io/docs/tasks/inject-data-application/define-command-argument-container/ "
      "(command is the program and its arguments, executed without a shell); "
      "generator/importer/launch.py"),
+    ("IMP020", E, "the engine container is a valid Kubernetes Container (command and args are "
+     "lists of strings, no unknown fields)",
+     "https://kubernetes.io/docs/reference/kubernetes-api/workload-resources/pod-v1/#Container; "
+     "generator/spec/data/k8s-objects.json (Kubernetes 1.32.0 OpenAPI, from "
+     "tools/extract_k8s_schemas.py)"),
     ("NET100", E, "every connection of the rendering reaches a listener that accepts it",
      "generator/manifests/addresses.py (the address model: each client's address and port "
      "against each listener's bind address, per target; raised by generator/pipeline.py; "

@@ -144,9 +144,9 @@ def _finding(issue) -> Finding:
     return Finding(issue.code, sev, issue.path, issue.message, issue.hint, issue.location)
 
 
-#: IMP errors after which the checks do not run (no engine command, an unreadable script); the
-#: others leave a spec worth checking.
-BLOCKING = frozenset({"IMP001", "IMP002", "IMP012"})
+#: IMP errors after which the checks do not run (no engine command, an unreadable script, a
+#: container the API server refuses); the others leave a spec worth checking.
+BLOCKING = frozenset({"IMP001", "IMP002", "IMP012", "IMP020"})
 #: Of :data:`BLOCKING`, the notices: the manifest may be sound, moegen cannot judge it. IMP012,
 #: no GPU stated: the HBM check, the GPU family's formats and every check of the layout would
 #: judge a GPU the manifest does not name (issue #31: "moegen does not read this" is a notice

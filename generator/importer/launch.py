@@ -23,6 +23,7 @@ from ..engines.options import option_arity
 from ..errors import Location
 from ..facts import images
 from ..spec.load import Document, parse_embedded
+from ..spec.provenance import json_path
 from .argv import EngineCommand, find_engine, parse_engine_args
 from .shell import ShellError, is_runtime, run_script, runtime
 from .workloads import LWS_ENV, Pods, Workload
@@ -220,6 +221,26 @@ def _environment(w: Workload, pods: Pods, container: dict, cpath: tuple, ctx: Co
                     "variable the container defines, or set the value in the launch script"))
 
 
+def _structure(container: dict, cpath: tuple, prov, platform: bool) -> list[Issue]:
+    """IMP020 (an error) for each way ``container`` is not a Kubernetes Container (``args: "vllm
+    serve ..."`` where a list of strings goes): the API server refuses the object
+    (generator/spec/k8s.py ``container_errors``, the Kubernetes OpenAPI schema). Under a
+    platform's resource (``platform``: Dynamo's mainContainer, KServe's, RBG's) a missing
+    required field is not one: the controller fills it in (Dynamo names the main container)."""
+    from ..spec.k8s import container_errors, k8s_schemas
+    out = []
+    for path, message in container_errors(container):
+        if platform and message.endswith("is a required property"):
+            continue
+        where = (*cpath, *path)
+        out.append(Issue("IMP020", f"container {container.get('name')!r} is not a valid "
+                         f"Kubernetes Container: {message} (Kubernetes {k8s_schemas()['kubernetes']} API schema: "
+                         "the API server refuses the object)", prov.locate(where),
+                         "write the field as the Container schema has it (command and args "
+                         "are lists of strings)", error=True, path=json_path(where)))
+    return out
+
+
 def _argv(w: Workload, container: dict, cpath: tuple, launch: Launch) -> tuple[list, list]:
     """argv tokens and their (path, is-script) origins: ``command`` (or the image's
     entrypoint) + ``args``, ``$(VAR)``-expanded."""
@@ -276,6 +297,7 @@ def resolve(w: Workload, pods: Pods, container: dict, cpath: tuple, ctx: Context
     prov = w.doc.provenance
     launch = Launch(container, cpath, image=str(container.get("image") or ""))
     launch.locations[-1] = prov.locate(cpath)
+    launch.issues += _structure(container, cpath, prov, bool(w.platform))
     _environment(w, pods, container, cpath, ctx, launch)
     toks, origin = _argv(w, container, cpath, launch)
     if w.platform == "kserve" and not container.get("command"):
