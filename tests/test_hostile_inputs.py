@@ -189,3 +189,39 @@ def test_args_as_one_string_is_imp020_at_args(tmp_path):
 
 def test_a_valid_container_has_no_imp020(tmp_path):
     assert [f for f in _found(_write(tmp_path, "m.yaml", R1)) if f[0] == "IMP020"] == []
+
+
+# (c) nothing passes unread: a supervising loop is read, what cannot be read is said
+
+_CMD = 'command: [vllm, serve, deepseek-ai/DeepSeek-R1]\n        args: [--tensor-parallel-size, "8"]'
+
+
+@pytest.mark.parametrize("script", [
+    "while true; do vllm serve deepseek-ai/DeepSeek-R1 --tensor-parallel-size 8; sleep 5; done",
+    "until vllm serve deepseek-ai/DeepSeek-R1 --tensor-parallel-size 8; do sleep 5; done"])
+def test_an_engine_under_a_restart_loop_is_read(tmp_path, script):
+    batch = read_inputs([_write(tmp_path, "m.yaml", R1.replace(
+        _CMD, f'command: [bash, -c, "{script}"]'))], require=True)
+    assert [f.code for f in batch.all_findings() if f.code.startswith("INP")] == []
+    (dep,) = batch.results   # INP001 "nothing was checked" before
+    assert dep.imported.data["spec"]["roles"][0]["parallel"] == {"tensor": 8}
+
+
+def test_an_engine_the_script_does_not_start_is_inp002_at_the_script(tmp_path):
+    script = "printf 'vllm serve deepseek-ai/DeepSeek-R1' > /tmp/r.sh && sh /tmp/r.sh"
+    got = _found(_write(tmp_path, "m.yaml", R1.replace(_CMD, f'command: [sh, -c, "{script}"]')),
+                 require=True)
+    # The notice names the object at the script (line 14, column 27 is the string), and
+    # nothing was checked (INP001, an error) rather than a pass.
+    assert got == [("INP001", "error", "m.yaml", 0, "$"),
+                   ("INP002", "notice", "m.yaml", 14, "$")]
+
+
+def test_a_second_engine_container_is_said_not_checked(tmp_path):
+    second = R1[R1.index("      - name: vllm"):].replace("name: vllm", "name: vllm2")
+    batch = read_inputs([_write(tmp_path, "m.yaml", R1 + second)])
+    got = [(f.code, f.severity.value, f.location.line, f.message) for f in batch.all_findings()
+           if f.code == "INP002"]
+    # The second container starts at line 17 (the first is lines 12-16).
+    assert [g[:3] for g in got] == [("INP002", "notice", 17)]
+    assert "container 'vllm2' also starts vllm" in got[0][3] and "only 'vllm'" in got[0][3]

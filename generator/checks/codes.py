@@ -33,9 +33,12 @@ for _code, _sev, _summary, _source in (
     ("INP001", E, "gen validate checked something: a spec or a serving workload moegen reads "
                   "(--allow-empty accepts inputs with nothing to check)",
      "docs/design.md §10; generator/inputs.py (nothing_checked)"),
-    ("INP002", N, "an engine under a kind moegen does not read is found and reported as not "
-                  "checked (RayCluster, RayClusterFleet, Pod, Job, Knative Service, other CRDs)",
-     "docs/design.md §10; generator/importer/unread.py"),
+    ("INP002", N, "an engine moegen finds and does not read is reported as not checked (under "
+                  "a kind it does not read: RayCluster, RayClusterFleet, Pod, Job, Knative "
+                  "Service, other CRDs; a script that does not start it as a command; a second "
+                  "engine container in a pod)",
+     "docs/design.md §10; generator/importer/unread.py, generator/importer/launch.py, "
+     "generator/importer/build.py"),
     ("INP003", E, "every local file a kustomization names exists (kustomize build fails "
                   "otherwise)",
      "https://kubectl.docs.kubernetes.io/references/kustomize/kustomization/resource/ "

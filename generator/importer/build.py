@@ -162,9 +162,10 @@ def read_roles(workloads: list[Workload], ctx: Context, opts: Options) -> tuple[
         if not launches:
             continue
         launch = launches[0]
-        issues += launch.issues
-        if launch.command is None and any(i.code == "IMP002" for i in launch.issues):
-            continue   # the script could not be read (IMP002 says why)
+        issues += launch.issues + _other_engines(w, launches)
+        if launch.command is None and any(i.code in ("IMP002", "INP002")
+                                          for i in launch.issues):
+            continue   # the script could not be read (IMP002, INP002 say why)
         if launch.command is None:
             issues.append(Issue("IMP001", f"{w.kind} {w.name}: the engine command could not be "
                                 "found (no vllm serve / sglang launch_server in the container's "
@@ -190,6 +191,18 @@ def read_roles(workloads: list[Workload], ctx: Context, opts: Options) -> tuple[
                         pod.pod.pop(key, None)   # leader and workers differ: moegen derives
         roles.append(Role(w, launch, fields_, pod))
     return roles, issues
+
+
+def _other_engines(w: Workload, launches: list[Launch]) -> list[Issue]:
+    """INP002 (a notice) for each engine container of a pod after the first: moegen checks one
+    engine per pod (the first container that starts one) and says the others were not."""
+    from .launch import NOT_READ
+    engines = [x for x in launches if x.command is not None]
+    return [Issue("INP002", f"{w.kind} {w.name}: container {x.container.get('name')!r} also "
+                  f"starts {x.command.engine} ({len(engines)} engine containers in one pod); "
+                  f"moegen checked only {engines[0].container.get('name')!r}: {NOT_READ} for "
+                  "this one", x.loc(-1), "run one engine per pod, or check the other as its "
+                  "own workload", notice=True) for x in engines[1:]]
 
 
 def _multi_node_statefulset(w: Workload, cmd) -> None:

@@ -221,6 +221,11 @@ def _environment(w: Workload, pods: Pods, container: dict, cpath: tuple, ctx: Co
                     "variable the container defines, or set the value in the launch script"))
 
 
+#: What a found, unread engine leaves unchecked (importer/unread.py says it of other kinds).
+NOT_READ = ("its engine flags, parallel layout, HBM sizing, pods, network and probes were not "
+            "checked")
+
+
 def _structure(container: dict, cpath: tuple, prov, platform: bool) -> list[Issue]:
     """IMP020 (an error) for each way ``container`` is not a Kubernetes Container (``args: "vllm
     serve ..."`` where a list of strings goes): the API server refuses the object
@@ -322,6 +327,16 @@ def resolve(w: Workload, pods: Pods, container: dict, cpath: tuple, ctx: Context
             return launch
         engine_cmds = [c for c in cmds if find_engine(list(c.argv))]
         if not engine_cmds:
+            m = _ENGINE_TEXT.search(toks[script_at])
+            if m:   # the script names an engine the reader does not reach (piped to a shell)
+                launch.issues.append(Issue(
+                    "INP002", f"{w.kind} {w.name}: container {container.get('name')!r}: its "
+                    "script names "
+                    f"{m.group(0)!r}, but moegen found no command that starts it (a pipe into a "
+                    f"shell, a command built at run time): {NOT_READ}",
+                    prov.locate(origin[script_at]), "start the engine as a command of the "
+                    "script (exec vllm serve ...), or describe the deployment as an "
+                    "InferenceDeployment", notice=True))
             return launch
         c = engine_cmds[-1]
         argv = list(c.argv)
@@ -442,12 +457,12 @@ def engine_containers(w: Workload, pods: Pods, ctx: Context,
         if isinstance(c, dict):
             launch = resolve(w, pods, c, (*pods.path, "containers", i), ctx, version)
             if launch.command is not None or (pods.main and c.get("name") == pods.main) \
-                    or any(x.code == "IMP002" for x in launch.issues):
+                    or any(x.code in ("IMP002", "INP002") for x in launch.issues):
                 out.append(launch)
     # A platform's engine container (Dynamo's main container, KServe's "main") stays even when
     # no engine is found in it: the caller reports it (IMP001).
     return [x for x in out if x.command is not None or pods.main
-            or any(i.code == "IMP002" for i in x.issues)]
+            or any(i.code in ("IMP002", "INP002") for i in x.issues)]
 
 
 def is_unknown(value: Any) -> bool:
