@@ -225,3 +225,21 @@ def test_a_second_engine_container_is_said_not_checked(tmp_path):
     # The second container starts at line 17 (the first is lines 12-16).
     assert [g[:3] for g in got] == [("INP002", "notice", 17)]
     assert "container 'vllm2' also starts vllm" in got[0][3] and "only 'vllm'" in got[0][3]
+
+
+@pytest.mark.parametrize("args, line, col, meant", [
+    # Under the image's `vllm serve`: the model would be the whole string.
+    ('args: ["vllm serve deepseek-ai/DeepSeek-R1 --tensor-parallel-size 8"]', 14, 16,
+     "a model named by the whole string"),
+    # Options in one item: argparse takes a string with a space as a positional it has no
+    # room for (vllm serve already has its model).
+    ('command: [vllm, serve, deepseek-ai/DeepSeek-R1]\n        args: ["--tensor-parallel-size 8"]',
+     15, 16, "an option it does not have")])
+def test_an_argument_of_many_words_without_a_shell_is_imp018(tmp_path, args, line, col, meant):
+    batch = read_inputs([_write(tmp_path, "m.yaml", R1.replace(_CMD, args))])
+    got = [f for f in batch.all_findings() if f.code == "IMP018"]
+    assert [(f.severity.value, f.location.line, f.location.column) for f in got] == [
+        ("error", line, col)]
+    assert got[0].message.startswith("args[0] is one string of") and meant in got[0].message
+    # Read as meant: TP 8 on the pod's 8 GPUs (no IMP009).
+    assert batch.results[0].imported.data["spec"]["roles"][0]["parallel"] == {"tensor": 8}

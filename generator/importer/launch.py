@@ -284,6 +284,34 @@ def _one_string(toks: list[str], origin: list, launch: Launch, prov) -> tuple[li
     return words + toks[1:], [origin[0]] * len(words) + origin[1:]
 
 
+def _one_argument(toks: list[str], origin: list, launch: Launch, prov) -> tuple[list, list]:
+    """``args: ["vllm serve /models/x --tp 8"]`` under the image's ``vllm serve``, or ``args:
+    ["--tensor-parallel-size 8"]``: with no shell each list item is one argument, spaces
+    included, so the engine reads a model named by the whole string, or an option it does not
+    have (https://kubernetes.io/docs/tasks/inject-data-application/define-command-argument-container/).
+    IMP018 (an error) at the item; its words are read as the arguments meant (an engine entry
+    point it repeats dropped), so the other checks still run."""
+    for i, tok in enumerate(toks[1:], 1):
+        words = tok.split()
+        option = tok.startswith("--") and len(words) > 1 and "=" not in words[0]
+        engine = len(words) > 1 and _ENGINE_TEXT.match(tok) is not None
+        if not (option or engine):
+            continue
+        where = f"{origin[i][-2]}[{origin[i][-1]}]" if isinstance(origin[i], tuple) else ""
+        launch.issues.append(Issue(
+            "IMP018", f"{where or 'an argument'} is one string of {len(words)} words "
+            f"({' '.join(words[:3])} ...) and no shell: the engine receives it as one argument "
+            f"({'a model named by the whole string' if engine else 'an option it does not have'})"
+            ", and it fails to start", prov.locate(origin[i]),
+            "give each word its own list item, or run it with [sh, -c, \"...\"]", error=True))
+        head = toks[:i]
+        if engine and find_engine(head) is not None:   # the entry point is the image's already
+            start = find_engine(words)
+            words = words[start[3]:] if start else words
+        return head + words + toks[i + 1:], origin[:i] + [origin[i]] * len(words) + origin[i + 1:]
+    return toks, origin
+
+
 def _shell(toks: list[str]) -> tuple[int, int] | None:
     """(index of the script token, index of $0) when ``toks`` is ``sh -c SCRIPT [ARG0 ...]``."""
     if not toks or not _SHELLS.match(toks[0]):
@@ -312,6 +340,8 @@ def resolve(w: Workload, pods: Pods, container: dict, cpath: tuple, ctx: Context
     argv: list[str] = []
     if sh is None and isinstance(container.get("command"), list):
         toks, origin = _one_string(toks, origin, launch, prov)
+    if sh is None:
+        toks, origin = _one_argument(toks, origin, launch, prov)
     if sh is None:
         argv = toks
         for i, o in enumerate(origin):
