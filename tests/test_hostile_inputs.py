@@ -86,7 +86,7 @@ def test_an_annotation_that_is_not_a_release_is_an_error_at_its_line(tmp_path):
     got = _found(_write(tmp_path, "m.yaml", text))
     # The annotation is on line 6 (apiVersion, kind, metadata, name, annotations, it); the image's own tag (v0.33.0) is read instead, so
     # nothing is judged at an assumed release (no IMP008).
-    assert ("IMP019", "error", "m.yaml", 6, "$") in got
+    assert ("IMP025", "error", "m.yaml", 6, "$") in got
     assert [f for f in got if f[0] == "IMP008"] == []
 
 
@@ -175,20 +175,20 @@ def test_an_lws_of_size_0_is_named_by_its_size(tmp_path):
 
 # (d) structural errors in a manifest's container are findings
 
-def test_args_as_one_string_is_imp020_at_args(tmp_path):
+def test_args_as_one_string_is_imp026_at_args(tmp_path):
     text = R1.replace('command: [vllm, serve, deepseek-ai/DeepSeek-R1]\n        args: '
                       '[--tensor-parallel-size, "8"]',
                       'args: "vllm serve deepseek-ai/DeepSeek-R1 --tensor-parallel-size 8"')
     got = read_inputs([_write(tmp_path, "m.yaml", text)]).all_findings()
-    imp020 = [(f.severity.value, f.location.line, f.path) for f in got if f.code == "IMP020"]
+    imp026 = [(f.severity.value, f.location.line, f.path) for f in got if f.code == "IMP026"]
     # args (line 14, after name and image) must be a list of strings (Container.args: []string).
-    assert imp020 == [("error", 14, "$.spec.template.spec.containers[0].args")]
-    assert "is not of type 'array'" in next(f.message for f in got if f.code == "IMP020")
+    assert imp026 == [("error", 14, "$.spec.template.spec.containers[0].args")]
+    assert "is not of type 'array'" in next(f.message for f in got if f.code == "IMP026")
     assert not any("None" in f.message for f in got)   # "the engine loads None" before
 
 
-def test_a_valid_container_has_no_imp020(tmp_path):
-    assert [f for f in _found(_write(tmp_path, "m.yaml", R1)) if f[0] == "IMP020"] == []
+def test_a_valid_container_has_no_imp026(tmp_path):
+    assert [f for f in _found(_write(tmp_path, "m.yaml", R1)) if f[0] == "IMP026"] == []
 
 
 # (c) nothing passes unread: a supervising loop is read, what cannot be read is said

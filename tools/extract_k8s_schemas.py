@@ -29,7 +29,7 @@ ROOTS = {
     "PodSecurityContext": "io.k8s.api.core.v1.PodSecurityContext",
     "Volume": "io.k8s.api.core.v1.Volume",
     "VolumeMount": "io.k8s.api.core.v1.VolumeMount",
-    # Not in a spec: the importer checks a manifest's engine container against it (IMP020).
+    # Not in a spec: the importer checks a manifest's engine container against it (IMP026).
     "Container": "io.k8s.api.core.v1.Container",
 }
 _PREFIX = "#/$defs/"

@@ -74,7 +74,7 @@ for _code, _sev, _summary, _source in (
      "(envChoices through 0.15.1)"),
     ("IMP008", W, "the engine image names its release",
      "generator/importer/build.py (image tags of vllm/vllm-openai and lmsysorg/sglang)"),
-    ("IMP019", E, "the annotation moegen.dev/engine-version states a release (MAJOR.MINOR.PATCH)",
+    ("IMP025", E, "the annotation moegen.dev/engine-version states a release (MAJOR.MINOR.PATCH)",
      "docs/design.md §10 (an unknown release is refused); generator/importer/assemble.py "
      "(the annotation is ignored and the release read from the image, else assumed: IMP008)"),
     ("IMP009", E, "pods x GPUs per pod give the ranks the engine asks for",
@@ -114,7 +114,7 @@ for _code, _sev, _summary, _source in (
      "https://kubernetes.io/docs/tasks/inject-data-application/define-command-argument-container/ "
      "(command is the program and its arguments, executed without a shell); "
      "generator/importer/launch.py"),
-    ("IMP020", E, "the engine container is a valid Kubernetes Container (command and args are "
+    ("IMP026", E, "the engine container is a valid Kubernetes Container (command and args are "
      "lists of strings, no unknown fields)",
      "https://kubernetes.io/docs/reference/kubernetes-api/workload-resources/pod-v1/#Container; "
      "generator/spec/data/k8s-objects.json (Kubernetes 1.32.0 OpenAPI, from "

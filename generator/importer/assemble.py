@@ -175,7 +175,7 @@ def _engine(group: list[Role], opts: Options, issues: list[Issue]) -> tuple[dict
     if bad is not None:   # moegen.dev/engine-version: banana
         judged = "the image's release" if release is not None else "an assumed release " \
             "(IMP008)"
-        issues.append(Issue("IMP019", f"the annotation {images.ANNOTATION} says {bad[0]!r}, "
+        issues.append(Issue("IMP025", f"the annotation {images.ANNOTATION} says {bad[0]!r}, "
                             f"which is not a release (MAJOR.MINOR.PATCH, e.g. 0.33.0): ignored; "
                             f"the engine is judged at {judged}", bad[1],
                             f"state the {label} release the image runs: {images.ANNOTATION}: "

@@ -89,7 +89,7 @@ def release_of(w: Workload, launch: Launch, opts: Options) -> tuple[str | None, 
         stated = notes.get(images.ANNOTATION) if isinstance(notes, dict) else None
         if isinstance(stated, str) and stated.strip():
             if not is_release(stated.strip().removeprefix("v")):
-                continue   # not a release: IMP019 (stated_not_release), and the image read
+                continue   # not a release: IMP025 (stated_not_release), and the image read
             return stated.strip().removeprefix("v"), f"the annotation {images.ANNOTATION} " \
                 f"on {where}", True
     read = images.read(engine_image(w, launch), engine)

@@ -227,7 +227,7 @@ NOT_READ = ("its engine flags, parallel layout, HBM sizing, pods, network and pr
 
 
 def _structure(container: dict, cpath: tuple, prov, platform: bool) -> list[Issue]:
-    """IMP020 (an error) for each way ``container`` is not a Kubernetes Container (``args: "vllm
+    """IMP026 (an error) for each way ``container`` is not a Kubernetes Container (``args: "vllm
     serve ..."`` where a list of strings goes): the API server refuses the object
     (generator/spec/k8s.py ``container_errors``, the Kubernetes OpenAPI schema). Under a
     platform's resource (``platform``: Dynamo's mainContainer, KServe's, RBG's) a missing
@@ -238,7 +238,7 @@ def _structure(container: dict, cpath: tuple, prov, platform: bool) -> list[Issu
         if platform and message.endswith("is a required property"):
             continue
         where = (*cpath, *path)
-        out.append(Issue("IMP020", f"container {container.get('name')!r} is not a valid "
+        out.append(Issue("IMP026", f"container {container.get('name')!r} is not a valid "
                          f"Kubernetes Container: {message} (Kubernetes {k8s_schemas()['kubernetes']} API schema: "
                          "the API server refuses the object)", prov.locate(where),
                          "write the field as the Container schema has it (command and args "
