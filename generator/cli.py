@@ -18,7 +18,7 @@ import click
 from . import pipeline
 from .errors import DriftDetected, GenError, Severity, SpecRejected, UsageError
 from .output import findings as report
-from .cli_common import _CALIBRATION, _OVERLAYS, _SPEC, _checked, _exist, _reject
+from .cli_common import _CALIBRATION, _OVERLAYS, _SPEC, _checked, _exist, _reject, known_release
 from .spec.load import display_name
 
 
@@ -161,7 +161,7 @@ _ENGINE_VERSION = click.option("--engine-version", default=None,
                                help="Manifests: the engine release where the image tag does not "
                                "name it (e.g. 0.33.0).")
 _MODEL_CONFIG = click.option("--model-config", default=None,
-                             type=click.Path(dir_okay=False, path_type=Path),
+                             type=click.Path(exists=True, dir_okay=False, path_type=Path),
                              help="Manifests: the model's config.json where the model is not in "
                              "the catalog.")
 
@@ -178,6 +178,7 @@ def _import_options(gpu: str | None, engine_version: str | None, model_config: P
         except ValueError:
             raise UsageError(f"--engine-version {engine_version}: not a release "
                              "(MAJOR.MINOR.PATCH, e.g. 0.33.0)") from None
+        known_release(engine_version)
     return Options(gpu, engine_version, str(model_config.resolve()) if model_config else None)
 
 

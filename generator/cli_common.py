@@ -1,5 +1,6 @@
 """What the ``gen`` commands share: the SPEC argument, overlays, ``--calibration``, reading and
-checking a spec, printing a rejection (generator/cli.py, generator/cli_calibrate.py)."""
+checking a spec, printing a rejection, refusing an --engine-version moegen has no facts for
+(generator/cli.py, generator/cli_calibrate.py)."""
 
 from __future__ import annotations
 
@@ -51,3 +52,18 @@ def _reject(findings: list) -> None:
     """Print findings for people (stderr) and exit 1."""
     click.echo(report.text(findings, colour=sys.stderr.isatty()), err=True)
     raise SpecRejected(findings)
+
+
+def known_release(release: str) -> None:
+    """An --engine-version outside every engine's supported range is refused (a usage error,
+    exit 2): moegen never judges a release it has no facts for (facts/versions.py; docs/spec.md
+    §2). One inside a range is judged at the greatest known release not above it; an engine
+    whose range it is not in is an IMP008 error on that engine's manifest."""
+    from .engines.registry import ENGINES
+    from .facts.versions import parse_version
+    v = parse_version(release)
+    ranges = {name: getattr(ENGINES[name], "SUPPORTED", []) for name in sorted(ENGINES)}
+    if not any(v in r for rs in ranges.values() for r in rs):
+        known = "; ".join(f"{name} {', '.join(map(str, rs))}" for name, rs in ranges.items())
+        raise UsageError(f"--engine-version {release}: a release moegen has no facts for "
+                         f"(it reads {known})")

@@ -26,7 +26,7 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from typing import TYPE_CHECKING
@@ -96,8 +96,10 @@ class Checked:
             return self.waived
         from .importer import IMPORTED_SUPPRESSED
         skip = IMPORTED_SUPPRESSED | (self.imported.suppress if self.imported else set())
-        return [_relocated(f, self.imported) for f in self.checked.findings
-                if f.code not in skip]
+        # One manifest value behind two spec fields (replicas: -2 is a role's replicas and
+        # its pool's nodes) is one finding once both are named as the manifest writes them.
+        return list(dict.fromkeys(_relocated(f, self.imported) for f in self.checked.findings
+                                  if f.code not in skip))
 
     @property
     def suppressed(self) -> list[Suppressed]:
@@ -217,6 +219,7 @@ def read_inputs(paths: list[Path], overlays: Sequence[Path] = (), opts: Options 
                 pool.documents += docs   # context: ConfigMaps, the router, monitoring
                 neither[name] = docs
         pool.documents += generated
+        batch.findings += missing_kustomized(unit.documents)
         for f in unit.findings:   # files that could not be read at all
             if f.location.file not in unit.files:
                 batch.findings.append(f)
@@ -282,6 +285,35 @@ def _kustomized(documents: list[Document]) -> set[str]:
     return out
 
 
+def missing_kustomized(documents: list[Document]) -> list[Finding]:
+    """INP003 for each local file or directory a kustomization names that does not exist
+    (``kustomize build`` fails on it: its accumulateResources reads each entry as a file, else
+    a directory or a remote target,
+    https://kubectl.docs.kubernetes.io/references/kustomize/kustomization/resource/); remote
+    resources (URLs, ``host/org/repo`` with ``?ref=``) are not checked."""
+    out = []
+    for d in documents:
+        data = d.data
+        if not (isinstance(data, dict) and data.get("kind") in ("Kustomization", "Component")) \
+                or d.file.startswith("<"):
+            continue
+        base = os.path.dirname(os.path.abspath(d.file))
+        for key in _KUSTOMIZE_FILES:
+            for i, entry in enumerate(data.get(key) or [] if isinstance(data.get(key), list)
+                                      else []):
+                if not isinstance(entry, str) or "://" in entry or "?ref=" in entry or \
+                        entry.startswith(("github.com/", "git@")):
+                    continue
+                if not os.path.exists(os.path.join(base, entry)):
+                    out.append(Finding(
+                        "INP003", Severity.ERROR, f"$.{key}[{i}]",
+                        f"the kustomization names {entry!r} in {key}, which does not exist "
+                        "(relative to the kustomization's directory): kustomize build fails",
+                        "fix the path, or remove the entry",
+                        d.provenance.locate((key, i))))
+    return out
+
+
 def _waive_manifests(batch: Batch, pool: InputUnit) -> None:
     """Apply the skips written in the manifests and the files read with them to the findings
     located there; SKP001/SKP002 for the skips themselves (unused ones only when every
@@ -329,9 +361,14 @@ _ROLE = re.compile(r"role '([a-z0-9-]+)'")
 
 def _relocated(f: Finding, imported: Imported | None) -> Finding:
     """A finding on a field no manifest sets (a default such as ``spec.serving``) is located at
-    the deployment's first workload; when its message names a role, at that role's workload."""
+    the deployment's first workload; when its message names a role, at that role's workload. A
+    finding on a value the manifest sets under another name (``provenance.names``) is named
+    by it and located at it."""
     if imported is None:
         return f
+    named = _manifest_name(f, imported.provenance)
+    if named is not None:
+        return named
     root = imported.provenance.locations.get(())
     m = _ROLE.search(f.message)
     if f.location != root or not m:
@@ -341,6 +378,20 @@ def _relocated(f: Finding, imported: Imported | None) -> Finding:
             loc = imported.provenance.locations.get(("spec", "roles", i), f.location)
             return Finding(f.code, f.severity, f.path, f.message, f.hint, loc)
     return f
+
+
+def _manifest_name(f: Finding, prov: Provenance) -> Finding | None:
+    """``f`` named by what the manifest calls its spec path (the longest path in
+    ``prov.names`` that ``f.path`` is or lies under) and located there; None if none."""
+    from .spec.provenance import json_path
+    for key in sorted(prov.names, key=len, reverse=True):
+        text = json_path(key)
+        if f.path == text or f.path.startswith((text + ".", text + "[")):
+            loc = prov.locations.get(key, f.location)
+            if f.code == "LOAD011" and f.location.file == loc.file:
+                loc = f.location   # --model-config's JSON error, at its own line
+            return replace(f, path=prov.names[key], location=loc)
+    return None
 
 
 def _kind_of(docs: list[Document]) -> str:

@@ -194,7 +194,8 @@ UNIT_TESTED = {"tests/test_load.py": None, "tests/test_rules.py": None, "tests/t
                "tests/test_waivers.py": None, "tests/test_addresses.py": None,
                "tests/test_images.py": None, "tests/test_diff.py": None,
                "tests/test_hygiene.py": None,
-               "tests/test_kv_partition.py": None}
+               "tests/test_kv_partition.py": None,
+               "tests/test_hostile_inputs.py": None}
 
 
 def _case_codes() -> set[str]:

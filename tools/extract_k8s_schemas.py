@@ -1,7 +1,8 @@
 """Extract the Kubernetes object schemas a spec may embed into package data.
 
 ``spec.pod`` / ``roles[].pod`` take some Kubernetes objects as written (an Affinity, a
-PodSecurityContext, Volumes, VolumeMounts): moegen validates them against the Kubernetes OpenAPI
+PodSecurityContext, Volumes, VolumeMounts), and ``gen validate`` checks the engine container of
+a manifest as the API server would (a Container): moegen validates them against the Kubernetes OpenAPI
 schema of :data:`K8S_VERSION` in strict form (unknown fields rejected), as kubernetes-validate
 ships it (https://github.com/willthames/kubernetes-validate, generated from the Kubernetes
 OpenAPI spec by yannh/kubernetes-json-schema). This tool copies the transitive closure of
@@ -28,6 +29,8 @@ ROOTS = {
     "PodSecurityContext": "io.k8s.api.core.v1.PodSecurityContext",
     "Volume": "io.k8s.api.core.v1.Volume",
     "VolumeMount": "io.k8s.api.core.v1.VolumeMount",
+    # Not in a spec: the importer checks a manifest's engine container against it (IMP026).
+    "Container": "io.k8s.api.core.v1.Container",
 }
 _PREFIX = "#/$defs/"
 

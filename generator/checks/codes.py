@@ -33,9 +33,18 @@ for _code, _sev, _summary, _source in (
     ("INP001", E, "gen validate checked something: a spec or a serving workload moegen reads "
                   "(--allow-empty accepts inputs with nothing to check)",
      "docs/design.md §10; generator/inputs.py (nothing_checked)"),
-    ("INP002", N, "an engine under a kind moegen does not read is found and reported as not "
-                  "checked (RayCluster, RayClusterFleet, Pod, Job, Knative Service, other CRDs)",
-     "docs/design.md §10; generator/importer/unread.py"),
+    ("INP002", N, "an engine moegen finds and does not read is reported as not checked (under "
+                  "a kind it does not read: RayCluster, RayClusterFleet, Pod, Job, Knative "
+                  "Service, other CRDs; a script that does not start it as a command; a second "
+                  "engine container in a pod)",
+     "docs/design.md §10; generator/importer/unread.py, generator/importer/launch.py, "
+     "generator/importer/build.py"),
+    ("INP003", E, "every local file a kustomization names exists (kustomize build fails "
+                  "otherwise)",
+     "https://kubectl.docs.kubernetes.io/references/kustomize/kustomization/resource/ "
+     "(each entry is a file, a directory or a remote target, accumulateResources fails on "
+     "anything else); "
+     "generator/inputs.py (missing_kustomized)"),
     ("SKP001", W, "a skip (# moegen:skip=CODE, moegen.dev/skip) gives its reason",
      "docs/design.md §10; generator/waivers.py"),
     ("SKP002", W, "a skip names a rule code and suppresses a finding (no stale waivers)",
@@ -65,9 +74,14 @@ for _code, _sev, _summary, _source in (
      "(envChoices through 0.15.1)"),
     ("IMP008", W, "the engine image names its release",
      "generator/importer/build.py (image tags of vllm/vllm-openai and lmsysorg/sglang)"),
+    ("IMP025", E, "the annotation moegen.dev/engine-version states a release (MAJOR.MINOR.PATCH)",
+     "docs/design.md §10 (an unknown release is refused); generator/importer/assemble.py "
+     "(the annotation is ignored and the release read from the image, else assumed: IMP008)"),
     ("IMP009", E, "pods x GPUs per pod give the ranks the engine asks for",
      "vLLM 0.33.0 vllm/v1/engine/utils.py (the DP handshake waits for every rank); "
-     "generator/importer/assemble.py"),
+     "SGLang 0.5.23 python/sglang/srt/server_args.py (compute_world_size: dp x tp x pp "
+     "without attention DP); SGLang 0.5.23 python/sglang/srt/runtime_context.py "
+     "(derive_attn_tp_size: tp // attn_dp); generator/importer/ranks.py"),
     ("IMP010", W, "the weights come from a volume, not a download at start",
      "docs/spec.md §2 (model.path, model.volume); generator/importer/build.py"),
     ("IMP011", W, "the model is in moegen's catalog (or --model-config gives it)",
@@ -128,6 +142,11 @@ for _code, _sev, _summary, _source in (
      "https://kubernetes.io/docs/concepts/services-networking/dns-pod-service/#pod-s-dns-policy "
      "(a hostNetwork pod with ClusterFirst falls back to the node's resolver); SGLang 0.5.23 "
      "python/sglang/srt/server_args.py (--dist-init-addr); generator/importer/hygiene.py"),
+    ("IMP026", E, "the engine container is a valid Kubernetes Container (command and args are "
+     "lists of strings, no unknown fields)",
+     "https://kubernetes.io/docs/reference/kubernetes-api/workload-resources/pod-v1/#Container; "
+     "generator/spec/data/k8s-objects.json (Kubernetes 1.32.0 OpenAPI, from "
+     "tools/extract_k8s_schemas.py)"),
     ("NET100", E, "every connection of the rendering reaches a listener that accepts it",
      "generator/manifests/addresses.py (the address model: each client's address and port "
      "against each listener's bind address, per target; raised by generator/pipeline.py; "

@@ -145,12 +145,12 @@ def _beside(d: Document, group: list, groups: list[list]) -> bool:
 def _finding(issue: Issue) -> Finding:
     sev = Severity.ERROR if issue.error else Severity.NOTICE if issue.notice else \
         Severity.WARNING
-    return Finding(issue.code, sev, "$", issue.message, issue.hint, issue.location)
+    return Finding(issue.code, sev, issue.path, issue.message, issue.hint, issue.location)
 
 
-#: IMP errors after which the checks do not run (no engine command, an unreadable script); the
-#: others leave a spec worth checking.
-BLOCKING = frozenset({"IMP001", "IMP002", "IMP012"})
+#: IMP errors after which the checks do not run (no engine command, an unreadable script, a
+#: container the API server refuses); the others leave a spec worth checking.
+BLOCKING = frozenset({"IMP001", "IMP002", "IMP012", "IMP026"})
 #: Of :data:`BLOCKING`, the notices: the manifest may be sound, moegen cannot judge it. IMP012,
 #: no GPU stated: the HBM check, the GPU family's formats and every check of the layout would
 #: judge a GPU the manifest does not name (issue #31: "moegen does not read this" is a notice

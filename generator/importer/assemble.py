@@ -17,11 +17,13 @@ from ..durations import KEEPALIVE_ENV, SGLANG_KV_TIMEOUT_ENV
 from ..engines.caches import CACHE_ENV_KEYS, CACHE_MOUNT
 from ..engines.registry import LABELS
 from ..facts import images
+from ..errors import Location
 from ..facts.versions import default_image
 from ..spec.models import GPU_UNKNOWN
 from ..spec.provenance import Provenance
 from .platforms import KSERVE_COMMAND_ENV
 from .build import (
+    stated_not_release,
     MANAGED,
     Imported,
     Options,
@@ -40,36 +42,10 @@ from .build import (
     release_of,
 )
 from .launch import Issue
+from .ranks import counts_named, layout_issues
 from .. import security
 from .pods import DEFAULT_HF_HOME, token_secret
 from .shell import is_runtime
-
-
-def _layout_issues(r: Role, name: str) -> list[Issue]:
-    """Pods x GPUs per pod against the ranks the command asks for (before moegen's rules)."""
-    w, role = r.workload, r.fields.role
-    par = role.get("parallel", {})
-    gpus = par.get("tensor", 1) * par.get("data", 1) * par.get("pipeline", 1)
-    per_pod = r.pod.gpus
-    out = []
-    if per_pod and gpus != w.size * per_pod and not (w.size == 1 and gpus < per_pod):
-        out.append(Issue("IMP009", f"role {name!r}: the engine asks for {gpus} GPUs per "
-                         f"instance (tensor x data x pipeline), the workload gives {w.size} "
-                         f"pod(s) x {per_pod} GPUs = {w.size * per_pod}", r.launch.loc(0),
-                         "make the parallel sizes match the pods and their GPUs", error=True))
-    local = r.launch.command.get("--data-parallel-size-local") if r.launch.command else None
-    data = par.get("data", 1)
-    try:
-        n_local = int(str(local.value)) if local is not None else None
-    except ValueError:
-        n_local = None
-    if n_local and n_local * w.size != data:
-        out.append(Issue("IMP009", f"role {name!r}: --data-parallel-size-local {n_local} x "
-                         f"{w.size} pod(s) = {n_local * w.size} DP ranks, but "
-                         f"--data-parallel-size is {data} (vLLM waits for the missing ranks "
-                         "forever: vllm/v1/engine/utils.py)", r.launch.loc(local.index),
-                         "make the local sizes add up to the data-parallel size", error=True))
-    return out
 
 
 def _model(group: list[Role], opts: Options, prov: Provenance,
@@ -89,12 +65,17 @@ def _model(group: list[Role], opts: Options, prov: Provenance,
     else:
         model["path"] = "/models/" + str(path or name or "model").rsplit("/", 1)[-1]
         imported_suppress.add("MOD005")   # the volume moegen needs: this IMP010 says it
-        issues.append(Issue("IMP010", f"the engine loads {path!r}, which is neither a weights "
+        what = f"loads {path!r}, which is" if path is not None else \
+            "command names no model, and the default is"
+        issues.append(Issue("IMP010", f"the engine {what} neither a weights "
                             "directory nor a Hugging Face repository id; moegen serves weights "
                             f"from a volume (model.path {model['path']} and model.volume)",
                             loc.get("path", at), "give the weights a volume, and set model.path"))
     if opts.model_config:
         model["config"] = opts.model_config
+        # Its findings (LOAD011, MOD002) are about the file the command line names.
+        prov.locations[("spec", "model", "config")] = Location(opts.model_config, 1, 1)
+        prov.names[("spec", "model", "config")] = "--model-config"
     else:
         arch = architecture_of(model["name"], path)
         if arch is not None:
@@ -191,6 +172,15 @@ def _engine(group: list[Role], opts: Options, issues: list[Issue]) -> tuple[dict
         if first.launch.image else first.launch.loc(-1)   # the image line
     state = (f"state it with --engine-version, or the annotation {images.ANNOTATION}: "
              "\"X.Y.Z\" on the workload")
+    bad = stated_not_release(first.workload)
+    if bad is not None:   # moegen.dev/engine-version: banana
+        judged = "the image's release" if release is not None else "an assumed release " \
+            "(IMP008)"
+        issues.append(Issue("IMP025", f"the annotation {images.ANNOTATION} says {bad[0]!r}, "
+                            f"which is not a release (MAJOR.MINOR.PATCH, e.g. 0.33.0): ignored; "
+                            f"the engine is judged at {judged}", bad[1],
+                            f"state the {label} release the image runs: {images.ANNOTATION}: "
+                            "\"X.Y.Z\"", error=True))
     if release is None:
         version, why = _newest_with(cmd.engine, [r.launch.command for r in group])
         issues.append(Issue("IMP008", f"{how}: moegen cannot read which {label} release it "
@@ -361,7 +351,8 @@ def assemble(group: list[Role], opts: Options, files: list[str]) -> Imported:
         _located(prov, rpath, r.fields.locs)
         _located(prov, rpath, {("env", k): r.launch.env_locations[k] for k in env
                                if k in r.launch.env_locations})
-        issues += r.fields.issues + r.pod.issues + _layout_issues(r, name)
+        counts_named(prov, rpath, r.workload, pool)
+        issues += r.fields.issues + r.pod.issues + layout_issues(r, name)
         if any(i.code == "IMP005" and "load balancing" in i.message for i in r.fields.issues):
             suppress.add("POD004")   # its process count assumes moegen's load balancing
         if any(i.code == "IMP005" and i.message.startswith("KV connector")
@@ -371,6 +362,8 @@ def assemble(group: list[Role], opts: Options, files: list[str]) -> Imported:
             suppress.add("SIZ002")   # vLLM auto-fits the length instead of refusing (RoleFields)
         if _runs_ray(r.launch.container):
             suppress.add("LAY005")   # spans pods over Ray, not moegen's --nnodes (_RAY)
+        if r.pod.bad_gpus is not None:
+            suppress.add("POOL002")   # the pool's size from an unreadable GPU count: IMP009
     spec["roles"] = roles
     _inherited_speculative(roles, prov)
     data = {"apiVersion": "moegen.dev/v1alpha1", "kind": "InferenceDeployment",

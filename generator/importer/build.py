@@ -15,8 +15,9 @@ import re
 from dataclasses import dataclass, field
 
 from ..catalog import ARCHITECTURES, HF_IDS
+from ..errors import Location
 from ..facts import images
-from ..facts.versions import UnsupportedVersion
+from ..facts.versions import UnsupportedVersion, parse_version
 from ..spec.provenance import Provenance
 from .engine import RoleFields, sglang_fields, vllm_fields
 from .launch import Context, Issue, Launch, engine_containers
@@ -87,10 +88,33 @@ def release_of(w: Workload, launch: Launch, opts: Options) -> tuple[str | None, 
                                                            w.leader.annotations)):
         stated = notes.get(images.ANNOTATION) if isinstance(notes, dict) else None
         if isinstance(stated, str) and stated.strip():
+            if not is_release(stated.strip().removeprefix("v")):
+                continue   # not a release: IMP025 (stated_not_release), and the image read
             return stated.strip().removeprefix("v"), f"the annotation {images.ANNOTATION} " \
                 f"on {where}", True
     read = images.read(engine_image(w, launch), engine)
     return read.release, read.how, False
+
+
+def is_release(text: str) -> bool:
+    """``0.33.0`` (a suffix such as ``rc1`` allowed: facts/versions.py ``parse_version``)."""
+    try:
+        parse_version(text)
+    except ValueError:
+        return False
+    return True
+
+
+def stated_not_release(w: Workload) -> tuple[str, Location] | None:
+    """The ``moegen.dev/engine-version`` annotation of the workload or its pod template that is
+    not a release (``banana``), and where it is; None if there is none."""
+    for path, notes in ((w.path, w.annotations), (w.leader.path[:-1], w.leader.annotations)):
+        stated = notes.get(images.ANNOTATION) if isinstance(notes, dict) else None
+        if stated is not None and not (isinstance(stated, str) and stated.strip()
+                                       and is_release(stated.strip().removeprefix("v"))):
+            return str(stated), w.doc.provenance.locate(
+                (*path, "metadata", "annotations", images.ANNOTATION))
+    return None
 
 
 def engine_image(w: Workload, launch: Launch) -> str:
@@ -138,9 +162,10 @@ def read_roles(workloads: list[Workload], ctx: Context, opts: Options) -> tuple[
         if not launches:
             continue
         launch = launches[0]
-        issues += launch.issues
-        if launch.command is None and any(i.code == "IMP002" for i in launch.issues):
-            continue   # the script could not be read (IMP002 says why)
+        issues += launch.issues + _other_engines(w, launches)
+        if launch.command is None and any(i.code in ("IMP002", "INP002")
+                                          for i in launch.issues):
+            continue   # the script could not be read (IMP002, INP002 say why)
         if launch.command is None:
             issues.append(Issue("IMP001", f"{w.kind} {w.name}: the engine command could not be "
                                 "found (no vllm serve / sglang launch_server in the container's "
@@ -166,6 +191,18 @@ def read_roles(workloads: list[Workload], ctx: Context, opts: Options) -> tuple[
                         pod.pod.pop(key, None)   # leader and workers differ: moegen derives
         roles.append(Role(w, launch, fields_, pod))
     return roles, issues
+
+
+def _other_engines(w: Workload, launches: list[Launch]) -> list[Issue]:
+    """INP002 (a notice) for each engine container of a pod after the first: moegen checks one
+    engine per pod (the first container that starts one) and says the others were not."""
+    from .launch import NOT_READ
+    engines = [x for x in launches if x.command is not None]
+    return [Issue("INP002", f"{w.kind} {w.name}: container {x.container.get('name')!r} also "
+                  f"starts {x.command.engine} ({len(engines)} engine containers in one pod); "
+                  f"moegen checked only {engines[0].container.get('name')!r}: {NOT_READ} for "
+                  "this one", x.loc(-1), "run one engine per pod, or check the other as its "
+                  "own workload", notice=True) for x in engines[1:]]
 
 
 def _multi_node_statefulset(w: Workload, cmd) -> None:

@@ -456,7 +456,16 @@ def sglang_fields(cmd: EngineCommand, launch: Launch, managed: bool,
         r.put(("parallel", "data"), data, dp)
     elif group:
         r.put(("parallel", "tensor"), group, tp)
-        if dp is not None and data and data > 1:
+        if attention_dp and data and data > 1:
+            # SGLang 0.5.23 python/sglang/srt/runtime_context.py derive_attn_tp_size: each
+            # attention group is tp // attn_dp ranks; the ranks left over get an attention
+            # group index >= attn_dp (derive_attention_ranks) that no group has.
+            r.issue("IMP009", f"attention data parallelism {data} does not divide --tp-size "
+                    f"{group} ({group} % {data} = {group % data}): SGLang makes {data} groups "
+                    f"of {group // data} ranks and {group % data} rank(s) belong to none",
+                    dp, hint="make the attention DP size divide the tensor-parallel size",
+                    error=True)
+        elif dp is not None and data and data > 1:
             r.issue("IMP005", f"--dp-size {data} without DP attention: SGLang runs {data} "
                     "router-balanced engine copies in one process group; moegen renders "
                     "attention data parallelism (or one instance per replica)", dp)

@@ -23,6 +23,7 @@ from ..engines.options import option_arity
 from ..errors import Location
 from ..facts import images
 from ..spec.load import Document, parse_embedded
+from ..spec.provenance import json_path
 from .argv import EngineCommand, find_engine, parse_engine_args
 from .shell import ShellError, is_runtime, run_script, runtime
 from .workloads import LWS_ENV, Pods, Workload
@@ -48,6 +49,8 @@ class Issue:
     hint: str = ""
     error: bool = False
     notice: bool = False   # says what was not checked; not a defect claim
+    #: The manifest's field path the finding names (``$``: the object as a whole).
+    path: str = "$"
 
 
 @dataclass
@@ -218,6 +221,31 @@ def _environment(w: Workload, pods: Pods, container: dict, cpath: tuple, ctx: Co
                     "variable the container defines, or set the value in the launch script"))
 
 
+#: What a found, unread engine leaves unchecked (importer/unread.py says it of other kinds).
+NOT_READ = ("its engine flags, parallel layout, HBM sizing, pods, network and probes were not "
+            "checked")
+
+
+def _structure(container: dict, cpath: tuple, prov, platform: bool) -> list[Issue]:
+    """IMP026 (an error) for each way ``container`` is not a Kubernetes Container (``args: "vllm
+    serve ..."`` where a list of strings goes): the API server refuses the object
+    (generator/spec/k8s.py ``container_errors``, the Kubernetes OpenAPI schema). Under a
+    platform's resource (``platform``: Dynamo's mainContainer, KServe's, RBG's) a missing
+    required field is not one: the controller fills it in (Dynamo names the main container)."""
+    from ..spec.k8s import container_errors, k8s_schemas
+    out = []
+    for path, message in container_errors(container):
+        if platform and message.endswith("is a required property"):
+            continue
+        where = (*cpath, *path)
+        out.append(Issue("IMP026", f"container {container.get('name')!r} is not a valid "
+                         f"Kubernetes Container: {message} (Kubernetes {k8s_schemas()['kubernetes']} API schema: "
+                         "the API server refuses the object)", prov.locate(where),
+                         "write the field as the Container schema has it (command and args "
+                         "are lists of strings)", error=True, path=json_path(where)))
+    return out
+
+
 def _argv(w: Workload, container: dict, cpath: tuple, launch: Launch) -> tuple[list, list]:
     """argv tokens and their (path, is-script) origins: ``command`` (or the image's
     entrypoint) + ``args``, ``$(VAR)``-expanded."""
@@ -256,6 +284,34 @@ def _one_string(toks: list[str], origin: list, launch: Launch, prov) -> tuple[li
     return words + toks[1:], [origin[0]] * len(words) + origin[1:]
 
 
+def _one_argument(toks: list[str], origin: list, launch: Launch, prov) -> tuple[list, list]:
+    """``args: ["vllm serve /models/x --tp 8"]`` under the image's ``vllm serve``, or ``args:
+    ["--tensor-parallel-size 8"]``: with no shell each list item is one argument, spaces
+    included, so the engine reads a model named by the whole string, or an option it does not
+    have (https://kubernetes.io/docs/tasks/inject-data-application/define-command-argument-container/).
+    IMP018 (an error) at the item; its words are read as the arguments meant (an engine entry
+    point it repeats dropped), so the other checks still run."""
+    for i, tok in enumerate(toks[1:], 1):
+        words = tok.split()
+        option = tok.startswith("--") and len(words) > 1 and "=" not in words[0]
+        engine = len(words) > 1 and _ENGINE_TEXT.match(tok) is not None
+        if not (option or engine):
+            continue
+        where = f"{origin[i][-2]}[{origin[i][-1]}]" if isinstance(origin[i], tuple) else ""
+        launch.issues.append(Issue(
+            "IMP018", f"{where or 'an argument'} is one string of {len(words)} words "
+            f"({' '.join(words[:3])} ...) and no shell: the engine receives it as one argument "
+            f"({'a model named by the whole string' if engine else 'an option it does not have'})"
+            ", and it fails to start", prov.locate(origin[i]),
+            "give each word its own list item, or run it with [sh, -c, \"...\"]", error=True))
+        head = toks[:i]
+        if engine and find_engine(head) is not None:   # the entry point is the image's already
+            start = find_engine(words)
+            words = words[start[3]:] if start else words
+        return head + words + toks[i + 1:], origin[:i] + [origin[i]] * len(words) + origin[i + 1:]
+    return toks, origin
+
+
 def _shell(toks: list[str]) -> tuple[int, int] | None:
     """(index of the script token, index of $0) when ``toks`` is ``sh -c SCRIPT [ARG0 ...]``."""
     if not toks or not _SHELLS.match(toks[0]):
@@ -274,6 +330,7 @@ def resolve(w: Workload, pods: Pods, container: dict, cpath: tuple, ctx: Context
     prov = w.doc.provenance
     launch = Launch(container, cpath, image=str(container.get("image") or ""))
     launch.locations[-1] = prov.locate(cpath)
+    launch.issues += _structure(container, cpath, prov, bool(w.platform))
     _environment(w, pods, container, cpath, ctx, launch)
     toks, origin = _argv(w, container, cpath, launch)
     if w.platform == "kserve" and not container.get("command"):
@@ -283,6 +340,8 @@ def resolve(w: Workload, pods: Pods, container: dict, cpath: tuple, ctx: Context
     argv: list[str] = []
     if sh is None and isinstance(container.get("command"), list):
         toks, origin = _one_string(toks, origin, launch, prov)
+    if sh is None:
+        toks, origin = _one_argument(toks, origin, launch, prov)
     if sh is None:
         argv = toks
         for i, o in enumerate(origin):
@@ -298,6 +357,16 @@ def resolve(w: Workload, pods: Pods, container: dict, cpath: tuple, ctx: Context
             return launch
         engine_cmds = [c for c in cmds if find_engine(list(c.argv))]
         if not engine_cmds:
+            m = _ENGINE_TEXT.search(toks[script_at])
+            if m:   # the script names an engine the reader does not reach (piped to a shell)
+                launch.issues.append(Issue(
+                    "INP002", f"{w.kind} {w.name}: container {container.get('name')!r}: its "
+                    "script names "
+                    f"{m.group(0)!r}, but moegen found no command that starts it (a pipe into a "
+                    f"shell, a command built at run time): {NOT_READ}",
+                    prov.locate(origin[script_at]), "start the engine as a command of the "
+                    "script (exec vllm serve ...), or describe the deployment as an "
+                    "InferenceDeployment", notice=True))
             return launch
         c = engine_cmds[-1]
         argv = list(c.argv)
@@ -418,12 +487,12 @@ def engine_containers(w: Workload, pods: Pods, ctx: Context,
         if isinstance(c, dict):
             launch = resolve(w, pods, c, (*pods.path, "containers", i), ctx, version)
             if launch.command is not None or (pods.main and c.get("name") == pods.main) \
-                    or any(x.code == "IMP002" for x in launch.issues):
+                    or any(x.code in ("IMP002", "INP002") for x in launch.issues):
                 out.append(launch)
     # A platform's engine container (Dynamo's main container, KServe's "main") stays even when
     # no engine is found in it: the caller reports it (IMP001).
     return [x for x in out if x.command is not None or pods.main
-            or any(i.code == "IMP002" for i in x.issues)]
+            or any(i.code in ("IMP002", "INP002") for i in x.issues)]
 
 
 def is_unknown(value: Any) -> bool:

@@ -18,6 +18,7 @@ from ..catalog import GPUS
 from ..engines import gateway as gw
 from ..engines.caches import CACHE_ENV_KEYS, CACHE_MOUNT
 from ..errors import Location
+from ..spec.provenance import json_path
 from ..manifests.pods import IMEX_CLAIM
 from .hygiene import pod_issues
 from .launch import Issue, Launch
@@ -110,6 +111,9 @@ class PodFields:
     """
 
     gpus: int | None = None
+    #: The GPU resource as written when it is not a positive whole number (``nvidia.com/gpu:
+    #: 0``, ``"eight"``): (resource name, value, where); IMP009 says it.
+    bad_gpus: tuple[str, Any, Location, str] | None = None
     sidecar_port: int | None = None
     gpu: str | None = None
     gpu_loc: Location | None = None
@@ -153,7 +157,13 @@ def read_pod(w: Workload, pods: Pods, launch: Launch, gpu_option: str | None,
     requests = res.get("requests") if isinstance(res.get("requests"), dict) else {}
     for key in ("nvidia.com/gpu", "amd.com/gpu"):
         if key in limits or key in requests:
-            out.gpus = _quantity_gpus(limits.get(key, requests.get(key)))
+            raw = limits.get(key, requests.get(key))
+            out.gpus = _quantity_gpus(raw)
+            if not out.gpus or out.gpus < 0:
+                side = "limits" if key in limits and not isinstance(custom, dict) else "requests"
+                rpath = (*launch.cpath, "resources", side, key)
+                out.bad_gpus = (key, raw, prov.locate(rpath), json_path(rpath))
+                out.gpus = None
     if out.gpus is None and w.gpus:
         out.gpus = w.gpus
     _gpu(w, pods, launch, gpu_option, out)

@@ -394,6 +394,9 @@ def _run(nodes: Iterable, st: _State) -> None:
             _if(node, st)
         elif isinstance(node, _Case):
             _case(node, st)
+        elif isinstance(node, _For) and node.cond is not None:
+            _run(node.cond, st)   # a loop's condition and body, once each
+            _run(node.body, st)
         elif isinstance(node, _For) and node.words is not None:
             values = [f for tok in node.words for f in expand_word(tok.text, st)]
             for v in values[:MAX_LOOP]:

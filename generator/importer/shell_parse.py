@@ -162,6 +162,9 @@ class _For:
     var: str
     words: list[_Tok] | None   # None: ``for ((...))`` or ``while``: the body is not run
     body: list
+    #: ``while``/``until``: the condition, read once with the body once (the commands a
+    #: supervising loop runs: ``while true; do vllm serve ...; done``, ``until vllm serve ...``).
+    cond: list | None = None
 
 
 @dataclass
@@ -357,12 +360,13 @@ class _Parser:
                 self.i += 1
                 if depth == 0:
                     break
-        else:
-            self.parse_list("do")
+        cond = None
+        if kw != "for":
+            cond = self.parse_list("do")
         self.expect_word("do")
         body = self.parse_list("done")
         self.expect_word("done")
-        return _For(var, words, body)
+        return _For(var, words, body, cond)
 
 
 def parse(script: str) -> list:

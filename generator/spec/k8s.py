@@ -1,5 +1,6 @@
 """Kubernetes objects a spec carries as written (an Affinity, a PodSecurityContext, Volumes,
-VolumeMounts), validated against the Kubernetes OpenAPI schema (strict: unknown fields refused).
+VolumeMounts), and a manifest's engine Container (:func:`container_errors`), validated against
+the Kubernetes OpenAPI schema (strict: unknown fields refused).
 
 The schemas are package data (``spec/data/k8s-objects.json``, extracted from the Kubernetes
 1.32 OpenAPI by ``tools/extract_k8s_schemas.py``). The JSON Schema of the spec references them
@@ -80,8 +81,34 @@ def link_schema(node: Any) -> None:
             for v in n:
                 walk(v)
 
+    used: set[str] = set()
+
+    def refs(n: Any) -> None:
+        if isinstance(n, dict):
+            ref = n.get("$ref")
+            if isinstance(ref, str) and ref.startswith("#/$defs/io.k8s."):
+                name = ref.removeprefix("#/$defs/")
+                if name not in used:
+                    used.add(name)
+                    refs(data["$defs"][name])
+            for v in n.values():
+                refs(v)
+        elif isinstance(n, list):
+            for v in n:
+                refs(v)
+
     walk(node)
-    node.setdefault("$defs", {}).update(data["$defs"])
+    refs(node)   # only the definitions the schema reaches (not the Container the importer uses)
+    node.setdefault("$defs", {}).update({k: data["$defs"][k] for k in sorted(used)})
+
+
+def container_errors(container: dict) -> list[tuple[tuple, str]]:
+    """Where and why ``container`` is not a valid Kubernetes core/v1 Container (the API
+    server's schema at ``k8s_schemas()["kubernetes"]``, strict: unknown fields refused), as
+    (path inside the container, message), in path order; [] when it is valid."""
+    errors = sorted(_validator("Container").iter_errors(container),
+                    key=lambda e: [str(p) for p in e.absolute_path])
+    return [(tuple(e.absolute_path), e.message) for e in errors]
 
 
 K8sAffinity = _object("Affinity")

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import io
 import json
+import os
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -444,16 +445,28 @@ class InputUnit:
 def expand_inputs(paths: list[Path]) -> tuple[list[tuple[Path, list[Path]]], list[str]]:
     """Each input with the files it stands for: a file (or ``-``) itself, a directory every
     ``*.yaml``/``*.yml`` below it (sorted; hidden files and directories skipped; at most
-    :data:`MAX_FILES`). Returns (inputs, missing inputs)."""
-    out, missing = [], []
+    :data:`MAX_FILES`). A file named again (``gen validate - -``, a file and its directory) is
+    read once, at its first mention. Returns (inputs, missing inputs)."""
+    out, missing, seen = [], [], set()
+
+    def first(f: Path) -> bool:
+        key = STDIN if str(f) == STDIN else os.path.realpath(f)
+        if key in seen:
+            return False
+        seen.add(key)
+        return True
+
     for p in paths:
         if str(p) == STDIN or p.is_file() or (p.exists() and not p.is_dir()):
-            out.append((p, [p]))
+            if first(p):
+                out.append((p, [p]))
         elif p.is_dir():
             files = sorted(f for f in p.rglob("*") if f.suffix in (".yaml", ".yml")
                            and f.is_file() and not any(part.startswith(".")
                                                        for part in f.relative_to(p).parts))
-            out.append((p, files[:MAX_FILES]))
+            fresh = [f for f in files[:MAX_FILES] if first(f)]
+            if fresh or not files:
+                out.append((p, fresh))
         else:
             missing.append(str(p))
     return out, missing
@@ -574,6 +587,8 @@ def _load_model_config(loaded: LoadedSpec) -> None:
     try:
         config = json.loads(text)
     except json.JSONDecodeError as exc:
+        if loc.file == str(target):   # --model-config: at the error's own line
+            where.update(line=exc.lineno, column=exc.colno)
         loaded.findings.append(_finding("LOAD011", loc.file,
                                         f"{target} is not valid JSON: {exc.msg} at line {exc.lineno}",
                                         "give a Hugging Face config.json", **where))

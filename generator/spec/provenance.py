@@ -26,12 +26,16 @@ class Provenance:
     to the nearest ancestor that has a location. ``blocks`` maps the path of a multi-line block
     scalar (``|`` or ``>``, such as a launch script) to the line of its first content line and
     that line's indentation (both as in the file, 1-based line), so a position inside the text
-    can be located. ``skips``: the waivers written in the document (:mod:`.skips`).
+    can be located. ``skips``: the waivers written in the document (:mod:`.skips`). ``names``:
+    for a document imported from manifests, what the manifest (or the command line) calls the
+    value at a spec path (``$.spec.roles[0].replicas`` -> ``$.spec.replicas``): a finding on
+    that path is named by it (generator/inputs.py).
     """
 
     locations: dict[PathKey, Location] = field(default_factory=dict)
     blocks: dict[PathKey, tuple[int, int]] = field(default_factory=dict)
     skips: list = field(default_factory=list)
+    names: dict[PathKey, str] = field(default_factory=dict)
 
     def locate(self, path: PathKey) -> Location:
         """Location of ``path`` or of its nearest located ancestor (``Location()`` if none)."""

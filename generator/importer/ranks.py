@@ -1,0 +1,88 @@
+"""The ranks a role's command asks for against its pods and their GPUs (IMP009), and a role's
+counts (replicas, pods per replica) named as the manifest writes them (generator/inputs.py
+reports findings on them by those names)."""
+
+from __future__ import annotations
+
+from ..spec.provenance import Provenance, json_path
+from .build import Role
+from .launch import Issue
+from .workloads import Workload
+
+
+def counts_named(prov: Provenance, rpath: tuple, w: Workload, pool: str) -> None:
+    """A role's ``replicas`` and its pool's ``nodes`` (replicas x pods per replica) named and
+    located as the manifest writes them (``$.spec.replicas``, an LWS's
+    ``$.spec.leaderWorkerTemplate.size``), so SCH006 on ``replicas: -2`` points there."""
+    src = w.doc.provenance.locations
+    # A workload's path is its object's root (a Deployment) or the mapping that holds its
+    # counts (an LWS's spec, an RBG role).
+    rep = next((p for p in ((*w.path, "replicas"), (*w.path, "spec", "replicas")) if p in src),
+               None)
+    size = next((p for p in ((*w.path, "leaderWorkerTemplate", "size"),
+                             (*w.path, "spec", "leaderWorkerTemplate", "size")) if p in src),
+                None)
+    if rep is not None:
+        prov.locations[(*rpath, "replicas")] = src[rep]
+        prov.names[(*rpath, "replicas")] = json_path(rep)
+    by = size if size is not None and w.size < 1 else rep
+    nodes = ("spec", "nodePools", pool, "nodes")
+    if by is not None and nodes not in prov.names:
+        prov.locations[nodes] = src[by]
+        prov.names[nodes] = json_path(by)
+
+
+def _sglang_dp_copies(r: Role) -> int:
+    """SGLang's ``--dp-size N`` without attention data parallelism: N engine copies of
+    tp x pp GPUs each in one server (SGLang 0.5.23 python/sglang/srt/server_args.py
+    compute_world_size: dp_size * tp_size * pp_size); 1 otherwise."""
+    cmd = r.launch.command
+    if cmd is None or cmd.engine != "sglang" or cmd.get("--attn-dp-size") is not None \
+            or cmd.flag("--enable-dp-attention"):
+        return 1
+    o = cmd.get("--dp-size")
+    try:
+        return max(1, int(str(o.value))) if o is not None else 1
+    except ValueError:
+        return 1
+
+
+def layout_issues(r: Role, name: str) -> list[Issue]:
+    """Pods x GPUs per pod against the ranks the command asks for (before moegen's rules)."""
+    w, role = r.workload, r.fields.role
+    par = role.get("parallel", {})
+    copies = _sglang_dp_copies(r)
+    gpus = par.get("tensor", 1) * par.get("data", 1) * par.get("pipeline", 1) * copies
+    per_pod = r.pod.gpus
+    out = []
+    if r.pod.bad_gpus is not None:
+        key, raw, at, path = r.pod.bad_gpus
+        why = "the pod gets no GPU and the engine finds no CUDA device" \
+            if str(raw).strip().lstrip("+-").isdigit() else \
+            "not a Kubernetes quantity: the API server refuses the object"
+        out.append(Issue("IMP009", f"role {name!r}: the engine asks for {gpus} GPUs per "
+                         f"instance (tensor x data x pipeline), the container's {key} is "
+                         f"{raw!r} ({why})", at, f"set {key}: N, the GPUs of one pod (a "
+                         "positive integer)", error=True, path=path))
+    if per_pod and gpus != w.size * per_pod and not (w.size == 1 and gpus < per_pod and
+                                                     copies == 1):
+        what = "tensor x data x pipeline" if copies == 1 else \
+            f"--dp-size {copies} copies x tensor x pipeline: SGLang 0.5.23 " \
+            "python/sglang/srt/server_args.py compute_world_size"
+        out.append(Issue("IMP009", f"role {name!r}: the engine asks for {gpus} GPUs per "
+                         f"instance ({what}), the workload gives {w.size} "
+                         f"pod(s) x {per_pod} GPUs = {w.size * per_pod}", r.launch.loc(0),
+                         "make the parallel sizes match the pods and their GPUs", error=True))
+    local = r.launch.command.get("--data-parallel-size-local") if r.launch.command else None
+    data = par.get("data", 1)
+    try:
+        n_local = int(str(local.value)) if local is not None else None
+    except ValueError:
+        n_local = None
+    if n_local and n_local * w.size != data:
+        out.append(Issue("IMP009", f"role {name!r}: --data-parallel-size-local {n_local} x "
+                         f"{w.size} pod(s) = {n_local * w.size} DP ranks, but "
+                         f"--data-parallel-size is {data} (vLLM waits for the missing ranks "
+                         "forever: vllm/v1/engine/utils.py)", r.launch.loc(local.index),
+                         "make the local sizes add up to the data-parallel size", error=True))
+    return out
