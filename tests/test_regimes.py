@@ -194,9 +194,8 @@ def test_gen_size_and_plan_quote_the_regime(capsys):
 
 def test_a_left_out_source_takes_its_terms_prior():
     """Leaving out the SGLang DeepSeek-V4 table, no other figure moves the W4A16 prefill
-    efficiency (fitted to its V4-Flash Marlin cell only): the refit sets its prior, the rate
-    the model gives 4-bit weights dequantized in a GEMM's main loop, terms.DEQUANT_4BIT_PREFILL
-    = 0.5 (fit_constants.PRIORS)."""
+    efficiency (fitted to its V4-Flash Marlin cell only): the refit sets its prior, 1.0 (the
+    BF16 prefill rate of the kernel's compute dtype), fit_constants.PRIORS."""
     import sys
     from generator.perf import terms
     sys.path.insert(0, str(ROOT / "bench"))
@@ -208,7 +207,7 @@ def test_a_left_out_source_takes_its_terms_prior():
     try:
         assert terms.W4A16_PREFILL == 0.219
         assert cv.refit_without(source, [group]) == []
-        assert terms.W4A16_PREFILL == terms.DEQUANT_4BIT_PREFILL == 0.5
+        assert terms.W4A16_PREFILL == 1.0
     finally:
         restore()
     assert terms.W4A16_PREFILL == 0.219
