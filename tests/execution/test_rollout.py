@@ -160,7 +160,12 @@ def test_rollout_with_requests_in_flight_matches_the_prediction(cluster, predict
     if outlasted:
         assert answered >= drain_end - 1, (answered - drain_end, results["long"])  # not cut early
         assert results["long"][1] < CLIENT_TIMEOUT_S - 60, results["long"]   # cut, not timed out
-        assert by_pod[D].terminations[D]["killed"], by_pod[D].terminations
+        # vLLM aborts it at the drain's end; the pod then either exits once the aborted
+        # response is written, or (the connection still open) is killed at its grace period:
+        # both within the stop bound asserted above (seen both ways on this machine)
+        term = by_pod[D].terminations[D]
+        cut_s = answered - (rollout_t0 + by_pod[D].deleted_at)
+        assert term["killed"] or term["exited_s"] >= cut_s - 1, (term, cut_s)
     else:   # finished within the drain (plus the harness's slack on a loaded machine)
         assert answered <= drain_end + cluster.allowance(floor=10, factor=0), results["long"]
     term = by_pod[D].terminations[D]
@@ -173,7 +178,9 @@ def test_rollout_with_requests_in_flight_matches_the_prediction(cluster, predict
     fact(request, f"in flight: short -> {results['short'][0].status} after "
                   f"{results['short'][1]:.0f} s; long ({long} tokens) -> "
                   f"{results['long'][0].status} after {results['long'][1]:.0f} s ("
-                  + ("still running after the drain: cut when the pod was killed, as predicted"
+                  + (("still running after the drain: cut at the drain's end, "
+                      + ("the pod killed at its grace period" if term["killed"]
+                         else "the pod then exited by itself") + ", within the predicted stop")
                      if outlasted else "done within the drain on this machine") + ")")
     # the outage: every request from the deletion until the new pair serves fails; the first
     # success comes after both new pods are ready, within the predicted bound
