@@ -87,19 +87,47 @@ def test_no_admission_flag_is_rendered(gpt_oss):
     assert "concurrency=engine-default" in lws   # the sized-load annotation gen import reads
 
 
-def test_render_import_render_is_byte_identical(tmp_path):
-    """The SGLang example's decode at engine-default: no --max-running-requests, the same bytes
-    after gen import, which writes engine-default back."""
-    overlay = tmp_path / "default.yaml"
+@pytest.fixture(scope="module")
+def v4_default(tmp_path_factory):
+    """The SGLang example with its decode at engine-default, checked and rendered."""
+    overlay = tmp_path_factory.mktemp("v4") / "default.yaml"
     overlay.write_text("spec:\n  roles:\n    - name: decode\n"
                        "      sizing: {concurrency: engine-default}\n")
-    original = pipeline.check(V4, [overlay])
-    assert [f for f in original.findings if f.severity.value == "error"] == []
-    decode = next(r for r in original.model.roles if r.name == "decode")
-    # DeepSeek-V4: SGLang's hook sets 256 per instance; 16 attention-DP workers: 256 // 16 = 16
-    # each (the pool holds far more than 2 x 16 tokens), 16 x 16 = 256 for the instance.
-    assert (decode.layout.data, decode.concurrency) == (16, 256)
-    tree, files = tmp_path / "tree", pipeline.render(original)[1]
+    checked = pipeline.check(V4, [overlay])
+    assert [f for f in checked.findings if f.severity.value == "error"] == []
+    return checked, pipeline.render(checked)[1]
+
+
+@pytest.fixture(scope="module")
+def v4_stated():
+    """The SGLang example as shipped: decode sizing.concurrency 256."""
+    checked = pipeline.check(V4)
+    return checked, pipeline.render(checked)[1]
+
+
+def test_the_default_is_what_the_example_states(v4_default, v4_stated):
+    """DeepSeek-V4: SGLang's hook sets 256 per instance; 16 attention-DP workers: 256 // 16 = 16
+    each (the pool holds far more than 2 x 16 tokens), 16 x 16 = 256 for the instance, the
+    example's own sizing.concurrency. So graphs (16 per rank, under the 512 SGLang captures by
+    default on an H20 141 GB at TP 16), DeepEP buffers, durations and the prediction are the
+    example's; the render differs only in the admission flag and the sized-load annotation."""
+    (d, dfiles), (s, sfiles) = v4_default, v4_stated
+    decode = next(r for r in d.model.roles if r.name == "decode")
+    assert (decode.layout.data, decode.concurrency, decode.admission) == (16, 256, None)
+    assert decode.graph_cap == 512
+    assert d.model.prediction.roles["decode"].tpot_ms == s.model.prediction.roles["decode"].tpot_ms
+    assert d.model.durations == s.model.durations
+    assert dfiles.keys() == sfiles.keys()
+    changed = {k for k in dfiles if dfiles[k] != sfiles[k]}
+    assert changed == {"decode-lws.yaml"}
+    gone = set(sfiles["decode-lws.yaml"].splitlines()) - set(dfiles["decode-lws.yaml"].splitlines())
+    assert all("--max-running-requests 256" in x or "concurrency=256" in x for x in gone), gone
+
+
+def test_render_import_render_is_byte_identical(v4_default, tmp_path):
+    """The SGLang example's decode at engine-default: no --max-running-requests, the same bytes
+    after gen import, which writes engine-default back."""
+    tree, files = tmp_path / "tree", v4_default[1]
     assert "--max-running-requests" not in files["decode-lws.yaml"]
     write_tree(tree, files)
     batch = read_inputs([tree])
@@ -109,11 +137,10 @@ def test_render_import_render_is_byte_identical(tmp_path):
     assert diff_tree(tree, pipeline.render(again.checked)[1]) == []
 
 
-def test_a_stated_concurrency_still_renders_the_flag():
+def test_a_stated_concurrency_still_renders_the_flag(v4_stated):
     """The example as shipped (decode sizing.concurrency 256): the flag is rendered on the
     leader's and the workers' commands, 256 = 16 per worker x 16."""
-    checked = pipeline.check(V4)
-    lws = pipeline.render(checked)[1]["decode-lws.yaml"]
+    lws = v4_stated[1]["decode-lws.yaml"]
     assert re.findall(r"--max-running-requests\s+(\d+)", lws) == ["256", "256"]
 
 

@@ -18,7 +18,7 @@ from pydantic import ValidationError
 
 from ..catalog import ARCHITECTURES
 from ..spec.bandwidth import of_deployment
-from ..spec.models import InferenceDeployment
+from ..spec.models import ENGINE_DEFAULT, InferenceDeployment
 from ..spec.request import PlanModel, PlanRequest
 from .candidate import ttft_split_json
 from .evaluate import evaluate
@@ -163,7 +163,7 @@ def plan_request(doc: InferenceDeployment,
     model resolved them (``RoleInput.concurrency``: ``sizing.concurrency: engine-default`` is
     the engine's own default there), per role of ``doc``; without it the stated numbers."""
     s = doc.spec
-    roles = [r if loads is None or not r.sizing or r.sizing.concurrency != "engine-default"
+    roles = [r if loads is None or not r.sizing or r.sizing.concurrency != ENGINE_DEFAULT
              else r.model_copy(update={"sizing": r.sizing.model_copy(
                  update={"concurrency": loads[i]})})
              for i, r in enumerate(s.roles)]
