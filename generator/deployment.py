@@ -11,7 +11,7 @@ object; none of them computes a layout, a size or a prediction of its own.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Iterator
 
 from .catalog import (
@@ -32,6 +32,7 @@ from .pods import STARTUP_PERIOD_S, effective_pod
 from .roles import RoleInput, role_inputs
 from .sizing import RoleSizing, size_role
 from .sizing.host import HostPlan, api_servers_from, host_plan
+from .sizing.sglang_budget import default_running_requests, tier_defaults
 from .spec.load import Provenance, json_path
 from .spec.models import InferenceDeployment
 
@@ -150,7 +151,8 @@ def build(spec: InferenceDeployment, provenance: Provenance,
                                  str(exc), exc.hint))
     arch, found = _arch(spec, model_config, provenance)
     findings += found
-    roles = with_rank_ports(spec.spec, role_inputs(spec, arch), dialect)
+    roles = with_rank_ports(spec.spec, engine_defaults(spec, role_inputs(spec, arch), dialect),
+                            dialect)
     return Deployment(spec, provenance, dialect, arch, tuple(roles),
                       _size_roles(spec, roles, dialect), _host_plans(spec, roles, dialect),
                       tuple(findings))
@@ -160,10 +162,44 @@ def at_spec(model: Deployment, spec: InferenceDeployment) -> Deployment:
     """``model`` with ``spec`` in its place: the same model shape, engine release and
     provenance, the role inputs, sizing and host plans recomputed for ``spec`` (a what-if of the
     same deployment, e.g. at a benchmark run's traffic and concurrency: ``gen calibrate``)."""
-    roles = with_rank_ports(spec.spec, role_inputs(spec, model.arch), model.dialect)
+    roles = with_rank_ports(spec.spec, engine_defaults(spec, role_inputs(spec, model.arch),
+                                                       model.dialect), model.dialect)
     return Deployment(spec, model.provenance, model.dialect, model.arch, tuple(roles),
                       _size_roles(spec, roles, model.dialect),
                       _host_plans(spec, roles, model.dialect), model.findings)
+
+
+def engine_defaults(spec: InferenceDeployment, roles: list[RoleInput | None],
+                    dialect: Dialect | None) -> list[RoleInput | None]:
+    """``roles`` with the engine's own default admission resolved where the spec says
+    ``sizing.concurrency: engine-default`` (docs/spec.md §2): on SGLang, the role's
+    ``concurrency`` becomes the per-worker default of its KV pool x its attention-DP workers
+    (sizing/sglang_budget.py ``default_running_requests``), its decode graphs SGLang's default
+    ``cuda_graph_max_bs`` for the GPU and TP size (``graph_cap``; sizing/sglang_budget.py
+    ``tier_defaults``). The pool is sized once at that graph batch (SGLang's default admission
+    is at least its graph batch unless the pool is smaller, so the graph memory is the one
+    SGLang reserves). vLLM roles, roles whose ``serving.maxNumSeqs`` pins the admission and
+    roles that cannot be sized keep 1 (SRV012 says so for vLLM)."""
+    out: list[RoleInput | None] = []
+    for role_spec, role in zip(spec.spec.roles, roles):
+        if role is None or not role.engine_default or dialect is None \
+                or dialect.engine != "sglang" or role.serving.maxNumSeqs is not None \
+                or role.layout.problem:
+            out.append(role)
+            continue
+        gpu = GPUS[spec.spec.nodePools[role_spec.nodePool].gpu]
+        lay = role.layout
+        cap = tier_defaults(gpu.hbm_mib, lay.tensor * lay.data)[1]
+        trial = replace(role, graph_cap=cap, concurrency=cap * lay.data)
+        try:
+            z = size_role(trial, gpu, dialect)
+        except (KeyError, ValueError, ZeroDivisionError):   # _size_roles reports it
+            out.append(role)
+            continue
+        per = default_running_requests(max(z.kv_tokens_per_rank, 0), z.max_model_len, lay.data,
+                                       role.arch.attention.compressed is not None)
+        out.append(replace(trial, concurrency=per * lay.data))
+    return out
 
 
 def _size_roles(spec: InferenceDeployment, roles: list[RoleInput | None],

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from .catalog import GPUS, Gpu, ModelArch, nvl72
 from .layout import RoleLayout, compute_layout
 from .spec.models import (
+    ENGINE_DEFAULT,
     InferenceDeployment,
     KvTransfer,
     Model,
@@ -41,7 +42,14 @@ class RoleInput:
             1 when unset).
         admission: ``sizing.concurrency`` when the spec sets it: the engine then admits that
             many sequences per instance (``--max-num-seqs`` per DP rank, SGLang
-            ``--max-running-requests``) so the HBM guarantee holds; ``None`` when unset.
+            ``--max-running-requests``) so the HBM guarantee holds; ``None`` when unset or
+            ``engine-default``.
+        engine_default: ``sizing.concurrency: engine-default``: no admission flag is rendered;
+            the deployment model (deployment.py) sets ``concurrency`` to the engine's own
+            default, computed from the role's KV pool (SGLang), 1 until then.
+        graph_cap: the decode CUDA-graph batch per DP rank the engine captures up to by
+            default (SGLang's ``cuda_graph_max_bs`` for the GPU and TP size) when moegen does
+            not size the admission: set with ``engine_default``; ``None`` otherwise.
         speculative_from: name of the decode role whose speculative config a prefill role
             carries ("" when the role's own, or none). Prefill must run the decode's MTP/EAGLE
             config: vLLM >= 0.28.0 refuses a NIXL handshake otherwise, and both engines only
@@ -69,6 +77,8 @@ class RoleInput:
     concurrency: int = 1
     speculative_from: str = ""
     admission: int | None = None
+    engine_default: bool = False
+    graph_cap: int | None = None
     rank_ports: int = 1
     mnnvl: bool = False
 
@@ -102,6 +112,7 @@ def role_inputs(spec: InferenceDeployment, arch: ModelArch | None) -> list[RoleI
         p = role.parallel
         layout = compute_layout(p.tensor, p.data, p.pipeline, p.expert, role.workload,
                                 pool.gpusPerNode, role.replicas)
+        stated = role.sizing.concurrency if isinstance(role.sizing.concurrency, int) else None
         speculative, source = role.speculative, ""
         if role.mode == "prefill" and speculative is None and carried is not None:
             speculative, source = carried, carried_from
@@ -110,8 +121,8 @@ def role_inputs(spec: InferenceDeployment, arch: ModelArch | None) -> list[RoleI
             serving=effective_serving(spec.spec, role), parallel=p, moe=role.moe,
             speculative=speculative, kv_transfer=role.kvTransfer,
             network=spec.spec.network, layout=layout, pd=pd,
-            concurrency=role.sizing.concurrency or 1, speculative_from=source,
-            admission=role.sizing.concurrency,
+            concurrency=stated or 1, speculative_from=source, admission=stated,
+            engine_default=role.sizing.concurrency == ENGINE_DEFAULT,
             mnnvl=uses_mnnvl(spec.spec.network, GPUS[pool.gpu], pool.gpusPerNode)))
     return roles
 

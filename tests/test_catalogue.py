@@ -195,7 +195,8 @@ UNIT_TESTED = {"tests/test_load.py": None, "tests/test_rules.py": None, "tests/t
                "tests/test_images.py": None, "tests/test_diff.py": None,
                "tests/test_hygiene.py": None,
                "tests/test_kv_partition.py": None,
-               "tests/test_hostile_inputs.py": None}
+               "tests/test_hostile_inputs.py": None,
+               "tests/test_engine_default_admission.py": None}
 
 
 def _case_codes() -> set[str]:

@@ -11,10 +11,12 @@ Dynamo SGLang DeepSeek-R1 recipes, SRV001 on the Hopper vLLM recipe, A2A004 on t
 DisaggregatedSet, NET032 on the KServe P/D sample, PD090 on the llm-d GLM-5.2 benchmark, whose
 ``--max-model-len auto`` (vLLM's auto-fit) the spec does not express either: SIZ002); two run
 vLLM 0.8.5, which moegen renders at its nearest release, 0.11.0, where TP x PP across pods needs
---nnodes (LAY005; the manifests span pods over Ray); five SGLang deployments leave the decode
-admission at SGLang's default, which depends on the KV pool and which moegen's SGLang render does
-not express (SRV004: sizing.concurrency), among them both DeepSeek-R1 recipes above and SGLang's
-own StatefulSet example (given its config.json with --model-config)."""
+--nnodes (LAY005; the manifests span pods over Ray). SGLang deployments that leave the decode
+admission at SGLang's default are ``sizing.concurrency: engine-default`` (before it SRV004 failed
+five: both DeepSeek-R1 recipes above, the Dynamo DeepSeek-V4-Pro GB200 recipe, whose import exits
+1 on its ``<your-namespace>`` placeholder (IMP013) and whose spec validates, the llm-d gpt-oss
+SGLang guide, now in SOUND, and SGLang's own StatefulSet example, whose local model path needs
+its config.json: MOD001)."""
 
 from __future__ import annotations
 
@@ -31,6 +33,7 @@ SOUND = {
     "dynamo-dgd-deepseek-v4-flash-vllm-disagg-h200-agentic": None,
     "dynamo-dgd-glm-5.2-fp8-sglang-disagg-h200-agentic": None,
     "kserve-llmisvc-deepseek-r1-0528-dp-ep-deepep-ht": "H200-141GB",
+    "llmd-pd-disaggregation-sglang-gpt-oss-120b-coreweave": "H200-141GB",
     "llmd-pd-disaggregation-vllm-gpt-oss-120b-coreweave": "H200-141GB",
     "llmd-wide-ep-lws-vllm-deepseek-r1-0528-coreweave": "H200-141GB",
     "llmd-wide-ep-lws-vllm-deepseek-r1-0528-gke": "H200-141GB",

@@ -19,14 +19,15 @@ have each manifest's findings, verified there):
   DisaggregatedSet runs DeepEP across pods without RDMA NICs (A2A004); the llm-d GLM-5.2
   benchmark gives the tool-call flags to decode only, so prefill answers a tools request with 400
   (PD090);
-* what the spec cannot say: SGLang's decode admission left at SGLang's default, which depends on
-  the KV pool (SGLang 0.5.23 python/sglang/srt/mem_cache/kv_cache_configurator.py
-  ``resolve_max_num_reqs``), where moegen renders ``--max-running-requests`` from
-  ``sizing.concurrency`` (SRV004: the Dynamo GB200 recipe, the llm-d gpt-oss SGLang guide, and the
-  two DeepSeek-R1 recipes beside their PD011); vLLM 0.8.5 spanning TP x PP over Ray, which the
+* what the spec cannot say: vLLM 0.8.5 spanning TP x PP over Ray, which the
   spec renders with ``--nnodes`` from vLLM 0.11.1 (LAY005: both GKE LeaderWorkerSets); a model
   served from a local path without its config.json (MOD001: SGLang's own StatefulSet example;
   ``--model-config`` gives it).
+
+SGLang's decode admission left at SGLang's default (no ``--max-running-requests``) is
+``sizing.concurrency: engine-default`` (tests/test_engine_default_admission.py); before it,
+SRV004 failed the Dynamo GB200 recipe, the llm-d gpt-oss SGLang guide and the two DeepSeek-R1
+recipes (beside their PD011).
 """
 
 from __future__ import annotations
@@ -42,14 +43,12 @@ from tests.helpers import shared
 
 #: manifest -> the error codes gen validate gives on the spec gen import wrote (no options).
 FAILING = {
-    "dynamo-dgd-deepseek-r1-sglang-disagg-16gpu": ["PD011", "PD011", "SRV004"],
-    "dynamo-dgd-deepseek-r1-sglang-disagg-8gpu": ["PD011", "PD011", "SRV004"],
+    "dynamo-dgd-deepseek-r1-sglang-disagg-16gpu": ["PD011", "PD011"],
+    "dynamo-dgd-deepseek-r1-sglang-disagg-8gpu": ["PD011", "PD011"],
     "dynamo-dgd-deepseek-r1-vllm-disagg-hopper-16gpu": ["SRV001"],
-    "dynamo-dgd-deepseek-v4-pro-sglang-disagg-gb200": ["SRV004"],
     "gke-lws-vllm-deepseek-r1-tp8-pp2": ["LAY005"],
     "gke-lws-vllm-deepseek-r1-tp8-pp2-hdml": ["LAY005"],
     "kserve-llmisvc-deepseek-r1-0528-pd-deepep-ht": ["NET032", "NET032"],
-    "llmd-pd-disaggregation-sglang-gpt-oss-120b-coreweave": ["SRV004"],
     "llmd-wide-ep-lws-vllm-deepseek-r1-0528-disaggregatedset": ["A2A004", "A2A004"],
     "llmd-wide-ep-lws-vllm-glm-5.2-fp8-p1w1d1w2-coreweave": ["PD090", "PD090"],
     "sglang-statefulset-deepseek-r1-tp16-ep16": ["MOD001"],
@@ -91,8 +90,9 @@ def test_the_imports_of_the_sound_manifests_validate(round_trip):
     errors = {name: sorted(f.code for f in findings if f.severity.value == "error")
               for name, (_, findings) in round_trip.items()}
     assert {n: e for n, e in errors.items() if e} == FAILING
-    # 20 - 11 = 9 validate (4 before the GPU and RDMA classes were carried over).
-    assert sum(not e for e in errors.values()) == 9
+    # 20 - 9 = 11 validate (4 before the GPU and RDMA classes were carried over, 9 before
+    # sizing.concurrency: engine-default: the Dynamo GB200 recipe, the llm-d gpt-oss guide).
+    assert sum(not e for e in errors.values()) == 11
 
 
 def test_an_unstated_gpu_is_unknown_in_the_spec_and_its_checks_a_notice(round_trip):

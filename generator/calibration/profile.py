@@ -189,7 +189,8 @@ def _traffic_note(profile: CalibrationProfile, doc: InferenceDeployment) -> str:
     s = doc.spec
     if s.traffic is None:
         return ""
-    conc = sum(r.replicas * ((r.sizing.concurrency if r.sizing else None) or 1)
+    conc = sum(r.replicas * (r.sizing.concurrency if r.sizing
+                             and isinstance(r.sizing.concurrency, int) else 1)
                for r in s.roles if r.mode != "prefill")
     want = (s.traffic.inputTokens, s.traffic.outputTokens, conc)
     seen = [(int(r.traffic.get("inputTokens", 0)), int(r.traffic.get("outputTokens", 0)),

@@ -109,12 +109,30 @@ def _admission(ctx: Context):
       engines=("sglang",))
 def _sglang_concurrency(ctx: Context):
     for i, r in ctx.role_items():
-        if r.mode != "prefill" and r.admission is None and r.serving.maxNumSeqs is None:
+        if r.mode != "prefill" and r.admission is None and r.serving.maxNumSeqs is None \
+                and not r.engine_default:
             yield Hit(role_path(i, "sizing", "concurrency"),
                       f"role {r.name!r} ({r.mode}) does not say how many sequences an instance "
                       "runs: moegen renders --max-running-requests, CUDA graphs and DeepEP "
                       "buffers from sizing.concurrency",
-                      "set sizing.concurrency (sequences of maxModelLen one instance holds)")
+                      "set sizing.concurrency (sequences of maxModelLen one instance holds), "
+                      "or engine-default for SGLang's own admission")
+
+
+@rule("SRV012", W, "sizing.concurrency engine-default is modelled for SGLang",
+      "docs/spec.md §2 (sizing.concurrency): moegen computes SGLang's default admission (SGLang "
+      "0.5.23 python/sglang/srt/mem_cache/kv_cache_configurator.py resolve_max_num_reqs); "
+      "vLLM's default --max-num-seqs depends on the GPU, the usage context and the batched "
+      "tokens (vLLM 0.33.0 vllm/engine/arg_utils.py get_batch_defaults), which moegen does not "
+      "model as a load", engines=("vllm",))
+def _engine_default_vllm(ctx: Context):
+    for i, r in ctx.role_items():
+        if r.engine_default:
+            yield Hit(role_path(i, "sizing", "concurrency"),
+                      f"role {r.name!r}: engine-default leaves --max-num-seqs to vLLM, but "
+                      "moegen sizes the KV cache, graphs and the prediction for one sequence "
+                      "of maxModelLen per instance (it models only SGLang's default admission)",
+                      "set sizing.concurrency to the sequences one instance must hold")
 
 
 @rule("SRV005", E, "spec.traffic's requests fit every role's maxModelLen",

@@ -393,8 +393,9 @@ class SglangDialect:
                    "--mem-fraction-static", repr(round(mem_fraction_static, 3))]
         if s.maxNumSeqs is not None:
             common += ["--max-running-requests", str(s.maxNumSeqs)]
-        elif role.mode != "prefill" or role.admission is not None:
-            # Admit what the plan sized (KV, graphs, DeepEP buffers), not SGLang's default.
+        elif not role.engine_default and (role.mode != "prefill" or role.admission is not None):
+            # Admit what the plan sized (KV, graphs, DeepEP buffers), not SGLang's default
+            # (sizing.concurrency: engine-default leaves it to SGLang: deployment.py).
             # SGLang divides it among attention-DP ranks (mem_cache/kv_cache_configurator.py
             # resolve_max_num_reqs: max // attn_dp_size): ceil per rank x ranks.
             per_rank = -(-role.concurrency // lay.data)

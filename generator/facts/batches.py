@@ -13,9 +13,14 @@ DEEPEP_LL_DEFAULT_TOKENS = 128
 
 def cuda_graph_batch(role: RoleInput) -> int:
     """Decode CUDA-graph batch per DP rank: the role's per-rank concurrency, rounded up to a
-    multiple of 8 (SGLang captures batch sizes in steps of 8), at least 8."""
+    multiple of 8 (SGLang captures batch sizes in steps of 8), at least 8; with the engine's
+    default admission (``role.graph_cap``) at most SGLang's default ``cuda_graph_max_bs``, which
+    it captures up to unless its request pool is smaller (SGLang 0.5.23
+    python/sglang/srt/model_executor/runner/base_cuda_graph_runner.py
+    get_batch_sizes_to_capture)."""
     per_rank = -(-role.concurrency // role.layout.data)
-    return max(8, -(-per_rank // 8) * 8)
+    batch = max(8, -(-per_rank // 8) * 8)
+    return min(batch, role.graph_cap) if role.graph_cap else batch
 
 
 def admitted_per_rank(role: RoleInput) -> int:

@@ -36,7 +36,7 @@ SPEC, MANIFEST, NEITHER, PLAN = "spec", "manifest", "neither", "plan"
 #: on imported manifests (not reported there): MOD001 (the model source: IMP011), ENG002 and
 #: ENG007 (the image's release: IMP008), NET003 (a variable moegen would derive: the manifest sets it itself),
 #: SRV004 (moegen's own SGLang renders need sizing.concurrency; an engine left at its default
-#: admission limit is not wrong).
+#: admission limit is not wrong: the import states it as sizing.concurrency: engine-default).
 IMPORTED_SUPPRESSED = frozenset({"MOD001", "ENG002", "ENG007", "NET003", "SRV004"})
 #: Codes that on a spec hold moegen's own pattern (its host sizing, its cache, its pools) and on
 #: an imported manifest claim no defect (issue #31: "never apply moegen's own spec patterns to

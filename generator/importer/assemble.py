@@ -19,7 +19,7 @@ from ..engines.registry import LABELS
 from ..facts import images
 from ..errors import Location
 from ..facts.versions import default_image
-from ..spec.models import GPU_UNKNOWN
+from ..spec.models import ENGINE_DEFAULT, GPU_UNKNOWN
 from ..spec.provenance import Provenance
 from .platforms import KSERVE_COMMAND_ENV
 from .build import (
@@ -341,6 +341,7 @@ def assemble(group: list[Role], opts: Options, files: list[str]) -> Imported:
             role.setdefault("serving", {})["port"] = port
         if r.pod.pod:
             role["pod"] = r.pod.pod
+        _engine_default(r, role, prov, ("spec", "roles", i))
         env = _role_env(r, net, pools[pool])
         if env:
             role["env"] = env
@@ -372,6 +373,18 @@ def assemble(group: list[Role], opts: Options, files: list[str]) -> Imported:
     if assumed is not None:
         imported.assumed = f"{LABELS[spec['engine']['name']]} {assumed}"
     return imported
+
+
+def _engine_default(r, role: dict, prov, rpath: tuple) -> None:
+    """``sizing.concurrency: engine-default`` on a decoding SGLang role whose command leaves
+    ``--max-running-requests`` unset and sets no ``serving.maxNumSeqs``: SGLang admits its own
+    default, which moegen computes from the KV pool (deployment.py ``engine_defaults``)."""
+    at = r.fields.default_admission
+    if at is None or r.mode == "prefill" or "concurrency" in role.get("sizing", {}) \
+            or "maxNumSeqs" in role.get("serving", {}):
+        return
+    role.setdefault("sizing", {})["concurrency"] = ENGINE_DEFAULT
+    prov.locations[(*rpath, "sizing", "concurrency")] = at
 
 
 #: The first vLLM release whose NixlConnector logs that kv_role kv_both is deprecated: vLLM

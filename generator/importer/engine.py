@@ -75,6 +75,9 @@ class RoleFields:
         auto_len: ``--max-model-len auto``/-1: vLLM fits the length to the KV memory left
             rather than refusing to start (vLLM 0.33.0 vllm/v1/core/kv_cache_planning.py
             ``_auto_fit_max_model_len``), so a model length that does not fit is not an error.
+        default_admission: where the SGLang command is, when it leaves
+            ``--max-running-requests`` unset: SGLang's own default admission, which the
+            assembled role states as ``sizing.concurrency: engine-default`` (not on prefill).
         issues: what the spec cannot hold.
     """
 
@@ -91,6 +94,7 @@ class RoleFields:
     devices: list[str] | None = None
     all2all_env: bool = False
     auto_len: bool = False
+    default_admission: Location | None = None
     issues: list[Issue] = field(default_factory=list)
 
 
@@ -491,7 +495,10 @@ def sglang_fields(cmd: EngineCommand, launch: Launch, managed: bool,
         and r.out.mode != "prefill"
     if o is not None and not normal_decode:
         r.put(("serving", "enforceEager"), True, o)
-    _admission(r, r.opt("--max-running-requests"), False, managed)
+    o = r.opt("--max-running-requests")
+    _admission(r, o, False, managed)
+    if o is None:
+        r.out.default_admission = r.loc(None)
     for name in sorted(SG_DROPPED | LISTENERS):
         o = r.opt(name)
         if o is not None and name in LISTENERS:

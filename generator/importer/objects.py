@@ -19,6 +19,7 @@ from ..engines import routers as rt
 from ..engines.router_releases import PickerRelease
 from ..facts import lws as lwsv
 from ..spec.load import Document
+from ..spec.models import ENGINE_DEFAULT
 from .build import MANAGED, Imported
 
 _KUEUE_QUEUE = "kueue.x-k8s.io/queue-name"
@@ -176,7 +177,7 @@ def _monitoring(imported: Imported, spec: dict, docs: list[Document]) -> None:
     imported.provenance.locations[("spec", "monitoring")] = pm.provenance.locate(())
 
 
-_LOAD = re.compile(r"(concurrency|traffic|acceptance)=([0-9./]+)")
+_LOAD = re.compile(r"(concurrency|traffic|acceptance)=([0-9./]+|engine-default)")
 
 
 def _sized_load(imported: Imported, spec: dict) -> None:
@@ -191,6 +192,8 @@ def _sized_load(imported: Imported, spec: dict) -> None:
         found = dict(_LOAD.findall(text))
         if "concurrency" in found and found["concurrency"].isdigit():
             role.setdefault("sizing", {})["concurrency"] = int(found["concurrency"])
+        elif found.get("concurrency") == ENGINE_DEFAULT:
+            role.setdefault("sizing", {})["concurrency"] = ENGINE_DEFAULT
         elif "concurrency" in role.get("sizing", {}) and text:
             del role["sizing"]["concurrency"]
             if not role["sizing"]:

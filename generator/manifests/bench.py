@@ -123,7 +123,9 @@ def traffic(model: Deployment) -> tuple[int, int, int]:
     if unsized:
         raise UsageError(f"set roles[].sizing.concurrency on {', '.join(unsized)}: the "
                          "requests in flight the benchmark holds")
-    conc = sum(r.replicas * r.sizing.concurrency for r in s.roles if r.mode != "prefill")
+    # The deployment model's load: the stated one, or the engine's default (engine-default).
+    conc = sum(r.replicas * (ri.concurrency if ri is not None else 1)
+               for r, ri in zip(s.roles, model.roles) if r.mode != "prefill")
     return s.traffic.inputTokens, s.traffic.outputTokens, conc
 
 

@@ -18,7 +18,7 @@ from pydantic import ValidationError
 
 from ..catalog import ARCHITECTURES
 from ..spec.bandwidth import of_deployment
-from ..spec.models import InferenceDeployment
+from ..spec.models import ENGINE_DEFAULT, InferenceDeployment
 from ..spec.request import PlanModel, PlanRequest
 from .candidate import ttft_split_json
 from .evaluate import evaluate
@@ -153,25 +153,32 @@ class Prediction:
         return out
 
 
-def plan_request(doc: InferenceDeployment) -> PlanRequest | str:
+def plan_request(doc: InferenceDeployment,
+                 loads: Sequence[int] | None = None) -> PlanRequest | str:
     """The fixed-layout PlanRequest ``doc`` describes (its workload, network, speculative
     acceptance and roles: what the timing needs besides the deployment's role inputs and
     sizing), or why it cannot be timed. A model given as ``config:`` has no catalog id: the
     request's ``model.architecture`` is then None (the timing reads the deployment's
-    capabilities, never the id)."""
+    capabilities, never the id). ``loads``: each role's sequences per instance as the deployment
+    model resolved them (``RoleInput.concurrency``: ``sizing.concurrency: engine-default`` is
+    the engine's own default there), per role of ``doc``; without it the stated numbers."""
     s = doc.spec
+    roles = [r if loads is None or not r.sizing or r.sizing.concurrency != ENGINE_DEFAULT
+             else r.model_copy(update={"sizing": r.sizing.model_copy(
+                 update={"concurrency": loads[i]})})
+             for i, r in enumerate(s.roles)]
     if s.traffic is None:
         return "set spec.traffic (mean inputTokens/outputTokens) for predicted TTFT/TPOT"
     modes = sorted(r.mode for r in s.roles)
     if modes not in (["decode", "prefill"], ["unified"]):
         return ("the performance model times one prefill + one decode role, or one unified "
                 f"role; this spec has {', '.join(modes)}")
-    unsized = [r.name for r in s.roles if r.mode != "prefill"
-               and (r.sizing is None or r.sizing.concurrency is None)]
+    unsized = [r.name for r in roles if r.mode != "prefill"
+               and (r.sizing is None or not isinstance(r.sizing.concurrency, int))]
     if unsized:
         return (f"set roles[].sizing.concurrency on {', '.join(unsized)}: the load the "
                 "prediction is for")
-    concurrency = sum(r.replicas * r.sizing.concurrency for r in s.roles if r.mode != "prefill")
+    concurrency = sum(r.replicas * r.sizing.concurrency for r in roles if r.mode != "prefill")
     builtin = s.model.architecture in ARCHITECTURES
     spec = {
         "model": {"architecture": s.model.architecture if builtin else next(iter(ARCHITECTURES)),
@@ -183,7 +190,7 @@ def plan_request(doc: InferenceDeployment) -> PlanRequest | str:
                     "mnnvl": s.network.computeDomain is not None},
         "workload": {"inputTokens": s.traffic.inputTokens,
                      "outputTokens": s.traffic.outputTokens, "concurrency": concurrency},
-        "roles": [r.model_dump(exclude_none=True) for r in s.roles],
+        "roles": [r.model_dump(exclude_none=True) for r in roles],
     }
     if s.serving is not None:
         spec["serving"] = s.serving.model_dump(exclude_none=True)
@@ -216,7 +223,7 @@ def predict(doc: InferenceDeployment,
     """Each role's predicted TTFT, TPOT and tokens/s (see the module docstring) of the
     deployment's own role inputs and sizing (``deployed``, per role of ``doc``); a
     :class:`Prediction` with ``reason`` set when the spec cannot be timed."""
-    req = plan_request(doc)
+    req = plan_request(doc, [r.concurrency for r, _ in deployed])
     if isinstance(req, str):
         return Prediction(reason=req)
     res = evaluate(req, deployed=deployed)

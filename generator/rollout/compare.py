@@ -379,7 +379,7 @@ def _findings(diff: RolloutDiff, old: Deployment | None, new: Deployment | None)
         if r.gpus and r.gpus[0] and r.gpus[1] and r.gpus[0] != r.gpus[1] and old is not None:
             j = _index(old, r.role)
             before = old.spec.spec.roles[j].sizing.concurrency if j is not None else None
-            if before is not None and before == role.sizing.concurrency:
+            if isinstance(before, int) and before == role.sizing.concurrency:
                 ranks = (old.roles[j].layout.data, new.roles[i].layout.data)
                 per_rank = "" if ranks[0] == ranks[1] else (
                     f" (spread over {ranks[1]} instead of {ranks[0]} data-parallel ranks: "

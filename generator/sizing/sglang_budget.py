@@ -125,6 +125,37 @@ def v4_rope_tables_gib(arch: ModelArch) -> float:
 V4_DEFAULT_RUNNING = 256
 
 
+#: SGLang's bounds of its own per-worker request cap, and its requests per context of KV tokens
+#: (SGLang 0.5.23 python/sglang/srt/mem_cache/kv_cache_configurator.py resolve_max_num_reqs:
+#: ``max(min(int(token_capacity / context_len * 512), 4096), 2048)``).
+DEFAULT_RUNNING_MIN, DEFAULT_RUNNING_MAX, DEFAULT_RUNNING_PER_CONTEXT = 2048, 4096, 512
+
+
+def default_running_requests(token_capacity: int, context_len: int, attn_dp: int,
+                             v4: bool = False) -> int:
+    """The requests one attention-DP worker admits when ``--max-running-requests`` is not given
+    (``sizing.concurrency: engine-default``), from its KV pool.
+
+    Args:
+        token_capacity: KV tokens of one worker's pool (SGLang's ``max_total_num_tokens``).
+        context_len: ``--context-length`` (else the model's), tokens.
+        attn_dp: attention-DP workers of the instance.
+        v4: DeepSeek-V4, whose hook sets ``max_running_requests`` to
+            :data:`V4_DEFAULT_RUNNING` per instance (python/sglang/srt/arg_groups/
+            deepseek_v4_hook.py), divided among the workers like a given value.
+
+    SGLang 0.5.23 python/sglang/srt/mem_cache/kv_cache_configurator.py resolve_max_num_reqs:
+    ``min(max(min(int(token_capacity / context_len * 512), 4096), 2048), token_capacity // 2)``;
+    a given value ``max(1, value // attn_dp)`` is capped by ``token_capacity // 2`` too. The
+    mamba-state cap of hybrid (linear-attention) models is not modelled (no catalog model has
+    one). Returns at least 1."""
+    if v4:
+        return max(1, min(max(1, V4_DEFAULT_RUNNING // attn_dp), token_capacity // 2))
+    estimated = int(token_capacity / max(context_len, 1) * DEFAULT_RUNNING_PER_CONTEXT)
+    estimated = max(min(estimated, DEFAULT_RUNNING_MAX), DEFAULT_RUNNING_MIN)
+    return max(1, min(estimated, token_capacity // 2))
+
+
 #: First SGLang release that pools Llama-4's chunked layers as sliding-window ones
 #: (configs/model_config.py ``is_hybrid_swa_model`` lists Llama4ForConditionalGeneration from
 #: 0.5.8; 0.5.1-0.5.6 model_runner.py exclude "Llama4" from hybrid SWA and 0.5.7's
@@ -217,13 +248,16 @@ def size_sglang(role: RoleInput, gpu: Gpu, inv, arch: ModelArch, stages, place,
     if rope:
         weights += rope
         by_component["rope_tables"] = rope
-    per_rank = -(-role.concurrency // lay.data)
+    # engine-default: SGLang's own admission caps requests, it does not promise each its
+    # context (it queues and retracts): the HBM guarantee stays one sequence, as when unset.
+    required = 1 if role.engine_default else role.concurrency
+    per_rank = -(-required // lay.data)
     return RoleSizing(
         name=role.name, gpu=gpu.id, engine="sglang", gpu_memory=gpu.torch_total_gib,
         budget=pre * mfs, weights=weights, activation=activation, overhead=overhead,
         kv_cache=pool, weights_by_component=by_component,
         kv_bytes_per_token=per_token, kv_tokens_per_rank=tokens, max_model_len=max_len,
-        max_concurrency=sequences, required_concurrency=role.concurrency,
+        max_concurrency=sequences, required_concurrency=required,
         per_rank_required=per_rank, data=lay.data, batched_tokens=chunked, comm=comm,
         cuda_graph_outside=0.0, utilization=mfs, outside_pool=pre * (1 - mfs),
         seq_layout=seq_layout)

@@ -386,14 +386,21 @@ class KvTransfer(_Model):
         "fail the request. Default: recompute on decode roles (docs/spec.md §2).")
 
 
+#: ``sizing.concurrency``'s form for the engine's own default admission (docs/spec.md §2).
+ENGINE_DEFAULT = "engine-default"
+
+
 class Sizing(_Model):
     """What the HBM check must guarantee for this role."""
 
-    concurrency: int | None = Field(
-        None, ge=1, le=1_000_000,
+    concurrency: Annotated[int, Field(ge=1, le=1_000_000)] | Literal["engine-default"] | None \
+        = Field(
+        None,
         description="Sequences of maxModelLen one instance must hold; the engine then admits "
         "that many (--max-num-seqs per DP rank, SGLang --max-running-requests). Unset: 1 for "
-        "the HBM check and the engine's own admission limit.")
+        "the HBM check and the engine's own admission limit. engine-default (SGLang): no "
+        "admission flag; moegen computes SGLang's own default from the KV pool it sizes "
+        "(docs/spec.md §2) and sizes graphs, DeepEP buffers and the prediction with it.")
 
 
 class Role(_Model):
