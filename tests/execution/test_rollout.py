@@ -162,10 +162,12 @@ def test_rollout_with_requests_in_flight_matches_the_prediction(cluster, predict
         assert results["long"][1] < CLIENT_TIMEOUT_S - 60, results["long"]   # cut, not timed out
         # vLLM aborts it at the drain's end; the pod then either exits once the aborted
         # response is written, or (the connection still open) is killed at its grace period:
-        # both within the stop bound asserted above (seen both ways on this machine)
+        # both within the stop bound asserted above (seen both ways on this machine). Either
+        # way the engine held on until the drain was over (preStop + drain after the deletion,
+        # both measured by the kubelet); the client's view of the cut comes through the router
+        # and lags the exit by seconds under load (71.2 s exit, 74.9 s answer in one CI run)
         term = by_pod[D].terminations[D]
-        cut_s = answered - (rollout_t0 + by_pod[D].deleted_at)
-        assert term["killed"] or term["exited_s"] >= cut_s - 1, (term, cut_s)
+        assert term["killed"] or term["exited_s"] >= prestop + drain - 1, (term, prestop, drain)
     else:   # finished within the drain (plus the harness's slack on a loaded machine)
         assert answered <= drain_end + cluster.allowance(floor=10, factor=0), results["long"]
     term = by_pod[D].terminations[D]
