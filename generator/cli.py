@@ -18,7 +18,8 @@ import click
 from . import pipeline
 from .errors import DriftDetected, GenError, Severity, SpecRejected, UsageError
 from .output import findings as report
-from .cli_common import _CALIBRATION, _OVERLAYS, _SPEC, _checked, _exist, _reject, known_release
+from .cli_common import _CALIBRATION, _OVERLAYS, _SPEC, _checked, _exist, _reject, \
+    import_options as _import_options
 from .spec.load import display_name
 
 
@@ -164,22 +165,9 @@ _MODEL_CONFIG = click.option("--model-config", default=None,
                              type=click.Path(exists=True, dir_okay=False, path_type=Path),
                              help="Manifests: the model's config.json where the model is not in "
                              "the catalog.")
-
-
-def _import_options(gpu: str | None, engine_version: str | None, model_config: Path | None):
-    from .catalog import GPUS
-    from .importer import Options
-    if gpu is not None and gpu not in GPUS:
-        raise UsageError(f"--gpu {gpu}: not a catalog GPU ({', '.join(sorted(GPUS))})")
-    if engine_version is not None:
-        from .facts.versions import parse_version
-        try:
-            parse_version(engine_version)
-        except ValueError:
-            raise UsageError(f"--engine-version {engine_version}: not a release "
-                             "(MAJOR.MINOR.PATCH, e.g. 0.33.0)") from None
-        known_release(engine_version)
-    return Options(gpu, engine_version, str(model_config.resolve()) if model_config else None)
+_MODEL = click.option("--model", "model", default=None,
+                      help="Manifests: the model (a catalog id, e.g. deepseek-r1) where the "
+                      "manifest does not name it (weights in a volume, no config.json).")
 
 
 def _batch(inputs: tuple[Path, ...], overlays: tuple[Path, ...], opts, check: bool = True,
@@ -202,6 +190,7 @@ def _batch(inputs: tuple[Path, ...], overlays: tuple[Path, ...], opts, check: bo
 @_GPU
 @_ENGINE_VERSION
 @_MODEL_CONFIG
+@_MODEL
 @_TARGET
 @_NO_SKIPS
 @click.option("--allow-empty", "allow_empty", is_flag=True,
@@ -209,7 +198,7 @@ def _batch(inputs: tuple[Path, ...], overlays: tuple[Path, ...], opts, check: bo
               "moegen reads: a pre-commit hook given every changed YAML file); else INP001.")
 def validate(inputs: tuple[Path, ...], overlays: tuple[Path, ...], fmt: str, strict: bool,
              gpu: str | None, engine_version: str | None, model_config: Path | None,
-             target: str | None, no_skips: bool, allow_empty: bool) -> None:
+             model: str | None, target: str | None, no_skips: bool, allow_empty: bool) -> None:
     """Run every check on INPUTS and write nothing (the CI policy check).
 
     INPUTS are spec files, Kubernetes manifests that run vLLM or SGLang (LeaderWorkerSet,
@@ -219,7 +208,7 @@ def validate(inputs: tuple[Path, ...], overlays: tuple[Path, ...], fmt: str, str
     are notices (INP002), and inputs with nothing to check are an error (INP001).
     """
     from .inputs import summary_line
-    batch = _batch(inputs, overlays, _import_options(gpu, engine_version, model_config),
+    batch = _batch(inputs, overlays, _import_options(gpu, engine_version, model_config, model),
                    target=target, skips=not no_skips, require=not allow_empty)
     if len(inputs) == 1 and batch.plans and not batch.results:
         raise UsageError(f"{batch.plans[0]} is a PlanRequest: use gen plan (or gen report) on it")
@@ -248,15 +237,17 @@ def validate(inputs: tuple[Path, ...], overlays: tuple[Path, ...], fmt: str, str
 @_GPU
 @_ENGINE_VERSION
 @_MODEL_CONFIG
+@_MODEL
 def import_cmd(inputs: tuple[Path, ...], out: Path | None, overlays: tuple[Path, ...],
-               gpu: str | None, engine_version: str | None, model_config: Path | None) -> None:
+               gpu: str | None, engine_version: str | None, model_config: Path | None,
+               model: str | None) -> None:
     """Write the InferenceDeployment of the deployments MANIFESTS run (flags moegen does not
     model kept as roles[].engineArgs, the pods' variables as roles[].env), then check it as
     gen validate does (exit 1 on errors; the spec is written either way)."""
     from .emit import write_file
     from .importer.spec_text import spec_yaml
     from .inputs import written_errors
-    batch = _batch(inputs, overlays, _import_options(gpu, engine_version, model_config))
+    batch = _batch(inputs, overlays, _import_options(gpu, engine_version, model_config, model))
     deps = [r for r in batch.results if r.kind == "manifest"]
     if not deps:
         if any(f.severity is not Severity.NOTICE for f in batch.findings):
@@ -324,7 +315,8 @@ def explain(spec: Path, overlays: tuple[Path, ...], prefix: str) -> None:
     from .output.explain import explain as explain_text
     from .pipeline import check
     _exist(spec, *overlays)
-    checked = check(spec, list(overlays))
+    # What moegen derives needs the GPU and the model: on a stand-in, the stated values only.
+    checked = pipeline.needs_gpu(check(spec, list(overlays)), "gen explain")
     loaded = checked.loaded
     if loaded.findings:
         click.echo(report.text(loaded.findings, colour=sys.stderr.isatty()), err=True)

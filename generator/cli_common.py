@@ -1,6 +1,6 @@
 """What the ``gen`` commands share: the SPEC argument, overlays, ``--calibration``, reading and
 checking a spec, printing a rejection, refusing an --engine-version moegen has no facts for
-(generator/cli.py, generator/cli_calibrate.py)."""
+the importer's options (generator/cli.py, generator/cli_calibrate.py)."""
 
 from __future__ import annotations
 
@@ -67,3 +67,28 @@ def known_release(release: str) -> None:
         known = "; ".join(f"{name} {', '.join(map(str, rs))}" for name, rs in ranges.items())
         raise UsageError(f"--engine-version {release}: a release moegen has no facts for "
                          f"(it reads {known})")
+
+
+def import_options(gpu: str | None, engine_version: str | None, model_config: Path | None,
+                   model: str | None = None):
+    """The importer's :class:`~generator.importer.Options` from ``--gpu``, ``--engine-version``,
+    ``--model-config`` and ``--model``; a value moegen has no facts for is a usage error."""
+    from .catalog import ARCHITECTURES, GPUS
+    from .importer import Options
+    if gpu is not None and gpu not in GPUS:
+        raise UsageError(f"--gpu {gpu}: not a catalog GPU ({', '.join(sorted(GPUS))})")
+    if model is not None and model not in ARCHITECTURES:
+        raise UsageError(f"--model {model}: not a catalog model "
+                         f"({', '.join(sorted(ARCHITECTURES))}); or give --model-config")
+    if model is not None and model_config is not None:
+        raise UsageError("--model and --model-config: give one")
+    if engine_version is not None:
+        from .facts.versions import parse_version
+        try:
+            parse_version(engine_version)
+        except ValueError:
+            raise UsageError(f"--engine-version {engine_version}: not a release "
+                             "(MAJOR.MINOR.PATCH, e.g. 0.33.0)") from None
+        known_release(engine_version)
+    return Options(gpu, engine_version, str(model_config.resolve()) if model_config else None,
+                   model)

@@ -34,7 +34,7 @@ from .sizing import RoleSizing, size_role
 from .sizing.host import HostPlan, api_servers_from, host_plan
 from .sizing.sglang_budget import default_running_requests, tier_defaults
 from .spec.load import Provenance, json_path
-from .spec.models import InferenceDeployment
+from .spec.models import MODEL_UNKNOWN, InferenceDeployment
 
 if TYPE_CHECKING:
     from .perf.predict import Prediction
@@ -124,7 +124,7 @@ def _arch(spec: InferenceDeployment, model_config: dict | None,
     try:
         if m.config is not None and model_config is not None:
             return arch_from_config(model_config), []
-        if m.architecture is not None:
+        if m.architecture is not None and m.architecture != MODEL_UNKNOWN:   # unknown: no model
             return builtin_arch(m.architecture), []
     except UnknownArchitecture as exc:
         return None, [_finding(prov, "MOD002", ("spec", "model", "config"), str(exc),

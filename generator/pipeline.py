@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Callable
 
 from .checks import Context, run_rules
-from .checks.registry import GPU_CODES, GPU_FAMILIES, gpu_dependent
+from .checks.registry import GPU_CODES, GPU_FAMILIES, gpu_dependent, model_independent
 from .deployment import Deployment, build
 from .engines.base import Dialect
 from .errors import Finding, Location, Severity
@@ -34,7 +34,7 @@ from .sizing import RoleSizing
 from .sizing.host import HostPlan
 from .spec.load import LoadedSpec, Provenance, json_path, load_spec
 from .spec.models import InferenceDeployment
-from .spec.validate import stand_in_gpu, validate_structure
+from .spec.validate import stand_in_gpu, stand_in_model, validate_structure
 from .waivers import Suppressed, Waiver, no_error
 
 if TYPE_CHECKING:
@@ -67,6 +67,9 @@ class Checked:
     #: The pools of ``gpu: unknown`` (docs/spec.md §2): ``spec`` and ``model`` hold the
     #: stand-in GPU for them, which nothing may render or size (:func:`gpu_refusals`).
     unstated: tuple[str, ...] = ()
+    #: ``model.architecture: unknown`` (docs/spec.md §2): ``spec`` and ``model`` hold the
+    #: stand-in model, which nothing may render or size (:func:`needs_gpu`).
+    unstated_model: bool = False
 
     @property
     def ok(self) -> bool:
@@ -187,6 +190,7 @@ def _checked(loaded: LoadedSpec, target: str | None, calibration: Path | None, w
     if spec is None:
         return result
     spec, result.unstated = stand_in_gpu(spec)
+    spec, result.unstated_model = stand_in_model(spec)
     result.spec = spec
     model = build(spec, loaded.provenance, loaded.model_config)
     result.model = model
@@ -206,20 +210,54 @@ def _checked(loaded: LoadedSpec, target: str | None, calibration: Path | None, w
         from .manifests.plan import build_plan   # untimed: the addresses, not the timeouts
         result.findings += address_findings(build_plan(model, timed=False), model,
                                             target.address_form(model))
-    if result.unstated:
-        result.findings = [f for f in result.findings if not gpu_dependent(f.code)] + \
-            unstated_gpu(result, Severity.NOTICE)
+    result.findings = _stated(result, result.findings) + \
+        unstated_gpu(result, Severity.NOTICE) + unstated_model(result, Severity.NOTICE)
     return result
 
 
+def _stated(checked: Checked, findings: list[Finding]) -> list[Finding]:
+    """``findings`` without those judged on a stand-in: of a check that reads the GPU where a
+    pool's GPU is unknown, of any check not known to be model-independent (an allow list:
+    checks/registry.py ``model_independent``) where the model is."""
+    return [f for f in findings
+            if not (checked.unstated and gpu_dependent(f.code))
+            and not (checked.unstated_model and not model_independent(f.code))]
+
+
 def needs_gpu(checked: Checked, command: str) -> Checked:
-    """``checked`` for a command that renders, sizes or times the deployment on its GPU
-    (``command``: ``gen render``): each POOL006 notice an error (``checked.ok`` then false)."""
-    if checked.unstated:
-        checked.findings = sorted([f for f in checked.findings if f.code != "POOL006"]
-                                  + unstated_gpu(checked, Severity.ERROR, command),
+    """``checked`` for a command that renders, sizes or times the deployment on its GPU and
+    model (``command``: ``gen render``): each POOL006 and MOD008 notice an error
+    (``checked.ok`` then false)."""
+    if checked.unstated or checked.unstated_model:
+        checked.findings = sorted([f for f in checked.findings
+                                   if f.code not in ("POOL006", "MOD008")]
+                                  + unstated_gpu(checked, Severity.ERROR, command)
+                                  + unstated_model(checked, Severity.ERROR, command),
                                   key=Finding.sort_key)
     return checked
+
+
+def unstated_model(checked: Checked, severity: Severity, needs: str = "") -> list[Finding]:
+    """MOD008 on ``model.architecture: unknown`` (``checked.unstated_model``): what was not
+    checked and how to state the model; ``needs``: the command that cannot run without it
+    (then an error: gen render, size, report, ...)."""
+    if not checked.unstated_model:
+        return []
+    path = ("spec", "model", "architecture")
+    what = f"{needs} needs it" if needs else (
+        "the checks that read it did not run: HBM sizing (weights, KV cache, host memory), the "
+        "model's layout constraints (attention and KV heads vs tensor, layers vs pipeline, "
+        "routed experts vs expert parallelism, hidden size vs DeepEP), context length, MTP, "
+        "quantization blocks and formats, per-model engine requirements and known-bad "
+        "releases, and the predicted durations; the checks of the spec's form, names, pools, the "
+        "layout on pods and nodes, engine flags, prefill/decode pairs, routing, network and "
+        "pods ran")
+    return [Finding(
+        "MOD008", severity, json_path(path),
+        f"the model is not stated (model.architecture: unknown): {what}",
+        "state it: model.architecture (a catalog id, e.g. deepseek-r1) or model.config (its "
+        "config.json) in the spec, or gen import --model ID / --model-config config.json",
+        checked.loaded.provenance.locate(path))]
 
 
 def unstated_gpu(checked: Checked, severity: Severity, needs: str = "") -> list[Finding]:

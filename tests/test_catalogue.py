@@ -196,7 +196,8 @@ UNIT_TESTED = {"tests/test_load.py": None, "tests/test_rules.py": None, "tests/t
                "tests/test_hygiene.py": None,
                "tests/test_kv_partition.py": None,
                "tests/test_hostile_inputs.py": None,
-               "tests/test_engine_default_admission.py": None}
+               "tests/test_engine_default_admission.py": None,
+               "tests/test_model_unknown.py": None}
 
 
 def _case_codes() -> set[str]:

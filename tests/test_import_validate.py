@@ -20,9 +20,12 @@ have each manifest's findings, verified there):
   benchmark gives the tool-call flags to decode only, so prefill answers a tools request with 400
   (PD090);
 * what the spec cannot say: vLLM 0.8.5 spanning TP x PP over Ray, which the
-  spec renders with ``--nnodes`` from vLLM 0.11.1 (LAY005: both GKE LeaderWorkerSets); a model
-  served from a local path without its config.json (MOD001: SGLang's own StatefulSet example;
-  ``--model-config`` gives it).
+  spec renders with ``--nnodes`` from vLLM 0.11.1 (LAY005: both GKE LeaderWorkerSets).
+
+A model served from a local path without its config.json (SGLang's own StatefulSet example:
+``--model /llm-folder`` from a hostPath) is ``model.architecture: unknown``: the checks that do
+not read the model run, MOD008 (a notice) says which did not; before it, MOD001 failed that
+import (neither architecture nor config).
 
 SGLang's decode admission left at SGLang's default (no ``--max-running-requests``) is
 ``sizing.concurrency: engine-default`` (tests/test_engine_default_admission.py); before it,
@@ -51,7 +54,6 @@ FAILING = {
     "kserve-llmisvc-deepseek-r1-0528-pd-deepep-ht": ["NET032", "NET032"],
     "llmd-wide-ep-lws-vllm-deepseek-r1-0528-disaggregatedset": ["A2A004", "A2A004"],
     "llmd-wide-ep-lws-vllm-glm-5.2-fp8-p1w1d1w2-coreweave": ["PD090", "PD090"],
-    "sglang-statefulset-deepseek-r1-tp16-ep16": ["MOD001"],
 }
 #: The manifests that name no GPU product (node selector, node affinity, instance type).
 UNSTATED = {
@@ -90,9 +92,32 @@ def test_the_imports_of_the_sound_manifests_validate(round_trip):
     errors = {name: sorted(f.code for f in findings if f.severity.value == "error")
               for name, (_, findings) in round_trip.items()}
     assert {n: e for n, e in errors.items() if e} == FAILING
-    # 20 - 9 = 11 validate (4 before the GPU and RDMA classes were carried over, 9 before
-    # sizing.concurrency: engine-default: the Dynamo GB200 recipe, the llm-d gpt-oss guide).
-    assert sum(not e for e in errors.values()) == 11
+    # 20 - 8 = 12 validate (4 before the GPU and RDMA classes were carried over, 9 before
+    # sizing.concurrency: engine-default: the Dynamo GB200 recipe, the llm-d gpt-oss guide; 11
+    # before model.architecture: unknown: the SGLang StatefulSet).
+    assert sum(not e for e in errors.values()) == 12
+
+
+def test_an_unstated_model_is_unknown_in_the_spec_and_its_checks_a_notice(round_trip):
+    """No guessed model: the SGLang StatefulSet serves ``--model /llm-folder`` from a hostPath
+    with no config.json and no Hub id, so its spec says ``model.architecture: unknown`` (with
+    the weights' volume), gen validate reports one MOD008 notice and nothing judged on the
+    stand-in model. Every other import names its model (a catalog id)."""
+    for name, (doc, findings) in round_trip.items():
+        model = doc["spec"]["model"]
+        unknown = model.get("architecture") == "unknown"
+        assert unknown == (name == "sglang-statefulset-deepseek-r1-tp16-ep16"), name
+        assert [(f.code, f.severity.value, f.path) for f in findings if f.code == "MOD008"] == \
+            ([("MOD008", "notice", "$.spec.model.architecture")] if unknown else []), name
+    doc, findings = round_trip["sglang-statefulset-deepseek-r1-tp16-ep16"]
+    assert doc["spec"]["model"]["volume"] == {"hostPath": {"path": "/llm-folder",
+                                                           "type": "DirectoryOrCreate"}}
+    # What it reports: the pinned-tag warning (latest), hostNetwork on every interface
+    # (NET090) without a socket interface (NET001, a role check that did not run before
+    # without a model), and the two notices.
+    assert sorted((f.code, f.severity.value) for f in findings) == [
+        ("ENG003", "warning"), ("MOD008", "notice"), ("NET001", "warning"),
+        ("NET090", "warning"), ("POOL006", "notice")]
 
 
 def test_an_unstated_gpu_is_unknown_in_the_spec_and_its_checks_a_notice(round_trip):

@@ -170,6 +170,11 @@ for _code, _sev, _summary, _source in (
     ("MOD002", E, "model.config is a supported architecture family",
      "generator/catalog/readers.py (READERS: one reader per family)"),
     ("MOD003", E, "model.config has the fields moegen needs", "generator/catalog/readers.py"),
+    ("MOD008", N, "the model is stated; with model.architecture: unknown only the checks that "
+     "do not read the model run (a notice; an error for gen render, size, report and the other "
+     "commands that need it)",
+     "docs/spec.md §2 (model.architecture: unknown); generator/checks/registry.py (MODEL_FREE); "
+     "generator/pipeline.py"),
     ("PLN001", E, "a PlanRequest gives concurrency or requestsPerSecond, not both",
      "docs/spec.md §5 (workload)"),
     ("PLN002", E, "a PlanRequest's fixed roles are one prefill + one decode, or one unified",

@@ -133,9 +133,9 @@ def raised_in(codes: list[str]) -> dict[str, list[str]]:
 #: prefill/decode pair and its connector).
 RELEASE_FREE_FAMILIES = ("NAME", "POOL", "TOP", "SCHD", "AUT", "LWS", "POD", "SEC", "IMP",
                          "LOAD", "SCH", "TGT", "PLN", "PRE")
-RELEASE_FREE = frozenset({"MOD001", "MOD004", "MOD005", "MOD006", "MOD007", "A2A004", "PD001",
-                          "PD002", "PD011", "NET001", "NET002", "NET004", "NET005", "NET090",
-                          "PORT002"})
+RELEASE_FREE = frozenset({"MOD001", "MOD004", "MOD005", "MOD006", "MOD007", "MOD008", "A2A004",
+                          "PD001", "PD002", "PD011", "NET001", "NET002", "NET004", "NET005",
+                          "NET090", "PORT002"})
 
 
 def release_dependent(code: str) -> bool:
@@ -162,6 +162,56 @@ GPU_CODES = frozenset({"ENG030", "OVL004", "OVL005", "PD010", "SRV005", "A2A006"
 def gpu_dependent(code: str) -> bool:
     """A finding of ``code`` depends on the pool's GPU (not reported when it is unknown)."""
     return code in GPU_CODES or code.rstrip("0123456789") in GPU_FAMILIES
+
+
+#: What is reported when the model is not stated (``model.architecture: unknown``, docs/spec.md
+#: §2): an ALLOW list, so that a new rule reading the model stays unreported on the stand-in
+#: (spec/validate.py ``MODEL_STAND_IN``) until it is read and listed here. Whole families that
+#: read the spec, the layout (``layout.compute_layout``: tensor, data, pipeline, expert, the
+#: pool's GPUs per node; no model field), the engine release and the pod, never the model's
+#: configuration, its sizing, host plans or predicted durations: names, pools' topology and
+#: gang schedulers, LWS, autoscaling, routers, restarts, ports, security, and the codes raised
+#: outside rule functions by the loader, the schema, the importer, the planner, preflight,
+#: waivers, the inputs and the target's findings (TGT: what the platform cannot express).
+MODEL_FREE_FAMILIES = ("NAME", "TOP", "SCHD", "LWS", "AUT", "RTR", "RST", "PORT", "SEC", "IMP",
+                       "LOAD", "SCH", "TGT", "PLN", "PRE", "SKP", "INP", "VER")
+#: Single codes of the other families read at their rule functions (and the helpers they
+#: call): the model's source (MOD001, MOD004-MOD007: volume, Hub download, cache), pools
+#: (POOL001-POOL005: names, counts, selectors), the layout on pods and nodes (LAY001,
+#: LAY004-LAY011, LAY013, ENG001, SPD005), engineArgs against the release's parser and
+#: derived flags (ENG002-ENG010; per dialect, not per model), EPLB and all-to-all settings
+#: against the layout and DeepEP's compiled rank counts (EP001, EP002, EP004-EP006, A2A001,
+#: A2A002, A2A004, A2A005, A2A007-A2A009, A2A030, OVL001-OVL003, OVL007), prefill/decode
+#: pairs and connectors (PD001-PD006, PD008, PD009, PD011, PD030, PD090, SPD003, SPD004,
+#: SPD030), network and fabric (NET001, NET002, NET004, NET005, NET030-NET032, NET040-NET043,
+#: NET090, NET100), the pod (POD001, POD005) and serving settings that read the spec's own
+#: numbers (SRV002-SRV004, SRV006-SRV010, SRV061). Left out, because they read the model:
+#: LAY002/LAY003/LAY012/LAY014 (heads, KV heads, layers, attention kind), LEN001 and PD007
+#: (max_position_embeddings), EP003 (routed experts), A2A003 (hidden size), OVL006, SRV011
+#: (attention), SPD001/SPD002 (MTP layers), MOD030-MOD032 (per-model requirements), QNT*
+#: (quantization blocks and formats), ENG030 (known-bad rows by model and format), and
+#: everything computed from the sizing, the host plans or the prediction (SIZ*, GPU*, POD002-
+#: POD004, POD006, SRV001, SRV005, SRV012, SRV060, OVL004, OVL005, A2A006, PD060-PD062, PRF*,
+#: CAL*).
+MODEL_FREE = frozenset({
+    "MOD001", "MOD004", "MOD005", "MOD006", "MOD007", "MOD008",
+    "POOL001", "POOL002", "POOL003", "POOL004", "POOL005", "POOL006",
+    "LAY001", "LAY004", "LAY005", "LAY006", "LAY007", "LAY008", "LAY009", "LAY010", "LAY011",
+    "LAY013", "ENG001", "SPD005",
+    "ENG002", "ENG003", "ENG004", "ENG005", "ENG006", "ENG007", "ENG008", "ENG009", "ENG010",
+    "EP001", "EP002", "EP004", "EP005", "EP006", "A2A001", "A2A002", "A2A004", "A2A005",
+    "A2A007", "A2A008", "A2A009", "A2A030", "OVL001", "OVL002", "OVL003", "OVL007",
+    "PD001", "PD002", "PD003", "PD004", "PD005", "PD006", "PD008", "PD009", "PD011", "PD030",
+    "PD090", "SPD003", "SPD004", "SPD030",
+    "NET001", "NET002", "NET004", "NET005", "NET030", "NET031", "NET032", "NET040", "NET041",
+    "NET042", "NET043", "NET090", "NET100",
+    "POD001", "POD005",
+    "SRV002", "SRV003", "SRV004", "SRV006", "SRV007", "SRV008", "SRV009", "SRV010", "SRV061"})
+
+
+def model_independent(code: str) -> bool:
+    """A finding of ``code`` holds whatever the model (reported when it is unknown)."""
+    return code in MODEL_FREE or code.rstrip("0123456789") in MODEL_FREE_FAMILIES
 
 
 # --- helpers shared by the families -----------------------------------------------------------

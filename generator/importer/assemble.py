@@ -19,7 +19,7 @@ from ..engines.registry import LABELS
 from ..facts import images
 from ..errors import Location
 from ..facts.versions import default_image
-from ..spec.models import ENGINE_DEFAULT, GPU_UNKNOWN
+from ..spec.models import ENGINE_DEFAULT, GPU_UNKNOWN, MODEL_UNKNOWN
 from ..spec.provenance import Provenance
 from .platforms import KSERVE_COMMAND_ENV
 from .build import (
@@ -77,15 +77,24 @@ def _model(group: list[Role], opts: Options, prov: Provenance,
         prov.locations[("spec", "model", "config")] = Location(opts.model_config, 1, 1)
         prov.names[("spec", "model", "config")] = "--model-config"
     else:
-        arch = architecture_of(model["name"], path)
+        arch = opts.model or architecture_of(model["name"], path)
+        # Weights in a volume with no config.json and no Hub id: the model is not stated, and
+        # not guessed from a path (docs/spec.md §2: model.architecture: unknown, MOD008).
+        unstated = arch is None and "path" in model and "hub" not in model \
+            and _kserve_hub(group) is None
         if arch is not None:
             model["architecture"] = arch
-        else:
+        elif unstated:
+            model["architecture"] = MODEL_UNKNOWN
+        if arch is None:
+            wrote = "gen import writes model.architecture: unknown; " if unstated else ""
             issues.append(Issue("IMP011", f"model {model['name']!r} is not in moegen's catalog "
-                                f"({', '.join(sorted(ARCHITECTURES))}): the model-dependent "
-                                "checks (HBM sizing, layout divisibility, MoE) did not run",
-                                loc.get("name", at), "give its config.json with --model-config",
-                                error=False))
+                                f"({', '.join(sorted(ARCHITECTURES))}): {wrote}the "
+                                "model-dependent checks (HBM sizing, layout divisibility, MoE) "
+                                "did not run", loc.get("name", at),
+                                "give its config.json with --model-config" + (
+                                    ", or a catalog id with --model (e.g. --model deepseek-r1)"
+                                    if unstated else ""), error=False))
     quant = {"fp8": "fp8", "mxfp4": "mxfp4", "modelopt_fp4": "nvfp4", "compressed-tensors":
              "w4a16"}.get(str(m.get("quantization", "")))
     model["weights"] = quant or checkpoint_format(model.get("architecture"), model["name"], path)

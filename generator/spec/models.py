@@ -63,13 +63,21 @@ class SecretKeyRef(_Model):
     key: str = Field(min_length=1, max_length=253, description="Key in the Secret.")
 
 
+#: ``model.architecture`` when the model is not stated (docs/spec.md §2): never a catalog id.
+MODEL_UNKNOWN = "unknown"
+
+
 class Model(_Model):
     """The served model: identity, architecture, checkpoint format and where the weights live."""
 
     name: str = Field(min_length=1, max_length=256, pattern=ONE_LINE,
                       description="Served model id (--served-model-name / HF id).")
-    architecture: Literal[tuple(ARCHITECTURES)] | None = Field(  # type: ignore[valid-type]
-        None, description="Built-in catalog id; or give `config`.")
+    architecture: Literal[tuple(ARCHITECTURES) + (MODEL_UNKNOWN,)] | None = Field(  # type: ignore[valid-type]
+        None, description="Built-in catalog id; or give `config`. `unknown`: the model is not "
+        "stated (what gen import writes for weights in a volume without a config.json): gen "
+        "validate runs the checks that do not read the model and says (MOD008) which did not "
+        "run (HBM sizing, the model's layout constraints, MTP, quantization formats); gen "
+        "render, size, report and the other commands that need it refuse it.")
     config: str | None = Field(
         None, description="Local HF config.json, relative to the file that sets it.")
     weights: Literal["bf16", "fp8", "w4a8", "mxfp4", "nvfp4", "nvfp4-v2", "w4a16"] = Field(

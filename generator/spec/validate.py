@@ -19,7 +19,7 @@ from pydantic import ValidationError
 
 from ..errors import Finding, Severity, closest
 from .load import LoadedSpec, json_path
-from .models import GPU_UNKNOWN, InferenceDeployment, json_schema
+from .models import GPU_UNKNOWN, MODEL_UNKNOWN, InferenceDeployment, json_schema
 
 if TYPE_CHECKING:
     import jsonschema
@@ -171,6 +171,24 @@ def stand_in_gpu(spec: InferenceDeployment) -> tuple[InferenceDeployment, tuple[
              for n, p in spec.spec.nodePools.items()}
     inner = spec.spec.model_copy(update={"nodePools": pools})
     return spec.model_copy(update={"spec": inner}), unknown
+
+
+#: The catalog model a spec of ``model.architecture: unknown`` is modelled with, so that every
+#: check that does not read the model runs (docs/spec.md §2): only the findings of those
+#: (``checks/registry.py`` ``model_independent``) are reported, MOD008 says what did not run.
+MODEL_STAND_IN = "deepseek-v3"
+
+
+def stand_in_model(spec: InferenceDeployment) -> tuple[InferenceDeployment, bool]:
+    """``spec`` with :data:`MODEL_STAND_IN` for ``model.architecture: unknown`` (and no
+    ``model.config``: with one, MOD001 reports both), and whether it was unknown (False:
+    ``spec`` itself, unchanged)."""
+    m = spec.spec.model
+    if m.architecture != MODEL_UNKNOWN or m.config is not None:
+        return spec, False
+    inner = spec.spec.model_copy(update={"model": m.model_copy(
+        update={"architecture": MODEL_STAND_IN})})
+    return spec.model_copy(update={"spec": inner}), True
 
 
 def pydantic_findings(model_cls, data, provenance) -> tuple[object | None, list[Finding]]:
