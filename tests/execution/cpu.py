@@ -17,6 +17,7 @@ rendered: the launcher script, every engine and router flag, every env value, po
 | S8 | ``VLLM_CPU_OMP_THREADS_BIND=<core>`` | one core per pod, round robin (a pod's "node"); vLLM's ``auto`` binding would reserve cores per engine |
 | S9 | router: ``KUBECONFIG`` = the harness's kubeconfig (its rendered ``--service-discovery`` flags run as rendered, against the harness's API server: kubelet.py, apiserver.py); ``--host``/``--prometheus-host 0.0.0.0`` -> the router pod's IP | no in-cluster API server here: the router's Kubernetes watcher (kube-rs reads ``KUBECONFIG`` before the in-cluster configuration) lists and watches the harness's pods, which follow deletions and new addresses as a cluster's do |
 | S10 | bench Job (``gen bench``): ``--base-url http://<Service>:<port>`` -> ``http://<podIP>:<targetPort>`` of the first pod the Service selects | no cluster DNS or Service proxy here; the same Service, selector and target port |
+| S11 | ``PYTHONPATH`` + ``tests/execution/cpu_nixl_plugin`` where the command names ``NixlConnector`` | NIXL's UCX progress thread polls with a 0 ms timeout (ai-dynamo/nixl@v1.4.0: src/api/python/_api.py:230 ``pthrDelay = 0``, src/plugins/ucx/ucx_backend.cpp:331): every idle engine holds a core busy, half of a 2-core machine per engine; a test plugin sets 1 ms |
 
 The container image's environment (``PATH`` = the runtime venv first, ``HOME`` = the pod
 directory, ``HF_HUB_OFFLINE=1``, ``VLLM_NO_USAGE_STATS=1``, ``DO_NOT_TRACK=1``) stands in for
@@ -39,6 +40,7 @@ REPO = HERE.parent.parent
 BUILD_SCRIPT = REPO / ".ci" / "cpu-runtime-venv.sh"
 MARKER_NAME = ".moegen-cpu-runtime-ok"  # written by .ci/cpu-runtime-venv.sh after its smoke test
 EP_PLUGIN = HERE / "cpu_ep_plugin"
+NIXL_PLUGIN = HERE / "cpu_nixl_plugin"
 #: S4: 64 MiB of KV cache per engine (see the table).
 KV_CACHE_BYTES = 64 * 2**20
 #: The rendered images' default environment, as far as these processes need one.
@@ -82,7 +84,7 @@ def absent_reason() -> str:
 
 
 def substitute(pod, cluster, model_dir: Path) -> None:
-    """Apply S1-S10 to ``pod`` (its rendered argv/env -> argv/env), recording each change."""
+    """Apply S1-S11 to ``pod`` (its rendered argv/env -> argv/env), recording each change."""
     argv, env = list(pod.rendered_argv), dict(pod.rendered_env)
     changes = pod.changes
     pod_dir = cluster.work / "pods" / pod.name
@@ -134,6 +136,10 @@ def substitute(pod, cluster, model_dir: Path) -> None:
             changes.append("S5 vllm serve: + --enforce-eager (expert parallel on CPU)")
             env["PYTHONPATH"] = str(EP_PLUGIN)
             changes.append(f"S6 + PYTHONPATH={EP_PLUGIN.relative_to(REPO)} (EP collectives, vllm#57837)")
+        if "NixlConnector" in script:
+            env["PYTHONPATH"] = os.pathsep.join(x for x in (env.get("PYTHONPATH"), str(NIXL_PLUGIN)) if x)
+            changes.append(f"S11 + PYTHONPATH {NIXL_PLUGIN.relative_to(REPO)} (NIXL progress thread "
+                           "polls every 1 ms, not in a busy loop)")
         _wrapper(wrap_dir / "vllm", cluster.runtime.bin / "vllm", "serve", extra)
         for k in ("GLOO_SOCKET_IFNAME", "NCCL_SOCKET_IFNAME"):
             if k in env and env[k] != "lo":

@@ -80,8 +80,10 @@ def test_env_is_built_in_kubelet_order(dp2):
 def test_substitutions_are_the_listed_ones_and_nothing_else(dp2):
     leader, worker = dp2.pods["dsv3-pd-decode-0"], dp2.pods["dsv3-pd-decode-0-1"]
     # S1 three times: the /tmp emptyDir of the read-only root, the model PVC, the compile cache
-    assert [c.split()[0] for c in worker.changes] == ["S2", "S1", "S1", "S1", "S3", "S4", "S5", "S6", "S7", "S7", "S7", "S8"]
-    assert [c.split()[3] for c in worker.changes if c.startswith("S1")] == ["/tmp", "/models/DeepSeek-V2-Lite-Chat", "/var/cache/moegen"]
+    assert [c.split()[0] for c in worker.changes] == ["S2", "S1", "S1", "S1", "S3", "S4", "S5", "S6", "S11", "S7", "S7", "S7", "S8"]
+    # S6 and S11 both put a test plugin on PYTHONPATH (EP collectives; NIXL's progress thread)
+    assert worker.env["PYTHONPATH"].split(os.pathsep) == [str(cpu.EP_PLUGIN), str(cpu.NIXL_PLUGIN)]
+    assert [c.split()[3] for c in worker.changes if c.startswith("S1 ")] == ["/tmp", "/models/DeepSeek-V2-Lite-Chat", "/var/cache/moegen"]
     # argv: only the mount paths differ (the wrapper on PATH adds S3-S5 to `vllm serve`)
     model = str(dp2.model_dir)
     assert [a.replace(model, "/models/DeepSeek-V2-Lite-Chat") for a in worker.argv] == worker.rendered_argv
