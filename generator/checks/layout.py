@@ -184,22 +184,23 @@ def _multinode(ctx: Context):
                       "use vLLM >= 0.11.1, or fit tensor x pipeline in one node")
 
 
-@rule("LAY015", E, "the Ray executor runs one vLLM engine per instance",
+@rule("LAY015", E, "parallel.executor is vLLM's; Ray runs one engine per instance",
       "vLLM 0.33.0 vllm/config/parallel.py (distributed_executor_backend \"ray\": the engine "
       "spans the Ray cluster's GPUs with one placement group, vllm/v1/executor/ray_utils.py "
       "initialize_ray_cluster; nnodes > 1 only with mp); SGLang 0.5.23 "
       "python/sglang/srt/ray/engine.py (SGLang's own --use-ray, which moegen does not render)")
 def _ray_executor(ctx: Context):
     for i, r in ctx.role_items():
-        if r.parallel.executor != "ray":
+        executor = r.parallel.executor
+        if executor is None:
             continue
         if ctx.spec.spec.engine.name != "vllm":
             yield Hit(role_path(i, "parallel", "executor"),
-                      f"role {r.name!r}: parallel.executor ray is vLLM's "
+                      f"role {r.name!r}: parallel.executor {executor} is vLLM's "
                       "--distributed-executor-backend; moegen renders SGLang's multi-node "
                       "roles with --nnodes/--dist-init-addr and does not render its --use-ray",
                       "remove parallel.executor (SGLang spans pods with --nnodes)")
-        elif r.layout.data > 1:
+        elif executor == "ray" and r.layout.data > 1:
             yield Hit(role_path(i, "parallel", "executor"),
                       f"role {r.name!r}: parallel.executor ray with data = {r.layout.data}: "
                       "moegen renders the Ray executor for one engine per instance (one "

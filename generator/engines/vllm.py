@@ -405,7 +405,8 @@ class VllmDialect:
         if ray:
             # Each node's own IP, as its Ray node registers (ray start --node-ip-address): vLLM
             # keeps VLLM_HOST_IP per worker (WORKER_SPECIFIC_ENV_VARS) and waits for the
-            # placement group until they agree (vllm/v1/executor/ray_utils.py).
+            # placement group until they agree (vllm/v1/executor/ray_utils.py); a driver IP no
+            # Ray node has never schedules (vllm-project/vllm#13388, "node:<ip>" bundle).
             pod_env = [tuple(sorted({**dict(e), "VLLM_HOST_IP": POD_IP}.items()))
                        for e in pod_env]
         return EngineLaunch(
