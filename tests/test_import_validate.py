@@ -18,14 +18,15 @@ have each manifest's findings, verified there):
   ``PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True`` beside NixlConnector (NET032); the llm-d
   DisaggregatedSet runs DeepEP across pods without RDMA NICs (A2A004); the llm-d GLM-5.2
   benchmark gives the tool-call flags to decode only, so prefill answers a tools request with 400
-  (PD090);
-* what the spec cannot say: vLLM 0.8.5 spanning TP x PP over Ray, which the
-  spec renders with ``--nnodes`` from vLLM 0.11.1 (LAY005: both GKE LeaderWorkerSets).
-
+  (PD090).
 A model served from a local path without its config.json (SGLang's own StatefulSet example:
 ``--model /llm-folder`` from a hostPath) is ``model.architecture: unknown``: the checks that do
 not read the model run, MOD008 (a notice) says which did not; before it, MOD001 failed that
 import (neither architecture nor config).
+
+vLLM 0.8.5 spanning TP x PP over Ray (both GKE LeaderWorkerSets: multi-node-serving.sh) is
+``parallel.executor: ray``; before it the spec could only say ``--nnodes`` (LAY005 from vLLM
+0.11.1), and both imports failed LAY005.
 
 SGLang's decode admission left at SGLang's default (no ``--max-running-requests``) is
 ``sizing.concurrency: engine-default`` (tests/test_engine_default_admission.py); before it,
@@ -49,8 +50,6 @@ FAILING = {
     "dynamo-dgd-deepseek-r1-sglang-disagg-16gpu": ["PD011", "PD011"],
     "dynamo-dgd-deepseek-r1-sglang-disagg-8gpu": ["PD011", "PD011"],
     "dynamo-dgd-deepseek-r1-vllm-disagg-hopper-16gpu": ["SRV001"],
-    "gke-lws-vllm-deepseek-r1-tp8-pp2": ["LAY005"],
-    "gke-lws-vllm-deepseek-r1-tp8-pp2-hdml": ["LAY005"],
     "kserve-llmisvc-deepseek-r1-0528-pd-deepep-ht": ["NET032", "NET032"],
     "llmd-wide-ep-lws-vllm-deepseek-r1-0528-disaggregatedset": ["A2A004", "A2A004"],
     "llmd-wide-ep-lws-vllm-glm-5.2-fp8-p1w1d1w2-coreweave": ["PD090", "PD090"],
@@ -92,10 +91,11 @@ def test_the_imports_of_the_sound_manifests_validate(round_trip):
     errors = {name: sorted(f.code for f in findings if f.severity.value == "error")
               for name, (_, findings) in round_trip.items()}
     assert {n: e for n, e in errors.items() if e} == FAILING
-    # 20 - 8 = 12 validate (4 before the GPU and RDMA classes were carried over, 9 before
+    # 20 - 6 = 14 validate (4 before the GPU and RDMA classes were carried over, 9 before
     # sizing.concurrency: engine-default: the Dynamo GB200 recipe, the llm-d gpt-oss guide; 11
-    # before model.architecture: unknown: the SGLang StatefulSet).
-    assert sum(not e for e in errors.values()) == 12
+    # before parallel.executor: ray: the two GKE LeaderWorkerSets; 13 before
+    # model.architecture: unknown: the SGLang StatefulSet).
+    assert sum(not e for e in errors.values()) == 14
 
 
 def test_an_unstated_model_is_unknown_in_the_spec_and_its_checks_a_notice(round_trip):
@@ -118,6 +118,19 @@ def test_an_unstated_model_is_unknown_in_the_spec_and_its_checks_a_notice(round_
     assert sorted((f.code, f.severity.value) for f in findings) == [
         ("ENG003", "warning"), ("MOD008", "notice"), ("NET001", "warning"),
         ("NET090", "warning"), ("POOL006", "notice")]
+
+
+def test_a_ray_cluster_is_imported_as_the_ray_executor(round_trip):
+    """The GKE samples start Ray (multi-node-serving.sh leader / worker) and span TP 8 x PP 2 =
+    16 GPUs over 2 pods of 8: ``parallel.executor: ray``; LAY005 (the --nnodes path) stays out."""
+    for name in ("gke-lws-vllm-deepseek-r1-tp8-pp2", "gke-lws-vllm-deepseek-r1-tp8-pp2-hdml"):
+        doc, findings = round_trip[name]
+        assert doc["spec"]["roles"][0]["parallel"] == {"tensor": 8, "pipeline": 2,
+                                                       "executor": "ray"}, name
+        assert "LAY005" not in {f.code for f in findings}
+    # A manifest without Ray has no executor written.
+    doc, _ = round_trip["llmd-wide-ep-lws-vllm-deepseek-r1-0528-gke"]
+    assert all("executor" not in r.get("parallel", {}) for r in doc["spec"]["roles"])
 
 
 def test_an_unstated_gpu_is_unknown_in_the_spec_and_its_checks_a_notice(round_trip):

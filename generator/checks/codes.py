@@ -257,6 +257,11 @@ for _code, _sev, _summary, _source in (
     ("TGT003", E, "spec.target options belong to the target that has them",
      "generator/targets/common.py, generator/targets/kubernetes.py (image, clusterTopology and "
      "packDomain are Dynamo's; version names a platform controller's release)"),
+    ("TGT004", E, "the Ray executor renders on target kubernetes only",
+     "generator/targets/common.py (moegen starts the Ray cluster in its own launcher: the "
+     "leader's ray start --head, the workers' ray start --address, as vLLM's "
+     "vllm-project/vllm@v0.8.5:examples/online_serving/multi-node-serving.sh does; the platform "
+     "targets' pods run the controller's command, which moegen does not model with Ray)"),
     ("TGT010", E, "an LLMInferenceService on KServe's presets expresses the deployment",
      "generator/targets/kserve.py (kserve/kserve@v0.20.0 pkg/controller/v1alpha2/llmisvc/"
      "config_merge.go: the well-known presets; llm_inference_service_validation.go: a worker "

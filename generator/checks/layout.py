@@ -174,12 +174,65 @@ def _multinode(ctx: Context):
     if ctx.dialect is None:
         return
     for i, r in ctx.role_items():
+        if r.parallel.executor == "ray":
+            continue   # the Ray cluster spans the pods at every release (LAY015)
         if r.layout.spread is Spread.MODEL and not ctx.dialect.multinode:
             yield Hit(role_path(i, "parallel"),
                       f"tensor x pipeline = {r.layout.tensor * r.layout.pipeline} GPUs spans "
                       f"{len(r.layout.pods)} pods, which needs --nnodes (vLLM >= 0.11.1); "
                       f"engine.version is {ctx.spec.spec.engine.version}",
                       "use vLLM >= 0.11.1, or fit tensor x pipeline in one node")
+
+
+@rule("LAY015", E, "parallel.executor is vLLM's; Ray runs one engine per instance",
+      "vLLM 0.33.0 vllm/config/parallel.py (distributed_executor_backend \"ray\": the engine "
+      "spans the Ray cluster's GPUs with one placement group, vllm/v1/executor/ray_utils.py "
+      "initialize_ray_cluster; nnodes > 1 only with mp); SGLang 0.5.23 "
+      "python/sglang/srt/ray/engine.py (SGLang's own --use-ray, which moegen does not render)")
+def _ray_executor(ctx: Context):
+    for i, r in ctx.role_items():
+        executor = r.parallel.executor
+        if executor is None:
+            continue
+        if ctx.spec.spec.engine.name != "vllm":
+            yield Hit(role_path(i, "parallel", "executor"),
+                      f"role {r.name!r}: parallel.executor {executor} is vLLM's "
+                      "--distributed-executor-backend; moegen renders SGLang's multi-node "
+                      "roles with --nnodes/--dist-init-addr and does not render its --use-ray",
+                      "remove parallel.executor (SGLang spans pods with --nnodes)")
+        elif executor == "ray" and r.layout.data > 1:
+            yield Hit(role_path(i, "parallel", "executor"),
+                      f"role {r.name!r}: parallel.executor ray with data = {r.layout.data}: "
+                      "moegen renders the Ray executor for one engine per instance (one "
+                      "placement group of tensor x pipeline GPUs); data-parallel ranks use "
+                      "vLLM's own rank flags",
+                      "use data: 1 with the Ray executor, or remove parallel.executor")
+
+
+#: The first vLLM release whose wheel does not depend on Ray (``Requires-Dist`` of 0.17.0 has
+#: ``ray[cgraph]>=2.48.0``, 0.18.0 has no ``ray``: vllm-project/vllm#36170, read on PyPI with
+#: ``pip install --dry-run --report``); an image built from the wheel alone has no ``ray``
+#: command (ai-dynamo/dynamo#8515: "ray: not found").
+RAY_OPTIONAL = (0, 18, 0)
+
+
+@rule("LAY016", W, "the image runs Ray",
+      "vllm-project/vllm#36170 (vLLM 0.18.0 drops its ray[cgraph] dependency); "
+      "ai-dynamo/dynamo#8515 (a vLLM image without Ray: ray start fails with \"ray: not found\")",
+      engines=("vllm",))
+def _ray_installed(ctx: Context):
+    from ..facts.versions import parse_version
+    if ctx.dialect is None or parse_version(ctx.dialect.version) < RAY_OPTIONAL:
+        return
+    for i, r in ctx.role_items():
+        if r.parallel.executor == "ray":
+            yield Hit(role_path(i, "parallel", "executor"),
+                      f"role {r.name!r}: parallel.executor ray needs Ray in the image, but vLLM "
+                      f"{ctx.dialect.version} does not install it (vLLM >= 0.18.0 does not "
+                      f"depend on ray): in an image built from the wheel alone `ray start` is "
+                      f"not found and the engine cannot import ray",
+                      "use an image that installs ray[cgraph] (engine.image), or "
+                      "parallel.executor mp (--nnodes)")
 
 
 @rule("LAY009", E, "an instance that spans pods restarts as a group",

@@ -73,6 +73,10 @@ class EngineLaunch:
         notes: one-line explanations rendered as comments in the launcher.
         probe_port: the container port name the probes' ``/health`` requests go to
             (``http``; vLLM's DP supervisor answers for all its ranks on its own port).
+        ray_port: the Ray head's port (GCS) when the instance's pods form a Ray cluster
+            (vLLM ``parallel.executor: ray`` across pods): the leader starts the head and
+            waits until every pod's node is alive before the engine starts; the other pods run
+            a Ray node only (``ray start --block``), no engine. ``None`` otherwise.
     """
 
     program: tuple[str, ...]
@@ -88,6 +92,7 @@ class EngineLaunch:
     health_timeout_s: int = 5
     notes: tuple[str, ...] = ()
     probe_port: str = "http"
+    ray_port: int | None = None
 
     def binds_http(self, pod: int) -> bool:
         """Whether pod ``pod`` listens on the HTTP port (the API, or a health and metrics

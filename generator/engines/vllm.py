@@ -176,7 +176,8 @@ DERIVED_FLAGS: dict[str, str] = {
         "--data-parallel-size-local", "--data-parallel-start-rank", "--data-parallel-rank",
         "--data-parallel-address", "--data-parallel-rpc-port", "--data-parallel-backend",
         "--data-parallel-hybrid-lb", "--data-parallel-external-lb", "--headless", "--nnodes",
-        "--node-rank", "--master-addr", "--master-port", "--distributed-executor-backend")},
+        "--node-rank", "--master-addr", "--master-port")},
+    "--distributed-executor-backend": "roles[].parallel.executor",
     **{f: "router.gateway.rankEndpoints (one endpoint per DP rank behind the inference gateway)"
        for f in ("--data-parallel-multi-port-external-lb", "--data-parallel-supervisor-port")},
     "--all2all-backend": "roles[].moe.all2all",
@@ -348,6 +349,10 @@ class VllmDialect:
         notes: list[str] = []
         if lay.data > 1:
             common += ["--data-parallel-size", str(lay.data)]
+        if role.parallel.executor == "ray":
+            # Without it vLLM >= 0.11.1 refuses a world size above the node's GPUs instead of
+            # picking Ray (vllm-project/vllm#25775, #30140; vllm/config/parallel.py).
+            common += ["--distributed-executor-backend", "ray"]
         if lay.expert_parallel:
             common += ["--enable-expert-parallel"]
         moe = role.moe
@@ -396,6 +401,14 @@ class VllmDialect:
             ports += [Port(f"http-{i}", s.port + i) for i in range(1, role.rank_ports)]
             ports.append(Port("dp-supervisor", DP_SUPERVISOR_PORT))
         pod_ports, pod_env = self._pod_ports(role, rendezvous, notes)
+        ray = rendezvous is not None and rendezvous[0] == "ray-gcs"
+        if ray:
+            # Each node's own IP, as its Ray node registers (ray start --node-ip-address): vLLM
+            # keeps VLLM_HOST_IP per worker (WORKER_SPECIFIC_ENV_VARS) and waits for the
+            # placement group until they agree (vllm/v1/executor/ray_utils.py); a driver IP no
+            # Ray node has never schedules (vllm-project/vllm#13388, "node:<ip>" bundle).
+            pod_env = [tuple(sorted({**dict(e), "VLLM_HOST_IP": POD_IP}.items()))
+                       for e in pod_env]
         return EngineLaunch(
             program=("vllm", "serve", role.model.argument()),
             common=tuple(common),
@@ -408,6 +421,7 @@ class VllmDialect:
             rendezvous_port=rendezvous[1] if rendezvous and len(role.layout.pods) > 1 else None,
             probe_port="dp-supervisor" if role.rank_ports > 1 else "http",
             notes=tuple(notes),
+            ray_port=rendezvous[1] if ray else None,
         )
 
     def _moe_args(self, role: RoleInput, env: dict[str, str]) -> list[str]:

@@ -20,6 +20,12 @@ MASTER_PORT = 29501
 DP_SUPERVISOR_PORT = 9256
 
 
+#: The Ray head's port (GCS), as vLLM's LWS guide starts it: ``ray start --head --port=6379``
+#: (vllm-project/vllm@v0.8.5:examples/online_serving/multi-node-serving.sh ray_port=6379; Ray's
+#: default, https://docs.ray.io/en/latest/cluster/cli.html#ray-start).
+RAY_PORT = 6379
+
+
 def rank_args(role: RoleInput, notes: list[str]):
     """Per-pod rank/address arguments from the layout (one load-balancing mode per role).
 
@@ -35,9 +41,17 @@ def rank_args(role: RoleInput, notes: list[str]):
       workers are ``--headless``.
     * PER_RANK: external load balancing; every pod is one DP rank with its own API server,
       ``--data-parallel-rank`` = pod index, rank 0's IP as ``--data-parallel-address``.
+    * MODEL spread over Ray (``parallel.executor: ray``): no rank flags; the leader's engine
+      spans the Ray cluster whose head it starts (rendezvous: the head's port), the other pods
+      are Ray nodes (:attr:`~generator.engines.base.EngineLaunch.ray_port`).
     """
     lay = role.layout
     pods = lay.pods
+    if role.parallel.executor == "ray" and lay.spread is Spread.MODEL:
+        notes.append(f"one TP x PP = {lay.tensor} x {lay.pipeline} group over {len(pods)} pods "
+                     f"as a Ray cluster: the leader runs the Ray head and the engine, the other "
+                     f"pods Ray nodes")
+        return [[] for _ in pods], [True] + [False] * (len(pods) - 1), ("ray-gcs", RAY_PORT)
     if role.rank_ports > 1:
         return supervised_rank_args(role, notes)
     if lay.spread is Spread.SINGLE:

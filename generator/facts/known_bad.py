@@ -42,6 +42,7 @@ class Match:
         generations: GPU generations of the role's pool (``catalog.Gpu.generation``).
         min_tensor: the role's tensor-parallel size is at least this.
         pipeline: more than one pipeline-parallel stage.
+        executors: vLLM's distributed executor (``parallel.executor``; unset is ``mp``).
     """
 
     weights: frozenset[str] | None = None
@@ -58,6 +59,7 @@ class Match:
     generations: frozenset[str] | None = None
     min_tensor: int | None = None
     pipeline: bool | None = None
+    executors: frozenset[str] | None = None
 
     def holds(self, role: RoleInput, weights: str, generation: str) -> bool:
         """Every given feature holds for ``role`` (checkpoint ``weights``, pool GPU
@@ -72,6 +74,7 @@ class Match:
             (self.connectors, role.kv_transfer.connector if role.kv_transfer else None),
             (self.kv_dtypes, role.serving.kvCacheDtype),
             (self.generations, generation),
+            (self.executors, role.parallel.executor or "mp"),
         )
         if any(want is not None and have not in want for want, have in checks):
             return False
@@ -221,6 +224,20 @@ KNOWN_BAD: tuple[KnownBad, ...] = (
         "vllm/platforms/cuda.py:76-82 (MLA backend priority below SM100); 0.18.0 triton_mla.py"
         ":32-38 adds fp8 and fp8_e4m3; read in the wheels (found with tools/mine_known_bad.py)",
         "set serving.kvCacheDtype: auto, or use vLLM 0.18.0 or later"),
+    KnownBad(
+        "vllm", (0, 11, 1), (0, 11, 2),
+        Match(multi_node=True, executors=_f("ray")),
+        ("parallel", "executor"),
+        "a tensor/pipeline group spanning pods over Ray: every GPU worker asserts that the local "
+        "world size, the whole world size under Ray (one node as vLLM counts them, no --nnodes), "
+        "fits its node's GPUs (AssertionError \"local_world_size (16) must be less than or equal "
+        "to the number of visible devices (8)\"), so the engine does not start",
+        "vllm-project/vllm#28997 (reported at 0.11.1), fixed by vllm-project/vllm#28873; vLLM "
+        "0.11.1 vllm/v1/worker/gpu_worker.py:207-214 (the assertion for every executor), "
+        "vllm/config/parallel.py:407-417 (local_world_size = world_size // nnodes_within_dp, 1 "
+        "when nnodes is 1); 0.11.2 gpu_worker.py:184-214 asserts it only for multiprocess data "
+        "parallelism; 0.11.0 has no such assertion; read in the 0.11.0-0.11.2 wheels",
+        "use vLLM 0.11.2 or later, or parallel.executor mp (--nnodes, 0.11.1+)"),
     KnownBad(
         "vllm", (0, 16, 0), (0, 24, 0),
         Match(connectors=_f("mooncake"), pipeline=True),

@@ -41,7 +41,7 @@ from .build import (
     engine_image,
     release_of,
 )
-from .launch import Issue
+from .launch import Issue, runs_ray
 from .ranks import counts_named, layout_issues
 from .. import security
 from .pods import DEFAULT_HF_HOME, token_secret
@@ -348,6 +348,9 @@ def assemble(group: list[Role], opts: Options, files: list[str]) -> Imported:
         port = r.pod.sidecar_port or r.fields.port
         if port not in (None, 8000):
             role.setdefault("serving", {})["port"] = port
+        if spec["engine"]["name"] == "vllm" and runs_ray(r.launch.container):
+            role.setdefault("parallel", {})["executor"] = "ray"
+            prov.locations[("spec", "roles", i, "parallel", "executor")] = r.launch.loc(-1)
         if r.pod.pod:
             role["pod"] = r.pod.pod
         _engine_default(r, role, prov, ("spec", "roles", i))
@@ -370,8 +373,6 @@ def assemble(group: list[Role], opts: Options, files: list[str]) -> Imported:
             suppress.add("PD002")   # a connector moegen does not model (TPUConnector): IMP005
         if r.fields.auto_len:
             suppress.add("SIZ002")   # vLLM auto-fits the length instead of refusing (RoleFields)
-        if _runs_ray(r.launch.container):
-            suppress.add("LAY005")   # spans pods over Ray, not moegen's --nnodes (_RAY)
         if r.pod.bad_gpus is not None:
             suppress.add("POOL002")   # the pool's size from an unreadable GPU count: IMP009
     spec["roles"] = roles
@@ -444,24 +445,6 @@ def _kv_role_issues(r: Role, version: str, assumed: str | None) -> list[Issue]:
                       f"{inside} kv_role is {kv_role}: the KV would flow the wrong way", loc,
                       f"set kv_role {want}", error=True)]
     return []
-
-
-#: A container that starts or joins a Ray cluster, or names the Ray executor. vLLM spans pods
-#: over Ray at every release: before 0.11.1 (no --nnodes) it picks Ray by itself when the
-#: node's GPUs are fewer than the world size (vllm-project/vllm@v0.8.5:vllm/config.py
-#: ParallelConfig.__post_init__; the cluster started by
-#: vllm-project/vllm@v0.8.5:examples/online_serving/multi-node-serving.sh), later with
-#: ``--distributed-executor-backend ray`` (vLLM 0.33.0 vllm/config/parallel.py). LAY005 judges
-#: moegen's own path (--nnodes, >= 0.11.1), which such a manifest does not take.
-_RAY = re.compile(r"\bray\s+start\b|multi-node-serving\.sh|--distributed-executor-backend[=\s]+"
-                  r"[\"']?ray\b")
-
-
-def _runs_ray(container: dict) -> bool:
-    """The container's command or args start or join a Ray cluster (:data:`_RAY`)."""
-    lists = [container.get(k) for k in ("command", "args")] if isinstance(container, dict) else []
-    words = [str(w) for v in lists if isinstance(v, list) for w in v if isinstance(w, (str, int))]
-    return bool(_RAY.search(" ".join(words)))
 
 
 def _kv_config_issues(r: Role, network: dict | None) -> list[Issue]:

@@ -20,7 +20,7 @@ from ..facts import images
 from ..facts.versions import UnsupportedVersion, parse_version
 from ..spec.provenance import Provenance
 from .engine import RoleFields, sglang_fields, vllm_fields
-from .launch import Context, Issue, Launch, engine_containers
+from .launch import Context, Issue, Launch, engine_containers, resolve, runs_ray
 from .options import Options
 from .pods import PodFields, read_pod
 from .workloads import Workload
@@ -182,7 +182,8 @@ def read_roles(workloads: list[Workload], ctx: Context, opts: Options) -> tuple[
         model_path = fields_.model.get("path")
         pod = read_pod(w, w.leader, launch, opts.gpu, model_path, frozenset(ctx.channels))
         if w.worker is not None:
-            workers = [x for x in engine_containers(w, w.worker, ctx, None) if x.command]
+            workers = [x for x in engine_containers(w, w.worker, ctx, None) if x.command] \
+                or _ray_nodes(w, ctx)
             if workers:
                 other = read_pod(w, w.worker, workers[0], opts.gpu, model_path,
                                  frozenset(ctx.channels))
@@ -191,6 +192,15 @@ def read_roles(workloads: list[Workload], ctx: Context, opts: Options) -> tuple[
                         pod.pod.pop(key, None)   # leader and workers differ: moegen derives
         roles.append(Role(w, launch, fields_, pod))
     return roles, issues
+
+
+def _ray_nodes(w: Workload, ctx: Context) -> list[Launch]:
+    """The worker containers that only join the leader's Ray cluster (no engine command: the
+    leader's engine runs on their GPUs), to compare their resources with the leader's."""
+    spec = w.worker.spec
+    containers = spec.get("containers") if isinstance(spec.get("containers"), list) else []
+    return [resolve(w, w.worker, c, (*w.worker.path, "containers", i), ctx, None)
+            for i, c in enumerate(containers) if isinstance(c, dict) and runs_ray(c)]
 
 
 def _other_engines(w: Workload, launches: list[Launch]) -> list[Issue]:

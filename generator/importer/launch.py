@@ -472,6 +472,24 @@ def _mounted(pods: Pods, container: dict, path: str, ctx: Context):
     return None
 
 
+#: A container that starts or joins a Ray cluster, or names the Ray executor. vLLM spans pods
+#: over Ray at every release: before 0.11.1 (no --nnodes) it picks Ray by itself when the
+#: node's GPUs are fewer than the world size (vllm-project/vllm@v0.8.5:vllm/config.py
+#: ParallelConfig.__post_init__; the cluster started by
+#: vllm-project/vllm@v0.8.5:examples/online_serving/multi-node-serving.sh), later with
+#: ``--distributed-executor-backend ray`` (vLLM 0.33.0 vllm/config/parallel.py). The role is
+#: imported with ``parallel.executor: ray`` (LAY005 judges the --nnodes path, >= 0.11.1, only).
+RAY = re.compile(r"\bray\s+start\b|multi-node-serving\.sh|--distributed-executor-backend[=\s]+"
+                 r"[\"']?ray\b")
+
+
+def runs_ray(container: dict) -> bool:
+    """The container's command or args start or join a Ray cluster (:data:`RAY`)."""
+    lists = [container.get(k) for k in ("command", "args")] if isinstance(container, dict) else []
+    words = [str(w) for v in lists if isinstance(v, list) for w in v if isinstance(w, (str, int))]
+    return bool(RAY.search(" ".join(words)))
+
+
 def engine_containers(w: Workload, pods: Pods, ctx: Context,
                       version: str | None) -> list[Launch]:
     """Every container of ``pods`` that runs an engine (init containers included: a sidecar

@@ -41,6 +41,9 @@ Facts (each at the release moegen renders):
   llm-d/llm-d-routing-sidecar internal/proxy/connector_sglang.go).
 * vllm-router and smg bind ``--host 0.0.0.0`` (engines/routers.py); the endpoint picker's Go
   servers every interface (kubernetes-sigs/gateway-api-inference-extension cmd/epp/runner).
+* The Ray head of a ``parallel.executor: ray`` instance listens on its GCS port (6379) at the
+  leader's IP (``ray start --head --node-ip-address``), where the other pods' ``ray start
+  --address`` dial it (https://docs.ray.io/en/latest/cluster/cli.html#ray-start).
 * The kubelet's probes, Services and Prometheus's scrapes reach a pod at its IP
   (https://kubernetes.io/docs/reference/kubernetes-api/workload-resources/pod-v1/#Probe:
   httpGet host "defaults to the pod IP"); with ``hostNetwork`` that is the node's IP.
@@ -281,6 +284,9 @@ def _engine_listeners(plan, pods: list[_Pod], form: AddressForm) -> list[Listene
                                     api_bind, f"{rp.name} KV bootstrap server"))
             if RANKS not in form.owned:
                 out += _rank_listeners(rp.name, pod, argv, form)
+                if launch.ray_port is not None and i == 0:
+                    out.append(Listener(pod.key, launch.ray_port, POD_ADDR,
+                                        f"{rp.name} Ray head (GCS)"))
             out += _kv_listeners(rp, pod, env, form)
     return out
 
@@ -531,6 +537,9 @@ def _rank_dials(plan: DeploymentPlan, pods: list[_Pod], form: AddressForm) -> li
                     out.append(Dial(f"{rp.name} pod {pod.index}", f"{rp.name}/0",
                                     int(_flag(argv, port_flag)), addr,
                                     f"{host_flag[2:]}:{port_flag[2:]}", RANKS))
+            if rp.launch.ray_port is not None:
+                out.append(Dial(f"{rp.name} pod {pod.index}", f"{rp.name}/0",
+                                rp.launch.ray_port, addr, "ray start --address", RANKS))
             init = _flag(argv, "--dist-init-addr") or ""
             if LEADER_IP in init:
                 out.append(Dial(f"{rp.name} pod {pod.index}", f"{rp.name}/0",

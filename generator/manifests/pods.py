@@ -36,6 +36,13 @@ LIVENESS_PERIOD_S, LIVENESS_FAILURES, LIVENESS_TIMEOUT_S = 30, 5, 10
 #: and an empty address must never reach the engine (kserve PR#5155, aws-do-eks PR#62). The
 #: leader pulls the same image and starts at the same time (LWS startupPolicy LeaderCreated).
 RESOLVE_TRIES, RESOLVE_SLEEP_S = 240, 5
+#: A Ray leader waits for every pod's Ray node to be alive before its engine starts, as vLLM's
+#: multi-node-serving.sh leader does (ray_init_timeout=300 s, polled every 5 s:
+#: vllm-project/vllm@v0.8.5:examples/online_serving/multi-node-serving.sh): the startup budget's
+#: rendezvous (sizing/host.py RENDEZVOUS_S = 300 s). Without the wait vLLM would ask for a
+#: placement group the cluster cannot hold yet (vllm/v1/executor/ray_utils.py
+#: _wait_until_pg_ready).
+RAY_WAIT_TRIES = 60
 
 
 #: The pod's index in its instance and the leader's DNS name, as the pod template defines them.
@@ -117,10 +124,13 @@ def launcher_context(launch: EngineLaunch, role: str, engine: str) -> dict[str, 
     ``engine``: how the launcher's header names the dialect, e.g. ``vLLM 0.33.0 dialect``.
     """
     multi = len(launch.per_pod) > 1
-    cases = [{"index": str(i), "resolve": any(LEADER_IP in a for a in extra),
+    ray = launch.ray_port is not None and multi
+    cases = [{"index": str(i),
+              "resolve": any(LEADER_IP in a for a in extra) or (ray and i > 0),
               "args": " ".join(_q(a) for a in extra),
               "env": [f"{k}={_q(v)}" for k, v in
-                      (launch.pod_env[i] if i < len(launch.pod_env) else ())]}
+                      (launch.pod_env[i] if i < len(launch.pod_env) else ())],
+              "ray_head": ray and i == 0, "ray_node": ray and i > 0}
              for i, extra in enumerate(launch.per_pod)]
     port = launch.rendezvous_port
     return {
@@ -137,6 +147,12 @@ def launcher_context(launch: EngineLaunch, role: str, engine: str) -> dict[str, 
         "resolve_sleep": str(RESOLVE_SLEEP_S),
         "resolve_budget": str(RESOLVE_TRIES * RESOLVE_SLEEP_S),
         "rendezvous_port": str(port) if port else "",
+        # A Ray cluster (parallel.executor ray): the head's port, the nodes the leader waits
+        # for (one per pod) and for how long (RAY_WAIT_TRIES x RESOLVE_SLEEP_S).
+        "ray_port": str(launch.ray_port) if ray else "",
+        "ray_nodes": str(len(launch.per_pod)),
+        "ray_tries": str(RAY_WAIT_TRIES),
+        "ray_budget": str(RAY_WAIT_TRIES * RESOLVE_SLEEP_S),
         # The environment variables the launcher reads: the pod's index in its instance and the
         # leader's DNS name (the pod template defines them; a platform target may name the
         # ones its controller injects instead).

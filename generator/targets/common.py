@@ -66,6 +66,13 @@ def common_findings(deployment: Deployment, found: Findings, engines_fact: tuple
                   f"{target.name} {rel} runs {', '.join(engines)} only, not {engine} "
                   f"({controllers.source(target.name, rel, *engines_fact)})",
                   f"use target {'kubernetes'} or another platform for {engine}")
+    for i, role in enumerate(deployment.spec.spec.roles):
+        if role.parallel.executor == "ray":
+            found.add("TGT004", E, ("spec", "roles", i, "parallel", "executor"),
+                      f"role {role.name!r}: parallel.executor ray is rendered by target "
+                      f"kubernetes only (its launcher starts the Ray cluster); {target.name} "
+                      "pods run the controller's command",
+                      "use target kubernetes, or remove parallel.executor (--nnodes)")
     if not dynamo:
         for key in ("image", "clusterTopology", "packDomain"):
             if getattr(target, key) is not None:

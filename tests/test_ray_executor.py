@@ -1,0 +1,137 @@
+"""``roles[].parallel.executor: ray``: vLLM's Ray executor (``--distributed-executor-backend
+ray``) for an instance that spans pods, as vLLM's LWS guide runs it (docs/deployment/frameworks/
+lws.md, examples/online_serving/multi-node-serving.sh): the leader starts the Ray head, waits
+until every pod's Ray node is alive, then serves; the other pods only join the cluster.
+
+The S1 overlay ``overlays/ray-prefill-pp2.yaml`` makes the prefill one TP8 x PP2 instance over
+two H20 nodes of 8 GPUs (8 x 2 = 16 GPUs / 8 per node = 2 pods). The import side (both GKE
+LeaderWorkerSets of vLLM 0.8.5 read back as ``executor: ray``) is in
+tests/test_import_validate.py; the byte-identical round trip in tests/test_round_trip.py.
+"""
+
+from __future__ import annotations
+
+import subprocess
+
+import pytest
+import yaml
+
+from generator import pipeline
+from generator.manifests.addresses import address_model
+from tests.helpers import EXAMPLES, ROOT, render_spec
+
+S1 = EXAMPLES / "s1-16xh20-pd.yaml"
+RAY = ROOT / "overlays" / "ray-prefill-pp2.yaml"
+
+
+@pytest.fixture(scope="module")
+def rendered():
+    """(checked, plan, files) of S1 + the Ray overlay."""
+    return render_spec(S1, [RAY])
+
+
+@pytest.fixture(scope="module")
+def launchers(rendered) -> dict[str, str]:
+    """The prefill LeaderWorkerSet's launcher scripts: leader and worker templates."""
+    lws = next(d for d in yaml.safe_load_all(rendered[2]["prefill-lws.yaml"])
+               if d and d["kind"] == "LeaderWorkerSet")
+    tpl = lws["spec"]["leaderWorkerTemplate"]
+    return {side: tpl[f"{side}Template"]["spec"]["containers"][0]["command"][-1]
+            for side in ("leader", "worker")}
+
+
+def _codes(tmp_path, overlay: str) -> set[str]:
+    path = tmp_path / "overlay.yaml"
+    path.write_text(overlay)
+    return {f.code for f in pipeline.check(S1, [path]).findings}
+
+
+def _prefill(version: str, executor: str | None) -> str:
+    """S1 at ``version`` with its prefill TP8 x PP2 over two nodes (executor as given)."""
+    par = "{tensor: 8, pipeline: 2" + (f", executor: {executor}" if executor else "") + "}"
+    return (f"spec:\n  engine: {{version: \"{version}\", image: \"vllm/vllm-openai:v{version}\"}}\n"
+            f"  nodePools:\n    prefill-h20: {{nodes: 2}}\n"
+            f"  roles:\n    - name: prefill\n      parallel: {par}\n")
+
+
+def test_lay005_judges_only_the_nnodes_path(tmp_path):
+    """vLLM 0.11.0 has no --nnodes (0.11.1+): a TP x PP group over two pods is LAY005 on the mp
+    path; over Ray vLLM spans the cluster at every release, so no LAY005."""
+    assert "LAY005" in _codes(tmp_path, _prefill("0.11.0", None))
+    assert "LAY005" in _codes(tmp_path, _prefill("0.11.0", "mp"))
+    assert "LAY005" not in _codes(tmp_path, _prefill("0.11.0", "ray"))
+
+
+def test_lay016_from_the_release_that_stops_installing_ray(tmp_path):
+    """vLLM 0.17.0's wheel requires ray[cgraph]>=2.48.0, 0.18.0's does not (vllm-project/vllm
+    #36170): LAY016 (a warning) from 0.18.0 on, and only on a Ray role."""
+    assert "LAY016" not in _codes(tmp_path, _prefill("0.17.0", "ray"))
+    assert "LAY016" in _codes(tmp_path, _prefill("0.18.0", "ray"))
+    assert "LAY016" not in _codes(tmp_path, _prefill("0.18.0", None))
+
+
+def test_the_leader_starts_the_ray_head_and_waits_for_every_node(launchers):
+    leader = launchers["leader"]
+    head = leader.index("ray start --head --port=6379")
+    wait = leader.index("    moegen_wait_ray_nodes\n")
+    serve = leader.index("exec vllm serve")
+    assert head < wait < serve
+    assert '--node-ip-address="${MOEGEN_POD_IP}"' in leader[head:wait]
+    assert 'export RAY_ADDRESS="${MOEGEN_POD_IP}:6379"' in leader[head:wait]
+    # 2 pods = 2 Ray nodes; 60 polls x 5 s = 300 s, the startup budget's rendezvous
+    # (sizing/host.py RENDEZVOUS_S) and multi-node-serving.sh's ray_init_timeout.
+    assert 'while [ "$n" -lt 60 ]; do' in leader
+    assert 'if [ "$alive" = "2" ]; then' in leader
+    assert "fewer than 2 Ray nodes alive after 300 s" in leader
+    engine = leader[serve:]
+    assert "--distributed-executor-backend ray \\" in engine
+    assert "--tensor-parallel-size 8 \\" in engine and "--pipeline-parallel-size 2 \\" in engine
+    for flag in ("--nnodes", "--node-rank", "--master-addr", "--master-port", "--headless"):
+        assert flag not in leader, flag
+
+
+def test_the_worker_joins_the_cluster_and_runs_no_engine(launchers):
+    """Both templates carry one launcher; the worker's case (pod index 1) resolves the leader,
+    waits for its port 6379 and replaces itself with a blocking Ray node."""
+    worker = launchers["worker"]
+    assert worker == launchers["leader"]
+    case = worker[worker.index("\n  1)\n"):worker.index("\n  *)\n")]
+    assert "MOEGEN_LEADER_IP=`moegen_resolve_leader`" in case
+    assert 'export VLLM_HOST_IP="${MOEGEN_POD_IP}"' in case
+    assert ('exec ray start --address="${MOEGEN_LEADER_IP}:6379" '
+            '--node-ip-address="${MOEGEN_POD_IP}" --disable-usage-stats --block') in case
+    assert "set --" not in case
+    assert "its rendezvous port 6379 accepts connections" in worker
+
+
+def test_the_launcher_is_valid_sh(launchers):
+    proc = subprocess.run(["sh", "-n"], input=launchers["leader"], text=True,
+                          capture_output=True, check=False)
+    assert proc.returncode == 0, proc.stderr
+
+
+def test_ports_and_the_address_model(rendered):
+    """The leader declares the Ray head's port; the address model has the head listening on
+    the leader's IP and pod 1 dialling it there; nothing is unreachable (no NET100)."""
+    checked, plan, files = rendered
+    lws = files["prefill-lws.yaml"]
+    assert "containerPort: 6379\n            name: ray-gcs" in lws
+    model = address_model(plan)
+    ray = [x for x in model.listeners if x.port == 6379]
+    assert [(x.pod, x.bind) for x in ray] == [("prefill/0", "the pod IP")]
+    dials = [(d.client, d.pod, d.address) for d in model.dials if d.port == 6379]
+    assert dials == [("prefill pod 1", "prefill/0", "the pod IP")]
+    assert model.mismatches() == []
+    assert "NET100" not in {f.code for f in checked.findings}
+
+
+def test_a_single_pod_ray_role_renders_the_flag_only(tmp_path):
+    """TP8 on one node over Ray: vLLM starts a local Ray instance itself (ray.init with no
+    address, vllm/v1/executor/ray_utils.py initialize_ray_cluster): no ray start, no wait."""
+    path = tmp_path / "one.yaml"
+    path.write_text("spec:\n  roles:\n    - name: prefill\n      parallel: {executor: ray}\n")
+    _, _, files = render_spec(S1, [path])
+    lws = files["prefill-lws.yaml"]
+    assert "--distributed-executor-backend ray \\" in lws
+    assert "ray start" not in lws and "moegen_wait_ray_nodes" not in lws
+    assert "--distributed-executor-backend" not in files["decode-lws.yaml"]
