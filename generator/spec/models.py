@@ -340,12 +340,11 @@ class Parallel(_Model):
     context: int | None = Field(None, ge=1, le=64,
                                 description="Context parallel size; reuses the tensor ranks.")
     executor: Literal["mp", "ray"] | None = Field(None,
-        description="vLLM's distributed executor (--distributed-executor-backend). Unset or "
-                    "mp: multiprocessing, an instance that spans pods gets --nnodes/--node-rank "
-                    "(vLLM 0.11.1+). ray: the pods form a Ray cluster (the leader runs `ray "
-                    "start --head`, the workers join it) and the leader's vllm serve spans it "
-                    "with --distributed-executor-backend ray, at every supported release; "
-                    "vLLM only, one engine per instance (data 1).")
+        description="vLLM's distributed executor (--distributed-executor-backend). Unset or mp: "
+                    "multiprocessing, an instance that spans pods gets --nnodes/--node-rank (vLLM "
+                    "0.11.1+). ray: the pods form a Ray cluster (leader `ray start --head`, workers "
+                    "join it), the leader's vllm serve spans it with --distributed-executor-backend "
+                    "ray, at every supported release; vLLM only, one engine per instance (data 1).")
 
 
 class Eplb(_Model):
