@@ -192,7 +192,7 @@ UNIT_TESTED = {"tests/test_load.py": None, "tests/test_rules.py": None, "tests/t
                "tests/test_import_reference.py": None, "tests/test_calibration.py": None,
                "tests/test_families.py": None, "tests/test_inputs.py": None,
                "tests/test_waivers.py": None, "tests/test_addresses.py": None,
-               "tests/test_images.py": None, "tests/test_diff.py": None,
+               "tests/test_images.py": None, "tests/test_ray_executor.py": None, "tests/test_diff.py": None,
                "tests/test_hygiene.py": None,
                "tests/test_kv_partition.py": None,
                "tests/test_hostile_inputs.py": None,

@@ -111,7 +111,7 @@ def test_engine_configs_build(engine: str, capsys) -> None:
             results["s1-16xh20-pd/decode/pod0"]["nixl_hash"]
     # The engines venv has no Ray, as an image built from vLLM 0.33.0's wheel alone (vLLM >=
     # 0.18.0 does not depend on ray): vLLM's own ParallelConfig refuses the Ray executor there,
-    # which is what LAY016 warns about (.ci/engines-venv.sh pins no ray).
+    # which is what LAY016/LAY017 say (.ci/engines-venv.sh pins no ray).
     ray = {i for i in results if "--distributed-executor-backend" in
            next(x["argv"] for x in items if x["id"] == i)}
     assert bool(ray) == (engine == "vllm")   # tests/golden/s1-ray-prefill

@@ -64,10 +64,19 @@ def test_lay005_judges_only_the_nnodes_path(tmp_path):
 
 def test_lay016_from_the_release_that_stops_installing_ray(tmp_path):
     """vLLM 0.17.0's wheel requires ray[cgraph]>=2.48.0, 0.18.0's does not (vllm-project/vllm
-    #36170): LAY016 (a warning) from 0.18.0 on, and only on a Ray role."""
+    #36170), and vllm/vllm-openai has no Ray from v0.18.0 (production-stack#1056): on the stock
+    image LAY016 (an error) from 0.18.0 on, only on a Ray role; on another image LAY017 (a
+    warning: its build may install Ray)."""
     assert "LAY016" not in _codes(tmp_path, _prefill("0.17.0", "ray"))
     assert "LAY016" in _codes(tmp_path, _prefill("0.18.0", "ray"))
     assert "LAY016" not in _codes(tmp_path, _prefill("0.18.0", None))
+    own = _prefill("0.18.0", "ray").replace('"vllm/vllm-openai:v0.18.0"',
+                                            '"registry.corp/ml/vllm-openai-ray:v0.18.0"')
+    assert {"LAY016", "LAY017"} & _codes(tmp_path, own) == {"LAY017"}
+    hub = _prefill("0.33.0", "ray").replace('"vllm/vllm-openai:', '"docker.io/vllm/vllm-openai:')
+    assert {"LAY016", "LAY017"} & _codes(tmp_path, hub) == {"LAY016"}
+    assert {"LAY016", "LAY017"} & _codes(tmp_path, _prefill("0.17.0", "ray").replace(
+        '"vllm/vllm-openai:v0.17.0"', '"registry.corp/ml/vllm:v0.17.0"')) == set()
 
 
 def test_the_leader_starts_the_ray_head_and_waits_for_every_node(launchers):
@@ -129,7 +138,8 @@ def test_a_single_pod_ray_role_renders_the_flag_only(tmp_path):
     """TP8 on one node over Ray: vLLM starts a local Ray instance itself (ray.init with no
     address, vllm/v1/executor/ray_utils.py initialize_ray_cluster): no ray start, no wait."""
     path = tmp_path / "one.yaml"
-    path.write_text("spec:\n  roles:\n    - name: prefill\n      parallel: {executor: ray}\n")
+    path.write_text("spec:\n  engine: {image: registry.example.com/ml/vllm-openai-ray:v0.33.0}\n"
+                    "  roles:\n    - name: prefill\n      parallel: {executor: ray}\n")
     _, _, files = render_spec(S1, [path])
     lws = files["prefill-lws.yaml"]
     assert "--distributed-executor-backend ray \\" in lws

@@ -216,23 +216,58 @@ def _ray_executor(ctx: Context):
 RAY_OPTIONAL = (0, 18, 0)
 
 
-@rule("LAY016", W, "the image runs Ray",
+#: The vLLM project's own image repository (Docker Hub; with or without the registry host).
+STOCK_VLLM_IMAGES = frozenset({"vllm/vllm-openai", "docker.io/vllm/vllm-openai",
+                               "index.docker.io/vllm/vllm-openai"})
+
+
+def _ray_roles(ctx: Context):
+    """(index, role) of the Ray-executor roles, at a release whose wheel does not install Ray."""
+    from ..facts.versions import parse_version
+    if ctx.dialect is None or parse_version(ctx.dialect.version) < RAY_OPTIONAL:
+        return []
+    return [(i, r) for i, r in ctx.role_items() if r.parallel.executor == "ray"]
+
+
+def _image_repository(image: str) -> str:
+    """``image`` without its digest and tag (``registry/path:tag@sha256:...`` -> ``registry/path``)."""
+    name = image.split("@", 1)[0]
+    head, _, tail = name.rpartition(":")
+    return head if head and "/" not in tail else name
+
+
+@rule("LAY016", E, "the stock vLLM image runs Ray",
+      "vllm-project/production-stack#1056 (vllm/vllm-openai removed Ray from its image in "
+      "v0.18.0; v0.17.1 is the last tag with it); vllm-project/vllm#36170 (vLLM 0.18.0 drops its "
+      "ray[cgraph] dependency); ai-dynamo/dynamo#8515 (\"ray: not found\")",
+      engines=("vllm",))
+def _ray_stock_image(ctx: Context):
+    if _image_repository(ctx.spec.spec.engine.image) not in STOCK_VLLM_IMAGES:
+        return
+    for i, r in _ray_roles(ctx):
+        yield Hit(role_path(i, "parallel", "executor"),
+                  f"role {r.name!r}: parallel.executor ray needs Ray (`ray start` on every "
+                  f"pod, `import ray` in the engine), but {ctx.spec.spec.engine.image} (vLLM "
+                  f"{ctx.dialect.version}) has none: vllm/vllm-openai does not install it from "
+                  "v0.18.0 on, so the pod exits at start and restarts in a loop",
+                  "build an image FROM it that installs ray[cgraph] and set engine.image, or "
+                  "use parallel.executor mp (--nnodes)")
+
+
+@rule("LAY017", W, "the image runs Ray",
       "vllm-project/vllm#36170 (vLLM 0.18.0 drops its ray[cgraph] dependency); "
       "ai-dynamo/dynamo#8515 (a vLLM image without Ray: ray start fails with \"ray: not found\")",
       engines=("vllm",))
 def _ray_installed(ctx: Context):
-    from ..facts.versions import parse_version
-    if ctx.dialect is None or parse_version(ctx.dialect.version) < RAY_OPTIONAL:
-        return
-    for i, r in ctx.role_items():
-        if r.parallel.executor == "ray":
-            yield Hit(role_path(i, "parallel", "executor"),
-                      f"role {r.name!r}: parallel.executor ray needs Ray in the image, but vLLM "
-                      f"{ctx.dialect.version} does not install it (vLLM >= 0.18.0 does not "
-                      f"depend on ray): in an image built from the wheel alone `ray start` is "
-                      f"not found and the engine cannot import ray",
-                      "use an image that installs ray[cgraph] (engine.image), or "
-                      "parallel.executor mp (--nnodes)")
+    if _image_repository(ctx.spec.spec.engine.image) in STOCK_VLLM_IMAGES:
+        return                                                  # LAY016
+    for i, r in _ray_roles(ctx):
+        yield Hit(role_path(i, "parallel", "executor"),
+                  f"role {r.name!r}: parallel.executor ray needs Ray in the image; vLLM "
+                  f"{ctx.dialect.version} does not depend on it (>= 0.18.0), so "
+                  f"{ctx.spec.spec.engine.image} has it only if its build installs it",
+                  "make sure the image installs ray[cgraph] (`ray --version` in it), or use "
+                  "parallel.executor mp (--nnodes)")
 
 
 @rule("LAY009", E, "an instance that spans pods restarts as a group",
