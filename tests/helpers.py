@@ -141,3 +141,17 @@ def validate_schema(obj, schema: dict) -> None:
         cls.check_schema(schema)
         hit = _VALIDATORS[id(schema)] = (schema, cls(schema))
     hit[1].validate(obj)
+
+
+#: An image moegen cannot read the release of: ENG007 on a spec (engine.version states it),
+#: IMP008 on the import of its rendered tree (the release assumed); the same fact in each
+#: input's terms (the import may report both).
+UNREAD_IMAGE = {("ENG007", "$.spec.engine.image"), ("IMP008", "$")}
+
+
+def finding_keys(findings) -> list[tuple[str, str]]:
+    """(code, path) of ``findings``, sorted, with :data:`UNREAD_IMAGE` as one key: what a spec
+    and the import of its rendered tree must both report."""
+    keys = [(f.code, f.path) for f in findings]
+    return [("unread image", "")] * any(k in UNREAD_IMAGE for k in keys) + \
+        sorted(k for k in keys if k not in UNREAD_IMAGE)

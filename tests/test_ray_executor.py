@@ -79,6 +79,18 @@ def test_lay016_from_the_release_that_stops_installing_ray(tmp_path):
         '"vllm/vllm-openai:v0.17.0"', '"registry.corp/ml/vllm:v0.17.0"')) == set()
 
 
+def test_lay018_nixl_side_channel_before_ray_executor_v2(tmp_path):
+    """Before vLLM 0.26.0 the Ray executor copies the driver's VLLM_* variables over the
+    workers' (vllm#14099): a NIXL prefill over two pods on Ray gets LAY018; at 0.26.0
+    (RayExecutorV2 keeps the worker's own value, vllm#36836) and on the --nnodes path, none."""
+    own = '"registry.example.com/ml/vllm-ray:v{0}"'
+    for version, executor, expected in (("0.20.0", "ray", True), ("0.25.0", "ray", True),
+                                        ("0.26.0", "ray", False), ("0.20.0", None, False)):
+        overlay = _prefill(version, executor).replace(f'"vllm/vllm-openai:v{version}"',
+                                                      own.format(version))
+        assert ("LAY018" in _codes(tmp_path, overlay)) == expected, (version, executor)
+
+
 def test_the_leader_starts_the_ray_head_and_waits_for_every_node(launchers):
     leader = launchers["leader"]
     head = leader.index("ray start --head --port=6379")

@@ -67,6 +67,8 @@ def test_a_rendered_tree_passes_its_own_check(tmp_path, name, spec, overlays, ta
     batch = read_inputs([out])
     assert len(batch.results) == 1 and batch.skipped == [] and batch.unread == []
     own = {f.code for f in checked.findings if f.severity is not Severity.NOTICE}
+    if "ENG007" in {f.code for f in checked.findings}:
+        own.add("IMP008")   # an image whose release moegen cannot read: the same fact on a tree
     extra = [f for f in batch.all_findings()
              if f.severity is not Severity.NOTICE and f.code not in own]
     assert extra == [], "\n".join(f"{f.location.file}:{f.location.line}: {f.code} {f.message}"

@@ -270,6 +270,39 @@ def _ray_installed(ctx: Context):
                   "parallel.executor mp (--nnodes)")
 
 
+#: The first vLLM release whose Ray executor leaves a worker's own ``VLLM_*`` variables as they
+#: are: earlier, every ``VLLM_*`` variable of the driver is copied over the workers' unless
+#: listed worker-specific (vllm-project/vllm#14099; the list: VLLM_HOST_IP, VLLM_HOST_PORT,
+#: LOCAL_RANK, CUDA_VISIBLE_DEVICES, read in the 0.11.0 wheel's
+#: vllm/executor/ray_distributed_executor.py), so a worker pod's VLLM_NIXL_SIDE_CHANNEL_HOST
+#: becomes the leader's address and NIXL's listener cannot bind it (vllm-project/vllm#41806);
+#: RayExecutorV2 keeps a value the worker has (vllm-project/vllm#36836), the default in the
+#: 0.26.0 wheel (vllm/envs.py, read by a reviewer; the releases between were not read).
+RAY_KEEPS_WORKER_ENV = (0, 26, 0)
+
+
+@rule("LAY018", W, "a Ray worker pod keeps its own NIXL side-channel address",
+      "vllm-project/vllm#14099 (the Ray executor copies the driver's VLLM_* variables to its "
+      "workers), vllm-project/vllm#41806 (Ray workers binding the head node's address), "
+      "vllm-project/vllm#36836 (RayExecutorV2 keeps a worker's own value)",
+      engines=("vllm",))
+def _ray_nixl_host(ctx: Context):
+    from ..facts.versions import parse_version
+    if ctx.dialect is None or parse_version(ctx.dialect.version) >= RAY_KEEPS_WORKER_ENV:
+        return
+    for i, r in ctx.role_items():
+        kv = r.kv_transfer
+        if r.parallel.executor == "ray" and r.layout.multi_pod and kv is not None \
+                and kv.connector == "nixl":
+            yield Hit(role_path(i, "parallel", "executor"),
+                      f"role {r.name!r}: at vLLM {ctx.dialect.version} the Ray executor copies "
+                      "the leader's VLLM_NIXL_SIDE_CHANNEL_HOST over each worker pod's own, so "
+                      "NIXL's side channel on a worker pod binds an address it does not have "
+                      "and the engine waits for it without a timeout",
+                      "use vLLM >= 0.26.0 (RayExecutorV2 keeps the worker's value), or "
+                      "parallel.executor mp (--nnodes)")
+
+
 @rule("LAY009", E, "an instance that spans pods restarts as a group",
       "vLLM's DP/TP handshake happens only at start (vLLM 0.33.0 vllm/v1/engine/utils.py; a "
       "headless engine waits HANDSHAKE_TIMEOUT_MINS = 5, vllm/v1/engine/core.py) and a headless "
