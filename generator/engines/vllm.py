@@ -404,9 +404,11 @@ class VllmDialect:
         ray = rendezvous is not None and rendezvous[0] == "ray-gcs"
         if ray:
             # Each node's own IP, as its Ray node registers (ray start --node-ip-address): vLLM
-            # keeps VLLM_HOST_IP per worker (WORKER_SPECIFIC_ENV_VARS) and waits for the
-            # placement group until they agree (vllm/v1/executor/ray_utils.py); a driver IP no
-            # Ray node has never schedules (vllm-project/vllm#13388, "node:<ip>" bundle).
+            # keeps VLLM_HOST_IP per worker (WORKER_SPECIFIC_ENV_VARS, vLLM 0.11.0
+            # vllm/executor/ray_distributed_executor.py; 0.33.0 vllm/v1/executor/ray_utils.py),
+            # and up to the releases that pin the driver's bundle to "node:<VLLM_HOST_IP>"
+            # (0.11.0 vllm/executor/ray_utils.py) a driver IP no Ray node has never schedules
+            # (vllm-project/vllm#13388); 0.33.0 finds the driver's node by its node ID.
             pod_env = [tuple(sorted({**dict(e), "VLLM_HOST_IP": POD_IP}.items()))
                        for e in pod_env]
         return EngineLaunch(

@@ -14,7 +14,10 @@ Per pod, from its processes (``Dialect.processes``: GPU processes, API servers, 
     ephemeral-storage = compile cache (when it is an emptyDir) + 20
 
 * 4 cores per GPU process: its Python thread drives the GPU continuously, next to NCCL's proxy
-  thread, NVSHMEM/DeepEP progress and the weight loader's threads; 2 per API server (HTTP,
+  thread, NVSHMEM/DeepEP progress, NIXL's UCX progress thread (a busy poll: NIXL's Python agent
+  sets ``pthrDelay = 0``, ai-dynamo/nixl@v1.4.0 src/api/python/_api.py:230, the thread's poll
+  timeout in src/plugins/ucx/ucx_backend.cpp:331: one core while the engine lives) and the weight
+  loader's threads; 2 per API server (HTTP,
   tokenization, detokenization); 1 per engine core without a GPU, DP coordinator, detokenizer
   or DP controller; 2 for the launcher, probes and exec sessions.
 * 8 GiB per GPU process: CUDA context, PyTorch and CUDA libraries, NCCL/NVSHMEM host buffers;
