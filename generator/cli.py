@@ -119,7 +119,27 @@ def _plan_request(path: Path):
     return req, prov
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+class _Commands(click.Group):
+    """The group of ``gen``'s commands; those defined beside this module (gen bench, gen
+    calibrate, gen diff) are imported when one is named or listed (click's documented lazy
+    subcommands: a ``Group`` whose ``list_commands``/``get_command`` load them), so that
+    ``gen validate`` does not import them."""
+
+    LAZY = ("bench", "calibrate", "diff")
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted({*super().list_commands(ctx), *self.LAZY})
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        if cmd_name in self.LAZY and cmd_name not in self.commands:
+            from .cli_calibrate import bench_cmd, calibrate_cmd
+            from .cli_diff import diff
+            for command in (bench_cmd, calibrate_cmd, diff):
+                self.add_command(command)
+        return super().get_command(ctx, cmd_name)
+
+
+@click.group(cls=_Commands, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="moegen", prog_name="gen")
 def main() -> None:
     """moegen: Kubernetes manifests for DeepSeek-class MoE serving, checked before they exist."""
@@ -539,18 +559,6 @@ def rules(fmt: str) -> None:
     the field cases it covers)."""
     from .output.catalogue import catalogue
     click.echo(catalogue(fmt), nl=False)
-
-
-def _register() -> None:
-    """The commands defined beside this module (gen bench, gen calibrate, gen diff)."""
-    from .cli_calibrate import bench_cmd, calibrate_cmd
-    from .cli_diff import diff
-    main.add_command(bench_cmd)
-    main.add_command(calibrate_cmd)
-    main.add_command(diff)
-
-
-_register()
 
 
 def run(argv: list[str] | None = None) -> int:

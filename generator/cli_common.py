@@ -72,7 +72,10 @@ def known_release(release: str) -> None:
 def import_options(gpu: str | None, engine_version: str | None, model_config: Path | None,
                    model: str | None = None):
     """The importer's :class:`~generator.importer.Options` from ``--gpu``, ``--engine-version``,
-    ``--model-config`` and ``--model``; a value moegen has no facts for is a usage error."""
+    ``--model-config`` and ``--model``; a value moegen has no facts for is a usage error. None
+    when none is given (the importer's defaults: it is imported only for manifests)."""
+    if gpu is None and engine_version is None and model_config is None and model is None:
+        return None
     from .catalog import ARCHITECTURES, GPUS
     from .importer import Options
     if gpu is not None and gpu not in GPUS:

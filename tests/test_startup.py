@@ -1,7 +1,7 @@
 """What ``gen validate`` of a spec loads (issue #35 item 5): each command imports what it needs
 when it needs it. The time itself is measured by ``bench/startup.py``, not here; these tests
 guard the imports that made it slow (the importer, the render path, the planner, calibration,
-the perf model). The address check (NET100) builds the deployment plan of a valid spec untimed
+the perf model, the other commands). The address check (NET100) builds the deployment plan of a valid spec untimed
 (``build_plan(model, timed=False)``: the timeouts are not addresses), so generator.manifests
 loads in gen validate and generator.perf does not. bench/startup.py's figures and the floor
 (interpreter, click, ruamel.yaml, pydantic and the spec's models) are in the README (Speed)."""
@@ -53,12 +53,26 @@ def test_validate_of_a_spec_reads_it_with_pydantic_and_ruamel(s1_modules):
 # A valid spec's deployment plan is built for the address check (NET100: who dials which
 # address, generator/pipeline.py, issue 34), so generator.manifests loads in gen validate; the
 # plan is untimed there, so the perf model and its PlanRequest do not, nor do the render path,
-# the planner, calibration and the client libraries.
+# the planner, calibration, the other commands and reporters, and the client libraries.
 @pytest.mark.parametrize("prefix", [
     "generator.perf",         # the prediction and the durations: gen size, gen render
     "generator.spec.request",  # PlanRequest: the prediction and gen plan
     "generator.capacity",     # gen plan
     "generator.calibration",  # gen calibrate
+    "generator.importer",     # manifests only: a spec needs not even its Options
+    "generator.rollout",      # gen diff, gen render --check
+    "generator.preflight", "generator.emit",
+    "generator.cli_calibrate", "generator.cli_diff",  # gen bench/calibrate, gen diff
+    # the reporters other than the findings' text: gen rules, size, explain, plan, report
+    "generator.output.catalogue", "generator.output.sizing_report", "generator.output.explain",
+    "generator.output.plan_table", "generator.output.review_page",
+    "generator.output.rollout_report",
+    # monitoring and its dashboard: a monitored or autoscaled spec's plan (S1 is neither)
+    "generator.manifests.monitoring", "generator.manifests.dashboard",
+    "generator.manifests.bench",
+    # the targets S1 is not rendered for
+    "generator.targets.kserve", "generator.targets.rbg", "generator.targets.dynamo",
+    "generator.targets.aibrix",
     "generator.targets.templates",  # the Jinja environment: gen render
     "jinja2", "jsonschema", "kubernetes", "yaml", "grafana_foundation_sdk",
 ])
@@ -67,11 +81,19 @@ def test_validate_of_a_valid_spec_does_not_load(s1_modules, prefix):
     assert loaded == []
 
 
-def test_validate_of_a_spec_loads_no_importer_beyond_its_options(s1_modules):
-    # cli._import_options builds the importer's Options (a dataclass); nothing that reads
-    # manifests (workloads, launch scripts, argv tables) loads for a spec.
-    assert sorted(m for m in s1_modules if m.startswith("generator.importer")) == [
-        "generator.importer", "generator.importer.options"]
+def test_the_perf_model_loads_where_a_rule_needs_the_predicted_durations(tmp_path):
+    # The V4-Pro P/D example on SGLang does not set decode's KV wait: PD060 has nothing to
+    # compare with the predicted longest prefill, and the perf model does not load. With
+    # SGLANG_DISAGGREGATION_WAITING_TIMEOUT set on decode (an overlay), PD060 compares it with
+    # the predicted prefill, so the prediction loads; 100000 s is above any prefill: no finding.
+    spec = str(EXAMPLES / "s3-v4pro-pd-dp16.yaml")
+    code, modules = _validate_modules(spec)
+    assert (code, sorted(m for m in modules if m.startswith("generator.perf"))) == (0, [])
+    overlay = tmp_path / "wait.yaml"
+    overlay.write_text("spec:\n  roles:\n  - name: decode\n    env:\n"
+                       "      SGLANG_DISAGGREGATION_WAITING_TIMEOUT: \"100000\"\n")
+    code, modules = _validate_modules(spec, "-f", str(overlay))
+    assert code == 0 and "generator.perf.predict" in modules
 
 
 @pytest.mark.parametrize("example, roles", [

@@ -333,16 +333,16 @@ def _request_shaping_on_both_legs(ctx: Context):
       "(sgl-project/sglang PR#7846); the longest prefill: generator/durations.py",
       engines=("sglang",))
 def _kv_timeouts(ctx: Context):
-    longest = ctx.durations.longest_prefill_s
+    # The longest prefill is predicted (the perf model) only for a decode role that sets the
+    # wait: every other spec is judged without loading the model.
+    waits = [(r, found) for i, r in ctx.role_items()
+             if r.mode == "decode" and (found := role_env(ctx, i, SGLANG_KV_TIMEOUT_ENV))]
+    longest = ctx.durations.longest_prefill_s if waits else None
     if longest is None:
         return
-    for i, r in ctx.role_items():
-        if r.mode != "decode":
+    for r, (path, value) in waits:
+        if value >= longest:
             continue
-        found = role_env(ctx, i, SGLANG_KV_TIMEOUT_ENV)
-        if found is None or found[1] >= longest:
-            continue
-        path, value = found
         yield Hit(path,
                   f"decode role {r.name!r}: {SGLANG_KV_TIMEOUT_ENV}={value} s, but one prompt of "
                   f"maxModelLen {r.serving.maxModelLen or r.arch.max_position_embeddings} tokens "

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .. import security
 from ..deployment import Deployment
@@ -39,8 +39,6 @@ from ..pods import PRESTOP_S, termination_grace
 from ..roles import RoleInput
 from ..sizing import RoleSizing
 from ..spec.models import InferenceDeployment
-from .dashboard import DashboardPlan, dashboard_plan
-from .monitoring import MonitoringPlan, monitoring_plan
 from .netpol import NetworkPolicyPlan, network_policies
 from .pods import (
     ENGINE_STARTUP_S,
@@ -60,6 +58,10 @@ from .workloads import (
     add_role,
     shared_inputs,
 )
+
+if TYPE_CHECKING:   # monitoring and its dashboard are imported for a monitored spec only
+    from .dashboard import DashboardPlan
+    from .monitoring import MonitoringPlan
 
 
 def router_probes(startup_s: int) -> dict[str, Any]:
@@ -260,6 +262,7 @@ def build_plan(model: Deployment, timed: bool = True) -> DeploymentPlan:
                                      shared.sidecar_connector or "", shared.picker, durations)
     monitoring = None
     if shared.monitored:
+        from .monitoring import monitoring_plan
         monitoring = monitoring_plan(
             base, dialect.engine, spec.spec.monitoring.interval,
             [(r.name, r.mode, r.kv_transfer.connector if r.kv_transfer else "",
@@ -270,6 +273,7 @@ def build_plan(model: Deployment, timed: bool = True) -> DeploymentPlan:
             monitoring, labels=dict(common_labels) | dict(spec.spec.monitoring.labels))
     dashboard = None
     if shared.monitored and spec.spec.monitoring.dashboard:
+        from .dashboard import dashboard_plan
         dashboard = dashboard_plan(base, dialect.engine,
                                    [(r.name, r.mode, r.admission is not None) for r in roles],
                                    sizing_by_role, model.prediction if timed else None,

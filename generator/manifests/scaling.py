@@ -34,7 +34,6 @@ from ..engines.metrics import (
 )
 from ..facts.versions import parse_version
 from ..layout import max_instances
-from .monitoring import P_INSTANCE, P_ROLE, _q
 
 #: HPA limits on the behaviour fields (k8s.io/api autoscaling/v2 types.go HPAScalingRules:
 #: stabilizationWindowSeconds <= 3600, HPAScalingPolicy periodSeconds <= 1800; validated in
@@ -67,6 +66,7 @@ def scaled_object(base: str, engine: str, role_spec, target_name: str, layout, p
     """The ScaledObject of one autoscaled role (``role_spec``: its spec Role; ``layout``: its
     RoleLayout; ``free_nodes``: the pool's nodes the other roles leave; ``startup_s``: its
     pods' startup budget, s)."""
+    from .monitoring import P_INSTANCE, P_ROLE, _q   # PromQL of the monitored: autoscaled roles only
     a = role_spec.autoscaling
     m = METRICS[engine]
     sel = _q({P_INSTANCE: base, P_ROLE: role_spec.name})
