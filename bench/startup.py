@@ -11,6 +11,12 @@ of a shared machine, CPU time much less. Rows:
 * ``libraries``: importing what every ``gen`` run needs and nothing of moegen's: click, ruamel.yaml,
   pydantic's BaseModel and importlib.metadata (pydantic's plugin loader imports it when it
   builds the first validator);
+* ``floor``: the same libraries as ``gen validate`` uses them, still nothing of moegen's: click,
+  ruamel.yaml, and one one-field pydantic model defined and validated with plugins off as
+  ``gen`` runs (``PYDANTIC_DISABLE_PLUGINS``): pydantic's schema builder and the
+  importlib.metadata its plugin loader imports (``pydantic/plugin/_loader.py`` imports
+  ``entry_points`` at module level, whatever the switch says) load only then. No moegen change
+  removes this while the spec is validated with pydantic and read with ruamel.yaml;
 * ``import generator.cli``;
 * ``gen validate S1``: the whole command, and its ratio to the interpreter's start.
 
@@ -35,6 +41,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 S1 = ROOT / "examples" / "s1-16xh20-pd.yaml"
 LIBRARIES = "import click, ruamel.yaml, importlib.metadata; from pydantic import BaseModel"
+FLOOR = ("import os; os.environ['PYDANTIC_DISABLE_PLUGINS'] = '__all__'\n"
+         "import click, ruamel.yaml\nfrom pydantic import BaseModel\n"
+         "class M(BaseModel):\n    x: int = 0\nM.model_validate({'x': 1})")
 
 
 def _once(argv: list[str], env: dict) -> tuple[float, float, int]:
@@ -72,6 +81,7 @@ def main(argv: list[str]) -> int:
     py = sys.executable
     rows = [("python -c pass", [py, "-c", "pass"]),
             ("libraries (click, ruamel, pydantic)", [py, "-c", LIBRARIES]),
+            ("floor (the libraries, a model validated)", [py, "-c", FLOOR]),
             ("import generator.cli", [py, "-c", "import generator.cli"]),
             ("gen validate S1", [gen, "validate", str(S1)])]
     other = os.environ.get("MOEGEN_GEN", "").split()
