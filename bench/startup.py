@@ -24,8 +24,11 @@ of a shared machine, CPU time much less. Rows:
 
 ``MOEGEN_GEN`` names another ``gen`` command to compare (e.g. ``python -m generator`` run in
 another checkout: ``MOEGEN_GEN="/path/.venv/bin/python -m generator"``); its row is timed in the
-same rounds. Every command runs in ``/`` (so ``python -m generator`` imports the package its
-``PYTHONPATH`` or installation names, not the current directory's).
+same rounds, beside this checkout's ``python -m generator`` (the same form: runpy costs what the
+``gen`` script does not). Every command runs in ``/`` (so ``python -m generator`` imports the
+package its ``PYTHONPATH`` or installation names, not the current directory's). Differences of
+a few ms are below the noise of a shared machine; ``valgrind --tool=callgrind`` counts a
+command's instructions whatever the load (``I refs``).
 """
 
 from __future__ import annotations
@@ -85,7 +88,9 @@ def main(argv: list[str]) -> int:
             ("import generator.cli", [py, "-c", "import generator.cli"]),
             ("gen validate S1", [gen, "validate", str(S1)])]
     other = os.environ.get("MOEGEN_GEN", "").split()
-    if other:
+    if other:   # like for like: this checkout the same way (python -m runs runpy, gen does not)
+        rows.append(("python -m generator validate S1", [py, "-m", "generator", "validate",
+                                                         str(S1)]))
         rows.append((f"{' '.join(other)[-30:]} validate S1", [*other, "validate", str(S1)]))
     load = os.getloadavg()[0]
     got = round_robin(rows, runs)
