@@ -237,3 +237,25 @@ def test_sglang_decode_ignores_the_swa_ratio(tmp_path):
     checked = _size(tmp_path, "gpt-oss-120b", "mxfp4", 4, engine="sglang", version="0.5.23",
                     roles=roles)
     assert not [f for f in checked.findings if f.code == "SRV011"]
+
+
+@pytest.mark.parametrize("engine,version,embed_gib", [
+    # SGLang attention DP (tensor 1, data 8): each rank embeds its own tokens, so the table is
+    # split over the attention-TP group of one (SGLang 0.5.23 vocab_parallel_embedding.py
+    # get_embedding_tp_kwargs; qwen2_moe.py use_attn_tp_group=is_dp_attention_enabled()):
+    # 151,936 x 4,096 x 2 B = 1,244,659,712 B = 1.159 GiB on every GPU.
+    ("sglang", "0.5.23", 151_936 * 4_096 * 2 / 2**30),
+    # vLLM DP8: attention TP 1 per DP rank, the embedding split over TP = 1: the same table.
+    ("vllm", "0.33.0", 151_936 * 4_096 * 2 / 2**30),
+])
+def test_attention_dp_holds_the_whole_embedding(tmp_path, engine, version, embed_gib):
+    roles = [{"name": "r", "mode": "unified", "nodePool": "p",
+              "parallel": {"tensor": 1, "data": 8, "expert": True}}]
+    z = _size(tmp_path, "qwen3-235b-a22b", "bf16", 1, engine=engine, version=version,
+              roles=roles).sizing[0]
+    assert z.weights_by_component["embedding"] == pytest.approx(embed_gib, rel=1e-6)
+    assert round(embed_gib, 3) == 1.159
+    # The lm_head stays split over SGLang's whole tensor x data group of 8 (ParallelLMHead,
+    # no --enable-dp-lm-head): 1.159 / 8 = 0.145 GiB; vLLM's over TP 1: whole.
+    head = z.weights_by_component["lm_head"]
+    assert head == pytest.approx(embed_gib / (8 if engine == "sglang" else 1), rel=1e-6)
