@@ -259,3 +259,51 @@ def test_attention_dp_holds_the_whole_embedding(tmp_path, engine, version, embed
     # no --enable-dp-lm-head): 1.159 / 8 = 0.145 GiB; vLLM's over TP 1: whole.
     head = z.weights_by_component["lm_head"]
     assert head == pytest.approx(embed_gib / (8 if engine == "sglang" else 1), rel=1e-6)
+
+
+def test_glm4_fp8_release_is_per_channel(tmp_path):
+    """GLM-4.6-FP8 at TP8: 1,536 / 8 = 192-wide expert shards, which no 128 x 128 block divides;
+    Zhipu's FP8 release has no blocks (catalog/readers.py _glm4_moe), so QNT001 does not refuse
+    what SGLang's and GLM's own docs run. Qwen3-235B-A22B-FP8 is block FP8 (its model card:
+    block size 128): at TP8 1,536 / 8 = 192 is still refused."""
+    glm = _size(tmp_path, "glm-4.6", "fp8", 8)
+    assert "QNT001" not in {f.code for f in glm.findings}
+    qwen = _size(tmp_path, "qwen3-235b-a22b", "fp8", 8)
+    assert "QNT001" in {f.code for f in qwen.findings}
+
+
+def test_compressed_tensors_fp8_is_read_as_fp8():
+    """llm-compressor's FP8_DYNAMIC (float 8-bit weights, channel strategy) is FP8 without
+    blocks and its FP8_BLOCK scheme FP8 with blocks; INT4 weights stay W4A16 (Kimi-K2-Thinking)."""
+    from generator.catalog.readers import _checkpoint
+
+    def ct(weights):
+        return {"quantization_config": {"quant_method": "compressed-tensors", "config_groups": {
+            "group_0": {"targets": ["Linear"], "weights": weights}}}}
+    chan = _checkpoint(ct({"num_bits": 8, "type": "float", "strategy": "channel"}))
+    block = _checkpoint(ct({"num_bits": 8, "type": "float", "strategy": "block",
+                            "block_structure": [128, 128]}))
+    int4 = _checkpoint(ct({"num_bits": 4, "type": "int", "strategy": "group", "group_size": 32}))
+    assert (chan.format, chan.fp8_blocks) == ("fp8", False)
+    assert (block.format, block.fp8_blocks) == ("fp8", True)
+    assert int4.format == "w4a16"
+
+
+def test_plan_never_proposes_a_layout_that_splits_fp8_blocks(tmp_path):
+    """gen plan for Qwen3-235B-A22B FP8 on 8 x H100: TP8 without EP splits the experts into
+    192-wide shards (QNT001); the search leaves it out and says so, and every candidate it
+    proposes passes gen validate's layout rules (QNT001 among them)."""
+    from generator.capacity.search import plan
+    from generator.spec.request import PlanRequest
+    req = PlanRequest.model_validate({
+        "apiVersion": "moegen.dev/v1alpha1", "kind": "PlanRequest", "metadata": {"name": "q"},
+        "spec": {"model": {"architecture": "qwen3-235b-a22b", "weights": "fp8"},
+                 "engine": {"name": "vllm", "version": "0.33.0"},
+                 "nodePools": {"h100": {"gpu": "H100-80GB", "gpusPerNode": 8, "nodes": 1}},
+                 "workload": {"inputTokens": 2000, "outputTokens": 500, "concurrency": 16},
+                 "slo": {"tpotMs": 100}}})
+    res = plan(req)
+    # One node: TP8 (192-wide expert shards) is left out; DP8 x EP8 (whole experts per GPU,
+    # attention TP 1) is what remains.
+    assert [[r["parallel"] for r in c.roles] for c in res.candidates] == [
+        [{"tensor": 1, "data": 8, "pipeline": 1, "expert": True}]]

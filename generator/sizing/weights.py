@@ -231,11 +231,14 @@ def block_misfits(inv: Inventory, arch: ModelArch, fmt: str,
     model_executor/layers/quantization/utils/fp8_utils.py ``validate_fp8_block_shape`` and
     ``validate_fp8_block_shape_moe``; SGLang layers/quantization/fp8_utils.py).
 
-    Per-channel FP8 (``fbgemm_fp8``: ``Checkpoint.fp8_blocks`` False) has no blocks.
+    Per-channel FP8 (``fbgemm_fp8``, compressed-tensors FP8_DYNAMIC: ``Checkpoint.fp8_blocks``
+    False; a BF16 config whose maker's FP8 release is per channel: ``fp8_release_blocks``
+    False) has no blocks.
 
     Returns ``(tensor, TP degree, size per shard)`` for each distinct misfit, MTP included.
     """
-    if fmt == "bf16" or (fmt == arch.checkpoint.format and not arch.checkpoint.fp8_blocks):
+    if fmt == "bf16" or (fmt == arch.checkpoint.format and not arch.checkpoint.fp8_blocks) \
+            or (fmt == "fp8" and not arch.checkpoint.fp8_block_scales):
         return []
     enc_of = encoding_of(arch, fmt)
     seen: dict[str, tuple[Tensor, int, int]] = {}
