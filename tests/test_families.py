@@ -307,3 +307,36 @@ def test_plan_never_proposes_a_layout_that_splits_fp8_blocks(tmp_path):
     # attention TP 1) is what remains.
     assert [[r["parallel"] for r in c.roles] for c in res.candidates] == [
         [{"tensor": 1, "data": 8, "pipeline": 1, "expert": True}]]
+
+
+@pytest.mark.parametrize("engine,version,flag", [
+    ("vllm", "0.33.0", "--disable-hybrid-kv-cache-manager"),
+    ("sglang", "0.5.23", "--disable-hybrid-swa-memory"),
+])
+def test_engine_args_that_turn_the_window_pool_off(tmp_path, engine, version, flag):
+    """gpt-oss-120b at TP2: 36 layers x 4 KV heads (8 / 2) x (64 + 64) x 2 B = 36,864 B per
+    token. With the window pool off (vLLM 0.33.0 vllm/config/vllm.py: an explicit
+    --disable-hybrid-kv-cache-manager; SGLang 0.5.23 model_config.py _derive_hybrid_model)
+    every layer caches the whole sequence, so the pool holds kv_gib / 36,864 B tokens, the
+    full-attention figure; with it on, more (the 18 window layers keep 128 tokens, or SGLang's
+    0.8 ratio)."""
+    per_token = 36 * 4 * (64 + 64) * 2
+    assert per_token == 36_864
+    on = _size(tmp_path, "gpt-oss-120b", "mxfp4", 2, engine=engine, version=version,
+               gpu="H100-80GB").sizing[0]
+    roles = [{"name": "r", "mode": "unified", "nodePool": "p", "parallel": {"tensor": 2},
+              "engineArgs": [flag]}]
+    off = _size(tmp_path, "gpt-oss-120b", "mxfp4", 2, engine=engine, version=version,
+                gpu="H100-80GB", roles=roles).sizing[0]
+    assert off.kv_bytes_per_token == on.kv_bytes_per_token == per_token
+    assert off.kv_tokens_per_rank == pytest.approx(off.kv_cache * 2**30 / per_token, rel=0.01)
+    if engine == "sglang":
+        # on: 18 full layers + 18 window layers at 0.8 x the full pool's tokens:
+        # 36,864 / (18 x 1,024 x 1.8) = 10 / 9 as many tokens.
+        gain = per_token / (18 * 1024 * 1.8)
+    else:
+        # on, at maxModelLen 32,768 in blocks of 16: a request takes 2,048 full blocks and
+        # cdiv(127 + 16,384 in flight, 16) + 1 = 1,033 window ones (18 layers each), against
+        # 2 x 2,048 when every layer is full: 4,096 / 3,081 = 1.329 as many.
+        gain = 2 * 2048 / (2048 + 1033)
+    assert on.kv_tokens_per_rank == pytest.approx(off.kv_tokens_per_rank * gain, rel=2e-3)
