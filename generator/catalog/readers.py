@@ -146,7 +146,8 @@ def _checkpoint(c: dict) -> Checkpoint:
         # llm-compressor's schemes (compressed-tensors QuantizationScheme): 8-bit float weights
         # are FP8 (FP8_DYNAMIC: per channel; FP8_BLOCK: strategy "block"), others the INT4
         # weight-only W4A16 of Kimi-K2-Thinking.
-        groups = q.get("config_groups") if isinstance(q.get("config_groups"), dict) else {}
+        cg = q.get("config_groups")
+        groups: dict = cg if isinstance(cg, dict) else {}
         weights = [g.get("weights") for g in groups.values() if isinstance(g, dict)]
         fp8 = [w for w in weights if isinstance(w, dict) and w.get("type") == "float"
                and w.get("num_bits") == 8]
