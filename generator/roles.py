@@ -60,6 +60,8 @@ class RoleInput:
         rank_ports: HTTP API ports per serving pod: 1, or one per local DP rank (vLLM's DP
             supervisor behind the inference gateway: ``serving.port + rank``,
             engines/gateway.py ``rank_ports``).
+        engine_args: the role's ``engineArgs`` as written (the sizing reads the switches that
+            change the KV pool's layout: :func:`engine_switch`).
     """
 
     name: str
@@ -81,6 +83,7 @@ class RoleInput:
     graph_cap: int | None = None
     rank_ports: int = 1
     mnnvl: bool = False
+    engine_args: tuple[str, ...] = ()
 
 
 def carried_speculative(spec: InferenceDeployment) -> tuple[Speculative | None, str]:
@@ -123,8 +126,23 @@ def role_inputs(spec: InferenceDeployment, arch: ModelArch | None) -> list[RoleI
             network=spec.spec.network, layout=layout, pd=pd,
             concurrency=stated or 1, speculative_from=source, admission=stated,
             engine_default=role.sizing.concurrency == ENGINE_DEFAULT,
-            mnnvl=uses_mnnvl(spec.spec.network, GPUS[pool.gpu], pool.gpusPerNode)))
+            mnnvl=uses_mnnvl(spec.spec.network, GPUS[pool.gpu], pool.gpusPerNode),
+            engine_args=tuple(role.engineArgs)))
     return roles
+
+
+def engine_switch(args: tuple[str, ...], flag: str, negated: str = "") -> bool | None:
+    """A boolean switch in ``args``: True for ``flag`` (or ``flag=true``), False for
+    ``negated`` (argparse's ``--no-`` form, or ``flag=false``), None when neither is given;
+    the last one written wins, as argparse keeps it."""
+    state: bool | None = None
+    for a in args:
+        name, eq, value = a.partition("=")
+        if name == flag:
+            state = value.lower() not in ("false", "0") if eq else True
+        elif negated and name == negated:
+            state = False
+    return state
 
 
 def uses_mnnvl(net: Network, gpu: Gpu, gpus_per_node: int) -> bool:

@@ -237,3 +237,106 @@ def test_sglang_decode_ignores_the_swa_ratio(tmp_path):
     checked = _size(tmp_path, "gpt-oss-120b", "mxfp4", 4, engine="sglang", version="0.5.23",
                     roles=roles)
     assert not [f for f in checked.findings if f.code == "SRV011"]
+
+
+@pytest.mark.parametrize("engine,version,embed_gib", [
+    # SGLang attention DP (tensor 1, data 8): each rank embeds its own tokens, so the table is
+    # split over the attention-TP group of one (SGLang 0.5.23 vocab_parallel_embedding.py
+    # get_embedding_tp_kwargs; qwen2_moe.py use_attn_tp_group=is_dp_attention_enabled()):
+    # 151,936 x 4,096 x 2 B = 1,244,659,712 B = 1.159 GiB on every GPU.
+    ("sglang", "0.5.23", 151_936 * 4_096 * 2 / 2**30),
+    # vLLM DP8: attention TP 1 per DP rank, the embedding split over TP = 1: the same table.
+    ("vllm", "0.33.0", 151_936 * 4_096 * 2 / 2**30),
+])
+def test_attention_dp_holds_the_whole_embedding(tmp_path, engine, version, embed_gib):
+    roles = [{"name": "r", "mode": "unified", "nodePool": "p",
+              "parallel": {"tensor": 1, "data": 8, "expert": True}}]
+    z = _size(tmp_path, "qwen3-235b-a22b", "bf16", 1, engine=engine, version=version,
+              roles=roles).sizing[0]
+    assert z.weights_by_component["embedding"] == pytest.approx(embed_gib, rel=1e-6)
+    assert round(embed_gib, 3) == 1.159
+    # The lm_head stays split over SGLang's whole tensor x data group of 8 (ParallelLMHead,
+    # no --enable-dp-lm-head): 1.159 / 8 = 0.145 GiB; vLLM's over TP 1: whole.
+    head = z.weights_by_component["lm_head"]
+    assert head == pytest.approx(embed_gib / (8 if engine == "sglang" else 1), rel=1e-6)
+
+
+def test_glm4_fp8_release_is_per_channel(tmp_path):
+    """GLM-4.6-FP8 at TP8: 1,536 / 8 = 192-wide expert shards, which no 128 x 128 block divides;
+    Zhipu's FP8 release has no blocks (catalog/readers.py _glm4_moe), so QNT001 does not refuse
+    what SGLang's and GLM's own docs run. Qwen3-235B-A22B-FP8 is block FP8 (its model card:
+    block size 128): at TP8 1,536 / 8 = 192 is still refused."""
+    glm = _size(tmp_path, "glm-4.6", "fp8", 8)
+    assert "QNT001" not in {f.code for f in glm.findings}
+    qwen = _size(tmp_path, "qwen3-235b-a22b", "fp8", 8)
+    assert "QNT001" in {f.code for f in qwen.findings}
+
+
+def test_compressed_tensors_fp8_is_read_as_fp8():
+    """llm-compressor's FP8_DYNAMIC (float 8-bit weights, channel strategy) is FP8 without
+    blocks and its FP8_BLOCK scheme FP8 with blocks; INT4 weights stay W4A16 (Kimi-K2-Thinking)."""
+    from generator.catalog.readers import _checkpoint
+
+    def ct(weights):
+        return {"quantization_config": {"quant_method": "compressed-tensors", "config_groups": {
+            "group_0": {"targets": ["Linear"], "weights": weights}}}}
+    chan = _checkpoint(ct({"num_bits": 8, "type": "float", "strategy": "channel"}))
+    block = _checkpoint(ct({"num_bits": 8, "type": "float", "strategy": "block",
+                            "block_structure": [128, 128]}))
+    int4 = _checkpoint(ct({"num_bits": 4, "type": "int", "strategy": "group", "group_size": 32}))
+    assert (chan.format, chan.fp8_blocks) == ("fp8", False)
+    assert (block.format, block.fp8_blocks) == ("fp8", True)
+    assert int4.format == "w4a16"
+
+
+def test_plan_never_proposes_a_layout_that_splits_fp8_blocks(tmp_path):
+    """gen plan for Qwen3-235B-A22B FP8 on 8 x H100: TP8 without EP splits the experts into
+    192-wide shards (QNT001); the search leaves it out and says so, and every candidate it
+    proposes passes gen validate's layout rules (QNT001 among them)."""
+    from generator.capacity.search import plan
+    from generator.spec.request import PlanRequest
+    req = PlanRequest.model_validate({
+        "apiVersion": "moegen.dev/v1alpha1", "kind": "PlanRequest", "metadata": {"name": "q"},
+        "spec": {"model": {"architecture": "qwen3-235b-a22b", "weights": "fp8"},
+                 "engine": {"name": "vllm", "version": "0.33.0"},
+                 "nodePools": {"h100": {"gpu": "H100-80GB", "gpusPerNode": 8, "nodes": 1}},
+                 "workload": {"inputTokens": 2000, "outputTokens": 500, "concurrency": 16},
+                 "slo": {"tpotMs": 100}}})
+    res = plan(req)
+    # One node: TP8 (192-wide expert shards) is left out; DP8 x EP8 (whole experts per GPU,
+    # attention TP 1) is what remains.
+    assert [[r["parallel"] for r in c.roles] for c in res.candidates] == [
+        [{"tensor": 1, "data": 8, "pipeline": 1, "expert": True}]]
+
+
+@pytest.mark.parametrize("engine,version,flag", [
+    ("vllm", "0.33.0", "--disable-hybrid-kv-cache-manager"),
+    ("sglang", "0.5.23", "--disable-hybrid-swa-memory"),
+])
+def test_engine_args_that_turn_the_window_pool_off(tmp_path, engine, version, flag):
+    """gpt-oss-120b at TP2: 36 layers x 4 KV heads (8 / 2) x (64 + 64) x 2 B = 36,864 B per
+    token. With the window pool off (vLLM 0.33.0 vllm/config/vllm.py: an explicit
+    --disable-hybrid-kv-cache-manager; SGLang 0.5.23 model_config.py _derive_hybrid_model)
+    every layer caches the whole sequence, so the pool holds kv_gib / 36,864 B tokens, the
+    full-attention figure; with it on, more (the 18 window layers keep 128 tokens, or SGLang's
+    0.8 ratio)."""
+    per_token = 36 * 4 * (64 + 64) * 2
+    assert per_token == 36_864
+    on = _size(tmp_path, "gpt-oss-120b", "mxfp4", 2, engine=engine, version=version,
+               gpu="H100-80GB").sizing[0]
+    roles = [{"name": "r", "mode": "unified", "nodePool": "p", "parallel": {"tensor": 2},
+              "engineArgs": [flag]}]
+    off = _size(tmp_path, "gpt-oss-120b", "mxfp4", 2, engine=engine, version=version,
+                gpu="H100-80GB", roles=roles).sizing[0]
+    assert off.kv_bytes_per_token == on.kv_bytes_per_token == per_token
+    assert off.kv_tokens_per_rank == pytest.approx(off.kv_cache * 2**30 / per_token, rel=0.01)
+    if engine == "sglang":
+        # on: 18 full layers + 18 window layers at 0.8 x the full pool's tokens:
+        # 36,864 / (18 x 1,024 x 1.8) = 10 / 9 as many tokens.
+        gain = per_token / (18 * 1024 * 1.8)
+    else:
+        # on, at maxModelLen 32,768 in blocks of 16: a request takes 2,048 full blocks and
+        # cdiv(127 + 16,384 in flight, 16) + 1 = 1,033 window ones (18 layers each), against
+        # 2 x 2,048 when every layer is full: 4,096 / 3,081 = 1.329 as many.
+        gain = 2 * 2048 / (2048 + 1033)
+    assert on.kv_tokens_per_rank == pytest.approx(off.kv_tokens_per_rank * gain, rel=2e-3)

@@ -173,12 +173,14 @@ EXPECTED = {
         ("LOAD014", 101),
     ]),
     "gke-lws-vllm-deepseek-r1-tp8-pp2": (None, [
+        ("IMP027", 35),
         ("IMP008", 41),
         ("MOD006", 51),
         ("IMP021", 58),
     ]),
     "gke-lws-vllm-deepseek-r1-tp8-pp2-hdml": ("H100-80GB", [
         ("POOL005", 28),
+        ("IMP027", 36),
         ("IMP008", 40),
         ("IMP021", 57),
         ("IMP016", 68),

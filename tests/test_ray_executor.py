@@ -99,11 +99,11 @@ def test_the_leader_starts_the_ray_head_and_waits_for_every_node(launchers):
     assert head < wait < serve
     assert '--node-ip-address="${MOEGEN_POD_IP}"' in leader[head:wait]
     assert 'export RAY_ADDRESS="${MOEGEN_POD_IP}:6379"' in leader[head:wait]
-    # 2 pods = 2 Ray nodes; 60 polls x 5 s = 300 s, the startup budget's rendezvous
-    # (sizing/host.py RENDEZVOUS_S) and multi-node-serving.sh's ray_init_timeout.
-    assert 'while [ "$n" -lt 60 ]; do' in leader
+    # 2 pods = 2 Ray nodes; 240 polls x 5 s = 1200 s, as long as the worker waits for the
+    # leader (below), and the startup budget's rendezvous (sizing/host.py RAY_RENDEZVOUS_S).
+    assert 'while [ "$n" -lt 240 ]; do' in leader
     assert 'if [ "$alive" = "2" ]; then' in leader
-    assert "fewer than 2 Ray nodes alive after 300 s" in leader
+    assert "fewer than 2 Ray nodes alive after 1200 s" in leader
     engine = leader[serve:]
     assert "--distributed-executor-backend ray \\" in engine
     assert "--tensor-parallel-size 8 \\" in engine and "--pipeline-parallel-size 2 \\" in engine
@@ -157,3 +157,62 @@ def test_a_single_pod_ray_role_renders_the_flag_only(tmp_path):
     assert "--distributed-executor-backend ray \\" in lws
     assert "ray start" not in lws and "moegen_wait_ray_nodes" not in lws
     assert "--distributed-executor-backend" not in files["decode-lws.yaml"]
+
+
+def test_a_leader_only_label_is_left_out_of_every_pod(tmp_path):
+    """IMP027: GKE's vLLM multi-node LWS labels its leader ``role: leader`` (line 35) and its
+    Service selects it; the worker template has no such label. ``roles[].pod.labels`` go on every
+    pod of the role, so carrying the label would put the worker (a Ray node serving no API)
+    behind that Service: the import leaves it out and says so, at the label's line."""
+    from generator.inputs import read_inputs
+    from tests.helpers import shared
+    path = shared("reference", "manifests", "gke-lws-vllm-deepseek-r1-tp8-pp2.yaml")
+    batch = read_inputs([path])
+    imp027 = [(f.severity.value, f.location.line, f.path) for f in batch.all_findings()
+              if f.code == "IMP027"]
+    assert imp027 == [("notice", 35, "$.spec.leaderWorkerTemplate.leaderTemplate.metadata"
+                                     ".labels.role")]
+    out = subprocess.run(["gen", "import", str(path)], capture_output=True, text=True)
+    spec = yaml.safe_load(out.stdout)
+    pod = spec["spec"]["roles"][0].get("pod", {})
+    assert "role" not in pod.get("labels", {})
+
+
+def test_lay019_ray_ports_on_the_node_network(tmp_path):
+    """LAY019: the shipped Ray overlay (pod network) does not warn; with network.hostNetwork
+    the pod IP Ray's processes listen on is the node's, so the warning names the role's
+    executor field."""
+    overlay = RAY.read_text()
+    assert "LAY019" not in _codes(tmp_path, overlay)
+    hits = [f for f in pipeline.check(S1, [RAY, _write(tmp_path, "spec:\n  network:\n"
+                                                       "    hostNetwork: true\n")]).findings
+            if f.code == "LAY019"]
+    assert [(f.severity.value, f.path) for f in hits] == [
+        ("warning", "$.spec.roles[0].parallel.executor")]
+    assert "6379" in hits[0].message
+
+
+def _write(tmp_path, text: str):
+    path = tmp_path / "host-network.yaml"
+    path.write_text(text)
+    return path
+
+
+def test_the_leader_waits_for_the_workers_as_long_as_they_wait_for_it(rendered, launchers):
+    """The two sides of the Ray rendezvous: the worker polls the leader's Ray port 240 x 5 s,
+    the leader polls for every Ray node 240 x 5 s, and the leader's startup probe allows that
+    wait on top of the load and warm-up, so the probe never kills a leader that is still
+    waiting. S1's prefill on 2 H20-96GB pods (TP8 x PP2): the leader's share of the FP8
+    checkpoint is read at 1 GB/s; budget = load + warm-up 1200 s + rendezvous 1200 s."""
+    worker = launchers["worker"]
+    assert "did not accept connections on port 6379 within 1200 s" in worker
+    assert "fewer than 2 Ray nodes alive after 1200 s" in launchers["leader"]
+    plan = next(h for r, h in zip(rendered[0].model.roles, rendered[0].model.host)
+                if r.name == "prefill")
+    assert plan.rendezvous_s == 1200
+    assert plan.startup_s >= plan.load_s + 1200 + 1200
+    lws = next(d for d in yaml.safe_load_all(rendered[2]["prefill-lws.yaml"])
+               if d and d["kind"] == "LeaderWorkerSet")
+    probe = lws["spec"]["leaderWorkerTemplate"]["leaderTemplate"]["spec"]["containers"][0][
+        "startupProbe"]
+    assert probe["periodSeconds"] * probe["failureThreshold"] == plan.startup_s

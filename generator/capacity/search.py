@@ -29,9 +29,11 @@ from ..perf.evaluate import evaluate
 from ..perf.inputs import prediction_inputs
 from ..perf.loop import pd_candidate, unified_candidate
 from ..roles import RoleInput
-from ..sizing import RoleSizing, size_role
+from ..sizing import RoleSizing, placement_for, size_role
 from ..sizing.formats import storage
+from ..sizing.params import inventory
 from ..sizing.sglang_budget import fraction_with_room
+from ..sizing.weights import block_misfits
 from ..spec import models as sm
 from ..spec.bandwidth import resolved
 from ..spec.request import PlanRequest
@@ -151,6 +153,15 @@ class _Search:
                 z = size_role(role, GPUS[pool.gpu], self.dialect)
         return role, (z if self.fits(z) else None)
 
+    def cuts_blocks(self, role: RoleInput) -> bool:
+        """The layout splits FP8 weights through their 128 x 128 quantization blocks, which
+        both engines refuse to load (QNT001, checks/model.py; the reason is counted)."""
+        if block_misfits(inventory(role.arch), role.arch, role.model.weights,
+                         placement_for(role, self.engine)):
+            self.rejected["layouts that split FP8 quantization blocks (QNT001)"] += 1
+            return True
+        return False
+
     def pinned(self, role: RoleInput) -> dict | None:
         """The serving settings the candidate pins for ``role`` (its planned fraction)."""
         mfs = role.serving.memFractionStatic
@@ -207,7 +218,7 @@ class _Search:
         role = _role_input(name, mode, self.model, arch, self.serving, lay, pool, n, self.k,
                            conn, per_rank * lay.data if per_rank else 1, red, choices,
                            engine=self.engine)
-        if role.layout.problem:
+        if role.layout.problem or self.cuts_blocks(role):
             return None
         role, z = self.sized(role, pool)
         if z is None:
@@ -273,7 +284,7 @@ class _Search:
         prole = _role_input("prefill", "prefill", self.model, arch, self.serving, pl, ppool,
                             np_, self.k, conn, 1, red_p, self.dialect.all2all_choices,
                             engine=self.engine)
-        if prole.layout.problem:
+        if prole.layout.problem or self.cuts_blocks(prole):
             return None
         prole, zp = self.sized(prole, ppool)
         if zp is None:

@@ -154,6 +154,10 @@ class Checkpoint:
         remote_code_tokenizer: the tokenizer is custom code (Kimi-K2's ``tokenizer_config.json``
             ``auto_map`` -> ``tokenization_kimi.TikTokenTokenizer``): the engines load it only
             with ``--trust-remote-code`` (facts/requirements.py).
+        fp8_release_blocks: for a config that is not FP8 itself, whether the FP8 checkpoint
+            the model's maker publishes (what ``weights: fp8`` then names) carries 128 x 128
+            block scales (DeepSeek, Qwen3, MiniMax-M2, GLM-5); False for a per-channel release
+            (GLM-4.5/4.6/4.7-FP8: catalog/readers.py ``_glm4_moe``).
     """
 
     format: str = "bf16"
@@ -161,6 +165,13 @@ class Checkpoint:
     fp8_blocks: bool = True
     bf16_rest: bool = False
     remote_code_tokenizer: bool = False
+    fp8_release_blocks: bool = True
+
+    @property
+    def fp8_block_scales(self) -> bool:
+        """``weights: fp8`` of this model holds 128 x 128 blocks: this checkpoint's own FP8
+        format when it is FP8, else the maker's FP8 release (:attr:`fp8_release_blocks`)."""
+        return self.fp8_blocks if self.format == "fp8" else self.fp8_release_blocks
 
 
 @dataclass(frozen=True)

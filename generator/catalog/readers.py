@@ -143,6 +143,16 @@ def _checkpoint(c: dict) -> Checkpoint:
     if method == "mxfp4":
         return Checkpoint("mxfp4", 1 if ue8m0 else 4, bf16_rest=True)
     if method == "compressed-tensors":
+        # llm-compressor's schemes (compressed-tensors QuantizationScheme): 8-bit float weights
+        # are FP8 (FP8_DYNAMIC: per channel; FP8_BLOCK: strategy "block"), others the INT4
+        # weight-only W4A16 of Kimi-K2-Thinking.
+        cg = q.get("config_groups")
+        groups: dict = cg if isinstance(cg, dict) else {}
+        weights = [g.get("weights") for g in groups.values() if isinstance(g, dict)]
+        fp8 = [w for w in weights if isinstance(w, dict) and w.get("type") == "float"
+               and w.get("num_bits") == 8]
+        if fp8:
+            return Checkpoint("fp8", 4, fp8_blocks=all(w.get("strategy") == "block" for w in fp8))
         return Checkpoint("w4a16", 4)
     if method == "modelopt_fp4" or q.get("quant_algo") == "NVFP4":
         return Checkpoint("nvfp4", 1 if ue8m0 else 4)
@@ -261,7 +271,13 @@ def _glm4_moe(c: dict) -> ModelArch:
     moe = MoeShape(experts, topk, inter, r.count("n_shared_experts") * inter,
                    _dense_width(r, mask), mask, r.int("n_group", 0), r.int("topk_group", 0), "correction")
     _check_topk(r, experts, topk, moe.groups, moe.topk_group)
-    return _done(r, c, "GLM-4.5", att, moe, mtp=r.count("num_nextn_predict_layers"))
+    arch = _done(r, c, "GLM-4.5", att, moe, mtp=r.count("num_nextn_predict_layers"))
+    # Zhipu's GLM-4.5/4.6/4.7-FP8 releases are compressed-tensors FP8 without 128 x 128 blocks:
+    # they load through compressed_tensors.py (zai-org/GLM-V#178) and run at shards no block
+    # divides (GLM-4.5-Air-FP8 at --tp 4: 1,408 / 4 = 352, zai-org/GLM-4.5#23; GLM-4.6-FP8 at
+    # --tp 8: 1,536 / 8 = 192, SGLang's GLM-4.5/4.6 usage docs), which vLLM's block check
+    # refuses (0.33.0 fp8_utils.py validate_fp8_block_shape_moe).
+    return replace(arch, checkpoint=replace(arch.checkpoint, fp8_release_blocks=False))
 
 
 def _gpt_oss(c: dict) -> ModelArch:

@@ -147,6 +147,13 @@ for _code, _sev, _summary, _source in (
      "https://kubernetes.io/docs/reference/kubernetes-api/workload-resources/pod-v1/#Container; "
      "generator/spec/data/k8s-objects.json (Kubernetes 1.32.0 OpenAPI, from "
      "tools/extract_k8s_schemas.py)"),
+    ("IMP027", N, "a label or annotation of a multi-pod role's leader template that its worker "
+                  "template lacks is reported as left out (roles[].pod.labels go on every pod)",
+     "docs/spec.md §6 (pod labels, annotations: every engine pod); "
+     "GoogleCloudPlatform/kubernetes-engine-samples@2b5036514162a489145c5e5570bc320efbcb37bf:"
+     "ai-ml/llm-multihost-gpus/vllm-deepseek-r1-A3.yaml (its Service selects the leader's "
+     "role: leader); "
+     "generator/importer/pods.py"),
     ("NET100", E, "every connection of the rendering reaches a listener that accepts it",
      "generator/manifests/addresses.py (the address model: each client's address and port "
      "against each listener's bind address, per target; raised by generator/pipeline.py; "

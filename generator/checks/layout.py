@@ -303,6 +303,27 @@ def _ray_nixl_host(ctx: Context):
                       "parallel.executor mp (--nnodes)")
 
 
+@rule("LAY019", W, "a Ray cluster's ports stay inside the pod network",
+      "https://docs.ray.io/en/latest/ray-security/index.html (Ray's GCS, raylet and worker "
+      "ports have no authentication: never expose them to untrusted networks); "
+      "https://kubernetes.io/docs/concepts/services-networking/network-policies/"
+      "#networkpolicy-and-hostnetwork-pods (a NetworkPolicy's behaviour for hostNetwork pods "
+      "is undefined); templates/_launch.sh.j2 (ray start --node-ip-address = the pod IP)",
+      engines=("vllm",))
+def _ray_host_network(ctx: Context):
+    if not ctx.spec.spec.network.hostNetwork:
+        return
+    for i, r in ctx.role_items():
+        if r.parallel.executor == "ray" and r.layout.multi_pod:
+            yield Hit(role_path(i, "parallel", "executor"),
+                      f"role {r.name!r}: with network.hostNetwork the pod IP is the node's, so "
+                      "the Ray head's GCS (port 6379) and every pod's raylet, object manager "
+                      "and worker ports listen on the node's addresses with no authentication, "
+                      "and the engines' NetworkPolicy does not reliably cover hostNetwork pods",
+                      "parallel.executor mp (--nnodes: a TCPStore rendezvous on one port), or "
+                      "restrict the nodes' network to the cluster with the host firewall")
+
+
 @rule("LAY009", E, "an instance that spans pods restarts as a group",
       "vLLM's DP/TP handshake happens only at start (vLLM 0.33.0 vllm/v1/engine/utils.py; a "
       "headless engine waits HANDSHAKE_TIMEOUT_MINS = 5, vllm/v1/engine/core.py) and a headless "

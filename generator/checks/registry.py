@@ -178,7 +178,7 @@ MODEL_FREE_FAMILIES = ("NAME", "TOP", "SCHD", "LWS", "AUT", "RTR", "RST", "PORT"
 #: Single codes of the other families read at their rule functions (and the helpers they
 #: call): the model's source (MOD001, MOD004-MOD007: volume, Hub download, cache), pools
 #: (POOL001-POOL005: names, counts, selectors), the layout on pods and nodes (LAY001,
-#: LAY004-LAY011, LAY013, ENG001, SPD005; the executor: LAY015-LAY018), engineArgs against
+#: LAY004-LAY011, LAY013, ENG001, SPD005; the executor: LAY015-LAY019), engineArgs against
 #: the release's parser and derived flags (ENG002-ENG010; per dialect, not per model), EPLB and all-to-all settings
 #: against the layout and DeepEP's compiled rank counts (EP001, EP002, EP004-EP006, A2A001,
 #: A2A002, A2A004, A2A005, A2A007-A2A009, A2A030, OVL001-OVL003, OVL007), prefill/decode
@@ -197,7 +197,7 @@ MODEL_FREE = frozenset({
     "MOD001", "MOD004", "MOD005", "MOD006", "MOD007", "MOD008",
     "POOL001", "POOL002", "POOL003", "POOL004", "POOL005", "POOL006",
     "LAY001", "LAY004", "LAY005", "LAY006", "LAY007", "LAY008", "LAY009", "LAY010", "LAY011",
-    "LAY013", "LAY015", "LAY016", "LAY017", "LAY018", "ENG001", "SPD005",
+    "LAY013", "LAY015", "LAY016", "LAY017", "LAY018", "LAY019", "ENG001", "SPD005",
     "ENG002", "ENG003", "ENG004", "ENG005", "ENG006", "ENG007", "ENG008", "ENG009", "ENG010",
     "EP001", "EP002", "EP004", "EP005", "EP006", "A2A001", "A2A002", "A2A004", "A2A005",
     "A2A007", "A2A008", "A2A009", "A2A030", "OVL001", "OVL002", "OVL003", "OVL007",

@@ -22,6 +22,7 @@ from ..spec.provenance import json_path
 from ..manifests.pods import IMEX_CLAIM
 from .hygiene import pod_issues
 from .launch import Issue, Launch
+from .metadata import one_line, shared_metadata
 from .shell import is_runtime, runtime, show
 from .workloads import Pods, Workload
 
@@ -560,25 +561,14 @@ def _pod_settings(w: Workload, pods: Pods, launch: Launch, out: PodFields) -> No
         out.pod["securityContext"] = psc
     labels = {k: str(v) for k, v in pods.labels.items() if not _OWN_LABEL.match(str(k))}
     labels = {k: v for k, v in labels.items() if w.labels.get(k) != v}
+    managed = w.labels.get("app.kubernetes.io/managed-by") == "moegen"
+    ann = {k: one_line(str(v)) for k, v in pods.annotations.items()
+           if not _OWN_LABEL.match(str(k)) and not (managed and _CHECKOV_SKIP.match(str(k)))}
+    labels, ann = shared_metadata(w, pods, labels, ann, out)
     if labels:
         out.pod["labels"] = labels
-    managed = w.labels.get("app.kubernetes.io/managed-by") == "moegen"
-    ann = {k: _one_line(str(v)) for k, v in pods.annotations.items()
-           if not _OWN_LABEL.match(str(k)) and not (managed and _CHECKOV_SKIP.match(str(k)))}
     if ann:
         out.pod["annotations"] = ann
-
-
-def _one_line(value: str) -> str:
-    """An annotation value as one line: JSON (Multus, GKE network interfaces) compacted, other
-    text with its line breaks as spaces (YAML folds them so too)."""
-    if "\n" not in value:
-        return value
-    import json
-    try:
-        return json.dumps(json.loads(value), separators=(",", ":"))
-    except ValueError:
-        return " ".join(value.split())
 
 
 def token_secret(launch: Launch) -> tuple[dict | None, str | None]:

@@ -37,12 +37,14 @@ LIVENESS_PERIOD_S, LIVENESS_FAILURES, LIVENESS_TIMEOUT_S = 30, 5, 10
 #: leader pulls the same image and starts at the same time (LWS startupPolicy LeaderCreated).
 RESOLVE_TRIES, RESOLVE_SLEEP_S = 240, 5
 #: A Ray leader waits for every pod's Ray node to be alive before its engine starts, as vLLM's
-#: multi-node-serving.sh leader does (ray_init_timeout=300 s, polled every 5 s:
-#: vllm-project/vllm@v0.8.5:examples/online_serving/multi-node-serving.sh): the startup budget's
-#: rendezvous (sizing/host.py RENDEZVOUS_S = 300 s). Without the wait vLLM would ask for a
-#: placement group the cluster cannot hold yet (vllm/v1/executor/ray_utils.py
+#: multi-node-serving.sh leader does (vllm-project/vllm@v0.8.5:examples/online_serving/
+#: multi-node-serving.sh polls every 5 s), but as long as a worker waits for the leader
+#: (RESOLVE_TRIES x RESOLVE_SLEEP_S = 20 min, not the script's ray_init_timeout of 300 s): a
+#: worker whose node pulls the image slower no longer restarts the group. The startup budget's
+#: rendezvous is that wait (sizing/host.py RAY_RENDEZVOUS_S). Without the wait vLLM would ask
+#: for a placement group the cluster cannot hold yet (vllm/v1/executor/ray_utils.py
 #: _wait_until_pg_ready).
-RAY_WAIT_TRIES = 60
+RAY_WAIT_TRIES = RESOLVE_TRIES
 
 
 #: The pod's index in its instance and the leader's DNS name, as the pod template defines them.

@@ -6,7 +6,7 @@ from __future__ import annotations
 from ..perf.candidate import ttft_split_text
 from ..perf.inputs import inputs_text
 from ..sizing import RoleSizing
-from ..sizing.host import RENDEZVOUS_S, WARMUP_S, HostPlan
+from ..sizing.host import WARMUP_S, HostPlan
 
 
 def sizing_json(checked, prediction=None) -> dict:
@@ -147,7 +147,7 @@ def host_rows(h: HostPlan) -> list[tuple[str, str]]:
                      f"+ weight staging {p.staging_gib:.0f}; ephemeral-storage "
                      f"{p.ephemeral_gib}Gi; reads {p.checkpoint_gib:.1f} GiB of the checkpoint"))
     rows.append(("startup", f"{h.startup_s} s = load {h.load_s} s at {h.load_gbps:g} GB/s "
-                            f"+ warm-up {WARMUP_S} s + rendezvous {RENDEZVOUS_S} s"))
+                            f"+ warm-up {WARMUP_S} s + rendezvous {h.rendezvous_s} s"))
     return rows
 
 

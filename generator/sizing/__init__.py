@@ -48,7 +48,21 @@ def placement_for(role: RoleInput, engine: str) -> Placement:
 
     SGLang: the TP group is tensor x data; attention TP = tensor / context (context parallelism
     replicates attention over the CP ranks, layers/dp_attention.py ``attn_tp_size``); the dense
-    MLP runs data-parallel with attention DP (moegen renders ``--moe-dense-tp-size 1``).
+    MLP runs data-parallel with attention DP (moegen renders ``--moe-dense-tp-size 1``). Under
+    attention DP (data > 1) each rank embeds only its own tokens, so the input embedding is
+    split over the attention-TP group, not the whole group (SGLang 0.5.23
+    python/sglang/srt/layers/vocab_parallel_embedding.py ``get_embedding_tp_kwargs``:
+    ``use_attn_tp_group=is_dp_attention_enabled()``, used by models/deepseek_v2.py and
+    deepseek_nextn.py; models/qwen2_moe.py, glm4_moe.py, llama4.py, gpt_oss.py, minimax_m2.py
+    pass the same; read at 0.5.14 too): with one attention-TP rank per DP rank, the usual
+    layout, every GPU holds the whole vocab x hidden table. DeepSeek-V4 keeps the whole-group
+    split: its source replicates the table (models/deepseek_v4.py ``enable_tp=not
+    is_dp_attention_enabled()``, 0.5.14 and 0.5.23), but the one engine-printed V4 attention-DP
+    figure (sgl-project/sglang#24523: 186,368 tokens per rank, tests/test_v4_kv.py) leaves no
+    room for the 1.5 GiB more per GPU that would add: left until a second figure says which
+    term is off. The lm_head stays split over the whole group
+    (``ParallelLMHead(use_attn_tp_group=enable_dp_lm_head)``; moegen does not render
+    ``--enable-dp-lm-head``, and an engineArgs one is not read here).
     """
     lay = role.layout
     moe = role.moe
@@ -59,9 +73,11 @@ def placement_for(role: RoleInput, engine: str) -> Placement:
         group = lay.tensor * lay.data
         cp = role.parallel.context or 1
         a2a = moe.all2all if moe else None
-        return Placement(tp=max(1, lay.tensor // cp), dense_tp=1 if lay.data > 1 else group,
+        attn_tp = max(1, lay.tensor // cp)
+        embed_tp = attn_tp if lay.data > 1 and not role.arch.compressed_attention else group
+        return Placement(tp=attn_tp, dense_tp=1 if lay.data > 1 else group,
                          shared_tp=1 if (lay.expert_parallel and a2a in SGLANG_SHARED_TP1) else group,
-                         moe_tp=group, vocab_tp=group, **common)
+                         moe_tp=group, vocab_tp=group, embed_tp=embed_tp, **common)
     return Placement(tp=lay.tensor, moe_tp=lay.tensor * lay.data, **common)
 
 

@@ -37,6 +37,7 @@ POD002); below the staging too, loading thrashes (POD003).
 Startup budget (cold start, empty compile cache)::
 
     budget = the pod's share of the checkpoint / loadGBps + warm-up 1200 s + rendezvous 300 s
+                                                       (1200 s for a Ray cluster over pods)
 
 rounded up to the startup probe period. A pod of ``g`` GPUs of an instance of ``G`` GPUs
 (tensor x data x pipeline) reads ``min(1, g / (tensor x pipeline))`` of the non-expert tensors
@@ -85,6 +86,11 @@ EPHEMERAL_BASE_GIB = 20
 LOAD_GBPS_DEFAULT = 1.0
 WARMUP_S = 1200
 RENDEZVOUS_S = 300
+#: A Ray leader (``parallel.executor: ray``) starts its engine only once every pod's Ray node is
+#: alive, and waits for them as long as a worker waits for the leader (20 min:
+#: manifests/pods.py RESOLVE_TRIES x RESOLVE_SLEEP_S), so a worker whose node pulls the image
+#: slower than the leader's does not restart the group; its rendezvous is that wait.
+RAY_RENDEZVOUS_S = 1200
 
 
 @dataclass(frozen=True)
@@ -121,12 +127,14 @@ class HostPlan:
         pods: per pod of an instance (leader first).
         load_gbps: read bandwidth assumed, GB/s; load_s: reading the largest pod share, s.
         startup_s: the cold-start budget, s (multiple of the startup probe period).
+        rendezvous_s: its rendezvous term, s (RENDEZVOUS_S; RAY_RENDEZVOUS_S on Ray).
     """
 
     pods: tuple[PodResources, ...]
     load_gbps: float
     load_s: float
     startup_s: int
+    rendezvous_s: int = RENDEZVOUS_S
 
 
 def api_servers_from(args: list[str]) -> int | None:
@@ -171,6 +179,8 @@ def host_plan(role: RoleInput, procs: tuple[PodProcesses, ...], pod: PodSettings
             staging_gib=float(staging), checkpoint_gib=round(share, 1)))
     gbps = load_gbps or LOAD_GBPS_DEFAULT
     load_s = max(p.checkpoint_gib for p in pods) * GIB / (gbps * 1e9)
-    total = load_s + WARMUP_S + RENDEZVOUS_S
+    ray = role.parallel.executor == "ray" and len(lay.pods) > 1
+    rendezvous = RAY_RENDEZVOUS_S if ray else RENDEZVOUS_S
+    total = load_s + WARMUP_S + rendezvous
     startup = math.ceil(total / probe_period_s) * probe_period_s
-    return HostPlan(tuple(pods), gbps, round(load_s), startup)
+    return HostPlan(tuple(pods), gbps, round(load_s), startup, rendezvous)

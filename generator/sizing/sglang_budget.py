@@ -31,7 +31,7 @@ from ..catalog import Gpu, ModelArch
 from ..facts import deepep
 from ..facts.batches import cuda_graph_batch, deepep_dispatch_tokens
 from ..facts.versions import parse_version
-from ..roles import RoleInput
+from ..roles import RoleInput, engine_switch
 from .kv import SGLANG_SWA_RATIO, V4_SWA_RATIO, HybridCache, V4Cache
 from .result import GIB, RoleSizing
 from .stages import worst_stage
@@ -169,9 +169,14 @@ SGLANG_CHUNKED_SWA_SINCE = (0, 5, 8)
 SGLANG_NO_SWA = (0, 5, 7)
 
 
-def sglang_hybrid_swa(version: tuple[int, int, int], arch: ModelArch) -> bool:
+def sglang_hybrid_swa(version: tuple[int, int, int], arch: ModelArch,
+                      engine_args: tuple[str, ...] = ()) -> bool:
     """SGLang gives the window / chunk layers of ``arch`` their own smaller pool at
-    ``version`` (:data:`SGLANG_CHUNKED_SWA_SINCE`, :data:`SGLANG_NO_SWA`)."""
+    ``version`` (:data:`SGLANG_CHUNKED_SWA_SINCE`, :data:`SGLANG_NO_SWA`), unless engineArgs
+    has ``--disable-hybrid-swa-memory`` (SGLang 0.5.23 python/sglang/srt/configs/
+    model_config.py ``_derive_hybrid_model``: ``is_hybrid_swa`` only without it)."""
+    if engine_switch(engine_args, "--disable-hybrid-swa-memory"):
+        return False
     if "chunked" in arch.attention.layer_types:
         return version >= SGLANG_CHUNKED_SWA_SINCE
     return version != SGLANG_NO_SWA
@@ -230,7 +235,7 @@ def size_sglang(role: RoleInput, gpu: Gpu, inv, arch: ModelArch, stages, place,
 
     def hybrid_cache(per_layer: int, full: int, sliding: int, chunked: int) -> HybridCache:
         at = arch.attention
-        if not sglang_hybrid_swa(v, arch):   # every layer a full one
+        if not sglang_hybrid_swa(v, arch, role.engine_args):   # every layer a full one
             return HybridCache("sglang", per_layer, full + sliding + chunked)
         return HybridCache("sglang", per_layer, full, sliding, chunked, at.window, at.chunk,
                            swa_ratio=s.swaFullTokensRatio or SGLANG_SWA_RATIO)

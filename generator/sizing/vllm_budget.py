@@ -42,7 +42,7 @@ from dataclasses import dataclass
 from ..catalog import Gpu, ModelArch
 from ..facts import deepep
 from ..facts.versions import parse_version
-from ..roles import RoleInput
+from ..roles import RoleInput, engine_switch
 from .kv import HybridCache, V4Cache
 from .result import GIB, RoleSizing
 from .stages import worst_stage
@@ -199,7 +199,12 @@ def hybrid_manager(version: tuple[int, int, int], role: RoleInput) -> bool:
     attention with an EAGLE-like drafter or before :data:`CHUNKED_HMA_DEFAULT_ON`, and off next
     to a KV connector before :data:`HMA_WITH_CONNECTOR` or one without SupportsHMA. Off, every
     sliding / chunked layer caches the whole sequence, as a full one does
-    (vLLM 0.33.0 vllm/v1/core/kv_cache_planning.py ``unify_hybrid_kv_cache_specs``)."""
+    (vLLM 0.33.0 vllm/v1/core/kv_cache_planning.py ``unify_hybrid_kv_cache_specs``).
+    ``--disable-hybrid-kv-cache-manager`` in engineArgs turns it off (vllm/config/vllm.py: an
+    explicit value overrides the automatic choice)."""
+    if engine_switch(role.engine_args, "--disable-hybrid-kv-cache-manager",
+                     "--no-disable-hybrid-kv-cache-manager"):
+        return False
     if "chunked" in role.arch.attention.layer_types:
         spec = role.speculative
         if (spec is not None and spec.method in EAGLE_LIKE) or version < CHUNKED_HMA_DEFAULT_ON:

@@ -110,12 +110,15 @@ class Placement:
             checkpoint's (``formats.held_encoding``; "" = the checkpoint's).
         mxfp4_pad: (hidden, intermediate-per-rank) multiples the engine pads MXFP4 routed
             experts to (``formats.mxfp4_padding``; (0, 0): none).
-        dense_tp, shared_tp, moe_tp, vocab_tp: TP degree of the dense MLP, the shared experts,
-            the routed experts without EP and the embedding/lm_head; 0 = the same as ``tp``.
+        dense_tp, shared_tp, moe_tp, vocab_tp, embed_tp: TP degree of the dense MLP, the shared
+            experts, the routed experts without EP, the lm_head (and the embedding when
+            ``embed_tp`` is 0) and the input embedding; 0 = the same as ``tp``.
             vLLM: MoE TP = tensor x data without EP (``flatten_tp_across_dp``,
             fused_moe/config.py), the rest = tensor. SGLang: the whole tensor x data group,
-            except the dense MLP with ``--moe-dense-tp-size 1`` and the shared experts with an
-            all-to-all backend (replicated, models/deepseek_v2.py ``_shared_expert_use_tp1``).
+            except the dense MLP with ``--moe-dense-tp-size 1``, the shared experts with an
+            all-to-all backend (replicated, models/deepseek_v2.py ``_shared_expert_use_tp1``)
+            and, under attention DP, the embedding (the attention-TP group: see
+            ``sizing.placement_for``).
     """
 
     tp: int
@@ -128,6 +131,7 @@ class Placement:
     shared_tp: int = 0
     moe_tp: int = 0
     vocab_tp: int = 0
+    embed_tp: int = 0
     experts_as: str = ""
     mxfp4_pad: tuple[int, int] = (0, 0)
 
@@ -141,7 +145,9 @@ class Placement:
             return self.dense_tp or self.tp
         if c == "shared_experts":
             return self.shared_tp or self.tp
-        if c in ("embedding", "lm_head"):
+        if c == "embedding":
+            return self.embed_tp or self.vocab_tp or self.tp
+        if c == "lm_head":
             return self.vocab_tp or self.tp
         return min(self.tp, t.shard_limit) if t.shard_limit else self.tp
 
@@ -225,11 +231,14 @@ def block_misfits(inv: Inventory, arch: ModelArch, fmt: str,
     model_executor/layers/quantization/utils/fp8_utils.py ``validate_fp8_block_shape`` and
     ``validate_fp8_block_shape_moe``; SGLang layers/quantization/fp8_utils.py).
 
-    Per-channel FP8 (``fbgemm_fp8``: ``Checkpoint.fp8_blocks`` False) has no blocks.
+    Per-channel FP8 (``fbgemm_fp8``, compressed-tensors FP8_DYNAMIC: ``Checkpoint.fp8_blocks``
+    False; a BF16 config whose maker's FP8 release is per channel: ``fp8_release_blocks``
+    False) has no blocks.
 
     Returns ``(tensor, TP degree, size per shard)`` for each distinct misfit, MTP included.
     """
-    if fmt == "bf16" or (fmt == arch.checkpoint.format and not arch.checkpoint.fp8_blocks):
+    if fmt == "bf16" or (fmt == arch.checkpoint.format and not arch.checkpoint.fp8_blocks) \
+            or (fmt == "fp8" and not arch.checkpoint.fp8_block_scales):
         return []
     enc_of = encoding_of(arch, fmt)
     seen: dict[str, tuple[Tensor, int, int]] = {}
