@@ -75,7 +75,7 @@ def test_ttft_parts_add_up_to_the_ttft():
     parts = ttft_parts(pre, 1.0, kv_s=0.01, rho=0.5)
     assert tuple(parts) == SERVICE_PARTS + QUEUE_PARTS
     assert parts == pytest.approx({"request": 50, "prefill": 200, "kvTransfer": 10,
-                                   "stepWait": 0, "prefillQueue": 100, "prefillDelayer": 0,
+                                   "decodeFirstStep": 0, "stepWait": 0, "prefillQueue": 100, "prefillDelayer": 0,
                                    "overflow": 640})
     split = ttft_split_json(parts)
     assert (split["ttftServiceMs"], split["ttftQueueMs"]) == (260.0, 740.0)
@@ -127,7 +127,8 @@ def test_a_slower_fabric_shows_a_longer_service_and_the_split_explains_a_better_
 def test_gen_size_text_shows_the_split_and_the_inputs(capsys):
     assert run(["size", str(EXAMPLES / "s1-16xh20-pd.yaml")]) == 0
     out = capsys.readouterr().out
-    assert "(predicted: service " in out and " + queue " in out and "KV transfer 8) + queue" in out
+    assert "(predicted: service " in out and " + queue " in out and "KV transfer 8, decode's first step 74) + queue" in out
     assert ("interNodeGbpsPerGpu: 200 Gbit/s (derived: 4 RDMA devices (mlx5_0, mlx5_1, mlx5_2, "
             "mlx5_3) x 400 Gbit/s (assumed) / 8 GPUs per node)") in out
     assert "acceptance: 0.7 per draft token (assumed: the default 0.7)" in out
+
