@@ -119,14 +119,16 @@ class HostPlan:
 
     Attributes:
         pods: per pod of an instance (leader first).
-        load_gbps: read bandwidth assumed, GB/s; load_s: reading the largest pod share, s.
+        load_gbps: read bandwidth, GB/s; load_s: reading the largest pod share, s.
         startup_s: the cold-start budget, s (multiple of the startup probe period).
+        load_basis: ``stated`` (``model.loadGBps``) or ``assumed`` (:data:`LOAD_GBPS_DEFAULT`).
     """
 
     pods: tuple[PodResources, ...]
     load_gbps: float
     load_s: float
     startup_s: int
+    load_basis: str = "stated"
 
 
 def api_servers_from(args: list[str]) -> int | None:
@@ -173,4 +175,5 @@ def host_plan(role: RoleInput, procs: tuple[PodProcesses, ...], pod: PodSettings
     load_s = max(p.checkpoint_gib for p in pods) * GIB / (gbps * 1e9)
     total = load_s + WARMUP_S + RENDEZVOUS_S
     startup = math.ceil(total / probe_period_s) * probe_period_s
-    return HostPlan(tuple(pods), gbps, round(load_s), startup)
+    return HostPlan(tuple(pods), gbps, round(load_s), startup,
+                    "stated" if load_gbps else "assumed")
