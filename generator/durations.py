@@ -196,7 +196,7 @@ def _predicted_mean(spec, prediction) -> float | None:
     """The mean request at the sized load from the deployment's prediction
     (generator/perf/predict.py: the closed loop's TTFT, which includes the wait for prefill, +
     outputTokens x TPOT of the slowest roles), s; None without traffic or a timed prediction.
-    S1: 22.51 s + 1200 x 18.2 ms = 44.35 s."""
+    S1: 20.67 s + 1200 x 19.4 ms = 43.95 s."""
     traffic = spec.spec.traffic
     if prediction is None or traffic is None or not getattr(prediction, "roles", None):
         return None
