@@ -156,6 +156,7 @@ def deployment_durations(spec, roles, sizing, host, prediction=None) -> Duration
     times: list[RoleTimes] = []
     notes: list[str] = []
     pd = {r.mode for r in spec.spec.roles} >= {"prefill", "decode"}
+    dest = _kv_destination(spec, roles, sizing) if pd else None
     for i, role_spec in enumerate(spec.spec.roles):
         role = roles[i] if i < len(roles) else None
         z = sizing[i] if i < len(sizing) else None
@@ -167,7 +168,7 @@ def deployment_durations(spec, roles, sizing, host, prediction=None) -> Duration
             times.append(RoleTimes(role.name, role.mode, _max_len(role), startup))
             continue
         try:
-            times.append(_role_times(spec, role_spec, role, z, startup, pd))
+            times.append(_role_times(spec, role_spec, role, z, startup, pd, dest))
         except (KeyError, ValueError, ZeroDivisionError) as exc:   # a config the model lacks
             notes.append(f"role {role.name!r} not timed: {exc}")
             times.append(RoleTimes(role.name, role.mode, _max_len(role), startup))
@@ -175,11 +176,27 @@ def deployment_durations(spec, roles, sizing, host, prediction=None) -> Duration
                     _predicted_mean(spec, prediction))
 
 
+def _kv_destination(spec, roles, sizing) -> tuple[int, int] | None:
+    """The decode side of a disaggregated KV transfer: (attention TP, KV bytes per token per
+    GPU) of the decode role with the widest TP (the most readers per prefill GPU:
+    perf/terms.py ``kv_readers``); None when no decode role has a memory plan."""
+    from .sizing import RoleSizing
+    best = None
+    for i, role_spec in enumerate(spec.spec.roles):
+        role = roles[i] if i < len(roles) else None
+        z = sizing[i] if i < len(sizing) else None
+        if role_spec.mode != "decode" or role is None or not isinstance(z, RoleSizing):
+            continue
+        if best is None or role.layout.tensor > best[0]:
+            best = (role.layout.tensor, z.kv_bytes_per_token)
+    return best
+
+
 def _predicted_mean(spec, prediction) -> float | None:
     """The mean request at the sized load from the deployment's prediction
     (generator/perf/predict.py: the closed loop's TTFT, which includes the wait for prefill, +
     outputTokens x TPOT of the slowest roles), s; None without traffic or a timed prediction.
-    S1: 22.51 s + 1200 x 18.2 ms = 44.35 s."""
+    S1: 20.67 s + 1200 x 19.4 ms = 43.95 s."""
     traffic = spec.spec.traffic
     if prediction is None or traffic is None or not getattr(prediction, "roles", None):
         return None
@@ -192,8 +209,11 @@ def _max_len(role) -> int:
     return role.serving.maxModelLen or role.arch.max_position_embeddings
 
 
-def _role_times(spec, role_spec, role, z, startup, pd: bool) -> RoleTimes:
-    """One role's predictions from the planner's physical model (perf/terms.py)."""
+def _role_times(spec, role_spec, role, z, startup, pd: bool,
+                dest: tuple[int, int] | None = None) -> RoleTimes:
+    """One role's predictions from the planner's physical model (perf/terms.py); ``dest``: the
+    decode side a prefill role's KV goes to (:func:`_kv_destination`; None: the role's own
+    KV bytes, one reader)."""
     from .perf import terms as perf
     from .perf.decode import (attention_fp8, bf16_compute, effective_overlap, kv_heads_of,
                               model_shape, persistent_mla)
@@ -216,14 +236,20 @@ def _role_times(spec, role_spec, role, z, startup, pd: bool) -> RoleTimes:
                             pipeline=lay.pipeline, expert=lay.expert_parallel,
                             gpus_per_node=pool.gpusPerNode, inter_gbps=gbps,
                             weights_bytes=z.weights * 2**30, bf16=bf16,
-                            overlap=overlap, moe=moe).latency_s
+                            overlap=overlap, moe=moe, batch_tokens=z.batched_tokens,
+                            chunk_tokens=perf.prefill_chunk(s.engine.name, z.batched_tokens,
+                                                            lay.data),
+                            graphs=s.engine.name == "vllm" and not role.serving.enforceEager
+                            ).latency_s
 
     out = RoleTimes(role.name, role.mode, max_len, startup)
     if role.mode != "decode":
         mean = None
         if traffic is not None:
             mean = prefill(min(traffic.inputTokens, max_len))
-        transfer = perf.kv_transfer_time(max_len, z.kv_bytes_per_token, gbps) if pd else None
+        tensor, per_token = dest or (lay.tensor, z.kv_bytes_per_token)
+        transfer = perf.kv_transfer_time(max_len, per_token, gbps,
+                                         perf.kv_readers(lay.tensor, tensor)) if pd else None
         out = RoleTimes(role.name, role.mode, max_len, startup, prefill(max_len), transfer,
                         mean_s=mean)
     if role.mode == "prefill":

@@ -326,10 +326,10 @@ def test_kserve_pods_take_the_presets_rank_flags(pods) -> None:
         assert argv[argv.index("--data-parallel-size") + 1] == "16"
         assert argv[argv.index("--max-num-seqs") + 1] == "13"   # moegen's, via the env var
         assert ("--headless" in argv) == (pod == 1)
-        # moegen's grace period for S1: preStop 10 + drain 67 (1.5 x the predicted mean request,
-        # 22.513 s + 1200 x 18.2 ms = 44.35 s, generator/durations.py) + teardown 15 + 5 = 97;
-        # KServe's shutdownTimeout = tgps 97 - its preStop 15 - min(5, 97) = 77 (config_merge.go)
-        assert argv[argv.index("--shutdown-timeout") + 1] == "77"
+        # moegen's grace period for S1: preStop 10 + drain 66 (1.5 x the predicted mean request,
+        # 20.666 s + 1200 x 19.4 ms = 43.95 s, generator/durations.py) + teardown 15 + 5 = 96;
+        # KServe's shutdownTimeout = tgps 96 - its preStop 15 - min(5, 96) = 76 (config_merge.go)
+        assert argv[argv.index("--shutdown-timeout") + 1] == "76"
 
 
 def _vllm_commands(pods: list[dict]) -> list[dict]:

@@ -4,8 +4,8 @@ Every expected answer is computed by hand below from what the two renders contai
 
 * a stopped engine pod takes up to its terminationGracePeriodSeconds to go: preStop 10 s + drain
   + teardown 15 s + 5 s (generator/pods.py termination_grace), the drain ceil(1.5 x the mean
-  request) (generator/durations.py): S1 ceil(1.5 x 44.35 s) = 67 -> 97 s; S3 ceil(1.5 x
-  53.14 s) = 80 -> 110 s;
+  request) (generator/durations.py): S1 ceil(1.5 x 43.95 s) = 66 -> 96 s; S3 ceil(1.5 x
+  52.80 s) = 80 -> 110 s;
 * a new pod is ready within its startup budget, the rendered startupProbe failureThreshold x
   10 s (asserted on the render itself below);
 * without room for a surge instance a LeaderWorkerSet of one group replaces it in place: the
@@ -93,26 +93,26 @@ def test_s1_upgrade_is_a_full_outage_for_the_longer_start(s1_bump):
     prefill_start = _startup(new.files, "prefill-lws.yaml")
     decode_start = _startup(new.files, "decode-lws.yaml")
     assert (prefill_start, decode_start) == (219 * 10, 186 * 10)
-    stop = 10 + math.ceil(1.5 * 44.35) + 15 + 5                 # = 97
+    stop = 10 + math.ceil(1.5 * 43.9459) + 15 + 5               # = 96
     roles = _roles(s1_bump)
     for name, start in (("prefill", prefill_start), ("decode", decode_start)):
         r = roles[name]
         assert (r.plan.surge, r.plan.unavailable) == (0, 1)      # no platform.lws: no surge
         assert r.down_at_once == 1 and r.outage_s == stop + start
-    assert roles["prefill"].outage_s == 97 + 2190 == 2287
-    assert roles["decode"].outage_s == 97 + 1860 == 1957
+    assert roles["prefill"].outage_s == 96 + 2190 == 2286
+    assert roles["decode"].outage_s == 96 + 1860 == 1956
     # both LeaderWorkerSets are in sync wave 0: the service is down until the slower is back
-    assert s1_bump.rendered.outage_s == max(2287, 1957)
+    assert s1_bump.rendered.outage_s == max(2286, 1956)
     assert s1_bump.rendered.lowest == (0.0, 0.0)
-    # requests in flight: drain 67 s; the mean request (44.4 s) fits, the longest does not
-    assert roles["decode"].drain_s == 67 and roles["decode"].mean_s < 67 < roles["decode"].longest_s
+    # requests in flight: drain 66 s; the mean request (43.9 s) fits, the longest does not
+    assert roles["decode"].drain_s == 66 and roles["decode"].mean_s < 66 < roles["decode"].longest_s
 
 
 def test_s1_upgrade_order_options_and_findings(s1_bump):
     opts = {o.name: o for o in s1_bump.options}
-    assert opts["prefill and decode together"].outage_s == 2287
-    assert opts["prefill first, then decode"].outage_s == 2287 + 1957 == 4244
-    assert opts["decode first, then prefill"].outage_s == 1957 + 2287
+    assert opts["prefill and decode together"].outage_s == 2286
+    assert opts["prefill first, then decode"].outage_s == 2286 + 1956 == 4242
+    assert opts["decode first, then prefill"].outage_s == 1956 + 2286
     assert s1_bump.best == "prefill and decode together"
     a, b, differ = s1_bump.handshake
     assert a.checked and b.checked and differ == ["release vllm 0.32.0 / vllm 0.33.0"]
@@ -126,17 +126,17 @@ def test_s1_upgrade_with_surge_room_keeps_serving_and_rolls_together():
     roles = _roles(d)
     assert (roles["prefill"].plan.surge, roles["prefill"].plan.unavailable) == (1, 0)
     assert (roles["decode"].plan.surge, roles["decode"].plan.unavailable) == (1, 0)
-    # prefill: surge ready at 2190; old replaced 2190..2190+97+2190 = 4477. decode: surge at
-    # 1860; old replaced 1860..1860+97+1860 = 3817. Never 0 serving: no outage.
-    assert (roles["prefill"].timeline.end, roles["decode"].timeline.end) == (4477, 3817)
+    # prefill: surge ready at 2190; old replaced 2190..2190+96+2190 = 4476. decode: surge at
+    # 1860; old replaced 1860..1860+96+1860 = 3816. Never 0 serving: no outage.
+    assert (roles["prefill"].timeline.end, roles["decode"].timeline.end) == (4476, 3816)
     assert d.rendered.outage_s == 0 and not [f for f in d.findings if f.code == "ROL001"]
     # mixed pairs: 1860..2190 new decode with the old prefill (every request): 330 s
     assert d.rendered.mixed_s == 2190 - 1860 == 330
     opts = {o.name: o for o in d.options}
     # prefill first: new prefill + old decode from 2190 until decode's surge replaces it at
-    # 4477 + 1860 = 6337: 4147 s; decode first: 1860 .. 3817 + 2190 = 6007: 4147 s
-    assert opts["prefill first, then decode"].mixed_s == 6337 - 2190 == 4147
-    assert opts["decode first, then prefill"].mixed_s == 6007 - 1860 == 4147
+    # 4476 + 1860 = 6336: 4146 s; decode first: 1860 .. 3816 + 2190 = 6006: 4146 s
+    assert opts["prefill first, then decode"].mixed_s == 6336 - 2190 == 4146
+    assert opts["decode first, then prefill"].mixed_s == 6006 - 1860 == 4146
     assert d.best == "prefill and decode together"
     # the new decode pairs with old prefill instances replaced after it: RST011's crash row
     assert [f.code for f in d.findings] == ["ROL005", "ROL003"]
@@ -151,11 +151,11 @@ def test_s1_upgrade_as_a_disaggregatedset_rolls_both_roles_and_pins_revisions(su
     assert {n: r.change.restarts for n, r in roles.items()} == {
         "prefill": True, "decode": True, "endpoint-picker": False}
     # the controller's planner, one group per role: with room (maxSurge 1) the new revision's
-    # groups start first (2190 s, the slower start), then the old ones drain (97 s); without,
-    # both drain (97 s), then both start (2190 s): the whole service is down meanwhile
+    # groups start first (2190 s, the slower start), then the old ones drain (96 s); without,
+    # both drain (96 s), then both start (2190 s): the whole service is down meanwhile
     assert (roles["decode"].plan.surge, roles["decode"].plan.unavailable) == ((1, 0) if surge else (0, 1))
-    assert d.rendered.duration_s == 2190 + 97
-    assert d.rendered.outage_s == (0 if surge else 97 + 2190)
+    assert d.rendered.duration_s == 2190 + 96
+    assert d.rendered.outage_s == (0 if surge else 96 + 2190)
     # the picker pins each request to one revision: no mixed pair, although the NIXL hash differs
     assert d.rendered.mixed_s == 0 and d.handshake[2] == ["release vllm 0.32.0 / vllm 0.33.0"]
     assert "ROL003" not in [f.code for f in d.findings]
@@ -173,14 +173,14 @@ def test_s1_decode_dp32_recreates_the_group_and_keeps_the_old_concurrency():
     assert "'--data-parallel-size 16' -> '--data-parallel-size 32'" in why[2]
     assert "'--max-num-seqs 13' -> '--max-num-seqs 7'" in why[2]
     start = _startup(_side(S1, DIFF / "decode-dp32.yaml").files, "decode-lws.yaml")
-    assert roles["decode"].outage_s == 97 + start == 97 + 1690
-    assert d.rendered.outage_s == 1787        # prefill serves, but no decode does
+    assert roles["decode"].outage_s == 96 + start == 96 + 1690
+    assert d.rendered.outage_s == 1786        # prefill serves, but no decode does
     # the router's request timeout follows the longest request, which the new decode changes
     # (S1's 4 RDMA devices on 8 GPUs: 200 Gbit/s per GPU derived, generator/spec/bandwidth.py)
     assert roles["router"].change.reasons == ("command: --request-timeout-secs 3600 -> 2220",)
     # the router Deployment: 2 pods, maxSurge 25 % -> 1, maxUnavailable 25 % -> 0, after wave 0
     assert (roles["router"].plan.surge, roles["router"].plan.unavailable) == (1, 0)
-    assert roles["router"].timeline.begin == 1787 and roles["router"].outage_s == 0
+    assert roles["router"].timeline.begin == 1786 and roles["router"].outage_s == 0
     codes = sorted((f.code, f.path) for f in d.findings)
     assert codes == [("ROL001", "$.spec.roles[1].replicas"),
                      ("ROL002", "$.spec.roles[1].sizing.concurrency")]
@@ -192,10 +192,14 @@ def test_s1_decode_dp32_recreates_the_group_and_keeps_the_old_concurrency():
 def test_s3_decode_dp32_same_answer_on_sglang():
     d = _diff((S3,), (S3, DIFF / "decode-dp32.yaml"))
     roles = _roles(d)
-    assert not roles["prefill"].change.restarts
+    # the drain follows the deployment's predicted mean request (generator/durations.py), which
+    # the new decode moves: S3 2.397 s + 1500 x 33.6 ms = 52.797 s, ceil(1.5 x 52.797) = 80 ->
+    # grace 110; DP32 30.474 s + 1500 x 14.5 ms = 52.224 s, ceil(78.34) = 79 -> 109: the
+    # prefill pods restart for that alone
+    assert roles["prefill"].change.reasons == ("terminationGracePeriodSeconds 110 -> 109",)
     assert roles["decode"].change.reasons[0] == "group size 2 -> 4 pods (leaderWorkerTemplate.size)"
     start = _startup(_side(S3, DIFF / "decode-dp32.yaml").files, "decode-lws.yaml")
-    stop = 10 + math.ceil(1.5 * 53.14) + 15 + 5                # = 110
+    stop = 10 + math.ceil(1.5 * 52.797) + 15 + 5               # = 110
     assert roles["decode"].outage_s == stop + start == 110 + 1740
     # both revisions of decode agree on every handshake factor: no mixed pair
     assert d.rendered.mixed_s == 0
@@ -283,7 +287,7 @@ def test_gen_diff_reads_a_rendered_directory(tmp_path, capsys):
     doc = json.loads(capsys.readouterr().out)
     assert doc["old"] == f"{out} (rendered)"
     assert doc["order"]["leastCost"] == "prefill and decode together"
-    assert doc["order"]["rendered"]["outageSeconds"] == 2287
+    assert doc["order"]["rendered"]["outageSeconds"] == 2286
     assert {x["role"]: x["restarts"] for x in doc["roles"]} == {
         "prefill": True, "decode": True, "router": False}
     # gen render --check prints the same summary after its file diff (exit 3: drift)

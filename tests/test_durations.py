@@ -90,8 +90,11 @@ def test_s1_durations_compose_the_planners_prefill_and_decode(tmp_path):
     shp = model_shape(pre.arch, "fp8", zp.kv_bytes_per_token)
     prefill = perf.prefill(shp, h96, isl=32768, tensor=8, data=1, pipeline=1, expert=False,
                            gpus_per_node=8, inter_gbps=gbps, weights_bytes=zp.weights * 2**30,
-                           bf16=bf16_compute("fp8")).latency_s
-    transfer = perf.kv_transfer_time(32768, zp.kv_bytes_per_token, gbps)
+                           bf16=bf16_compute("fp8"), batch_tokens=8192,
+                           chunk_tokens=8192).latency_s   # 4 chunks of vLLM's default 8,192
+    # The decode GPU's KV of one prompt from one prefill GPU over its NIC (decode TP 1 reads
+    # from prefill TP 8: one reader per prefill GPU).
+    transfer = perf.kv_transfer_time(32768, zd.kv_bytes_per_token, gbps, readers=1)
     shd = model_shape(dec.arch, "fp8", zd.kv_bytes_per_token)
     routed = zd.weights_by_component["routed_experts"] * 2**30
     step = perf.decode_step(

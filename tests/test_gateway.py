@@ -600,16 +600,16 @@ def test_router_flags_exist_at_every_release(component):
 def test_routers_stay_up():
     """Two routers behind a PodDisruptionBudget; readiness is /readiness (healthy engines
     registered); the drain is the engines' (generator/durations.py: 1.5 x the mean request at
-    the sized load), which outlives S1's predicted request: 1.5 x (22.513 s TTFT + 1200 x
-    18.2 ms TPOT) = 66.53 -> 67 s, grace = 10 s preStop + 67 + 5 = 82 s (the 30 s default cut
-    it). S3 (smg): 1.5 x (14.442 s + 1500 x 25.8 ms) = 79.71 -> 80 s, passed as
+    the sized load), which outlives S1's predicted request: 1.5 x (20.666 s TTFT + 1200 x
+    19.4 ms TPOT) = 65.92 -> 66 s, grace = 10 s preStop + 66 + 5 = 81 s (the 30 s default cut
+    it). S3 (smg): 1.5 x (2.397 s + 1500 x 33.6 ms) = 79.20 -> 80 s, passed as
     --shutdown-grace-period-secs, and smg's worker health check waits 25 s > SGLang's
     generating /health (20 s; smg's default 5 s)."""
     _, plan, files = render_spec(S1)
     dep = yaml.safe_load(files["router-deployment.yaml"])["spec"]
     assert dep["replicas"] == 2
     pod = dep["template"]["spec"]
-    assert pod["terminationGracePeriodSeconds"] == 82
+    assert pod["terminationGracePeriodSeconds"] == 81
     (router,) = pod["containers"]
     assert router["lifecycle"] == {"preStop": {"sleep": {"seconds": 10}}}
     assert router["readinessProbe"]["httpGet"] == {"path": "/readiness", "port": "http"}

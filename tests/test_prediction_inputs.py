@@ -75,7 +75,7 @@ def test_ttft_parts_add_up_to_the_ttft():
     parts = ttft_parts(pre, 1.0, kv_s=0.01, rho=0.5)
     assert tuple(parts) == SERVICE_PARTS + QUEUE_PARTS
     assert parts == pytest.approx({"request": 50, "prefill": 200, "kvTransfer": 10,
-                                   "stepWait": 0, "prefillQueue": 100, "prefillDelayer": 0,
+                                   "decodeFirstStep": 0, "stepWait": 0, "prefillQueue": 100, "prefillDelayer": 0,
                                    "overflow": 640})
     split = ttft_split_json(parts)
     assert (split["ttftServiceMs"], split["ttftQueueMs"]) == (260.0, 740.0)
@@ -127,7 +127,45 @@ def test_a_slower_fabric_shows_a_longer_service_and_the_split_explains_a_better_
 def test_gen_size_text_shows_the_split_and_the_inputs(capsys):
     assert run(["size", str(EXAMPLES / "s1-16xh20-pd.yaml")]) == 0
     out = capsys.readouterr().out
-    assert "(predicted: service " in out and " + queue " in out and "KV transfer 8) + queue" in out
+    assert "(predicted: service " in out and " + queue " in out and "KV transfer 8, decode's first step 74) + queue" in out
     assert ("interNodeGbpsPerGpu: 200 Gbit/s (derived: 4 RDMA devices (mlx5_0, mlx5_1, mlx5_2, "
             "mlx5_3) x 400 Gbit/s (assumed) / 8 GPUs per node)") in out
     assert "acceptance: 0.7 per draft token (assumed: the default 0.7)" in out
+
+
+def test_gen_plan_text_shows_the_inputs_block(capsys):
+    """gen plan's text output lists the inputs its predictions rest on, as gen size and
+    --format json do: the fixed-layout H20 request states 200 Gbit/s per GPU and concurrency
+    768."""
+    assert run(["plan", str(EXAMPLES / "plan" / "h20-96-fixed-layout.yaml")]) == 0
+    out = capsys.readouterr().out
+    block = out[out.index("\ninputs:\n"):]
+    assert "  interNodeGbpsPerGpu: 200 Gbit/s (stated: network.interNodeGbps)" in block
+    assert "  concurrency: 768 sequences (stated: spec.workload.concurrency)" in block
+
+
+def test_a_deployments_concurrency_is_derived_from_its_roles(s1_at):
+    """S1 states no workload concurrency: 1 decode replica x sizing.concurrency 200 = 200
+    sequences, derived (not stated)."""
+    inputs = {i["name"]: i for i in s1_at[200]["prediction"]["inputs"]}
+    c = inputs["concurrency"]
+    assert (c["value"], c["basis"]) == (200, "derived")
+    assert c["from"] == "decode: 1 x 200 (roles[].replicas x sizing.concurrency)"
+
+
+def test_the_weight_load_rate_is_marked_assumed_or_stated(s1_at, tmp_path, capsys):
+    """S1 sets no model.loadGBps: the cold start reads at the assumed 1 GB/s (the prefill pod's
+    637.7 GiB share: 637.7 x 2^30 / 1e9 = 685 s), marked assumed in the inputs and the host
+    JSON; model.loadGBps: 4 is stated, 637.7 x 2^30 / 4e9 = 171 s."""
+    inputs = {i["name"]: i for i in s1_at[200]["prediction"]["inputs"]}
+    assert (inputs["weightLoadGBps"]["value"], inputs["weightLoadGBps"]["basis"]) == \
+        (1.0, "assumed")
+    host = s1_at[200]["roles"][0]["host"]
+    assert (host["loadGBps"], host["loadGBpsBasis"], host["loadSeconds"]) == \
+        (1.0, "assumed", round(637.7 * 2**30 / 1e9))
+    over = tmp_path / "o.yaml"
+    over.write_text("spec:\n  model:\n    loadGBps: 4\n")
+    assert run(["size", str(EXAMPLES / "s1-16xh20-pd.yaml"), "-f", str(over)]) == 0
+    out = capsys.readouterr().out
+    assert f"load {round(637.7 * 2**30 / 4e9)} s at 4 GB/s (stated: model.loadGBps)" in out
+    assert "weightLoadGBps: 4 GB/s (stated: spec.model.loadGBps" in out

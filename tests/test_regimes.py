@@ -142,10 +142,12 @@ def test_a_token_weighted_tpot_is_derived_from_the_runs_own_means():
 #: and after): every regime within issue 25's target, a median within 1.2x and a worst within
 #: 1.5x, on the held-out figures as on all. The held-out set changed in session 6: InferenceX's
 #: MI325X TPOT and output rate at concurrency 4 and 64 and the cookbook's DP8-EP8 run on MI300X
-#: became development figures (bench/published_cases.yaml says why).
+#: became development figures (bench/published_cases.yaml says why). Prefill's median over all
+#: figures is 1.041x since chunks of different requests share steps (perf/terms.py ``prefill``;
+#: its worst fell from 1.18x to 1.08x).
 BANDS = {
     "tp-decode": ((1.03, 1.16), (1.04, 1.11)), "ep-decode": ((1.06, 1.35), (1.01, 1.01)),
-    "prefill": ((1.04, 1.19), (1.12, 1.19)), "disaggregated-end-to-end": ((1.06, 1.06), None),
+    "prefill": ((1.05, 1.19), (1.12, 1.19)), "disaggregated-end-to-end": ((1.06, 1.06), None),
     "dp-attention-unified": ((1.02, 1.14), (1.14, 1.14)),
     "sparse-attention": ((1.03, 1.34), (1.20, 1.34)), "ttft": ((1.07, 1.36), (1.06, 1.36)),
     "amd": ((1.06, 1.35), (1.11, 1.35)),

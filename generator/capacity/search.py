@@ -180,7 +180,8 @@ class _Search:
                             overlap=role.moe.overlap if role.moe else None,
                             mnnvl=s.network.mnnvl, batch_tokens=z.batched_tokens,
                             graphs=s.engine.name == "vllm" and not role.serving.enforceEager,
-                            moe=moe)
+                            moe=moe, chunk_tokens=perf.prefill_chunk(self.engine,
+                                                                     z.batched_tokens, lay.data))
 
     def retimer(self, drole: RoleInput, z: RoleSizing, dpool, ranks: int):
         """The decode step at a smaller batch than sized (the closed loop's), memoized per

@@ -5,12 +5,14 @@ from __future__ import annotations
 from ..capacity.search import PlanResult
 from ..layout import parallel_text
 from ..perf.candidate import ttft_split_text
+from ..perf.inputs import inputs_text
 
 
 def plan_text(result: PlanResult, req=None) -> str:
     """The planner's ranked table and its assumptions; with the PlanRequest ``req``, each
     candidate's regime per figure (generator/perf/regimes.py) and that regime's measured
-    error against published figures (bench/planner_residuals.py)."""
+    error against published figures (bench/planner_residuals.py); then the inputs the
+    predictions rest on (perf/inputs.py, the JSON's ``inputs``), as ``gen size`` shows them."""
     lines = ["assumptions:"] + [f"  - {a}" for a in result.assumptions]
     lines.append(f"reachable: {'yes' if result.reachable else 'NO'}; binding: {result.bound}")
     for alt in result.alternatives:
@@ -41,6 +43,9 @@ def plan_text(result: PlanResult, req=None) -> str:
         if rates:
             batch = f" (batch {r['batchPerRank']} per rank)" if "batchPerRank" in r else ""
             lines.append(f"   {r.get('name', r['mode'])}: {', '.join(rates)}{batch}")
+    if result.inputs:
+        lines.append("inputs:")
+        lines += [f"  {line}" for line in inputs_text(result.inputs)]
     return "\n".join(lines) + "\n"
 
 

@@ -147,8 +147,17 @@ def host_rows(h: HostPlan) -> list[tuple[str, str]]:
                      f"+ weight staging {p.staging_gib:.0f}; ephemeral-storage "
                      f"{p.ephemeral_gib}Gi; reads {p.checkpoint_gib:.1f} GiB of the checkpoint"))
     rows.append(("startup", f"{h.startup_s} s = load {h.load_s} s at {h.load_gbps:g} GB/s "
+                            f"({load_basis_text(h)}) "
                             f"+ warm-up {WARMUP_S} s + rendezvous {h.rendezvous_s} s"))
     return rows
+
+
+def load_basis_text(h: HostPlan) -> str:
+    """Where the weight-load rate comes from: ``stated: model.loadGBps`` or ``assumed:
+    model.loadGBps unset, a network volume's rate`` (sizing/host.py ``LOAD_GBPS_DEFAULT``)."""
+    if h.load_basis == "stated":
+        return "stated: model.loadGBps"
+    return "assumed: model.loadGBps unset, a network volume's rate"
 
 
 def host_json(h: HostPlan) -> dict:
@@ -160,5 +169,6 @@ def host_json(h: HostPlan) -> dict:
                   "processMemoryGiB": p.process_gib, "shmGiB": p.shm_gib,
                   "stagingGiB": p.staging_gib, "checkpointShareGiB": p.checkpoint_gib}
                  for p in h.pods],
-        "loadGBps": h.load_gbps, "loadSeconds": h.load_s, "startupSeconds": h.startup_s,
+        "loadGBps": h.load_gbps, "loadGBpsBasis": h.load_basis, "loadSeconds": h.load_s,
+        "startupSeconds": h.startup_s,
     }

@@ -14,9 +14,10 @@ from .decode import bf16_compute
 
 #: The terms of a TTFT (perf/loop.py ``ttft_parts``): the service a request gets (what a
 #: request alone waits; a slower fabric makes it longer) and its queueing (what the load adds).
-SERVICE_PARTS = ("request", "prefill", "kvTransfer")
+SERVICE_PARTS = ("request", "prefill", "kvTransfer", "decodeFirstStep")
 QUEUE_PARTS = ("stepWait", "prefillQueue", "prefillDelayer", "overflow")
 _PART_NAMES = {"request": "request", "prefill": "prefill", "kvTransfer": "KV transfer",
+               "decodeFirstStep": "decode's first step",
                "stepWait": "wait for a step", "prefillQueue": "prefill queue",
                "prefillDelayer": "prefill delayer", "overflow": "beyond capacity"}
 

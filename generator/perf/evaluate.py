@@ -114,10 +114,6 @@ def evaluate(req: PlanRequest, prov: Provenance | None = None,
     def prefill_rate(name: str) -> perf.PrefillEstimate:
         r, ri, z = sized[name]
         lay, pool = ri.layout, s.nodePools[r.nodePool]
-        # A unified SGLang role prefills in steps of its chunk per rank (chunked_prefill_size
-        # over the attention-DP ranks), each its own forward (perf/interleave.py).
-        chunk = z.batched_tokens // (lay.data if lay.data > 1 else 1) \
-            if r.mode == "unified" and s.engine.name == "sglang" else None
         gpu = GPUS[pool.gpu]
         moe = moe_kernel(s.engine.name, gpu, s.model.weights,
                          ri.moe.all2all if ri.moe else None, r.engineArgs)
@@ -130,7 +126,8 @@ def evaluate(req: PlanRequest, prov: Provenance | None = None,
                             overlap=ri.moe.overlap if ri.moe else None, mnnvl=s.network.mnnvl,
                             batch_tokens=z.batched_tokens,
                             graphs=s.engine.name == "vllm" and not ri.serving.enforceEager,
-                            moe=moe, chunk_tokens=chunk)
+                            moe=moe, chunk_tokens=perf.prefill_chunk(
+                                s.engine.name, z.batched_tokens, lay.data))
 
     dec_name = next(r.name for r in roles if r.mode in ("decode", "unified"))
     r, ri, z = sized[dec_name]

@@ -16,13 +16,16 @@ def _entry(name: str, value, unit: str, basis: str, how: str) -> dict:
 
 
 def prediction_inputs(req: PlanRequest, inter: InterNode | None = None,
-                      where: dict[str, str] | None = None) -> list[dict]:
+                      where: dict[str, str] | None = None,
+                      basis: dict[str, str] | None = None) -> list[dict]:
     """The inputs of a prediction of ``req`` (the PlanRequest the prediction times), in a fixed
     order: the inter-node bandwidth per GPU (``inter``, default :func:`of_request` of ``req``),
     each pool's GPU figures (catalog), the workload (input/output tokens, concurrency or rate)
     and the speculative acceptance rate. ``where``: the spec field each workload input comes
     from (an InferenceDeployment states them as ``spec.traffic`` and ``roles[].sizing``;
-    default: the request's ``spec.workload`` fields)."""
+    default: the request's ``spec.workload`` fields); ``basis``: the basis of a workload input
+    that is not stated as such (an InferenceDeployment's concurrency is ``derived``: the
+    decoding roles' replicas x ``sizing.concurrency``; default ``stated``)."""
     s = req.spec
     inter = inter or of_request(req)
     out = [inter.to_json()]
@@ -38,7 +41,7 @@ def prediction_inputs(req: PlanRequest, inter: InterNode | None = None,
                         ("concurrency", "sequences"), ("requestsPerSecond", "requests/s")):
         value = getattr(wl, field)
         if value is not None:
-            out.append(_entry(field, value, unit, "stated",
+            out.append(_entry(field, value, unit, (basis or {}).get(field, "stated"),
                               where.get(field, f"spec.workload.{field}")))
     if s.speculative is not None:
         stated = "acceptance" in s.speculative.model_fields_set

@@ -36,20 +36,22 @@ def _max_utilisation(t_service: float, extra: float, ttft_slo_ms: float | None) 
 
 
 def ttft_parts(pre: perf.PrefillEstimate, ttft_s: float, *, kv_s: float = 0.0,
-               step_wait_s: float = 0.0, rho: float = 0.0, delay_s: float = 0.0
-               ) -> dict[str, float]:
+               step_wait_s: float = 0.0, rho: float = 0.0, delay_s: float = 0.0,
+               first_s: float = 0.0) -> dict[str, float]:
     """A TTFT of ``ttft_s`` split into its terms, ms (they add up to it). Service
     (:data:`SERVICE_PARTS`): ``request`` (the per-request cost off the GPU,
     ``pre.request_s``), ``prefill`` (the prefill's latency on its rank, ``pre.latency_s``:
     compute, its all-to-all and all-reduces over NVLink or the RDMA network) and
-    ``kvTransfer`` (disaggregated: ``kv_s`` over the RDMA network). Queueing
+    ``kvTransfer`` (disaggregated: ``kv_s`` over the RDMA network) and ``decodeFirstStep``
+    (disaggregated: ``first_s``, the decode instance's way from the KV's arrival to the first
+    streamed token, :func:`decode_first_token`). Queueing
     (:data:`QUEUE_PARTS`): ``stepWait`` (a unified role's wait for the decode step its prefill
     can join, :func:`arrival_wait`), ``prefillQueue`` (the M/D/1 wait at the prefill's
     utilisation ``rho``: latency x rho / (2 (1 - rho))), ``prefillDelayer`` (SGLang's prefill
     delayer, half its hold ``delay_s``) and ``overflow`` (a closed loop beyond the capacity:
     the sequences the deployment cannot keep decoding wait, the rest of ``ttft_s``)."""
     parts = {"request": pre.request_s, "prefill": pre.latency_s, "kvTransfer": kv_s,
-             "stepWait": step_wait_s,
+             "decodeFirstStep": first_s, "stepWait": step_wait_s,
              "prefillQueue": pre.latency_s * rho / (2 * (1 - rho)) if rho < 1 else 0.0,
              "prefillDelayer": delay_s}
     parts["overflow"] = max(0.0, ttft_s - sum(parts.values()))
@@ -89,6 +91,33 @@ def _solve_closed_loop(concurrency: int, r_max: float, in_loop) -> tuple[float, 
     return lo, False
 
 
+def decode_first_token(engine: str, kv_s: float, step_s: float) -> float:
+    """Seconds a disaggregated request spends on its decode instance besides the KV transfer
+    (``kv_s``) before its first token streams, with the decode role stepping every ``step_s``
+    (its decode step at the operating batch).
+
+    * vLLM (NixlConnector): the proxy sends the request to decode after prefill answered; the
+      decode scheduler takes it in at its next step (half a step on average), allocates its
+      blocks and parks it in ``WAITING_FOR_REMOTE_KVS`` while that step's forward starts the
+      NIXL read; the read's end reaches the scheduler in the output of the step it finishes in
+      (``_update_from_kv_xfer_finished``: at least that first step, else the transfer plus half
+      a step), and the step after recomputes the last prompt token inside the running decode
+      batch (``_update_waiting_for_remote_kv`` sets ``num_computed_tokens = num_tokens - 1``)
+      and samples the first token: 0.5 x step + max(step, kv_s + 0.5 x step) + step - kv_s
+      (vLLM 0.33.0 vllm/v1/core/sched/scheduler.py; the synchronous step loop, as
+      :data:`OVERLAP_SCHEDULERS` times vLLM).
+    * SGLang (Mooncake, NIXL): the router sends the request to prefill and decode at once, so
+      decode has preallocated its KV before prefill pushes it; the prefill samples the first
+      token and sends it with the KV's metadata. The decode scheduler polls the transfer queue
+      once per loop iteration (one decode step) and streams that token from its prebuilt batch
+      (``process_batch_result_prebuilt``) without a forward: half a step on average (SGLang
+      0.5.23 python/sglang/srt/disaggregation/decode.py ``event_loop_overlap_disagg_decode``,
+      ``_commit_transfer_to_req``)."""
+    if engine == "vllm":
+        return 0.5 * step_s + max(step_s, kv_s + 0.5 * step_s) + step_s - kv_s
+    return 0.5 * step_s
+
+
 def pd_candidate(req: PlanRequest, prefill: RoleChoice, decode: RoleChoice,
                   pre: perf.PrefillEstimate, est: perf.DecodeEstimate, z: RoleSizing,
                   retime=None, draft: int = 0) -> Candidate:
@@ -98,26 +127,37 @@ def pd_candidate(req: PlanRequest, prefill: RoleChoice, decode: RoleChoice,
     prefill rate that keeps TTFT within its SLO (M/D/1 at prefill) and the decode capacity.
     Fixed ``concurrency`` (a closed loop of that many sequences): the rate R at which the
     sequences in the loop, R x (TTFT(R) + OSL x TPOT(R)), equal the concurrency, with TTFT the
-    M/D/1 wait at prefill + the KV transfer and TPOT timed at the batch R keeps decoding
+    M/D/1 wait at prefill + the KV transfer + the decode instance's first step
+    (:func:`decode_first_token`, at the decode step of that batch) and TPOT timed at the batch
+    R keeps decoding
     (:class:`DecodeCurve`, ``retime`` times batch 1); when prefill at 95 % busy or decode at
     its sized batch cannot reach that, R is that capacity and the remaining sequences wait
     for prefill: TTFT = concurrency / R - OSL x TPOT."""
     wl = req.spec.workload
     osl = wl.outputTokens
     kv_t = perf.kv_transfer_time(wl.inputTokens, z.kv_bytes_per_token,
-                                 req.spec.network.interNodeGbps)
+                                 req.spec.network.interNodeGbps,
+                                 perf.kv_readers(prefill.layout.tensor, decode.layout.tensor))
     prefill_cap = prefill.instances * pre.requests_per_s
     dl = decode.layout
     ranks = decode.instances * dl.data * dl.pipeline
     decode_cap = ranks * est.batch_per_rank / (osl * est.tpot_s)
 
-    def wait(rate: float) -> float:
-        rho = min(rate / prefill_cap, 0.95) if prefill_cap else 0.95
-        return pre.request_s + pre.latency_s * (1 + rho / (2 * (1 - rho))) + kv_t   # M/D/1
+    engine = req.spec.engine.name
+    per_token = est.step_s / est.tpot_s          # decode step per TPOT (MTP, pipeline)
 
-    def median_of(rate: float) -> float:
+    def first(tpot_s: float) -> float:
+        return decode_first_token(engine, kv_t, tpot_s * per_token)
+
+    def wait(rate: float, tpot_s: float) -> float:
         rho = min(rate / prefill_cap, 0.95) if prefill_cap else 0.95
-        return pre.request_s + pre.latency_s + median_wait(pre.latency_s, rho) + kv_t
+        return pre.request_s + pre.latency_s * (1 + rho / (2 * (1 - rho))) + kv_t \
+            + first(tpot_s)   # M/D/1
+
+    def median_of(rate: float, tpot_s: float) -> float:
+        rho = min(rate / prefill_cap, 0.95) if prefill_cap else 0.95
+        return pre.request_s + pre.latency_s + median_wait(pre.latency_s, rho) + kv_t \
+            + first(tpot_s)
 
     if wl.concurrency:
         rho_max = 0.95
@@ -128,28 +168,30 @@ def pd_candidate(req: PlanRequest, prefill: RoleChoice, decode: RoleChoice,
         def in_loop(r: float) -> float:   # wait(r) + OSL x TPOT at the fed batch, inlined
             rho = min(r / prefill_cap, 0.95)
             b = fed_at(r, osl)
+            tpot_b = tpot_of(b if b is not None else b_max)
             return r * (pre.request_s + lat * (1 + rho / (2 * (1 - rho))) + kv_t
-                        + osl * tpot_of(b if b is not None else b_max))
+                        + first(tpot_b) + osl * tpot_b)
 
         r_max = min(prefill_cap * rho_max, decode_cap)
         rate, capped = _solve_closed_loop(wl.concurrency, r_max, in_loop)
         fed = curve.fed(rate, osl) or curve.b_max
         tpot_s = curve.tpot(fed)
-        ttft = ttft_open = wait(rate)
-        median = median_of(rate)
+        ttft = ttft_open = wait(rate, tpot_s)
+        median = median_of(rate, tpot_s)
         if capped and rate:   # the sequences the capacity does not keep decoding wait
             ttft = max(ttft, wl.concurrency / rate - osl * tpot_s)
             median = max(median, ttft)
         est = perf.DecodeEstimate(fed, est.step_s, tpot_s, est.tokens_per_s_per_rank, est.bound)
         at = rate
     else:
-        rho_max = _max_utilisation(pre.latency_s, kv_t, req.spec.slo.ttftMs)
+        tpot_s = est.tpot_s
+        rho_max = _max_utilisation(pre.latency_s, kv_t + first(tpot_s), req.spec.slo.ttftMs)
         rate = min(prefill_cap * rho_max, decode_cap)
         offered = min(rate, wl.requestsPerSecond) if wl.requestsPerSecond else rate
-        ttft = ttft_open = wait(offered)
-        median = median_of(offered)
+        ttft = ttft_open = wait(offered, tpot_s)
+        median = median_of(offered, tpot_s)
         at = offered
-    parts = ttft_parts(pre, ttft, kv_s=kv_t,
+    parts = ttft_parts(pre, ttft, kv_s=kv_t, first_s=first(tpot_s),
                        rho=min(at / prefill_cap, 0.95) if prefill_cap else 0.95)
     sustains = True
     if wl.requestsPerSecond:

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Sequence
 from pydantic import ValidationError
 
 from ..catalog import ARCHITECTURES
+from ..sizing.host import LOAD_GBPS_DEFAULT
 from ..spec.bandwidth import of_deployment
 from ..spec.models import ENGINE_DEFAULT, InferenceDeployment
 from ..spec.request import PlanModel, PlanRequest
@@ -36,10 +37,30 @@ if TYPE_CHECKING:
 #: without bound in front of prefill, not an operating point (rule PRF030).
 QUEUE_BOUND = 1 + 0.95 / (2 * (1 - 0.95))
 #: Where an InferenceDeployment states each workload input of its prediction
-#: (perf/inputs.py ``prediction_inputs``).
+#: (perf/inputs.py ``prediction_inputs``); the concurrency is derived from the roles
+#: (:func:`concurrency_input`).
 WHERE = {"inputTokens": "spec.traffic.inputTokens", "outputTokens": "spec.traffic.outputTokens",
-         "concurrency": "roles[].replicas x sizing.concurrency of the decoding roles",
          "acceptance": "spec.traffic.acceptance"}
+
+
+def concurrency_input(doc: InferenceDeployment, req: PlanRequest) -> tuple[str, str]:
+    """The basis and arithmetic of the concurrency a deployment's prediction is for: the sum
+    over its decoding roles of replicas x ``sizing.concurrency`` (``derived``), each role's
+    count as the request carries it; ``assumed`` when a role sizes for ``engine-default`` (the
+    engine's own default stands in). Example: ``derived``, ``decode: 1 x 200
+    (roles[].replicas x sizing.concurrency)``."""
+    stated = {r.name: r for r in doc.spec.roles}
+    terms, basis = [], "derived"
+    for r in req.spec.roles or []:
+        if r.mode == "prefill":
+            continue
+        terms.append(f"{r.name}: {r.replicas} x {r.sizing.concurrency}")
+        own = stated.get(r.name)
+        if own is not None and own.sizing is not None \
+                and own.sizing.concurrency == ENGINE_DEFAULT:
+            basis = "assumed"
+            terms[-1] += " (the engine's default)"
+    return basis, " + ".join(terms) + " (roles[].replicas x sizing.concurrency)"
 
 
 @dataclass
@@ -233,7 +254,7 @@ def predict(doc: InferenceDeployment,
     s = doc.spec
     out = Prediction(total_tps=cand.total_tps, output_tps=cand.output_tps, bound=cand.bound,
                      assumptions=res.assumptions, notes=list(cand.notes),
-                     inputs=prediction_inputs(req, of_deployment(doc), WHERE))
+                     inputs=_inputs(doc, req))
     regimes = roles_regimes(s.roles, s.nodePools, deployed[0][0].arch, s.engine.name,
                             s.engine.version, s.model.weights,
                             any(r.speculative is not None for r in s.roles))
@@ -258,6 +279,28 @@ def predict(doc: InferenceDeployment,
         out.roles[r.name] = p
     out.sanity = sanity(doc, req, cand.ttft_ms, out, deployed)
     return out
+
+
+def _inputs(doc: InferenceDeployment, req: PlanRequest) -> list[dict]:
+    """The prediction's inputs (perf/inputs.py): the request's, the concurrency derived from
+    the roles (:func:`concurrency_input`)."""
+    basis, how = concurrency_input(doc, req)
+    out = prediction_inputs(req, of_deployment(doc), WHERE | {"concurrency": how},
+                            {"concurrency": basis})
+    return out + [weight_load_input(doc.spec.model.loadGBps)]
+
+
+def weight_load_input(load_gbps: float | None) -> dict:
+    """The weights volume's read rate the cold start and the startup probe rest on
+    (sizing/host.py ``host_plan``; generator/durations.py), GB/s: ``model.loadGBps`` (stated)
+    or :data:`~generator.sizing.host.LOAD_GBPS_DEFAULT` (assumed)."""
+    if load_gbps:
+        return {"name": "weightLoadGBps", "value": float(load_gbps), "unit": "GB/s",
+                "basis": "stated", "from": "spec.model.loadGBps (cold start, startup probe)"}
+    return {"name": "weightLoadGBps", "value": LOAD_GBPS_DEFAULT, "unit": "GB/s",
+            "basis": "assumed",
+            "from": "spec.model.loadGBps unset: a network file system or block volume's rate "
+                    "(cold start, startup probe)"}
 
 
 def _unloaded_ttft_ms(req: PlanRequest, deployed) -> float | None:

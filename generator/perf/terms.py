@@ -41,8 +41,10 @@ all-reduce and DeepEP's node-deduplicated all-to-all (DeepSeek-V3.2: its indexer
 latent-form sparse MLA at :data:`ETA_SPARSE_PREFILL`); the step's kernel launches
 (:attr:`FixedCosts.prefill_layer_s` per layer, + ``dp_sync_layer_s`` under attention DP) partly
 hidden behind that work (:func:`step_time`). TTFT = the per-request cost off the GPU
-(:attr:`FixedCosts.request_s`) + the prefill step + its queue + the KV transfer to the decode side
-over the network (:func:`kv_transfer_time`); on a unified role also the rest of the decode step
+(:attr:`FixedCosts.request_s`) + the prefill steps (one per chunk of the prompt) + its queue + the
+KV transfer to the decode side over one prefill GPU's NIC (:func:`kv_transfer_time`,
+:func:`kv_readers`) + the decode instance's way to the first token (perf/loop.py
+``decode_first_token``); on a unified role also the rest of the decode step
 running when the request arrives (perf/loop.py ``unified_candidate``). One role serving both phases interleaves prefill
 steps with decode (:func:`generator.perf.interleave.interleaved`).
 """
@@ -399,8 +401,8 @@ class PrefillEstimate:
     #: Prefill steps one request takes on its rank (its tokens over the per-rank chunk, at least
     #: one: :func:`prefill` ``chunk_tokens``); each pays ``step_s``.
     chunks: int = 1
-    #: The request's tokens over the per-rank chunk (0: unchunked), for batches of several
-    #: requests per rank (perf/interleave.py).
+    #: The request's tokens over the per-rank chunk, for batches of several requests per rank
+    #: (perf/interleave.py).
     chunk_share: float = 0.0
 
 
@@ -426,10 +428,17 @@ def prefill(m: ModelShape, gpu: Gpu, *, isl: int, tensor: int, data: int, pipeli
     fixed cost (:attr:`FixedCosts.prefill_layer_s` per layer, + ``dp_sync_layer_s`` under
     attention DP: the kernel launches from Python, which a GPU busy with longer kernels hides;
     with ``graphs``, a prefill step replayed from CUDA graphs as vLLM V1's piecewise graphs do
-    unless enforce-eager, ``decode_layer_s`` per layer); throughput spreads that cost over the
-    requests of one prefill batch of ``batch_tokens`` per rank (SGLang ``chunked_prefill_size``,
-    vLLM ``max_num_batched_tokens``: the sizing's profile batch), and a prompt longer than the
-    batch pays it once per batch of its tokens (chunked prefill).
+    unless enforce-eager, ``decode_layer_s`` per layer).
+
+    Chunked prefill: a step of one DP rank carries at most ``chunk_tokens`` prompt tokens
+    (:func:`prefill_chunk`; default ``batch_tokens``, the sizing's profile batch), and both
+    engines fill it, cutting the last request that does not fit and carrying its rest to the
+    next step (SGLang 0.5.23 python/sglang/srt/managers/schedule_policy.py ``add_one_req``:
+    its admission is cut at ``rem_chunk_tokens``; vLLM 0.33.0 vllm/v1/core/sched/scheduler.py
+    ``token_budget``). Latency (TTFT): the request's own chunks run one after another, one step
+    each, ceil(isl / chunk) steps with their launches. Throughput: the chunks of different
+    requests share steps, so a request takes isl / chunk steps' launches, a fraction of one
+    step for a short prompt.
 
     DeepSeek-V3.2 (``m.sparse_mla``) prefills in the sparse path: its lightning indexer scores
     every earlier token (``indexer_heads`` x ``indexer_dim``, FP8) and MLA runs in the absorbed
@@ -486,13 +495,11 @@ def prefill(m: ModelShape, gpu: Gpu, *, isl: int, tensor: int, data: int, pipeli
                          + (fixed.SPARSE_PREFILL_LAYER_S if m.sparse_mla else 0.0)
                          + (fixed.COMPRESSED_PREFILL_LAYER_S if m.compressed and not graphs
                             else 0.0))
-    # Steps per request: a share of one prefill batch, or, for a prompt longer than the batch,
-    # one step per batch of its tokens, each with its own launches (chunked prefill: the
-    # scheduler caps a step's prompt tokens at the batch and carries the rest over, SGLang 0.5.23
-    # python/sglang/srt/managers/schedule_policy.py ``rem_chunk_tokens``, vLLM 0.33.0
-    # vllm/v1/core/sched/scheduler.py ``token_budget``).
-    steps = 1 / max(1, batch_tokens // max(isl, 1)) if isl <= batch_tokens \
-        else math.ceil(isl / max(batch_tokens, 1))
+    # Steps per request at full load: the request's share of the steps whose chunks it fills
+    # (chunked prefill, the docstring).
+    chunk = max(chunk_tokens or batch_tokens, 1)
+    share = isl / chunk
+    steps = share
     gpus = tensor * data * pipeline
     hidden = OVERLAP_TWO_BATCH * min(compute, a2a) if overlap == "two_batch" else 0.0
     work = compute + comm - hidden                           # GPU-seconds per request
@@ -500,17 +507,45 @@ def prefill(m: ModelShape, gpu: Gpu, *, isl: int, tensor: int, data: int, pipeli
     busy = step_time(launches, work)
     bound = "prefill compute" if compute >= comm else \
         "prefill expert all-to-all network" if a2a >= allreduce else "prefill tensor all-reduce"
-    # A prompt longer than the per-rank chunk (SGLang's chunked_prefill_size, divided by the
-    # attention-DP size: python/sglang/srt/arg_groups/parallel_hook.py, 0.5.23) prefills in
-    # that many steps, each with its own launches: c x step_time(step_s, rank_t / c).
-    share = isl / chunk_tokens if chunk_tokens else 0.0
-    chunks = max(1, math.ceil(share - 1e-9)) if chunk_tokens else 1
+    # Latency: a prompt longer than the per-rank chunk prefills in that many steps, each with
+    # its own launches: c x step_time(step_s, rank_t / c) = step_time(c x step_s, rank_t).
+    chunks = max(1, math.ceil(share - 1e-9))
     return PrefillEstimate(step_time(chunks * step_s, rank_t), gpus / busy, bound, step_s,
                            rank_t, costs.request_s, chunks, share)
 
 
 
 
-def kv_transfer_time(isl: int, kv_bytes_per_token: float, inter_gbps: float) -> float:
-    """Seconds to move one request's KV cache from prefill to decode over the network."""
-    return isl * kv_bytes_per_token / (inter_gbps / 8 * 1e9 * ETA_NET)
+def prefill_chunk(engine: str, batched_tokens: int, data: int) -> int:
+    """The prompt tokens one prefill step of one DP rank carries (chunked prefill): SGLang's
+    ``chunked_prefill_size`` (``batched_tokens``) divided by the attention-DP size
+    (python/sglang/srt/arg_groups/parallel_hook.py, 0.5.23); vLLM's ``max_num_batched_tokens``,
+    the budget of each DP rank's own engine core and scheduler (vllm/v1/core/sched/scheduler.py
+    ``max_num_scheduled_tokens``, 0.33.0)."""
+    if engine == "sglang" and data > 1:
+        return max(1, batched_tokens // data)
+    return max(1, batched_tokens)
+
+
+def kv_transfer_time(isl: int, kv_bytes_per_token: float, inter_gbps: float,
+                     readers: int = 1) -> float:
+    """Seconds to move one request's KV cache from prefill to decode over the network: each
+    decode GPU's share (``kv_bytes_per_token``, per decode GPU: MLA's latent whole on every TP
+    rank) from one prefill GPU over that GPU's NIC (``inter_gbps``, per GPU), ``readers`` decode
+    GPUs reading from the same prefill GPU (:func:`kv_readers`) sharing its NIC."""
+    return readers * isl * kv_bytes_per_token / (inter_gbps / 8 * 1e9 * ETA_NET)
+
+
+def kv_readers(prefill_tensor: int, decode_tensor: int) -> int:
+    """Decode GPUs that pull their KV from one prefill GPU at once: decode TP / prefill TP
+    when decode's attention TP is the larger, else 1. vLLM's NixlConnector maps decode TP rank
+    r to prefill rank r x P / D, and for MLA reads one rank's replicated cache
+    (vLLM 0.33.0 vllm/distributed/kv_transfer/kv_connector/v1/nixl/tp_mapping.py
+    ``compute_tp_mapping``: "For MLA, we only need one remote since cache is duplicated"); a
+    head-sharded (GQA) cache is read the same way, the D / P decode ranks each taking a slice
+    of that prefill rank's heads. SGLang's Mooncake and NIXL backends resolve the same mapping
+    (SGLang 0.5.23 python/sglang/srt/disaggregation/common/conn.py ``_resolve_rank_mapping``:
+    one ``target_tp_rank`` per decode rank, ``required_dst_info_num`` = D / P decode ranks per
+    prefill rank; its MLA KV sharding across prefill ranks, ``enable_kv_cache_sharding``, is not
+    read). Either way the bytes a prefill GPU sends go through its own NIC, not the node's."""
+    return max(1, decode_tensor // max(prefill_tensor, 1))

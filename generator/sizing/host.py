@@ -125,8 +125,9 @@ class HostPlan:
 
     Attributes:
         pods: per pod of an instance (leader first).
-        load_gbps: read bandwidth assumed, GB/s; load_s: reading the largest pod share, s.
+        load_gbps: read bandwidth, GB/s; load_s: reading the largest pod share, s.
         startup_s: the cold-start budget, s (multiple of the startup probe period).
+        load_basis: ``stated`` (``model.loadGBps``) or ``assumed`` (:data:`LOAD_GBPS_DEFAULT`).
         rendezvous_s: its rendezvous term, s (RENDEZVOUS_S; RAY_RENDEZVOUS_S on Ray).
     """
 
@@ -134,6 +135,7 @@ class HostPlan:
     load_gbps: float
     load_s: float
     startup_s: int
+    load_basis: str = "stated"
     rendezvous_s: int = RENDEZVOUS_S
 
 
@@ -183,4 +185,5 @@ def host_plan(role: RoleInput, procs: tuple[PodProcesses, ...], pod: PodSettings
     rendezvous = RAY_RENDEZVOUS_S if ray else RENDEZVOUS_S
     total = load_s + WARMUP_S + rendezvous
     startup = math.ceil(total / probe_period_s) * probe_period_s
-    return HostPlan(tuple(pods), gbps, round(load_s), startup, rendezvous)
+    return HostPlan(tuple(pods), gbps, round(load_s), startup,
+                    "stated" if load_gbps else "assumed", rendezvous)
