@@ -60,6 +60,8 @@ class RoleInput:
         rank_ports: HTTP API ports per serving pod: 1, or one per local DP rank (vLLM's DP
             supervisor behind the inference gateway: ``serving.port + rank``,
             engines/gateway.py ``rank_ports``).
+        env: the environment the spec gives the role's engine pods (spec.network.env, then
+            the role's ``env``), as (name, value) pairs: the engine settings read from it.
     """
 
     name: str
@@ -81,6 +83,12 @@ class RoleInput:
     graph_cap: int | None = None
     rank_ports: int = 1
     mnnvl: bool = False
+    env: tuple[tuple[str, str], ...] = ()
+
+    def env_value(self, name: str) -> str | None:
+        """The value the role's engine pods get for ``name`` (spec.network.env, then the
+        role's env, applied last), or ``None``."""
+        return dict(self.env).get(name)
 
 
 def carried_speculative(spec: InferenceDeployment) -> tuple[Speculative | None, str]:
@@ -123,7 +131,8 @@ def role_inputs(spec: InferenceDeployment, arch: ModelArch | None) -> list[RoleI
             network=spec.spec.network, layout=layout, pd=pd,
             concurrency=stated or 1, speculative_from=source, admission=stated,
             engine_default=role.sizing.concurrency == ENGINE_DEFAULT,
-            mnnvl=uses_mnnvl(spec.spec.network, GPUS[pool.gpu], pool.gpusPerNode)))
+            mnnvl=uses_mnnvl(spec.spec.network, GPUS[pool.gpu], pool.gpusPerNode),
+            env=tuple({**spec.spec.network.env, **role.env}.items())))
     return roles
 
 

@@ -158,6 +158,30 @@ def test_vllm_hybrid_manager_off_for_llama4_before_0_14(tmp_path):
     assert new.kv_tokens_per_rank > 1.5 * _tokens_per_full_layer_pool(new, 48, 512)
 
 
+@pytest.mark.parametrize("version,env,on", [
+    ("0.12.0", None, False), ("0.12.0", "1", True), ("0.14.0", None, True),
+    ("0.14.0", "0", False), ("0.12.0", "yes", False)])
+def test_vllm_chunked_hybrid_manager_follows_the_roles_env(tmp_path, version, env, on):
+    """VLLM_ALLOW_CHUNKED_LOCAL_ATTN_WITH_HYBRID_KV_CACHE in the role's env overrides the
+    release's default (vllm/envs.py ``bool(int(...))``: "0" in 0.12.0, "1" in 0.28.0); a value
+    that is not an integer leaves the default. Llama-4 Scout TP8 at 32,768 tokens: 48 layers x
+    512 B per token. Off, a request takes 32,768 / 16 = 2,048 blocks of 48 x 16 x 512 B, the pool
+    holds kv / 393,216 B blocks: sequences = kv / (2,048 x 393,216). On, 4 groups of 12 layers
+    (12 full, 36 chunked), a pool block is 12 x 16 x 512 = 98,304 B; a request takes 2,048 full
+    blocks + 3 x cdiv(min(8,192 + 8,192, 32,768), 16) = 3 x 1,024 chunked ones = 5,120 blocks
+    (the 8,192 batched tokens in flight: 0.12.0 and 0.14.0 schedule synchronously)."""
+    roles = [{"name": "r", "mode": "unified", "nodePool": "p", "parallel": {"tensor": 8},
+              "serving": {"maxNumBatchedTokens": 8192},
+              "env": {} if env is None else {
+                  "VLLM_ALLOW_CHUNKED_LOCAL_ATTN_WITH_HYBRID_KV_CACHE": env}}]
+    z = _size(tmp_path, "llama-4-scout", "bf16", 8, version=version, roles=roles).sizing[0]
+    kv = z.kv_cache * GIB
+    if on:
+        assert z.max_concurrency == pytest.approx(int(kv // 98_304) / 5_120)
+    else:
+        assert z.max_concurrency == pytest.approx(int(kv // 393_216) / 2_048)
+
+
 PD = [{"name": "prefill", "mode": "prefill", "nodePool": "p", "parallel": {"tensor": 4},
        "kvTransfer": {"connector": "nixl"}},
       {"name": "decode", "mode": "decode", "nodePool": "p", "parallel": {"tensor": 4},
