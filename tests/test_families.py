@@ -107,18 +107,38 @@ def test_engine_printed_figures_of_the_new_families():
     """Weights within 5 %, KV (bytes per token, tokens) within 10 % of what the engines printed
     (bench/engine_memory_figures.yaml; the cases name the public log). A known miss is listed
     with its reason and its weights are not held to the bound."""
-    rows = load_script("bench/sizing_residuals.py").family_residuals()
-    assert len(rows) >= 6
-    models = {r["id"].split("-", 1)[1] for r in rows}
-    assert any("qwen3" in m for m in models) and any("gpt-oss" in m for m in models)
-    assert any("minimax" in m for m in models) and any("glm-5" in m for m in models)
+    script = load_script("bench/sizing_residuals.py")
+    rows = script.family_residuals()
+    assert len(rows) >= 10
     for r in rows:
         if "weights_err" in r and "known_miss" not in r:
             assert abs(r["weights_err"]) <= 0.05, r
-        for key in ("per_token_err", "tokens_err"):
+        for key in ("per_token_err", "tokens_err", "concurrency_err"):
             if key in r:
                 assert abs(r[key]) <= 0.10, r
     assert sum("tokens_err" in r for r in rows) >= 3
+
+
+#: Every family issue 35 added, by the catalog ids that belong to it.
+FAMILIES = {"qwen3-moe": ("qwen3-",), "glm-4.x": ("glm-4.",), "glm-5.x": ("glm-5",),
+            "gpt-oss": ("gpt-oss-",), "llama-4": ("llama-4-",), "minimax-m2": ("minimax-m2",)}
+
+
+def test_every_new_family_has_an_engine_printed_figure():
+    """Each family has a case in bench/engine_memory_figures.yaml with a printed weights figure
+    or a KV figure (weights for the families whose launches printed them: Qwen3, gpt-oss,
+    GLM-5.x, Llama-4), each with its source address."""
+    script = load_script("bench/sizing_residuals.py")
+    cases = yaml.safe_load(script.FAMILIES.read_text())
+    weights = {"qwen3-moe", "gpt-oss", "glm-5.x", "llama-4"}
+    kv_keys = {"kv_tokens", "kv_bytes_per_token", "max_concurrency"}
+    for family, prefixes in FAMILIES.items():
+        mine = [c for c in cases if c["model"].startswith(prefixes)]
+        assert mine, family
+        assert all(c["source"] for c in mine), family
+        assert any(kv_keys & set(c["printed"]) for c in mine) or family in weights, family
+        if family in weights:
+            assert any("weights_gib" in c["printed"] for c in mine), family
 
 
 @pytest.mark.parametrize("model,weights,engine,old,first", [
