@@ -308,12 +308,14 @@ def family_spec(case: dict) -> str:
             "serving": case.get("serving") or {},
             "roles": [{"name": "r", "mode": "unified", "nodePool": "p",
                        "parallel": {"tensor": tp, "data": dp,
-                                    "expert": bool(case.get("ep"))}}]}})
+                                    "expert": bool(case.get("ep"))},
+                       "env": case.get("env") or {}}]}})
 
 
 def family_residuals(path: Path = FAMILIES) -> list[dict]:
-    """Per case: moegen vs printed weights (GiB), KV bytes per token, and KV tokens per rank -
-    moegen's own (``check: tokens``) or its layout at the printed KV memory (``check: layout``)."""
+    """Per case: moegen vs printed weights (GiB), KV bytes per token, KV tokens per rank -
+    moegen's own (``check: tokens``) or its layout at the printed KV memory (``check: layout``) -
+    and the maximum concurrency (moegen's own KV budget and layout)."""
     rows = []
     for case in yaml.safe_load(path.read_text()):
         checked = _check(family_spec(case))
@@ -329,6 +331,8 @@ def family_residuals(path: Path = FAMILIES) -> list[dict]:
             tokens = (int(p["kv_cache_gib"] * GIB // z.kv_bytes_per_token)
                       if case.get("check") == "layout" else z.kv_tokens_per_rank)
             row |= _compared("tokens", tokens, p["kv_tokens"])
+        if "max_concurrency" in p:
+            row |= _compared("concurrency", z.max_concurrency, p["max_concurrency"])
         if "known_miss" in case:
             row["known_miss"] = case["known_miss"]
         rows.append(row)
@@ -339,7 +343,8 @@ def print_families() -> None:
     for r in family_residuals():
         parts = []
         for key, label, fmt in (("weights", "weights GiB", ",.2f"), ("per_token", "KV B/token", ","),
-                                ("tokens", f"KV tokens ({r['check']})", ",")):
+                                ("tokens", f"KV tokens ({r['check']})", ","),
+                                ("concurrency", "max concurrency", ".2f")):
             if key in r:
                 parts.append(f"{label} {r[key]:{fmt}} vs {r[key + '_printed']:{fmt}} "
                              f"({r[key + '_err']:+.1%})")

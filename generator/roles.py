@@ -62,6 +62,8 @@ class RoleInput:
             engines/gateway.py ``rank_ports``).
         engine_args: the role's ``engineArgs`` as written (the sizing reads the switches that
             change the KV pool's layout: :func:`engine_switch`).
+        env: the environment the spec gives the role's engine pods (spec.network.env, then
+            the role's ``env``), as (name, value) pairs: the engine settings read from it.
     """
 
     name: str
@@ -84,6 +86,12 @@ class RoleInput:
     rank_ports: int = 1
     mnnvl: bool = False
     engine_args: tuple[str, ...] = ()
+    env: tuple[tuple[str, str], ...] = ()
+
+    def env_value(self, name: str) -> str | None:
+        """The value the role's engine pods get for ``name`` (spec.network.env, then the
+        role's env, applied last), or ``None``."""
+        return dict(self.env).get(name)
 
 
 def carried_speculative(spec: InferenceDeployment) -> tuple[Speculative | None, str]:
@@ -127,7 +135,8 @@ def role_inputs(spec: InferenceDeployment, arch: ModelArch | None) -> list[RoleI
             concurrency=stated or 1, speculative_from=source, admission=stated,
             engine_default=role.sizing.concurrency == ENGINE_DEFAULT,
             mnnvl=uses_mnnvl(spec.spec.network, GPUS[pool.gpu], pool.gpusPerNode),
-            engine_args=tuple(role.engineArgs)))
+            engine_args=tuple(role.engineArgs),
+            env=tuple({**spec.spec.network.env, **role.env}.items())))
     return roles
 
 

@@ -107,18 +107,38 @@ def test_engine_printed_figures_of_the_new_families():
     """Weights within 5 %, KV (bytes per token, tokens) within 10 % of what the engines printed
     (bench/engine_memory_figures.yaml; the cases name the public log). A known miss is listed
     with its reason and its weights are not held to the bound."""
-    rows = load_script("bench/sizing_residuals.py").family_residuals()
-    assert len(rows) >= 6
-    models = {r["id"].split("-", 1)[1] for r in rows}
-    assert any("qwen3" in m for m in models) and any("gpt-oss" in m for m in models)
-    assert any("minimax" in m for m in models) and any("glm-5" in m for m in models)
+    script = load_script("bench/sizing_residuals.py")
+    rows = script.family_residuals()
+    assert len(rows) >= 10
     for r in rows:
         if "weights_err" in r and "known_miss" not in r:
             assert abs(r["weights_err"]) <= 0.05, r
-        for key in ("per_token_err", "tokens_err"):
+        for key in ("per_token_err", "tokens_err", "concurrency_err"):
             if key in r:
                 assert abs(r[key]) <= 0.10, r
     assert sum("tokens_err" in r for r in rows) >= 3
+
+
+#: Every family issue 35 added, by the catalog ids that belong to it.
+FAMILIES = {"qwen3-moe": ("qwen3-",), "glm-4.x": ("glm-4.",), "glm-5.x": ("glm-5",),
+            "gpt-oss": ("gpt-oss-",), "llama-4": ("llama-4-",), "minimax-m2": ("minimax-m2",)}
+
+
+def test_every_new_family_has_an_engine_printed_figure():
+    """Each family has a case in bench/engine_memory_figures.yaml with a printed weights figure
+    or a KV figure (weights for the families whose launches printed them: Qwen3, gpt-oss,
+    GLM-5.x, Llama-4), each with its source address."""
+    script = load_script("bench/sizing_residuals.py")
+    cases = yaml.safe_load(script.FAMILIES.read_text())
+    weights = {"qwen3-moe", "gpt-oss", "glm-5.x", "llama-4"}
+    kv_keys = {"kv_tokens", "kv_bytes_per_token", "max_concurrency"}
+    for family, prefixes in FAMILIES.items():
+        mine = [c for c in cases if c["model"].startswith(prefixes)]
+        assert mine, family
+        assert all(c["source"] for c in mine), family
+        assert any(kv_keys & set(c["printed"]) for c in mine) or family in weights, family
+        if family in weights:
+            assert any("weights_gib" in c["printed"] for c in mine), family
 
 
 @pytest.mark.parametrize("model,weights,engine,old,first", [
@@ -156,6 +176,30 @@ def test_vllm_hybrid_manager_off_for_llama4_before_0_14(tmp_path):
                                                    rel=1e-3)
     new = _size(tmp_path, "llama-4-scout", "bf16", 8, version="0.14.0").sizing[0]
     assert new.kv_tokens_per_rank > 1.5 * _tokens_per_full_layer_pool(new, 48, 512)
+
+
+@pytest.mark.parametrize("version,env,on", [
+    ("0.12.0", None, False), ("0.12.0", "1", True), ("0.14.0", None, True),
+    ("0.14.0", "0", False), ("0.12.0", "yes", False)])
+def test_vllm_chunked_hybrid_manager_follows_the_roles_env(tmp_path, version, env, on):
+    """VLLM_ALLOW_CHUNKED_LOCAL_ATTN_WITH_HYBRID_KV_CACHE in the role's env overrides the
+    release's default (vllm/envs.py ``bool(int(...))``: "0" in 0.12.0, "1" in 0.28.0); a value
+    that is not an integer leaves the default. Llama-4 Scout TP8 at 32,768 tokens: 48 layers x
+    512 B per token. Off, a request takes 32,768 / 16 = 2,048 blocks of 48 x 16 x 512 B, the pool
+    holds kv / 393,216 B blocks: sequences = kv / (2,048 x 393,216). On, 4 groups of 12 layers
+    (12 full, 36 chunked), a pool block is 12 x 16 x 512 = 98,304 B; a request takes 2,048 full
+    blocks + 3 x cdiv(min(8,192 + 8,192, 32,768), 16) = 3 x 1,024 chunked ones = 5,120 blocks
+    (the 8,192 batched tokens in flight: 0.12.0 and 0.14.0 schedule synchronously)."""
+    roles = [{"name": "r", "mode": "unified", "nodePool": "p", "parallel": {"tensor": 8},
+              "serving": {"maxNumBatchedTokens": 8192},
+              "env": {} if env is None else {
+                  "VLLM_ALLOW_CHUNKED_LOCAL_ATTN_WITH_HYBRID_KV_CACHE": env}}]
+    z = _size(tmp_path, "llama-4-scout", "bf16", 8, version=version, roles=roles).sizing[0]
+    kv = z.kv_cache * GIB
+    if on:
+        assert z.max_concurrency == pytest.approx(int(kv // 98_304) / 5_120)
+    else:
+        assert z.max_concurrency == pytest.approx(int(kv // 393_216) / 2_048)
 
 
 PD = [{"name": "prefill", "mode": "prefill", "nodePool": "p", "parallel": {"tensor": 4},

@@ -188,16 +188,30 @@ HMA_CONNECTORS = frozenset({"nixl", "mooncake"})
 #: (vllm/envs.py: "0" in 0.11.0-0.13.0, "1" from 0.14.0): before it vLLM turns the hybrid
 #: manager off for chunked local attention (Llama-4), "a latency regression" (vllm PR#21761).
 CHUNKED_HMA_DEFAULT_ON = (0, 14, 0)
+#: The variable itself, read as ``bool(int(value))`` in every release (vLLM 0.12.0 and 0.28.0
+#: vllm/envs.py); set in the role's env it overrides the release's default.
+CHUNKED_HMA_ENV = "VLLM_ALLOW_CHUNKED_LOCAL_ATTN_WITH_HYBRID_KV_CACHE"
 #: Speculative methods vLLM's SpeculativeConfig.use_eagle() counts (eagle, eagle3, mtp): with
 #: chunked local attention they turn the hybrid manager off in every release 0.11.0-0.33.0.
 EAGLE_LIKE = frozenset({"eagle", "eagle3", "mtp"})
 
 
+def _chunked_hma(version: tuple[int, int, int], role: RoleInput) -> bool:
+    """VLLM_ALLOW_CHUNKED_LOCAL_ATTN_WITH_HYBRID_KV_CACHE as the role's engine reads it: the
+    value its env sets (an integer; anything else leaves the release's default), else
+    :data:`CHUNKED_HMA_DEFAULT_ON`."""
+    value = (role.env_value(CHUNKED_HMA_ENV) or "").strip()
+    if value.lstrip("+-").isdigit():
+        return int(value) != 0
+    return version >= CHUNKED_HMA_DEFAULT_ON
+
+
 def hybrid_manager(version: tuple[int, int, int], role: RoleInput) -> bool:
     """vLLM keeps its hybrid KV cache manager on for ``role`` (vllm/config/vllm.py
     ``__post_init__``, "Hybrid KV cache manager (HMA) runtime rules"): off for chunked local
-    attention with an EAGLE-like drafter or before :data:`CHUNKED_HMA_DEFAULT_ON`, and off next
-    to a KV connector before :data:`HMA_WITH_CONNECTOR` or one without SupportsHMA. Off, every
+    attention with an EAGLE-like drafter or when :data:`CHUNKED_HMA_ENV` is off
+    (:func:`_chunked_hma`), and off next to a KV connector before :data:`HMA_WITH_CONNECTOR`
+    or one without SupportsHMA. Off, every
     sliding / chunked layer caches the whole sequence, as a full one does
     (vLLM 0.33.0 vllm/v1/core/kv_cache_planning.py ``unify_hybrid_kv_cache_specs``).
     ``--disable-hybrid-kv-cache-manager`` in engineArgs turns it off (vllm/config/vllm.py: an
@@ -207,7 +221,7 @@ def hybrid_manager(version: tuple[int, int, int], role: RoleInput) -> bool:
         return False
     if "chunked" in role.arch.attention.layer_types:
         spec = role.speculative
-        if (spec is not None and spec.method in EAGLE_LIKE) or version < CHUNKED_HMA_DEFAULT_ON:
+        if (spec is not None and spec.method in EAGLE_LIKE) or not _chunked_hma(version, role):
             return False
     kv = role.kv_transfer
     if kv is not None and (version < HMA_WITH_CONNECTOR or kv.connector not in HMA_CONNECTORS):
