@@ -15,18 +15,28 @@ from generator.cli import run
 from generator.perf import terms as perf
 from generator.perf.decode import model_shape
 from generator.perf.fixed import PREFILL_LAUNCH_EXPOSED, fixed_costs
-from generator.perf.loop import decode_first_token
+from generator.perf.loop import decode_first_token, exposed_kv
 from tests.helpers import EXAMPLES
 
 
 def test_vllm_decode_takes_the_request_in_reads_the_kv_then_computes_the_last_token():
-    """vLLM (NixlConnector): half a step until the decode scheduler takes the request in, the
-    read inside that step (reported at its end, or half a step after a longer read ends), then
-    one step recomputing the last prompt token. Step 40 ms, transfer 10 ms:
-    20 + max(40, 10 + 20) + 40 - 10 = 90 ms besides the transfer; transfer 100 ms:
-    20 + max(40, 100 + 20) + 40 - 100 = 80 ms."""
+    """vLLM (NixlConnector), synchronous scheduling: half a step until the decode scheduler
+    takes the request in, the read starting with a step and reported at the end of the step it
+    finishes in (ceil(kv / step) steps, at least one), then one step recomputing the last
+    prompt token. Step 40 ms, transfer 10 ms: 20 + 40 + 40 - 10 = 90 ms besides the transfer;
+    transfer 100 ms: 20 + ceil(2.5) x 40 + 40 - 100 = 80 ms; transfer 50 ms:
+    20 + 2 x 40 + 40 - 50 = 90 ms (the read ends in the second step)."""
     assert decode_first_token("vllm", 0.010, 0.040) == pytest.approx(0.090)
     assert decode_first_token("vllm", 0.100, 0.040) == pytest.approx(0.080)
+    assert decode_first_token("vllm", 0.050, 0.040) == pytest.approx(0.090)
+
+
+def test_vllm_async_scheduling_takes_two_steps_more():
+    """vLLM's asynchronous scheduling (the default from 0.26.0 without pipeline parallelism,
+    vllm/config/vllm.py): step k+1 is scheduled before step k's output, so the request is
+    taken in one step later and recomputed one step after its read is reported:
+    90 + 2 x 40 = 170 ms."""
+    assert decode_first_token("vllm", 0.010, 0.040, True) == pytest.approx(0.170)
 
 
 def test_sglang_decode_streams_the_prefill_token_at_its_next_poll():
@@ -38,15 +48,16 @@ def test_sglang_decode_streams_the_prefill_token_at_its_next_poll():
 
 
 def test_s1_ttft_carries_the_decode_first_step(capsys):
-    """S1 (vLLM 0.33, NIXL, decode MTP 1 at the default acceptance 0.7): the decode step at the
-    operating point is TPOT x (1 + 0.7) tokens; its first-token term is
-    0.5 s + max(s, kv + 0.5 s) + s - kv with kv the KV transfer of the same TTFT."""
+    """S1 (vLLM 0.33, NIXL, decode MTP 1 at the default acceptance 0.7, asynchronous
+    scheduling): the decode step at the operating point is TPOT x (1 + 0.7) tokens; its
+    first-token term is 0.5 s + max(1, ceil(kv / s)) s + s - kv + 2 s with kv the KV
+    transfer of the same TTFT."""
     assert run(["size", str(EXAMPLES / "s1-16xh20-pd.yaml"), "--format", "json"]) == 0
     roles = {r["name"]: r["predicted"] for r in json.loads(capsys.readouterr().out)["roles"]}
     parts = roles["prefill"]["ttftPartsMs"]
     step = roles["decode"]["tpotMs"] * 1.7
     kv = parts["kvTransfer"]
-    want = 0.5 * step + max(step, kv + 0.5 * step) + step - kv
+    want = 0.5 * step + max(1, math.ceil(kv / step)) * step + step - kv + 2 * step
     assert parts["decodeFirstStep"] == pytest.approx(want, rel=0.01)
     assert parts["decodeFirstStep"] > 0
 
@@ -134,3 +145,16 @@ def test_a_disaggregated_prefill_role_times_its_chunks(tmp_path, capsys):
     launches = 3 * pre.step_s
     want = max(launches, pre.work_s) + PREFILL_LAUNCH_EXPOSED * min(launches, pre.work_s)
     assert role["predicted"]["ttftPartsMs"]["prefill"] == pytest.approx(want * 1000, abs=0.1)
+
+
+def test_sglang_sends_each_chunks_kv_while_the_next_chunks_compute():
+    """SGLang's prefill sends a chunk's KV when the chunk is done (disaggregation/prefill.py
+    send_kv_chunk): 4 chunks of 50 ms (200 ms prefill) and a 120 ms transfer leave
+    max(120 / 4, 120 - 3 x 50) = 30 ms after the prefill; a 400 ms transfer
+    400 - 150 = 250 ms. vLLM's decode pulls after the prefill: all 120 ms. One chunk: all."""
+    pre = perf.PrefillEstimate(latency_s=0.200, requests_per_s=5.0, chunks=4)
+    assert exposed_kv("sglang", 0.120, pre) == pytest.approx(0.030)
+    assert exposed_kv("sglang", 0.400, pre) == pytest.approx(0.250)
+    assert exposed_kv("vllm", 0.120, pre) == pytest.approx(0.120)
+    one = perf.PrefillEstimate(latency_s=0.200, requests_per_s=5.0, chunks=1)
+    assert exposed_kv("sglang", 0.120, one) == pytest.approx(0.120)

@@ -384,3 +384,34 @@ def test_engine_args_that_turn_the_window_pool_off(tmp_path, engine, version, fl
         # 2 x 2,048 when every layer is full: 4,096 / 3,081 = 1.329 as many.
         gain = 2 * 2048 / (2048 + 1033)
     assert on.kv_tokens_per_rank == pytest.approx(off.kv_tokens_per_rank * gain, rel=2e-3)
+
+
+@pytest.mark.parametrize("args,env,embed_tp,head_tp", [
+    ([], {}, 1, 8),
+    # --enable-dp-lm-head: the lm_head over the attention-TP group of one (SGLang 0.5.23
+    # models/deepseek_v2.py ParallelLMHead(use_attn_tp_group=enable_dp_lm_head)).
+    (["--enable-dp-lm-head"], {}, 1, 1),
+])
+def test_sglang_dp_lm_head(tmp_path, args, env, embed_tp, head_tp):
+    """DeepSeek-V3 on SGLang, tensor 1 x data 8 (attention DP): the embedding whole on each GPU;
+    the lm_head 129,280 x 7,168 x 2 B = 1.726 GiB split over 8, or whole with the flag."""
+    roles = [{"name": "r", "mode": "unified", "nodePool": "p", "engineArgs": args,
+              "parallel": {"tensor": 1, "data": 8, "expert": True}}]
+    z = _size(tmp_path, "deepseek-v3", "fp8", 1, engine="sglang", version="0.5.23",
+              roles=roles).sizing[0]
+    table = 129_280 * 7_168 * 2 / 2**30
+    assert round(table, 3) == 1.726
+    assert z.weights_by_component["embedding"] == pytest.approx(table / embed_tp, rel=1e-6)
+    assert z.weights_by_component["lm_head"] == pytest.approx(table / head_tp, rel=1e-6)
+
+
+def test_sglang_embed_replication_env(tmp_path):
+    """SGLANG_ENABLE_EMBED_REPLICATION=1 (sglang/srt/layers/vocab_parallel_embedding.py
+    get_embedding_tp_kwargs -> enable_tp False): DeepSeek-V3 at TP8 holds the whole 1.726 GiB
+    table on each GPU instead of 1/8 of it."""
+    roles = [{"name": "r", "mode": "unified", "nodePool": "p", "parallel": {"tensor": 8},
+              "env": {"SGLANG_ENABLE_EMBED_REPLICATION": "1"}}]
+    z = _size(tmp_path, "deepseek-v3", "fp8", 8, engine="sglang", version="0.5.23",
+              roles=roles).sizing[0]
+    assert z.weights_by_component["embedding"] == pytest.approx(129_280 * 7_168 * 2 / 2**30,
+                                                                rel=1e-6)

@@ -99,9 +99,11 @@ def test_the_leader_starts_the_ray_head_and_waits_for_every_node(launchers):
     assert head < wait < serve
     assert '--node-ip-address="${MOEGEN_POD_IP}"' in leader[head:wait]
     assert 'export RAY_ADDRESS="${MOEGEN_POD_IP}:6379"' in leader[head:wait]
-    # 2 pods = 2 Ray nodes; 240 polls x 5 s = 1200 s, as long as the worker waits for the
-    # leader (below), and the startup budget's rendezvous (sizing/host.py RAY_RENDEZVOUS_S).
-    assert 'while [ "$n" -lt 240 ]; do' in leader
+    # 2 pods = 2 Ray nodes; a 1200 s deadline on the clock (each poll imports Ray: a count of
+    # polls would outlast it), as long as the worker waits for the leader (below), and the
+    # startup budget's rendezvous (sizing/host.py RAY_RENDEZVOUS_S).
+    assert 'deadline=`expr "$(date +%s)" + 1200`' in leader
+    assert 'while [ "$(date +%s)" -lt "$deadline" ]; do' in leader
     assert 'if [ "$alive" = "2" ]; then' in leader
     assert "fewer than 2 Ray nodes alive after 1200 s" in leader
     engine = leader[serve:]

@@ -17,7 +17,7 @@ from ..naming import L_INSTANCE, L_ROLE, LWS_GROUP_KEY_LABEL
 from ..pods import DRAIN_S, PRESTOP_S, STARTUP_PERIOD_S, PodSettings, termination_grace
 from ..roles import RoleInput
 from .. import security
-from ..sizing.host import EPHEMERAL_BASE_GIB, HostPlan, PodResources
+from ..sizing.host import EPHEMERAL_BASE_GIB, RAY_RENDEZVOUS_S, HostPlan, PodResources
 from ..spec.models import InferenceDeployment, NodePool, Role
 
 #: Startup probe: every STARTUP_PERIOD_S for the role's cold-start budget (sizing/host.py:
@@ -40,11 +40,13 @@ RESOLVE_TRIES, RESOLVE_SLEEP_S = 240, 5
 #: multi-node-serving.sh leader does (vllm-project/vllm@v0.8.5:examples/online_serving/
 #: multi-node-serving.sh polls every 5 s), but as long as a worker waits for the leader
 #: (RESOLVE_TRIES x RESOLVE_SLEEP_S = 20 min, not the script's ray_init_timeout of 300 s): a
-#: worker whose node pulls the image slower no longer restarts the group. The startup budget's
-#: rendezvous is that wait (sizing/host.py RAY_RENDEZVOUS_S). Without the wait vLLM would ask
-#: for a placement group the cluster cannot hold yet (vllm/v1/executor/ray_utils.py
-#: _wait_until_pg_ready).
-RAY_WAIT_TRIES = RESOLVE_TRIES
+#: worker whose node pulls the image slower no longer restarts the group. The wait is a
+#: deadline on the clock, not a count of polls (each poll starts a Python process that imports
+#: Ray and joins the cluster, seconds of its own), so it ends within the startup budget's
+#: rendezvous (sizing/host.py RAY_RENDEZVOUS_S) and the startup probe never kills a leader
+#: still waiting. vLLM 0.33.0 would itself wait up to 1800 s for a placement group the cluster
+#: cannot hold yet (vllm/v1/executor/ray_utils.py PG_WAIT_TIMEOUT, _wait_until_pg_ready); the
+#: wait here fails sooner, inside the probe's budget, and says how many nodes it saw.
 
 
 #: The pod's index in its instance and the leader's DNS name, as the pod template defines them.
@@ -150,11 +152,10 @@ def launcher_context(launch: EngineLaunch, role: str, engine: str) -> dict[str, 
         "resolve_budget": str(RESOLVE_TRIES * RESOLVE_SLEEP_S),
         "rendezvous_port": str(port) if port else "",
         # A Ray cluster (parallel.executor ray): the head's port, the nodes the leader waits
-        # for (one per pod) and for how long (RAY_WAIT_TRIES x RESOLVE_SLEEP_S).
+        # for (one per pod) and for how long (a deadline: RAY_RENDEZVOUS_S).
         "ray_port": str(launch.ray_port) if ray else "",
         "ray_nodes": str(len(launch.per_pod)),
-        "ray_tries": str(RAY_WAIT_TRIES),
-        "ray_budget": str(RAY_WAIT_TRIES * RESOLVE_SLEEP_S),
+        "ray_budget": str(RAY_RENDEZVOUS_S),
         # The environment variables the launcher reads: the pod's index in its instance and the
         # leader's DNS name (the pod template defines them; a platform target may name the
         # ones its controller injects instead).

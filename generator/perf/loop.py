@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import math
 
+from ..facts.versions import parse_version
 from ..sizing import RoleSizing
+from ..sizing.vllm_budget import async_scheduling
 from ..spec.request import PlanRequest
 from . import terms as perf
 from .candidate import QUEUE_PARTS, SERVICE_PARTS, Candidate, RoleChoice
@@ -91,7 +93,8 @@ def _solve_closed_loop(concurrency: int, r_max: float, in_loop) -> tuple[float, 
     return lo, False
 
 
-def decode_first_token(engine: str, kv_s: float, step_s: float) -> float:
+def decode_first_token(engine: str, kv_s: float, step_s: float,
+                       async_sched: bool = False) -> float:
     """Seconds a disaggregated request spends on its decode instance besides the KV transfer
     (``kv_s``) before its first token streams, with the decode role stepping every ``step_s``
     (its decode step at the operating batch).
@@ -103,9 +106,15 @@ def decode_first_token(engine: str, kv_s: float, step_s: float) -> float:
       (``_update_from_kv_xfer_finished``: at least that first step, else the transfer plus half
       a step), and the step after recomputes the last prompt token inside the running decode
       batch (``_update_waiting_for_remote_kv`` sets ``num_computed_tokens = num_tokens - 1``)
-      and samples the first token: 0.5 x step + max(step, kv_s + 0.5 x step) + step - kv_s
-      (vLLM 0.33.0 vllm/v1/core/sched/scheduler.py; the synchronous step loop, as
-      :data:`OVERLAP_SCHEDULERS` times vLLM).
+      and samples the first token. The read starts with a step and its end is reported with
+      the output of the step it finishes in (vllm/distributed/kv_transfer/kv_connector/v1/
+      nixl ``start_load_kv`` / ``get_finished``): max(1, ceil(kv_s / step)) steps. So
+      0.5 x step + max(1, ceil(kv_s / step)) x step + step - kv_s (vLLM 0.33.0
+      vllm/v1/core/sched/scheduler.py). With asynchronous scheduling (``async_sched``:
+      sizing/vllm_budget.py :func:`async_scheduling`) step k+1 is already scheduled when step
+      k's output is processed (vllm/v1/engine/core.py ``step_with_batch_queue``): the request is
+      taken in one step later and its recompute runs one step after the read is reported: two
+      steps more.
     * SGLang (Mooncake, NIXL): the router sends the request to prefill and decode at once, so
       decode has preallocated its KV before prefill pushes it; the prefill samples the first
       token and sends it with the KV's metadata. The decode scheduler polls the transfer queue
@@ -114,8 +123,30 @@ def decode_first_token(engine: str, kv_s: float, step_s: float) -> float:
       0.5.23 python/sglang/srt/disaggregation/decode.py ``event_loop_overlap_disagg_decode``,
       ``_commit_transfer_to_req``)."""
     if engine == "vllm":
-        return 0.5 * step_s + max(step_s, kv_s + 0.5 * step_s) + step_s - kv_s
+        read = max(1, math.ceil(kv_s / step_s - 1e-9)) * step_s if step_s > 0 else kv_s
+        return 0.5 * step_s + read + step_s - kv_s + (2 * step_s if async_sched else 0.0)
     return 0.5 * step_s
+
+
+def exposed_kv(engine: str, kv_s: float, pre: perf.PrefillEstimate) -> float:
+    """The part of a request's KV transfer (``kv_s``, s) that adds to its TTFT after its
+    prefill. SGLang's prefill sends each chunk's KV as soon as the chunk is computed (SGLang
+    0.5.23 python/sglang/srt/disaggregation/prefill.py: ``send_kv_chunk(last_chunk=False)``
+    per chunk), so of ``c`` chunks of ``latency / c`` each the later chunks' compute hides
+    all but max(kv / c, kv - (c - 1) x latency / c). vLLM's decode pulls the KV once the
+    prefill has finished (NixlConnector): all of it."""
+    if engine != "sglang" or pre.chunks <= 1:
+        return kv_s
+    chunk_s = pre.latency_s / pre.chunks
+    return max(kv_s / pre.chunks, kv_s - (pre.chunks - 1) * chunk_s)
+
+
+def _async(req: PlanRequest, pipeline: int) -> bool:
+    """The request's vLLM release schedules asynchronously for ``pipeline`` stages."""
+    try:
+        return async_scheduling(parse_version(req.spec.engine.version), pipeline)
+    except ValueError:
+        return False
 
 
 def pd_candidate(req: PlanRequest, prefill: RoleChoice, decode: RoleChoice,
@@ -138,6 +169,7 @@ def pd_candidate(req: PlanRequest, prefill: RoleChoice, decode: RoleChoice,
     kv_t = perf.kv_transfer_time(wl.inputTokens, z.kv_bytes_per_token,
                                  req.spec.network.interNodeGbps,
                                  perf.kv_readers(prefill.layout.tensor, decode.layout.tensor))
+    kv_t = exposed_kv(req.spec.engine.name, kv_t, pre)
     prefill_cap = prefill.instances * pre.requests_per_s
     dl = decode.layout
     ranks = decode.instances * dl.data * dl.pipeline
@@ -145,9 +177,10 @@ def pd_candidate(req: PlanRequest, prefill: RoleChoice, decode: RoleChoice,
 
     engine = req.spec.engine.name
     per_token = est.step_s / est.tpot_s          # decode step per TPOT (MTP, pipeline)
+    async_sched = engine == "vllm" and _async(req, dl.pipeline)
 
     def first(tpot_s: float) -> float:
-        return decode_first_token(engine, kv_t, tpot_s * per_token)
+        return decode_first_token(engine, kv_t, tpot_s * per_token, async_sched)
 
     def wait(rate: float, tpot_s: float) -> float:
         rho = min(rate / prefill_cap, 0.95) if prefill_cap else 0.95
@@ -234,11 +267,10 @@ def median_wait(latency_s: float, rho: float) -> float:
 #: --disable-overlap-schedule (not read), with pipeline parallelism, and with speculative
 #: decoding before spec v2 (0.5.7's ``_handle_speculative_decoding``; 0.5.23 keeps it on): a
 #: drafting role is timed without the extra step at every release (the release spec v2 became
-#: the default is not among moegen's facts). vLLM's async scheduling does the same where it is
-#: on (the default at 0.33, vllm/config/vllm.py); the release it became the default is not among
-#: moegen's vLLM facts either, so vLLM is timed with the synchronous step loop
-#: (``EngineCore.step``), half a step: a lower bound.
-OVERLAP_SCHEDULERS = frozenset({"sglang"})
+#: the default is not among moegen's facts). vLLM's asynchronous scheduling does the same where
+#: it is on (sizing/vllm_budget.py :func:`async_scheduling`: from 0.26.0 without pipeline
+#: parallelism; MTP keeps it on, vllm/config/vllm.py): the caller says whether it is.
+OVERLAP_SCHEDULERS = frozenset({"sglang", "vllm"})
 
 
 def arrival_wait(busy: float, decode_step_s: float, engine: str, decoding: float = 1.0,
@@ -297,7 +329,9 @@ def unified_candidate(req: PlanRequest, unified: RoleChoice, pre: perf.PrefillEs
 
     per_token = est.step_s / est.tpot_s          # decode step per TPOT (MTP, pipeline)
 
-    overlap = not draft and ul.pipeline == 1        # see OVERLAP_SCHEDULERS
+    # see OVERLAP_SCHEDULERS: SGLang's overlap loop without a drafter or pipeline; vLLM's
+    # asynchronous scheduling where the release has it on
+    overlap = (not draft and ul.pipeline == 1) if engine != "vllm" else _async(req, ul.pipeline)
     # The chance other sequences are decoding when a request arrives, per instance: a closed
     # loop of S sequences leaves S - 1 ((S - 1) / S); an open load of L sequences in flight
     # (Poisson) 1 - e^-L, set once the rate is known.

@@ -12,7 +12,7 @@ from dataclasses import replace
 from typing import Any, Protocol
 
 from ..catalog import Gpu
-from ..roles import RoleInput
+from ..roles import RoleInput, engine_switch
 from .formats import held_encoding, mxfp4_padding
 from .params import inventory
 from .result import RoleSizing
@@ -60,9 +60,10 @@ def placement_for(role: RoleInput, engine: str) -> Placement:
     is_dp_attention_enabled()``, 0.5.14 and 0.5.23), but the one engine-printed V4 attention-DP
     figure (sgl-project/sglang#24523: 186,368 tokens per rank, tests/test_v4_kv.py) leaves no
     room for the 1.5 GiB more per GPU that would add: left until a second figure says which
-    term is off. The lm_head stays split over the whole group
-    (``ParallelLMHead(use_attn_tp_group=enable_dp_lm_head)``; moegen does not render
-    ``--enable-dp-lm-head``, and an engineArgs one is not read here).
+    term is off. The lm_head stays split over the whole group unless engineArgs has
+    ``--enable-dp-lm-head`` (``ParallelLMHead(use_attn_tp_group=enable_dp_lm_head)``: the
+    attention-TP group); ``SGLANG_ENABLE_EMBED_REPLICATION`` in the role's env replicates the
+    embedding of the models that place it with ``get_embedding_tp_kwargs``.
     """
     lay = role.layout
     moe = role.moe
@@ -75,9 +76,19 @@ def placement_for(role: RoleInput, engine: str) -> Placement:
         a2a = moe.all2all if moe else None
         attn_tp = max(1, lay.tensor // cp)
         embed_tp = attn_tp if lay.data > 1 and not role.arch.compressed_attention else group
+        # SGLANG_ENABLE_EMBED_REPLICATION (an EnvBool: true/1/yes/y, sglang/srt/environ.py)
+        # replicates the table where get_embedding_tp_kwargs places it (deepseek_v2.py,
+        # deepseek_nextn.py: the MLA models that are not DeepSeek-V4).
+        if (role.env_value("SGLANG_ENABLE_EMBED_REPLICATION") or "").lower() in (
+                "true", "1", "yes", "y") and role.arch.attention.kind == "mla" \
+                and not role.arch.compressed_attention:
+            embed_tp = 1
+        # --enable-dp-lm-head splits the lm_head over the attention-TP group
+        # (ParallelLMHead(use_attn_tp_group=enable_dp_lm_head), models/deepseek_v2.py).
+        head_tp = attn_tp if engine_switch(role.engine_args, "--enable-dp-lm-head") else group
         return Placement(tp=attn_tp, dense_tp=1 if lay.data > 1 else group,
                          shared_tp=1 if (lay.expert_parallel and a2a in SGLANG_SHARED_TP1) else group,
-                         moe_tp=group, vocab_tp=group, embed_tp=embed_tp, **common)
+                         moe_tp=group, vocab_tp=head_tp, embed_tp=embed_tp, **common)
     return Placement(tp=lay.tensor, moe_tp=lay.tensor * lay.data, **common)
 
 

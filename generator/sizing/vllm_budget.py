@@ -206,6 +206,20 @@ def _chunked_hma(version: tuple[int, int, int], role: RoleInput) -> bool:
     return version >= CHUNKED_HMA_DEFAULT_ON
 
 
+#: vLLM schedules step k+1 before it processes step k's output (asynchronous scheduling) by
+#: default from this release unless an option is incompatible: pipeline parallelism on the V1
+#: model runner, a drafter that is not EAGLE-like (MTP is), a pooling model (vLLM 0.33.0
+#: vllm/config/vllm.py ``__post_init__``: ``async_scheduling`` None -> True; the V1 engine's
+#: batch queue, vllm/v1/engine/core.py ``step_with_batch_queue``).
+ASYNC_SCHEDULING_SINCE = (0, 26, 0)
+
+
+def async_scheduling(version: tuple[int, int, int], pipeline: int) -> bool:
+    """vLLM at ``version`` schedules asynchronously for a role of ``pipeline`` stages
+    (:data:`ASYNC_SCHEDULING_SINCE`)."""
+    return version >= ASYNC_SCHEDULING_SINCE and pipeline == 1
+
+
 def hybrid_manager(version: tuple[int, int, int], role: RoleInput) -> bool:
     """vLLM keeps its hybrid KV cache manager on for ``role`` (vllm/config/vllm.py
     ``__post_init__``, "Hybrid KV cache manager (HMA) runtime rules"): off for chunked local
@@ -250,7 +264,7 @@ def size_vllm(role: RoleInput, gpu: Gpu, version: str, default_utilization: floa
     # Window groups cover the tokens in flight: one batch, two with async scheduling (the
     # default from 0.26.0 unless pipeline parallelism turns it off: VllmConfig
     # max_in_flight_tokens); the pool layout changed in 0.29.0 (kv.V4Cache).
-    in_flight = batched * (2 if v >= (0, 26, 0) and lay.pipeline == 1 else 1)
+    in_flight = batched * (2 if async_scheduling(v, lay.pipeline) else 1)
     scheme = "planned" if v >= V4_PLANNED_SINCE else "packed"
 
     def v4_cache(ratios: list[int], mtp: int) -> V4Cache:
