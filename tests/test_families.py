@@ -328,6 +328,9 @@ def test_compressed_tensors_fp8_is_read_as_fp8():
     block = _checkpoint(ct({"num_bits": 8, "type": "float", "strategy": "block",
                             "block_structure": [128, 128]}))
     int4 = _checkpoint(ct({"num_bits": 4, "type": "int", "strategy": "group", "group_size": 32}))
+    fp4 = _checkpoint(ct({"num_bits": 4, "type": "float", "strategy": "tensor_group",
+                          "group_size": 16}))
+    assert fp4.format == "nvfp4"
     assert (chan.format, chan.fp8_blocks) == ("fp8", False)
     assert (block.format, block.fp8_blocks) == ("fp8", True)
     assert int4.format == "w4a16"

@@ -49,14 +49,17 @@ def test_closed_loop_batches_the_requests_that_finish_in_one_step():
 
 def test_unified_ttft_waits_for_the_running_step():
     """A unified role: 60 ms off the GPU, an 80 ms prefill, 20 % of the time in prefill, 40 ms
-    decode steps. vLLM's synchronous step loop: the request waits the rest of the running step,
+    decode steps. vLLM's synchronous step loop (overlap=False: before 0.26.0, or with pipeline
+    parallelism): the request waits the rest of the running step,
     60 + (1 - 0.2) x 40 / 2 + 80 x (1 + 0.2 / (2 x 0.8)) = 60 + 16 + 90 = 166 ms. SGLang's
-    overlap scheduler has launched the next step before it reads the request: 1.5 steps,
-    60 + 0.8 x 60 + 90 = 198 ms. The median has no queue below half load: 60 + 48 + 80 = 188 ms
-    for SGLang; at busy 0.8 the M/D/1 median wait is 80 / (2 x 0.2) x ln 1.6 = 94.0 ms."""
+    overlap scheduler, and vLLM's asynchronous scheduling, have launched the next step before
+    they read the request: 1.5 steps, 60 + 0.8 x 60 + 90 = 198 ms. The median has no queue
+    below half load: 60 + 48 + 80 = 188 ms for SGLang; at busy 0.8 the M/D/1 median wait is
+    80 / (2 x 0.2) x ln 1.6 = 94.0 ms."""
     from generator.perf.loop import median_wait, unified_ttft, unified_ttft_median
     pre = perf.PrefillEstimate(0.08, 12.5, request_s=0.06)
-    assert unified_ttft(pre, 0.2, 0.04, "vllm") == pytest.approx(0.166)
+    assert unified_ttft(pre, 0.2, 0.04, "vllm", overlap=False) == pytest.approx(0.166)
+    assert unified_ttft(pre, 0.2, 0.04, "vllm") == pytest.approx(0.198)
     assert unified_ttft(pre, 0.2, 0.04, "sglang") == pytest.approx(0.198)
     assert unified_ttft_median(pre, 0.2, 0.04, "sglang") == pytest.approx(0.188)
     assert median_wait(0.08, 0.5) == 0.0

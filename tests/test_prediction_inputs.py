@@ -127,7 +127,7 @@ def test_a_slower_fabric_shows_a_longer_service_and_the_split_explains_a_better_
 def test_gen_size_text_shows_the_split_and_the_inputs(capsys):
     assert run(["size", str(EXAMPLES / "s1-16xh20-pd.yaml")]) == 0
     out = capsys.readouterr().out
-    assert "(predicted: service " in out and " + queue " in out and "KV transfer 8, decode's first step 74) + queue" in out
+    assert "(predicted: service " in out and " + queue " in out and "KV transfer 8, decode's first step 140) + queue" in out
     assert ("interNodeGbpsPerGpu: 200 Gbit/s (derived: 4 RDMA devices (mlx5_0, mlx5_1, mlx5_2, "
             "mlx5_3) x 400 Gbit/s (assumed) / 8 GPUs per node)") in out
     assert "acceptance: 0.7 per draft token (assumed: the default 0.7)" in out

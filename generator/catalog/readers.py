@@ -144,8 +144,9 @@ def _checkpoint(c: dict) -> Checkpoint:
         return Checkpoint("mxfp4", 1 if ue8m0 else 4, bf16_rest=True)
     if method == "compressed-tensors":
         # llm-compressor's schemes (compressed-tensors QuantizationScheme): 8-bit float weights
-        # are FP8 (FP8_DYNAMIC: per channel; FP8_BLOCK: strategy "block"), others the INT4
-        # weight-only W4A16 of Kimi-K2-Thinking.
+        # are FP8 (FP8_DYNAMIC: per channel; FP8_BLOCK: strategy "block"), 4-bit float NVFP4,
+        # others the INT4 weight-only W4A16 of Kimi-K2-Thinking (INT8 W8A8 has no format of
+        # its own in the spec: read as W4A16, a known gap).
         cg = q.get("config_groups")
         groups: dict = cg if isinstance(cg, dict) else {}
         weights = [g.get("weights") for g in groups.values() if isinstance(g, dict)]
@@ -153,6 +154,10 @@ def _checkpoint(c: dict) -> Checkpoint:
                and w.get("num_bits") == 8]
         if fp8:
             return Checkpoint("fp8", 4, fp8_blocks=all(w.get("strategy") == "block" for w in fp8))
+        # NVFP4 (compressed-tensors' NVFP4 scheme: 4-bit float weights, FP8 scales per 16)
+        if any(isinstance(w, dict) and w.get("type") == "float" and w.get("num_bits") == 4
+               for w in weights):
+            return Checkpoint("nvfp4", 4)
         return Checkpoint("w4a16", 4)
     if method == "modelopt_fp4" or q.get("quant_algo") == "NVFP4":
         return Checkpoint("nvfp4", 1 if ue8m0 else 4)
