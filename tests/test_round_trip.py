@@ -88,3 +88,32 @@ def test_an_explicit_kv_load_failure_policy_is_kept(tmp_path):
     decode = next(x for x in r.imported.data["spec"]["roles"] if x["name"] == "decode")
     assert decode["kvTransfer"] == {"connector": "nixl", "loadFailurePolicy": "fail"}
     assert "IMP005" not in {f.code for f in r.findings}
+
+
+def test_a_statefulset_keeps_its_sized_load(tmp_path):
+    """A StatefulSet role carries moegen.dev's sized-load annotation as a LeaderWorkerSet does:
+    Qwen3-235B FP8, two TP4 x DP2 instances with EP on H100, 64 sequences of the spec's
+    8,000 + 1,000-token traffic. Without it the import lost spec.traffic and judged the 64
+    sequences at maxModelLen 32,768 (SIZ003: 25.4 per rank), so `gen validate` of moegen's own
+    render failed (a new user's trial)."""
+    spec = tmp_path / "qwen.yaml"
+    spec.write_text("""apiVersion: moegen.dev/v1alpha1
+kind: InferenceDeployment
+metadata: {name: qwen}
+spec:
+  model: {name: Qwen/Qwen3-235B-A22B-FP8, architecture: qwen3-235b-a22b, weights: fp8, path: /m,
+          volume: {persistentVolumeClaim: {claimName: w}}}
+  engine: {name: vllm, version: "0.33.0", image: "vllm/vllm-openai:v0.33.0"}
+  network: {socketInterface: eth0}
+  nodePools:
+    h100: {gpu: H100-80GB, gpusPerNode: 8, nodes: 2, nodeSelector: {pool: h100}}
+  serving: {maxModelLen: 32768}
+  traffic: {inputTokens: 8000, outputTokens: 1000}
+  roles:
+    - {name: serve, mode: unified, nodePool: h100, workload: statefulset, replicas: 2,
+       parallel: {tensor: 4, data: 2, expert: true}, sizing: {concurrency: 64}}
+""")
+    files, r = _round_trip(spec, [], tmp_path)
+    assert "moegen.dev/sized-load: concurrency=64 traffic=8000/1000 acceptance=0.7" in \
+        files["serve-statefulset.yaml"]
+    assert r.imported.data["spec"]["traffic"] == {"inputTokens": 8000, "outputTokens": 1000}

@@ -476,9 +476,11 @@ def _add_statefulsets(out: RoleObjects, shared: SharedInputs, ctx: PodContext,
         kind="StatefulSet", name=name, file=f"{role.name}-statefulset.yaml",
         role=role.name, labels=rlabels | gang_labels, replicas=role_spec.replicas, size=1,
         leader=leader, selector=selector, service_name=name,
-        # checkov reads a StatefulSet's waivers on the object, not on its pod template
-        annotations={k: v for k, v in leader.annotations.items()
-                     if k.startswith(security.SKIP_PREFIX)}))
+        # checkov reads a StatefulSet's waivers on the object, not on its pod template; the
+        # sized load, as on a LeaderWorkerSet, so that an import of the tree reads it back
+        annotations={**{k: v for k, v in leader.annotations.items()
+                        if k.startswith(security.SKIP_PREFIX)},
+                     **sized_load(shared.spec, role_spec)}))
     out.services.append(ServicePlan(
         name, f"{role.name}-headless-service.yaml", rlabels, selector,
         [{"name": p.name, "port": p.port, "targetPort": p.port, "protocol": "TCP"}
