@@ -117,3 +117,30 @@ spec:
     assert "moegen.dev/sized-load: concurrency=64 traffic=8000/1000 acceptance=0.7" in \
         files["serve-statefulset.yaml"]
     assert r.imported.data["spec"]["traffic"] == {"inputTokens": 8000, "outputTokens": 1000}
+
+
+def test_an_engine_cap_stays_an_engine_cap(tmp_path):
+    """serving.maxNumSeqs (the engines' cap, vLLM --max-num-seqs 128 per DP rank) renders the
+    same flag moegen renders for sizing.concurrency; the import of moegen's tree reads it back
+    as serving.maxNumSeqs: 128, not as sizing.concurrency 128 x 2 DP ranks = 256 (which
+    judged 256 sequences at maxModelLen and failed SIZ003: a new user's trial)."""
+    spec = tmp_path / "cap.yaml"
+    spec.write_text("""apiVersion: moegen.dev/v1alpha1
+kind: InferenceDeployment
+metadata: {name: cap}
+spec:
+  model: {name: Qwen/Qwen3-235B-A22B-FP8, architecture: qwen3-235b-a22b, weights: fp8, path: /m,
+          volume: {persistentVolumeClaim: {claimName: w}}}
+  engine: {name: vllm, version: "0.33.0", image: "vllm/vllm-openai:v0.33.0"}
+  network: {socketInterface: eth0}
+  nodePools:
+    h100: {gpu: H100-80GB, gpusPerNode: 8, nodes: 1, nodeSelector: {pool: h100}}
+  serving: {maxModelLen: 32768, maxNumSeqs: 128}
+  roles:
+    - {name: serve, mode: unified, nodePool: h100, parallel: {tensor: 4, data: 2, expert: true}}
+""")
+    files, r = _round_trip(spec, [], tmp_path)
+    assert "--max-num-seqs 128" in files["serve-lws.yaml"]
+    role = r.imported.data["spec"]["roles"][0]
+    assert "sizing" not in role
+    assert role["serving"]["maxNumSeqs"] == 128

@@ -194,10 +194,18 @@ def _sized_load(imported: Imported, spec: dict) -> None:
             role.setdefault("sizing", {})["concurrency"] = int(found["concurrency"])
         elif found.get("concurrency") == ENGINE_DEFAULT:
             role.setdefault("sizing", {})["concurrency"] = ENGINE_DEFAULT
-        elif "concurrency" in role.get("sizing", {}) and text:
-            del role["sizing"]["concurrency"]
+        elif "concurrency" in role.get("sizing", {}) and (
+                text or r.workload.labels.get("app.kubernetes.io/managed-by") == "moegen"):
+            # moegen states a sized concurrency in the annotation; without it the admission
+            # flag it rendered came from serving.maxNumSeqs (vLLM --max-num-seqs per DP rank,
+            # SGLang --max-running-requests), which it goes back to
+            n = role["sizing"].pop("concurrency")
             if not role["sizing"]:
                 del role["sizing"]
+            data = role.get("parallel", {}).get("data", 1) \
+                if spec["engine"]["name"] == "vllm" else 1
+            if isinstance(n, int):
+                role.setdefault("serving", {})["maxNumSeqs"] = n // max(1, data)
         tin, _, tout = found.get("traffic", "").partition("/")
         if tin.isdigit() and tout.isdigit():
             spec["traffic"] = {"inputTokens": int(tin), "outputTokens": int(tout)}
