@@ -418,3 +418,16 @@ def test_sglang_embed_replication_env(tmp_path):
               roles=roles).sizing[0]
     assert z.weights_by_component["embedding"] == pytest.approx(129_280 * 7_168 * 2 / 2**30,
                                                                 rel=1e-6)
+
+
+def test_siz002_counts_the_window_layers_at_their_span(tmp_path):
+    """gpt-oss-120b on one H100 at maxModelLen 131,072 (vLLM 0.33.0): one request takes, per
+    group of 18 layers, cdiv(131,072, 16) = 8,192 full blocks and cdiv(127 + 16,384 in
+    flight, 16) + 1 = 1,033 window blocks of 16 x 2,048 x 18 = 589,824 bytes: 9,225 x 589,824 =
+    5,441,126,400 B = 5.07 GiB, not 131,072 x 73,728 B = 9.00 GiB (every layer at full length),
+    which SIZ002's message said beside a capacity counted with the window (a new user's trial)."""
+    z = _size(tmp_path, "gpt-oss-120b", "mxfp4", 1, gpu="H100-80GB",
+              serving={"maxModelLen": 131072}).sizing[0]
+    assert z.seq_layout.in_flight == 16384
+    assert z.one_request_gib() == pytest.approx((8192 + 1033) * 16 * 2048 * 18 / 2**30)
+    assert round(z.one_request_gib(), 2) == 5.07

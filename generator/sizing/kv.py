@@ -150,6 +150,11 @@ class HybridCache:
             total += _cdiv(n, g) * need
         return total
 
+    def request_bytes(self, seq_len: int) -> int:
+        """vLLM: bytes one ``seq_len``-token request takes in this pool (its blocks in every
+        group: the window and chunk groups hold only their span)."""
+        return self._blocks_per_request(seq_len) * self._pool_block()
+
     def bytes_per_full_token(self) -> float:
         """SGLang's bytes per token of the full pool."""
         return self.per_layer * (self.full + self.swa_ratio * (self.sliding + self.chunked))

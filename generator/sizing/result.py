@@ -83,11 +83,15 @@ class RoleSizing:
     def one_request_gib(self) -> float:
         """KV GiB the engine's start-up check says one ``max_model_len`` request needs: vLLM's
         own arithmetic for DeepSeek-V4 (``seq_layout``, kv.V4Cache ``admission_bytes``: its
-        compressed, window, indexer and state groups per release), else the tokens x bytes per
-        token (vLLM 0.33.0 vllm/v1/core/kv_cache_planning.py ``check_enough_kv_cache_memory``)."""
+        compressed, window, indexer and state groups per release), a hybrid pool's blocks for
+        one request (window and chunk layers hold only their span: kv.HybridCache
+        ``request_bytes``), else the tokens x bytes per token (vLLM 0.33.0
+        vllm/v1/core/kv_cache_planning.py ``check_enough_kv_cache_memory``)."""
         cache = self.seq_layout
         if self.engine == "vllm" and cache is not None and hasattr(cache, "admission_bytes"):
             return cache.admission_bytes(self.max_model_len) / GIB
+        if self.engine == "vllm" and cache is not None and hasattr(cache, "request_bytes"):
+            return cache.request_bytes(self.max_model_len) / GIB   # window / chunk layers
         return self.max_model_len * self.kv_bytes_per_token / GIB
 
     def longest_admitted_len(self) -> int:
