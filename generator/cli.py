@@ -107,7 +107,9 @@ def _plan_request(path: Path):
     _exist(path)
     data, prov, findings = parse_yaml_file(path)
     if not findings and data.get("kind") != "PlanRequest":
-        raise UsageError(f"{path} is a {data.get('kind', 'document without kind')}, not a "
+        kind = str(data.get("kind", "document without kind"))
+        article = "an" if kind[:1].lower() in "aeiou" else "a"
+        raise UsageError(f"{path} is {article} {kind}, not a "
                          "PlanRequest (gen validate/render/size take InferenceDeployments)")
     req = None
     if not findings:

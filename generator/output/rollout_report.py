@@ -204,6 +204,9 @@ def _options(diff: RolloutDiff) -> list[str]:
         if diff.disaggregated:
             return ["Which order: the DisaggregatedSet controller decides (both roles together)",
                     ""]
+        restarting = sum(1 for r in diff.roles if r.change.restarts)
+        if restarting == 0:
+            return ["Which order: no role restarts; nothing to order", ""]
         return ["Which order: only one role restarts; nothing to order", ""]
     out = ["Which order to roll prefill and decode:",
            f"  {'order':<34} {'outage':>18} {'mixed pairs':>16} {'done after':>18}"]
