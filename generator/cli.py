@@ -108,8 +108,7 @@ def _plan_request(path: Path):
     data, prov, findings = parse_yaml_file(path)
     if not findings and data.get("kind") != "PlanRequest":
         kind = str(data.get("kind", "document without kind"))
-        article = "an" if kind[:1].lower() in "aeiou" else "a"
-        raise UsageError(f"{path} is {article} {kind}, not a "
+        raise UsageError(f"{path} is {'an' if kind[:1] in 'AEIOUaeiou' else 'a'} {kind}, not a "
                          "PlanRequest (gen validate/render/size take InferenceDeployments)")
     req = None
     if not findings:
