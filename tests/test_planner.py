@@ -559,3 +559,12 @@ def test_emitted_spec_carries_the_requests_cluster_facts(tmp_path):
     assert spec["network"]["rdma"] == {"resourceName": "rdma/ib", "devices": ["mlx5_2"]}
     assert spec["nodePools"][pool]["nodeSelector"] == {"gpu.example.com/type": "h20"}
     assert text.splitlines()[1] == "# Placeholders to set for your cluster: model.volume"
+    # The request shape the plan sized for is said, not only written: seed001's workload
+    # (inputTokens + outputTokens) as maxModelLen, and the KV cache dtype its constraints give.
+    wl = doc["spec"]["workload"]
+    assert text.splitlines()[3] == (
+        "# Planned at the workload's request shape: serving.maxModelLen "
+        f"{wl['inputTokens'] + wl['outputTokens']} (input + output tokens; the engine refuses a "
+        "longer request)")
+    assert spec["serving"]["maxModelLen"] == wl["inputTokens"] + wl["outputTokens"]
+    assert "# and kvCacheDtype auto (constraints.kvCacheDtype, fp8 unless" in text   # seed001: auto

@@ -161,6 +161,12 @@ def spec_yaml(req: PlanRequest, cand) -> str:
             f"{cand.rank}: {cand.total_tps:,.0f} tokens/s estimated).\n"
             f"# Placeholders to set for your cluster: {', '.join(placeholders)}\n"
             "# (give them in the PlanRequest's network and nodePools to have them written here).\n"
+            f"# Planned at the workload's request shape: serving.maxModelLen "
+            f"{doc['spec']['serving']['maxModelLen']} (input + output tokens; the engine refuses a "
+            "longer request)\n"
+            f"# and kvCacheDtype {doc['spec']['serving']['kvCacheDtype']} "
+            "(constraints.kvCacheDtype, fp8 unless the request gives it); raise or change them\n"
+            "# here, then run gen validate: the memory check and the prediction follow.\n"
             + ("# Planned with DSpark drafting; the InferenceDeployment renders MTP speculative\n"
                "# decoding (DSpark is not a spec method yet): expect the MTP figures, not these.\n"
                if dspark else ""))
