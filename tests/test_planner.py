@@ -568,3 +568,16 @@ def test_emitted_spec_carries_the_requests_cluster_facts(tmp_path):
         "longer request)")
     assert spec["serving"]["maxModelLen"] == wl["inputTokens"] + wl["outputTokens"]
     assert "# and kvCacheDtype auto (constraints.kvCacheDtype, fp8 unless" in text   # seed001: auto
+
+
+def test_the_assumption_lines_name_the_models_attention():
+    """gen plan's assumptions name the model's attention kind and the draft passes only with
+    speculative decoding (they said "MLA attention" and "MTP draft passes" for Qwen3 without a
+    drafter: a new user's trial)."""
+    from generator.perf.candidate import assumptions
+    doc = yaml.safe_load((PLANS / "h20-16-seed000.yaml").read_text())
+    assert "MLA attention" in assumptions(PlanRequest.model_validate(doc))[0]
+    doc["spec"]["model"] = {"architecture": "qwen3-235b-a22b", "weights": "fp8"}
+    doc["spec"].pop("speculative")
+    decode = assumptions(PlanRequest.model_validate(doc))[0]
+    assert "GQA attention" in decode and "MLA" not in decode and "MTP" not in decode

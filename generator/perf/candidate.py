@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
+from ..catalog import ARCHITECTURES, builtin_arch
 from ..spec.bandwidth import of_request
 from ..spec.request import PlanRequest
 from . import terms as perf
@@ -122,13 +123,18 @@ def assumptions(req: PlanRequest) -> list[str]:
                 f"{s.speculative.numSpeculativeTokens} token(s), acceptance "
                 f"{s.speculative.acceptance}" if s.speculative else "no speculative decoding")
     peak = "BF16" if bf16_compute(s.model.weights) else "FP8"
+    arch = builtin_arch(s.model.architecture) if s.model.architecture in ARCHITECTURES \
+        else None
+    attention = {"mla": "MLA", "compressed": "compressed (DeepSeek-V4)"}.get(
+        arch.attention.kind if arch else "", "GQA")
+    drafts = "MTP draft passes + " if s.speculative else ""
     return [
         (f"decode: max(HBM {perf.ETA_HBM:.0%} of peak, GEMMs {perf.ETA_DECODE_COMPUTE:.0%} of the "
-         f"{peak} peak (H20: {perf.ETA_DECODE_COMPUTE_BY_GPU['H20-96GB']:.0%}) + MLA attention "
+         f"{peak} peak (H20: {perf.ETA_DECODE_COMPUTE_BY_GPU['H20-96GB']:.0%}) + {attention} attention "
          f"{perf.ETA_ATTN:.0%} of the BF16 peak, x{perf.ATTN_FP8_SPEEDUP:g} with an FP8 KV cache "
          "where the attention kernel computes in FP8) + expert all-to-all (RDMA "
          f"{perf.ETA_A2A:.0%}, NVLink {perf.ETA_NVLINK:.0%} per direction) + TP all-reduce + "
-         "collective latencies + MTP draft passes + "
+         f"collective latencies + {drafts}"
          "fixed costs per decode layer and per expert slice by GPU family (perf.FIXED_COSTS); "
          "the search assumes no all-to-all "
          f"overlap (moe.overlap in a fixed layout: two_batch hides {perf.OVERLAP_TWO_BATCH:.0%} "
@@ -137,7 +143,8 @@ def assumptions(req: PlanRequest) -> list[str]:
         (f"prefill: GEMMs at {perf.ETA_PREFILL:.0%} of the {peak} peak (H20: "
          f"{perf.ETA_PREFILL_BY_GPU['H20-96GB']:.0%}; 4-bit experts without FP4 cores at "
          f"{perf.DEQUANT_4BIT_PREFILL:.0%} of that), attention at {perf.ETA_ATTN:.0%} of the BF16 "
-         "peak, plus TP all-reduce and DeepEP all-to-all (bench/published_cases.yaml); TTFT adds "
+         "peak, plus TP all-reduce and the expert all-to-all (DeepEP where the layout uses it; "
+         "bench/published_cases.yaml); TTFT adds "
          "the per-request cost and the prefill step's launches (perf.FIXED_COSTS); a unified "
          "role's decode waits for its prefill steps (perf.interleaved)"),
         (f"context per sequence: input + output/2 = "
