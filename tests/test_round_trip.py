@@ -90,7 +90,7 @@ def test_an_explicit_kv_load_failure_policy_is_kept(tmp_path):
     assert "IMP005" not in {f.code for f in r.findings}
 
 
-def test_a_statefulset_keeps_its_sized_load(tmp_path):
+def test_a_statefulset_keeps_its_sized_load(tmp_path, capsys):
     """A StatefulSet role carries moegen.dev's sized-load annotation as a LeaderWorkerSet does:
     Qwen3-235B FP8, two TP4 x DP2 instances with EP on H100, 64 sequences of the spec's
     8,000 + 1,000-token traffic. Without it the import lost spec.traffic and judged the 64
@@ -117,6 +117,12 @@ spec:
     assert "moegen.dev/sized-load: concurrency=64 traffic=8000/1000 acceptance=0.7" in \
         files["serve-statefulset.yaml"]
     assert r.imported.data["spec"]["traffic"] == {"inputTokens": 8000, "outputTokens": 1000}
+    # gen size says at which length "fits" was judged: the traffic's mean context, 8,000 +
+    # 1,000 / 2 = 8,500 tokens (its KV-used line at maxModelLen reads over 100 %).
+    from generator.cli import run
+    assert run(["size", str(spec)]) == 0
+    assert "  fits         yes (judged at the traffic's mean context, 8500 tokens: SIZ003)" in \
+        capsys.readouterr().out
 
 
 def test_an_engine_cap_stays_an_engine_cap(tmp_path):

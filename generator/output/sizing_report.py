@@ -104,7 +104,9 @@ def sizing_text(checked, prediction=None) -> str:
                         f"({z.per_rank_required} x {z.max_model_len} tokens)"
                         + (f", {z.kv_used(z.admit_len):.0%} at the traffic's mean context "
                            f"({z.admit_len} tokens)" if z.admit_len else "")),
-            ("fits", "yes" if z.fits else "NO"),
+            ("fits", ("yes" if z.fits else "NO")
+             + (f" (judged at the traffic's mean context, {z.admit_len} tokens: SIZ003)"
+                if z.admit_len else "")),
         ]
         out.append(f"role {z.name} ({z.engine})")
         out += [f"  {k:<12} {v}" for k, v in rows]
