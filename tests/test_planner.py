@@ -581,3 +581,16 @@ def test_the_assumption_lines_name_the_models_attention():
     doc["spec"].pop("speculative")
     decode = assumptions(PlanRequest.model_validate(doc))[0]
     assert "GQA attention" in decode and "MLA" not in decode and "MTP" not in decode
+
+
+def test_an_open_load_a_candidate_sustains_is_what_binds_it():
+    """Seed 000 offers 3.53 req/s (QPM 212): every candidate that sustains it delivers exactly
+    that, so the offered load binds its throughput and what bounds its capacity follows (it
+    said "decode HBM bandwidth" beside candidates all at the offered rate: a new user's
+    trial)."""
+    res = plan(_req(PLANS / "h20-16-seed000.yaml"))
+    sustained = [c for c in res.candidates if c.sustains]
+    assert sustained
+    for c in sustained:
+        assert c.bound.startswith("the offered load (3.53 req/s; capacity bound by "), c.bound
+        assert c.total_tps == pytest.approx(3.53 * (3500 + 1200), rel=1e-6)

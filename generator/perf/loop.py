@@ -128,6 +128,19 @@ def decode_first_token(engine: str, kv_s: float, step_s: float,
     return 0.5 * step_s
 
 
+def _open_bound(wl, sustains: bool, capacity_bound: str) -> str:
+    """What binds a candidate's throughput: under an open load (``requestsPerSecond``) the
+    offered load when the candidate sustains it (every such candidate delivers exactly it; what
+    bounds its capacity follows), else the load exceeding that capacity; without one, what
+    bounds the capacity."""
+    if not wl.requestsPerSecond:
+        return capacity_bound
+    if sustains:
+        return f"the offered load ({wl.requestsPerSecond:g} req/s; capacity bound by " \
+               f"{capacity_bound})"
+    return f"offered load {wl.requestsPerSecond:g} req/s exceeds capacity ({capacity_bound})"
+
+
 def exposed_kv(engine: str, kv_s: float, pre: perf.PrefillEstimate) -> float:
     """The part of a request's KV transfer (``kv_s``, s) that adds to its TTFT after its
     prefill. SGLang's prefill sends each chunk's KV as soon as the chunk is computed (SGLang
@@ -234,9 +247,7 @@ def pd_candidate(req: PlanRequest, prefill: RoleChoice, decode: RoleChoice,
     if wl.concurrency:
         binding["the workload's concurrency"] = wl.concurrency / (ttft_open
                                                                  + wl.outputTokens * est.tpot_s)
-    bound = min(binding, key=binding.get)
-    if not sustains:
-        bound = f"offered load {wl.requestsPerSecond:g} req/s exceeds capacity ({bound})"
+    bound = _open_bound(wl, sustains, min(binding, key=binding.get))
     gpus = prefill.gpus + decode.gpus
     roles = [prefill.as_json(), decode.as_json()]
     notes = [f"P:D = {prefill.instances}:{decode.instances}",
@@ -406,10 +417,8 @@ def unified_candidate(req: PlanRequest, unified: RoleChoice, pre: perf.PrefillEs
     parts = ttft_parts(pre, ttft, rho=busy, delay_s=m.delay_s / 2,
                        step_wait_s=arrival_wait(busy, step_s, engine, decoding, overlap))
     gpus = unified.gpus
-    bound = f"prefill interrupting decode (shared GPUs; {pre.bound})" if busy > 0.3 \
-        else est.bound
-    if not sustains:
-        bound = f"offered load {wl.requestsPerSecond:g} req/s exceeds capacity ({bound})"
+    bound = _open_bound(wl, sustains, f"prefill interrupting decode (shared GPUs; {pre.bound})"
+                        if busy > 0.3 else est.bound)
     return Candidate([unified.as_json()], gpus, z.kv_tokens_per_rank,
                      ttft * 1000, tpot * 1000, rate * wl.outputTokens,
                      rate * (wl.inputTokens + wl.outputTokens), True, False, bound,
