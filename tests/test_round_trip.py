@@ -90,24 +90,31 @@ def test_an_explicit_kv_load_failure_policy_is_kept(tmp_path):
     assert "IMP005" not in {f.code for f in r.findings}
 
 
+def _qwen_fp8(tmp_path, nodes: int, tail: str):
+    """A Qwen3-235B-A22B FP8 vLLM 0.33.0 spec on ``nodes`` H100 nodes; ``tail``: its serving,
+    traffic and roles (YAML at the spec's indentation)."""
+    spec = tmp_path / "qwen.yaml"
+    spec.write_text(f"""apiVersion: moegen.dev/v1alpha1
+kind: InferenceDeployment
+metadata: {{name: qwen}}
+spec:
+  model: {{name: Qwen/Qwen3-235B-A22B-FP8, architecture: qwen3-235b-a22b, weights: fp8, path: /m,
+          volume: {{persistentVolumeClaim: {{claimName: w}}}}}}
+  engine: {{name: vllm, version: "0.33.0", image: "vllm/vllm-openai:v0.33.0"}}
+  network: {{socketInterface: eth0}}
+  nodePools:
+    h100: {{gpu: H100-80GB, gpusPerNode: 8, nodes: {nodes}, nodeSelector: {{pool: h100}}}}
+""" + tail)
+    return spec
+
+
 def test_a_statefulset_keeps_its_sized_load(tmp_path, capsys):
     """A StatefulSet role carries moegen.dev's sized-load annotation as a LeaderWorkerSet does:
     Qwen3-235B FP8, two TP4 x DP2 instances with EP on H100, 64 sequences of the spec's
     8,000 + 1,000-token traffic. Without it the import lost spec.traffic and judged the 64
     sequences at maxModelLen 32,768 (SIZ003: 25.4 per rank), so `gen validate` of moegen's own
     render failed (a new user's trial)."""
-    spec = tmp_path / "qwen.yaml"
-    spec.write_text("""apiVersion: moegen.dev/v1alpha1
-kind: InferenceDeployment
-metadata: {name: qwen}
-spec:
-  model: {name: Qwen/Qwen3-235B-A22B-FP8, architecture: qwen3-235b-a22b, weights: fp8, path: /m,
-          volume: {persistentVolumeClaim: {claimName: w}}}
-  engine: {name: vllm, version: "0.33.0", image: "vllm/vllm-openai:v0.33.0"}
-  network: {socketInterface: eth0}
-  nodePools:
-    h100: {gpu: H100-80GB, gpusPerNode: 8, nodes: 2, nodeSelector: {pool: h100}}
-  serving: {maxModelLen: 32768}
+    spec = _qwen_fp8(tmp_path, 2, """  serving: {maxModelLen: 32768}
   traffic: {inputTokens: 8000, outputTokens: 1000}
   roles:
     - {name: serve, mode: unified, nodePool: h100, workload: statefulset, replicas: 2,
@@ -130,18 +137,7 @@ def test_an_engine_cap_stays_an_engine_cap(tmp_path):
     same flag moegen renders for sizing.concurrency; the import of moegen's tree reads it back
     as serving.maxNumSeqs: 128, not as sizing.concurrency 128 x 2 DP ranks = 256 (which
     judged 256 sequences at maxModelLen and failed SIZ003: a new user's trial)."""
-    spec = tmp_path / "cap.yaml"
-    spec.write_text("""apiVersion: moegen.dev/v1alpha1
-kind: InferenceDeployment
-metadata: {name: cap}
-spec:
-  model: {name: Qwen/Qwen3-235B-A22B-FP8, architecture: qwen3-235b-a22b, weights: fp8, path: /m,
-          volume: {persistentVolumeClaim: {claimName: w}}}
-  engine: {name: vllm, version: "0.33.0", image: "vllm/vllm-openai:v0.33.0"}
-  network: {socketInterface: eth0}
-  nodePools:
-    h100: {gpu: H100-80GB, gpusPerNode: 8, nodes: 1, nodeSelector: {pool: h100}}
-  serving: {maxModelLen: 32768, maxNumSeqs: 128}
+    spec = _qwen_fp8(tmp_path, 1, """  serving: {maxModelLen: 32768, maxNumSeqs: 128}
   roles:
     - {name: serve, mode: unified, nodePool: h100, parallel: {tensor: 4, data: 2, expert: true}}
 """)
