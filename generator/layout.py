@@ -6,7 +6,12 @@ Computed in Python before any template runs. For one role:
   ``expert: true`` the expert-parallel size is tensor x data (vLLM's rule, vllm/config/parallel.py:
   EP size = TP x DP [x PCP from 0.26.0]).
 * ``lws`` / ``statefulset``: an instance spans ceil(GPUs / gpusPerNode) pods, one per node, each
-  with GPUs / pods GPUs. How the ranks map onto the pods is one of the :class:`Spread` kinds.
+  with GPUs / pods GPUs. How the ranks map onto the pods is one of the :class:`Spread` kinds. An
+  instance smaller than a node is one pod, and the instances of a role pack onto nodes by GPU
+  count (the scheduler places pods by their ``nvidia.com/gpu`` requests: kube-scheduler's
+  NodeResourcesFit filter) unless they may not share a node (``share_nodes`` false: the pods
+  bind the node's ports with hostNetwork, or ``placement.topologyKey`` keeps one instance per
+  domain).
 * ``pod-per-rank``: every data-parallel rank is its own pod with tensor x pipeline GPUs (vLLM's
   external load-balancing DP mode); pods pack onto nodes by GPU count.
 
@@ -69,8 +74,9 @@ class RoleLayout:
         gpus_per_pod: GPUs of each pod (all pods of a role are alike).
         dp_local: DP ranks per pod.
         replicas: instances of the role.
-        nodes_needed: nodes of the pool the role occupies (one pod per node, or GPU packing
-            for per-rank pods).
+        nodes_needed: nodes of the pool the role occupies (:meth:`nodes_for` its replicas).
+        pods_per_node: pods of the role one node holds (1 for pods of whole nodes, or when
+            instances may not share a node; gpusPerNode // GPUs per pod when they pack).
         problem: why the layout is impossible (``None`` when it is fine); rules report it.
     """
 
@@ -86,6 +92,7 @@ class RoleLayout:
     replicas: int
     nodes_needed: int
     problem: str | None = None
+    pods_per_node: int = 1
 
     @property
     def ep_size(self) -> int:
@@ -97,13 +104,24 @@ class RoleLayout:
         """True when one instance spans more than one pod."""
         return len(self.pods) > 1
 
+    def nodes_for(self, replicas: int) -> int:
+        """Nodes ``replicas`` instances of this layout occupy: ceil(replicas x pods per
+        instance / pods per node)."""
+        return _ceil_div(replicas * len(self.pods), self.pods_per_node)
+
+    def most_instances(self, free_nodes: int) -> int:
+        """The most instances ``free_nodes`` nodes hold (0 when not one): whole instances of
+        ``len(pods)`` pods, ``pods_per_node`` pods a node. An autoscaler's ceiling for a role,
+        with the other roles' nodes taken out."""
+        return max(0, free_nodes) * self.pods_per_node // len(self.pods)
+
 
 def _ceil_div(a: int, b: int) -> int:
     return -(-a // b)
 
 
 def compute_layout(tensor: int, data: int, pipeline: int, expert: bool, workload: str,
-                   gpus_per_node: int, replicas: int) -> RoleLayout:
+                   gpus_per_node: int, replicas: int, share_nodes: bool = False) -> RoleLayout:
     """Compute the layout of a role.
 
     Args:
@@ -112,6 +130,8 @@ def compute_layout(tensor: int, data: int, pipeline: int, expert: bool, workload
         workload: ``lws`` | ``statefulset`` | ``pod-per-rank``.
         gpus_per_node: GPUs of one node of the role's pool.
         replicas: instances.
+        share_nodes: instances of one pod smaller than a node may share a node
+            (:func:`generator.roles.shares_nodes`); false counts a node per such instance.
 
     Returns:
         The :class:`RoleLayout`; ``problem`` says why it cannot be deployed, if so.
@@ -130,11 +150,14 @@ def compute_layout(tensor: int, data: int, pipeline: int, expert: bool, workload
             per_node = 1
         return RoleLayout(Spread.PER_RANK, pods=pods, gpus_per_pod=model_gpus, dp_local=1,
                           nodes_needed=_ceil_div(replicas * data, per_node), problem=problem,
-                          **common)
+                          pods_per_node=per_node, **common)
     n_pods = _ceil_div(gpus, gpus_per_node)
     if n_pods == 1:
+        per_node = max(1, gpus_per_node // gpus) if share_nodes else 1
         return RoleLayout(Spread.SINGLE, pods=(PodSlot(0, gpus, tuple(range(data))),),
-                          gpus_per_pod=gpus, dp_local=data, nodes_needed=replicas, **common)
+                          gpus_per_pod=gpus, dp_local=data,
+                          nodes_needed=_ceil_div(replicas, per_node), pods_per_node=per_node,
+                          **common)
     per_pod = gpus // n_pods
     if gpus % n_pods:
         pods = tuple(PodSlot(i, per_pod, ()) for i in range(n_pods))
@@ -178,18 +201,10 @@ def parallel_text(tensor: int, data: int, pipeline: int, expert: bool,
 
 
 def max_instances(tensor: int, data: int, pipeline: int, expert: bool, workload: str,
-                  gpus_per_node: int, free_nodes: int, limit: int = 4096) -> int:
+                  gpus_per_node: int, free_nodes: int, share_nodes: bool = False) -> int:
     """The most instances of this layout ``free_nodes`` nodes of the pool hold (0 when not
-    one): the largest replicas whose :func:`compute_layout` needs at most ``free_nodes`` nodes
-    (single-GPU ranks pack several instances per node; multi-node instances take whole nodes).
-    An autoscaler's ceiling for a role, with the other roles' nodes taken out."""
-    lo, hi = 0, limit
-    while lo < hi:   # nodes_needed grows with replicas: bisect the largest that fits
-        mid = (lo + hi + 1) // 2
-        need = compute_layout(tensor, data, pipeline, expert, workload, gpus_per_node,
-                              mid).nodes_needed
-        if need <= free_nodes:
-            lo = mid
-        else:
-            hi = mid - 1
-    return lo
+    one): :meth:`RoleLayout.most_instances` of :func:`compute_layout` (instances smaller than a
+    node pack when ``share_nodes``, per-rank pods always; multi-node instances take whole
+    nodes). An autoscaler's ceiling for a role, with the other roles' nodes taken out."""
+    return compute_layout(tensor, data, pipeline, expert, workload, gpus_per_node, 1,
+                          share_nodes).most_instances(free_nodes)

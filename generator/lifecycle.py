@@ -34,7 +34,6 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from .engines.routers import rendered_router
-from .layout import compute_layout
 from .facts import lws as lwsv
 
 if TYPE_CHECKING:
@@ -62,9 +61,7 @@ def _peak_nodes(spec: InferenceDeployment, role_inputs: Sequence[RoleInput], j: 
     lay = role_inputs[j].layout
     peak = role.autoscaling.maxReplicas if role.autoscaling and role.autoscaling.maxReplicas \
         else role.replicas
-    pool = spec.spec.nodePools[role.nodePool]
-    return compute_layout(lay.tensor, lay.data, lay.pipeline, lay.expert_parallel,
-                          role.workload, pool.gpusPerNode, peak).nodes_needed
+    return lay.nodes_for(peak)
 
 
 def rollout(spec: InferenceDeployment, role_inputs: Sequence[RoleInput], i: int) -> Rollout:
@@ -117,8 +114,7 @@ def rollout(spec: InferenceDeployment, role_inputs: Sequence[RoleInput], i: int)
     lay = role_inputs[i].layout
     peak = role.autoscaling.maxReplicas if role.autoscaling and role.autoscaling.maxReplicas \
         else role.replicas
-    with_surge = compute_layout(lay.tensor, lay.data, lay.pipeline, lay.expert_parallel,
-                                role.workload, pool.gpusPerNode, peak + 1).nodes_needed
+    with_surge = lay.nodes_for(peak + 1)
     need = used - _peak_nodes(spec, role_inputs, i) + with_surge
     if need > pool.nodes:
         return Rollout(*DEFAULT_ROLLOUT, f"pool {pool_name!r} has no room for a surge instance "

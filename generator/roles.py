@@ -11,14 +11,17 @@ from dataclasses import dataclass
 
 from .catalog import GPUS, Gpu, ModelArch, nvl72
 from .layout import RoleLayout, compute_layout
+from .pods import effective_pod
 from .spec.models import (
     ENGINE_DEFAULT,
+    DeploymentSpec,
     InferenceDeployment,
     KvTransfer,
     Model,
     Moe,
     Network,
     Parallel,
+    Role,
     ServingSettings,
     Speculative,
     effective_serving,
@@ -110,6 +113,26 @@ def carried_speculative(spec: InferenceDeployment) -> tuple[Speculative | None, 
     return decodes[0].speculative, decodes[0].name
 
 
+def shares_nodes(spec: DeploymentSpec, role: Role) -> bool:
+    """Whether pods of ``role`` smaller than a node may share one with each other.
+
+    Kubernetes places pods by their resource requests (kube-scheduler's NodeResourcesFit
+    filter: https://kubernetes.io/docs/reference/scheduling/config/#scheduling-plugins), so
+    instances of a few GPUs pack onto a node's GPUs, except when:
+
+    * ``network.hostNetwork``: every pod binds the node's ports, the same ones (rule PORT002);
+    * ``placement.topologyKey``: one instance per topology domain (LWS exclusive-topology,
+      a required pod anti-affinity for StatefulSets: manifests/pods.py);
+    * the pod's own ``affinity`` has a pod anti-affinity moegen cannot read the domain of.
+    """
+    if spec.network.hostNetwork:
+        return False
+    if role.placement is not None and role.placement.topologyKey is not None:
+        return False
+    affinity = effective_pod(spec, role).affinity or {}
+    return not affinity.get("podAntiAffinity")
+
+
 def role_inputs(spec: InferenceDeployment, arch: ModelArch | None) -> list[RoleInput | None]:
     """Each role as the dialects see it (``None`` for a role whose pool is unknown)."""
     roles: list[RoleInput | None] = []
@@ -122,7 +145,7 @@ def role_inputs(spec: InferenceDeployment, arch: ModelArch | None) -> list[RoleI
             continue
         p = role.parallel
         layout = compute_layout(p.tensor, p.data, p.pipeline, p.expert, role.workload,
-                                pool.gpusPerNode, role.replicas)
+                                pool.gpusPerNode, role.replicas, shares_nodes(spec.spec, role))
         stated = role.sizing.concurrency if isinstance(role.sizing.concurrency, int) else None
         speculative, source = role.speculative, ""
         if role.mode == "prefill" and speculative is None and carried is not None:

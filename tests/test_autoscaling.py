@@ -17,7 +17,9 @@ def test_max_instances_counts_whole_instances_in_free_nodes():
     # DP16 over 8-GPU nodes: 2 nodes per instance; 6 free nodes hold 3, 5 hold 2.
     assert max_instances(1, 16, 1, True, "lws", 8, 6) == 3
     assert max_instances(1, 16, 1, True, "lws", 8, 5) == 2
-    # TP2 single-node instances: one pod per node whatever its GPUs (workload lws).
+    # TP2 single-node instances: 4 to an 8-GPU node when they may share it (12 in 3 nodes),
+    # one a node when they may not (hostNetwork, placement, anti-affinity).
+    assert max_instances(2, 1, 1, False, "lws", 8, 3, share_nodes=True) == 12
     assert max_instances(2, 1, 1, False, "lws", 8, 3) == 3
     # Pod-per-rank TP2 ranks pack 4 per 8-GPU node: DP2 instances, 2 per node -> 6 in 3 nodes.
     assert max_instances(2, 2, 1, False, "pod-per-rank", 8, 3) == 6

@@ -431,3 +431,30 @@ def test_siz002_counts_the_window_layers_at_their_span(tmp_path):
     assert z.seq_layout.in_flight == 16384
     assert z.one_request_gib() == pytest.approx((8192 + 1033) * 16 * 2048 * 18 / 2**30)
     assert round(z.one_request_gib(), 2) == 5.07
+
+
+@pytest.mark.parametrize("network,placement,codes", [
+    ({"socketInterface": "eth0"}, None, []),
+    # hostNetwork: every pod binds the node's ports; 8 pods need 8 nodes (the pool has 1).
+    ({"socketInterface": "eth0", "hostNetwork": True}, None, ["POOL002", "PORT002"]),
+    # placement.topologyKey: one instance per node.
+    ({"socketInterface": "eth0"}, {"topologyKey": "kubernetes.io/hostname"}, ["POOL002"])])
+def test_small_instances_share_a_node(tmp_path, network, placement, codes):
+    """gpt-oss-120b (64.55 GiB of MXFP4 weights: one H100-80GB holds it) as 8 instances of TP1
+    on one 8-GPU node, as teams run it: the scheduler packs the 8 one-GPU pods onto the node
+    (8 // 1 = 8 a node, ceil(8 / 8) = 1 node), so POOL002 holds and no GPU is idle (no LAY008).
+    It said "needs 8 nodes" before. Pods that may not share a node still need one each."""
+    from generator import pipeline
+    path = _spec(tmp_path, "gpt-oss-120b", "mxfp4", 1, gpu="H100-80GB",
+                 roles=[{"name": "r", "mode": "unified", "nodePool": "p", "replicas": 8,
+                         "workload": "statefulset", "parallel": {"tensor": 1},
+                         **({"placement": placement} if placement else {})}])
+    doc = yaml.safe_load(path.read_text())
+    doc["spec"]["network"] = network
+    path.write_text(yaml.safe_dump(doc))
+    checked = pipeline.check(path)
+    found = {f.code for f in checked.findings}
+    assert sorted(found & {"POOL002", "PORT002"}) == codes, [f.message for f in checked.findings]
+    assert ("LAY008" in found) == bool(codes)   # 7 of each node's 8 GPUs idle when apart
+    lay = checked.model.roles[0].layout
+    assert (lay.pods_per_node, lay.nodes_needed) == ((1, 8) if codes else (8, 1))

@@ -52,3 +52,21 @@ def test_impossible_layouts_explain_themselves():
     # A TP16 rank cannot be one pod on an 8-GPU node.
     lay = compute_layout(16, 2, 1, False, "pod-per-rank", 8, 1)
     assert lay.problem and "16 GPUs" in lay.problem
+
+
+def test_instances_smaller_than_a_node_pack_when_they_may_share_it():
+    """gpt-oss-120b as 8 instances of TP1 on one 8-GPU node (the reviewer's case: POOL002 said
+    8 nodes): 8 // 1 = 8 pods a node -> ceil(8 / 8) = 1 node. TP2 x 5 replicas: 4 a node ->
+    ceil(5 / 4) = 2 nodes. TP3: 8 // 3 = 2 a node, 3 replicas -> 2 nodes. TP6: one a node
+    whatever the sharing. Without sharing (hostNetwork, placement, anti-affinity): a node each."""
+    packed = compute_layout(1, 1, 1, False, "statefulset", 8, 8, share_nodes=True)
+    assert packed.spread is Spread.SINGLE and packed.pods_per_node == 8
+    assert packed.nodes_needed == 1 and packed.nodes_for(9) == 2
+    assert packed.most_instances(3) == 24
+    assert compute_layout(2, 1, 1, False, "lws", 8, 5, share_nodes=True).nodes_needed == 2
+    assert compute_layout(3, 1, 1, False, "lws", 8, 3, share_nodes=True).nodes_needed == 2
+    assert compute_layout(6, 1, 1, False, "lws", 8, 3, share_nodes=True).nodes_needed == 3
+    apart = compute_layout(1, 1, 1, False, "statefulset", 8, 8, share_nodes=False)
+    assert apart.pods_per_node == 1 and apart.nodes_needed == 8
+    # Multi-node instances take whole nodes, sharing or not: DP16 over 8-GPU nodes, 3 replicas.
+    assert compute_layout(1, 16, 1, True, "lws", 8, 3, share_nodes=True).nodes_needed == 6

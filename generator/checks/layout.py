@@ -382,18 +382,31 @@ def _per_rank_nvlink(ctx: Context):
 
 
 @rule("LAY008", W, "instances use whole nodes",
-      "docs/spec.md §2 (Pods: lws/statefulset pods take one node each; a smaller instance "
-      "leaves GPUs idle)")
+      "docs/spec.md §2 (Pods: instances smaller than a node pack onto its GPUs unless they may "
+      "not share a node; GPUs no instance takes stay idle)")
 def _idle_gpus(ctx: Context):
     for i, r in ctx.role_items():
         pool = ctx.spec.spec.nodePools[ctx.spec.spec.roles[i].nodePool]
         role = ctx.spec.spec.roles[i]
-        if role.workload != "pod-per-rank" and not r.layout.problem and \
-                r.layout.gpus_per_pod < pool.gpusPerNode:
+        lay = r.layout
+        if role.workload == "pod-per-rank" or lay.problem or lay.gpus_per_pod >= pool.gpusPerNode:
+            continue
+        idle = lay.nodes_needed * pool.gpusPerNode - lay.replicas * lay.gpus_per_instance
+        if lay.pods_per_node > 1 and idle > 0:
+            yield Hit(role_path(i, "replicas"),
+                      f"role {r.name!r}: {lay.replicas} instance(s) of {lay.gpus_per_pod} GPUs "
+                      f"pack {lay.pods_per_node} to a node and take {lay.nodes_needed} node(s) of "
+                      f"{pool.gpusPerNode} GPUs: {idle} GPUs stay idle",
+                      f"set replicas to a multiple of {lay.pods_per_node} (a full node), or "
+                      "size tensor x data x pipeline so its pods fill the node")
+        elif lay.pods_per_node == 1:
+            why = (" (its instances may not share a node: network.hostNetwork, "
+                   "placement.topologyKey or a pod anti-affinity)"
+                   if 2 * lay.gpus_per_pod <= pool.gpusPerNode else "")
             yield Hit(role_path(i, "parallel"),
-                      f"role {r.name!r} pods use {r.layout.gpus_per_pod} of each node's "
-                      f"{pool.gpusPerNode} GPUs; {pool.gpusPerNode - r.layout.gpus_per_pod} stay idle",
-                      "size tensor x data x pipeline to a multiple of gpusPerNode")
+                      f"role {r.name!r} pods use {lay.gpus_per_pod} of each node's "
+                      f"{pool.gpusPerNode} GPUs; {pool.gpusPerNode - lay.gpus_per_pod} stay "
+                      f"idle{why}", "size tensor x data x pipeline to a multiple of gpusPerNode")
 
 
 @rule("SPD005", E, "SGLang runs pipeline parallelism with speculative decoding only on prefill",

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from ..engines.routers import rendered_router
-from ..layout import max_instances
 from ..naming import MAX_CONTROLLER, MAX_LABEL, OWN_LABELS, OWN_PREFIX, object_names
 from ..roles import RoleInput
 from .registry import Context, E, Hit, W, role_path, rule
@@ -14,16 +13,12 @@ def highest_group(ctx: Context, i: int, r: RoleInput) -> int:
     """The highest group (LeaderWorkerSet) or instance (StatefulSet) index role ``i`` reaches:
     ``replicas - 1``, or with ``roles[].autoscaling`` ``maxReplicas - 1`` when larger (its
     default: the instances the pool holds beside the other roles, as rule AUT001 and the
-    ScaledObject count them: generator/layout.py max_instances)."""
+    ScaledObject count them: generator/layout.py RoleLayout.most_instances)."""
     role = ctx.spec.spec.roles[i]
     most = role.replicas
     a = role.autoscaling
     if a is not None:
-        lay = r.layout
-        pool = ctx.spec.spec.nodePools[role.nodePool]
-        most = max(most, a.maxReplicas or max_instances(
-            lay.tensor, lay.data, lay.pipeline, lay.expert_parallel, role.workload,
-            pool.gpusPerNode, free_nodes(ctx, i)))
+        most = max(most, a.maxReplicas or r.layout.most_instances(free_nodes(ctx, i)))
     return most - 1
 
 

@@ -4,7 +4,6 @@ workload, the Prometheus KEDA asks, a router that finds new instances."""
 from __future__ import annotations
 
 from ..engines.routers import discovery_supported, rendered_router
-from ..layout import compute_layout, max_instances
 from .registry import Context, E, Hit, W, role_path, rule
 
 
@@ -19,12 +18,11 @@ def free_nodes(ctx: Context, i: int) -> int:
 
 def bounds(ctx: Context, i: int) -> tuple[int, int, int]:
     """(minReplicas, maxReplicas, most the pool holds) of autoscaled role ``i``: the spec's
-    bounds or their defaults (the role's replicas; :func:`max_instances` in the free nodes)."""
+    bounds or their defaults (the role's replicas; ``RoleLayout.most_instances`` in the free
+    nodes)."""
     spec = ctx.spec.spec
     role, lay = spec.roles[i], ctx.roles[i].layout
-    pool = spec.nodePools[role.nodePool]
-    most = max_instances(lay.tensor, lay.data, lay.pipeline, lay.expert_parallel, role.workload,
-                         pool.gpusPerNode, free_nodes(ctx, i))
+    most = lay.most_instances(free_nodes(ctx, i))
     a = role.autoscaling
     return a.minReplicas or role.replicas, a.maxReplicas or most, most
 
@@ -168,8 +166,7 @@ def _shared_pool(ctx: Context):
         for i in idx:
             lay = roles[i].layout
             n = spec.roles[i].autoscaling.maxReplicas if i in scaled else spec.roles[i].replicas
-            need += compute_layout(lay.tensor, lay.data, lay.pipeline, lay.expert_parallel,
-                                   spec.roles[i].workload, pool.gpusPerNode, n).nodes_needed
+            need += lay.nodes_for(n)
         if need > pool.nodes:
             yield Hit(("spec", "nodePools", pool_name, "nodes"),
                       f"at their maxReplicas the roles on pool {pool_name!r} need {need} nodes; "

@@ -15,7 +15,7 @@ labels (never by namespace):
   LeaderWorkerSet's ``hpaPodSelector``: its leaders; an instance still loading is not counted).
 
 Bounds are moegen's numbers: ``maxReplicas`` defaults to the instances the pool's nodes hold
-beside the other roles (:func:`generator.layout.max_instances`; rule AUT001), and the scaling
+beside the other roles (``generator.layout.RoleLayout.most_instances``; rule AUT001), and the scaling
 behaviour follows the role's cold start (sizing/host.py startup budget: checkpoint load, warm-up,
 rendezvous): at most one instance added per cold start, and the scale-down stabilization window
 at least one cold start, so a dip shorter than a restart does not drop an instance that would
@@ -33,7 +33,6 @@ from ..engines.metrics import (
     VLLM_WAITING_BY_REASON_SINCE,
 )
 from ..facts.versions import parse_version
-from ..layout import max_instances
 
 #: HPA limits on the behaviour fields (k8s.io/api autoscaling/v2 types.go HPAScalingRules:
 #: stabilizationWindowSeconds <= 3600, HPAScalingPolicy periodSeconds <= 1800; validated in
@@ -78,9 +77,7 @@ def scaled_object(base: str, engine: str, role_spec, target_name: str, layout, p
             query = f"sum({VLLM_WAITING_BY_REASON}{capacity})"
     else:
         query, metric_type = f"avg({m.kv_usage}{sel})", "Value"
-    most = a.maxReplicas or max_instances(layout.tensor, layout.data, layout.pipeline,
-                                          layout.expert_parallel, role_spec.workload,
-                                          pool.gpusPerNode, free_nodes)
+    most = a.maxReplicas or layout.most_instances(free_nodes)
     cold = max(1, int(startup_s))
     spec = {
         "scaleTargetRef": {"apiVersion": LWS_API, "kind": "LeaderWorkerSet",
