@@ -11,7 +11,6 @@ from dataclasses import dataclass
 
 from .catalog import GPUS, Gpu, ModelArch, nvl72
 from .layout import RoleLayout, compute_layout
-from .pods import effective_pod
 from .spec.models import (
     ENGINE_DEFAULT,
     DeploymentSpec,
@@ -129,8 +128,10 @@ def shares_nodes(spec: DeploymentSpec, role: Role) -> bool:
         return False
     if role.placement is not None and role.placement.topologyKey is not None:
         return False
-    affinity = effective_pod(spec, role).affinity or {}
-    return not affinity.get("podAntiAffinity")
+    # The role's pod.affinity replaces spec.pod's (generator/pods.py effective_pod: key by key).
+    layers = [layer.affinity for layer in (role.pod, spec.pod)
+              if layer is not None and layer.affinity is not None]
+    return not (layers and layers[0].get("podAntiAffinity"))
 
 
 def role_inputs(spec: InferenceDeployment, arch: ModelArch | None) -> list[RoleInput | None]:

@@ -438,7 +438,13 @@ def test_siz002_counts_the_window_layers_at_their_span(tmp_path):
     # hostNetwork: every pod binds the node's ports; 8 pods need 8 nodes (the pool has 1).
     ({"socketInterface": "eth0", "hostNetwork": True}, None, ["POOL002", "PORT002"]),
     # placement.topologyKey: one instance per node.
-    ({"socketInterface": "eth0"}, {"topologyKey": "kubernetes.io/hostname"}, ["POOL002"])])
+    ({"socketInterface": "eth0"}, {"placement": {"topologyKey": "kubernetes.io/hostname"}},
+     ["POOL002"]),
+    # a pod anti-affinity of the user's: its domain is not read, a node per instance.
+    ({"socketInterface": "eth0"}, {"pod": {"affinity": {"podAntiAffinity": {
+        "requiredDuringSchedulingIgnoredDuringExecution": [{
+            "labelSelector": {"matchLabels": {"app": "x"}},
+            "topologyKey": "kubernetes.io/hostname"}]}}}}, ["POOL002"])])
 def test_small_instances_share_a_node(tmp_path, network, placement, codes):
     """gpt-oss-120b (64.55 GiB of MXFP4 weights: one H100-80GB holds it) as 8 instances of TP1
     on one 8-GPU node, as teams run it: the scheduler packs the 8 one-GPU pods onto the node
@@ -448,7 +454,7 @@ def test_small_instances_share_a_node(tmp_path, network, placement, codes):
     path = _spec(tmp_path, "gpt-oss-120b", "mxfp4", 1, gpu="H100-80GB",
                  roles=[{"name": "r", "mode": "unified", "nodePool": "p", "replicas": 8,
                          "workload": "statefulset", "parallel": {"tensor": 1},
-                         **({"placement": placement} if placement else {})}])
+                         **(placement or {})}])
     doc = yaml.safe_load(path.read_text())
     doc["spec"]["network"] = network
     path.write_text(yaml.safe_dump(doc))
