@@ -381,6 +381,11 @@ def _per_rank_nvlink(ctx: Context):
                       "use workload: lws (one pod per node, ranks share NVLink)")
 
 
+def _count(n: int, noun: str) -> str:
+    """``n`` and ``noun``, plural unless one: "1 GPU", "7 instances"."""
+    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
+
+
 @rule("LAY008", W, "instances use whole nodes",
       "docs/spec.md §2 (Pods: instances smaller than a node pack onto its GPUs unless they may "
       "not share a node; GPUs no instance takes stay idle)")
@@ -394,9 +399,10 @@ def _idle_gpus(ctx: Context):
         idle = lay.nodes_needed * pool.gpusPerNode - lay.replicas * lay.gpus_per_instance
         if lay.pods_per_node > 1 and idle > 0:
             yield Hit(role_path(i, "replicas"),
-                      f"role {r.name!r}: {lay.replicas} instance(s) of {lay.gpus_per_pod} GPUs "
-                      f"pack {lay.pods_per_node} to a node and take {lay.nodes_needed} node(s) of "
-                      f"{pool.gpusPerNode} GPUs: {idle} GPUs stay idle",
+                      f"role {r.name!r}: {_count(lay.replicas, 'instance')} of "
+                      f"{_count(lay.gpus_per_pod, 'GPU')} pack {lay.pods_per_node} to a node "
+                      f"and take {_count(lay.nodes_needed, 'node')} of {pool.gpusPerNode} GPUs: "
+                      f"{_count(idle, 'GPU')} idle",
                       f"set replicas to a multiple of {lay.pods_per_node} (a full node), or "
                       "size tensor x data x pipeline so its pods fill the node")
         elif lay.pods_per_node == 1:
