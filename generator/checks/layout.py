@@ -398,7 +398,8 @@ def _idle_gpus(ctx: Context):
             continue
         idle = lay.nodes_needed * pool.gpusPerNode - lay.replicas * lay.gpus_per_instance
         if lay.pods_per_node > 1 and idle > 0:
-            yield Hit(role_path(i, "replicas"),
+            # Several instances: their count leaves the GPUs; one: its size does.
+            yield Hit(role_path(i, "replicas" if lay.replicas > 1 else "parallel"),
                       f"role {r.name!r}: {_count(lay.replicas, 'instance')} of "
                       f"{_count(lay.gpus_per_pod, 'GPU')} pack {lay.pods_per_node} to a node "
                       f"and take {_count(lay.nodes_needed, 'node')} of {pool.gpusPerNode} GPUs: "
