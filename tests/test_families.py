@@ -350,10 +350,14 @@ def test_plan_never_proposes_a_layout_that_splits_fp8_blocks(tmp_path):
                  "workload": {"inputTokens": 2000, "outputTokens": 500, "concurrency": 16},
                  "slo": {"tpotMs": 100}}})
     res = plan(req)
-    # One node: TP8 (192-wide expert shards) is left out; DP8 x EP8 (whole experts per GPU,
-    # attention TP 1) is what remains.
-    assert [[r["parallel"] for r in c.roles] for c in res.candidates] == [
-        [{"tensor": 1, "data": 8, "pipeline": 1, "expert": True}]]
+    # One node: TP8 (1536 / 8 = 192-wide expert shards) is left out. TP4 (1536 / 4 = 384 =
+    # 3 blocks of 128; Qwen's FP8 launch on H100, the bench case vllm-qwen3-235b-a22b-fp8-
+    # h100-tp4) packs two instances on the node; DP8 x EP8 keeps whole experts per GPU. TP2 and
+    # TP1 do not fit: ~220 GiB of FP8 weights over 2 GPUs is ~110 GiB each, over an H100's 80.
+    assert [([r["parallel"] for r in c.roles], c.roles[0]["replicas"])
+            for c in res.candidates] == [
+        ([{"tensor": 4, "data": 1, "pipeline": 1, "expert": False}], 2),
+        ([{"tensor": 1, "data": 8, "pipeline": 1, "expert": True}], 1)]
 
 
 @pytest.mark.parametrize("engine,version,flag", [

@@ -15,6 +15,7 @@ residuals is bench/published_cases.yaml, held by tests/test_evaluate.py):
 from __future__ import annotations
 
 import dataclasses
+import json
 
 import pytest
 import yaml
@@ -594,3 +595,35 @@ def test_an_open_load_a_candidate_sustains_is_what_binds_it():
     for c in sustained:
         assert c.bound.startswith("the offered load (3.53 req/s; capacity bound by "), c.bound
         assert c.total_tps == pytest.approx(3.53 * (3500 + 1200), rel=1e-6)
+
+
+@pytest.mark.parametrize("host_network", [False, True])
+def test_plan_packs_instances_smaller_than_a_node(tmp_path, capsys, host_network):
+    """gpt-oss-120b (64.55 GiB of MXFP4 weights) on one 8 x H100 node: instances of 1, 2 and 4
+    GPUs pack 8, 4 and 2 to the node (8 // 1, 8 // 2, 8 // 4) beside TP8 and DP8-EP8; the
+    emitted 8 x TP1 spec validates with no POOL002 and no LAY008 (one node, no GPU idle). With
+    hostNetwork the pods may not share the node: one instance of each sub-node size."""
+    doc = {"apiVersion": "moegen.dev/v1alpha1", "kind": "PlanRequest", "metadata": {"name": "g"},
+           "spec": {"model": {"architecture": "gpt-oss-120b", "weights": "mxfp4"},
+                    "engine": {"name": "vllm", "version": "0.33.0"},
+                    "nodePools": {"h100": {"gpu": "H100-80GB", "gpusPerNode": 8, "nodes": 1}},
+                    "workload": {"inputTokens": 2000, "outputTokens": 500, "concurrency": 64}}}
+    if host_network:
+        doc["spec"]["network"] = {"hostNetwork": True}
+    res = plan(PlanRequest.model_validate(doc))
+    got = {(c.roles[0]["parallel"]["tensor"], c.roles[0]["parallel"]["data"]):
+           c.roles[0]["replicas"] for c in res.candidates}
+    if host_network:
+        # (one TP1 instance is not there: one H100's KV cache beside 64.55 GiB of weights
+        # cannot hold the 64 sequences)
+        assert got == {(8, 1): 1, (4, 1): 1, (2, 1): 1, (1, 8): 1}
+        return
+    assert got == {(8, 1): 1, (4, 1): 2, (2, 1): 4, (1, 1): 8, (1, 8): 1}
+    from generator.capacity.to_spec import spec_yaml
+    packed = next(c for c in res.candidates
+                  if c.roles[0]["parallel"]["tensor"] == 1 and c.roles[0]["replicas"] == 8)
+    out = tmp_path / "spec.yaml"
+    out.write_text(spec_yaml(PlanRequest.model_validate(doc), packed))
+    assert run(["validate", str(out), "--format", "json"]) == 0
+    codes = {f["code"] for f in json.loads(capsys.readouterr().out)["findings"]}
+    assert not codes & {"POOL002", "LAY008"}, codes

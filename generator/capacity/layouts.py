@@ -1,5 +1,6 @@
-"""Candidate enumeration of ``gen plan``: the layouts a role may take on a pool (whole nodes:
-TP over one or two nodes, TP x PP2, DP-EP over any number of nodes), the expert all-to-all
+"""Candidate enumeration of ``gen plan``: the layouts a role may take on a pool (filling whole
+nodes: TP over part of a node with its instances packed, one or two nodes, TP x PP2, DP-EP
+over any number of nodes), the expert all-to-all
 backend the planner deploys on a GPU, and a candidate role as the sizing and the performance
 model take it (:class:`~generator.roles.RoleInput`)."""
 
@@ -15,11 +16,18 @@ from ..spec import models as sm
 
 def _layouts(gpn: int, gpus: int, heads: int, mode: str,
              experts: int = 1 << 30) -> list[LayoutChoice]:
-    """Layout options that use whole nodes: TP over one or two nodes, TP x PP2, and DP-EP over
-    any whole number of nodes (redundant experts make the experts divide, as in the LMSYS EP72
-    and DeepSeek EP144 deployments); an expert-parallel group never has more GPUs than routed
-    experts. Prefill roles take the same options (EP prefill over several nodes)."""
+    """Layout options that fill whole nodes: TP over part of a node (1, 2, 4 ... GPUs that
+    divide it: its instances pack onto the node, :func:`instances_on`), one or two nodes,
+    TP x PP2, and DP-EP over any whole number of nodes (redundant experts make the experts
+    divide, as in the LMSYS EP72 and DeepSeek EP144 deployments); an expert-parallel group
+    never has more GPUs than routed experts. Prefill roles take the same options (EP prefill
+    over several nodes). A model too large for a part of a node is rejected by its sizing."""
     out = []
+    tp = 1
+    while tp < gpn:
+        if gpn % tp == 0 and heads % tp == 0 and tp <= gpus:
+            out.append(LayoutChoice(tp, 1, 1, False))
+        tp *= 2
     for tp in (gpn, 2 * gpn):
         if heads % tp == 0 and tp <= gpus:
             out.append(LayoutChoice(tp, 1, 1, False))
@@ -33,6 +41,15 @@ def _layouts(gpn: int, gpus: int, heads: int, mode: str,
             out.append(LayoutChoice(1, d, 1, True))
         d += gpn
     return out
+
+
+def instances_on(lay: LayoutChoice, gpn: int, nodes: int, share: bool) -> int:
+    """Instances of ``lay`` ``nodes`` nodes of ``gpn`` GPUs hold: gpn // GPUs a node for an
+    instance smaller than a node whose pods may share one (``share``: not hostNetwork,
+    generator/roles.py shares_nodes), else one per ceil(GPUs / gpn) nodes."""
+    if lay.gpus < gpn:
+        return nodes * (gpn // lay.gpus if share else 1)
+    return nodes // max(1, lay.gpus // gpn)
 
 
 def all2all_for(gpu_id: str, mode: str, ep: int, gpus_per_node: int,
@@ -62,9 +79,10 @@ def all2all_for(gpu_id: str, mode: str, ep: int, gpus_per_node: int,
 
 
 def _role_input(name, mode, model, arch, serving, layout_args: LayoutChoice, pool, replicas,
-                spec_tokens, kv_transfer, concurrency, redundant, choices=None, engine=""):
+                spec_tokens, kv_transfer, concurrency, redundant, choices=None, engine="",
+                share=True):
     t, d, p, ep = layout_args
-    lay = compute_layout(t, d, p, ep, "lws", pool.gpusPerNode, replicas)
+    lay = compute_layout(t, d, p, ep, "lws", pool.gpusPerNode, replicas, share_nodes=share)
     moe = None
     if ep and arch.routed_experts:
         all2all = all2all_for(pool.gpu, mode, t * d, pool.gpusPerNode,

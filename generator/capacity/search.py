@@ -38,7 +38,7 @@ from ..spec import models as sm
 from ..spec.bandwidth import resolved
 from ..spec.request import PlanRequest
 from .judge import judge
-from .layouts import DSPARK_DP_ALL2ALL, _layouts, _role_input
+from .layouts import DSPARK_DP_ALL2ALL, _layouts, _role_input, instances_on
 
 
 def plan(req: PlanRequest, progress=None, prov=None) -> PlanResult:
@@ -107,6 +107,8 @@ class _Search:
     def __init__(self, req: PlanRequest):
         s = self.s = req.spec
         self.req = req
+        #: Instances smaller than a node pack onto it unless their pods bind the node's ports.
+        self.share = not s.network.hostNetwork
         self.arch = arch = builtin_arch(s.model.architecture)
         self.engine = s.engine.name
         self.dialect = dialect_for(self.engine, s.engine.version)
@@ -204,7 +206,7 @@ class _Search:
 
     def _decoding_role(self, name: str, mode: str, lay: LayoutChoice, pool, conn):
         wl, arch = self.wl, self.arch
-        n = pool.nodes // max(1, lay.gpus // pool.gpusPerNode)
+        n = instances_on(lay, pool.gpusPerNode, pool.nodes, self.share)
         if n < 1:
             return None
         red = min_redundant_experts(arch.routed_experts, lay.ep) if lay.expert else 0
@@ -218,7 +220,7 @@ class _Search:
                 choices = [c for c in choices if c in DSPARK_DP_ALL2ALL]
         role = _role_input(name, mode, self.model, arch, self.serving, lay, pool, n, self.k,
                            conn, per_rank * lay.data if per_rank else 1, red, choices,
-                           engine=self.engine)
+                           engine=self.engine, share=self.share)
         if role.layout.problem or self.cuts_blocks(role):
             return None
         role, z = self.sized(role, pool)
@@ -276,7 +278,7 @@ class _Search:
         """(instances, role, rate) of a prefill layout on ``ppool``, or None."""
         arch = self.arch
         nodes_p = max(1, pl.gpus // ppool.gpusPerNode)
-        np_ = ppool.nodes // nodes_p
+        np_ = instances_on(pl, ppool.gpusPerNode, ppool.nodes, self.share)
         if np_ < 1 or (len(self.pools) == 1 and ppool.nodes % nodes_p):
             # A split that leaves prefill nodes idle is dominated by the split that
             # gives them to decode (same prefill instances, more decode).
@@ -284,7 +286,7 @@ class _Search:
         red_p = min_redundant_experts(arch.routed_experts, pl.ep) if pl.expert else 0
         prole = _role_input("prefill", "prefill", self.model, arch, self.serving, pl, ppool,
                             np_, self.k, conn, 1, red_p, self.dialect.all2all_choices,
-                            engine=self.engine)
+                            engine=self.engine, share=self.share)
         if prole.layout.problem or self.cuts_blocks(prole):
             return None
         prole, zp = self.sized(prole, ppool)
@@ -328,7 +330,7 @@ class _Search:
         best = cands[0] if cands else None
         if best is None:
             why = "; ".join(f"{reason} ({n})" for reason, n in self.rejected.most_common(3)) \
-                or "no layout of whole nodes exists for these pools"
+                or "no layout that fills whole nodes exists for these pools"
             return PlanResult([], False, f"no feasible layout: {why}", assumptions(req))
         reachable = best.meets_slo and (goal is None or best.total_tps >= goal)
         bound = best.bound
