@@ -438,11 +438,10 @@ def _server_version(checked, api: Api) -> list[Finding]:
 
 
 def _pods_per_node(checked, role_index: int) -> int:
-    """Engine pods of one role on one node (one per node; pod-per-rank packs them)."""
-    role = checked.spec.spec.roles[role_index]
+    """Engine pods of one role on one node: the layout's pods a node (per-rank pods and
+    instances smaller than a node pack: generator/layout.py), at most the role's pods."""
     lay = checked.roles[role_index].layout
-    gpn = checked.spec.spec.nodePools[role.nodePool].gpusPerNode
-    return max(1, gpn // lay.gpus_per_pod) if role.workload == "pod-per-rank" else 1
+    return max(1, min(lay.pods_per_node, lay.replicas * len(lay.pods)))
 
 
 def _nodes(checked, api: Api) -> list[Finding]:

@@ -452,3 +452,20 @@ def test_an_endpoint_that_is_not_an_api_server_is_one_finding(tmp_path, capsys):
     finally:
         fastapi.close()
         nginx.close()
+
+
+def test_pods_a_role_places_on_one_node():
+    """The allocatable check counts the pods a node holds of a role: 8 one-GPU instances pack
+    on an 8-GPU node (8), 3 of them are 3; per-rank TP2 pods of a DP8 instance 4 a node; an
+    instance of whole nodes one."""
+    from types import SimpleNamespace
+
+    from generator.layout import compute_layout
+    from generator.preflight import _pods_per_node
+
+    def checked(lay):
+        return SimpleNamespace(roles=[SimpleNamespace(layout=lay)])
+    assert _pods_per_node(checked(compute_layout(1, 1, 1, False, "statefulset", 8, 8, True)), 0) == 8
+    assert _pods_per_node(checked(compute_layout(1, 1, 1, False, "statefulset", 8, 3, True)), 0) == 3
+    assert _pods_per_node(checked(compute_layout(2, 8, 1, True, "pod-per-rank", 8, 1)), 0) == 4
+    assert _pods_per_node(checked(compute_layout(1, 16, 1, True, "lws", 8, 2)), 0) == 1
