@@ -315,3 +315,21 @@ def test_s1_prefill_only_change_says_decode_may_crash():
     start = _startup(_side(S1, VLLM_032).files, "decode-lws.yaml")
     assert f"a cold start of {start} s ({start / 60:.1f} min) each" in rol005[0].message
     assert "RST011: nixl" in rol005[0].message and "although their own template" in rol005[0].message
+
+
+def test_a_group_that_loses_its_workers_is_compared_leader_against_leader():
+    """S1's decode DP16 (a leader and a worker pod) -> DP8 (one pod, which runs the
+    workerTemplate): the leader's template is compared with the new one pod's, so the reasons
+    are the real changes (the worker dropped, the size, the DP flags, the resources of 8 ranks
+    of 16) and not every field of the old leader removed and of the old worker changed (image
+    'vllm/vllm-openai:v0.33.0 -> None', every probe twice, as a new user's trial found)."""
+    d = _diff((S1,), (S1, DIFF / "decode-dp8.yaml"))
+    why = _roles(d)["decode"].change.reasons
+    assert why[:2] == ("worker pods removed: the group is its leader alone",
+                       "group size 2 -> 1 pods (leaderWorkerTemplate.size)")
+    assert not [w for w in why if "None" in w], why
+    assert not [w for w in why if w.startswith("image")], why
+    # --max-num-seqs = ceil(200 / ranks): ceil(200/16) = 13 -> ceil(200/8) = 25
+    command = next(w for w in why if w.startswith("command:"))
+    assert "'--data-parallel-size 16' -> '--data-parallel-size 8'" in command
+    assert "'--max-num-seqs 13' -> '--max-num-seqs 25'" in command

@@ -142,12 +142,40 @@ def restart(old: Workload | None, new: Workload | None) -> Restart:
     return Restart(bool(reasons), tuple(reasons), scaled, tuple(other))
 
 
+def _by_pod(old: dict[str, Any], new: dict[str, Any]) -> tuple[dict, dict, str | None]:
+    """The two revisions of a LeaderWorkerSet with each group's leader template under
+    ``leaderTemplate`` whatever the group size: a one-pod group has no leaderTemplate and its
+    leader runs the workerTemplate (kubernetes-sigs/lws site/content/en/docs/concepts: a
+    LeaderWorkerSet of one template; rollout/tree.py reads the leader pod the same way). When
+    only one side has workers, their template is left out of both and named in one line
+    (they were compared leader against worker, every field a change)."""
+    def split(rev: dict[str, Any]) -> tuple[dict[str, Any], Any]:
+        t = rev.get("leaderWorkerTemplate")
+        if not isinstance(t, dict):
+            return rev, None
+        leader, workers = t.get("leaderTemplate"), t.get("workerTemplate")
+        if leader is None:
+            leader, workers = workers, None
+        rest = {k: v for k, v in t.items() if k not in ("leaderTemplate", "workerTemplate")}
+        return {**rev, "leaderWorkerTemplate": {**rest, "leaderTemplate": leader}}, workers
+    a, workers_a = split(old)
+    b, workers_b = split(new)
+    if (workers_a is None) == (workers_b is None):
+        return old, new, None
+    return a, b, ("worker pods removed: the group is its leader alone" if workers_b is None
+                  else "worker pods added: the group's leader runs the leaderTemplate")
+
+
 def _template_reasons(old: Workload, new: Workload) -> list[str]:
     """One line per kind of change of the rolled template (image, group size, env file,
-    command, variables, resources, probes, grace, anything else by path)."""
-    changes = leaf_changes(old.revision, new.revision)
-    flat = flatten(new.revision)
+    command, variables, resources, probes, grace, anything else by path); a group that gains
+    or loses its workers is compared leader against leader (:func:`_by_pod`)."""
+    before, after, workers = _by_pod(old.revision, new.revision)
+    changes = leaf_changes(before, after)
+    flat = flatten(after)
     seen: dict[str, list[str]] = {}
+    if workers:
+        seen["size"] = [workers]
 
     def add(kind: str, text: str) -> None:
         if text not in seen.setdefault(kind, []):
