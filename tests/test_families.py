@@ -468,3 +468,37 @@ def test_small_instances_share_a_node(tmp_path, network, placement, codes):
     assert ("LAY008" in found) == bool(codes)   # 7 of each node's 8 GPUs idle when apart
     lay = checked.model.roles[0].layout
     assert (lay.pods_per_node, lay.nodes_needed) == ((1, 8) if codes else (8, 1))
+
+
+YARN = {"rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 32768}
+
+
+@pytest.mark.parametrize("engine,option,override,codes", [
+    # Qwen's recipe for 131,072 tokens: YaRN x4. vLLM 0.33.0 derives the context from
+    # max_position_embeddings without the YaRN factor (vllm/config/model.py
+    # _get_and_verify_max_len, vllm-project/vllm#56446); SGLang 0.5.23 takes factor 1 when
+    # original_max_position_embeddings is given (get_context_length): the config's 40,960 stays
+    # the limit unless the override raises max_position_embeddings too.
+    ("vllm", "--hf-overrides", {"rope_scaling": YARN}, ["LEN001"]),
+    ("vllm", "--hf-overrides", {"rope_scaling": YARN, "max_position_embeddings": 131072}, []),
+    ("sglang", "--json-model-override-args", {"rope_scaling": YARN}, ["LEN001"]),
+    ("sglang", "--json-model-override-args",
+     {"rope_scaling": YARN, "max_position_embeddings": 131072}, []),
+    # the other engine's option is not read: vLLM does not take SGLang's.
+    ("sglang", "--hf-overrides", {"max_position_embeddings": 131072}, ["ENG004", "LEN001"]),
+])
+def test_qwen3_yarn_context_through_the_config_override(tmp_path, engine, option, override,
+                                                        codes):
+    """Qwen3-235B-A22B at maxModelLen 131,072 (config.json max_position_embeddings 40,960)."""
+    import json
+    version = "0.33.0" if engine == "vllm" else "0.5.23"
+    checked = _size(tmp_path, "qwen3-235b-a22b", "fp8", 4, engine=engine, version=version,
+                    serving={"maxModelLen": 131072},
+                    roles=[{"name": "r", "mode": "unified", "nodePool": "p",
+                            "parallel": {"tensor": 4},
+                            "engineArgs": [option, json.dumps(override)]}])
+    found = sorted({f.code for f in checked.findings} & {"LEN001", "ENG004"})
+    assert found == codes, [f.message for f in checked.findings]
+    if "LEN001" in codes:
+        hit = next(f for f in checked.findings if f.code == "LEN001")
+        assert "config.json max_position_embeddings 40960" in hit.message

@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import json
+
 from ..catalog import GPUS
+from ..engines.options import option_value
 from ..facts.requirements import missing_class, refusals
 from ..pods import effective_pod
+from ..roles import RoleInput
 from ..sizing import placement_for
 from ..sizing.params import inventory
 from ..sizing.weights import FP8_BLOCK, block_misfits
@@ -34,17 +38,91 @@ def _volume_one(ctx: Context):
                   "persistentVolumeClaim: null")
 
 
-@rule("LEN001", E, "maxModelLen must not exceed the model's max_position_embeddings",
-      "vLLM 0.33.0 vllm/config/model.py (max_model_len vs the derived limit); SGLang 0.5.23 "
-      "python/sglang/srt/configs/model_config.py (context_length)")
+#: The engine option whose JSON replaces config.json fields before the engine derives the
+#: model's context (vLLM 0.33.0 vllm/engine/arg_utils.py --hf-overrides, applied in
+#: vllm/transformers_utils/config.py; SGLang 0.5.23 --json-model-override-args,
+#: srt/configs/model_config.py model_override_args).
+CONFIG_OVERRIDES = {"vllm": "--hf-overrides", "sglang": "--json-model-override-args"}
+#: The variable that lets maxModelLen pass the derived context (the engine warns instead of
+#: refusing), and the values each engine reads as on: vLLM 0.33.0 vllm/envs.py
+#: VLLM_ALLOW_LONG_MAX_MODEL_LEN ("1"/"true"), vllm/config/model.py _get_and_verify_max_len;
+#: SGLang 0.5.23 srt/environ.py SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN (EnvBool),
+#: srt/configs/model_config.py _derive_context_length.
+LONG_CONTEXT_ENV = {"vllm": ("VLLM_ALLOW_LONG_MAX_MODEL_LEN", ("1", "true")),
+                    "sglang": ("SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN",
+                               ("1", "true", "yes", "y"))}
+
+
+def context_limit(r: RoleInput, engine: str) -> tuple[int, str]:
+    """(tokens, where they come from) of the context role ``r``'s engine derives: the
+    config's ``max_position_embeddings``, or the one the engine option
+    :data:`CONFIG_OVERRIDES` sets (Qwen3's YaRN recipe raises it to 131,072 that way; vLLM
+    0.33.0 no longer multiplies a YaRN ``factor`` into it, vllm-project/vllm#56446, so the
+    rope scaling alone does not). An override that is not a JSON object is left to the
+    engine's own parser."""
+    limit, where = r.arch.max_position_embeddings, "config.json max_position_embeddings"
+    option = CONFIG_OVERRIDES.get(engine)
+    args = list(r.engine_args)
+    for j, a in enumerate(args):
+        if option is None or a.partition("=")[0] != option:
+            continue
+        try:
+            value = json.loads(option_value(args, j) or "")
+        except ValueError:
+            continue
+        mpe = value.get("max_position_embeddings") if isinstance(value, dict) else None
+        if isinstance(mpe, int) and not isinstance(mpe, bool) and mpe > 0:
+            limit, where = mpe, f"{option} max_position_embeddings"
+    return limit, where
+
+
+def _long_context_allowed(r: RoleInput, engine: str) -> str | None:
+    """The variable that lets role ``r``'s engine start past its derived context, when set on."""
+    name, on = LONG_CONTEXT_ENV.get(engine, ("", ()))
+    value = r.env_value(name) if name else None
+    return name if value is not None and value.strip().lower() in on else None
+
+
+@rule("LEN001", E, "maxModelLen must not exceed the model's context",
+      "vLLM 0.33.0 vllm/config/model.py _get_and_verify_max_len (max_model_len vs the derived "
+      "limit, after --hf-overrides); SGLang 0.5.23 python/sglang/srt/configs/model_config.py "
+      "_derive_context_length (context_length, after --json-model-override-args)")
 def _max_len(ctx: Context):
     for i, r in ctx.role_items():
         want = r.serving.maxModelLen
-        limit = r.arch.max_position_embeddings
-        if want is not None and want > limit:
-            yield Hit(serving_path(ctx, i, "maxModelLen"),
-                      f"maxModelLen {want} exceeds the model's max_position_embeddings {limit}",
-                      f"use maxModelLen <= {limit}")
+        limit, where = context_limit(r, ctx.engine)
+        if want is None or want <= limit or _long_context_allowed(r, ctx.engine):
+            continue
+        option = CONFIG_OVERRIDES.get(ctx.engine, "the engine's config override")
+        env = LONG_CONTEXT_ENV.get(ctx.engine, ("",))[0]
+        yield Hit(serving_path(ctx, i, "maxModelLen"),
+                  f"maxModelLen {want} exceeds the model's context: {where} {limit}; the "
+                  "engine refuses to start",
+                  f"use maxModelLen <= {limit}; for a model extended by rope scaling (YaRN), "
+                  f"set max_position_embeddings in {option} with the scaling"
+                  + (f", or {env}=1 (the engine then warns that positions past {limit} may "
+                     "be wrong)" if env else ""))
+
+
+@rule("LEN002", W, "a maxModelLen past the model's context is allowed by a variable",
+      "vLLM 0.33.0 vllm/config/model.py _get_and_verify_max_len (VLLM_ALLOW_LONG_MAX_MODEL_LEN: "
+      "\"positions exceeding derived_max_model_len lead to nan\"); SGLang 0.5.23 "
+      "srt/configs/model_config.py (SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN: \"may lead to "
+      "incorrect model outputs or CUDA errors\")")
+def _max_len_allowed(ctx: Context):
+    for i, r in ctx.role_items():
+        want = r.serving.maxModelLen
+        limit, where = context_limit(r, ctx.engine)
+        env = _long_context_allowed(r, ctx.engine)
+        if want is None or want <= limit or env is None:
+            continue
+        yield Hit(serving_path(ctx, i, "maxModelLen"),
+                  f"maxModelLen {want} exceeds the model's context ({where} {limit}); {env} "
+                  "lets the engine start, and positions past it may produce wrong output or "
+                  "CUDA errors (the engine's own warning)",
+                  f"use maxModelLen <= {limit}, or extend the model's context with its rope "
+                  f"scaling and max_position_embeddings in "
+                  f"{CONFIG_OVERRIDES.get(ctx.engine, 'the config override')}")
 
 
 @rule("QNT001", E, "tensor-parallel shards hold whole FP8 quantization blocks",

@@ -186,8 +186,8 @@ MODEL_FREE_FAMILIES = ("NAME", "TOP", "SCHD", "LWS", "AUT", "RTR", "RST", "PORT"
 #: SPD030), network and fabric (NET001, NET002, NET004, NET005, NET030-NET032, NET040-NET043,
 #: NET090, NET100), the pod (POD001, POD005) and serving settings that read the spec's own
 #: numbers (SRV002-SRV004, SRV006-SRV010, SRV061). Left out, because they read the model:
-#: LAY002/LAY003/LAY012/LAY014 (heads, KV heads, layers, attention kind), LEN001 and PD007
-#: (max_position_embeddings), EP003 (routed experts), A2A003 (hidden size), OVL006, SRV011
+#: LAY002/LAY003/LAY012/LAY014 (heads, KV heads, layers, attention kind), LEN001, LEN002 and
+#: PD007 (max_position_embeddings), EP003 (routed experts), A2A003 (hidden size), OVL006, SRV011
 #: (attention), SPD001/SPD002 (MTP layers), MOD030-MOD032 (per-model requirements), QNT*
 #: (quantization blocks and formats), ENG030 (known-bad rows by model and format), and
 #: everything computed from the sizing, the host plans or the prediction (SIZ*, GPU*, POD002-
