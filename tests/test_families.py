@@ -502,3 +502,55 @@ def test_qwen3_yarn_context_through_the_config_override(tmp_path, engine, option
     if "LEN001" in codes:
         hit = next(f for f in checked.findings if f.code == "LEN001")
         assert "config.json max_position_embeddings 40960" in hit.message
+
+
+def test_rotary_width_of_each_family():
+    """The rotary cache's columns: GLM-4.x rotates half of its 128-wide heads
+    (partial_rotary_factor 0.5), MiniMax-M2 its rotary_dim 64 of 128, Qwen3 and Llama-4 the whole
+    head, MLA its qk_rope_head_dim."""
+    assert builtin_arch("glm-4.6").attention.rotary_dim == 128 // 2 == 64
+    assert builtin_arch("minimax-m2").attention.rotary_dim == 64
+    assert builtin_arch("qwen3-235b-a22b").attention.rotary_dim == 128
+    assert builtin_arch("llama-4-scout").attention.rotary_dim == 128
+    assert builtin_arch("glm-5.2").attention.rotary_dim == 64
+
+
+def test_vllm_rotary_cache_is_held_with_the_weights(tmp_path):
+    """Llama-4 Scout: 10,485,760 positions x 128 columns x 2 bytes (BF16) = 2,684,354,560 B =
+    2.5 GiB on every GPU, which vLLM prints inside "Model loading took" and the KV cache loses;
+    SGLang's sizing holds none (no load buffers)."""
+    z = _size(tmp_path, "llama-4-scout", "bf16", 2, version="0.12.0").sizing[0]
+    assert z.load_buffers * GIB == 10_485_760 * 128 * 2 == 2_684_354_560
+    assert z.kv_cache == pytest.approx(
+        z.budget - z.weights - z.load_buffers - z.activation - z.overhead)
+    sg = _size(tmp_path, "llama-4-scout", "bf16", 2, engine="sglang", version="0.5.23").sizing[0]
+    assert sg.load_buffers == 0
+
+
+@pytest.mark.parametrize("version,kv,gpu,max_len,expected", [
+    # 0.28.0, FP8 cache on Hopper, the native 1,048,576 tokens, 8,192 batched tokens, 64 / 8 heads:
+    # prefill workspace 5 x 1,048,576 x 576 + query concat 8,192 x 8 x 576, BF16.
+    ("0.28.0", "fp8", "H200-141GB", None, 2 * (5 * 1_048_576 * 576 + 8_192 * 8 * 576)),
+    # 0.33.0: factor 2 above 256 Ki tokens, and the prefill query buffers: 8,192 x (64 padded
+    # heads x (576 + 512) + 8 heads x 512).
+    ("0.33.0", "fp8", "H200-141GB", None,
+     2 * (2 * 1_048_576 * 576 + 8_192 * 8 * 576 + 8_192 * (64 * (576 + 512) + 8 * 512))),
+    # 0.16.0: the prefill workspace alone, 5 x 200,000 x 576.
+    ("0.16.0", "fp8", "H200-141GB", 200_000, 2 * 5 * 200_000 * 576),
+    # 0.12.0: nothing reserved at load.
+    ("0.12.0", "fp8", "H200-141GB", 200_000, 0),
+    # A BF16 cache, or Blackwell (FLASHINFER_MLA_SPARSE): no FlashMLA-sparse workspace.
+    ("0.28.0", "auto", "H200-141GB", 200_000, 0),
+    ("0.28.0", "fp8", "B200-180GB", 200_000, 0),
+])
+def test_vllm_sparse_mla_load_buffers_by_hand(tmp_path, version, kv, gpu, max_len, expected):
+    """GLM-5.2 FP8 at TP8 on vLLM: the rotary cache (1,048,576 x 64 x 2 B), the top-k index
+    buffer (max_num_batched_tokens x 2,048 x 4 B) and FlashMLA-sparse's workspace
+    (sizing/vllm_budget.py: read in the wheels of each release)."""
+    serving = {"kvCacheDtype": kv} | ({"maxModelLen": max_len} if max_len else {})
+    z = _size(tmp_path, "glm-5.2", "fp8", 8, version=version, gpu=gpu,
+              serving=serving).sizing[0]
+    batched = 16_384 if gpu == "B200-180GB" else 8_192   # >= 160 GiB from 0.28.0
+    assert z.batched_tokens == batched
+    rope, topk = 1_048_576 * 64 * 2, batched * 2_048 * 4
+    assert z.load_buffers * GIB == rope + topk + expected

@@ -306,12 +306,12 @@ def test_preflight_objects_in_several_namespaces_need_namespace(tmp_path, capsys
 # --- 14: gen size says how much KV the sized load uses -----------------------------------------
 
 def test_gen_size_shows_the_kv_the_sized_load_uses(capsys):
-    """S1 decode: 13 x 32,768 / 1,769,772 = 24 % at maxModelLen; at the traffic's mean context
-    (3,500 + 1,200 / 2 = 4,100 tokens) 13 x 4,100 / 1,769,772 = 3 %."""
+    """S1 decode: 13 x 32,768 / 1,769,185 = 24 % at maxModelLen; at the traffic's mean context
+    (3,500 + 1,200 / 2 = 4,100 tokens) 13 x 4,100 / 1,769,185 = 3 %."""
     from generator.cli import run
     assert run(["size", str(S1)]) == 0
     out = capsys.readouterr().out
-    assert round(13 * 32768 / 1_769_772 * 100) == 24 and round(13 * 4100 / 1_769_772 * 100) == 3
+    assert round(13 * 32768 / 1_769_185 * 100) == 24 and round(13 * 4100 / 1_769_185 * 100) == 3
     assert ("KV used      24% of a rank's KV cache at the sized load (13 x 32768 tokens), 3% at "
             "the traffic's mean context (4100 tokens)") in out
 

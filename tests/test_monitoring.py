@@ -43,7 +43,7 @@ def test_metric_names_exist_in_the_engines(engine, package):
 
 def test_sized_roles_alert_on_the_capacity_queue_not_kv():
     """S1 decode admits 13 sequences per rank (--max-num-seqs = ceil(200 / 16)), whose KV at
-    maxModelLen is 13 x 32,768 / 1,769,772 = 24 % of a rank's cache: the admission binds first,
+    maxModelLen is 13 x 32,768 / 1,769,185 = 24 % of a rank's cache: the admission binds first,
     so a KV alert above the sized usage could never fire (issue #20 item 14). The alert is a
     capacity queue (vLLM 0.33's reason="capacity" series) on the sized role only."""
     _, _, files = render_spec(EXAMPLES / "s1-16xh20-pd.yaml", [MON])
@@ -54,7 +54,7 @@ def test_sized_roles_alert_on_the_capacity_queue_not_kv():
     assert queue["expr"] == ('max by (pod) (vllm:num_requests_waiting_by_reason{'
                              'app_kubernetes_io_instance="dsv3-pd",moegen_dev_role="decode",'
                              'reason="capacity"}) > 0')
-    assert round(13 * 32768 / 1_769_772, 2) == 0.24 and "24%" in queue["annotations"]["description"]
+    assert round(13 * 32768 / 1_769_185, 2) == 0.24 and "24%" in queue["annotations"]["description"]
     (entry,) = [r for r in rules if r["alert"] == "EntryPointDown"]
     assert entry["expr"] == ('max(up{app_kubernetes_io_instance="dsv3-pd",service="dsv3-pd-router"})'
                              ' == 0 or absent(up{app_kubernetes_io_instance="dsv3-pd",'
@@ -155,13 +155,13 @@ def _lines(dash) -> dict[str, float | None]:
 
 def test_dashboard_reference_lines_are_the_sized_and_predicted_figures():
     """S1 with spec.traffic (3.5K in / 1.2K out): the KV line is the planned usage of the HBM
-    check (13 x 32,768 / 1,769,772 = 0.2407: the alert's figure without its 1.1 margin), the
+    check (13 x 32,768 / 1,769,185 = 0.2408: the alert's figure without its 1.1 margin), the
     latency and rate lines are gen size's predictions for the same spec; prefill has no
     sizing.concurrency, so no KV line there."""
     key, dash = _dashboard(EXAMPLES / "s1-16xh20-pd.yaml")
     assert key == "dsv3-pd.json" and dash["uid"] == "dsv3-pd"
     lines = _lines(dash)
-    assert lines["decode: KV cache usage"] == round(13 * 32768 / 1_769_772, 4) == 0.2407
+    assert lines["decode: KV cache usage"] == round(13 * 32768 / 1_769_185, 4) == 0.2408
     assert lines["prefill: KV cache usage"] is None
     checked = pipeline.check(EXAMPLES / "s1-16xh20-pd.yaml")
     pred = pipeline.performance(checked)
@@ -187,7 +187,7 @@ def test_dashboard_without_traffic_draws_only_the_sizing_line(tmp_path):
     plain.write_text("spec:\n  traffic: null\n")
     _, dash = _dashboard(EXAMPLES / "s1-16xh20-pd.yaml", [plain])
     lines = _lines(dash)
-    assert lines["decode: KV cache usage"] == 0.2407
+    assert lines["decode: KV cache usage"] == 0.2408
     assert lines["decode: TPOT"] is None and lines["prefill: TTFT"] is None
 
 

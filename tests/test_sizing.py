@@ -72,16 +72,19 @@ def test_s2_bf16_dp32_weights_per_gpu(tmp_path):
 
 def test_s2_fp8_kv_capacity_by_hand(tmp_path):
     """FP8 weights, BF16 KV, DP32 on H20-96GB at 0.90, vLLM 0.33 with DeepEP low-latency:
-    KV tokens per rank = (0.90 x 95.58 - weights - activation - overhead) / 70,272 B, where
-    activation = 256 tokens x 7168 x 88 B, overhead = 0.3 (non-torch at TP1) + 1.7 (CUDA graphs)
-    + DeepEP 4 x 256 experts x 256 tokens x 2 x 7168 B."""
+    KV tokens per rank = (0.90 x 95.58 - weights - rotary cache - activation - overhead)
+    / 70,272 B, where the rotary cache = 163,840 positions x 64 x 2 B, activation = 256 tokens x
+    7168 x 88 B, overhead = 0.3 (non-torch at TP1) + 1.7 (CUDA graphs) + DeepEP 4 x 256 experts x
+    256 tokens x 2 x 7168 B."""
     _, z = _size(tmp_path, "metadata: {name: s2}\n")
+    rope = 163_840 * 64 * 2 / GIB
     activation = 256 * 7168 * 88 / GIB
     deepep = 4 * 256 * 256 * 2 * 7168 / GIB
     overhead = 0.3 + 1.7 + deepep
+    assert z.load_buffers == pytest.approx(rope)
     assert z.activation == pytest.approx(activation)
     assert z.overhead == pytest.approx(overhead)
-    kv = 0.90 * 95.58 - z.weights - activation - overhead
+    kv = 0.90 * 95.58 - z.weights - rope - activation - overhead
     assert z.kv_tokens_per_rank == int(kv * GIB // 70_272)
     assert z.per_rank_required == 7 and z.fits       # ceil(200 / 32)
 
@@ -176,7 +179,8 @@ def test_size_json_has_the_spec_shape(capsys):
                     "kvBytesPerToken", "kvTokensPerRank", "maxConcurrencyAtMaxModelLen",
                     "requiredConcurrency", "fits", "findings"):
             assert key in role, key
-        assert set(role["perGpu"]) == {"weightsGiB", "activationGiB", "overheadGiB", "kvCacheGiB"}
+        assert set(role["perGpu"]) == {"weightsGiB", "loadBuffersGiB", "activationGiB",
+                                       "overheadGiB", "kvCacheGiB"}
     decode = doc["roles"][1]
     assert decode["requiredConcurrency"] == 200 and decode["kvBytesPerToken"] == 62 * 576
 

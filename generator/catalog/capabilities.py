@@ -68,6 +68,9 @@ class Attention:
         chunk: chunked local attention, tokens (Llama-4 ``attention_chunk_size``).
         index: the sparse indexer (None: dense attention).
         compressed: DeepSeek-V4's compressed attention (None otherwise).
+        rope_dim: rotary width per head when only part of a GQA head rotates (GLM-4.x
+            ``partial_rotary_factor``, MiniMax-M2 ``rotary_dim``); 0: the whole head (GQA) or
+            ``qk_rope_head_dim`` (MLA, compressed). :attr:`rotary_dim` reads it.
     """
 
     kind: str
@@ -88,6 +91,13 @@ class Attention:
     chunk: int = 0
     index: SparseIndex | None = None
     compressed: Compressed | None = None
+    rope_dim: int = 0
+
+    @property
+    def rotary_dim(self) -> int:
+        """Columns of the engines' rotary cos/sin cache: :attr:`rope_dim`, else
+        ``qk_rope_head_dim`` (MLA, compressed), else the whole head."""
+        return self.rope_dim or self.qk_rope_head_dim or self.head_dim
 
     @property
     def local(self) -> bool:

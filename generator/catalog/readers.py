@@ -244,7 +244,20 @@ def _gqa(r: _Reader, layer_types: tuple[str, ...], **kw: Any) -> Attention:
     if heads % kv:
         r.problems.append(f"num_attention_heads {heads} is not a multiple of "
                           f"num_key_value_heads {kv}")
-    return Attention("gqa", heads, kv, head_dim, head_dim, layer_types, **kw)
+    return Attention("gqa", heads, kv, head_dim, head_dim, layer_types,
+                     rope_dim=_rope_dim(r, head_dim), **kw)
+
+
+def _rope_dim(r: _Reader, head_dim: int) -> int:
+    """The rotary width of a GQA head when only part of it rotates: ``rotary_dim``
+    (MiniMax-M2), else ``head_dim`` x ``partial_rotary_factor`` (GLM-4.x: 0.5), as vLLM 0.33.0
+    model_executor/layers/rotary_embedding/__init__.py ``get_rope`` sizes its cache; 0: all."""
+    if r.c.get("rotary_dim") is not None:
+        return r.int("rotary_dim")
+    factor = r.c.get("partial_rotary_factor")
+    if isinstance(factor, (int, float)) and not isinstance(factor, bool) and 0 < factor < 1:
+        return int(head_dim * factor)
+    return 0
 
 
 def _qwen3_moe(c: dict) -> ModelArch:

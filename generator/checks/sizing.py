@@ -31,7 +31,9 @@ def _breakdown(z: RoleSizing) -> str:
         return (f"weights {z.weights:.1f} GiB in a static pool of mem_fraction_static "
                 f"{z.utilization:g} x {z.fraction_base:.1f} = {z.budget:.1f} GiB per "
                 f"{z.gpu}")
-    return (f"weights {z.weights:.1f} + activation {z.activation:.1f} + overhead {z.overhead:.1f} "
+    buffers = f" + load buffers {z.load_buffers:.1f}" if z.load_buffers >= 0.05 else ""
+    return (f"weights {z.weights:.1f}{buffers} + activation {z.activation:.1f} + overhead "
+            f"{z.overhead:.1f} "
             f"GiB against a budget of {z.utilization:g} x {z.gpu_memory:.2f} = {z.budget:.1f} GiB "
             f"per {z.gpu}")
 

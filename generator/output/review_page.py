@@ -231,9 +231,10 @@ def _memory(sizing: list) -> list[dict]:
             reserve = z.gpu_memory - z.budget - z.activation - z.overhead
         else:
             reserve = z.gpu_memory - z.budget
-        parts = [("weights", z.weights), ("kv", kv), ("activation", z.activation),
+        loaded = z.weights + z.load_buffers   # what the engine holds after loading the model
+        parts = [("weights", loaded), ("kv", kv), ("activation", z.activation),
                  ("overhead", z.overhead), ("reserve", max(reserve, 0.0))]
-        demand = z.weights + kv + z.activation + z.overhead + max(reserve, 0.0)
+        demand = loaded + kv + z.activation + z.overhead + max(reserve, 0.0)
         scale = BAR_W / max(z.gpu_memory, demand)
         segs, x = [], 0.0
         for name, gib in parts:

@@ -93,6 +93,9 @@ def sizing_text(checked, prediction=None) -> str:
         rows = [
             ("GPU", f"{z.gpu}: {z.gpu_memory:.2f} GiB, budget {z.utilization:g} x = {z.budget:.2f} GiB"),
             ("weights", f"{z.weights:.2f} GiB  ({comps})"),
+            *([("load buffers", f"{z.load_buffers:.2f} GiB  (held from model loading on: the "
+                                 "rotary cache, sparse MLA's buffers)")]
+              if z.load_buffers >= 0.05 else []),
             ("activation", f"{z.activation:.2f} GiB  (profile batch {z.batched_tokens} tokens)"),
             ("overhead", f"{z.overhead:.2f} GiB  (non-torch, CUDA graphs, all-to-all {z.comm:.2f})"),
             ("KV cache", (f"{z.kv_cache:.2f} GiB = {z.kv_tokens_per_rank:,} tokens per DP rank "

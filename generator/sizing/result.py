@@ -18,6 +18,10 @@ class RoleSizing:
         gpu_memory: torch-visible memory, GiB; budget: what the engine may use, GiB.
         weights, activation, overhead, kv_cache: per-GPU GiB (kv_cache may be negative: the
             weights and fixed terms do not fit).
+        load_buffers: per-GPU GiB of buffers the engine allocates while it builds the model
+            and keeps (vLLM: the rotary cache, sparse MLA's index buffers and workspace,
+            ``sizing/vllm_budget.py``): with :attr:`weights`, what vLLM prints as "Model loading
+            took"; 0 for SGLang.
         weights_by_component: GiB per component on the most loaded GPU.
         kv_bytes_per_token: bytes per token on that GPU (latent replicated per TP rank).
         kv_tokens_per_rank: KV tokens one data-parallel rank holds (what the engine prints).
@@ -56,6 +60,7 @@ class RoleSizing:
     comm: float
     cuda_graph_outside: float
     utilization: float
+    load_buffers: float = 0.0
     outside_pool: float = 0.0
     seq_layout: Any = None
     admit_len: int = 0
@@ -158,6 +163,7 @@ class RoleSizing:
             "name": self.name, "gpu": self.gpu, "engine": self.engine,
             "gpuMemoryGiB": round(self.gpu_memory, 2), "budgetGiB": round(self.budget, 2),
             "perGpu": {"weightsGiB": round(self.weights, 2),
+                       "loadBuffersGiB": round(self.load_buffers, 2),
                        "activationGiB": round(self.activation, 2),
                        "overheadGiB": round(self.overhead, 2),
                        "kvCacheGiB": round(self.kv_cache, 2)},

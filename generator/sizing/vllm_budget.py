@@ -98,6 +98,76 @@ def v4_gather_gib(max_model_len: int, batched_tokens: int) -> float:
     return 4 * (-(-max_model_len // 4) + 128 + batched_tokens) * 512 * 2 / GIB
 
 
+#: Bytes of one element of the rotary cos/sin cache. vLLM builds one cache per distinct rotary
+#: embedding (``get_rope`` shares it across layers through ``_ROPE_DICT``) of
+#: ``max_position_embeddings`` x rotary width elements, cast to the model dtype (BF16) on the GPU
+#: while the model is built, so "Model loading took" counts it (``RotaryEmbedding.__init__``:
+#: vLLM 0.8.3 model_executor/layers/rotary_embedding.py, 0.28.0 and 0.33.0
+#: model_executor/layers/rotary_embedding/base.py). Llama-4 Scout's 10,485,760 positions x 128:
+#: 2.5 GiB per GPU, replicated (bench/engine_memory_figures.yaml: vllm-project/vllm#16177).
+ROPE_CACHE_ELEMENT_BYTES = 2
+#: Sparse MLA (DeepSeek-V3.2, GLM-5) on vLLM: ``DeepseekV2Model`` (and each MTP layer,
+#: deepseek_mtp.py) allocates a top-k index buffer of max_num_batched_tokens x ``index_topk``
+#: int32 while it is built (model_executor/models/deepseek_v2.py, read in the 0.11.0, 0.13.0,
+#: 0.16.0, 0.28.0 and 0.33.0 wheels).
+TOPK_INDEX_BYTES = 4
+#: FlashMLA-sparse, vLLM's sparse-MLA backend for an FP8 (``fp8_ds_mla``) cache on Hopper
+#: (platforms/cuda.py: FLASH_ATTN_MLA_SPARSE takes BF16 caches only, FLASHINFER_MLA_SPARSE_SM90
+#: 512-wide heads), reserves the shared workspace (v1/worker/workspace.py: one buffer, grown to
+#: the largest request) in its attention impl's ``__init__``, inside ``load_model``, so "Model
+#: loading took" counts it. v1/attention/backends/mla/flashmla_sparse.py
+#: ``FlashMLASparseImpl.__init__``, read in the wheels of 0.11.0 and 0.12.0 (nothing at load),
+#: 0.13.0, 0.16.0, 0.17.0 (the prefill workspace: 5 x max_model_len rows of kv_lora_rank +
+#: qk_rope_head_dim BF16), 0.18.0, 0.19.0, 0.20.0, 0.24.0, 0.28.0, 0.29.0, 0.30.0 (+ the query
+#: concat: max_num_batched_tokens x local heads x the row), 0.31.0 (+ max_num_batched_tokens x
+#: heads padded to 64 x (row + kv_lora_rank) + max_num_batched_tokens x heads x kv_lora_rank),
+#: 0.32.0 and 0.33.0 (factor 2 instead of 5 when max_model_len > 256 Ki: config/vllm.py).
+#: Left out: a BF16 cache's query concat alone (0.18.0-0.27.x, <= 0.15 GiB at 8,192 tokens;
+#: FLASH_ATTN_MLA_SPARSE from 0.28.0 reserves nothing at load) and Blackwell, whose FP8 sparse
+#: backend is FLASHINFER_MLA_SPARSE (0.28.0, 0.33.0: nothing at load).
+SPARSE_MLA_PREFILL_SINCE = (0, 13, 0)
+SPARSE_MLA_Q_CONCAT_SINCE = (0, 18, 0)
+SPARSE_MLA_PREFILL_QUERY_SINCE = (0, 31, 0)
+SPARSE_MLA_SHORT_FACTOR_SINCE = (0, 32, 0)
+#: Rows of the prefill workspace per max_model_len token (vLLM ``get_prefill_workspace_size``),
+#: and from :data:`SPARSE_MLA_SHORT_FACTOR_SINCE` above :data:`SPARSE_MLA_LONG_LEN` tokens.
+SPARSE_MLA_FACTOR, SPARSE_MLA_LONG_FACTOR, SPARSE_MLA_LONG_LEN = 5, 2, 256 * 1024
+#: Query heads the Hopper prefill kernel pads to (``prefill_padding``).
+SPARSE_MLA_HEAD_PAD = 64
+
+
+def rope_cache_gib(arch: ModelArch) -> float:
+    """The rotary cos/sin cache vLLM holds on every GPU, GiB (:data:`ROPE_CACHE_ELEMENT_BYTES`)."""
+    return arch.max_position_embeddings * arch.attention.rotary_dim \
+        * ROPE_CACHE_ELEMENT_BYTES / GIB
+
+
+def sparse_mla_load_gib(version: tuple[int, int, int], arch: ModelArch, gpu: Gpu, fp8_kv: bool,
+                        max_len: int, batched: int, tp: int, mtp_layers: int) -> float:
+    """What vLLM allocates for sparse MLA while it loads the model, GiB: the top-k index
+    buffers (:data:`TOPK_INDEX_BYTES`) and, with an FP8 cache on Hopper, FlashMLA-sparse's
+    workspace (:data:`SPARSE_MLA_PREFILL_SINCE`); 0 for other attention."""
+    if not arch.sparse_attention:
+        return 0.0
+    at = arch.attention
+    assert at.index is not None
+    total = (1 + mtp_layers) * batched * at.index.topk * TOPK_INDEX_BYTES
+    hopper = gpu.vendor == "nvidia" and gpu.generation == "hopper"
+    if fp8_kv and hopper and version >= SPARSE_MLA_PREFILL_SINCE:
+        row, latent, heads = at.kv_lora_rank + at.qk_rope_head_dim, at.kv_lora_rank, at.heads // tp
+        factor = SPARSE_MLA_LONG_FACTOR if (version >= SPARSE_MLA_SHORT_FACTOR_SINCE
+                                            and max_len > SPARSE_MLA_LONG_LEN) \
+            else SPARSE_MLA_FACTOR
+        elements = factor * max_len * row
+        if version >= SPARSE_MLA_Q_CONCAT_SINCE:
+            elements += batched * heads * row
+        if version >= SPARSE_MLA_PREFILL_QUERY_SINCE:
+            padded = -(-heads // SPARSE_MLA_HEAD_PAD) * SPARSE_MLA_HEAD_PAD
+            elements += batched * (padded * (row + latent) + heads * latent)
+        total += 2 * elements   # BF16
+    return total / GIB
+
+
 #: CUDA context + memory held before vLLM's start snapshot, GiB: outside the budget, it must fit in
 #: the (1 - utilization) headroom: moegen's allowance for the CUDA context, docs/design.md §5.
 CUDA_CONTEXT_GIB = 0.5
@@ -260,6 +330,10 @@ def size_vllm(role: RoleInput, gpu: Gpu, version: str, default_utilization: floa
     budget = vllm_budget(v, gpu.torch_total_gib, util, lay.tensor, arch.hidden_size,
                          physical_experts, batched, all2all, lay.expert_parallel,
                          bool(s.enforceEager), extra)
+    # Buffers the model holds from load_model on ("Model loading took" counts them).
+    load = rope_cache_gib(arch) + sparse_mla_load_gib(
+        v, arch, gpu, s.kvCacheDtype == "fp8", max_len, batched, lay.tensor,
+        inv.mtp_layers if place.mtp else 0)
     # The most constrained stage decides capacity (vLLM: min over PP ranks).
     # Window groups cover the tokens in flight: one batch, two with async scheduling (the
     # default from 0.26.0 unless pipeline parallelism turns it off: VllmConfig
@@ -284,16 +358,17 @@ def size_vllm(role: RoleInput, gpu: Gpu, version: str, default_utilization: floa
         ``determine_available_memory`` returns it unprofiled, whatever the utilization),
         negative by the shortfall when the GPU cannot hold it next to the rest."""
         if not s.kvCacheMemoryBytes:
-            return budget.budget - w - budget.activation - budget.overhead
+            return budget.budget - w - load - budget.activation - budget.overhead
         want = s.kvCacheMemoryBytes / GIB
-        free = gpu.torch_total_gib - CUDA_CONTEXT_GIB - w - budget.activation - budget.overhead
+        free = gpu.torch_total_gib - CUDA_CONTEXT_GIB - w - load - budget.activation \
+            - budget.overhead
         return want if free >= want else free - want
 
     st, weights, kv, tokens, per_token, sequences, seq_layout = worst_stage(
         stages, inv, arch, place, s.kvCacheDtype, max_len, kv_gib, v4_cache, hybrid_cache)
     return RoleSizing(
         name=role.name, gpu=gpu.id, engine="vllm", gpu_memory=gpu.torch_total_gib,
-        budget=budget.budget, weights=weights, activation=budget.activation,
+        budget=budget.budget, weights=weights, load_buffers=load, activation=budget.activation,
         overhead=budget.overhead, kv_cache=kv,
         weights_by_component={k: b / GIB for k, b in st.by_component.items()},
         kv_bytes_per_token=per_token, kv_tokens_per_rank=tokens, max_model_len=max_len,
