@@ -200,6 +200,29 @@ def parallel_text(tensor: int, data: int, pipeline: int, expert: bool,
     return sep.join(parts)
 
 
+def pool_nodes(uses: list[tuple[RoleLayout, int]], gpus_per_node: int) -> int:
+    """Nodes of one pool the roles ``uses`` = [(layout, replicas)] occupy together: pods that
+    take a node each (multi-node instances, pods of whole nodes, instances that may not share
+    a node) take their nodes; the pods that pack (``pods_per_node`` > 1, whatever their role)
+    share the other nodes, first fit by decreasing GPUs (a packing the scheduler can reach;
+    rule POOL007 warns where its default scoring may not)."""
+    whole = 0
+    small: list[int] = []
+    for lay, replicas in uses:
+        if lay.pods_per_node > 1:
+            small += [lay.gpus_per_pod] * (replicas * len(lay.pods))
+        else:
+            whole += lay.nodes_for(replicas)
+    free: list[int] = []   # GPUs left on each node the packed pods use
+    for gpus in sorted(small, reverse=True):
+        k = next((k for k, left in enumerate(free) if left >= gpus), None)
+        if k is None:
+            free.append(gpus_per_node - gpus)
+        else:
+            free[k] -= gpus
+    return whole + len(free)
+
+
 def max_instances(tensor: int, data: int, pipeline: int, expert: bool, workload: str,
                   gpus_per_node: int, free_nodes: int, share_nodes: bool = False) -> int:
     """The most instances of this layout ``free_nodes`` nodes of the pool hold (0 when not

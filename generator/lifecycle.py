@@ -35,10 +35,11 @@ from typing import TYPE_CHECKING
 
 from .engines.routers import rendered_router
 from .facts import lws as lwsv
+from .layout import pool_nodes
 
 if TYPE_CHECKING:
     from .roles import RoleInput
-    from .spec.models import InferenceDeployment
+    from .spec.models import InferenceDeployment, Role
 
 #: The rollout moegen renders without room for a surge instance (manifests/plan.py
 #: LWS_MAX_SURGE, LWS_MAX_UNAVAILABLE): groups are replaced one at a time.
@@ -55,13 +56,10 @@ class Rollout:
     reason: str
 
 
-def _peak_nodes(spec: InferenceDeployment, role_inputs: Sequence[RoleInput], j: int) -> int:
-    """Nodes role ``j`` can take: at its autoscaling maxReplicas (or replicas)."""
-    role = spec.spec.roles[j]
-    lay = role_inputs[j].layout
-    peak = role.autoscaling.maxReplicas if role.autoscaling and role.autoscaling.maxReplicas \
+def _peak(role: Role) -> int:
+    """Instances a role can reach: its autoscaling maxReplicas, or replicas."""
+    return role.autoscaling.maxReplicas if role.autoscaling and role.autoscaling.maxReplicas \
         else role.replicas
-    return lay.nodes_for(peak)
 
 
 def rollout(spec: InferenceDeployment, role_inputs: Sequence[RoleInput], i: int) -> Rollout:
@@ -109,13 +107,10 @@ def rollout(spec: InferenceDeployment, role_inputs: Sequence[RoleInput], i: int)
     if unbounded:
         return Rollout(*DEFAULT_ROLLOUT, f"role {unbounded[0]!r} may autoscale over pool "
                        f"{pool_name!r} (no maxReplicas)")
-    used = sum(_peak_nodes(spec, role_inputs, j) for j, r in enumerate(spec.spec.roles)
-               if r.nodePool == pool_name and role_inputs[j] is not None)
-    lay = role_inputs[i].layout
-    peak = role.autoscaling.maxReplicas if role.autoscaling and role.autoscaling.maxReplicas \
-        else role.replicas
-    with_surge = lay.nodes_for(peak + 1)
-    need = used - _peak_nodes(spec, role_inputs, i) + with_surge
+    # Every role of the pool at its peak, this one with a surge instance, packed together.
+    need = pool_nodes([(role_inputs[j].layout, _peak(r) + (j == i))
+                       for j, r in enumerate(spec.spec.roles)
+                       if r.nodePool == pool_name and role_inputs[j] is not None], pool.gpusPerNode)
     if need > pool.nodes:
         return Rollout(*DEFAULT_ROLLOUT, f"pool {pool_name!r} has no room for a surge instance "
                        f"({need} nodes needed, {pool.nodes} in the pool)")

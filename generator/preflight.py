@@ -501,18 +501,24 @@ def _allocatable(checked, api: Api, path: tuple, node: str, alloc: dict,
             need["cpu"] = (quantity_cpu(pod.cpu) if pod.cpu else big.cpu) * per_node
             need["memory"] = (quantity_gib(pod.memory) if pod.memory else big.memory_gib) \
                 * per_node
+            # 52 GiB a pod by default (the compile cache and /tmp): packed pods multiply it.
+            need["ephemeral-storage"] = (quantity_gib(pod.ephemeral_storage)
+                                         if pod.ephemeral_storage else big.ephemeral_gib) \
+                * per_node
         for res, want in need.items():
             have_raw = alloc.get(res)
+            if have_raw is None and res == "ephemeral-storage":
+                continue   # not reported without LocalStorageCapacityIsolation: not enforced
             if have_raw is None:
                 have = 0.0
             elif res == "cpu":
                 have = quantity_cpu(str(have_raw))
-            elif res == "memory":
+            elif res in ("memory", "ephemeral-storage"):
                 have = quantity_gib(str(have_raw))
             else:
                 have = float(have_raw)
             if have < want:
-                unit = " GiB" if res == "memory" else ""
+                unit = " GiB" if res in ("memory", "ephemeral-storage") else ""
                 out.append(_finding("PRE004", (*path,), f"node {node}: allocatable {res} "
                                     f"{have:g}{unit} < {want:g}{unit} that role {role.name!r} "
                                     f"places on it", "give the pool nodes that hold the pods, or "

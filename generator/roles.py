@@ -112,26 +112,41 @@ def carried_speculative(spec: InferenceDeployment) -> tuple[Speculative | None, 
     return decodes[0].speculative, decodes[0].name
 
 
-def shares_nodes(spec: DeploymentSpec, role: Role) -> bool:
-    """Whether pods of ``role`` smaller than a node may share one with each other.
+def apart_reason(spec: DeploymentSpec, role: Role) -> str | None:
+    """Why pods of ``role`` smaller than a node may not share one with each other (``None``
+    when they may).
 
     Kubernetes places pods by their resource requests (kube-scheduler's NodeResourcesFit
     filter: https://kubernetes.io/docs/reference/scheduling/config/#scheduling-plugins), so
     instances of a few GPUs pack onto a node's GPUs, except when:
 
     * ``network.hostNetwork``: every pod binds the node's ports, the same ones (rule PORT002);
+    * the pool's pods claim the ``network.computeDomain`` IMEX channel (:func:`uses_mnnvl`):
+      every pod gets its own claim, and several pods of a node in one ComputeDomain need a
+      shared claim (kubernetes-sigs/dra-driver-nvidia-gpu#309, #353);
     * ``placement.topologyKey``: one instance per topology domain (LWS exclusive-topology,
       a required pod anti-affinity for StatefulSets: manifests/pods.py);
     * the pod's own ``affinity`` has a pod anti-affinity moegen cannot read the domain of.
     """
+    pool = spec.nodePools.get(role.nodePool)
     if spec.network.hostNetwork:
-        return False
+        return "network.hostNetwork: the pods bind the node's ports"
+    if pool is not None and pool.gpu in GPUS and uses_mnnvl(spec.network, GPUS[pool.gpu],
+                                                            pool.gpusPerNode):
+        return "network.computeDomain: each pod claims the node's IMEX channel"
     if role.placement is not None and role.placement.topologyKey is not None:
-        return False
+        return f"placement.topologyKey {role.placement.topologyKey}: one instance per domain"
     # The role's pod.affinity replaces spec.pod's (generator/pods.py effective_pod: key by key).
     layers = [layer.affinity for layer in (role.pod, spec.pod)
               if layer is not None and layer.affinity is not None]
-    return not (layers and layers[0].get("podAntiAffinity"))
+    if layers and layers[0].get("podAntiAffinity"):
+        return "pod.affinity has a pod anti-affinity"
+    return None
+
+
+def shares_nodes(spec: DeploymentSpec, role: Role) -> bool:
+    """Pods of ``role`` smaller than a node may share one (:func:`apart_reason` is None)."""
+    return apart_reason(spec, role) is None
 
 
 def role_inputs(spec: InferenceDeployment, arch: ModelArch | None) -> list[RoleInput | None]:

@@ -554,3 +554,56 @@ def test_vllm_sparse_mla_load_buffers_by_hand(tmp_path, version, kv, gpu, max_le
     assert z.batched_tokens == batched
     rope, topk = 1_048_576 * 64 * 2, batched * 2_048 * 4
     assert z.load_buffers * GIB == rope + topk + expected
+
+
+def _pd_on_one_pool(tmp_path, nodes: int, prefill: tuple[int, int], decode: tuple[int, int],
+                    gpu: str = "H100-80GB", gpn: int = 8, network: dict | None = None):
+    """gpt-oss-120b prefill/decode over NIXL on one pool: (replicas, tensor) per role."""
+    from generator import pipeline
+    roles = [{"name": name, "mode": name, "nodePool": "p", "replicas": n,
+              "parallel": {"tensor": tp}, "kvTransfer": {"connector": "nixl"}}
+             for name, (n, tp) in (("prefill", prefill), ("decode", decode))]
+    path = _spec(tmp_path, "gpt-oss-120b", "mxfp4", 1, gpu=gpu, roles=roles)
+    doc = yaml.safe_load(path.read_text())
+    doc["spec"]["nodePools"]["p"].update(nodes=nodes, gpusPerNode=gpn)
+    doc["spec"]["router"] = {"enabled": True}
+    doc["spec"]["network"] = network or {"socketInterface": "eth0"}
+    path.write_text(yaml.safe_dump(doc))
+    return {f.code: f for f in pipeline.check(path).findings}
+
+
+def test_roles_of_one_pool_pack_together(tmp_path):
+    """3 x TP2 prefill + 1 x TP2 decode on one 8-GPU node: 8 GPUs of pods that pack, every
+    role's together (POOL002 said "need 2 (prefill 1, decode 1)", LAY008 "2 GPUs idle" and
+    "6 GPUs idle", a senior read of the change)."""
+    found = _pd_on_one_pool(tmp_path, 1, (3, 2), (1, 2))
+    assert not {"POOL002", "LAY008", "POOL007"} & found.keys(), found
+    # 4 x TP2 prefill on one node: 3 would fit beside the decode's 2 GPUs, not 4.
+    found = _pd_on_one_pool(tmp_path, 1, (4, 2), (1, 2))
+    assert "need 2 (prefill 4 pods of 2 GPUs, packed, decode 1 pod of 2 GPUs, packed)" in \
+        found["POOL002"].message
+
+
+def test_small_pods_beside_whole_node_pods_warn_of_the_default_scheduler(tmp_path):
+    """4 x TP2 prefill + 1 x TP8 decode on 2 nodes: packed they fit (one node each), but the
+    default scheduler spreads the 4 TP2 pods over both nodes (it scores CPU and memory; a
+    StatefulSet's pods spread over hostnames), leaving no node with 8 free GPUs: POOL007.
+    With a third node, even 2 nodes touched by TP2 pods leave one whole node: no warning."""
+    found = _pd_on_one_pool(tmp_path, 2, (4, 2), (1, 8))
+    assert "POOL002" not in found
+    assert "over up to 2 nodes of 2" in found["POOL007"].message
+    assert "no node with 8 free GPUs for decode (1 needed)" in found["POOL007"].message
+    found = _pd_on_one_pool(tmp_path, 5, (4, 2), (1, 8))
+    assert "POOL007" not in found
+
+
+def test_compute_domain_pods_do_not_pack(tmp_path):
+    """GB200 (4 GPUs a tray) with network.computeDomain: each pod claims the tray's IMEX
+    channel, and pods sharing a node in one ComputeDomain need a shared claim
+    (kubernetes-sigs/dra-driver-nvidia-gpu#309): 2 x TP2 prefill + 2 x TP2 decode need 4
+    trays, not 2."""
+    found = _pd_on_one_pool(tmp_path, 2, (2, 2), (2, 2), gpu="GB200-186GB", gpn=4,
+                            network={"socketInterface": "eth0",
+                                     "computeDomain": {"resourceClaimTemplate": "cd"}})
+    assert "need 4 (prefill 2, decode 2)" in found["POOL002"].message
+    assert "network.computeDomain" in found["LAY008"].message

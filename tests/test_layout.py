@@ -70,3 +70,20 @@ def test_instances_smaller_than_a_node_pack_when_they_may_share_it():
     assert apart.pods_per_node == 1 and apart.nodes_needed == 8
     # Multi-node instances take whole nodes, sharing or not: DP16 over 8-GPU nodes, 3 replicas.
     assert compute_layout(1, 16, 1, True, "lws", 8, 3, share_nodes=True).nodes_needed == 6
+
+
+def test_pool_nodes_packs_every_roles_small_pods_together():
+    """One pool, counted together: 3 x TP2 prefill + 1 x TP2 decode = 8 GPUs on one 8-GPU
+    node (POOL002 said 2: a node per role); 4 x TP2 + 1 x TP8 = 1 node of small pods + 1
+    whole; first fit by decreasing GPUs: TP4, TP4, TP2, TP2, TP1 x 4 -> [4+4], [2+2+1+1+1+1]
+    = 2 nodes. Pods that may not share a node take one each."""
+    from generator.layout import pool_nodes
+    tp2 = compute_layout(2, 1, 1, False, "lws", 8, 1, share_nodes=True)
+    tp8 = compute_layout(8, 1, 1, False, "lws", 8, 1, share_nodes=True)
+    tp4 = compute_layout(4, 1, 1, False, "lws", 8, 1, share_nodes=True)
+    tp1 = compute_layout(1, 1, 1, False, "lws", 8, 1, share_nodes=True)
+    assert pool_nodes([(tp2, 3), (tp2, 1)], 8) == 1
+    assert pool_nodes([(tp2, 4), (tp8, 1)], 8) == 2
+    assert pool_nodes([(tp4, 2), (tp2, 2), (tp1, 4)], 8) == 2
+    apart = compute_layout(2, 1, 1, False, "lws", 8, 1, share_nodes=False)
+    assert pool_nodes([(apart, 3), (tp2, 4)], 8) == 3 + 1

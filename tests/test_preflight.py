@@ -188,15 +188,19 @@ def test_ready_cluster_passes_and_is_only_read(cluster, api):
 @pytest.mark.parametrize("cluster", ["broken"], indirect=True)
 def test_broken_cluster_findings(cluster, api):
     """S1 on a cluster without the LWS CRD, namespace missing, a decode node that is an
-    H20-96GB, another with 4 GPUs and 96 GiB allocatable, and a ReadWriteOnce weights claim."""
+    H20-96GB, another with 4 GPUs, 96 GiB of memory and 40 GiB of ephemeral storage
+    allocatable, and a ReadWriteOnce weights claim."""
     findings = preflight(pipeline.check(S1), api)
     codes = sorted(f.code for f in findings)
-    assert codes == ["PRE001", "PRE003", "PRE004", "PRE004", "PRE005", "PRE006"], findings
+    assert codes == ["PRE001", "PRE003", "PRE004", "PRE004", "PRE004", "PRE005", "PRE006"], \
+        findings
     by_code = {f.code: f for f in findings}
     assert "h20-141-0" in by_code["PRE003"].message and "97871 MiB" in by_code["PRE003"].message
     pre4 = [f.message for f in findings if f.code == "PRE004"]
     assert any("nvidia.com/gpu 4 < 8" in m for m in pre4)
     assert any("memory 96 GiB < 180 GiB" in m for m in pre4)   # the decode leader's request
+    # 32 GiB compile cache + 20 GiB /tmp (generator/sizing/host.py) a pod, one pod a node
+    assert any("ephemeral-storage 40 GiB < 52 GiB" in m for m in pre4)
     assert "ReadWriteOnce" in by_code["PRE006"].message
 
 

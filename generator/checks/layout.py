@@ -3,7 +3,10 @@ group restarts, and the engines' layout limits."""
 
 from __future__ import annotations
 
-from ..layout import Spread
+from collections import defaultdict
+
+from ..layout import Spread, pool_nodes
+from ..roles import apart_reason
 from .registry import Context, E, Hit, W, is_vllm, role_path, rule
 
 
@@ -381,7 +384,7 @@ def _per_rank_nvlink(ctx: Context):
                       "use workload: lws (one pod per node, ranks share NVLink)")
 
 
-def _count(n: int, noun: str) -> str:
+def count_text(n: int, noun: str) -> str:
     """``n`` and ``noun``, plural unless one: "1 GPU", "7 instances"."""
     return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
 
@@ -390,30 +393,39 @@ def _count(n: int, noun: str) -> str:
       "docs/spec.md §2 (Pods: instances smaller than a node pack onto its GPUs unless they may "
       "not share a node; GPUs no instance takes stay idle)")
 def _idle_gpus(ctx: Context):
+    packed: dict[str, list] = defaultdict(list)   # pool -> the roles whose pods pack on it
     for i, r in ctx.role_items():
-        pool = ctx.spec.spec.nodePools[ctx.spec.spec.roles[i].nodePool]
         role = ctx.spec.spec.roles[i]
+        pool = ctx.spec.spec.nodePools[role.nodePool]
         lay = r.layout
         if role.workload == "pod-per-rank" or lay.problem or lay.gpus_per_pod >= pool.gpusPerNode:
             continue
-        idle = lay.nodes_needed * pool.gpusPerNode - lay.replicas * lay.gpus_per_instance
-        if lay.pods_per_node > 1 and idle > 0:
-            # Several instances: their count leaves the GPUs; one: its size does.
-            yield Hit(role_path(i, "replicas" if lay.replicas > 1 else "parallel"),
-                      f"role {r.name!r}: {_count(lay.replicas, 'instance')} of "
-                      f"{_count(lay.gpus_per_pod, 'GPU')} pack {lay.pods_per_node} to a node "
-                      f"and take {_count(lay.nodes_needed, 'node')} of {pool.gpusPerNode} GPUs: "
-                      f"{_count(idle, 'GPU')} idle",
-                      f"set replicas to a multiple of {lay.pods_per_node} (a full node), or "
-                      "size tensor x data x pipeline so its pods fill the node")
-        elif lay.pods_per_node == 1:
-            why = (" (its instances may not share a node: network.hostNetwork, "
-                   "placement.topologyKey or a pod anti-affinity)"
-                   if 2 * lay.gpus_per_pod <= pool.gpusPerNode else "")
-            yield Hit(role_path(i, "parallel"),
-                      f"role {r.name!r} pods use {lay.gpus_per_pod} of each node's "
-                      f"{pool.gpusPerNode} GPUs; {pool.gpusPerNode - lay.gpus_per_pod} stay "
-                      f"idle{why}", "size tensor x data x pipeline to a multiple of gpusPerNode")
+        if lay.pods_per_node > 1:
+            packed[role.nodePool].append((i, r))
+            continue
+        apart = apart_reason(ctx.spec.spec, role)
+        why = (f" (its instances may not share a node: {apart})"
+               if apart and 2 * lay.gpus_per_pod <= pool.gpusPerNode else "")
+        yield Hit(role_path(i, "parallel"),
+                  f"role {r.name!r} pods use {lay.gpus_per_pod} of each node's "
+                  f"{pool.gpusPerNode} GPUs; {pool.gpusPerNode - lay.gpus_per_pod} stay "
+                  f"idle{why}", "size tensor x data x pipeline to a multiple of gpusPerNode")
+    for pool_name, items in packed.items():
+        gpn = ctx.spec.spec.nodePools[pool_name].gpusPerNode
+        nodes = pool_nodes([(r.layout, r.layout.replicas) for _, r in items], gpn)
+        idle = nodes * gpn - sum(r.layout.replicas * r.layout.gpus_per_instance for _, r in items)
+        if idle <= 0:
+            continue
+        i, first = items[0]
+        what = ", ".join(f"{r.name} {count_text(r.layout.replicas, 'instance')} of "
+                         f"{count_text(r.layout.gpus_per_pod, 'GPU')}" for _, r in items)
+        several = len(items) > 1 or first.layout.replicas > 1
+        # Several instances: their count leaves the GPUs; one: its size does.
+        yield Hit(role_path(i, "replicas" if several else "parallel"),
+                  f"pool {pool_name!r}: {what} pack onto {count_text(nodes, 'node')} of "
+                  f"{gpn} GPUs: {count_text(idle, 'GPU')} idle",
+                  "size the instances (replicas x tensor x data x pipeline, over the roles on "
+                  "the pool) to fill whole nodes")
 
 
 @rule("SPD005", E, "SGLang runs pipeline parallelism with speculative decoding only on prefill",

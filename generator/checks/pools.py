@@ -5,7 +5,9 @@ from __future__ import annotations
 
 from collections import defaultdict
 
+from ..layout import RoleLayout, pool_nodes
 from ..pods import effective_pod, pod_path
+from .layout import count_text
 from .registry import Context, E, Hit, W, role_path, rule
 
 
@@ -18,20 +20,64 @@ def _pool_exists(ctx: Context):
                       f"defined pools: {', '.join(sorted(pools))}")
 
 
+def _use_text(name: str, lay: RoleLayout) -> str:
+    """A role's share of a pool: its nodes, or its pods when they pack."""
+    if lay.pods_per_node > 1:
+        return (f"{name} {count_text(lay.replicas * len(lay.pods), 'pod')} of "
+                f"{count_text(lay.gpus_per_pod, 'GPU')}, packed")
+    return f"{name} {lay.nodes_needed}"
+
+
 @rule("POOL002", E, "the roles on a pool fit in its nodes",
-      "docs/spec.md §2 (replicas x pods must fit in the pool's nodes)")
+      "docs/spec.md §2 (replicas x pods must fit in the pool's nodes; pods smaller than a node "
+      "pack onto its GPUs, every role's together)")
 def _pool_capacity(ctx: Context):
-    need: dict[str, list[tuple[int, int]]] = defaultdict(list)
+    need: dict[str, list[tuple[int, RoleLayout]]] = defaultdict(list)
     for i, r in ctx.role_items():
-        need[ctx.spec.spec.roles[i].nodePool].append((i, r.layout.nodes_needed))
+        need[ctx.spec.spec.roles[i].nodePool].append((i, r.layout))
     for pool_name, uses in need.items():
         pool = ctx.spec.spec.nodePools[pool_name]
-        total = sum(n for _, n in uses)
+        total = pool_nodes([(lay, lay.replicas) for _, lay in uses], pool.gpusPerNode)
         if total > pool.nodes:
-            parts = ", ".join(f"{ctx.spec.spec.roles[i].name} {n}" for i, n in uses)
+            parts = ", ".join(_use_text(ctx.spec.spec.roles[i].name, lay) for i, lay in uses)
             yield Hit(("spec", "nodePools", pool_name, "nodes"),
-                      f"pool {pool_name!r} has {pool.nodes} nodes but its roles need {total} "
-                      f"({parts})", f"set nodes: {total} or shrink the roles")
+                      f"pool {pool_name!r} has {count_text(pool.nodes, 'node')} but its roles "
+                      f"need {total} ({parts})", f"set nodes: {total} or shrink the roles")
+
+
+@rule("POOL007", W, "pods that pack share their pool with larger pods the scheduler can starve",
+      "kube-scheduler defaults: NodeResourcesFit scores cpu and memory only (LeastAllocated, "
+      "kubernetes/kubernetes v1.33.0 pkg/scheduler/apis/config/v1/defaults.go "
+      "defaultResourceSpec), and PodTopologySpread's system default constraints spread a "
+      "StatefulSet's pods over hostnames "
+      "(https://kubernetes.io/docs/concepts/scheduling-eviction/topology-spread-constraints/"
+      "#internal-default-constraints); bin packing by GPU needs a scheduler profile "
+      "(https://kubernetes.io/docs/concepts/scheduling-eviction/resource-bin-packing/)")
+def _packing_starves(ctx: Context):
+    pools: dict[str, list[tuple[str, RoleLayout]]] = defaultdict(list)
+    for i, r in ctx.role_items():
+        pools[ctx.spec.spec.roles[i].nodePool].append((r.name, r.layout))
+    for pool_name, uses in pools.items():
+        pool = ctx.spec.spec.nodePools[pool_name]
+        gpn = pool.gpusPerNode
+        size = {name: lay.gpus_per_pod if lay.pods_per_node > 1 else gpn for name, lay in uses}
+        largest = max(size.values())
+        small = [(n, lay) for n, lay in uses if size[n] < largest]
+        big = [(n, lay) for n, lay in uses if size[n] == largest]
+        if not small:
+            continue
+        spread = min(pool.nodes, sum(lay.replicas * len(lay.pods) for _, lay in small))
+        need = pool_nodes([(lay, lay.replicas) for _, lay in big], gpn)
+        if pool.nodes - spread >= need:
+            continue   # even one small pod on every node it can reach leaves the larger room
+        yield Hit(("spec", "nodePools", pool_name),
+                  f"pool {pool_name!r}: the default scheduler spreads the smaller pods of "
+                  f"{', '.join(n for n, _ in small)} over up to {count_text(spread, 'node')} "
+                  f"of {pool.nodes} (it scores CPU and memory, not GPUs), which can leave no "
+                  f"node with {largest} free GPUs for {', '.join(n for n, _ in big)} "
+                  f"({need} needed): those pods then stay Pending",
+                  "give the roles pools of their own (distinct nodeSelector), or run a scheduler "
+                  "profile that bin-packs nvidia.com/gpu (NodeResourcesFit MostAllocated)")
 
 
 @rule("POOL004", W, "node pools select distinct nodes",

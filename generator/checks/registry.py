@@ -177,7 +177,7 @@ MODEL_FREE_FAMILIES = ("NAME", "TOP", "SCHD", "LWS", "AUT", "RTR", "RST", "PORT"
                        "LOAD", "SCH", "TGT", "PLN", "PRE", "SKP", "INP", "VER")
 #: Single codes of the other families read at their rule functions (and the helpers they
 #: call): the model's source (MOD001, MOD004-MOD007: volume, Hub download, cache), pools
-#: (POOL001-POOL005: names, counts, selectors), the layout on pods and nodes (LAY001,
+#: (POOL001-POOL005, POOL007: names, counts, selectors, packing), the layout on pods and nodes (LAY001,
 #: LAY004-LAY011, LAY013, ENG001, SPD005; the executor: LAY015-LAY019), engineArgs against
 #: the release's parser and derived flags (ENG002-ENG010; per dialect, not per model), EPLB and all-to-all settings
 #: against the layout and DeepEP's compiled rank counts (EP001, EP002, EP004-EP006, A2A001,
@@ -195,7 +195,7 @@ MODEL_FREE_FAMILIES = ("NAME", "TOP", "SCHD", "LWS", "AUT", "RTR", "RST", "PORT"
 #: CAL*).
 MODEL_FREE = frozenset({
     "MOD001", "MOD004", "MOD005", "MOD006", "MOD007", "MOD008",
-    "POOL001", "POOL002", "POOL003", "POOL004", "POOL005", "POOL006",
+    "POOL001", "POOL002", "POOL003", "POOL004", "POOL005", "POOL006", "POOL007",
     "LAY001", "LAY004", "LAY005", "LAY006", "LAY007", "LAY008", "LAY009", "LAY010", "LAY011",
     "LAY013", "LAY015", "LAY016", "LAY017", "LAY018", "LAY019", "ENG001", "SPD005",
     "ENG002", "ENG003", "ENG004", "ENG005", "ENG006", "ENG007", "ENG008", "ENG009", "ENG010",

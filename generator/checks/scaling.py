@@ -4,16 +4,18 @@ workload, the Prometheus KEDA asks, a router that finds new instances."""
 from __future__ import annotations
 
 from ..engines.routers import discovery_supported, rendered_router
+from ..layout import pool_nodes
 from .registry import Context, E, Hit, W, role_path, rule
 
 
 def free_nodes(ctx: Context, i: int) -> int:
-    """Nodes of role ``i``'s pool that the other roles on the pool leave."""
+    """Nodes of role ``i``'s pool that the other roles on the pool leave (their pods packed
+    together: :func:`generator.layout.pool_nodes`)."""
     spec = ctx.spec.spec
-    pool_name = spec.roles[i].nodePool
-    others = sum(r.layout.nodes_needed for j, r in ctx.role_items()
-                 if j != i and spec.roles[j].nodePool == pool_name)
-    return spec.nodePools[pool_name].nodes - others
+    pool = spec.nodePools[spec.roles[i].nodePool]
+    others = [(r.layout, r.layout.replicas) for j, r in ctx.role_items()
+              if j != i and spec.roles[j].nodePool == spec.roles[i].nodePool]
+    return pool.nodes - pool_nodes(others, pool.gpusPerNode)
 
 
 def bounds(ctx: Context, i: int) -> tuple[int, int, int]:
@@ -162,11 +164,9 @@ def _shared_pool(ctx: Context):
                       "set maxReplicas on each so their nodes add up to the pool")
         if unset:
             continue
-        need = 0
-        for i in idx:
-            lay = roles[i].layout
-            n = spec.roles[i].autoscaling.maxReplicas if i in scaled else spec.roles[i].replicas
-            need += lay.nodes_for(n)
+        need = pool_nodes([(roles[i].layout, spec.roles[i].autoscaling.maxReplicas
+                            if i in scaled else spec.roles[i].replicas) for i in idx],
+                          pool.gpusPerNode)
         if need > pool.nodes:
             yield Hit(("spec", "nodePools", pool_name, "nodes"),
                       f"at their maxReplicas the roles on pool {pool_name!r} need {need} nodes; "
