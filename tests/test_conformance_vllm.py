@@ -93,3 +93,45 @@ def test_every_rendered_sglang_command_parses():
     # The removed DeepEP switch is rejected: the check can fail.
     bad = [{"id": "removed-flag", "argv": commands[0]["argv"] + ["--enable-deepep-moe"]}]
     assert not check_commands("sglang", bad)[0]["ok"]
+
+
+_PARSE_PROBE = r"""
+import json, os, sys
+names = json.load(sys.stdin)
+import vllm.envs as envs
+out = {}
+for name in names:
+    if name not in envs.environment_variables:
+        continue
+    kinds = []
+    for value in ("x", "1"):
+        os.environ[name] = value
+        try:
+            kinds.append(type(envs.environment_variables[name]()).__name__)
+        except ValueError:
+            kinds.append("ValueError")
+        del os.environ[name]
+    out[name] = kinds
+print(json.dumps(out))
+"""
+
+
+def test_the_integer_variables_are_the_ones_vllm_parses_with_int():
+    """ENG011's table (generator/checks/engine.py INT_ENV) is every variable of moegen's vLLM
+    scope (vllm-envs.json, the ones moegen renders or reads) that vLLM 0.33.0 itself parses with
+    int(): "x" raises ValueError and "1" reads as an int (``int(...)``) or a bool
+    (``bool(int(...))``). A choice variable refuses "1" too, and is not in it."""
+    import json
+    import subprocess
+
+    from generator.checks.engine import INT_ENV, _env_data
+    from generator.checks.network import ENGINE_ENV
+    py = require_engines()
+    names = sorted(set(_env_data()) | set(INT_ENV) | {n for n in ENGINE_ENV
+                                                        if n.startswith("VLLM_")})
+    got = json.loads(subprocess.run([str(py), "-c", _PARSE_PROBE], input=json.dumps(names),
+                                    capture_output=True, text=True, check=True,
+                                    timeout=300).stdout)
+    parsed = {n: ("bool(int(...))" if k == ["ValueError", "bool"] else "int(...)")
+              for n, k in got.items() if k in (["ValueError", "bool"], ["ValueError", "int"])}
+    assert parsed == INT_ENV
