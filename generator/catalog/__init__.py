@@ -108,6 +108,7 @@ from ..resources import package_text
 from .capabilities import FAMILY_LABELS, ModelArch  # noqa: F401 (catalog/capabilities.py)
 from .readers import (  # noqa: F401 (config.json -> capabilities: catalog/readers.py)
     UnknownArchitecture,
+    UnreadQuantization,
     arch_from_config,
     config_problems,
 )
