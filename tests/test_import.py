@@ -726,3 +726,25 @@ def test_prefill_cp_without_a_cp_size_is_the_tp_group_for_the_deepseek_family(tm
     assert [(f.severity.value, f.location.line) for f in found] == [("notice", 18)]
     assert "context-parallel group: imported as roles[].parallel.context: 8" in found[0].message
     assert role["parallel"] == {"tensor": 8, "context": 8}
+
+
+def test_a_deployment_imports_as_the_workload_moegen_renders_for_one_pod_instances(tmp_path):
+    """A plain apps/v1 Deployment (one pod per instance, vLLM TP8 on 8 GPUs) was imported as
+    ``workload: lws`` (a new user's trial, issue #35): a one-pod instance is what moegen renders
+    as ``workload: statefulset`` (spec.models Role.workload: "statefulset (single-node
+    instances)"); a multi-node StatefulSet (--nnodes 2, two pods per instance) stays lws."""
+    dep = tmp_path / "dep.yaml"
+    dep.write_text(vllm_deployment("deepseek-ai/DeepSeek-R1", '--tensor-parallel-size, "8"'))
+    role = read_inputs([dep], opts=Options()).results[0].imported.data["spec"]["roles"][0]
+    assert role["workload"] == "statefulset"
+    sts = tmp_path / "sts.yaml"
+    sts.write_text(
+        "apiVersion: apps/v1\nkind: StatefulSet\nmetadata: {name: r1}\nspec:\n  replicas: 2\n"
+        "  serviceName: r1\n  selector: {matchLabels: {app: r1}}\n  template:\n"
+        "    metadata: {labels: {app: r1}}\n    spec:\n      containers:\n      - name: sglang\n"
+        "        image: lmsysorg/sglang:v0.5.23\n"
+        "        command: [python3, -m, sglang.launch_server, --model-path, /models/DeepSeek-R1,"
+        " --tp-size, '16', --nnodes, '2']\n"
+        "        resources: {limits: {nvidia.com/gpu: 8}}\n")
+    role = read_inputs([sts], opts=Options()).results[0].imported.data["spec"]["roles"][0]
+    assert role["workload"] == "lws"

@@ -42,7 +42,7 @@ from .build import (
     release_of,
 )
 from .launch import Issue, runs_ray
-from .ranks import counts_named, layout_issues
+from .ranks import counts_named, layout_issues, workload_kind
 from .. import security
 from .pods import DEFAULT_HF_HOME, token_secret
 from .shell import is_runtime
@@ -344,7 +344,7 @@ def assemble(group: list[Role], opts: Options, files: list[str]) -> Imported:
             + _kv_config_issues(r, net)
         role: dict[str, Any] = {"name": name, "mode": r.mode, "nodePool": pool,
                                 "replicas": r.workload.replicas,
-                                "workload": _workload_kind(r), **r.fields.role}
+                                "workload": workload_kind(r), **r.fields.role}
         port = r.pod.sidecar_port or r.fields.port
         if port not in (None, 8000):
             role.setdefault("serving", {})["port"] = port
