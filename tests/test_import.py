@@ -748,3 +748,15 @@ def test_a_deployment_imports_as_the_workload_moegen_renders_for_one_pod_instanc
         "        resources: {limits: {nvidia.com/gpu: 8}}\n")
     role = read_inputs([sts], opts=Options()).results[0].imported.data["spec"]["roles"][0]
     assert role["workload"] == "lws"
+
+
+def test_the_catalogs_checkpoint_names_read_back_as_their_model_and_format():
+    """Every repository gen plan --emit names for a format (catalog RELEASES, fix41) is read back
+    by gen import as that model and that format: nvidia/DeepSeek-R1-NVFP4-v2 read as nvfp4
+    (its "-nvfp4-" matched first), losing the v2 layout's quantized o_proj."""
+    from generator.catalog import RELEASES
+    from generator.importer.build import architecture_of, checkpoint_format
+    for arch, names in RELEASES.items():
+        for fmt, name in names.items():
+            assert architecture_of(name, None) == arch, name
+            assert checkpoint_format(arch, name) == fmt, name
