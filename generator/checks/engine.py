@@ -266,6 +266,16 @@ INT_ENV: dict[str, str] = {
 }
 
 
+#: The vLLM variables of that scope vLLM 0.33.0 vllm/envs.py reads through
+#: ``env_with_choices`` (case-sensitive): any other value raises ValueError at start too.
+CHOICE_ENV: dict[str, tuple[str, ...]] = {
+    "VLLM_WORKER_MULTIPROC_METHOD": ("spawn", "fork"),                  # envs.py:939
+    "VLLM_DEEP_GEMM_WARMUP": ("skip", "full", "relax"),                 # envs.py:1626
+    "VLLM_KV_CACHE_LAYOUT": ("LBNHC", "LBHNC", "LHBNC", "NHD", "HND", "BLHNC", "BLNHC",
+                             "BHLNC"),                                  # envs.py:1879
+}
+
+
 def _not_int(text: str) -> bool:
     """int() refuses ``text`` (Python's int(): surrounding spaces, a sign and ``_`` pass)."""
     try:
@@ -275,20 +285,27 @@ def _not_int(text: str) -> bool:
     return False
 
 
-@rule("ENG011", E, "every vLLM variable parsed as an integer holds an integer",
+@rule("ENG011", E, "every vLLM variable parsed as an integer or a choice holds one",
       "vLLM 0.33.0 vllm/envs.py (environment_variables: int(os.getenv(...)) and "
-      "bool(int(os.getenv(...))) for the variables of generator/checks/engine.py INT_ENV; a "
-      "value int() refuses raises ValueError when the engine reads it, at start)",
-      engines=("vllm",))
+      "bool(int(os.getenv(...))) for the variables of generator/checks/engine.py INT_ENV, "
+      "env_with_choices for CHOICE_ENV; a value they refuse raises ValueError when the engine "
+      "reads it, at start)", engines=("vllm",))
 def _env_integer(ctx: Context):
     table = _env_data()
     version = ctx.dialect.version if ctx.dialect is not None else None
     for path, env in _env_places(ctx):
         for name, value in env.items():
+            if version is not None and version not in table.get(name, [version]):
+                continue   # a variable this release does not read (ENG010)
+            choices = CHOICE_ENV.get(name)
+            if choices is not None and value not in choices:
+                yield Hit((*path, name), f"{name}={value!r} is not one of vLLM's choices "
+                          f"({', '.join(choices)}; vllm/envs.py env_with_choices, case-"
+                          "sensitive): it raises ValueError at start, so the pod crash-loops",
+                          f"give one of: {', '.join(choices)}")
             parse = INT_ENV.get(name)
-            if parse is None or not _not_int(value) or \
-                    (version is not None and version not in table.get(name, [version])):
-                continue   # an integer, or a variable this release does not read (ENG010)
+            if parse is None or not _not_int(value):
+                continue
             yield Hit((*path, name),
                       f"{name}={value!r} is not an integer: vLLM reads it as {parse} "
                       "(vllm/envs.py) and raises ValueError at start, so the pod crash-loops",
