@@ -760,3 +760,19 @@ def test_the_catalogs_checkpoint_names_read_back_as_their_model_and_format():
         for fmt, name in names.items():
             assert architecture_of(name, None) == arch, name
             assert checkpoint_format(arch, name) == fmt, name
+
+
+@pytest.mark.parametrize("model,weights", [
+    ("RedHatAI/Qwen3-235B-A22B-FP8-dynamic", "fp8"),   # llm-compressor FP8_DYNAMIC
+    ("moonshotai/Kimi-K2-Thinking", "w4a16"),          # the catalog config's own format
+])
+def test_compressed_tensors_on_the_command_line_does_not_name_a_format(tmp_path, model, weights):
+    """``--quantization compressed-tensors`` says which loader, not which scheme (FP8, INT4
+    W4A16, NVFP4, INT8 W8A8 all load through it: vLLM 0.33.0 quantization/compressed_tensors):
+    it was imported as w4a16 whatever the checkpoint (an FP8-dynamic Qwen3 sized as INT4
+    experts, a reviewer); the format is read from the name, else the catalog's config."""
+    dep = tmp_path / "dep.yaml"
+    dep.write_text(vllm_deployment(model, '--quantization, compressed-tensors, '
+                                          '--tensor-parallel-size, "8"'))
+    spec = read_inputs([dep], opts=Options()).results[0].imported.data["spec"]
+    assert spec["model"]["weights"] == weights

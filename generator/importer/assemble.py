@@ -95,8 +95,10 @@ def _model(group: list[Role], opts: Options, prov: Provenance,
                                 "give its config.json with --model-config" + (
                                     ", or a catalog id with --model (e.g. --model deepseek-r1)"
                                     if unstated else ""), error=False))
-    quant = {"fp8": "fp8", "mxfp4": "mxfp4", "modelopt_fp4": "nvfp4", "compressed-tensors":
-             "w4a16"}.get(str(m.get("quantization", "")))
+    # --quantization names the loader; compressed-tensors loads FP8, INT4, NVFP4 and INT8
+    # schemes alike, so the format comes from the name or the catalog's config instead.
+    quant = {"fp8": "fp8", "mxfp4": "mxfp4", "modelopt_fp4": "nvfp4"}.get(
+        str(m.get("quantization", "")))
     model["weights"] = quant or checkpoint_format(model.get("architecture"), model["name"], path)
     volume = next((r.pod.volume for r in group if r.pod.volume), None) or _storage_uri(group)
     hub = _kserve_hub(group)
