@@ -19,6 +19,7 @@ from .catalog import (
     GPUS,
     ModelArch,
     UnknownArchitecture,
+    UnreadQuantization,
     arch_from_config,
     builtin_arch,
 )
@@ -130,6 +131,13 @@ def _arch(spec: InferenceDeployment, model_config: dict | None,
         return None, [_finding(prov, "MOD002", ("spec", "model", "config"), str(exc),
                                f"give the config.json of a model of a supported family "
                                f"({FAMILY_LABELS})")]
+    except UnreadQuantization as exc:
+        return None, [_finding(prov, "MOD003", ("spec", "model", "config"),
+                               f"config.json's {exc}: a format moegen does not read, so it "
+                               "does not size it as another",
+                               "moegen sizes BF16, block or per-channel FP8, MXFP4, NVFP4 and "
+                               "INT4 weight-only (W4A16) checkpoints (model.weights); give the "
+                               "config.json of one of those")]
     except (KeyError, TypeError, ValueError) as exc:
         return None, [_finding(prov, "MOD003", ("spec", "model", "config"),
                                f"config.json lacks a usable field: {exc}",

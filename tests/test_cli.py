@@ -248,3 +248,34 @@ def test_a_notice_is_counted_annotated_and_never_rejects():
     assert out.summary([w]) == "0 errors, 1 warning"
     assert out.github([n]).startswith("::notice file=m.yaml,line=3,col=1,")
     assert [r["level"] for r in _json.loads(out.sarif([n, w], []))["runs"][0]["results"]] == ["note", "warning"]
+
+
+@pytest.mark.parametrize("command", ["render", "size", "report", "diff"])
+def test_a_kubernetes_manifest_given_as_a_spec_says_import_it(tmp_path, capsys, command):
+    """A hand-written apps/v1 Deployment given where a spec is read gave seven schema errors
+    (apiVersion, kind, four required fields, unknown replicas) and no hint (a new user's trial,
+    issue #35): one finding says what the file is and to import it first."""
+    from tests.helpers import vllm_deployment
+    dep = tmp_path / "dep.yaml"
+    dep.write_text(vllm_deployment("deepseek-ai/DeepSeek-R1", '--tensor-parallel-size, "8"'))
+    args = {"render": ["render", str(dep), "-o", str(tmp_path / "out")],
+            "size": ["size", str(dep)], "report": ["report", str(dep)],
+            "diff": ["diff", str(EXAMPLES / "s1-16xh20-pd.yaml"), str(dep)]}[command]
+    assert run(args) == 1
+    err = capsys.readouterr().err
+    assert "SCH00" in err and "Traceback" not in err
+    lines = [x for x in err.splitlines() if " error " in x]
+    assert lines == [f"{dep}:1:1: error SCH001 $.apiVersion: this is a Kubernetes manifest "
+                     "(apps/v1 Deployment), not an InferenceDeployment"], err
+    assert f"hint: import it first: gen import {dep} -o spec.yaml" in err
+
+
+def test_a_stream_of_manifests_given_as_a_spec_says_import_them(tmp_path, capsys):
+    """A LeaderWorkerSet and its Service in one file, given to gen render: LOAD004 (one document
+    per spec file) says how to read manifests."""
+    f = tmp_path / "lws.yaml"
+    f.write_text("apiVersion: leaderworkerset.x-k8s.io/v1\nkind: LeaderWorkerSet\n"
+                 "metadata: {name: a}\n---\napiVersion: v1\nkind: Service\nmetadata: {name: a}\n")
+    assert run(["render", str(f), "-o", str(tmp_path / "out")]) == 1
+    err = capsys.readouterr().err
+    assert "LOAD004" in err and f"gen import {f} -o spec.yaml" in err

@@ -93,3 +93,52 @@ def test_every_rendered_sglang_command_parses():
     # The removed DeepEP switch is rejected: the check can fail.
     bad = [{"id": "removed-flag", "argv": commands[0]["argv"] + ["--enable-deepep-moe"]}]
     assert not check_commands("sglang", bad)[0]["ok"]
+
+
+_PARSE_PROBE = r"""
+import json, os, sys
+values = json.load(sys.stdin)
+import vllm.envs as envs
+out = {}
+for name, tried in values.items():
+    if name not in envs.environment_variables:
+        continue
+    kinds = []
+    for value in tried:
+        os.environ[name] = value
+        try:
+            kinds.append(type(envs.environment_variables[name]()).__name__)
+        except ValueError:
+            kinds.append("ValueError")
+        del os.environ[name]
+    out[name] = kinds
+print(json.dumps(out))
+"""
+
+
+def test_the_integer_variables_are_the_ones_vllm_parses_with_int():
+    """ENG011's tables (generator/checks/engine.py INT_ENV, CHOICE_ENV) are every variable of
+    moegen's vLLM scope (vllm-envs.json, the ones moegen renders or reads) that vLLM 0.33.0
+    itself parses with int(): "x" raises ValueError and "1" reads as an int (``int(...)``) or a
+    bool (``bool(int(...))``); and every one it reads as a choice: "1" refused too, each listed
+    choice accepted."""
+    import json
+    import subprocess
+
+    from generator.checks.engine import CHOICE_ENV, INT_ENV, _env_data
+    from generator.checks.network import ENGINE_ENV
+    py = require_engines()
+    names = sorted(set(_env_data()) | set(INT_ENV) | set(CHOICE_ENV) | {n for n in ENGINE_ENV
+                                                        if n.startswith("VLLM_")})
+    tried = {n: ["x", "1", *CHOICE_ENV.get(n, ())] for n in names}
+    got = json.loads(subprocess.run([str(py), "-c", _PARSE_PROBE], input=json.dumps(tried),
+                                    capture_output=True, text=True, check=True,
+                                    timeout=300).stdout)
+    # Every choice CHOICE_ENV lists is one vLLM accepts (read back as the string).
+    assert all(k[2:] == ["str"] * len(CHOICE_ENV[n]) for n, k in got.items() if n in CHOICE_ENV)
+    got = {n: k[:2] for n, k in got.items()}
+    parsed = {n: ("bool(int(...))" if k == ["ValueError", "bool"] else "int(...)")
+              for n, k in got.items() if k in (["ValueError", "bool"], ["ValueError", "int"])}
+    assert parsed == INT_ENV
+    # A variable that refuses both "x" and "1" reads a choice: CHOICE_ENV's.
+    assert {n for n, k in got.items() if k == ["ValueError", "ValueError"]} == set(CHOICE_ENV)

@@ -81,7 +81,8 @@ def test_the_default_is_computed_from_the_kv_pool(gpt_oss):
 
 def test_no_admission_flag_is_rendered(gpt_oss):
     _, checked = gpt_oss
-    lws = pipeline.render(checked)[1]["decode-lws.yaml"]
+    # The llm-d Deployments are one pod per instance: imported as workload: statefulset.
+    lws = pipeline.render(checked)[1]["decode-statefulset.yaml"]
     assert "--max-running-requests" not in lws
     assert set(re.findall(r"--cuda-graph-max-bs\S*\s+(\d+)", lws)) == {"512"}
     assert "concurrency=engine-default" in lws   # the sized-load annotation gen import reads

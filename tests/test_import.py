@@ -678,3 +678,101 @@ def test_an_engine_version_that_is_not_a_release_is_a_usage_error(tmp_path, caps
     assert run(["validate", str(lws), "--engine-version", value]) == 2
     assert capsys.readouterr().err == (f"gen: error: --engine-version {value}: not a release "
                                        "(MAJOR.MINOR.PATCH, e.g. 0.33.0)\n")
+
+
+def _sglang_prefill_cp(tmp_path, model):
+    """An LWS serving ``model`` with SGLang 0.5.23 on TP8 and ``--enable-prefill-cp
+    --cp-strategy interleave``, no ``--attn-cp-size``: the IMP028 findings and the role."""
+    lws = tmp_path / "lws.yaml"
+    lws.write_text(
+        "apiVersion: leaderworkerset.x-k8s.io/v1\nkind: LeaderWorkerSet\nmetadata: {name: q}\n"
+        "spec:\n  leaderWorkerTemplate:\n    size: 1\n    workerTemplate:\n      spec:\n"
+        "        containers:\n        - name: sglang\n          image: lmsysorg/sglang:v0.5.23\n"
+        "          command: [python3, -m, sglang.launch_server]\n"
+        f"          args:\n          - --model-path\n          - {model}\n"
+        "          - --tp-size\n          - '8'\n          - --enable-prefill-cp\n"
+        "          - --cp-strategy\n          - interleave\n"
+        "          resources: {limits: {nvidia.com/gpu: 8}}\n")
+    batch = read_inputs([lws], opts=Options(gpu="H200-141GB"))
+    found = [f for f in batch.all_findings() if f.code == "IMP028"]
+    return found, batch.results[0].imported.data["spec"]["roles"][0]
+
+
+def test_prefill_cp_without_a_cp_size_is_said_when_dropped(tmp_path):
+    """``--enable-prefill-cp --cp-strategy interleave`` without ``--attn-cp-size`` on Qwen3:
+    SGLang 0.5.23 keeps attn_cp_size at its default 1 (arg_groups/fields/parallel.py), so the
+    prefill splits no tokens. The importer dropped the flag silently (a reviewer, issue #35);
+    it now says so in a notice at the flag's line, and the role has no parallel.context."""
+    found, role = _sglang_prefill_cp(tmp_path, "Qwen/Qwen3-235B-A22B")
+    # --enable-prefill-cp is the args' 5th item: line 18.
+    assert [(f.severity.value, f.location.line) for f in found] == [("notice", 18)]
+    assert found[0].message == (
+        "--enable-prefill-cp without --attn-cp-size: SGLang keeps the attention context-"
+        "parallel size at 1 for Qwen3-MoE, so the prefill splits no tokens; dropped (moegen "
+        "renders --attn-cp-size C --enable-prefill-cp --cp-strategy interleave from "
+        "roles[].parallel.context)")
+    assert "DeepSeek-V4" in found[0].hint and "--attn-cp-size" in found[0].hint
+    assert role["parallel"] == {"tensor": 8}
+
+
+@pytest.mark.parametrize("model", ["deepseek-ai/DeepSeek-V3.2", "zai-org/GLM-5.2-FP8",
+                                   "deepseek-ai/DeepSeek-R1", "deepseek-ai/DeepSeek-V4-Pro"])
+def test_prefill_cp_without_a_cp_size_is_the_tp_group_for_the_deepseek_family(tmp_path, model):
+    """The DeepSeek family (MLA, DSA, DeepSeek-V4) is where SGLang 0.5.23 makes the attention
+    TP group the CP group when --attn-cp-size is not given (arg_groups/model_overrides/
+    deepseek_v2.py: attn_cp_size = tp_size // attn_dp_size = 8 // 1; deepseek_v4_hook.py
+    likewise): imported as parallel.context 8, said in a notice."""
+    found, role = _sglang_prefill_cp(tmp_path, model)
+    assert [(f.severity.value, f.location.line) for f in found] == [("notice", 18)]
+    assert "context-parallel group: imported as roles[].parallel.context: 8" in found[0].message
+    assert role["parallel"] == {"tensor": 8, "context": 8}
+
+
+def test_a_deployment_imports_as_the_workload_moegen_renders_for_one_pod_instances(tmp_path):
+    """A plain apps/v1 Deployment (one pod per instance, vLLM TP8 on 8 GPUs) was imported as
+    ``workload: lws`` (a new user's trial, issue #35): a one-pod instance is what moegen renders
+    as ``workload: statefulset`` (spec.models Role.workload: "statefulset (single-node
+    instances)"); a multi-node StatefulSet (--nnodes 2, two pods per instance) stays lws."""
+    dep = tmp_path / "dep.yaml"
+    dep.write_text(vllm_deployment("deepseek-ai/DeepSeek-R1", '--tensor-parallel-size, "8"'))
+    role = read_inputs([dep], opts=Options()).results[0].imported.data["spec"]["roles"][0]
+    assert role["workload"] == "statefulset"
+    sts = tmp_path / "sts.yaml"
+    sts.write_text(
+        "apiVersion: apps/v1\nkind: StatefulSet\nmetadata: {name: r1}\nspec:\n  replicas: 2\n"
+        "  serviceName: r1\n  selector: {matchLabels: {app: r1}}\n  template:\n"
+        "    metadata: {labels: {app: r1}}\n    spec:\n      containers:\n      - name: sglang\n"
+        "        image: lmsysorg/sglang:v0.5.23\n"
+        "        command: [python3, -m, sglang.launch_server, --model-path, /models/DeepSeek-R1,"
+        " --tp-size, '16', --nnodes, '2']\n"
+        "        resources: {limits: {nvidia.com/gpu: 8}}\n")
+    role = read_inputs([sts], opts=Options()).results[0].imported.data["spec"]["roles"][0]
+    assert role["workload"] == "lws"
+
+
+def test_the_catalogs_checkpoint_names_read_back_as_their_model_and_format():
+    """Every repository gen plan --emit names for a format (catalog RELEASES, fix41) is read back
+    by gen import as that model and that format: nvidia/DeepSeek-R1-NVFP4-v2 read as nvfp4
+    (its "-nvfp4-" matched first), losing the v2 layout's quantized o_proj."""
+    from generator.catalog import RELEASES
+    from generator.importer.build import architecture_of, checkpoint_format
+    for arch, names in RELEASES.items():
+        for fmt, name in names.items():
+            assert architecture_of(name, None) == arch, name
+            assert checkpoint_format(arch, name) == fmt, name
+
+
+@pytest.mark.parametrize("model,weights", [
+    ("RedHatAI/Qwen3-235B-A22B-FP8-dynamic", "fp8"),   # llm-compressor FP8_DYNAMIC
+    ("moonshotai/Kimi-K2-Thinking", "w4a16"),          # the catalog config's own format
+])
+def test_compressed_tensors_on_the_command_line_does_not_name_a_format(tmp_path, model, weights):
+    """``--quantization compressed-tensors`` says which loader, not which scheme (FP8, INT4
+    W4A16, NVFP4, INT8 W8A8 all load through it: vLLM 0.33.0 quantization/compressed_tensors):
+    it was imported as w4a16 whatever the checkpoint (an FP8-dynamic Qwen3 sized as INT4
+    experts, a reviewer); the format is read from the name, else the catalog's config."""
+    dep = tmp_path / "dep.yaml"
+    dep.write_text(vllm_deployment(model, '--quantization, compressed-tensors, '
+                                          '--tensor-parallel-size, "8"'))
+    spec = read_inputs([dep], opts=Options()).results[0].imported.data["spec"]
+    assert spec["model"]["weights"] == weights

@@ -159,6 +159,9 @@ EXPECTED = {
         ("IMP008", 246),
     ]),
     "dynamo-dgd-glm-5.2-fp8-sglang-disagg-h200-agentic": (None, [
+        # enable-prefill-cp without attn-cp-size on GLM-5.2 (DSA): SGLang's CP group is the TP
+        # group of 8, imported as parallel.context 8 and said (a notice).
+        ("IMP028", 35),
         ("RST010", 47),
         ("IMP004", 152),
         ("IMP008", 191),

@@ -559,7 +559,10 @@ def test_emitted_spec_carries_the_requests_cluster_facts(tmp_path):
     assert spec["network"]["socketInterface"] == "bond0"
     assert spec["network"]["rdma"] == {"resourceName": "rdma/ib", "devices": ["mlx5_2"]}
     assert spec["nodePools"][pool]["nodeSelector"] == {"gpu.example.com/type": "h20"}
-    assert text.splitlines()[1] == "# Placeholders to set for your cluster: model.volume"
+    # DeepSeek-V3 in BF16: deepseek-ai publishes the FP8 checkpoint only, so the name is a
+    # placeholder too (the catalog knows no BF16 release).
+    assert text.splitlines()[1] == \
+        "# Placeholders to set for your cluster: model.name, model.volume"
     # The request shape the plan sized for is said, not only written: seed001's workload
     # (inputTokens + outputTokens) as maxModelLen, and the KV cache dtype its constraints give.
     wl = doc["spec"]["workload"]
@@ -627,3 +630,69 @@ def test_plan_packs_instances_smaller_than_a_node(tmp_path, capsys, host_network
     assert run(["validate", str(out), "--format", "json"]) == 0
     codes = {f["code"] for f in json.loads(capsys.readouterr().out)["findings"]}
     assert not codes & {"POOL002", "LAY008"}, codes
+
+
+#: What ``gen plan --emit`` names as model.name for ``weights: fp8`` of every catalog family
+#: (written out by hand from the makers' Hugging Face pages): the config's own repository where
+#: that checkpoint is FP8 (DeepSeek-V3/R1/V3.1/V3.2, Kimi-K2, MiniMax-M2), the maker's FP8
+#: release where the config is BF16 (https://huggingface.co/Qwen/Qwen3-235B-A22B-FP8, ...), None
+#: where the catalog knows no FP8 checkpoint (DeepSeek-V2-Lite, Llama-4-Scout, gpt-oss,
+#: DeepSeek-V4, Kimi-K2-Thinking): the emitted header then says to change the name.
+FP8_NAMES = {
+    "deepseek-v3": "deepseek-ai/DeepSeek-V3", "deepseek-r1": "deepseek-ai/DeepSeek-R1",
+    "deepseek-v3.1": "deepseek-ai/DeepSeek-V3.1", "deepseek-v3.2": "deepseek-ai/DeepSeek-V3.2",
+    "deepseek-v4-pro": None, "deepseek-v4-flash": None,
+    "kimi-k2": "moonshotai/Kimi-K2-Instruct-0905", "kimi-k2-thinking": None,
+    "deepseek-v2-lite": None,
+    "qwen3-235b-a22b": "Qwen/Qwen3-235B-A22B-FP8", "qwen3-30b-a3b": "Qwen/Qwen3-30B-A3B-FP8",
+    "qwen3-coder-480b-a35b": "Qwen/Qwen3-Coder-480B-A35B-Instruct-FP8",
+    "glm-4.5": "zai-org/GLM-4.5-FP8", "glm-4.6": "zai-org/GLM-4.6-FP8",
+    "glm-4.7": "zai-org/GLM-4.7-FP8", "glm-5": "zai-org/GLM-5-FP8",
+    "glm-5.2": "zai-org/GLM-5.2-FP8", "gpt-oss-120b": None, "gpt-oss-20b": None,
+    "llama-4-scout": None,
+    "llama-4-maverick": "meta-llama/Llama-4-Maverick-17B-128E-Instruct-FP8",
+    "minimax-m2": "MiniMaxAI/MiniMax-M2",
+}
+
+
+def _h200_fp8(arch, **spec):
+    """A vLLM 0.33.0 request for ``arch`` in FP8 on one H200 node, 1,000 + 100 tokens."""
+    return PlanRequest.model_validate({
+        "apiVersion": "moegen.dev/v1alpha1", "kind": "PlanRequest", "metadata": {"name": "a"},
+        "spec": {"model": {"architecture": arch, "weights": "fp8"},
+                 "engine": {"name": "vllm", "version": "0.33.0"},
+                 "nodePools": {"h": {"gpu": "H200-141GB", "gpusPerNode": 8, "nodes": 1}},
+                 "workload": {"inputTokens": 1000, "outputTokens": 100, "concurrency": 8},
+                 **spec}})
+
+
+@pytest.mark.parametrize("arch", sorted(FP8_NAMES))
+def test_emitted_model_name_is_the_checkpoint_of_the_planned_format(arch):
+    """gen plan --emit wrote the BF16 repository Qwen/Qwen3-235B-A22B as model.name of a spec
+    saying ``weights: fp8`` (a reviewer, issue #35): the name is the FP8 checkpoint the catalog
+    knows, or a placeholder the header names."""
+    from generator.capacity.to_spec import deployment
+    from generator.catalog import ARCHITECTURES
+    assert set(FP8_NAMES) == set(ARCHITECTURES)
+    doc, placeholders = deployment(_h200_fp8(arch, roles=[{
+        "name": "serve", "mode": "unified", "nodePool": "h", "replicas": 1,
+        "parallel": {"tensor": 8}}]))
+    name = doc["spec"]["model"]["name"]
+    if FP8_NAMES[arch] is None:
+        assert "model.name" in placeholders
+    else:
+        assert name == FP8_NAMES[arch] and "model.name" not in placeholders
+
+
+def test_emitted_header_says_a_name_the_catalog_has_no_checkpoint_for():
+    """Llama-4-Scout in FP8: Meta publishes no FP8 Scout, so the header says model.name is the
+    BF16 repository and must be changed to the FP8 checkpoint served."""
+    from generator.capacity.to_spec import spec_yaml
+    req = _h200_fp8("llama-4-scout")
+    text = spec_yaml(req, plan(req).candidates[0])
+    assert yaml.safe_load(text)["spec"]["model"]["name"] == \
+        "meta-llama/Llama-4-Scout-17B-16E-Instruct"
+    assert ("# model.name: meta-llama/Llama-4-Scout-17B-16E-Instruct is the bf16 checkpoint; "
+            "the catalog knows no fp8 release of llama-4-scout:\n"
+            "# set model.name (and the weights in model.volume) to the fp8 checkpoint you serve."
+            ) in text

@@ -146,3 +146,31 @@ def test_an_engine_cap_stays_an_engine_cap(tmp_path):
     role = r.imported.data["spec"]["roles"][0]
     assert "sizing" not in role
     assert role["serving"]["maxNumSeqs"] == 128
+
+
+def test_siz003_at_the_mean_context_states_one_length(tmp_path):
+    """SIZ003 judged at the traffic's mean context (8,000 + 1,000 / 2 = 8,500 tokens) offered
+    "kvCacheDtype: fp8 gives N per rank" with N the sequences of maxModelLen 32,768 (a
+    reviewer): the hint now gives each figure at the 8,500 tokens the verdict is at. FP8 KV
+    halves the bytes per token, so one rank holds twice the tokens: 2 x T / 8,500 sequences."""
+    from generator import pipeline
+    spec = _qwen_fp8(tmp_path, 2, """  serving: {maxModelLen: 32768, kvCacheDtype: auto}
+  traffic: {inputTokens: 8000, outputTokens: 1000}
+  roles:
+    - {name: serve, mode: unified, nodePool: h100, workload: statefulset, replicas: 2,
+       parallel: {tensor: 4, data: 2, expert: true}, sizing: {concurrency: 256}}
+""")
+    checked = pipeline.check(spec)
+    [f] = [f for f in checked.findings if f.code == "SIZ003"]
+    z = checked.sizing[0]
+    # sizing.concurrency is per instance: 256 over its 2 DP ranks = 128 per rank, each 8,500
+    # tokens on average.
+    assert "must hold 256 sequences of 8500 tokens on average" in f.message
+    assert "128 per DP rank" in f.message
+    now = z.kv_tokens_per_rank / 8500
+    assert f"one rank holds {now:.1f} sequences of 8500 tokens" in f.message
+    fp8 = float(f.hint.split("kvCacheDtype: fp8 holds ")[1].split(" ")[0])
+    assert fp8 == pytest.approx(2 * now, rel=0.01)
+    assert "sequences of 8500 tokens per rank" in f.hint
+    # No figure at maxModelLen: z.max_concurrency (sequences of 32,768 tokens) is not in it.
+    assert f"{z.max_concurrency:.1f}" not in f.hint

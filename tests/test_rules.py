@@ -119,3 +119,41 @@ def test_mod003_unusable_config_values(tmp_path, field, value, says):
     spec.write_text(SPEC.format(extra=""))
     findings = pipeline.check(spec).findings
     assert [f.code for f in findings] == ["MOD003"] and says in findings[0].message
+
+
+#: llm-compressor's INT8 W8A8 scheme as compressed-tensors writes it (8-bit int weights per
+#: channel, 8-bit int dynamic per-token activations: compressed-tensors QuantizationScheme
+#: preset W8A8), and its INT4 weights with INT8 activations (W4A8): neither is a format of
+#: model.weights.
+_W8A8 = {"weights": {"num_bits": 8, "type": "int", "strategy": "channel", "symmetric": True},
+         "input_activations": {"num_bits": 8, "type": "int", "strategy": "token",
+                               "dynamic": True}}
+_W4A8 = {"weights": {"num_bits": 4, "type": "int", "strategy": "group", "group_size": 128},
+         "input_activations": {"num_bits": 8, "type": "int", "strategy": "token",
+                               "dynamic": True}}
+
+
+@pytest.mark.parametrize("quant,says", [
+    ({"quant_method": "compressed-tensors", "format": "int-quantized",
+      "config_groups": {"group_0": {"targets": ["Linear"], **_W8A8}}},
+     "quantization_config: compressed-tensors config_groups.group_0 weights int 8-bit (strategy "
+     "channel), input_activations int 8-bit (strategy token)"),
+    ({"quant_method": "compressed-tensors", "format": "int-quantized",
+      "config_groups": {"group_0": {"targets": ["Linear"], **_W4A8}}},
+     "config_groups.group_0 weights int 4-bit (strategy group), input_activations int 8-bit"),
+    ({"quant_method": "gptq", "bits": 4, "group_size": 128},
+     "quantization_config: quant_method 'gptq'"),
+])
+def test_mod003_a_quantization_moegen_does_not_read(tmp_path, quant, says):
+    """compressed-tensors INT8 W8A8 was read as W4A16 (Kimi-K2-Thinking's INT4 weight-only) and
+    a GPTQ config as BF16 (a reviewer, issue #35): moegen does not size a format it did not
+    read; the config's fields are named in one MOD003 finding."""
+    cfg = dict(builtin_config("deepseek-v3"), quantization_config=quant)
+    (tmp_path / "config.json").write_text(json.dumps(cfg))
+    spec = tmp_path / "spec.yaml"
+    spec.write_text(SPEC.format(extra=""))
+    findings = pipeline.check(spec).findings
+    assert [f.code for f in findings] == ["MOD003"]
+    assert says in findings[0].message, findings[0].message
+    assert "a format moegen does not read" in findings[0].message
+    assert findings[0].hint.startswith("moegen sizes BF16, block or per-channel FP8")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import yaml
 
-from ..catalog import HF_IDS, builtin_arch
+from ..catalog import HF_IDS, builtin_arch, checkpoint_id
 from ..engines.registry import dialect_for
 from ..layout import min_redundant_experts
 from ..perf.decode import workload_max_len
@@ -129,11 +129,14 @@ def deployment(req: PlanRequest, cand=None) -> tuple[dict, list[str]]:
     network, placeholders = _network(req, roles)
     placeholders += [f"nodePools.{n}.nodeSelector" for n in sorted(used)
                      if not s.nodePools[n].nodeSelector]
+    name = s.model.name or checkpoint_id(s.model.architecture, s.model.weights)
+    if name is None:   # no checkpoint of that format known: the config's, to be changed
+        placeholders.append("model.name")
     doc = {
         "apiVersion": "moegen.dev/v1alpha1", "kind": "InferenceDeployment",
         "metadata": {"name": req.metadata.name},
         "spec": {
-            "model": {"name": s.model.name or HF_IDS[s.model.architecture],
+            "model": {"name": name or HF_IDS[s.model.architecture],
                       "architecture": s.model.architecture, "weights": s.model.weights,
                       "path": f"/models/{s.model.architecture}",
                       "volume": {"persistentVolumeClaim": {
@@ -149,6 +152,16 @@ def deployment(req: PlanRequest, cand=None) -> tuple[dict, list[str]]:
         },
     }
     return doc, placeholders + ["model.volume"]
+
+
+def _name_note(req: PlanRequest) -> str:
+    """The header lines saying the emitted model.name is the catalog config's checkpoint, not
+    one in the planned format (the catalog knows no such release: catalog ``RELEASES``)."""
+    m = req.spec.model
+    own = builtin_arch(m.architecture).checkpoint.format
+    return (f"# model.name: {HF_IDS[m.architecture]} is the {own} checkpoint; the catalog knows "
+            f"no {m.weights} release of {m.architecture}:\n# set model.name (and the weights in "
+            f"model.volume) to the {m.weights} checkpoint you serve.\n")
 
 
 def spec_yaml(req: PlanRequest, cand) -> str:
@@ -167,6 +180,7 @@ def spec_yaml(req: PlanRequest, cand) -> str:
             f"# and kvCacheDtype {doc['spec']['serving']['kvCacheDtype']} "
             "(constraints.kvCacheDtype, fp8 unless the request gives it); raise or change them\n"
             "# here, then run gen validate: the memory check and the prediction follow.\n"
+            + (_name_note(req) if "model.name" in placeholders else "")
             + ("# Planned with DSpark drafting; the InferenceDeployment renders MTP speculative\n"
                "# decoding (DSpark is not a spec method yet): expect the MTP figures, not these.\n"
                if dspark else ""))

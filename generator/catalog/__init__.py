@@ -108,6 +108,7 @@ from ..resources import package_text
 from .capabilities import FAMILY_LABELS, ModelArch  # noqa: F401 (catalog/capabilities.py)
 from .readers import (  # noqa: F401 (config.json -> capabilities: catalog/readers.py)
     UnknownArchitecture,
+    UnreadQuantization,
     arch_from_config,
     config_problems,
 )
@@ -225,6 +226,36 @@ HF_IDS: dict[str, str] = {
     "llama-4-maverick": "meta-llama/Llama-4-Maverick-17B-128E-Instruct",
     "minimax-m2": "MiniMaxAI/MiniMax-M2",
 }
+
+#: Catalog id -> checkpoint format -> the Hugging Face repository of the model's release in
+#: that format where it is not the config's own (the config's format is its
+#: ``quantization_config``: ``builtin_arch(id).checkpoint.format``, the checkpoint of
+#: :data:`HF_IDS`). Each is its publisher's model page, https://huggingface.co/<repository>;
+#: ``gen plan --emit`` names it as ``model.name`` (:func:`checkpoint_id`). A format not listed
+#: has no release the catalog knows (DeepSeek-V2-Lite, Llama-4-Scout or gpt-oss in FP8).
+RELEASES: dict[str, dict[str, str]] = {
+    "deepseek-r1": {"nvfp4": "nvidia/DeepSeek-R1-FP4", "nvfp4-v2": "nvidia/DeepSeek-R1-NVFP4-v2"},
+    "deepseek-v4-pro": {"nvfp4": "nvidia/DeepSeek-V4-Pro-NVFP4"},
+    "qwen3-235b-a22b": {"fp8": "Qwen/Qwen3-235B-A22B-FP8"},
+    "qwen3-30b-a3b": {"fp8": "Qwen/Qwen3-30B-A3B-FP8"},
+    "qwen3-coder-480b-a35b": {"fp8": "Qwen/Qwen3-Coder-480B-A35B-Instruct-FP8"},
+    "glm-4.5": {"fp8": "zai-org/GLM-4.5-FP8"},
+    "glm-4.6": {"fp8": "zai-org/GLM-4.6-FP8"},
+    "glm-4.7": {"fp8": "zai-org/GLM-4.7-FP8"},
+    "glm-5": {"fp8": "zai-org/GLM-5-FP8"},
+    "glm-5.2": {"fp8": "zai-org/GLM-5.2-FP8"},
+    "llama-4-maverick": {"fp8": "meta-llama/Llama-4-Maverick-17B-128E-Instruct-FP8"},
+}
+
+
+def checkpoint_id(arch_id: str, fmt: str) -> str | None:
+    """The Hugging Face repository of catalog model ``arch_id``'s checkpoint in format ``fmt``:
+    :data:`HF_IDS` where the shipped config is that format, else :data:`RELEASES`; None where
+    the catalog knows no such checkpoint."""
+    if builtin_arch(arch_id).checkpoint.format == fmt:
+        return HF_IDS[arch_id]
+    return RELEASES.get(arch_id, {}).get(fmt)
+
 
 #: Where each shipped config.json of issue 35's families was read: the Hugging Face repository
 #: and revision whose ``config.json`` it is (``https://huggingface.co/<repo>/blob/<revision>/

@@ -129,9 +129,64 @@ class _Reader:
         return tuple(v)
 
 
+class UnreadQuantization(ValueError):
+    """The config's ``quantization_config`` is a format moegen does not read (MOD003): sizing it
+    as another would be a guess."""
+
+
+def _bits(part: object) -> str:
+    """A compressed-tensors weights / activations block as the config writes it."""
+    if not isinstance(part, dict):
+        return repr(part)
+    strategy = f" (strategy {part['strategy']})" if part.get("strategy") else ""
+    return f"{part.get('type')} {part.get('num_bits')}-bit{strategy}"
+
+
+def _compressed_tensors(q: dict) -> Checkpoint:
+    """llm-compressor's schemes (compressed-tensors QuantizationScheme): 8-bit float weights are
+    FP8 (FP8_DYNAMIC: per channel; FP8_BLOCK: strategy "block"), 4-bit float NVFP4, 4-bit int
+    weights without quantized activations the INT4 weight-only W4A16 of Kimi-K2-Thinking.
+    Anything else (INT8 W8A8 or W8A16, INT4 weights with INT8 activations) has no format of its
+    own in the spec: :class:`UnreadQuantization`, naming each group's weights and activations."""
+    cg = q.get("config_groups")
+    groups = cg if isinstance(cg, dict) else {}
+    kinds = []
+    for name, g in groups.items():
+        g = g if isinstance(g, dict) else {}
+        w, act = g.get("weights"), g.get("input_activations")
+        w = w if isinstance(w, dict) else {}
+        key = (w.get("type"), w.get("num_bits"))
+        if key == ("float", 8):
+            kinds.append(("fp8", w))
+        elif key == ("float", 4):
+            kinds.append(("nvfp4", w))
+        elif key == ("int", 4) and not act:
+            kinds.append(("w4a16", w))
+        else:
+            raise UnreadQuantization(
+                f"quantization_config: compressed-tensors config_groups.{name} weights "
+                f"{_bits(g.get('weights'))}, input_activations {_bits(act)}")
+    if not kinds:
+        raise UnreadQuantization("quantization_config: compressed-tensors without "
+                                 "config_groups weights")
+    fp8 = [w for kind, w in kinds if kind == "fp8"]
+    if fp8:
+        return Checkpoint("fp8", 4, fp8_blocks=all(w.get("strategy") == "block" for w in fp8))
+    if any(kind == "nvfp4" for kind, _ in kinds):
+        return Checkpoint("nvfp4", 4)
+    return Checkpoint("w4a16", 4)
+
+
 def _checkpoint(c: dict) -> Checkpoint:
-    """The format of the checkpoint's ``quantization_config`` (BF16 without one)."""
+    """The format of the checkpoint's ``quantization_config`` (BF16 without one).
+
+    Raises:
+        UnreadQuantization: a ``quant_method`` (or a compressed-tensors scheme) moegen does not
+            read: no format of ``spec.model.weights`` is known to hold it.
+    """
     q = c.get("quantization_config") or {}
+    if not isinstance(q, dict):
+        raise UnreadQuantization(f"quantization_config is {q!r}, not an object")
     method = str(q.get("quant_method", "")).lower()
     ue8m0 = q.get("scale_fmt") == "ue8m0"
     if method == "fp8" and c.get("expert_dtype") == "fp4":   # DeepSeek-V4: FP4 experts
@@ -143,24 +198,13 @@ def _checkpoint(c: dict) -> Checkpoint:
     if method == "mxfp4":
         return Checkpoint("mxfp4", 1 if ue8m0 else 4, bf16_rest=True)
     if method == "compressed-tensors":
-        # llm-compressor's schemes (compressed-tensors QuantizationScheme): 8-bit float weights
-        # are FP8 (FP8_DYNAMIC: per channel; FP8_BLOCK: strategy "block"), 4-bit float NVFP4,
-        # others the INT4 weight-only W4A16 of Kimi-K2-Thinking (INT8 W8A8 has no format of
-        # its own in the spec: read as W4A16, a known gap).
-        cg = q.get("config_groups")
-        groups: dict = cg if isinstance(cg, dict) else {}
-        weights = [g.get("weights") for g in groups.values() if isinstance(g, dict)]
-        fp8 = [w for w in weights if isinstance(w, dict) and w.get("type") == "float"
-               and w.get("num_bits") == 8]
-        if fp8:
-            return Checkpoint("fp8", 4, fp8_blocks=all(w.get("strategy") == "block" for w in fp8))
-        # NVFP4 (compressed-tensors' NVFP4 scheme: 4-bit float weights, FP8 scales per 16)
-        if any(isinstance(w, dict) and w.get("type") == "float" and w.get("num_bits") == 4
-               for w in weights):
-            return Checkpoint("nvfp4", 4)
-        return Checkpoint("w4a16", 4)
+        return _compressed_tensors(q)
     if method == "modelopt_fp4" or q.get("quant_algo") == "NVFP4":
         return Checkpoint("nvfp4", 1 if ue8m0 else 4)
+    if q:
+        raise UnreadQuantization(
+            f"quantization_config: quant_method {q.get('quant_method')!r}"
+            + (f", quant_algo {q['quant_algo']!r}" if "quant_algo" in q else ""))
     return Checkpoint("bf16", 1 if ue8m0 else 4)
 
 

@@ -154,6 +154,13 @@ for _code, _sev, _summary, _source in (
      "ai-ml/llm-multihost-gpus/vllm-deepseek-r1-A3.yaml (its Service selects the leader's "
      "role: leader); "
      "generator/importer/pods.py"),
+    ("IMP028", N, "SGLang's --enable-prefill-cp without a CP size is read as the engine reads it: "
+                  "the attention TP group for the DeepSeek family, else nothing (dropped, said)",
+     "SGLang 0.5.23 python/sglang/srt/arg_groups/fields/parallel.py (attn_cp_size default 1), "
+     "python/sglang/srt/arg_groups/model_overrides/deepseek_v2.py (_deepseek_family_overrides: "
+     "MLA and DSA, attn_cp_size = tp_size // attn_dp_size), "
+     "python/sglang/srt/arg_groups/deepseek_v4_hook.py (validate_deepseek_v4_cp); "
+     "generator/importer/assemble.py"),
     ("NET100", E, "every connection of the rendering reaches a listener that accepts it",
      "generator/manifests/addresses.py (the address model: each client's address and port "
      "against each listener's bind address, per target; raised by generator/pipeline.py; "

@@ -226,10 +226,7 @@ def _env_read(ctx: Context):
         return
     table = _env_data()
     version = ctx.dialect.version
-    spec = ctx.spec.spec
-    places = [(("spec", "network", "env"), spec.network.env)] + \
-        [(role_path(i, "env"), role.env) for i, role in enumerate(spec.roles)]
-    for path, env in places:
+    for path, env in _env_places(ctx):
         for name in env:
             reads = table.get(name)
             if reads is None or version in reads or name in _ENV_ELSEWHERE:
@@ -240,6 +237,87 @@ def _env_read(ctx: Context):
                       f"{name} is not read by vLLM {version} ({when}: vllm/envs.py): the "
                       "setting has no effect", f"drop {name}, or use the option that replaced "
                       "it in that release")
+
+
+#: The vLLM variables moegen reads or sets (the scope of vllm-envs.json; engines/vllm.py's
+#: rendered ones; SRV060/SRV061; sizing/vllm_budget.py) that vLLM 0.33.0 vllm/envs.py parses
+#: with ``int(value)`` or ``bool(int(value))`` (its ``environment_variables`` table; the lines
+#: read at 0.33.0), as that parse: a value int() refuses raises ValueError the first time the
+#: engine reads it, at start. tests/test_conformance_vllm.py checks the table against the
+#: release's own parsing (every variable of the scope that refuses ``"x"`` is here).
+INT_ENV: dict[str, str] = {
+    "VLLM_ENGINE_READY_TIMEOUT_S": "int(...)",                           # envs.py:813
+    "VLLM_HTTP_TIMEOUT_KEEP_ALIVE": "int(...)",                          # envs.py:1135
+    "VLLM_DP_MASTER_PORT": "int(...)",                                   # envs.py:1507
+    "VLLM_NIXL_SIDE_CHANNEL_PORT": "int(...)",                           # envs.py:1725
+    "VLLM_MOONCAKE_BOOTSTRAP_PORT": "int(...)",                          # envs.py:1769
+    "VLLM_EXECUTE_MODEL_TIMEOUT_SECONDS": "int(...)",                    # envs.py:1863
+    "VLLM_MOONCAKE_ABORT_REQUEST_TIMEOUT": "int(...)",                   # envs.py:1904
+    "VLLM_DEEPEP_BUFFER_SIZE_MB": "int(...)",                            # envs.py:2036
+    "VLLM_DBO_COMM_SMS": "int(...)",                                     # envs.py:2069
+    "VLLM_USE_DEEP_GEMM": "bool(int(...))",                              # envs.py:1600
+    "VLLM_MOE_USE_DEEP_GEMM": "bool(int(...))",                          # envs.py:1602
+    "VLLM_USE_DEEP_GEMM_E8M0": "bool(int(...))",                         # envs.py:1606
+    "VLLM_ALLOW_CHUNKED_LOCAL_ATTN_WITH_HYBRID_KV_CACHE": "bool(int(...))",  # envs.py:1931
+    "VLLM_DEEPEP_HIGH_THROUGHPUT_FORCE_INTRA_NODE": "bool(int(...))",    # envs.py:2042
+    "VLLM_DEEPEP_LOW_LATENCY_USE_MNNVL": "bool(int(...))",               # envs.py:2047
+    "VLLM_USE_NCCL_SYMM_MEM": "bool(int(...))",                          # envs.py:2090
+    "VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS": "bool(int(...))",        # envs.py:2219
+}
+
+
+#: The vLLM variables of that scope vLLM 0.33.0 vllm/envs.py reads through
+#: ``env_with_choices`` (case-sensitive): any other value raises ValueError at start too.
+CHOICE_ENV: dict[str, tuple[str, ...]] = {
+    "VLLM_WORKER_MULTIPROC_METHOD": ("spawn", "fork"),                  # envs.py:939
+    "VLLM_DEEP_GEMM_WARMUP": ("skip", "full", "relax"),                 # envs.py:1626
+    "VLLM_KV_CACHE_LAYOUT": ("LBNHC", "LBHNC", "LHBNC", "NHD", "HND", "BLHNC", "BLNHC",
+                             "BHLNC"),                                  # envs.py:1879
+}
+
+
+def _not_int(text: str) -> bool:
+    """int() refuses ``text`` (Python's int(): surrounding spaces, a sign and ``_`` pass)."""
+    try:
+        int(text)
+    except ValueError:
+        return True
+    return False
+
+
+@rule("ENG011", E, "every vLLM variable parsed as an integer or a choice holds one",
+      "vLLM 0.33.0 vllm/envs.py (environment_variables: int(os.getenv(...)) and "
+      "bool(int(os.getenv(...))) for the variables of generator/checks/engine.py INT_ENV, "
+      "env_with_choices for CHOICE_ENV; a value they refuse raises ValueError when the engine "
+      "reads it, at start)", engines=("vllm",))
+def _env_integer(ctx: Context):
+    table = _env_data()
+    version = ctx.dialect.version if ctx.dialect is not None else None
+    for path, env in _env_places(ctx):
+        for name, value in env.items():
+            if version is not None and version not in table.get(name, [version]):
+                continue   # a variable this release does not read (ENG010)
+            choices = CHOICE_ENV.get(name)
+            if choices is not None and value not in choices:
+                yield Hit((*path, name), f"{name}={value!r} is not one of vLLM's choices "
+                          f"({', '.join(choices)}; vllm/envs.py env_with_choices, case-"
+                          "sensitive): it raises ValueError at start, so the pod crash-loops",
+                          f"give one of: {', '.join(choices)}")
+            parse = INT_ENV.get(name)
+            if parse is None or not _not_int(value):
+                continue
+            yield Hit((*path, name),
+                      f"{name}={value!r} is not an integer: vLLM reads it as {parse} "
+                      "(vllm/envs.py) and raises ValueError at start, so the pod crash-loops",
+                      "give 0 or 1 (off / on)" if parse.startswith("bool") else
+                      "give a whole number (seconds, a port or a size, as the variable counts)")
+
+
+def _env_places(ctx: Context) -> list[tuple[tuple, dict[str, str]]]:
+    """Each env block the user writes and its path: ``network.env``, then each role's."""
+    spec = ctx.spec.spec
+    return [(("spec", "network", "env"), spec.network.env)] + \
+        [(role_path(i, "env"), role.env) for i, role in enumerate(spec.roles)]
 
 
 #: Variables another rule reports (IMP007: VLLM_ALL2ALL_BACKEND, read into moe.all2all).

@@ -38,27 +38,33 @@ def _breakdown(z: RoleSizing) -> str:
             f"per {z.gpu}")
 
 
-def _what_if(ctx: Context, i: int, r: RoleInput, z: RoleSizing) -> list[str]:
-    """Changes that raise the KV capacity of role i, each with the concurrency per rank it gives."""
+def _what_if(ctx: Context, i: int, r: RoleInput, z: RoleSizing,
+             length: int | None = None) -> list[str]:
+    """Changes that raise the KV capacity of role i, each with the sequences per rank it holds
+    at the length the verdict is at: ``length`` (the traffic's mean context), else maxModelLen
+    (the engine's "maximum concurrency")."""
     gpu = GPUS[ctx.spec.spec.nodePools[ctx.spec.spec.roles[i].nodePool].gpu]
     out = []
+    at = f" sequences of {length} tokens per rank" if length else " per rank"
 
-    def conc(role):
+    def conc(sized: RoleSizing) -> float:
+        return sized.sequences_at(length) if length else sized.max_concurrency
+
+    def alt(role):
         try:
-            alt = size_role(role, gpu, ctx.dialect)
+            return conc(size_role(role, gpu, ctx.dialect))
         except Exception:  # noqa: BLE001 - a what-if that cannot be sized is simply not offered
             return None
-        return alt.max_concurrency
     if r.serving.kvCacheDtype == "auto":
-        c = conc(dataclasses.replace(r, serving=dataclasses.replace(r.serving, kvCacheDtype="fp8")))
-        if c is not None and c > z.max_concurrency:
-            out.append(f"kvCacheDtype: fp8 gives {c:.1f} per rank")
+        c = alt(dataclasses.replace(r, serving=dataclasses.replace(r.serving, kvCacheDtype="fp8")))
+        if c is not None and c > conc(z):
+            out.append(f"kvCacheDtype: fp8 holds {c:.1f}{at}")
     moe = r.moe
     if moe and moe.eplb and moe.eplb.enabled and moe.eplb.redundantExperts:
         eplb0 = moe.eplb.model_copy(update={"redundantExperts": 0})
-        c = conc(dataclasses.replace(r, moe=moe.model_copy(update={"eplb": eplb0})))
-        if c is not None and c > z.max_concurrency:
-            out.append(f"redundantExperts: 0 gives {c:.1f}")
+        c = alt(dataclasses.replace(r, moe=moe.model_copy(update={"eplb": eplb0})))
+        if c is not None and c > conc(z):
+            out.append(f"redundantExperts: 0 holds {c:.1f}{at}")
     return out
 
 
@@ -161,9 +167,12 @@ def _siz_conc(ctx: Context):
                           f"role {r.name!r} must hold {z.required_concurrency} sequences of "
                           f"{mean} tokens on average (spec.traffic: input + output / 2), "
                           f"{z.per_rank_required} per DP rank, but one rank's KV cache holds "
-                          f"{z.kv_tokens_per_rank} tokens ({_breakdown(z)}); at that "
+                          f"{z.kv_tokens_per_rank} tokens ({_breakdown(z)}): one rank holds "
+                          f"{z.sequences_at(mean):.1f} sequences of {mean} tokens; at that "
                           f"concurrency a sequence may average {per_rank} tokens",
-                          "; ".join(_what_if(ctx, i, r, z) + ["lower sizing.concurrency"])
+                          "; ".join(_what_if(ctx, i, r, z, mean)
+                                    + [f"sizing.concurrency <= "
+                                       f"{int(z.sequences_at(mean)) * z.data}"])
                           + "; or more expert/data parallelism")
             continue
         if z.max_concurrency < z.per_rank_required:

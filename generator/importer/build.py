@@ -27,8 +27,10 @@ from .workloads import Workload
 
 #: Repository-name suffixes of the quantized releases of a catalog model, and their format
 #: (zai-org/GLM-5.2-FP8, Qwen/Qwen3-235B-A22B-FP8, meta-llama/Llama-4-Maverick-17B-128E-
-#: Instruct-FP8; nvidia/DeepSeek-R1-0528-NVFP4, nvidia/DeepSeek-R1-FP4).
-QUANTIZED_SUFFIXES = (("-nvfp4", "nvfp4"), ("-fp4", "nvfp4"), ("-fp8", "fp8"))
+#: Instruct-FP8; nvidia/DeepSeek-R1-0528-NVFP4, nvidia/DeepSeek-R1-FP4; NVIDIA's -v2 layout
+#: nvidia/DeepSeek-R1-NVFP4-v2, matched before -nvfp4: catalog RELEASES).
+QUANTIZED_SUFFIXES = (("-nvfp4-v2", "nvfp4-v2"), ("-nvfp4", "nvfp4"), ("-fp4", "nvfp4"),
+                      ("-fp8", "fp8"))
 
 
 def checkpoint_format(arch: str | None, *names: str | None) -> str:

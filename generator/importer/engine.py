@@ -78,6 +78,8 @@ class RoleFields:
         default_admission: where the SGLang command is, when it leaves
             ``--max-running-requests`` unset: SGLang's own default admission, which the
             assembled role states as ``sizing.concurrency: engine-default`` (not on prefill).
+        prefill_cp: where SGLang's ``--enable-prefill-cp`` is and how its CP size is given, when
+            none above 1 is (the model decides what it does: importer/assemble.py).
         issues: what the spec cannot hold.
     """
 
@@ -95,6 +97,7 @@ class RoleFields:
     all2all_env: bool = False
     auto_len: bool = False
     default_admission: Location | None = None
+    prefill_cp: tuple[Location, str] | None = None
     issues: list[Issue] = field(default_factory=list)
 
 
@@ -484,6 +487,9 @@ def sglang_fields(cmd: EngineCommand, launch: Launch, managed: bool,
     cp = r.opt("--attn-cp-size")
     if cp is not None and (_int(cp.value) or 1) > 1:
         r.number(("parallel", "context"), cp)
+    elif (o := r.opt("--enable-prefill-cp")) is not None:   # no CP size: assemble.py decides
+        r.out.prefill_cp = (r.loc(o), "without --attn-cp-size" if cp is None
+                            else f"with {cp.name} {show(str(cp.value))}")
     _sglang_moe(r)
     _sglang_pd(r)
     _serving(r, {"maxModelLen": ("--context-length",), "kvCacheDtype": ("--kv-cache-dtype",),

@@ -5,7 +5,7 @@ reports findings on them by those names)."""
 from __future__ import annotations
 
 from ..spec.provenance import Provenance, json_path
-from .build import Role
+from .build import Role, _workload_kind
 from .launch import Issue
 from .workloads import Workload
 
@@ -47,12 +47,35 @@ def _sglang_dp_copies(r: Role) -> int:
         return 1
 
 
+def _instance_gpus(r: Role) -> int:
+    """The GPUs one instance of ``r``'s command asks for (tensor x data x pipeline, x SGLang's
+    engine copies)."""
+    par = r.fields.role.get("parallel", {})
+    return par.get("tensor", 1) * par.get("data", 1) * par.get("pipeline", 1) \
+        * _sglang_dp_copies(r)
+
+
+def workload_kind(r: Role) -> str:
+    """The spec's ``workload`` for ``r``: ``statefulset`` where each instance is one pod of a
+    Deployment or StatefulSet whose GPUs hold it (what moegen renders for single-node
+    instances: spec/models.py ``Role.workload``); else as build.py reads it (moegen's own
+    StatefulSets, ``pod-per-rank``, ``lws``: a LeaderWorkerSet, a platform's groups, a
+    StatefulSet whose pods are one instance's nodes, or pods short of the GPUs the command asks
+    for, IMP009)."""
+    w, kind = r.workload, _workload_kind(r)
+    if kind == "lws" and w.kind in ("Deployment", "StatefulSet") and w.platform == "kubernetes" \
+            and w.size == 1 and r.pod.bad_gpus is None and r.pod.gpus \
+            and _instance_gpus(r) <= r.pod.gpus:
+        return "statefulset"
+    return kind
+
+
 def layout_issues(r: Role, name: str) -> list[Issue]:
     """Pods x GPUs per pod against the ranks the command asks for (before moegen's rules)."""
     w, role = r.workload, r.fields.role
     par = role.get("parallel", {})
     copies = _sglang_dp_copies(r)
-    gpus = par.get("tensor", 1) * par.get("data", 1) * par.get("pipeline", 1) * copies
+    gpus = _instance_gpus(r)
     per_pod = r.pod.gpus
     out = []
     if r.pod.bad_gpus is not None:

@@ -124,6 +124,15 @@ class RoleSizing:
             return self.one_request_gib() <= self.kv_cache
         return self.kv_tokens_per_rank >= self.max_model_len
 
+    def sequences_at(self, length: int) -> float:
+        """Sequences of ``length`` tokens one DP rank's KV cache holds (``max_concurrency`` is
+        this at ``max_model_len``): tokens / length, DeepSeek-V4's cache by its layout."""
+        if self.kv_cache <= 0 or length <= 0:
+            return 0.0
+        if not self.seq_layout:
+            return self.kv_tokens_per_rank / length
+        return float(self.seq_layout.sequences(self.kv_cache * GIB, length))
+
     def holds(self, sequences: int, length: int) -> bool:
         """Whether one DP rank's KV cache holds ``sequences`` sequences of ``length`` tokens
         (:meth:`longest_len_for`)."""

@@ -193,8 +193,8 @@ def _scan_events(yaml: YAML, text: str, display: str,
                 expansion = Expansion()
                 if docs > 1 and not multi:
                     mark = ev.start_mark
-                    refuse("LOAD004", "more than one YAML document",
-                           "put one InferenceDeployment per file", mark.line + 1, mark.column + 1)
+                    refuse("LOAD004", "more than one YAML document", "put one InferenceDeployment"
+                           f" per file (manifests: gen import {display} -o spec.yaml)", mark.line + 1, mark.column + 1)
                     return [], findings
             if skipping:
                 if isinstance(ev, (DocumentEndEvent, StreamEndEvent)):

@@ -135,12 +135,36 @@ def _leaves(err: "jsonschema.ValidationError") -> list["jsonschema.ValidationErr
     return [leaf for sub in err.context for leaf in _leaves(sub)]
 
 
+def kubernetes_object(loaded: LoadedSpec) -> Finding | None:
+    """One finding for a Kubernetes object read where a spec is (its ``apiVersion`` outside
+    moegen.dev/ and a ``kind``: a Deployment, a LeaderWorkerSet given to gen render, size,
+    report or diff), instead of the schema's complaints about every field; None otherwise.
+    gen validate and gen import read serving manifests themselves (generator/inputs.py)."""
+    data = loaded.data
+    if not isinstance(data, dict):
+        return None
+    api, kind = data.get("apiVersion"), data.get("kind")
+    if not (isinstance(api, str) and isinstance(kind, str) and api and kind) \
+            or "moegen" in api or kind in ("InferenceDeployment", "PlanRequest"):
+        return None   # moegen's own document, its apiVersion or kind mistyped: the schema says
+    at = loaded.provenance.locate(("apiVersion",))
+    name = at.file or "FILE"
+    return Finding("SCH001", Severity.ERROR, json_path(("apiVersion",)),
+                   f"this is a Kubernetes manifest ({api} {kind}), not an InferenceDeployment",
+                   f"import it first: gen import {name} -o spec.yaml (gen import reads the "
+                   "workloads that run vLLM or SGLang), then give spec.yaml; gen validate "
+                   "checks manifests as they are", at)
+
+
 def validate_structure(loaded: LoadedSpec) -> tuple[InferenceDeployment | None, list[Finding]]:
     """Validate ``loaded.data``; return the model (or None) and every structural finding."""
     try:
         return InferenceDeployment.model_validate(loaded.data, strict=True), []
     except ValidationError as exc:
         refused = exc
+    manifest = kubernetes_object(loaded)
+    if manifest is not None:
+        return None, [manifest]
     findings = [_schema_finding(e, loaded) for e in schema_errors(loaded.data)]
     # One finding per (path, code): anyOf branches can repeat the same complaint.
     unique = list({(f.path, f.code, f.message): f for f in findings}.values())
