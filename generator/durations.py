@@ -52,6 +52,7 @@ import math
 from dataclasses import dataclass, field
 
 from .catalog import GPUS
+from .roles import max_len as role_max_len
 from .spec.bandwidth import of_deployment
 
 #: Safety factor on every predicted duration a timeout is derived from: the performance model
@@ -165,13 +166,13 @@ def deployment_durations(spec, roles, sizing, host, prediction=None) -> Duration
             continue
         startup = h.startup_s if h is not None else None
         if not isinstance(z, RoleSizing) or z.kv_cache <= 0:
-            times.append(RoleTimes(role.name, role.mode, _max_len(role), startup))
+            times.append(RoleTimes(role.name, role.mode, _max_len(role, spec.spec.engine.name), startup))
             continue
         try:
             times.append(_role_times(spec, role_spec, role, z, startup, pd, dest))
         except (KeyError, ValueError, ZeroDivisionError) as exc:   # a config the model lacks
             notes.append(f"role {role.name!r} not timed: {exc}")
-            times.append(RoleTimes(role.name, role.mode, _max_len(role), startup))
+            times.append(RoleTimes(role.name, role.mode, _max_len(role, spec.spec.engine.name), startup))
     return _combine(tuple(times), pd, spec.spec.traffic is not None, notes,
                     _predicted_mean(spec, prediction))
 
@@ -205,8 +206,8 @@ def _predicted_mean(spec, prediction) -> float | None:
     return (ttft + traffic.outputTokens * tpot) / 1000 if ttft or tpot else None
 
 
-def _max_len(role) -> int:
-    return role.serving.maxModelLen or role.arch.max_position_embeddings
+def _max_len(role, engine: str) -> int:
+    return role_max_len(role, engine)
 
 
 def _role_times(spec, role_spec, role, z, startup, pd: bool,

@@ -7,6 +7,7 @@ it sits below all of them (it imports only the spec, the catalog and the layout)
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 
 from .catalog import GPUS, Gpu, ModelArch, nvl72
@@ -179,6 +180,21 @@ def role_inputs(spec: InferenceDeployment, arch: ModelArch | None) -> list[RoleI
     return roles
 
 
+def engine_option(args: tuple[str, ...], flag: str) -> str | None:
+    """The value of option ``flag`` in ``args`` (``--x=v`` or ``--x v``; the last one written
+    wins, as argparse keeps it), or None when absent or given without a value."""
+    value: str | None = None
+    for j, a in enumerate(args):
+        name, eq, rest = a.partition("=")
+        if name != flag:
+            continue
+        if eq:
+            value = rest
+        elif j + 1 < len(args) and not args[j + 1].startswith("--"):
+            value = args[j + 1]
+    return value
+
+
 def engine_switch(args: tuple[str, ...], flag: str, negated: str = "") -> bool | None:
     """A boolean switch in ``args``: True for ``flag`` (or ``flag=true``), False for
     ``negated`` (argparse's ``--no-`` form, or ``flag=false``), None when neither is given;
@@ -198,3 +214,106 @@ def uses_mnnvl(net: Network, gpu: Gpu, gpus_per_node: int) -> bool:
     ``network.computeDomain`` channel (NVIDIA DRA driver ComputeDomain; ai-dynamo/dynamo
     PR#6364, PR#8811)."""
     return net.computeDomain is not None and nvl72(gpu, gpus_per_node)
+
+
+#: The engine option whose JSON replaces config.json fields before the engine derives the
+#: model's context (vLLM 0.33.0 vllm/engine/arg_utils.py --hf-overrides, applied in
+#: vllm/transformers_utils/config.py; SGLang 0.5.23 --json-model-override-args,
+#: srt/configs/model_config.py model_override_args).
+CONFIG_OVERRIDES = {"vllm": "--hf-overrides", "sglang": "--json-model-override-args"}
+#: The variable that lets maxModelLen pass the derived context (the engine warns instead of
+#: refusing), and the values each engine reads as on: vLLM 0.33.0 vllm/envs.py
+#: VLLM_ALLOW_LONG_MAX_MODEL_LEN ("1"/"true"), vllm/config/model.py _get_and_verify_max_len;
+#: SGLang 0.5.23 srt/environ.py SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN (EnvBool),
+#: srt/configs/model_config.py _derive_context_length.
+LONG_CONTEXT_ENV = {"vllm": ("VLLM_ALLOW_LONG_MAX_MODEL_LEN", ("1", "true")),
+                    "sglang": ("SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN",
+                               ("1", "true", "yes", "y"))}
+
+
+#: vLLM 0.33.0 vllm/config/model.py _get_and_verify_max_len: the rope types whose ``factor``
+#: is not multiplied into the derived length (YaRN's max_position_embeddings is already the
+#: scaled one, vllm-project/vllm#56446).
+VLLM_UNSCALED_ROPE = ("su", "longrope", "llama3", "yarn", "deepseek_yarn",
+                      "deepseek_llama_scaling")
+#: The config keys each engine derives the context from: vLLM 0.33.0 takes the smallest of
+#: these, then ``model_max_length`` when set (model_arch_config_convertor.py
+#: derive_max_model_len_and_key); SGLang 0.5.23 the first it finds, in this order
+#: (srt/utils/hf_transformers/common.py CONTEXT_LENGTH_KEYS).
+VLLM_LENGTH_KEYS = ("max_position_embeddings", "n_positions", "max_seq_len", "seq_length",
+                    "model_max_length", "max_target_positions", "max_sequence_length",
+                    "max_seq_length", "seq_len")
+SGLANG_LENGTH_KEYS = ("max_sequence_length", "seq_length", "max_seq_len", "model_max_length",
+                      "max_position_embeddings")
+
+
+def _overrides(r: RoleInput, engine: str) -> dict:
+    """The config fields role ``r``'s :data:`CONFIG_OVERRIDES` option sets (the last one
+    written wins, as argparse keeps it: :func:`engine_option`; one that is not a JSON object is
+    left to the engine's own parser), as they reach the language model's config: a model whose config nests it
+    under ``text_config`` (Llama-4) takes the override's ``text_config`` object, and its flat
+    keys land on the outer config (vLLM 0.33.0 vllm/config/model.py applies dict values to
+    the sub-config of that name, transformers_utils/config.py updates the rest; SGLang 0.5.23
+    srt/utils/hf_transformers/config.py the same)."""
+    option = CONFIG_OVERRIDES.get(engine)
+    found: dict = {}
+    text = engine_option(r.engine_args, option) if option else None
+    try:
+        value = json.loads(text) if text is not None else None
+    except ValueError:
+        value = None
+    if isinstance(value, dict):
+        found = value
+    if r.arch.text_config:
+        nested = found.get("text_config")
+        return nested if isinstance(nested, dict) else {}
+    return found
+
+
+def _length(value: object) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 \
+        else None
+
+
+def context_limit(r: RoleInput, engine: str) -> tuple[int, str]:
+    """(tokens, where they come from) of the context role ``r``'s engine derives from the
+    config as its :data:`CONFIG_OVERRIDES` option leaves it: the length keys each engine
+    reads (:data:`VLLM_LENGTH_KEYS`, :data:`SGLANG_LENGTH_KEYS`), times the rope scaling
+    ``factor`` where the engine applies it (vLLM: a type outside :data:`VLLM_UNSCALED_ROPE`;
+    SGLang 0.5.23 get_context_length: unless the scaling names
+    ``original_max_position_embeddings`` or is llama3). The catalog's configs carry only
+    ``max_position_embeddings`` and scalings neither engine applies (YaRN with its original
+    length, llama3), so without an override the limit is that field. Qwen3's YaRN recipe for
+    131,072 tokens therefore needs max_position_embeddings in the override beside the
+    scaling."""
+    ov = _overrides(r, engine)
+    option = CONFIG_OVERRIDES.get(engine, "")
+    lengths = {k: v for k in (VLLM_LENGTH_KEYS if engine != "sglang" else SGLANG_LENGTH_KEYS)
+               if (v := _length(ov.get(k))) is not None}
+    if "max_position_embeddings" not in lengths:
+        lengths["max_position_embeddings"] = r.arch.max_position_embeddings
+    given = {k: (f"{option} {k}" if k in ov else f"config.json {k}") for k in lengths}
+    if engine == "sglang":
+        key = next(k for k in SGLANG_LENGTH_KEYS if k in lengths)
+    elif "model_max_length" in lengths:
+        key = "model_max_length"
+    else:
+        key = min(lengths, key=lambda k: lengths[k])
+    limit, where = lengths[key], given[key]
+    rope = ov.get("rope_scaling", ov.get("rope_parameters"))
+    if isinstance(rope, dict):
+        kind = rope.get("rope_type", rope.get("type"))
+        factor = rope.get("factor")
+        applies = (kind not in VLLM_UNSCALED_ROPE if engine != "sglang" else
+                   "original_max_position_embeddings" not in rope and kind != "llama3")
+        if applies and isinstance(factor, (int, float)) and not isinstance(factor, bool) \
+                and factor > 0:
+            limit, where = int(limit * factor), f"{where} x the {option} rope factor {factor:g}"
+    return limit, where
+
+
+def max_len(r: RoleInput, engine: str) -> int:
+    """Tokens of one sequence role ``r`` admits: ``serving.maxModelLen``, else the context its
+    engine derives (:func:`context_limit`: vLLM's and SGLang's default when no
+    --max-model-len / --context-length is given)."""
+    return r.serving.maxModelLen or context_limit(r, engine)[0]

@@ -607,3 +607,91 @@ def test_compute_domain_pods_do_not_pack(tmp_path):
                                      "computeDomain": {"resourceClaimTemplate": "cd"}})
     assert "need 4 (prefill 2, decode 2)" in found["POOL002"].message
     assert "network.computeDomain" in found["LAY008"].message
+
+
+YARN_NO_ORIGINAL = {"rope_type": "yarn", "factor": 4.0}
+
+
+@pytest.mark.parametrize("model,engine,override,max_len,refused", [
+    # Qwen3-30B-A3B, config.json max_position_embeddings 40,960 (each row checked against the
+    # engines' own functions by a senior read: vLLM 0.33.0 _get_and_verify_max_len, SGLang
+    # 0.5.23 get_context_length after get_config's override loop).
+    ("qwen3-30b-a3b", "vllm", {"rope_scaling": YARN, "max_position_embeddings": 131072},
+     131072, False),
+    ("qwen3-30b-a3b", "sglang", {"rope_scaling": YARN}, 131072, True),
+    # YaRN without its original length: vLLM never scales YaRN (40,960); SGLang multiplies
+    # the factor when no original_max_position_embeddings is named: 4 x 40,960 = 163,840.
+    ("qwen3-30b-a3b", "vllm", {"rope_scaling": YARN_NO_ORIGINAL}, 131072, True),
+    ("qwen3-30b-a3b", "sglang", {"rope_scaling": YARN_NO_ORIGINAL}, 163840, False),
+    ("qwen3-30b-a3b", "sglang", {"rope_scaling": YARN_NO_ORIGINAL}, 163841, True),
+    # model_max_length: vLLM takes it over the smallest key, SGLang finds it before
+    # max_position_embeddings.
+    ("qwen3-30b-a3b", "vllm", {"model_max_length": 131072}, 131072, False),
+    ("qwen3-30b-a3b", "sglang", {"model_max_length": 131072}, 131072, False),
+    # dynamic x2: both engines apply the factor, 2 x 40,960 = 81,920.
+    ("qwen3-30b-a3b", "vllm", {"rope_scaling": {"rope_type": "dynamic", "factor": 2.0}},
+     81920, False),
+    ("qwen3-30b-a3b", "vllm", {"rope_scaling": {"rope_type": "dynamic", "factor": 2.0}},
+     81921, True),
+    # Llama-4 nests its language model under text_config (1,048,576): a flat override lands on
+    # the outer config and changes nothing; the nested one does.
+    ("llama-4-maverick", "vllm", {"max_position_embeddings": 1500000},
+     1500000, True),
+    ("llama-4-maverick", "vllm",
+     {"text_config": {"max_position_embeddings": 1500000}}, 1500000, False),
+])
+def test_context_limit_as_the_engines_derive_it(tmp_path, model, engine, override, max_len,
+                                                refused):
+    import json
+    version = "0.33.0" if engine == "vllm" else "0.5.23"
+    option = "--hf-overrides" if engine == "vllm" else "--json-model-override-args"
+    checked = _size(tmp_path, model, "bf16", 8, engine=engine, version=version,
+                    serving={"maxModelLen": max_len},
+                    roles=[{"name": "r", "mode": "unified", "nodePool": "p",
+                            "parallel": {"tensor": 8},
+                            "engineArgs": [option, json.dumps(override)]}])
+    assert ("LEN001" in {f.code for f in checked.findings}) == refused, \
+        [f.message for f in checked.findings if f.code == "LEN001"]
+
+
+def test_sglang_reads_its_long_context_switch_unstripped(tmp_path):
+    """SGLang 0.5.23's EnvBool lowercases without stripping ("1 " is not on: the engine
+    refuses), vLLM 0.33.0 strips (envs.py): LEN001 for SGLang, LEN002 for vLLM."""
+    for engine, name, version in (("sglang", "SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN",
+                                   "0.5.23"),
+                                  ("vllm", "VLLM_ALLOW_LONG_MAX_MODEL_LEN", "0.33.0")):
+        checked = _size(tmp_path, "qwen3-30b-a3b", "bf16", 8, engine=engine, version=version,
+                        serving={"maxModelLen": 65536},
+                        roles=[{"name": "r", "mode": "unified", "nodePool": "p",
+                                "parallel": {"tensor": 8}, "env": {name: "1 "}}])
+        codes = {f.code for f in checked.findings}
+        assert ("LEN001" in codes, "LEN002" in codes) == (
+            (True, False) if engine == "sglang" else (False, True)), codes
+
+
+@pytest.mark.parametrize("engine,option,flag", [
+    ("vllm", "--hf-overrides", "--max-model-len"),
+    ("sglang", "--json-model-override-args", "--context-length")])
+def test_an_override_that_raises_the_context_is_the_default_length(tmp_path, engine, option,
+                                                                   flag):
+    """Without serving.maxModelLen the engines run at the context they derive, which Qwen3's
+    YaRN override raises to 131,072: moegen renders and sizes that length, not config.json's
+    40,960 (it capped the override, a senior read)."""
+    import json
+
+    from tests.helpers import render_spec
+    version = "0.33.0" if engine == "vllm" else "0.5.23"
+    path = _spec(tmp_path, "qwen3-30b-a3b", "bf16", 1, engine=engine, version=version,
+                 serving={"kvCacheDtype": "auto"},   # no maxModelLen
+                 roles=[{"name": "r", "mode": "unified", "nodePool": "p",
+                                     "parallel": {"tensor": 1}, "sizing": {"concurrency": 1},
+                                     "engineArgs": [option, json.dumps(
+                                         {"rope_scaling": YARN,
+                                          "max_position_embeddings": 131072})]}])
+    doc = yaml.safe_load(path.read_text())
+    doc["spec"]["model"]["volume"] = {"persistentVolumeClaim": {"claimName": "w"}}
+    doc["spec"]["nodePools"]["p"]["nodeSelector"] = {"gpu": "h200"}
+    path.write_text(yaml.safe_dump(doc))
+    _, _, files = render_spec(path)
+    text = "\n".join(files.values())
+    assert f"{flag} 131072" in text and f"{flag} 40960" not in text

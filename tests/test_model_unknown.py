@@ -135,12 +135,12 @@ def test_unknown_with_a_config_is_mod001():
     assert unknown and stood.spec.model.architecture == "deepseek-v3"
 
 
-#: What a rule reads of the model: its configuration (``.arch``), the sizing and host plans
-#: computed from it, the durations and prediction, the per-model requirement and known-bad
-#: tables.
+#: What a rule reads of the model: its configuration (``.arch``; the context the engine derives
+#: from it, generator/roles.py ``context_limit``/``max_len``), the sizing and host plans computed
+#: from it, the durations and prediction, the per-model requirement and known-bad tables.
 READS_MODEL = re.compile(r"\.arch\b|\bctx\.arch\b|\.sized\(|ctx\.sizing|ctx\.host|\.host\[|"
                          r"durations|lifecycle|prediction|requirements|refusals|missing_class|"
-                         r"known_bad|inventory|size_role|\.weights\b")
+                         r"known_bad|inventory|size_role|\.weights\b|context_limit|role_max_len")
 
 
 def _source(fn, seen: set) -> str:

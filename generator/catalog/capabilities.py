@@ -198,6 +198,8 @@ class ModelArch:
         mtp_layers: MTP modules the engines load for speculative decoding (0: none).
         tie_embeddings: the LM head is the embedding (one tensor).
         hyper_connections: DeepSeek-V4 ``hc_mult`` (1 otherwise).
+        text_config: the config nests the language model under ``text_config`` (Llama-4): the
+            engines derive the context there, and a flat config override does not reach it.
         vision_params: parameters of a vision tower the engine loads beside the language
             model (BF16, tensor-parallel; 0: none).
         checkpoint: :class:`Checkpoint`.
@@ -216,6 +218,7 @@ class ModelArch:
     mtp_layers: int = 0
     tie_embeddings: bool = False
     hyper_connections: int = 1
+    text_config: bool = False
     vision_params: int = 0
     checkpoint: Checkpoint = Checkpoint()
     missing: str = ""

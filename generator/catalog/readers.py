@@ -388,7 +388,7 @@ def _llama4(c: dict) -> ModelArch:
             + vr.int("vision_output_dim", h) * r.int("hidden_size")
         r.problems += vr.problems
     arch = _done(r, t, "Llama-4", att, moe, vision=vision)
-    return _with(arch, c)
+    return replace(_with(arch, c), text_config=t is not c)
 
 
 def _minimax_m2(c: dict) -> ModelArch:

@@ -2,13 +2,10 @@
 
 from __future__ import annotations
 
-import json
-
 from ..catalog import GPUS
-from ..engines.options import option_value
 from ..facts.requirements import missing_class, refusals
 from ..pods import effective_pod
-from ..roles import RoleInput
+from ..roles import CONFIG_OVERRIDES, LONG_CONTEXT_ENV, RoleInput, context_limit
 from ..sizing import placement_for
 from ..sizing.params import inventory
 from ..sizing.weights import FP8_BLOCK, block_misfits
@@ -38,49 +35,15 @@ def _volume_one(ctx: Context):
                   "persistentVolumeClaim: null")
 
 
-#: The engine option whose JSON replaces config.json fields before the engine derives the
-#: model's context (vLLM 0.33.0 vllm/engine/arg_utils.py --hf-overrides, applied in
-#: vllm/transformers_utils/config.py; SGLang 0.5.23 --json-model-override-args,
-#: srt/configs/model_config.py model_override_args).
-CONFIG_OVERRIDES = {"vllm": "--hf-overrides", "sglang": "--json-model-override-args"}
-#: The variable that lets maxModelLen pass the derived context (the engine warns instead of
-#: refusing), and the values each engine reads as on: vLLM 0.33.0 vllm/envs.py
-#: VLLM_ALLOW_LONG_MAX_MODEL_LEN ("1"/"true"), vllm/config/model.py _get_and_verify_max_len;
-#: SGLang 0.5.23 srt/environ.py SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN (EnvBool),
-#: srt/configs/model_config.py _derive_context_length.
-LONG_CONTEXT_ENV = {"vllm": ("VLLM_ALLOW_LONG_MAX_MODEL_LEN", ("1", "true")),
-                    "sglang": ("SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN",
-                               ("1", "true", "yes", "y"))}
-
-
-def context_limit(r: RoleInput, engine: str) -> tuple[int, str]:
-    """(tokens, where they come from) of the context role ``r``'s engine derives: the
-    config's ``max_position_embeddings``, or the one the engine option
-    :data:`CONFIG_OVERRIDES` sets (Qwen3's YaRN recipe raises it to 131,072 that way; vLLM
-    0.33.0 no longer multiplies a YaRN ``factor`` into it, vllm-project/vllm#56446, so the
-    rope scaling alone does not). An override that is not a JSON object is left to the
-    engine's own parser."""
-    limit, where = r.arch.max_position_embeddings, "config.json max_position_embeddings"
-    option = CONFIG_OVERRIDES.get(engine)
-    args = list(r.engine_args)
-    for j, a in enumerate(args):
-        if option is None or a.partition("=")[0] != option:
-            continue
-        try:
-            value = json.loads(option_value(args, j) or "")
-        except ValueError:
-            continue
-        mpe = value.get("max_position_embeddings") if isinstance(value, dict) else None
-        if isinstance(mpe, int) and not isinstance(mpe, bool) and mpe > 0:
-            limit, where = mpe, f"{option} max_position_embeddings"
-    return limit, where
-
-
 def _long_context_allowed(r: RoleInput, engine: str) -> str | None:
     """The variable that lets role ``r``'s engine start past its derived context, when set on."""
     name, on = LONG_CONTEXT_ENV.get(engine, ("", ()))
     value = r.env_value(name) if name else None
-    return name if value is not None and value.strip().lower() in on else None
+    if value is None:
+        return None
+    # vLLM strips the value (envs.py), SGLang's EnvBool does not (environ.py EnvBool.parse).
+    value = value.strip() if engine == "vllm" else value
+    return name if value.lower() in on else None
 
 
 @rule("LEN001", E, "maxModelLen must not exceed the model's context",

@@ -7,6 +7,7 @@ from ..durations import SGLANG_KV_TIMEOUT_ENV
 from ..engines import sglang, vllm
 from ..engines.options import option_flags, option_value, release_options
 from ..engines.routers import GATEWAY_KIND, ROUTER_METRICS_PORT, rendered_router, router_kind
+from ..roles import max_len as role_max_len
 from .registry import (
     Context,
     E,
@@ -115,8 +116,8 @@ def _router_connector(ctx: Context):
       "SGLang 0.5.23 python/sglang/srt/managers/tokenizer_manager.py)")
 def _pd_len(ctx: Context):
     for _, p, j, d in pd_pairs(ctx):
-        lp = p.serving.maxModelLen or p.arch.max_position_embeddings
-        ld = d.serving.maxModelLen or d.arch.max_position_embeddings
+        lp = role_max_len(p, ctx.engine)
+        ld = role_max_len(d, ctx.engine)
         if ld < lp:
             yield Hit(serving_path(ctx, j, "maxModelLen"),
                       f"decode role {d.name!r} has maxModelLen {ld} but prefill role {p.name!r} "
@@ -345,7 +346,7 @@ def _kv_timeouts(ctx: Context):
             continue
         yield Hit(path,
                   f"decode role {r.name!r}: {SGLANG_KV_TIMEOUT_ENV}={value} s, but one prompt of "
-                  f"maxModelLen {r.serving.maxModelLen or r.arch.max_position_embeddings} tokens "
+                  f"maxModelLen {role_max_len(r, ctx.engine)} tokens "
                   f"takes {longest:.0f} s to prefill and transfer (predicted): decode aborts "
                   "every such request",
                   f"drop the variable (moegen sets {ctx.durations.kv_wait_s} s) or raise it above "
@@ -381,8 +382,8 @@ def _scaled_prefill(ctx: Context):
       engines=("sglang",))
 def _sglang_len(ctx: Context):
     for _, p, j, d in pd_pairs(ctx):
-        lp = p.serving.maxModelLen or p.arch.max_position_embeddings
-        ld = d.serving.maxModelLen or d.arch.max_position_embeddings
+        lp = role_max_len(p, ctx.engine)
+        ld = role_max_len(d, ctx.engine)
         if ld > lp:
             yield Hit(serving_path(ctx, j, "maxModelLen"),
                       f"decode role {d.name!r} accepts {ld} tokens but prefill role {p.name!r} "

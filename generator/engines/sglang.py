@@ -56,6 +56,7 @@ from ..facts.versions import SupportedRange, parse_version, select_known
 from ..layout import Spread
 from ..resources import package_text
 from ..roles import RoleInput
+from ..roles import max_len as role_max_len
 from ..sizing import RoleSizing
 from ..sizing.host import PodProcesses
 from .base import (
@@ -387,7 +388,7 @@ class SglangDialect:
             draft_a2a = DRAFT_A2A.get(moe.all2all) if moe is not None and moe.all2all else None
             if draft_a2a and self.has("--speculative-moe-a2a-backend"):
                 common += ["--speculative-moe-a2a-backend", draft_a2a]
-        max_len = s.maxModelLen or role.arch.max_position_embeddings
+        max_len = role_max_len(role, "sglang")
         common += ["--context-length", str(max_len),
                    "--kv-cache-dtype", KV_DTYPE[s.kvCacheDtype],
                    "--mem-fraction-static", repr(round(mem_fraction_static, 3))]

@@ -64,6 +64,7 @@ from ..layout import Spread
 from ..pods import DRAIN_S
 from ..resources import package_text
 from ..roles import RoleInput
+from ..roles import max_len as role_max_len
 from ..sizing import RoleSizing
 from ..sizing.host import PodProcesses
 from .base import DERIVED_BY_LAYOUT as _LAYOUT
@@ -361,7 +362,7 @@ class VllmDialect:
         if role.speculative is not None:
             spec = {"method": "mtp", "num_speculative_tokens": role.speculative.numSpeculativeTokens}
             common += ["--speculative-config", _json(spec)]
-        max_len = s.maxModelLen or role.arch.max_position_embeddings
+        max_len = role_max_len(role, "vllm")
         gmu = s.gpuMemoryUtilization or self.gpu_memory_utilization_default
         common += ["--max-model-len", str(max_len),
                    "--gpu-memory-utilization", _num(gmu),

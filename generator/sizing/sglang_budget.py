@@ -32,6 +32,7 @@ from ..facts import deepep
 from ..facts.batches import cuda_graph_batch, deepep_dispatch_tokens
 from ..facts.versions import parse_version
 from ..roles import RoleInput, engine_switch
+from ..roles import max_len as role_max_len
 from .kv import SGLANG_SWA_RATIO, V4_SWA_RATIO, HybridCache, V4Cache
 from .result import GIB, RoleSizing
 from .stages import worst_stage
@@ -217,7 +218,7 @@ def size_sglang(role: RoleInput, gpu: Gpu, inv, arch: ModelArch, stages, place,
                                           lay.data > 1, chunked,
                                           cgmbs if graphs_on else cgmbs_default,
                                           role.speculative is not None)
-    max_len = s.maxModelLen or role.arch.max_position_embeddings
+    max_len = role_max_len(role, "sglang")
     v = parse_version(dialect_version)
     running = -(-(s.maxNumSeqs or role.admission or V4_DEFAULT_RUNNING) // lay.data)
 

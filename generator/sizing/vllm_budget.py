@@ -43,6 +43,7 @@ from ..catalog import Gpu, ModelArch
 from ..facts import deepep
 from ..facts.versions import parse_version
 from ..roles import RoleInput, engine_switch
+from ..roles import max_len as role_max_len
 from .kv import HybridCache, V4Cache
 from .result import GIB, RoleSizing
 from .stages import worst_stage
@@ -319,7 +320,7 @@ def size_vllm(role: RoleInput, gpu: Gpu, version: str, default_utilization: floa
     docstring); ``default_utilization``: the release's ``--gpu-memory-utilization`` default."""
     lay, s, moe = role.layout, role.serving, role.moe
     v = parse_version(version)
-    max_len = s.maxModelLen or role.arch.max_position_embeddings
+    max_len = role_max_len(role, "vllm")
     util = s.gpuMemoryUtilization or default_utilization
     all2all = moe.all2all if moe else None
     batched = s.maxNumBatchedTokens or default_max_num_batched_tokens(
