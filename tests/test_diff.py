@@ -333,3 +333,8 @@ def test_a_group_that_loses_its_workers_is_compared_leader_against_leader():
     command = next(w for w in why if w.startswith("command:"))
     assert "'--data-parallel-size 16' -> '--data-parallel-size 8'" in command
     assert "'--max-num-seqs 13' -> '--max-num-seqs 25'" in command
+    # fewer GPUs at the same sizing.concurrency: each rank holds more (it said "the added GPUs")
+    rol002 = next(f for f in d.findings if f.code == "ROL002")
+    assert "16 -> 8 GPUs per instance" in rol002.message
+    assert "13 -> 25 sequences per rank" in rol002.message
+    assert "the fewer GPUs must hold the old load" in rol002.message

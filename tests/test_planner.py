@@ -630,6 +630,14 @@ def test_plan_packs_instances_smaller_than_a_node(tmp_path, capsys, host_network
     assert run(["validate", str(out), "--format", "json"]) == 0
     codes = {f["code"] for f in json.loads(capsys.readouterr().out)["findings"]}
     assert not codes & {"POOL002", "LAY008"}, codes
+    # DP8-EP8: DeepEP is not compiled for gpt-oss's hidden size 2,880 (A2A003): the planner
+    # writes the all-gather / reduce-scatter all-to-all instead (it wrote deepep_low_latency).
+    ep = next(c for c in res.candidates if c.roles[0]["parallel"]["data"] == 8)
+    text = spec_yaml(PlanRequest.model_validate(doc), ep)
+    assert "all2all: allgather_reducescatter" in text, text
+    out.write_text(text)
+    assert run(["validate", str(out), "--format", "json"]) == 0
+    assert "A2A003" not in capsys.readouterr().out
 
 
 #: What ``gen plan --emit`` names as model.name for ``weights: fp8`` of every catalog family

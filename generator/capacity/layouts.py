@@ -53,7 +53,8 @@ def instances_on(lay: LayoutChoice, gpn: int, nodes: int, share: bool) -> int:
 
 
 def all2all_for(gpu_id: str, mode: str, ep: int, gpus_per_node: int,
-                choices: list[str], engine: str = "", weights: str = "") -> str:
+                choices: list[str], engine: str = "", weights: str = "",
+                hidden_size: int = 0) -> str:
     """The expert all-to-all backend the planner deploys on ``gpu_id`` (engine-neutral name,
     one of the release's ``choices``), by what the GPU can run (rules GPU001-GPU003):
     DeepEP low-latency for decode, normal for prefill, on NVLink-connected NVIDIA Hopper and
@@ -62,7 +63,9 @@ def all2all_for(gpu_id: str, mode: str, ep: int, gpus_per_node: int,
     without the backend) the engine's all-gather / reduce-scatter. SGLang (``engine``) with
     ``nvfp4``/``w4a16`` checkpoints (``weights``) gets all-gather / reduce-scatter everywhere:
     its DeepEP/MoRI MoE layer has no kernel for them (rule QNT005; the one exception needs an
-    engine argument the planner does not write)."""
+    engine argument the planner does not write). A model whose ``hidden_size`` DeepEP is not
+    compiled for (:data:`generator.facts.deepep.HIDDEN_SIZES`, rule A2A003: gpt-oss's 2,880)
+    gets no DeepEP backend."""
     g = GPUS[gpu_id]
     decode = mode != "prefill"
     if engine == "sglang" and weights in ("nvfp4", "nvfp4-v2", "w4a16"):
@@ -75,6 +78,8 @@ def all2all_for(gpu_id: str, mode: str, ep: int, gpus_per_node: int,
         want = ["deepep_high_throughput"] if ep <= gpus_per_node else []
     else:
         want = ["deepep_low_latency" if decode else "deepep_high_throughput"]
+    if hidden_size and hidden_size not in deepep.HIDDEN_SIZES:
+        want = [w for w in want if not w.startswith("deepep")]
     return next((w for w in want if w in choices), "allgather_reducescatter")
 
 
@@ -88,7 +93,8 @@ def _role_input(name, mode, model, arch, serving, layout_args: LayoutChoice, poo
         all2all = all2all_for(pool.gpu, mode, t * d, pool.gpusPerNode,
                               choices if choices is not None else
                               ["deepep_low_latency", "deepep_high_throughput"],
-                              engine=engine, weights=model.weights)
+                              engine=engine, weights=model.weights,
+                              hidden_size=arch.hidden_size)
         moe = sm.Moe(all2all=all2all,
                      eplb=sm.Eplb(enabled=True, redundantExperts=redundant) if redundant else None)
     # A prefill role runs the decode role's MTP config (generator/roles.py

@@ -99,7 +99,8 @@ def _searched_roles(req: PlanRequest, cand) -> list[dict]:
                 choices = [c for c in choices if c in DSPARK_DP_ALL2ALL]
             role["moe"] = {"all2all": all2all_for(pool.gpu, r["mode"], ep, pool.gpusPerNode,
                                                   choices, engine=s.engine.name,
-                                                  weights=s.model.weights)}
+                                                  weights=s.model.weights,
+                                                  hidden_size=arch.hidden_size)}
             if redundant:
                 role["moe"]["eplb"] = {"enabled": True, "redundantExperts": redundant}
         if s.speculative and arch.mtp_layers and r["mode"] != "prefill":

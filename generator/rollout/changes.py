@@ -146,16 +146,18 @@ def _by_pod(old: dict[str, Any], new: dict[str, Any]) -> tuple[dict, dict, str |
     """The two revisions of a LeaderWorkerSet with each group's leader template under
     ``leaderTemplate`` whatever the group size: a one-pod group has no leaderTemplate and its
     leader runs the workerTemplate (kubernetes-sigs/lws site/content/en/docs/concepts: a
-    LeaderWorkerSet of one template; rollout/tree.py reads the leader pod the same way). When
-    only one side has workers, their template is left out of both and named in one line
+    LeaderWorkerSet of one template; rollout/tree.py reads the leader pod the same way); a group
+    has workers when its ``size`` is over 1. When only one side has workers, their template is left out of both and named in one line
     (they were compared leader against worker, every field a change)."""
     def split(rev: dict[str, Any]) -> tuple[dict[str, Any], Any]:
         t = rev.get("leaderWorkerTemplate")
         if not isinstance(t, dict):
             return rev, None
         leader, workers = t.get("leaderTemplate"), t.get("workerTemplate")
-        if leader is None:
-            leader, workers = workers, None
+        if leader is None:   # one template: the leader runs it, and so do workers if any
+            leader = workers
+        if int(t.get("size", 1) or 1) <= 1:
+            workers = None
         rest = {k: v for k, v in t.items() if k not in ("leaderTemplate", "workerTemplate")}
         return {**rev, "leaderWorkerTemplate": {**rest, "leaderTemplate": leader}}, workers
     a, workers_a = split(old)

@@ -384,11 +384,12 @@ def _findings(diff: RolloutDiff, old: Deployment | None, new: Deployment | None)
                 per_rank = "" if ranks[0] == ranks[1] else (
                     f" (spread over {ranks[1]} instead of {ranks[0]} data-parallel ranks: "
                     f"{-(-before // ranks[0])} -> {-(-before // ranks[1])} sequences per rank)")
+                what = ("the added GPUs serve no more sequences" if r.gpus[1] > r.gpus[0] else
+                        "the fewer GPUs must hold the old load (each rank more sequences)")
                 at("ROL002", Severity.WARNING, ("spec", "roles", i, "sizing", "concurrency"),
                    f"role {r.role!r}: {r.gpus[0]} -> {r.gpus[1]} GPUs per instance, "
                    f"sizing.concurrency stays {before}{per_rank}: the rendered admission and "
-                   "the prediction stay at the old load, so the added GPUs serve no more "
-                   "sequences",
+                   f"the prediction stay at the old load, so {what}",
                    "set sizing.concurrency to the sequences the new layout should hold "
                    "(gen size shows the KV capacity)")
     _peer_crashes(diff, old, new, at)
