@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from ..engines.routers import discovery_supported, rendered_router
 from ..layout import pool_nodes
+from .layout import count_text
 from .registry import Context, E, Hit, W, role_path, rule
 
 
@@ -44,9 +45,9 @@ def _bounds(ctx: Context):
         if high > most:
             yield Hit(role_path(i, "autoscaling", "maxReplicas"),
                       f"role {r.name!r}: maxReplicas {high}, but pool "
-                      f"{spec.roles[i].nodePool!r} ({pool.nodes} nodes of {pool.gpusPerNode} "
-                      f"GPUs) holds {most} instances of {lay.gpus_per_instance} GPUs beside "
-                      "the other roles",
+                      f"{spec.roles[i].nodePool!r} ({count_text(pool.nodes, 'node')} of "
+                      f"{pool.gpusPerNode} GPUs) holds {count_text(most, 'instance')} of "
+                      f"{count_text(lay.gpus_per_instance, 'GPU')} beside the other roles",
                       f"maxReplicas <= {most}, or add nodes to the pool")
         if low > high:
             yield Hit(role_path(i, "autoscaling", "minReplicas"),
