@@ -67,6 +67,9 @@ class RoleInput:
             change the KV pool's layout: :func:`engine_switch`).
         env: the environment the spec gives the role's engine pods (spec.network.env, then
             the role's ``env``), as (name, value) pairs: the engine settings read from it.
+        engine_release: the spec's ``engine.version`` ("" for the planner's candidates: the
+            newest behaviour), for the facts that differ by release below the dialects
+            (:func:`context_limit`).
     """
 
     name: str
@@ -90,6 +93,7 @@ class RoleInput:
     mnnvl: bool = False
     engine_args: tuple[str, ...] = ()
     env: tuple[tuple[str, str], ...] = ()
+    engine_release: str = ""
 
     def env_value(self, name: str) -> str | None:
         """The value the role's engine pods get for ``name`` (spec.network.env, then the
@@ -176,7 +180,8 @@ def role_inputs(spec: InferenceDeployment, arch: ModelArch | None) -> list[RoleI
             engine_default=role.sizing.concurrency == ENGINE_DEFAULT,
             mnnvl=uses_mnnvl(spec.spec.network, GPUS[pool.gpu], pool.gpusPerNode),
             engine_args=tuple(role.engineArgs),
-            env=tuple({**spec.spec.network.env, **role.env}.items())))
+            env=tuple({**spec.spec.network.env, **role.env}.items()),
+            engine_release=spec.spec.engine.version))
     return roles
 
 
@@ -233,9 +238,28 @@ LONG_CONTEXT_ENV = {"vllm": ("VLLM_ALLOW_LONG_MAX_MODEL_LEN", ("1", "true")),
 
 #: vLLM 0.33.0 vllm/config/model.py _get_and_verify_max_len: the rope types whose ``factor``
 #: is not multiplied into the derived length (YaRN's max_position_embeddings is already the
-#: scaled one, vllm-project/vllm#56446).
+#: scaled one, vllm-project/vllm#56446), from :data:`VLLM_YARN_UNSCALED_SINCE`.
 VLLM_UNSCALED_ROPE = ("su", "longrope", "llama3", "yarn", "deepseek_yarn",
                       "deepseek_llama_scaling")
+#: The first vLLM release with vllm-project/vllm#56446 (read in the 0.29.0 and 0.30.0 wheels'
+#: vllm/config/model.py). Before it, every rope type but su, longrope and llama3 multiplies
+#: its factor in, and ``yarn`` starts from ``original_max_position_embeddings``: Qwen3's
+#: YaRN x4 from 32,768 derives 131,072 there, 40,960 from 0.30.0.
+VLLM_YARN_UNSCALED_SINCE = (0, 30, 0)
+VLLM_UNSCALED_ROPE_BEFORE = ("su", "longrope", "llama3")
+
+
+def _release(version: str) -> tuple[int, ...]:
+    """``0.29.0`` -> (0, 29, 0); () for "" (the newest behaviour)."""
+    out = []
+    for part in version.split(".")[:3]:
+        digits = "".join(ch for ch in part if ch.isdigit()) if part[:1].isdigit() else ""
+        if not digits:
+            break
+        out.append(int(digits))
+    return tuple(out)
+
+
 #: The config keys each engine derives the context from: vLLM 0.33.0 takes the smallest of
 #: these, then ``model_max_length`` when set (model_arch_config_convertor.py
 #: derive_max_model_len_and_key); SGLang 0.5.23 the first it finds, in this order
@@ -279,9 +303,11 @@ def context_limit(r: RoleInput, engine: str) -> tuple[int, str]:
     """(tokens, where they come from) of the context role ``r``'s engine derives from the
     config as its :data:`CONFIG_OVERRIDES` option leaves it: the length keys each engine
     reads (:data:`VLLM_LENGTH_KEYS`, :data:`SGLANG_LENGTH_KEYS`), times the rope scaling
-    ``factor`` where the engine applies it (vLLM: a type outside :data:`VLLM_UNSCALED_ROPE`;
+    ``factor`` of the override's rope scaling, else the config's, where the engine applies it
+    (vLLM from 0.30.0: a type outside :data:`VLLM_UNSCALED_ROPE`; before, any but su,
+    longrope and llama3, YaRN from its original length: :data:`VLLM_YARN_UNSCALED_SINCE`;
     SGLang 0.5.23 get_context_length: unless the scaling names
-    ``original_max_position_embeddings`` or is llama3). The catalog's configs carry only
+    ``original_max_position_embeddings`` or is llama3), at the role's ``engine_release``. The catalog's configs carry only
     ``max_position_embeddings`` and scalings neither engine applies (YaRN with its original
     length, llama3), so without an override the limit is that field. Qwen3's YaRN recipe for
     131,072 tokens therefore needs max_position_embeddings in the override beside the
@@ -300,15 +326,26 @@ def context_limit(r: RoleInput, engine: str) -> tuple[int, str]:
     else:
         key = min(lengths, key=lambda k: lengths[k])
     limit, where = lengths[key], given[key]
-    rope = ov.get("rope_scaling", ov.get("rope_parameters"))
+    rope, source = ov.get("rope_scaling", ov.get("rope_parameters")), option
+    if not isinstance(rope, dict) and r.arch.rope_scaling is not None:
+        rope, source = r.arch.rope_scaling.as_dict(), "config.json"
     if isinstance(rope, dict):
         kind = rope.get("rope_type", rope.get("type"))
         factor = rope.get("factor")
-        applies = (kind not in VLLM_UNSCALED_ROPE if engine != "sglang" else
-                   "original_max_position_embeddings" not in rope and kind != "llama3")
+        original = rope.get("original_max_position_embeddings")
+        old_vllm = engine != "sglang" and () < _release(r.engine_release) < VLLM_YARN_UNSCALED_SINCE
+        if engine == "sglang":
+            applies = original is None and kind != "llama3"
+        elif old_vllm:
+            applies = kind not in VLLM_UNSCALED_ROPE_BEFORE
+            start = _length(original)
+            if kind == "yarn" and start is not None:
+                limit, where = start, f"{source} original_max_position_embeddings"
+        else:
+            applies = kind not in VLLM_UNSCALED_ROPE
         if applies and isinstance(factor, (int, float)) and not isinstance(factor, bool) \
                 and factor > 0:
-            limit, where = int(limit * factor), f"{where} x the {option} rope factor {factor:g}"
+            limit, where = int(limit * factor), f"{where} x the {source} rope factor {factor:g}"
     return limit, where
 
 

@@ -695,3 +695,25 @@ def test_an_override_that_raises_the_context_is_the_default_length(tmp_path, eng
     _, _, files = render_spec(path)
     text = "\n".join(files.values())
     assert f"{flag} 131072" in text and f"{flag} 40960" not in text
+
+
+@pytest.mark.parametrize("version,refused", [("0.29.0", False), ("0.30.0", True)])
+def test_vllm_scaled_yarn_before_0_30(tmp_path, version, refused):
+    """Qwen's YaRN recipe without max_position_embeddings: vLLM 0.29.0 derives YaRN's context
+    from its original length times the factor (32,768 x 4 = 131,072, vllm/config/model.py in
+    the 0.29.0 wheel); from 0.30.0 (vllm-project/vllm#56446) YaRN keeps
+    max_position_embeddings, 40,960, and refuses 131,072. The catalog's own YaRN configs derive
+    the same either way (DeepSeek-V3: 4,096 x 40 = 163,840 = its max_position_embeddings)."""
+    import json
+    checked = _size(tmp_path, "qwen3-30b-a3b", "bf16", 8, version=version,
+                    serving={"maxModelLen": 131072},
+                    roles=[{"name": "r", "mode": "unified", "nodePool": "p",
+                            "parallel": {"tensor": 8},
+                            "engineArgs": ["--hf-overrides", json.dumps({"rope_scaling": YARN})]}])
+    assert ("LEN001" in {f.code for f in checked.findings}) == refused
+    v3 = _size(tmp_path, "deepseek-v3", "fp8", 8, version=version,
+               serving={"maxModelLen": 163840})
+    assert "LEN001" not in {f.code for f in v3.findings}
+    v3 = _size(tmp_path, "deepseek-v3", "fp8", 8, version=version,
+               serving={"maxModelLen": 163841})
+    assert "LEN001" in {f.code for f in v3.findings}

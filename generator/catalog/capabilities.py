@@ -185,6 +185,31 @@ class Checkpoint:
 
 
 @dataclass(frozen=True)
+class RopeScaling:
+    """The config's ``rope_scaling`` (or ``rope_parameters``) as the engines' context derivation
+    reads it (generator/roles.py ``context_limit``).
+
+    Attributes:
+        kind: ``rope_type`` (or the legacy ``type``): ``yarn``, ``llama3``, ``dynamic`` ...
+        factor: ``factor`` (None when absent).
+        original: ``original_max_position_embeddings`` (None when absent).
+    """
+
+    kind: str
+    factor: float | None = None
+    original: int | None = None
+
+    def as_dict(self) -> dict:
+        """The config's own keys."""
+        out: dict = {"rope_type": self.kind}
+        if self.factor is not None:
+            out["factor"] = self.factor
+        if self.original is not None:
+            out["original_max_position_embeddings"] = self.original
+        return out
+
+
+@dataclass(frozen=True)
 class ModelArch:
     """The model as capabilities (see the module docstring).
 
@@ -198,6 +223,7 @@ class ModelArch:
         mtp_layers: MTP modules the engines load for speculative decoding (0: none).
         tie_embeddings: the LM head is the embedding (one tensor).
         hyper_connections: DeepSeek-V4 ``hc_mult`` (1 otherwise).
+        rope_scaling: the language model's :class:`RopeScaling` (None without one).
         text_config: the config nests the language model under ``text_config`` (Llama-4): the
             engines derive the context there, and a flat config override does not reach it.
         vision_params: parameters of a vision tower the engine loads beside the language
@@ -219,6 +245,7 @@ class ModelArch:
     tie_embeddings: bool = False
     hyper_connections: int = 1
     text_config: bool = False
+    rope_scaling: RopeScaling | None = None
     vision_params: int = 0
     checkpoint: Checkpoint = Checkpoint()
     missing: str = ""

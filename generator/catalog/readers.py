@@ -67,6 +67,7 @@ from .capabilities import (
     Compressed,
     ModelArch,
     MoeShape,
+    RopeScaling,
     SparseIndex,
 )
 
@@ -413,10 +414,25 @@ def _done(r: _Reader, c: dict, label: str, att: Attention, moe: MoeShape, *, mtp
                      attention=att, moe=moe, mtp_layers=mtp,
                      tie_embeddings=r.flag("tie_word_embeddings"), hyper_connections=hyper,
                      vision_params=vision, checkpoint=_checkpoint(c),
-                     missing=r.missing[0] if r.missing else "")
+                     rope_scaling=_rope(c), missing=r.missing[0] if r.missing else "")
     if r.problems:
         raise ValueError("; ".join(r.problems))
     return arch
+
+
+def _rope(c: dict) -> RopeScaling | None:
+    """The config's ``rope_scaling`` / ``rope_parameters`` (a flat one; None without a type)."""
+    rope = c.get("rope_scaling") or c.get("rope_parameters")
+    if not isinstance(rope, dict):
+        return None
+    kind = rope.get("rope_type", rope.get("type"))
+    factor, original = rope.get("factor"), rope.get("original_max_position_embeddings")
+    if not isinstance(kind, str):
+        return None
+    return RopeScaling(kind, float(factor) if isinstance(factor, (int, float))
+                       and not isinstance(factor, bool) else None,
+                       original if isinstance(original, int) and not isinstance(original, bool)
+                       else None)
 
 
 def _with(arch: ModelArch, outer: dict) -> ModelArch:
