@@ -567,10 +567,14 @@ def test_emitted_spec_carries_the_requests_cluster_facts(tmp_path):
     # (inputTokens + outputTokens) as maxModelLen, and the KV cache dtype its constraints give.
     wl = doc["spec"]["workload"]
     assert text.splitlines()[3] == (
-        "# Planned at the workload's request shape: serving.maxModelLen "
-        f"{wl['inputTokens'] + wl['outputTokens']} (input + output tokens; the engine refuses a "
-        "longer request)")
+        "# Planned at the workload's mean request (spec.traffic): serving.maxModelLen "
+        f"{wl['inputTokens'] + wl['outputTokens']} is input + output tokens, and the engine "
+        "refuses a longer request:")
     assert spec["serving"]["maxModelLen"] == wl["inputTokens"] + wl["outputTokens"]
+    # the workload's mean is the spec's traffic (gen size, report and diff predict at it; a
+    # new user's trial found the emitted spec had none: "capacity: before not predicted")
+    assert spec["traffic"] == {"inputTokens": wl["inputTokens"],
+                               "outputTokens": wl["outputTokens"]}
     assert "# and kvCacheDtype auto (constraints.kvCacheDtype, fp8 unless" in text   # seed001: auto
 
 

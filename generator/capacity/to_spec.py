@@ -149,10 +149,21 @@ def deployment(req: PlanRequest, cand=None) -> tuple[dict, list[str]]:
             "serving": {"maxModelLen": workload_max_len(arch, s.workload),
                         "kvCacheDtype": s.constraints.kvCacheDtype,
                         **(s.serving.model_dump(exclude_none=True) if s.serving else {})},
+            # The workload's mean request: gen size / report / diff predict at it, and the
+            # memory check judges a raised maxModelLen at its mean context.
+            "traffic": {"inputTokens": s.workload.inputTokens,
+                        "outputTokens": s.workload.outputTokens,
+                        **({"acceptance": s.speculative.acceptance}
+                           if s.speculative is not None and roles_speculate(roles) else {})},
             "roles": roles,
         },
     }
     return doc, placeholders + ["model.volume"]
+
+
+def roles_speculate(roles: list[dict]) -> bool:
+    """Some emitted role runs speculative decoding (traffic.acceptance applies)."""
+    return any("speculative" in r for r in roles)
 
 
 def _name_note(req: PlanRequest) -> str:
@@ -175,9 +186,10 @@ def spec_yaml(req: PlanRequest, cand) -> str:
             f"{cand.rank}: {cand.total_tps:,.0f} tokens/s estimated).\n"
             f"# Placeholders to set for your cluster: {', '.join(placeholders)}\n"
             "# (give them in the PlanRequest's network and nodePools to have them written here).\n"
-            f"# Planned at the workload's request shape: serving.maxModelLen "
-            f"{doc['spec']['serving']['maxModelLen']} (input + output tokens; the engine refuses a "
-            "longer request)\n"
+            f"# Planned at the workload's mean request (spec.traffic): serving.maxModelLen "
+            f"{doc['spec']['serving']['maxModelLen']} is input + output tokens, and the engine "
+            "refuses a longer request:\n# raise it to the longest request you serve (the memory "
+            "check then judges at the traffic's mean context)\n"
             f"# and kvCacheDtype {doc['spec']['serving']['kvCacheDtype']} "
             "(constraints.kvCacheDtype, fp8 unless the request gives it); raise or change them\n"
             "# here, then run gen validate: the memory check and the prediction follow.\n"
