@@ -717,3 +717,22 @@ def test_vllm_scaled_yarn_before_0_30(tmp_path, version, refused):
     v3 = _size(tmp_path, "deepseek-v3", "fp8", 8, version=version,
                serving={"maxModelLen": 163841})
     assert "LEN001" in {f.code for f in v3.findings}
+
+
+@pytest.mark.parametrize("engine,version,all2all,refused", [
+    ("vllm", "0.11.0", "deepep_low_latency", True),     # asserts 2048/2560/4096/5120/6144/7168
+    ("vllm", "0.11.0", "deepep_high_throughput", False),  # pads to 512-byte units
+    ("vllm", "0.12.0", "deepep_low_latency", False),    # pads 2,880 to 3,072
+    ("sglang", "0.5.23", "deepep_low_latency", True),   # no padding: DeepEP's SWITCH_HIDDEN
+])
+def test_deepep_hidden_size_of_gpt_oss(tmp_path, engine, version, all2all, refused):
+    """gpt-oss-120b (hidden 2,880) DP8-EP8 on DeepEP: vLLM pads the hidden size before it
+    builds DeepEP's buffers (read in the 0.11.0 and 0.12.0 wheels: generator/facts/deepep.py
+    VLLM_LL_PADDED_SINCE); SGLang 0.5.23 does not (A2A003 stays, a senior read)."""
+    checked = _size(tmp_path, "gpt-oss-120b", "mxfp4", 1, engine=engine, version=version,
+                    gpu="H100-80GB",
+                    roles=[{"name": "r", "mode": "unified", "nodePool": "p",
+                            "parallel": {"tensor": 1, "data": 8, "expert": True},
+                            "moe": {"all2all": all2all}}])
+    assert ("A2A003" in {f.code for f in checked.findings}) == refused, \
+        [f.message for f in checked.findings if f.code == "A2A003"]

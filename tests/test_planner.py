@@ -634,14 +634,20 @@ def test_plan_packs_instances_smaller_than_a_node(tmp_path, capsys, host_network
     assert run(["validate", str(out), "--format", "json"]) == 0
     codes = {f["code"] for f in json.loads(capsys.readouterr().out)["findings"]}
     assert not codes & {"POOL002", "LAY008"}, codes
-    # DP8-EP8: DeepEP is not compiled for gpt-oss's hidden size 2,880 (A2A003): the planner
-    # writes the all-gather / reduce-scatter all-to-all instead (it wrote deepep_low_latency).
-    ep = next(c for c in res.candidates if c.roles[0]["parallel"]["data"] == 8)
-    text = spec_yaml(PlanRequest.model_validate(doc), ep)
-    assert "all2all: allgather_reducescatter" in text, text
-    out.write_text(text)
-    assert run(["validate", str(out), "--format", "json"]) == 0
-    assert "A2A003" not in capsys.readouterr().out
+    # DP8-EP8: vLLM pads gpt-oss's hidden size 2,880 to DeepEP's 3,072 (0.12.0+,
+    # deepep_ll_prepare_finalize.py maybe_roundup_layer_hidden_size): DeepEP low-latency stays;
+    # SGLang does not pad, so its plan writes the all-gather / reduce-scatter all-to-all (it
+    # wrote deepep_low_latency, which A2A003 refuses there).
+    for engine, version, all2all in (("vllm", "0.33.0", "deepep_low_latency"),
+                                     ("sglang", "0.5.23", "allgather_reducescatter")):
+        doc["spec"]["engine"] = {"name": engine, "version": version}
+        req = PlanRequest.model_validate(doc)
+        ep = next(c for c in plan(req).candidates if c.roles[0]["parallel"]["data"] == 8)
+        text = spec_yaml(req, ep)
+        assert f"all2all: {all2all}" in text, text
+        out.write_text(text)
+        assert run(["validate", str(out), "--format", "json"]) == 0
+        assert "A2A003" not in capsys.readouterr().out
 
 
 #: What ``gen plan --emit`` names as model.name for ``weights: fp8`` of every catalog family

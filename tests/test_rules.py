@@ -43,8 +43,12 @@ def test_user_config_of_catalog_shape_passes(tmp_path):
 
 
 def test_a2a003_deepep_hidden_size(tmp_path):
-    cfg = dict(builtin_config("deepseek-v3"), hidden_size=6400)
+    # vLLM 0.33.0 pads a hidden size up to DeepEP low-latency's next size, up to 8,192
+    # (generator/facts/deepep.py VLLM_LL_PADDED_SINCE): 6,400 runs at 7,168, 9,216 does not.
+    cfg = dict(builtin_config("deepseek-v3"), hidden_size=9216)
     assert _check(tmp_path, cfg, "      moe: {all2all: deepep_low_latency}") == ["A2A003"]
+    cfg = dict(builtin_config("deepseek-v3"), hidden_size=6400)
+    assert _check(tmp_path, cfg, "      moe: {all2all: deepep_low_latency}") == []
 
 
 def test_spd002_tokens_not_multiple_of_mtp_depth(tmp_path):

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from ..catalog import GPUS
 from ..facts import deepep
+from ..facts.versions import parse_version
 from ..layout import compute_layout
 from ..perf.candidate import LayoutChoice
 from ..roles import RoleInput
@@ -54,7 +55,7 @@ def instances_on(lay: LayoutChoice, gpn: int, nodes: int, share: bool) -> int:
 
 def all2all_for(gpu_id: str, mode: str, ep: int, gpus_per_node: int,
                 choices: list[str], engine: str = "", weights: str = "",
-                hidden_size: int = 0) -> str:
+                hidden_size: int = 0, version: str = "") -> str:
     """The expert all-to-all backend the planner deploys on ``gpu_id`` (engine-neutral name,
     one of the release's ``choices``), by what the GPU can run (rules GPU001-GPU003):
     DeepEP low-latency for decode, normal for prefill, on NVLink-connected NVIDIA Hopper and
@@ -64,8 +65,9 @@ def all2all_for(gpu_id: str, mode: str, ep: int, gpus_per_node: int,
     ``nvfp4``/``w4a16`` checkpoints (``weights``) gets all-gather / reduce-scatter everywhere:
     its DeepEP/MoRI MoE layer has no kernel for them (rule QNT005; the one exception needs an
     engine argument the planner does not write). A model whose ``hidden_size`` DeepEP is not
-    compiled for (:data:`generator.facts.deepep.HIDDEN_SIZES`, rule A2A003: gpt-oss's 2,880)
-    gets no DeepEP backend."""
+    compiled for gets no DeepEP backend on SGLang (:data:`generator.facts.deepep.HIDDEN_SIZES`,
+    rule A2A003: gpt-oss's 2,880); vLLM at ``version`` pads it where it can
+    (:func:`generator.facts.deepep.vllm_runs_hidden`)."""
     g = GPUS[gpu_id]
     decode = mode != "prefill"
     if engine == "sglang" and weights in ("nvfp4", "nvfp4-v2", "w4a16"):
@@ -78,7 +80,11 @@ def all2all_for(gpu_id: str, mode: str, ep: int, gpus_per_node: int,
         want = ["deepep_high_throughput"] if ep <= gpus_per_node else []
     else:
         want = ["deepep_low_latency" if decode else "deepep_high_throughput"]
-    if hidden_size and hidden_size not in deepep.HIDDEN_SIZES:
+    if hidden_size and engine == "vllm":
+        release = parse_version(version) if version else ()
+        want = [w for w in want if not w.startswith("deepep")
+                or deepep.vllm_runs_hidden(hidden_size, w, release)]
+    elif hidden_size and hidden_size not in deepep.HIDDEN_SIZES:
         want = [w for w in want if not w.startswith("deepep")]
     return next((w for w in want if w in choices), "allgather_reducescatter")
 

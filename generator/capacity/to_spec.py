@@ -100,7 +100,8 @@ def _searched_roles(req: PlanRequest, cand) -> list[dict]:
             role["moe"] = {"all2all": all2all_for(pool.gpu, r["mode"], ep, pool.gpusPerNode,
                                                   choices, engine=s.engine.name,
                                                   weights=s.model.weights,
-                                                  hidden_size=arch.hidden_size)}
+                                                  hidden_size=arch.hidden_size,
+                                                  version=s.engine.version)}
             if redundant:
                 role["moe"]["eplb"] = {"enabled": True, "redundantExperts": redundant}
         if s.speculative and arch.mtp_layers and r["mode"] != "prefill":

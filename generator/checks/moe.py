@@ -136,14 +136,26 @@ def _a2a_needs_ep(ctx: Context):
 
 @rule("A2A003", E, "DeepEP supports the model's hidden size",
       "deepseek-ai/DeepEP@dd758ca:csrc/kernels/legacy/launch.cuh:113 SWITCH_HIDDEN; "
-      "vllm-project/vllm#21603")
+      "vllm-project/vllm#21603; vLLM pads the hidden size for DeepEP (vLLM 0.12.0 "
+      "vllm/model_executor/layers/fused_moe/deepep_ll_prepare_finalize.py "
+      "maybe_roundup_layer_hidden_size; generator/facts/deepep.py VLLM_LL_PADDED_SINCE)")
 def _deepep_hidden(ctx: Context):
+    release = parse_version(ctx.spec.spec.engine.version)
     for i, r in ctx.role_items():
-        if r.moe and r.moe.all2all and r.moe.all2all.startswith("deepep") \
-                and r.arch.hidden_size not in deepep.HIDDEN_SIZES:
-            yield Hit(role_path(i, "moe", "all2all"),
-                      f"DeepEP kernels are not compiled for hidden size {r.arch.hidden_size}",
-                      f"supported: {', '.join(map(str, deepep.HIDDEN_SIZES))}; use allgather_reducescatter")
+        if not (r.moe and r.moe.all2all and r.moe.all2all.startswith("deepep")):
+            continue
+        if ctx.engine == "vllm":
+            if deepep.vllm_runs_hidden(r.arch.hidden_size, r.moe.all2all, release):
+                continue
+        elif r.arch.hidden_size in deepep.HIDDEN_SIZES:
+            continue
+        sizes = (deepep.VLLM_LL_SIZES_BEFORE if ctx.engine == "vllm" else deepep.HIDDEN_SIZES)
+        yield Hit(role_path(i, "moe", "all2all"),
+                  f"DeepEP kernels are not compiled for hidden size {r.arch.hidden_size}"
+                  + (f" and vLLM {ctx.spec.spec.engine.version} does not pad it"
+                     if ctx.engine == "vllm" else ""),
+                  f"supported: {', '.join(map(str, sizes))}; use allgather_reducescatter"
+                  + (" (vLLM >= 0.12.0 pads up to 8192)" if ctx.engine == "vllm" else ""))
 
 
 @rule("A2A004", E, "DeepEP or MoRI across pods needs RDMA NICs in the pods",

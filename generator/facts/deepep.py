@@ -27,6 +27,28 @@ LL_MAX_TOKENS = 1024
 #: GB200 yet").
 
 
+#: vLLM pads a layer's hidden size for DeepEP before it builds the buffers: the high-throughput
+#: kernels to 512-byte units, the low-latency ones to the next of its supported sizes, up to
+#: 8,192 (vllm/model_executor/layers/fused_moe/deepep_ll_prepare_finalize.py
+#: maybe_roundup_layer_hidden_size: gpt-oss's 2,880 runs at 3,072; vllm-project/vllm#24588,
+#: deepseek-ai/DeepEP#458). Read in the wheels: 0.11.0 pads for the high-throughput kernels
+#: only (the low-latency ones assert 2048, 2560, 4096, 5120, 6144, 7168), 0.12.0 for both
+#: (and 0.13.0, 0.14.0, 0.29.0, 0.30.0 alike).
+VLLM_LL_PADDED_SINCE = (0, 12, 0)
+VLLM_LL_SIZES_BEFORE = (2048, 2560, 4096, 5120, 6144, 7168)
+VLLM_LL_MAX_HIDDEN = 8192
+
+
+def vllm_runs_hidden(hidden: int, all2all: str, release: tuple[int, ...]) -> bool:
+    """vLLM at ``release`` runs DeepEP ``all2all`` (``deepep_low_latency`` or
+    ``deepep_high_throughput``) for a model of ``hidden`` size, padding it as above."""
+    if all2all == "deepep_high_throughput":
+        return True
+    if release and release < VLLM_LL_PADDED_SINCE:
+        return hidden in VLLM_LL_SIZES_BEFORE
+    return hidden <= VLLM_LL_MAX_HIDDEN
+
+
 def normal_rank_counts(limit: int = 256) -> list[int]:
     """Expert-parallel sizes DeepEP's normal kernels accept, up to ``limit``."""
     return sorted({*NORMAL_INTRANODE_RANKS, *(n * NVL_PEERS for n in NORMAL_NODES)}
