@@ -517,14 +517,25 @@ def test_rotary_width_of_each_family():
 
 def test_vllm_rotary_cache_is_held_with_the_weights(tmp_path):
     """Llama-4 Scout: 10,485,760 positions x 128 columns x 2 bytes (BF16) = 2,684,354,560 B =
-    2.5 GiB on every GPU, which vLLM prints inside "Model loading took" and the KV cache loses;
-    SGLang's sizing holds none (no load buffers)."""
+    2.5 GiB on every GPU, which vLLM prints inside "Model loading took" and the KV cache loses.
+    SGLang keeps the cache in FP32 on CUDA (0.5.23 srt/layers/rotary_embedding/base.py, a senior
+    read): 10,485,760 x 128 x 4 = 5,368,709,120 B = 5 GiB out of its static pool."""
     z = _size(tmp_path, "llama-4-scout", "bf16", 2, version="0.12.0").sizing[0]
     assert z.load_buffers * GIB == 10_485_760 * 128 * 2 == 2_684_354_560
     assert z.kv_cache == pytest.approx(
         z.budget - z.weights - z.load_buffers - z.activation - z.overhead)
     sg = _size(tmp_path, "llama-4-scout", "bf16", 2, engine="sglang", version="0.5.23").sizing[0]
-    assert sg.load_buffers == 0
+    assert sg.load_buffers * GIB == 10_485_760 * 128 * 4 == 5_368_709_120
+
+
+def test_deepseek_v4_rotary_caches_on_vllm():
+    """DeepSeek-V4-Pro on vLLM: two FP32 caches (the main layers' and the compressed layers'
+    YaRN one, DeepseekV4ScalingRotaryEmbedding) of 2^20 positions x 64: 2 x 2^20 x 64 x 4 B =
+    512 MiB, not one BF16 cache's 128 MiB (a senior read ran vLLM 0.33.0's rope builder)."""
+    from generator.sizing.vllm_budget import rope_cache_gib
+    assert rope_cache_gib(builtin_arch("deepseek-v4-pro")) * 1024 == 2 * 2**20 * 64 * 4 / 2**20
+    # YaRN's cache is original x factor rows: DeepSeek-V3 4,096 x 40 = 163,840 x 64 x 2 B
+    assert rope_cache_gib(builtin_arch("deepseek-v3")) * GIB == 4096 * 40 * 64 * 2
 
 
 @pytest.mark.parametrize("version,kv,gpu,max_len,expected", [

@@ -36,6 +36,7 @@ from ..roles import max_len as role_max_len
 from .kv import SGLANG_SWA_RATIO, V4_SWA_RATIO, HybridCache, V4Cache
 from .result import GIB, RoleSizing
 from .stages import worst_stage
+from .vllm_budget import SGLANG_ROPE_CACHE_ELEMENT_BYTES, rope_cache_gib
 from .vllm_budget import ACT_BYTES_PER_TOKEN_HIDDEN, DEEPEP_HT_BUFFER_MB
 
 #: (chunked_prefill_size, cuda_graph_max_bs for tp < 4, for tp >= 4) by GPU memory (MB), from
@@ -232,7 +233,11 @@ def size_sglang(role: RoleInput, gpu: Gpu, inv, arch: ModelArch, stages, place,
                        len(ratios), running_per_rank=running, mtp=mtp > 0,
                        swa_ratio=ratio)
 
-    rope = v4_rope_tables_gib(arch)
+    # V4's own tables (counted with the weights), or the one FP32 rotary cache every other
+    # model builds with its layers (a load buffer, as vLLM's): both leave the static pool.
+    tables = v4_rope_tables_gib(arch)
+    cache = 0.0 if tables else rope_cache_gib(arch, SGLANG_ROPE_CACHE_ELEMENT_BYTES)
+    rope = tables + cache
 
     def hybrid_cache(per_layer: int, full: int, sliding: int, chunked: int) -> HybridCache:
         at = arch.attention
@@ -251,16 +256,17 @@ def size_sglang(role: RoleInput, gpu: Gpu, inv, arch: ModelArch, stages, place,
         stages, inv, arch, place, s.kvCacheDtype, max_len, lambda w: capped(pre * mfs - w - rope),
         v4_cache, hybrid_cache)
     by_component = {k: b / GIB for k, b in st.by_component.items()}
-    if rope:
-        weights += rope
-        by_component["rope_tables"] = rope
+    if tables:
+        weights += tables
+        by_component["rope_tables"] = tables
     # engine-default: SGLang's own admission caps requests, it does not promise each its
     # context (it queues and retracts): the HBM guarantee stays one sequence, as when unset.
     required = 1 if role.engine_default else role.concurrency
     per_rank = -(-required // lay.data)
     return RoleSizing(
         name=role.name, gpu=gpu.id, engine="sglang", gpu_memory=gpu.torch_total_gib,
-        budget=pre * mfs, weights=weights, activation=activation, overhead=overhead,
+        budget=pre * mfs, weights=weights, load_buffers=cache, activation=activation,
+        overhead=overhead,
         kv_cache=pool, weights_by_component=by_component,
         kv_bytes_per_token=per_token, kv_tokens_per_rank=tokens, max_model_len=max_len,
         max_concurrency=sequences, required_concurrency=required,

@@ -137,10 +137,38 @@ SPARSE_MLA_FACTOR, SPARSE_MLA_LONG_FACTOR, SPARSE_MLA_LONG_LEN = 5, 2, 256 * 102
 SPARSE_MLA_HEAD_PAD = 64
 
 
-def rope_cache_gib(arch: ModelArch) -> float:
-    """The rotary cos/sin cache vLLM holds on every GPU, GiB (:data:`ROPE_CACHE_ELEMENT_BYTES`)."""
-    return arch.max_position_embeddings * arch.attention.rotary_dim \
-        * ROPE_CACHE_ELEMENT_BYTES / GIB
+#: DeepSeek-V4 on vLLM keeps its caches in FP32 (``DeepseekV4ScalingRotaryEmbedding``: "cos_sin_cache
+#: stored as fp32", vLLM 0.33.0 model_executor/layers/rotary_embedding/deepseek_scaling_rope.py),
+#: one per distinct rope: the main layers' (compress ratio 0) and the compressed layers' (YaRN
+#: with compress_rope_theta): V4-Pro 2 x 2^20 x 64 x 4 B = 0.5 GiB (a senior read ran it).
+V4_ROPE_CACHE_ELEMENT_BYTES = 4
+#: SGLang keeps every rotary cache in FP32 on CUDA/HIP ("cache needs to be in FP32 for numerical
+#: stability": SGLang 0.5.23 srt/layers/rotary_embedding/base.py RotaryEmbedding.__init__), built
+#: with the model, so the static pool holds it: Llama-4 Scout 10,485,760 x 128 x 4 B = 5 GiB.
+SGLANG_ROPE_CACHE_ELEMENT_BYTES = 4
+
+
+def rope_rows(arch: ModelArch) -> int:
+    """Positions of a rotary cache: YaRN's is original_max_position_embeddings x factor rows
+    (vLLM 0.33.0 yarn_scaling_rope.py / deepseek_scaling_rope.py, SGLang the same), every other
+    ``max_position_embeddings`` (the two agree for every catalog config)."""
+    rope = arch.rope_scaling
+    if rope is not None and rope.kind in ("yarn", "deepseek_yarn") and rope.original \
+            and rope.factor:
+        return int(rope.original * rope.factor)
+    return arch.max_position_embeddings
+
+
+def rope_cache_gib(arch: ModelArch, element_bytes: int = ROPE_CACHE_ELEMENT_BYTES) -> float:
+    """The rotary cos/sin caches vLLM holds on every GPU, GiB: one of :func:`rope_rows` x the
+    rotary width (:data:`ROPE_CACHE_ELEMENT_BYTES`), or for DeepSeek-V4 one per distinct rope
+    in FP32 (:data:`V4_ROPE_CACHE_ELEMENT_BYTES`). ``element_bytes``: another engine's."""
+    comp = arch.attention.compressed
+    if comp is not None:
+        caches = len({bool(r) for r in comp.ratios} or {False})
+        return caches * arch.max_position_embeddings * arch.attention.qk_rope_head_dim \
+            * V4_ROPE_CACHE_ELEMENT_BYTES / GIB
+    return rope_rows(arch) * arch.attention.rotary_dim * element_bytes / GIB
 
 
 def sparse_mla_load_gib(version: tuple[int, int, int], arch: ModelArch, gpu: Gpu, fp8_kv: bool,
