@@ -776,3 +776,43 @@ def test_compressed_tensors_on_the_command_line_does_not_name_a_format(tmp_path,
                                           '--tensor-parallel-size, "8"'))
     spec = read_inputs([dep], opts=Options()).results[0].imported.data["spec"]
     assert spec["model"]["weights"] == weights
+
+
+def test_a_deployment_imported_as_statefulset_says_the_rollout_changes(tmp_path):
+    """A Deployment imported as ``workload: statefulset`` (fix41 #5) changes how an update
+    rolls (review of issue #35): a Deployment without ``spec.strategy`` rolls with maxSurge 25 %
+    and maxUnavailable 25 % (Kubernetes apps/v1 DeploymentStrategy defaults; the surge rounds
+    up, the unavailable count down), a StatefulSet replaces one pod at a time with no surge.
+    With 1 replica: surge ceil(1 x 0.25) = 1 pod, unavailable floor(1 x 0.25) = 0, so the
+    Deployment's only instance stays up while its replacement starts; the StatefulSet stops it
+    first. IMP029, a notice at the Deployment's ``kind`` line (line 2)."""
+    dep = tmp_path / "dep.yaml"
+    dep.write_text(vllm_deployment("deepseek-ai/DeepSeek-R1", '--tensor-parallel-size, "8"'))
+    found = [f for f in read_inputs([dep], opts=Options()).all_findings() if f.code == "IMP029"]
+    assert [(f.severity.value, f.location.line) for f in found] == [("notice", 2)]
+    assert found[0].message == (
+        "Deployment r1 rolls out with maxSurge 25% and maxUnavailable 25% (the Kubernetes "
+        "defaults): 1 extra pod and 0 of 1 pods down at a time; imported as workload: "
+        "statefulset, whose rolling update replaces one pod at a time without surge (1 of 1 "
+        "pods down at a time)")
+    # A stated strategy is read, at its line (6): maxSurge 0; maxUnavailable 50 % of 4 = 2.
+    dep.write_text(vllm_deployment("deepseek-ai/DeepSeek-R1", '--tensor-parallel-size, "8"')
+                   .replace("  replicas: 1\n", "  replicas: 4\n  strategy:\n    type: "
+                            "RollingUpdate\n    rollingUpdate: {maxSurge: 0, maxUnavailable: "
+                            "50%}\n"))
+    found = [f for f in read_inputs([dep], opts=Options()).all_findings() if f.code == "IMP029"]
+    assert [(f.severity.value, f.location.line) for f in found] == [("notice", 6)]
+    assert "maxSurge 0 and maxUnavailable 50%: 0 extra pods and 2 of 4 pods down" \
+        in found[0].message and "(1 of 4 pods down at a time)" in found[0].message
+    # Recreate stops every pod first.
+    dep.write_text(vllm_deployment("deepseek-ai/DeepSeek-R1", '--tensor-parallel-size, "8"')
+                   .replace("  replicas: 1\n", "  replicas: 2\n  strategy: {type: Recreate}\n"))
+    found = [f for f in read_inputs([dep], opts=Options()).all_findings() if f.code == "IMP029"]
+    assert found[0].message.startswith(
+        "Deployment r1 rolls out with Recreate: every pod stops before the new ones start; ")
+    # A StatefulSet imported as statefulset keeps its rollout: nothing said.
+    sts = tmp_path / "sts.yaml"
+    sts.write_text(vllm_deployment("deepseek-ai/DeepSeek-R1", '--tensor-parallel-size, "8"')
+                   .replace("kind: Deployment", "kind: StatefulSet"))
+    assert not [f for f in read_inputs([sts], opts=Options()).all_findings()
+                if f.code == "IMP029"]
