@@ -161,6 +161,13 @@ for _code, _sev, _summary, _source in (
      "MLA and DSA, attn_cp_size = tp_size // attn_dp_size), "
      "python/sglang/srt/arg_groups/deepseek_v4_hook.py (validate_deepseek_v4_cp); "
      "generator/importer/assemble.py"),
+    ("IMP029", N, "a Deployment imported as workload: statefulset rolls one pod at a time "
+                  "without its surge",
+     "Kubernetes apps/v1 DeploymentStrategy (RollingUpdate, maxSurge and maxUnavailable 25% "
+     "by default: https://kubernetes.io/docs/concepts/workloads/controllers/deployment/"
+     "#rolling-update-deployment) against StatefulSet RollingUpdate (one pod at a time: "
+     "https://kubernetes.io/docs/tutorials/stateful-application/basic-stateful-set/"
+     "#rolling-update); generator/importer/ranks.py"),
     ("NET100", E, "every connection of the rendering reaches a listener that accepts it",
      "generator/manifests/addresses.py (the address model: each client's address and port "
      "against each listener's bind address, per target; raised by generator/pipeline.py; "

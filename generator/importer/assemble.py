@@ -42,7 +42,7 @@ from .build import (
     release_of,
 )
 from .launch import Issue, runs_ray
-from .ranks import counts_named, layout_issues, workload_kind
+from .ranks import counts_named, layout_issues, rollout_change, workload_kind
 from .. import security
 from .pods import DEFAULT_HF_HOME, token_secret
 from .shell import is_runtime
@@ -343,7 +343,7 @@ def assemble(group: list[Role], opts: Options, files: list[str]) -> Imported:
     for i, (r, name, pool) in enumerate(zip(group, names, pool_of)):
         r.name, r.mode = name, _group_mode(r, group)
         issues += _kv_role_issues(r, spec["engine"]["version"], assumed) \
-            + _kv_config_issues(r, net)
+            + _kv_config_issues(r, net) + rollout_change(r)
         role: dict[str, Any] = {"name": name, "mode": r.mode, "nodePool": pool,
                                 "replicas": r.workload.replicas,
                                 "workload": workload_kind(r), **r.fields.role}
