@@ -359,7 +359,12 @@ def test_compressed_tensors_mxfp4_is_read_as_mxfp4():
     Mxfp4, the MoE method CompressedTensorsW4A4Mxfp4MoEMethod), not NVFP4 (a reviewer, fix42
     #2): moegen's mxfp4 format (routed experts E2M1 + one E8M0 scale per 32)."""
     from generator.catalog.readers import _checkpoint
-    assert _checkpoint(_ct_groups(_MXFP4)).format == "mxfp4"
+    every_linear = _checkpoint(_ct_groups(_MXFP4))
+    assert (every_linear.format, every_linear.bf16_rest) == ("mxfp4", False)
+    # attention left BF16 by ``ignore``: the rest is sized BF16 (gpt-oss's MXFP4 layout).
+    cfg = _ct_groups(_MXFP4)
+    cfg["quantization_config"]["ignore"] = ["lm_head", "re:.*self_attn.*"]
+    assert _checkpoint(cfg).bf16_rest
     assert _checkpoint(_ct_groups(_NVFP4)).format == "nvfp4"
 
 
