@@ -159,8 +159,9 @@ EXPECTED = {
         ("IMP008", 246),
     ]),
     "dynamo-dgd-glm-5.2-fp8-sglang-disagg-h200-agentic": (None, [
-        # enable-prefill-cp without attn-cp-size on GLM-5.2 (DSA): SGLang's CP group is the TP
-        # group of 8, imported as parallel.context 8 and said (a notice).
+        # enable-prefill-cp with cp-strategy interleave, no attn-cp-size, on GLM-5.2 (DSA): SGLang's
+        # CP group is tp // (attn_dp x dp) = 8 // (1 x 1) = 8, imported as parallel.context 8
+        # and said (a notice); interleave forces no all-to-all, and tp 8 is within DSA's <= 8.
         ("IMP028", 35),
         ("RST010", 47),
         ("IMP004", 152),
