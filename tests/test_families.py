@@ -336,6 +336,58 @@ def test_compressed_tensors_fp8_is_read_as_fp8():
     assert int4.format == "w4a16"
 
 
+def _ct_groups(*weights: dict) -> dict:
+    """A config whose compressed-tensors quantization has one group per ``weights``."""
+    return {"quantization_config": {"quant_method": "compressed-tensors", "config_groups": {
+        f"group_{i}": {"targets": ["Linear"], "weights": w} for i, w in enumerate(weights)}}}
+
+
+#: compressed-tensors weight schemes as vLLM 0.33.0 compressed_tensors.py tells them apart:
+#: NVFP4 is float 4-bit, strategy tensor_group, group 16 (``_is_nvfp4_format``); MXFP4 float
+#: 4-bit, strategy group, group 32 (``_is_mxfp4``); MXFP8 float 8-bit, strategy group, group 32,
+#: uint8 (E8M0) scales (``_is_mxfp8``).
+_NVFP4 = {"num_bits": 4, "type": "float", "strategy": "tensor_group", "group_size": 16}
+_MXFP4 = {"num_bits": 4, "type": "float", "strategy": "group", "group_size": 32}
+_MXFP8 = {"num_bits": 8, "type": "float", "strategy": "group", "group_size": 32,
+          "scale_dtype": "torch.uint8"}
+_FP8_CHANNEL = {"num_bits": 8, "type": "float", "strategy": "channel"}
+_INT4 = {"num_bits": 4, "type": "int", "strategy": "group", "group_size": 32}
+
+
+def test_compressed_tensors_mxfp4_is_read_as_mxfp4():
+    """4-bit float with group 32 is MXFP4 in vLLM 0.33.0 (``_is_mxfp4``: CompressedTensorsW4A4
+    Mxfp4, the MoE method CompressedTensorsW4A4Mxfp4MoEMethod), not NVFP4 (a reviewer, fix42
+    #2): moegen's mxfp4 format (routed experts E2M1 + one E8M0 scale per 32)."""
+    from generator.catalog.readers import _checkpoint
+    every_linear = _checkpoint(_ct_groups(_MXFP4))
+    assert (every_linear.format, every_linear.bf16_rest) == ("mxfp4", False)
+    # attention left BF16 by ``ignore``: the rest is sized BF16 (gpt-oss's MXFP4 layout).
+    cfg = _ct_groups(_MXFP4)
+    cfg["quantization_config"]["ignore"] = ["lm_head", "re:.*self_attn.*"]
+    assert _checkpoint(cfg).bf16_rest
+    assert _checkpoint(_ct_groups(_NVFP4)).format == "nvfp4"
+
+
+@pytest.mark.parametrize("weights,says", [
+    ((_MXFP8,), "config_groups.group_0 weights float 8-bit (strategy group), MXFP8"),
+    # float 4-bit with group 16 but strategy group: neither NVFP4 (tensor_group) nor MXFP4
+    # (group 32) in vLLM 0.33.0.
+    (({**_NVFP4, "strategy": "group"},), "config_groups.group_0 weights float 4-bit (strategy "
+                                         "group), group_size 16"),
+    ((_FP8_CHANNEL, _NVFP4), "config_groups mix fp8 (group_0) and nvfp4 (group_1)"),
+    ((_FP8_CHANNEL, _INT4), "config_groups mix fp8 (group_0) and w4a16 (group_1)"),
+])
+def test_compressed_tensors_schemes_moegen_does_not_size_are_mod003(weights, says):
+    """MXFP8 (8-bit float, group 32, uint8 scales: vLLM 0.33.0 ``_is_mxfp8``) was read as
+    per-channel FP8, a 4-bit float that is neither NVFP4 nor MXFP4 as NVFP4, and a config mixing
+    an FP8 group with an NVFP4 or INT4 group as FP8 (a reviewer, fix42 #2): moegen has no format
+    for them, so the config is not sized (MOD003, raised from UnreadQuantization)."""
+    from generator.catalog.readers import UnreadQuantization, _checkpoint
+    with pytest.raises(UnreadQuantization) as err:
+        _checkpoint(_ct_groups(*weights))
+    assert says in str(err.value), str(err.value)
+
+
 def test_plan_never_proposes_a_layout_that_splits_fp8_blocks(tmp_path):
     """gen plan for Qwen3-235B-A22B FP8 on 8 x H100: TP8 without EP splits the experts into
     192-wide shards (QNT001); the search leaves it out and says so, and every candidate it

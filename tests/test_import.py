@@ -680,21 +680,23 @@ def test_an_engine_version_that_is_not_a_release_is_a_usage_error(tmp_path, caps
                                        "(MAJOR.MINOR.PATCH, e.g. 0.33.0)\n")
 
 
-def _sglang_prefill_cp(tmp_path, model):
-    """An LWS serving ``model`` with SGLang 0.5.23 on TP8 and ``--enable-prefill-cp
-    --cp-strategy interleave``, no ``--attn-cp-size``: the IMP028 findings and the role."""
+def _sglang_prefill_cp(tmp_path, model, args=("--cp-strategy", "interleave"), tp="8",
+                       codes=("IMP028",)):
+    """An LWS serving ``model`` with SGLang 0.5.23 on ``--tp-size tp`` (8 GPUs) and
+    ``--enable-prefill-cp`` (line 18) followed by ``args`` (one a line from 19), no
+    ``--attn-cp-size`` unless ``args`` give it: the findings of ``codes`` and the role."""
     lws = tmp_path / "lws.yaml"
+    lines = "".join(f"          - '{a}'\n" for a in args)
     lws.write_text(
         "apiVersion: leaderworkerset.x-k8s.io/v1\nkind: LeaderWorkerSet\nmetadata: {name: q}\n"
         "spec:\n  leaderWorkerTemplate:\n    size: 1\n    workerTemplate:\n      spec:\n"
         "        containers:\n        - name: sglang\n          image: lmsysorg/sglang:v0.5.23\n"
         "          command: [python3, -m, sglang.launch_server]\n"
         f"          args:\n          - --model-path\n          - {model}\n"
-        "          - --tp-size\n          - '8'\n          - --enable-prefill-cp\n"
-        "          - --cp-strategy\n          - interleave\n"
+        f"          - --tp-size\n          - '{tp}'\n          - --enable-prefill-cp\n{lines}"
         "          resources: {limits: {nvidia.com/gpu: 8}}\n")
     batch = read_inputs([lws], opts=Options(gpu="H200-141GB"))
-    found = [f for f in batch.all_findings() if f.code == "IMP028"]
+    found = [f for f in batch.all_findings() if f.code in codes]
     return found, batch.results[0].imported.data["spec"]["roles"][0]
 
 
@@ -702,7 +704,10 @@ def test_prefill_cp_without_a_cp_size_is_said_when_dropped(tmp_path):
     """``--enable-prefill-cp --cp-strategy interleave`` without ``--attn-cp-size`` on Qwen3:
     SGLang 0.5.23 keeps attn_cp_size at its default 1 (arg_groups/fields/parallel.py), so the
     prefill splits no tokens. The importer dropped the flag silently (a reviewer, issue #35);
-    it now says so in a notice at the flag's line, and the role has no parallel.context."""
+    it now says so in a notice at the flag's line, and the role has no parallel.context.
+    DeepSeek-V2-Lite (DeepseekV2ForCausalLM) is MLA but not among the classes SGLang's
+    DeepSeek overrides are registered for (arg_groups/model_overrides/deepseek_v2.py): the
+    same."""
     found, role = _sglang_prefill_cp(tmp_path, "Qwen/Qwen3-235B-A22B")
     # --enable-prefill-cp is the args' 5th item: line 18.
     assert [(f.severity.value, f.location.line) for f in found] == [("notice", 18)]
@@ -713,19 +718,91 @@ def test_prefill_cp_without_a_cp_size_is_said_when_dropped(tmp_path):
         "roles[].parallel.context)")
     assert "DeepSeek-V4" in found[0].hint and "--attn-cp-size" in found[0].hint
     assert role["parallel"] == {"tensor": 8}
+    found, role = _sglang_prefill_cp(tmp_path, "deepseek-ai/DeepSeek-V2-Lite")
+    assert "at 1 for DeepSeek-V2" in found[0].message and role["parallel"] == {"tensor": 8}
 
 
 @pytest.mark.parametrize("model", ["deepseek-ai/DeepSeek-V3.2", "zai-org/GLM-5.2-FP8",
-                                   "deepseek-ai/DeepSeek-R1", "deepseek-ai/DeepSeek-V4-Pro"])
+                                   "deepseek-ai/DeepSeek-V4-Pro"])
 def test_prefill_cp_without_a_cp_size_is_the_tp_group_for_the_deepseek_family(tmp_path, model):
-    """The DeepSeek family (MLA, DSA, DeepSeek-V4) is where SGLang 0.5.23 makes the attention
+    """DSA (DeepSeek-V3.2, GLM-5) and DeepSeek-V4 are where SGLang 0.5.23 makes the attention
     TP group the CP group when --attn-cp-size is not given (arg_groups/model_overrides/
     deepseek_v2.py: attn_cp_size = tp_size // attn_dp_size = 8 // 1; deepseek_v4_hook.py
-    likewise): imported as parallel.context 8, said in a notice."""
+    likewise); with interleave neither forces an all-to-all: imported as parallel.context 8."""
     found, role = _sglang_prefill_cp(tmp_path, model)
     assert [(f.severity.value, f.location.line) for f in found] == [("notice", 18)]
-    assert "context-parallel group: imported as roles[].parallel.context: 8" in found[0].message
+    assert "imported as roles[].parallel.context: 8" in found[0].message
+    assert "tp_size // (attn_dp_size x dp_size) = 8 // (1 x 1) = 8" in found[0].message
     assert role["parallel"] == {"tensor": 8, "context": 8}
+
+
+def test_prefill_cp_needs_a_cp_strategy(tmp_path):
+    """Without --cp-strategy SGLang 0.5.23 refuses to start, for every model
+    (arg_groups/parallel_hook.py: "--cp-strategy must be set when --enable-prefill-cp is
+    enabled"); the importer invented interleave for the DeepSeek family (a reviewer, fix42 #1).
+    An error (IMP030) at the flag's line; no parallel.context."""
+    for model in ("deepseek-ai/DeepSeek-R1", "Qwen/Qwen3-235B-A22B"):
+        found, role = _sglang_prefill_cp(tmp_path, model, args=(), codes=("IMP028", "IMP030"))
+        assert [(f.code, f.severity.value, f.location.line) for f in found] == \
+            [("IMP030", "error", 18)]
+        assert "--cp-strategy must be set" in found[0].message
+        assert role["parallel"] == {"tensor": 8}
+
+
+def test_mla_prefill_cp_runs_deepep_over_the_whole_group(tmp_path):
+    """Plain MLA (DeepSeek-R1) prefill CP: SGLang 0.5.23 (model_overrides/deepseek_v2.py, the
+    MLA branch) sets attn_dp_size = attn_dp x dp, attn_cp_size = tp_size // attn_dp_size,
+    moe_a2a_backend deepep, ep_size = tp_size and moe_dense_tp_size 1 whatever the strategy.
+    --tp-size 8 --attn-dp-size 2: attention 8 / 2 = 4 ranks a group, CP 8 // (2 x 1) = 4;
+    EP over the 8 ranks; DeepEP's auto mode runs normal on prefill batches (fields/exec_.py
+    deepep_mode), so a prefill role is deepep_high_throughput."""
+    found, role = _sglang_prefill_cp(
+        tmp_path, "deepseek-ai/DeepSeek-R1",
+        args=("--cp-strategy", "interleave", "--attn-dp-size", "2", "--disaggregation-mode",
+              "prefill"), codes=("IMP028", "IMP030", "IMP005"))
+    assert [(f.code, f.severity.value) for f in found] == [("IMP028", "notice")]
+    assert "8 // (2 x 1) = 4" in found[0].message
+    assert "moe_a2a_backend deepep, ep_size 8 and moe_dense_tp_size 1" in found[0].message
+    assert role["parallel"] == {"tensor": 4, "data": 2, "context": 4, "expert": True}
+    assert role["moe"]["all2all"] == "deepep_high_throughput"
+    # A role that also decodes runs DeepEP auto (low_latency on decode batches), which
+    # moe.all2all cannot name: expert parallel is imported, the backend is said (IMP005).
+    found, role = _sglang_prefill_cp(tmp_path, "deepseek-ai/DeepSeek-R1",
+                                     codes=("IMP028", "IMP030", "IMP005"))
+    assert [(f.code, f.severity.value) for f in found] == [("IMP005", "warning"),
+                                                          ("IMP028", "notice")]
+    assert "deepep" in found[0].message.lower() and "auto" in found[0].message
+    assert role["parallel"] == {"tensor": 8, "context": 8, "expert": True}
+    assert "all2all" not in role.get("moe", {})
+
+
+def test_zigzag_prefill_cp_is_read_as_sglang_reads_it(tmp_path):
+    """--cp-strategy zigzag (SGLang 0.5.23): on GLM-5 (DSA) it forces moe_a2a_backend deepep and
+    ep_size = tp_size (model_overrides/deepseek_v2.py), imported with the CP group 8 // 1 = 8;
+    moegen renders interleave only, so the strategy is said (IMP005, at --cp-strategy, line
+    19). DeepSeek-V3.2 refuses zigzag (arg_groups/parallel_hook.py), DeepSeek-V4 on CUDA too
+    (deepseek_v4_hook.py: "zigzag CP requires the NPU backend"): IMP030."""
+    zigzag = ("--cp-strategy", "zigzag", "--disaggregation-mode", "prefill")
+    found, role = _sglang_prefill_cp(tmp_path, "zai-org/GLM-5.2-FP8", args=zigzag,
+                                     codes=("IMP028", "IMP030", "IMP005"))
+    assert sorted((f.code, f.severity.value, f.location.line) for f in found) == [
+        ("IMP005", "warning", 19), ("IMP028", "notice", 18)]
+    assert role["parallel"] == {"tensor": 8, "context": 8, "expert": True}
+    assert role["moe"]["all2all"] == "deepep_high_throughput"
+    for model in ("deepseek-ai/DeepSeek-V3.2", "deepseek-ai/DeepSeek-V4-Pro"):
+        found, role = _sglang_prefill_cp(tmp_path, model, args=zigzag, codes=("IMP030",))
+        assert [(f.severity.value, f.location.line) for f in found] == [("error", 19)], model
+        assert "zigzag" in found[0].message and "context" not in role["parallel"]
+
+
+def test_dsa_prefill_cp_stays_within_eight_ranks(tmp_path):
+    """DSA context parallelism asserts tp_size <= 8 in SGLang 0.5.23 (model_overrides/
+    deepseek_v2.py: "Context parallel only supports single machine"): GLM-5.2 on --tp-size 16
+    does not start (IMP030 at the flag's line)."""
+    found, role = _sglang_prefill_cp(tmp_path, "zai-org/GLM-5.2-FP8", tp="16",
+                                     codes=("IMP030",))
+    assert [(f.severity.value, f.location.line) for f in found] == [("error", 18)]
+    assert "tp_size 16 > 8" in found[0].message and "context" not in role["parallel"]
 
 
 def test_a_deployment_imports_as_the_workload_moegen_renders_for_one_pod_instances(tmp_path):
@@ -776,3 +853,43 @@ def test_compressed_tensors_on_the_command_line_does_not_name_a_format(tmp_path,
                                           '--tensor-parallel-size, "8"'))
     spec = read_inputs([dep], opts=Options()).results[0].imported.data["spec"]
     assert spec["model"]["weights"] == weights
+
+
+def test_a_deployment_imported_as_statefulset_says_the_rollout_changes(tmp_path):
+    """A Deployment imported as ``workload: statefulset`` (fix41 #5) changes how an update
+    rolls (review of issue #35): a Deployment without ``spec.strategy`` rolls with maxSurge 25 %
+    and maxUnavailable 25 % (Kubernetes apps/v1 DeploymentStrategy defaults; the surge rounds
+    up, the unavailable count down), a StatefulSet replaces one pod at a time with no surge.
+    With 1 replica: surge ceil(1 x 0.25) = 1 pod, unavailable floor(1 x 0.25) = 0, so the
+    Deployment's only instance stays up while its replacement starts; the StatefulSet stops it
+    first. IMP029, a notice at the Deployment's ``kind`` line (line 2)."""
+    dep = tmp_path / "dep.yaml"
+    dep.write_text(vllm_deployment("deepseek-ai/DeepSeek-R1", '--tensor-parallel-size, "8"'))
+    found = [f for f in read_inputs([dep], opts=Options()).all_findings() if f.code == "IMP029"]
+    assert [(f.severity.value, f.location.line) for f in found] == [("notice", 2)]
+    assert found[0].message == (
+        "Deployment r1 rolls out with maxSurge 25% and maxUnavailable 25% (the Kubernetes "
+        "defaults): 1 extra pod and 0 of 1 pods down at a time; imported as workload: "
+        "statefulset, whose rolling update replaces one pod at a time without surge (1 of 1 "
+        "pods down at a time)")
+    # A stated strategy is read, at its line (6): maxSurge 0; maxUnavailable 50 % of 4 = 2.
+    dep.write_text(vllm_deployment("deepseek-ai/DeepSeek-R1", '--tensor-parallel-size, "8"')
+                   .replace("  replicas: 1\n", "  replicas: 4\n  strategy:\n    type: "
+                            "RollingUpdate\n    rollingUpdate: {maxSurge: 0, maxUnavailable: "
+                            "50%}\n"))
+    found = [f for f in read_inputs([dep], opts=Options()).all_findings() if f.code == "IMP029"]
+    assert [(f.severity.value, f.location.line) for f in found] == [("notice", 6)]
+    assert "maxSurge 0 and maxUnavailable 50%: 0 extra pods and 2 of 4 pods down" \
+        in found[0].message and "(1 of 4 pods down at a time)" in found[0].message
+    # Recreate stops every pod first.
+    dep.write_text(vllm_deployment("deepseek-ai/DeepSeek-R1", '--tensor-parallel-size, "8"')
+                   .replace("  replicas: 1\n", "  replicas: 2\n  strategy: {type: Recreate}\n"))
+    found = [f for f in read_inputs([dep], opts=Options()).all_findings() if f.code == "IMP029"]
+    assert found[0].message.startswith(
+        "Deployment r1 rolls out with Recreate: every pod stops before the new ones start; ")
+    # A StatefulSet imported as statefulset keeps its rollout: nothing said.
+    sts = tmp_path / "sts.yaml"
+    sts.write_text(vllm_deployment("deepseek-ai/DeepSeek-R1", '--tensor-parallel-size, "8"')
+                   .replace("kind: Deployment", "kind: StatefulSet"))
+    assert not [f for f in read_inputs([sts], opts=Options()).all_findings()
+                if f.code == "IMP029"]

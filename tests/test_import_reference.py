@@ -159,8 +159,9 @@ EXPECTED = {
         ("IMP008", 246),
     ]),
     "dynamo-dgd-glm-5.2-fp8-sglang-disagg-h200-agentic": (None, [
-        # enable-prefill-cp without attn-cp-size on GLM-5.2 (DSA): SGLang's CP group is the TP
-        # group of 8, imported as parallel.context 8 and said (a notice).
+        # enable-prefill-cp with cp-strategy interleave, no attn-cp-size, on GLM-5.2 (DSA): SGLang's
+        # CP group is tp // (attn_dp x dp) = 8 // (1 x 1) = 8, imported as parallel.context 8
+        # and said (a notice); interleave forces no all-to-all, and tp 8 is within DSA's <= 8.
         ("IMP028", 35),
         ("RST010", 47),
         ("IMP004", 152),
@@ -168,6 +169,8 @@ EXPECTED = {
         ("IMP004", 261),
     ]),
     "gke-deployment-vllm-llama4-maverick-fp8-tp8": (None, [
+        # A Deployment of 1 replica (surge 1, 0 down) imported as a StatefulSet (1 of 1 down).
+        ("IMP029", 23),
         ("IMP017", 39),
         ("IMP008", 40),
         ("MOD006", 60),
@@ -206,12 +209,15 @@ EXPECTED = {
     "llmd-pd-disaggregation-sglang-gpt-oss-120b-coreweave": ("H200-141GB", [
         ("POD004", 18),
         ("POD003", 18),
+        # Both Deployments (decode 2 replicas, prefill 8) imported as StatefulSets.
+        ("IMP029", 20),
         ("IMP004", 51),
         ("IMP019", 130),
         ("POOL005", 150),
         ("POOL004", 150),
         ("POOL005", 150),
         ("POD004", 150),
+        ("IMP029", 152),
         ("IMP004", 183),
         ("MOD006", 184),
         ("RST010", 188),
@@ -219,6 +225,7 @@ EXPECTED = {
     "llmd-pd-disaggregation-vllm-gpt-oss-120b-coreweave": ("H200-141GB", [
         ("POD004", 18),
         ("POD003", 18),
+        ("IMP029", 20),
         ("IMP004", 51),
         ("IMP015", 56),
         ("RST011", 56),
@@ -226,6 +233,7 @@ EXPECTED = {
         ("POOL005", 156),
         ("POOL004", 156),
         ("POOL005", 156),
+        ("IMP029", 158),
         ("IMP004", 189),
         ("MOD006", 190),
         ("IMP015", 194),

@@ -348,13 +348,15 @@ def test_a_manifest_on_hub_weights_is_still_sized(tmp_path):
     spec form's MOD005 (no model.volume), not reported on manifests (IMP010 said it then), kept
     the role from the sizing phase, so this passed green (only IMP010). Now SIZ001, beside
     IMP017 (no probe) and MOD006 (the Hub download lands in the container's filesystem: a notice
-    on a manifest, a cost and not a defect)."""
+    on a manifest, a cost and not a defect); IMP029: the Deployment imports as a StatefulSet,
+    which rolls without its surge."""
     f = tmp_path / "tp1.yaml"
     f.write_text(vllm_deployment("deepseek-ai/DeepSeek-R1", '--tensor-parallel-size, "1"')
                  .replace("nvidia.com/gpu: 8", "nvidia.com/gpu: 1"))
     batch = read_inputs([f])
     assert [(x.code, x.severity.value) for x in batch.all_findings()] == [
-        ("SIZ001", "error"), ("IMP017", "warning"), ("MOD006", "notice")]
+        ("SIZ001", "error"), ("IMP029", "notice"), ("IMP017", "warning"),
+        ("MOD006", "notice")]
     # 671e9 parameters x 1 byte (FP8) / 2^30 = 625 GiB at least, against 141 GB of HBM.
     weights = float(batch.all_findings()[0].message.split("weights ")[1].split(" ")[0])
     assert weights >= 671e9 / 2**30

@@ -143,39 +143,70 @@ def _bits(part: object) -> str:
     return f"{part.get('type')} {part.get('num_bits')}-bit{strategy}"
 
 
+def _ct_kind(w: dict, act: object) -> str | None:
+    """The moegen format of one compressed-tensors weights block, as vLLM 0.33.0
+    model_executor/layers/quantization/compressed_tensors/compressed_tensors.py tells the
+    schemes apart (None: none moegen sizes). Float 4-bit is NVFP4 only with strategy
+    ``tensor_group`` and group 16 (``_is_nvfp4_format``), MXFP4 with strategy ``group`` and group
+    32 (``_is_mxfp4``); float 8-bit with strategy ``group``, group 32 and uint8 (E8M0) scales is
+    MXFP8 (``_is_mxfp8``), which moegen has no format for; other float 8-bit is FP8."""
+    key = (w.get("type"), w.get("num_bits"))
+    shape = (w.get("strategy"), w.get("group_size"), w.get("symmetric", True))
+    if key == ("float", 8):
+        mx = shape == ("group", 32, True) and \
+            str(w.get("scale_dtype", "")).removeprefix("torch.") == "uint8"
+        return None if mx else "fp8"
+    if key == ("float", 4):
+        fp4: dict[tuple, str] = {("tensor_group", 16, True): "nvfp4", ("group", 32, True): "mxfp4"}
+        return fp4.get(shape)
+    if key == ("int", 4) and not act:
+        return "w4a16"
+    return None
+
+
 def _compressed_tensors(q: dict) -> Checkpoint:
-    """llm-compressor's schemes (compressed-tensors QuantizationScheme): 8-bit float weights are
-    FP8 (FP8_DYNAMIC: per channel; FP8_BLOCK: strategy "block"), 4-bit float NVFP4, 4-bit int
-    weights without quantized activations the INT4 weight-only W4A16 of Kimi-K2-Thinking.
-    Anything else (INT8 W8A8 or W8A16, INT4 weights with INT8 activations) has no format of its
-    own in the spec: :class:`UnreadQuantization`, naming each group's weights and activations."""
+    """llm-compressor's schemes (compressed-tensors QuantizationScheme), per :func:`_ct_kind`:
+    8-bit float weights are FP8 (FP8_DYNAMIC: per channel; FP8_BLOCK: strategy "block"), NVFP4,
+    MXFP4 (moegen's ``mxfp4``: routed experts E2M1 + E8M0 per 32; the other linear layers BF16
+    where ``ignore`` names attention, as gpt-oss's MXFP4 leaves them, else sized at block FP8,
+    above the MXFP4 the ``targets: [Linear]`` put them in), 4-bit int weights
+    without quantized activations the INT4 weight-only W4A16 of Kimi-K2-Thinking. Anything else
+    (INT8 W8A8 or W8A16, INT4 weights with INT8 activations, MXFP8, a 4-bit float of another
+    group) has no format of its own in the spec, and neither has a config whose groups are of
+    different formats (an FP8 group beside an NVFP4 one: which layers each holds is in its
+    ``targets``, which moegen does not read): :class:`UnreadQuantization`."""
     cg = q.get("config_groups")
     groups = cg if isinstance(cg, dict) else {}
-    kinds = []
+    kinds: dict[str, list] = {}
     for name, g in groups.items():
         g = g if isinstance(g, dict) else {}
         w, act = g.get("weights"), g.get("input_activations")
         w = w if isinstance(w, dict) else {}
-        key = (w.get("type"), w.get("num_bits"))
-        if key == ("float", 8):
-            kinds.append(("fp8", w))
-        elif key == ("float", 4):
-            kinds.append(("nvfp4", w))
-        elif key == ("int", 4) and not act:
-            kinds.append(("w4a16", w))
-        else:
+        kind = _ct_kind(w, act)
+        if kind is None:
+            notes: dict[tuple, str] = {("float", 8): ", MXFP8",
+                                       ("float", 4): f", group_size {w.get('group_size')}"}
+            extra = notes.get((w.get("type"), w.get("num_bits")), "")
             raise UnreadQuantization(
                 f"quantization_config: compressed-tensors config_groups.{name} weights "
-                f"{_bits(g.get('weights'))}, input_activations {_bits(act)}")
+                f"{_bits(g.get('weights'))}{extra}, input_activations {_bits(act)}")
+        kinds.setdefault(kind, []).append((name, w))
     if not kinds:
         raise UnreadQuantization("quantization_config: compressed-tensors without "
                                  "config_groups weights")
-    fp8 = [w for kind, w in kinds if kind == "fp8"]
-    if fp8:
-        return Checkpoint("fp8", 4, fp8_blocks=all(w.get("strategy") == "block" for w in fp8))
-    if any(kind == "nvfp4" for kind, _ in kinds):
-        return Checkpoint("nvfp4", 4)
-    return Checkpoint("w4a16", 4)
+    if len(kinds) > 1:
+        raise UnreadQuantization("quantization_config: compressed-tensors config_groups mix " +
+                                 " and ".join(f"{k} ({', '.join(n for n, _ in v)})"
+                                              for k, v in kinds.items()))
+    kind, members = next(iter(kinds.items()))
+    if kind == "mxfp4":
+        ignore = q.get("ignore")
+        kept = ignore if isinstance(ignore, list) else []
+        return Checkpoint("mxfp4", 4, bf16_rest=any("attn" in str(i) for i in kept))
+    if kind == "fp8":
+        return Checkpoint("fp8", 4, fp8_blocks=all(w.get("strategy") == "block"
+                                                   for _, w in members))
+    return Checkpoint(kind, 4)
 
 
 def _checkpoint(c: dict) -> Checkpoint:

@@ -154,13 +154,31 @@ for _code, _sev, _summary, _source in (
      "ai-ml/llm-multihost-gpus/vllm-deepseek-r1-A3.yaml (its Service selects the leader's "
      "role: leader); "
      "generator/importer/pods.py"),
-    ("IMP028", N, "SGLang's --enable-prefill-cp without a CP size is read as the engine reads it: "
-                  "the attention TP group for the DeepSeek family, else nothing (dropped, said)",
+    ("IMP028", N, "SGLang's --enable-prefill-cp is read as the engine resolves it: the CP group "
+                  "tp // (attn_dp x dp) for the DeepSeek family, with the DeepEP all-to-all it "
+                  "forces; else nothing (dropped, said)",
      "SGLang 0.5.23 python/sglang/srt/arg_groups/fields/parallel.py (attn_cp_size default 1), "
      "python/sglang/srt/arg_groups/model_overrides/deepseek_v2.py (_deepseek_family_overrides: "
-     "MLA and DSA, attn_cp_size = tp_size // attn_dp_size), "
+     "MLA and DSA, attn_cp_size = tp_size // attn_dp_size; MLA and DSA zigzag: "
+     "moe_a2a_backend deepep, ep_size = tp_size, moe_dense_tp_size 1), "
+     "python/sglang/srt/arg_groups/model_override_base.py (context_parallel_attn_dp_size: "
+     "attn_dp_size x dp_size), "
      "python/sglang/srt/arg_groups/deepseek_v4_hook.py (validate_deepseek_v4_cp); "
-     "generator/importer/assemble.py"),
+     "generator/importer/prefill_cp.py"),
+    ("IMP030", E, "SGLang starts with the prefill context parallelism the command asks for",
+     "SGLang 0.5.23 python/sglang/srt/arg_groups/parallel_hook.py (--cp-strategy must be set; "
+     "DeepSeek V3.2 refuses zigzag), "
+     "python/sglang/srt/arg_groups/model_overrides/deepseek_v2.py (DSA: tp_size <= 8), "
+     "python/sglang/srt/arg_groups/deepseek_v4_hook.py (zigzag needs NPU; one attention DP "
+     "group; tp_size <= 8), python/sglang/srt/arg_groups/model_override_base.py "
+     "(context_parallel_attn_dp_size); generator/importer/prefill_cp.py"),
+    ("IMP029", N, "a Deployment imported as workload: statefulset rolls one pod at a time "
+                  "without its surge",
+     "Kubernetes apps/v1 DeploymentStrategy (RollingUpdate, maxSurge and maxUnavailable 25% "
+     "by default: https://kubernetes.io/docs/concepts/workloads/controllers/deployment/"
+     "#rolling-update-deployment) against StatefulSet RollingUpdate (one pod at a time: "
+     "https://kubernetes.io/docs/tutorials/stateful-application/basic-stateful-set/"
+     "#rolling-update); generator/importer/ranks.py"),
     ("NET100", E, "every connection of the rendering reaches a listener that accepts it",
      "generator/manifests/addresses.py (the address model: each client's address and port "
      "against each listener's bind address, per target; raised by generator/pipeline.py; "

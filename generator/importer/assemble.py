@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from ..catalog import ARCHITECTURES, builtin_arch
+from ..catalog import ARCHITECTURES
 from ..checks.network import ENGINE_ENV
 from ..engines import sglang as sg
 from ..engines import vllm as vl
@@ -42,7 +42,8 @@ from .build import (
     release_of,
 )
 from .launch import Issue, runs_ray
-from .ranks import counts_named, layout_issues, workload_kind
+from .prefill_cp import prefill_cp
+from .ranks import counts_named, layout_issues, rollout_change, workload_kind
 from .. import security
 from .pods import DEFAULT_HF_HOME, token_secret
 from .shell import is_runtime
@@ -343,7 +344,7 @@ def assemble(group: list[Role], opts: Options, files: list[str]) -> Imported:
     for i, (r, name, pool) in enumerate(zip(group, names, pool_of)):
         r.name, r.mode = name, _group_mode(r, group)
         issues += _kv_role_issues(r, spec["engine"]["version"], assumed) \
-            + _kv_config_issues(r, net)
+            + _kv_config_issues(r, net) + rollout_change(r)
         role: dict[str, Any] = {"name": name, "mode": r.mode, "nodePool": pool,
                                 "replicas": r.workload.replicas,
                                 "workload": workload_kind(r), **r.fields.role}
@@ -356,8 +357,8 @@ def assemble(group: list[Role], opts: Options, files: list[str]) -> Imported:
         if r.pod.pod:
             role["pod"] = r.pod.pod
         _engine_default(r, role, prov, ("spec", "roles", i))
-        issues += _prefill_cp(r, role, spec["model"].get("architecture"), prov,
-                              ("spec", "roles", i))
+        issues += prefill_cp(r, role, spec["model"].get("architecture"), prov,
+                             ("spec", "roles", i))
         env = _role_env(r, net, pools[pool])
         if env:
             role["env"] = env
@@ -406,39 +407,6 @@ def _engine_default(r, role: dict, prov, rpath: tuple) -> None:
 #: absent from 0.22.0's connector.py; proposed in vllm-project/vllm#43807, 2026-05-27, and
 #: llm-d/llm-d#1715, 2026-06-08, said it was not yet in the current release, 0.22).
 KV_BOTH_DEPRECATED = (0, 23, 0)
-
-
-def _prefill_cp(r: Role, role: dict, arch: str | None, prov: Provenance,
-                rpath: tuple) -> list[Issue]:
-    """SGLang's ``--enable-prefill-cp`` with no CP size above 1 (IMP028, a notice). SGLang
-    0.5.23 keeps ``attn_cp_size`` at its default 1 (python/sglang/srt/arg_groups/fields/
-    parallel.py) except for the DeepSeek family, whose attention TP group becomes the CP group:
-    MLA and DSA models (arg_groups/model_overrides/deepseek_v2.py ``_deepseek_family_overrides``:
-    ``attn_cp_size = tp_size // attn_dp_size``), DeepSeek-V4 (arg_groups/deepseek_v4_hook.py
-    ``validate_deepseek_v4_cp``). There it is imported as ``parallel.context``; elsewhere it
-    splits no tokens and is dropped."""
-    if r.fields.prefill_cp is None:
-        return []
-    at, given = r.fields.prefill_cp
-    head = f"--enable-prefill-cp {given}: SGLang "
-    shape = builtin_arch(arch) if arch in ARCHITECTURES else None
-    parallel = role.setdefault("parallel", {})
-    tp = parallel.get("tensor", 1)
-    if shape is not None and shape.attention.kind in ("mla", "compressed") and tp > 1 and not parallel.get(
-            "data", 1) > 1:
-        parallel["context"] = tp
-        prov.locations[(*rpath, "parallel", "context")] = at
-        return [Issue("IMP028", head + f"makes the attention TP group of {shape.label} the "
-                      f"context-parallel group: imported as roles[].parallel.context: {tp}", at,
-                      "moegen renders --attn-cp-size C --enable-prefill-cp --cp-strategy "
-                      "interleave from roles[].parallel.context", notice=True)]
-    model = shape.label if shape is not None else "a model outside the DeepSeek family"
-    return [Issue("IMP028", head + f"keeps the attention context-parallel size at 1 for {model}, "
-                  "so the prefill splits no tokens; dropped (moegen renders --attn-cp-size C "
-                  "--enable-prefill-cp --cp-strategy interleave from roles[].parallel.context)",
-                  at, "add --attn-cp-size to split the prefill (only the DeepSeek family, MLA, "
-                  "DSA and DeepSeek-V4, takes its whole attention TP group without it)",
-                  notice=True)]
 
 
 def _group_mode(r: Role, group: list[Role]) -> str:

@@ -78,8 +78,8 @@ class RoleFields:
         default_admission: where the SGLang command is, when it leaves
             ``--max-running-requests`` unset: SGLang's own default admission, which the
             assembled role states as ``sizing.concurrency: engine-default`` (not on prefill).
-        prefill_cp: where SGLang's ``--enable-prefill-cp`` is and how its CP size is given, when
-            none above 1 is (the model decides what it does: importer/assemble.py).
+        prefill_cp: where SGLang's ``--enable-prefill-cp`` is (the model decides what it does:
+            importer/prefill_cp.py).
         issues: what the spec cannot hold.
     """
 
@@ -97,7 +97,7 @@ class RoleFields:
     all2all_env: bool = False
     auto_len: bool = False
     default_admission: Location | None = None
-    prefill_cp: tuple[Location, str] | None = None
+    prefill_cp: Location | None = None
     issues: list[Issue] = field(default_factory=list)
 
 
@@ -487,9 +487,8 @@ def sglang_fields(cmd: EngineCommand, launch: Launch, managed: bool,
     cp = r.opt("--attn-cp-size")
     if cp is not None and (_int(cp.value) or 1) > 1:
         r.number(("parallel", "context"), cp)
-    elif (o := r.opt("--enable-prefill-cp")) is not None:   # no CP size: assemble.py decides
-        r.out.prefill_cp = (r.loc(o), "without --attn-cp-size" if cp is None
-                            else f"with {cp.name} {show(str(cp.value))}")
+    if (o := r.opt("--enable-prefill-cp")) is not None and cmd.flag("--enable-prefill-cp"):
+        r.out.prefill_cp = r.loc(o)   # the model decides what SGLang does: prefill_cp.py
     _sglang_moe(r)
     _sglang_pd(r)
     _serving(r, {"maxModelLen": ("--context-length",), "kvCacheDtype": ("--kv-cache-dtype",),

@@ -109,3 +109,62 @@ def layout_issues(r: Role, name: str) -> list[Issue]:
                          "forever: vllm/v1/engine/utils.py)", r.launch.loc(local.index),
                          "make the local sizes add up to the data-parallel size", error=True))
     return out
+
+
+#: Kubernetes apps/v1 DeploymentStrategy: RollingUpdate with maxSurge and maxUnavailable 25 %
+#: when unset (https://kubernetes.io/docs/concepts/workloads/controllers/deployment/); a
+#: percentage is rounded up for the surge and down for the unavailable pods, and both at 0 make
+#: 1 unavailable pod (kubernetes/kubernetes@v1.34.0:
+#: pkg/controller/deployment/util/deployment_util.go ResolveFenceposts).
+DEPLOYMENT_DEFAULT_ROLL = "25%"
+
+
+def _scaled(value: object, replicas: int, up: bool) -> int | None:
+    text = str(value).strip()
+    try:
+        if text.endswith("%"):
+            share = int(text[:-1]) * replicas
+            return -(-share // 100) if up else share // 100
+        return int(text)
+    except ValueError:
+        return None
+
+
+def rollout_change(r: Role) -> list[Issue]:
+    """IMP029 (a notice): a Deployment imported as ``workload: statefulset`` (one pod per
+    instance) no longer rolls as written. A Deployment's RollingUpdate surges (maxSurge, 25 % by
+    default) and takes maxUnavailable pods down at once, Recreate stops every pod first; the
+    StatefulSet moegen renders replaces one pod at a time, each stopped before its replacement
+    starts (Kubernetes apps/v1 StatefulSet RollingUpdate; generator/lifecycle.py ``rollout``)."""
+    w = r.workload
+    if w.kind != "Deployment" or workload_kind(r) != "statefulset":
+        return []
+    data = w.doc.data if isinstance(w.doc.data, dict) else {}
+    spec = data.get("spec") if isinstance(data.get("spec"), dict) else {}
+    strategy = spec.get("strategy") if isinstance(spec.get("strategy"), dict) else {}
+    prov = w.doc.provenance
+    at = prov.locations.get(("spec", "strategy")) or prov.locate(("kind",))
+    n = w.replicas
+    after = (f"imported as workload: statefulset, whose rolling update replaces one pod at a "
+             f"time without surge ({min(1, n)} of {n} pods down at a time)")
+    if strategy.get("type") == "Recreate":
+        return [Issue("IMP029", f"Deployment {w.name} rolls out with Recreate: every pod stops "
+                      f"before the new ones start; {after}", at, _ROLL_HINT, notice=True)]
+    rolling = strategy.get("rollingUpdate") if isinstance(strategy.get("rollingUpdate"),
+                                                          dict) else {}
+    surge = rolling.get("maxSurge", DEPLOYMENT_DEFAULT_ROLL)
+    down = rolling.get("maxUnavailable", DEPLOYMENT_DEFAULT_ROLL)
+    extra, gone = _scaled(surge, n, True), _scaled(down, n, False)
+    if extra is None or gone is None:
+        return []
+    if extra == 0 and gone == 0:
+        gone = 1
+    stated = "" if rolling else " (the Kubernetes defaults)"
+    return [Issue("IMP029", f"Deployment {w.name} rolls out with maxSurge {surge} and "
+                  f"maxUnavailable {down}{stated}: {extra} extra pod{'' if extra == 1 else 's'} "
+                  f"and {gone} of {n} pods down at a time; {after}", at, _ROLL_HINT,
+                  notice=True)]
+
+
+_ROLL_HINT = ("to keep a surge, set workload: lws with platform.lws >= 0.9.0 and room in the "
+              "pool for one more instance: moegen then surges one instance (docs/design.md §9)")
