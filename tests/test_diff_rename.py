@@ -77,7 +77,7 @@ def test_a_renamed_workload_is_deleted_and_created_not_rolled(tmp_path):
     assert d.rendered.outage_s == start == 1570
     from generator.output.rollout_report import text
     out = text(d)
-    assert "rolling update" not in out
+    assert "StatefulSet rolling update" not in out
     assert "outage: none" not in out
     assert "renamed: StatefulSet qwen-tp1-serve -> qwen-tp2-serve" in out
     assert "qwen-tp1-serve-api" in out and "qwen-tp2-serve-api" in out   # clients' Service

@@ -75,12 +75,17 @@ def _role(r: RoleReport) -> list[str]:
         lines = [f"{head}: {what}"]
         lines += [f"    also: {x}" for x in c.other]
         return lines
-    lines = [f"{head}: PODS RESTART"]
+    p = r.plan
+    lines = [f"{head}: " + ("PODS START" if p.old == 0 else "PODS STOP" if p.new == 0
+                            else "PODS RESTART")]
     lines += [f"    why: {c.reasons[0]}"] + [f"         {x}" for x in c.reasons[1:]]
     lines += [f"    also: {x}" for x in c.other]
-    p = r.plan
+    if r.renamed:
+        lines += _renamed(r)
     if p.old == 0:
-        return lines + [f"    start: new, ready within {_t(p.start_s)} (startup budget)"]
+        return lines + [f"    start: new, ready within {_t(p.start_s)}"
+                        + (" (the old pods' grace, then its startup budget)" if r.waits_gpus
+                           else " (startup budget)")]
     if p.new == 0:
         return lines
     rule = {"lws": "LeaderWorkerSet rolling update", "statefulset": "StatefulSet rolling update",
@@ -106,6 +111,21 @@ def _role(r: RoleReport) -> list[str]:
     if r.cache:
         lines.append(f"    caches: {r.cache}")
     return lines
+
+
+def _renamed(r: RoleReport) -> list[str]:
+    """A role whose workload is another object in NEW (generator/rollout/compare.py
+    ``_renamed``): what applying it does."""
+    old, new, kind = r.renamed
+    if r.plan.new == 0:
+        return [f"    renamed: {kind} {old} -> {new}: no controller rolls {old}; Argo CD with "
+                f"prune deletes it in its sync wave, every pod at once (PruneLast=true: after "
+                f"the sync is healthy); kubectl apply -k leaves it running until you delete it"]
+    gpus = ("the new pods wait for the GPUs the old pods hold (the pool has no room for "
+            "both), then start" if r.waits_gpus else
+            "the pool has room for the new pods beside the old ones")
+    return [f"    renamed: {kind} {old} -> {new}: a new object, not a rolling update: its "
+            f"pods start cold while the old {kind} is pruned; {gpus}"]
 
 
 def _in_flight(r: RoleReport) -> str:
@@ -171,6 +191,12 @@ def _service(diff: RolloutDiff) -> list[str]:
     out.append(f"  outage: {_t(o.outage_s)} with no instance of a needed role serving"
                if o.outage_s else "  outage: none (every needed role keeps an instance)")
     out.append(f"  capacity: before {_tps(diff.before)}; after {_tps(diff.after)}")
+    gone = [c.name for c in diff.objects if c.op == "D" and c.kind == "Service"]
+    came = [c.name for c in diff.objects if c.op == "A" and c.kind == "Service"]
+    if any(r.renamed for r in diff.roles) and gone:
+        out.append(f"  renamed Services: {', '.join(gone)} -> {', '.join(came) or 'none'}: "
+                   "clients of the old names lose them when they are pruned (point them at "
+                   "the new ones, or keep metadata.name)")
     if o.lowest is not None:
         out.append(f"  lowest during the rollout: {_tps(o.lowest)} for {_t(o.lowest_s)} "
                    "(predicted with the instances left)")
@@ -268,6 +294,9 @@ def _role_json(r: RoleReport) -> dict:
                      else round(r.longest_s, 1),
                      "meanRequestSeconds": None if r.mean_s is None else round(r.mean_s, 1)},
         "caches": r.cache,
+        "renamed": None if not r.renamed else {
+            "kind": r.renamed[2], "old": r.renamed[0], "new": r.renamed[1],
+            "waitsForGpus": r.waits_gpus},
         "timeline": [{"start": s.start, "end": s.end, "old": s.old, "new": s.new}
                      for s in (r.timeline.segments if r.timeline else [])],
     }
