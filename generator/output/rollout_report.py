@@ -134,13 +134,11 @@ def _in_flight(r: RoleReport) -> str:
         return (f"each stopped pod leaves the Service, waits {r.prestop_s} s (preStop), then "
                 f"finishes its requests until {r.plan.stop_s:.0f} s "
                 "(terminationGracePeriodSeconds), when the ones still running are cut")
-    where = "the router's list" if r.mode in ENGINE_MODES else "the Service"
-    head = (f"each stopped pod leaves {where}, waits {r.prestop_s} s (preStop), then "
+    head = (f"each stopped pod leaves {r.front}, waits {r.prestop_s} s (preStop), then "
             f"drains {r.drain_s} s after SIGTERM; a request needing longer is cut")
     if r.mode == "prefill":
         return head + (" (prefill holds a request for one prompt: the longest prefill finishes; "
-                       "decode recomputes a prompt whose KV it could not pull: "
-                       "kv_load_failure_policy recompute)")
+                       f"{r.kv_failure})")
     if r.longest_s is None:
         return head
     mean = f"the mean request ({r.mean_s:.1f} s) finishes" if r.mean_s is not None and \
@@ -205,8 +203,7 @@ def _service(diff: RolloutDiff) -> list[str]:
         a, b, differ = hs
         if differ and a.checked and b.checked:
             verdict = (f"{a.what} vs {b.what} differ in {', '.join(differ)}: a prefill and a "
-                       "decode of different revisions fail the handshake and decode computes "
-                       "the prompt itself (kv_load_failure_policy recompute)")
+                       f"decode of different revisions fail the handshake and {diff.kv_failure}")
         elif differ:
             verdict = (f"{a.what} vs {b.what} differ in {', '.join(differ)}; the transfer "
                        "checks no release or layout, so a mixed pair is not verified")

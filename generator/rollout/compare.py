@@ -22,7 +22,7 @@ from ..errors import Finding, Severity
 from ..lifecycle import rollout as lifecycle_rollout
 from ..spec.provenance import json_path
 from .changes import ObjectChange, Restart, object_changes, restart
-from .compat import Handshake, cache_note, handshake, mismatch
+from .compat import Handshake, cache_note, front, handshake, kv_failure, mismatch
 from .timeline import RolePlan, Timeline, boundaries, role_timeline, set_timelines
 from .tree import Tree, Workload, read_tree
 
@@ -71,6 +71,10 @@ class RoleReport:
     renamed: tuple[str, str, str] | None = None
     #: The role in the specs (``role`` is the old object's name for a renamed role's old one).
     spec_role: str = ""
+    #: Where a stopped pod stops getting requests from (:func:`.compat.front`).
+    front: str = "the Service"
+    #: What decode does with a request whose KV it could not pull (:func:`.compat.kv_failure`).
+    kv_failure: str = ""
     #: A renamed role's new pods need the GPUs the old pods hold (the pool lacks room for both).
     waits_gpus: bool = False
 
@@ -129,6 +133,8 @@ class RolloutDiff:
     after: tuple[float, float] | None = None
     disaggregated: bool = False
     screener: bool = False
+    #: NEW's decode on a request whose KV it could not pull (:func:`.compat.kv_failure`).
+    kv_failure: str = ""
     findings: list[Finding] = field(default_factory=list)
     #: The model whose prediction times the instances left (OLD's: what runs; else NEW's).
     model: Deployment | None = field(default=None, repr=False)
@@ -159,6 +165,7 @@ def compare(old: Side, new: Side) -> RolloutDiff:
     out.disaggregated = any(w.kind == "DisaggregatedSet" for w in wb.values())
     out.screener = _screened(tb)
     out.handshake = _handshakes(old.model, new.model)
+    out.kv_failure = kv_failure(new.model or old.model)
     out.keys = {(r.role, side): handshake(m, i) for r in roles
                 for side, m in (("old", old.model), ("new", new.model))
                 if m is not None and (i := _index(m, r.role)) is not None}
@@ -242,6 +249,9 @@ def _role(name: str, a: Workload | None, b: Workload | None, old_model: Deployme
     if new_model is not None and i_new is not None and controller == "lws" \
             and new_model.roles[i_new] is not None:
         rep.strategy = lifecycle_rollout(new_model.spec, list(new_model.roles), i_new).reason
+    running = old_model or new_model       # the stopped pods are OLD's
+    rep.front = front(running, name, w.mode)
+    rep.kv_failure = kv_failure(running)
     if old_model is not None and (i_old is not None or name in FRONT_ROLES):
         d = old_model.durations
         rep.drain_s, rep.longest_s, rep.mean_s = d.drain_s, d.longest_request_s, d.mean_request_s
@@ -459,8 +469,7 @@ def _findings(diff: RolloutDiff, old: Deployment | None, new: Deployment | None)
             at("ROL003", Severity.WARNING, path,
                f"for {window} of the rollout prefill and decode of different revisions pair "
                f"(up to {rendered.mixed_share:.0%} of requests); their {b.what} handshake "
-               f"differs in {', '.join(differ)}, so decode computes the prompt itself "
-               "(kv_load_failure_policy recompute)",
+               f"differs in {', '.join(differ)}, so {diff.kv_failure}",
                f"roll in the order gen diff finds cheapest ({diff.best or 'together'}), or pin "
                "requests to one revision (platform.lws.disaggregatedSet with router kind "
                "inference-gateway)")
