@@ -91,3 +91,27 @@ def test_a_renamed_workload_without_room_waits_for_the_old_gpus(tmp_path):
     assert d.rendered.outage_s == 90 + start
     from generator.output.rollout_report import text
     assert "wait for the GPUs the old pods hold" in text(d)
+
+
+def test_a_renamed_pd_deployment_has_no_order_to_choose(tmp_path):
+    """S1 renamed (metadata.name dsv3-pd -> dsv3-pd2): its pools are full (prefill 1 node, decode
+    1 node, each instance a whole node), so each new LeaderWorkerSet waits for the pruned one's
+    GPUs: stop 96 s (preStop 10 + drain ceil(1.5 x 43.95) = 66 + 15 + 5, tests/test_diff.py)
+    then start (prefill 2190 s, decode 1860 s); the router (wave 1) starts after the slower
+    engine, its first worker check 30 s later. Nothing is rolled, so no order of prefill and
+    decode is offered (before: the three rolling orders)."""
+    from tests.helpers import EXAMPLES
+    overlay = tmp_path / "rename.yaml"
+    overlay.write_text("metadata: {name: dsv3-pd2}\n")
+    spec = EXAMPLES / "s1-16xh20-pd.yaml"
+    old, _ = side(spec)
+    new, _ = side(spec, [overlay])
+    d = compare(old, new)
+    by = {r.role: r for r in d.roles}
+    assert by["prefill"].waits_gpus and by["decode"].waits_gpus
+    assert (by["prefill"].plan.start_s, by["decode"].plan.start_s) == (96 + 2190, 96 + 1860)
+    assert d.rendered.outage_s == 96 + 2190 + 30 == 2316
+    assert d.options == []
+    from generator.output.rollout_report import text
+    assert "Which order: nothing is rolled (renamed workloads start new, the old are pruned)" \
+        in text(d)
