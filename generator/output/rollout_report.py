@@ -227,6 +227,9 @@ def _options(diff: RolloutDiff) -> list[str]:
         if diff.disaggregated:
             return ["Which order: the DisaggregatedSet controller decides (both roles together)",
                     ""]
+        if any(r.renamed for r in diff.roles):
+            return ["Which order: nothing is rolled (renamed workloads start new, the old are "
+                    "pruned)", ""]
         restarting = sum(1 for r in diff.roles if r.change.restarts)
         if restarting == 0:
             return ["Which order: no role restarts; nothing to order", ""]

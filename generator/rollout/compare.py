@@ -171,7 +171,7 @@ def compare(old: Side, new: Side) -> RolloutDiff:
                 if m is not None and (i := _index(m, r.role)) is not None}
     out.rendered = _order("as rendered", roles, _wave_starts, out)
     engines = {r.mode: r for r in roles if r.mode in ("prefill", "decode") and r.change.restarts
-               and r.plan.new > 0}
+               and r.renamed is None}
     if len(engines) == 2 and not out.disaggregated:
         p, d = engines["prefill"].role, engines["decode"].role
         out.options = [
