@@ -279,3 +279,15 @@ def test_a_stream_of_manifests_given_as_a_spec_says_import_them(tmp_path, capsys
     assert run(["render", str(f), "-o", str(tmp_path / "out")]) == 1
     err = capsys.readouterr().err
     assert "LOAD004" in err and f"gen import {f} -o spec.yaml" in err
+
+
+def test_explain_marks_a_router_that_is_not_rendered(tmp_path, capsys):
+    """router {enabled: true, kind: vllm-router} on unified roles (a new user's trial, day 42):
+    gen explain listed ``$.spec.router.kind = "vllm-router"  router.yaml:2`` as if it ran, and
+    no router is rendered (RTR015)."""
+    overlay = tmp_path / "router.yaml"
+    overlay.write_text("spec:\n  router: {enabled: true, kind: vllm-router}\n")
+    assert run(["explain", str(EXAMPLES / "s1-32xh20-unified.yaml"), "-f", str(overlay),
+                "--path", "$.spec.router"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert len(lines) == 5 and all(x.endswith("(not rendered: RTR015)") for x in lines)

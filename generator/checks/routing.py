@@ -6,8 +6,10 @@ from __future__ import annotations
 from ..engines import router_releases as rr
 from ..engines.gateway import (SIDECAR_ENGINE_PORT, engine_api_ports, has_sidecar, rank_blocker,
                                release_for, sidecar_connector, sglang_metrics_unreadable)
-from ..engines.routers import DEFAULT_KIND, GATEWAY_KIND, KIND_ENGINES, router_kind
+from ..engines.routers import (DEFAULT_KIND, GATEWAY_KIND, KIND_ENGINES, rendered_router,
+                               router_kind)
 from ..layout import Spread
+from ..naming import client_service
 from .pod import _image_tag, _release
 from .registry import Context, E, Hit, W, role_path, rule, serving_path
 
@@ -189,6 +191,30 @@ def _rank_endpoints(ctx: Context):
                   f"one pool endpoint per DP rank is not possible: {why}",
                   "give every role the same 2-8 DP ranks per pod on vLLM >= 0.22.0, or drop "
                   "rankEndpoints")
+
+
+@rule("RTR015", W, "a router asked for is rendered, or the spec is told why not",
+      "generator/engines/routers.py rendered_router (vllm-router and smg are rendered for "
+      "prefill/decode pairs); both also route a plain worker list, which moegen does not "
+      "render: vllm-router 0.1.17 py_src/vllm_router/router_args.py:138 --worker-urls, smg "
+      "1.13.0 py_src/smg/router_args.py:523 --worker-urls; docs/routing.md")
+def _router_not_rendered(ctx: Context):
+    spec = ctx.spec.spec
+    r = spec.router
+    if not r.enabled or not r.model_fields_set or rendered_router(spec) is not None:
+        return
+    kind = router_kind(ctx.engine, r.kind)
+    modes = sorted({role.mode for role in spec.roles})
+    apis = ", ".join(client_service(ctx.spec.metadata.name, role.name) for role in spec.roles
+                     if role.mode == "unified")
+    where = f"; clients reach each role's Service ({apis}), which spreads connections over " \
+        "its pods, not requests by load or cache" if apis else ""
+    yield Hit(("spec", "router"),
+              f"router kind {kind} is rendered only in front of a prefill/decode pair, and the "
+              f"roles are {'/'.join(modes)}: no router is rendered{where}",
+              "router kind inference-gateway renders an InferencePool and its endpoint picker "
+              "in front of unified roles (router.gateway.parentRef names the Gateway); or "
+              "remove spec.router")
 
 
 @rule("RTR012", W, "the endpoint picker sees every vLLM engine it routes to",

@@ -105,6 +105,11 @@ def _derived_flags(checked) -> list[tuple[str, str, str]]:
     return out
 
 
+#: Findings saying the values under their path are not rendered (RTR015: a router with no
+#: prefill/decode pair to route): gen explain marks those rows.
+NOT_RENDERED = ("RTR015",)
+
+
 def explain(checked, prefix: str = "$") -> str:
     """``$.path = value    source`` for every value under ``prefix`` (see the module docstring).
 
@@ -131,6 +136,10 @@ def explain(checked, prefix: str = "$") -> str:
             for path, value, source in _derived(checked):
                 rows.append((json_path(path), json.dumps(value), source))
             rows += _derived_flags(checked)
+    unused = [f for f in checked.findings if f.code in NOT_RENDERED]
+    rows = [(a, b, c + "".join(f"  (not rendered: {f.code})" for f in unused
+                               if a == f.path or a.startswith(f.path + ".")))
+            for a, b, c in rows]
     rows = [r for r in rows if r[0] == prefix or r[0].startswith(prefix)
             and r[0][len(prefix)] in ".["] if prefix != "$" else rows
     width = max((len(a) + len(b) for a, b, _ in rows), default=0) + 3

@@ -75,12 +75,17 @@ def _role(r: RoleReport) -> list[str]:
         lines = [f"{head}: {what}"]
         lines += [f"    also: {x}" for x in c.other]
         return lines
-    lines = [f"{head}: PODS RESTART"]
+    p = r.plan
+    lines = [f"{head}: " + ("PODS START" if p.old == 0 else "PODS STOP" if p.new == 0
+                            else "PODS RESTART")]
     lines += [f"    why: {c.reasons[0]}"] + [f"         {x}" for x in c.reasons[1:]]
     lines += [f"    also: {x}" for x in c.other]
-    p = r.plan
+    if r.renamed:
+        lines += _renamed(r)
     if p.old == 0:
-        return lines + [f"    start: new, ready within {_t(p.start_s)} (startup budget)"]
+        return lines + [f"    start: new, ready within {_t(p.start_s)}"
+                        + (" (the old pods' grace, then its startup budget)" if r.waits_gpus
+                           else " (startup budget)")]
     if p.new == 0:
         return lines
     rule = {"lws": "LeaderWorkerSet rolling update", "statefulset": "StatefulSet rolling update",
@@ -108,19 +113,32 @@ def _role(r: RoleReport) -> list[str]:
     return lines
 
 
+def _renamed(r: RoleReport) -> list[str]:
+    """A role whose workload is another object in NEW (generator/rollout/compare.py
+    ``_renamed``): what applying it does."""
+    old, new, kind = r.renamed
+    if r.plan.new == 0:
+        return [f"    renamed: {kind} {old} -> {new}: no controller rolls {old}; Argo CD with "
+                f"prune deletes it in its sync wave, every pod at once (PruneLast=true: after "
+                f"the sync is healthy); kubectl apply -k leaves it running until you delete it"]
+    gpus = ("the new pods wait for the GPUs the old pods hold (the pool has no room for "
+            "both), then start" if r.waits_gpus else
+            "the pool has room for the new pods beside the old ones")
+    return [f"    renamed: {kind} {old} -> {new}: a new object, not a rolling update: its "
+            f"pods start cold while the old {kind} is pruned; {gpus}"]
+
+
 def _in_flight(r: RoleReport) -> str:
     """What a stopped pod does with its requests (docs/design.md §9: preStop, drain, grace)."""
     if r.drain_s is None:
         return (f"each stopped pod leaves the Service, waits {r.prestop_s} s (preStop), then "
                 f"finishes its requests until {r.plan.stop_s:.0f} s "
                 "(terminationGracePeriodSeconds), when the ones still running are cut")
-    where = "the router's list" if r.mode in ENGINE_MODES else "the Service"
-    head = (f"each stopped pod leaves {where}, waits {r.prestop_s} s (preStop), then "
+    head = (f"each stopped pod leaves {r.front}, waits {r.prestop_s} s (preStop), then "
             f"drains {r.drain_s} s after SIGTERM; a request needing longer is cut")
     if r.mode == "prefill":
         return head + (" (prefill holds a request for one prompt: the longest prefill finishes; "
-                       "decode recomputes a prompt whose KV it could not pull: "
-                       "kv_load_failure_policy recompute)")
+                       f"{r.kv_failure})")
     if r.longest_s is None:
         return head
     mean = f"the mean request ({r.mean_s:.1f} s) finishes" if r.mean_s is not None and \
@@ -171,6 +189,12 @@ def _service(diff: RolloutDiff) -> list[str]:
     out.append(f"  outage: {_t(o.outage_s)} with no instance of a needed role serving"
                if o.outage_s else "  outage: none (every needed role keeps an instance)")
     out.append(f"  capacity: before {_tps(diff.before)}; after {_tps(diff.after)}")
+    gone = [c.name for c in diff.objects if c.op == "D" and c.kind == "Service"]
+    came = [c.name for c in diff.objects if c.op == "A" and c.kind == "Service"]
+    if any(r.renamed for r in diff.roles) and gone:
+        out.append(f"  renamed Services: {', '.join(gone)} -> {', '.join(came) or 'none'}: "
+                   "clients of the old names lose them when they are pruned (point them at "
+                   "the new ones, or keep metadata.name)")
     if o.lowest is not None:
         out.append(f"  lowest during the rollout: {_tps(o.lowest)} for {_t(o.lowest_s)} "
                    "(predicted with the instances left)")
@@ -179,8 +203,7 @@ def _service(diff: RolloutDiff) -> list[str]:
         a, b, differ = hs
         if differ and a.checked and b.checked:
             verdict = (f"{a.what} vs {b.what} differ in {', '.join(differ)}: a prefill and a "
-                       "decode of different revisions fail the handshake and decode computes "
-                       "the prompt itself (kv_load_failure_policy recompute)")
+                       f"decode of different revisions fail the handshake and {diff.kv_failure}")
         elif differ:
             verdict = (f"{a.what} vs {b.what} differ in {', '.join(differ)}; the transfer "
                        "checks no release or layout, so a mixed pair is not verified")
@@ -204,6 +227,9 @@ def _options(diff: RolloutDiff) -> list[str]:
         if diff.disaggregated:
             return ["Which order: the DisaggregatedSet controller decides (both roles together)",
                     ""]
+        if any(r.renamed for r in diff.roles):
+            return ["Which order: nothing is rolled (renamed workloads start new, the old are "
+                    "pruned)", ""]
         restarting = sum(1 for r in diff.roles if r.change.restarts)
         if restarting == 0:
             return ["Which order: no role restarts; nothing to order", ""]
@@ -268,6 +294,9 @@ def _role_json(r: RoleReport) -> dict:
                      else round(r.longest_s, 1),
                      "meanRequestSeconds": None if r.mean_s is None else round(r.mean_s, 1)},
         "caches": r.cache,
+        "renamed": None if not r.renamed else {
+            "kind": r.renamed[2], "old": r.renamed[0], "new": r.renamed[1],
+            "waitsForGpus": r.waits_gpus},
         "timeline": [{"start": s.start, "end": s.end, "old": s.old, "new": s.new}
                      for s in (r.timeline.segments if r.timeline else [])],
     }

@@ -127,10 +127,10 @@ class Restart:
 
 def restart(old: Workload | None, new: Workload | None) -> Restart:
     """Why ``old`` -> ``new`` replaces the pods (module docstring). A new workload starts its
-    pods (cold); a removed one stops them."""
+    pods (cold); a removed one stops them (both: every pod changes)."""
     if old is None or new is None:
-        return Restart(new is not None, ("new workload: its pods start" if new is not None
-                                         else "removed: its pods stop",))
+        return Restart(True, ("new workload: its pods start" if new is not None
+                              else "removed: its pods stop",))
     reasons: list[str] = []
     if old.revision != new.revision:
         reasons = _template_reasons(old, new)

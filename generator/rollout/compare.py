@@ -22,7 +22,7 @@ from ..errors import Finding, Severity
 from ..lifecycle import rollout as lifecycle_rollout
 from ..spec.provenance import json_path
 from .changes import ObjectChange, Restart, object_changes, restart
-from .compat import Handshake, cache_note, handshake, mismatch
+from .compat import Handshake, cache_note, front, handshake, kv_failure, mismatch
 from .timeline import RolePlan, Timeline, boundaries, role_timeline, set_timelines
 from .tree import Tree, Workload, read_tree
 
@@ -66,6 +66,17 @@ class RoleReport:
     gpus: tuple[int, int] | None = None
     prestop_s: int = 0
     engine: str = ""
+    #: (old object, new object, their kind) when the role's workload was renamed (a
+    #: metadata.name change): two workloads, the old one deleted, the new one created.
+    renamed: tuple[str, str, str] | None = None
+    #: The role in the specs (``role`` is the old object's name for a renamed role's old one).
+    spec_role: str = ""
+    #: Where a stopped pod stops getting requests from (:func:`.compat.front`).
+    front: str = "the Service"
+    #: What decode does with a request whose KV it could not pull (:func:`.compat.kv_failure`).
+    kv_failure: str = ""
+    #: A renamed role's new pods need the GPUs the old pods hold (the pool lacks room for both).
+    waits_gpus: bool = False
 
     @property
     def down_at_once(self) -> int:
@@ -122,6 +133,8 @@ class RolloutDiff:
     after: tuple[float, float] | None = None
     disaggregated: bool = False
     screener: bool = False
+    #: NEW's decode on a request whose KV it could not pull (:func:`.compat.kv_failure`).
+    kv_failure: str = ""
     findings: list[Finding] = field(default_factory=list)
     #: The model whose prediction times the instances left (OLD's: what runs; else NEW's).
     model: Deployment | None = field(default=None, repr=False)
@@ -139,17 +152,26 @@ def compare(old: Side, new: Side) -> RolloutDiff:
     spec_order = [r.name for r in new.model.spec.spec.roles] if new.model else []
     names = sorted([r for r in wb] + [r for r in wa if r not in wb],
                    key=lambda r: (spec_order.index(r) if r in spec_order else len(spec_order),))
-    roles = [_role(r, wa.get(r), wb.get(r), old.model, new.model) for r in names]
+    roles = []
+    for r in names:
+        a, b = wa.get(r), wb.get(r)
+        if a is not None and b is not None and (a.kind, a.name) != (b.kind, b.name):
+            roles += _renamed(r, a, b, old.model, new.model)
+        else:
+            roles.append(_role(r, a, b, old.model, new.model))
+    roles.sort(key=lambda x: x.plan.new == 0)     # the removed workloads last
     out = RolloutDiff(old.label, new.label, object_changes(ta, tb), roles, None,
                       model=old.model or new.model)
     out.disaggregated = any(w.kind == "DisaggregatedSet" for w in wb.values())
     out.screener = _screened(tb)
     out.handshake = _handshakes(old.model, new.model)
+    out.kv_failure = kv_failure(new.model or old.model)
     out.keys = {(r.role, side): handshake(m, i) for r in roles
                 for side, m in (("old", old.model), ("new", new.model))
                 if m is not None and (i := _index(m, r.role)) is not None}
     out.rendered = _order("as rendered", roles, _wave_starts, out)
-    engines = {r.mode: r for r in roles if r.mode in ("prefill", "decode") and r.change.restarts}
+    engines = {r.mode: r for r in roles if r.mode in ("prefill", "decode") and r.change.restarts
+               and r.renamed is None}
     if len(engines) == 2 and not out.disaggregated:
         p, d = engines["prefill"].role, engines["decode"].role
         out.options = [
@@ -157,14 +179,55 @@ def compare(old: Side, new: Side) -> RolloutDiff:
             _order(f"{p} first, then {d}", roles, lambda rs: _after(rs, p, d), out),
             _order(f"{d} first, then {p}", roles, lambda rs: _after(rs, d, p), out)]
         out.best = min(out.options, key=Order.key).name
-    out.before = _capacity(old.model, {r.role: r.plan.old for r in roles})
-    out.after = _capacity(new.model, {r.role: r.plan.new for r in roles})
+    before: dict[str, int] = {}
+    after: dict[str, int] = {}
+    for r in roles:
+        before[r.spec_role] = before.get(r.spec_role, 0) + r.plan.old
+        after[r.spec_role] = after.get(r.spec_role, 0) + r.plan.new
+    out.before, out.after = _capacity(old.model, before), _capacity(new.model, after)
     out.findings = _findings(out, old.model, new.model)
     return out
 
 
+def _renamed(name: str, a: Workload, b: Workload, old_model: Deployment | None,
+             new_model: Deployment | None) -> list[RoleReport]:
+    """Role ``name`` whose workload is another object in NEW (kind or name differ, e.g. a
+    metadata.name change): a controller rolls only its own object, so nothing is rolled: the
+    new workload is created and starts cold, the old one is deleted (Argo CD prunes it in its
+    sync wave, deletion and creation in the same sync: argo-cd docs "Sync Phases and Waves";
+    ``PruneLast=true`` prunes after every wave is healthy: argoproj/argo-cd#5199; ``kubectl
+    apply -k`` deletes nothing). Pruned at once, its pods stop together; when the pool has no
+    room for the new pods beside them, the new pods wait for their GPUs (their stop), then
+    start. The old workload's report is labelled by its object's name."""
+    wait = not _room(old_model, new_model, name)
+    new = _role(name, None, b, old_model, new_model, wait_s=float(a.grace_s) if wait else 0.0)
+    gone = _role(name, a, None, old_model, new_model, label=a.name)
+    for rep in (new, gone):
+        rep.renamed, rep.waits_gpus = (a.name, b.name, a.kind), wait
+    return [new, gone]
+
+
+def _room(old: Deployment | None, new: Deployment | None, role: str) -> bool:
+    """Whether role ``role``'s new instances fit beside every old one in its pool, counted in
+    GPUs (instances of a whole node and more count whole nodes); True when unknown."""
+    i, j = _index(new, role), _index(old, role)
+    if old is None or new is None or i is None or j is None:
+        return True
+    spec = new.spec.spec
+    pool = spec.nodePools[spec.roles[i].nodePool]
+
+    def gpus(model: Deployment, k: int) -> int:
+        g = _gpus(model, k)
+        return -(-g // pool.gpusPerNode) * pool.gpusPerNode if g >= pool.gpusPerNode else g
+    used = sum(r.replicas * gpus(old, k) for k, r in enumerate(old.spec.spec.roles)
+               if r.nodePool == spec.roles[i].nodePool)
+    return used + spec.roles[i].replicas * gpus(new, i) <= pool.nodes * pool.gpusPerNode
+
+
 def _role(name: str, a: Workload | None, b: Workload | None, old_model: Deployment | None,
-          new_model: Deployment | None) -> RoleReport:
+          new_model: Deployment | None, label: str = "", wait_s: float = 0.0) -> RoleReport:
+    """Role ``name``'s report (``label``: its name in the report and the timelines; ``wait_s``:
+    before its new pods can start, s)."""
     w = b or a
     change = restart(a, b)
     controller = {"LeaderWorkerSet": "lws", "StatefulSet": "statefulset",
@@ -174,21 +237,25 @@ def _role(name: str, a: Workload | None, b: Workload | None, old_model: Deployme
     start = float(b.startup_s if b else 0)
     if name in FRONT_ROLES:
         start = float(min(start, FRONT_START_S))
-    plan = RolePlan(name, w.mode, controller, n_old, n_new, change.restarts,
+    start += wait_s
+    plan = RolePlan(label or name, w.mode, controller, n_old, n_new, change.restarts,
                     b.max_surge if b else 0, b.max_unavailable if b else 1,
                     float(a.grace_s if a else 0), start, w.wave)
-    rep = RoleReport(name, w.mode, w.kind, w.file, change, plan,
-                     prestop_s=a.prestop_s if a else 0,
+    rep = RoleReport(label or name, w.mode, w.kind, w.file, change, plan,
+                     prestop_s=a.prestop_s if a else 0, spec_role=name,
                      engine=(old_model or new_model).engine if (old_model or new_model) else "")
     i_new = _index(new_model, name)
     i_old = _index(old_model, name)
     if new_model is not None and i_new is not None and controller == "lws" \
             and new_model.roles[i_new] is not None:
         rep.strategy = lifecycle_rollout(new_model.spec, list(new_model.roles), i_new).reason
+    running = old_model or new_model       # the stopped pods are OLD's
+    rep.front = front(running, name, w.mode)
+    rep.kv_failure = kv_failure(running)
     if old_model is not None and (i_old is not None or name in FRONT_ROLES):
         d = old_model.durations
         rep.drain_s, rep.longest_s, rep.mean_s = d.drain_s, d.longest_request_s, d.mean_request_s
-    if new_model is not None and i_new is not None and w.mode in ENGINE_MODES:
+    if new_model is not None and i_new is not None and b is not None and w.mode in ENGINE_MODES:
         rep.cache = cache_note(old_model, new_model, i_old, i_new)
     rep.gpus = (_gpus(old_model, i_old), _gpus(new_model, i_new))
     return rep
@@ -368,7 +435,7 @@ def _findings(diff: RolloutDiff, old: Deployment | None, new: Deployment | None)
         i = _index(new, r.role)
         if i is None:
             continue
-        if r.change.restarts and r.plan.old > 0 and r.timeline is not None \
+        if r.change.restarts and r.plan.old > 0 and r.plan.new > 0 and r.timeline is not None \
                 and r.timeline.fewest == 0 and r.mode in ENGINE_MODES:
             at("ROL001", Severity.WARNING, ("spec", "roles", i, "replicas"),
                f"role {r.role!r}: the rollout takes all {min(r.plan.old, r.plan.new)} of its "
@@ -402,8 +469,7 @@ def _findings(diff: RolloutDiff, old: Deployment | None, new: Deployment | None)
             at("ROL003", Severity.WARNING, path,
                f"for {window} of the rollout prefill and decode of different revisions pair "
                f"(up to {rendered.mixed_share:.0%} of requests); their {b.what} handshake "
-               f"differs in {', '.join(differ)}, so decode computes the prompt itself "
-               "(kv_load_failure_policy recompute)",
+               f"differs in {', '.join(differ)}, so {diff.kv_failure}",
                f"roll in the order gen diff finds cheapest ({diff.best or 'together'}), or pin "
                "requests to one revision (platform.lws.disaggregatedSet with router kind "
                "inference-gateway)")
@@ -428,7 +494,7 @@ def _peer_crashes(diff: RolloutDiff, old: Deployment | None, new: Deployment, at
     instance of the old revision (its template unchanged, or replaced after its peer), so the
     rows are the old side's (its engine release and the NIXL in its image: an upgrade onto a
     fixed NIXL still crashes the old survivors). ``at`` appends a finding."""
-    by_mode = {r.mode: r for r in diff.roles if r.mode in ENGINE_MODES}
+    by_mode = {r.mode: r for r in diff.roles if r.mode in ENGINE_MODES and r.plan.new > 0}
     for _, role, row in pd_crashes(old if old is not None else new):
         i = _index(new, role.name)
         if i is None:

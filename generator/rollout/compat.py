@@ -19,6 +19,14 @@ KV handshake, per engine release and connector:
   versions may wait for the KV release timeout"): a mixed pair is not refused, and whether it
   transfers correctly is not known (a notice).
 
+A request whose KV a decode cannot pull (its prefill stopped, or a mixed pair failed the
+handshake), :func:`kv_failure`: vLLM >= 0.13.0 does what the rendered ``kv_load_failure_policy``
+says (recompute on decode unless the spec says fail: generator/engines/vllm.py); SGLang's decode
+aborts it with HTTP 500 and recomputes nothing (SGLang 0.5.23
+python/sglang/srt/disaggregation/decode.py: ``DecodeTransferQueue.pop_transferred`` on a failed
+transfer and ``DecodePreallocQueue._update_handshake_waiters`` on a failed handshake call
+``prepare_abort(..., HTTPStatus.INTERNAL_SERVER_ERROR)``).
+
 Caches (generator/engines/caches.py): a role's compile and JIT caches live in its cache volume
 below a directory keyed by engine release, GPU and layout. An emptyDir volume starts empty in
 every new pod; a persistent volume keeps them for a re-created pod unless the key changed.
@@ -28,10 +36,19 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ..deployment import Deployment
 from ..engines.caches import cache_root
+from ..engines.routers import rendered_router
 from ..facts.versions import parse_version
+from ..naming import client_service
 from ..pods import effective_pod
 
+#: What a stopped pod leaves, by what is rendered in front of the engines
+#: (generator/engines/routers.py rendered_router): the router Deployment drops a worker that is
+#: not Ready from its list, the endpoint picker one the InferencePool no longer selects, a
+#: Service a terminating pod from its endpoints (Kubernetes EndpointSlice ``ready`` false).
+FRONT = {"deployment": "the router's list",
+         "gateway": "the InferencePool's endpoints (the endpoint picker's list)"}
 #: First vLLM release with the NIXL compatibility hash (generator/engines/vllm.py table).
 NIXL_HASH_SINCE = (0, 13, 0)
 
@@ -104,3 +121,34 @@ def cache_note(old_model, new_model, i_old: int | None, i_new: int) -> str:
         return (f"cache key {old_root.split('/', 4)[-1]} -> {key}: the "
                 "persistent cache volume holds nothing for the new key, it compiles cold")
     return "the persistent cache volume keeps the compiled kernels (same key)"
+
+
+def kv_failure(model: Deployment | None) -> str:
+    """What ``model``'s decode does with a request whose KV it could not pull (module
+    docstring), as a clause; "" without a model."""
+    if model is None:
+        return ""
+    spec = model.spec.spec
+    if spec.engine.name == "sglang":
+        return "SGLang's decode aborts the request (HTTP 500), recomputing nothing"
+    if model.dialect is None or not getattr(model.dialect, "kv_load_failure_policy", False):
+        return (f"vLLM {spec.engine.version} has no kv_load_failure_policy (from 0.13.0), so "
+                "decode does not recompute a prompt whose KV it could not pull")
+    decode = next((r for r in spec.roles if r.mode == "decode"), None)
+    policy = decode.kvTransfer.loadFailurePolicy if decode is not None and \
+        decode.kvTransfer is not None else None
+    if policy == "fail":
+        return "decode fails a request whose KV it could not pull (kv_load_failure_policy fail)"
+    return "decode recomputes a prompt whose KV it could not pull: kv_load_failure_policy " \
+        "recompute"
+
+
+def front(model: Deployment | None, role: str, mode: str) -> str:
+    """Where a stopped pod of ``role`` (``mode``) stops getting requests from (:data:`FRONT`):
+    its router, else its client Service's endpoints."""
+    if model is None or mode not in ("prefill", "decode", "unified"):
+        return "the Service"
+    rendered = rendered_router(model.spec.spec)
+    if rendered in FRONT:
+        return FRONT[rendered]
+    return f"the endpoints of its Service ({client_service(model.spec.metadata.name, role)})"
