@@ -46,15 +46,23 @@ def _long_context_allowed(r: RoleInput, engine: str) -> str | None:
     return name if value.lower() in on else None
 
 
+def _past_context(ctx: Context):
+    """(index, role, maxModelLen, context, where it comes from, the allow-long variable set on
+    or None) of every role whose maxModelLen passes the context its engine derives."""
+    for i, r in ctx.role_items():
+        want = r.serving.maxModelLen
+        limit, where = context_limit(r, ctx.engine)
+        if want is not None and want > limit:
+            yield i, r, want, limit, where, _long_context_allowed(r, ctx.engine)
+
+
 @rule("LEN001", E, "maxModelLen must not exceed the model's context",
       "vLLM 0.33.0 vllm/config/model.py _get_and_verify_max_len (max_model_len vs the derived "
       "limit, after --hf-overrides); SGLang 0.5.23 python/sglang/srt/configs/model_config.py "
       "_derive_context_length (context_length, after --json-model-override-args)")
 def _max_len(ctx: Context):
-    for i, r in ctx.role_items():
-        want = r.serving.maxModelLen
-        limit, where = context_limit(r, ctx.engine)
-        if want is None or want <= limit or _long_context_allowed(r, ctx.engine):
+    for i, _, want, limit, where, allowed in _past_context(ctx):
+        if allowed:
             continue
         option = CONFIG_OVERRIDES.get(ctx.engine, "the engine's config override")
         env = LONG_CONTEXT_ENV.get(ctx.engine, ("",))[0]
@@ -73,11 +81,8 @@ def _max_len(ctx: Context):
       "srt/configs/model_config.py (SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN: \"may lead to "
       "incorrect model outputs or CUDA errors\")")
 def _max_len_allowed(ctx: Context):
-    for i, r in ctx.role_items():
-        want = r.serving.maxModelLen
-        limit, where = context_limit(r, ctx.engine)
-        env = _long_context_allowed(r, ctx.engine)
-        if want is None or want <= limit or env is None:
+    for i, _, want, limit, where, env in _past_context(ctx):
+        if env is None:
             continue
         yield Hit(serving_path(ctx, i, "maxModelLen"),
                   f"maxModelLen {want} exceeds the model's context ({where} {limit}); {env} "
